@@ -1,0 +1,107 @@
+// Package chunkfs is the shared vocabulary of chunkfs, a distributed file
+// system after the Google File System: chunk handles and versions, sizes and
+// limits, file metadata and the error type whose Kind crosses RPC.
+//
+// It imports nothing of chunkfs's own; every other package may import it.
+// Users import github.com/chunkfs/chunkfs/client to talk to a cluster and
+// github.com/chunkfs/chunkfs/chunkfstest to start one in their own tests.
+package chunkfs
+
+import (
+	"io/fs"
+	"time"
+)
+
+// Handle names a chunk. The master assigns handles from a counter in its
+// replicated state; a handle is never reused and never derived from user input.
+type Handle uint64
+
+// Version is a chunk's version number. The master bumps it (through its log)
+// every time it grants a new lease; a replica with an older version is stale
+// and is never served.
+type Version uint64
+
+// StateID is the index of the last log entry a master has applied. Every
+// master response carries one; clients keep the highest they have seen.
+type StateID uint64
+
+// DataID names a buffer of pushed data held by chunkservers until a write or
+// record append applies it.
+type DataID uint64
+
+// Sizes and limits shared by every role.
+const (
+	// DefaultChunkSize is the size of a chunk unless a cluster sets another.
+	DefaultChunkSize = 64 << 20
+	// BlockSize is the unit of checksumming inside a chunk.
+	BlockSize = 64 << 10
+	// MaxFrameSize bounds a frame of the bulk data stream.
+	MaxFrameSize = BlockSize
+	// DefaultReplication is the number of replicas of a chunk unless a file
+	// says otherwise.
+	DefaultReplication = 3
+	// MaxReplication bounds a file's replication factor.
+	MaxReplication = 16
+	// MaxNameLen bounds one component of a path, in bytes.
+	MaxNameLen = 255
+	// MaxPathLen bounds a whole path, in bytes.
+	MaxPathLen = 4096
+	// MaxSymlinkLen bounds a symbolic link's target, in bytes.
+	MaxSymlinkLen = 4096
+	// LeaseDuration is how long a primary holds a chunk lease unless extended.
+	LeaseDuration = 60 * time.Second
+)
+
+// MaxRecordSize is the largest record that Append accepts for a chunk size:
+// a quarter of a chunk, as in GFS.
+func MaxRecordSize(chunkSize int64) int64 { return chunkSize / 4 }
+
+// Caller is the identity a request acts as. UID 0 is the superuser.
+type Caller struct {
+	UID  uint32
+	GIDs []uint32 // primary group first
+}
+
+// Root is the superuser.
+var Root = Caller{UID: 0, GIDs: []uint32{0}}
+
+// FileInfo describes a file or directory. It implements fs.FileInfo.
+type FileInfo struct {
+	Inode       uint64
+	FileName    string      // base name
+	Length      int64       // bytes; Size() returns it
+	FileMode    fs.FileMode // type bits and permission bits (incl. setuid, setgid, sticky)
+	UID, GID    uint32
+	MTime       time.Time
+	ATime       time.Time
+	CTime       time.Time
+	Replication int    // replicas per chunk (files only)
+	Target      string // symbolic link target
+	Chunks      int64  // number of chunks (files only)
+}
+
+var _ fs.FileInfo = (*FileInfo)(nil)
+
+// Name returns the base name.
+func (fi *FileInfo) Name() string { return fi.FileName }
+
+// Size returns the length in bytes.
+func (fi *FileInfo) Size() int64 { return fi.Length }
+
+// Mode returns the file mode bits.
+func (fi *FileInfo) Mode() fs.FileMode { return fi.FileMode }
+
+// ModTime returns the modification time.
+func (fi *FileInfo) ModTime() time.Time { return fi.MTime }
+
+// IsDir reports whether fi describes a directory.
+func (fi *FileInfo) IsDir() bool { return fi.FileMode.IsDir() }
+
+// Sys returns fi itself.
+func (fi *FileInfo) Sys() any { return fi }
+
+// Type returns the type bits, for fs.DirEntry.
+func (fi *FileInfo) Type() fs.FileMode { return fi.FileMode.Type() }
+
+// Info returns fi, for fs.DirEntry.
+func (fi *FileInfo) Info() (fs.FileInfo, error) { return fi, nil }

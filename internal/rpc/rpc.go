@@ -1,0 +1,187 @@
+// Package rpc holds chunkfs's wire: the protobuf/gRPC definitions (in pb),
+// the translation of errors to and from gRPC status, gRPC server and client
+// construction, and the framed data stream for bulk data. It is the only
+// package that imports gRPC directly.
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+)
+
+// MaxMessageSize bounds a gRPC message in either direction. Bulk data does
+// not travel over gRPC, so control messages stay small.
+const MaxMessageSize = 16 << 20
+
+// DefaultTimeout is the deadline given to a call whose context has none.
+const DefaultTimeout = 30 * time.Second
+
+// Server is a gRPC server.
+type Server = grpc.Server
+
+// ClientConn is a gRPC client connection.
+type ClientConn = grpc.ClientConn
+
+// NewServer returns a gRPC server whose handlers are guarded: a panic in a
+// handler is logged and answered as an internal error, never crashing the
+// process, and errors are translated by Status.
+func NewServer(log *slog.Logger) *grpc.Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	return grpc.NewServer(
+		grpc.MaxRecvMsgSize(MaxMessageSize),
+		grpc.MaxSendMsgSize(MaxMessageSize),
+		grpc.UnaryInterceptor(unaryGuard(log)),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	)
+}
+
+func unaryGuard(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("rpc handler panic", "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				resp, err = nil, status.Error(codes.Internal, "internal error")
+			}
+		}()
+		resp, err = handler(ctx, req)
+		if err != nil {
+			err = Status(err)
+		}
+		return resp, err
+	}
+}
+
+// Dial opens a client connection to addr. Calls without a deadline get
+// DefaultTimeout.
+func Dial(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.WithUnaryInterceptor(clientDeadline),
+	)
+}
+
+func clientDeadline(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	return Err(invoker(ctx, method, req, reply, cc, opts...))
+}
+
+var kindCodes = map[chunkfs.Kind]codes.Code{
+	chunkfs.KindInvalid:      codes.InvalidArgument,
+	chunkfs.KindTooLarge:     codes.InvalidArgument,
+	chunkfs.KindNotExist:     codes.NotFound,
+	chunkfs.KindExist:        codes.AlreadyExists,
+	chunkfs.KindPermission:   codes.PermissionDenied,
+	chunkfs.KindNotEmpty:     codes.FailedPrecondition,
+	chunkfs.KindNotDir:       codes.FailedPrecondition,
+	chunkfs.KindIsDir:        codes.FailedPrecondition,
+	chunkfs.KindUnavailable:  codes.Unavailable,
+	chunkfs.KindNotLeader:    codes.Unavailable,
+	chunkfs.KindChecksum:     codes.DataLoss,
+	chunkfs.KindStale:        codes.FailedPrecondition,
+	chunkfs.KindNoSpace:      codes.ResourceExhausted,
+	chunkfs.KindNotSupported: codes.Unimplemented,
+	chunkfs.KindChunkFull:    codes.OutOfRange,
+	chunkfs.KindNotPrimary:   codes.FailedPrecondition,
+}
+
+// Status converts err to a gRPC status error carrying its chunkfs Kind, Op
+// and Path. Errors that already are gRPC statuses pass through.
+func Status(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok && !isChunkfsError(err) {
+		return err
+	}
+	var e *chunkfs.Error
+	if !errors.As(err, &e) {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			return status.Error(codes.DeadlineExceeded, err.Error())
+		case errors.Is(err, context.Canceled):
+			return status.Error(codes.Canceled, err.Error())
+		}
+		e = &chunkfs.Error{Kind: chunkfs.KindOther, Err: err}
+	}
+	code, ok := kindCodes[e.Kind]
+	if !ok {
+		code = codes.Unknown
+	}
+	msg := ""
+	if e.Err != nil {
+		msg = e.Err.Error()
+	}
+	st := status.New(code, e.Error())
+	if withDetail, err := st.WithDetails(&pb.ErrorDetail{Kind: uint32(e.Kind), Op: e.Op, Path: e.Path, Message: msg}); err == nil {
+		st = withDetail
+	}
+	return st.Err()
+}
+
+func isChunkfsError(err error) bool {
+	var e *chunkfs.Error
+	return errors.As(err, &e)
+}
+
+// Err converts an error returned by a gRPC call back into a *chunkfs.Error.
+// Transport failures and deadlines become KindUnavailable.
+func Err(err error) error {
+	if err == nil {
+		return nil
+	}
+	if isChunkfsError(err) {
+		return err
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return &chunkfs.Error{Kind: chunkfs.KindOther, Err: err}
+	}
+	for _, d := range st.Details() {
+		if ed, ok := d.(*pb.ErrorDetail); ok {
+			k := chunkfs.Kind(ed.Kind)
+			if !k.Valid() {
+				k = chunkfs.KindOther
+			}
+			var inner error
+			if ed.Message != "" {
+				inner = errors.New(ed.Message)
+			}
+			return &chunkfs.Error{Op: ed.Op, Path: ed.Path, Kind: k, Err: inner}
+		}
+	}
+	switch st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
+		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: errors.New(st.Message())}
+	case codes.NotFound:
+		return &chunkfs.Error{Kind: chunkfs.KindNotExist, Err: errors.New(st.Message())}
+	case codes.InvalidArgument:
+		return &chunkfs.Error{Kind: chunkfs.KindInvalid, Err: errors.New(st.Message())}
+	case codes.PermissionDenied:
+		return &chunkfs.Error{Kind: chunkfs.KindPermission, Err: errors.New(st.Message())}
+	case codes.Unimplemented:
+		return &chunkfs.Error{Kind: chunkfs.KindNotSupported, Err: errors.New(st.Message())}
+	}
+	return &chunkfs.Error{Kind: chunkfs.KindOther, Err: errors.New(st.Message())}
+}
+
+var errPoolClosed = &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: errors.New("connection pool closed")}
