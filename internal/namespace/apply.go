@@ -1,0 +1,409 @@
+package namespace
+
+import (
+	"io/fs"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// Result is what applying a command produced.
+type Result struct {
+	Err       error            // a *chunkfs.Error; nothing changed when set
+	Info      chunkfs.FileInfo // the inode the command concerned, after it
+	Created   bool             // mkdir/create made a new inode
+	Garbage   []chunkfs.Handle // chunks that no longer belong to any file
+	Cut       *Cut             // a chunk a truncation cut in its middle
+	Chunk     Chunk            // allocated or re-versioned chunk
+	Allocated bool             // OpAllocChunk made a new chunk
+}
+
+// Cut is a chunk that a truncation shortened: its version was bumped and its
+// replicas must be cut to Length bytes.
+type Cut struct {
+	Chunk
+	Length int64
+}
+
+// Apply applies c and returns its result. It is deterministic: the result
+// and the new state depend only on the state and c.
+func (ns *Namespace) Apply(c *Command) Result {
+	var r Result
+	switch c.Op {
+	case OpInit:
+		r = ns.init(c)
+	case OpMkdir:
+		r = ns.mkdir(c)
+	case OpCreate:
+		r = ns.create(c)
+	case OpRename:
+		r = ns.rename(c)
+	case OpDelete:
+		r = ns.delete(c)
+	case OpSetAttr:
+		r = ns.setAttr(c)
+	case OpAllocChunk:
+		r = ns.allocChunk(c)
+	case OpBumpVersion:
+		r = ns.bumpVersion(c)
+	case OpCommitLength:
+		r = ns.commitLength(c)
+	case OpLeaseHorizon:
+		ns.leaseHorizon = max(ns.leaseHorizon, c.Length)
+	default:
+		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
+	}
+	return r
+}
+
+// ApplyEncoded decodes and applies one encoded command.
+func (ns *Namespace) ApplyEncoded(b []byte) Result {
+	c, err := DecodeCommand(b)
+	if err != nil {
+		return Result{Err: chunkfs.E("apply", "", chunkfs.KindInvalid, err.Error())}
+	}
+	return ns.Apply(c)
+}
+
+func fail(op, p string, k chunkfs.Kind, msg string) Result {
+	return Result{Err: chunkfs.E(op, p, k, msg)}
+}
+
+func (ns *Namespace) init(c *Command) Result {
+	const op = "init"
+	switch {
+	case ns.Initialized():
+		return fail(op, "", chunkfs.KindExist, "namespace already initialised")
+	case c.Length < 1024 || c.Length > 1<<32:
+		return fail(op, "", chunkfs.KindInvalid, "chunk size out of range [1 KiB, 4 GiB]")
+	case c.Replication < 1 || c.Replication > chunkfs.MaxReplication:
+		return fail(op, "", chunkfs.KindInvalid, "default replication out of range")
+	}
+	ns.chunkSize, ns.defaultRepl = c.Length, uint8(c.Replication)
+	ns.root.mtime, ns.root.atime, ns.root.ctime = c.Time, c.Time, c.Time
+	return Result{Info: ns.root.info()}
+}
+
+// newInode makes an inode named name in dir for caller c, owned by c, with
+// the group of dir when dir is setgid and c's primary group otherwise.
+func (ns *Namespace) newInode(c *Command, dir *inode, name string, mode fs.FileMode) *inode {
+	n := &inode{name: name, ino: ns.nextInode, mode: mode, uid: c.Caller.UID, gid: primaryGID(&c.Caller)}
+	ns.nextInode++
+	if dir.mode&fs.ModeSetgid != 0 {
+		n.gid = dir.gid
+		if n.isDir() {
+			n.mode |= fs.ModeSetgid
+		}
+	}
+	n.mtime, n.atime, n.ctime = c.Time, c.Time, c.Time
+	if n.isDir() || n.isSymlink() {
+		n.ext = &ext{}
+	}
+	ns.link(dir, n, c.Time)
+	return n
+}
+
+// link inserts n into dir and counts it.
+func (ns *Namespace) link(dir, n *inode, now int64) {
+	n.parent = dir
+	dir.ext.kids.insert(n)
+	dir.mtime, dir.ctime = now, now
+	if n.isDir() {
+		ns.dirs++
+	} else {
+		ns.files++
+		ns.bytes += n.length
+	}
+}
+
+// unlink removes n from its directory and uncounts it (not its subtree).
+func (ns *Namespace) unlink(n *inode, now int64) {
+	dir := n.parent
+	dir.ext.kids.remove(n.name)
+	dir.mtime, dir.ctime = now, now
+	n.parent = nil
+	if n.isDir() {
+		ns.dirs--
+	} else {
+		ns.files--
+		ns.bytes -= n.length
+	}
+}
+
+func (ns *Namespace) mkdir(c *Command) Result {
+	const op = "mkdir"
+	p := c.Path
+	parent, n, err := ns.resolve(op, &c.Caller, p)
+	if err != nil && !(c.Flags&FlagParents != 0 && chunkfs.KindOf(err) == chunkfs.KindNotExist) {
+		return Result{Err: err}
+	}
+	if err == nil && n != nil {
+		if c.Flags&FlagParents != 0 && n.isDir() {
+			return Result{Info: n.info()}
+		}
+		return fail(op, p, chunkfs.KindExist, "")
+	}
+	if err == nil {
+		if !may(&c.Caller, parent, accessWrite|accessExec) {
+			return fail(op, p, chunkfs.KindPermission, "")
+		}
+		_, name := split(p)
+		n = ns.newInode(c, parent, name, fs.ModeDir|permBits(c.Mode))
+		return Result{Info: n.info(), Created: true}
+	}
+	return ns.mkdirParents(c)
+}
+
+// mkdirParents makes p and its missing parents, checking everything first
+// so that a refusal changes nothing. Missing parents get mode|0300 so that
+// their creator can fill them.
+func (ns *Namespace) mkdirParents(c *Command) Result {
+	const op = "mkdir"
+	p := c.Path
+	dir, rest := ns.root, p[1:]
+	for {
+		name, tail, _ := cutSlash(rest)
+		next := dir.ext.kids.get(name)
+		if next == nil {
+			break
+		}
+		rest = tail
+		if !next.isDir() {
+			return fail(op, p, chunkfs.KindNotDir, "")
+		}
+		if !may(&c.Caller, next, accessExec) {
+			return fail(op, p, chunkfs.KindPermission, "")
+		}
+		dir = next
+	}
+	if !may(&c.Caller, dir, accessWrite|accessExec) {
+		return fail(op, p, chunkfs.KindPermission, "")
+	}
+	return ns.makeChain(c, dir, rest)
+}
+
+// makeChain creates the directories named by rest (slash-separated, all
+// missing) below the existing dir.
+func (ns *Namespace) makeChain(c *Command, dir *inode, rest string) Result {
+	for {
+		name, tail, more := cutSlash(rest)
+		mode := fs.ModeDir | permBits(c.Mode)
+		if more {
+			mode |= 0o300
+		}
+		next := ns.newInode(c, dir, name, mode)
+		if !more {
+			return Result{Info: next.info(), Created: true}
+		}
+		dir, rest = next, tail
+	}
+}
+
+func cutSlash(s string) (head, tail string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+func (ns *Namespace) create(c *Command) Result {
+	const op = "create"
+	p := c.Path
+	parent, n, err := ns.resolve(op, &c.Caller, p)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if err := ns.checkNewFile(op, c); err != nil {
+		return Result{Err: err}
+	}
+	if n != nil {
+		return ns.createExisting(c, n)
+	}
+	if !may(&c.Caller, parent, accessWrite|accessExec) {
+		return fail(op, p, chunkfs.KindPermission, "")
+	}
+	_, name := split(p)
+	mode := permBits(c.Mode)
+	if c.Target != "" {
+		mode = fs.ModeSymlink | 0o777
+	}
+	n = ns.newInode(c, parent, name, mode)
+	if c.Target != "" {
+		n.ext.target = c.Target
+		n.length = int64(len(c.Target))
+		ns.bytes += n.length
+	} else {
+		n.repl = ns.replication(c.Replication)
+	}
+	return Result{Info: n.info(), Created: true}
+}
+
+// checkNewFile validates a create command's arguments.
+func (ns *Namespace) checkNewFile(op string, c *Command) error {
+	switch {
+	case c.Replication > chunkfs.MaxReplication:
+		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "replication above the maximum")
+	case len(c.Target) > chunkfs.MaxSymlinkLen:
+		return chunkfs.E(op, c.Path, chunkfs.KindTooLarge, "symbolic link target too long")
+	case containsNUL(c.Target):
+		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "symbolic link target contains a NUL byte")
+	}
+	return nil
+}
+
+func containsNUL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// replication returns r, or the default for 0.
+func (ns *Namespace) replication(r uint32) uint8 {
+	if r == 0 {
+		return ns.defaultRepl
+	}
+	return uint8(r)
+}
+
+// createExisting handles create on a path that exists.
+func (ns *Namespace) createExisting(c *Command, n *inode) Result {
+	const op = "create"
+	switch {
+	case c.Flags&FlagExclusive != 0 || c.Target != "":
+		return fail(op, c.Path, chunkfs.KindExist, "")
+	case n.isDir():
+		return fail(op, c.Path, chunkfs.KindIsDir, "")
+	case c.Flags&FlagTruncate == 0 || n.isSymlink():
+		return Result{Info: n.info()}
+	case !may(&c.Caller, n, accessWrite):
+		return fail(op, c.Path, chunkfs.KindPermission, "")
+	}
+	r := Result{Garbage: ns.truncate(n, 0, c.Time)}
+	r.Info = n.info()
+	return r
+}
+
+// truncate sets a file's length; chunks wholly past the end become garbage
+// (returned). A chunk cut in its middle is left to the caller.
+func (ns *Namespace) truncate(n *inode, length, now int64) []chunkfs.Handle {
+	var keep int64
+	if ns.chunkSize > 0 {
+		keep = (length + ns.chunkSize - 1) / ns.chunkSize
+	}
+	var garbage []chunkfs.Handle
+	if keep < int64(len(n.chunks)) {
+		for _, r := range n.chunks[keep:] {
+			if r.handle != 0 {
+				garbage = append(garbage, r.handle)
+				delete(ns.handles, r.handle)
+			}
+		}
+		n.chunks = trimChunks(n.chunks[:keep])
+	}
+	ns.bytes += length - n.length
+	n.length = length
+	n.mtime, n.ctime = now, now
+	return garbage
+}
+
+// trimChunks drops trailing holes and gives back a slice's spare room.
+func trimChunks(cs []chunkRef) []chunkRef {
+	for len(cs) > 0 && cs[len(cs)-1].handle == 0 {
+		cs = cs[:len(cs)-1]
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	if cap(cs)-len(cs) > len(cs)/4 {
+		cs = append([]chunkRef(nil), cs...)
+	}
+	return cs
+}
+
+// maxLength is the largest file length the namespace accepts.
+func (ns *Namespace) maxLength() int64 { return ns.chunkSize * MaxFileChunks }
+
+func (ns *Namespace) commitLength(c *Command) Result {
+	const op = "commit length"
+	n, err := ns.writable(op, c)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if c.Length < 0 || c.Length > ns.maxLength() {
+		return fail(op, c.Path, chunkfs.KindInvalid, "length out of range")
+	}
+	if c.Length > n.length {
+		ns.bytes += c.Length - n.length
+		n.length = c.Length
+	}
+	if c.Flags&FlagTouch != 0 {
+		n.mtime, n.ctime = c.Time, c.Time
+	}
+	return Result{Info: n.info()}
+}
+
+// writable resolves c.Path to a regular file c may write in an initialised
+// namespace.
+func (ns *Namespace) writable(op string, c *Command) (*inode, error) {
+	if !ns.Initialized() {
+		return nil, chunkfs.E(op, c.Path, chunkfs.KindUnavailable, "namespace not initialised")
+	}
+	_, n, err := ns.existing(op, &c.Caller, c.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := fileOnly(op, c.Path, n); err != nil {
+		return nil, err
+	}
+	if !may(&c.Caller, n, accessWrite) {
+		return nil, chunkfs.E(op, c.Path, chunkfs.KindPermission, "")
+	}
+	return n, nil
+}
+
+func (ns *Namespace) allocChunk(c *Command) Result {
+	const op = "allocate chunk"
+	n, err := ns.writable(op, c)
+	if err != nil {
+		return Result{Err: err}
+	}
+	i := c.Length
+	if i < 0 || i >= MaxFileChunks {
+		return fail(op, c.Path, chunkfs.KindInvalid, "chunk index out of range")
+	}
+	if c.Flags&FlagAppend != 0 {
+		if last := int64(len(n.chunks)) - 1; i != last && i != last+1 && !(last < 0 && i == 0) {
+			return fail(op, c.Path, chunkfs.KindStale, "append chunk index is neither the last chunk nor the next")
+		}
+	}
+	if i < int64(len(n.chunks)) && n.chunks[i].handle != 0 {
+		r := n.chunks[i]
+		return Result{Info: n.info(), Chunk: Chunk{Index: i, Handle: r.handle, Version: r.version}}
+	}
+	h := ns.nextHandle
+	ns.nextHandle++
+	for int64(len(n.chunks)) <= i {
+		n.chunks = append(n.chunks, chunkRef{})
+	}
+	n.chunks[i] = chunkRef{handle: h, version: 1}
+	ns.handles[h] = n
+	return Result{Info: n.info(), Chunk: Chunk{Index: i, Handle: h, Version: 1}, Allocated: true}
+}
+
+func (ns *Namespace) bumpVersion(c *Command) Result {
+	n := ns.handles[c.Handle]
+	if n == nil {
+		return fail("bump version", "", chunkfs.KindNotExist, "no such chunk")
+	}
+	for i := range n.chunks {
+		if r := &n.chunks[i]; r.handle == c.Handle {
+			r.version++
+			return Result{Chunk: Chunk{Index: int64(i), Handle: r.handle, Version: r.version}}
+		}
+	}
+	return fail("bump version", "", chunkfs.KindNotExist, "chunk missing from its file")
+}

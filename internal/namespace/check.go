@@ -1,0 +1,127 @@
+package namespace
+
+import (
+	"fmt"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// Check verifies the namespace's invariants and returns the first violation:
+// tree links, sorted unique names, unique inode numbers below the counter,
+// per-type fields, every chunk held by exactly one file and indexed, handles
+// below the counter, versions at least 1, and the summary counts. Tests run
+// it after every case; `chunkfs admin fsck` can run it too.
+func (ns *Namespace) Check() error {
+	c := &checker{ns: ns, inodes: make(map[uint64]bool), handles: make(map[chunkfs.Handle]bool)}
+	if ns.root.parent != nil || ns.root.ino != RootInode || !ns.root.isDir() {
+		return fmt.Errorf("namespace: bad root")
+	}
+	c.node(ns.root, "/")
+	if c.err != nil {
+		return c.err
+	}
+	got := Counts{Files: c.files, Dirs: c.dirs, Chunks: int64(len(c.handles)), Bytes: c.bytes}
+	want := ns.Counts()
+	if got != want {
+		return fmt.Errorf("namespace: counts %+v, tree has %+v", want, got)
+	}
+	return nil
+}
+
+type checker struct {
+	ns                 *Namespace
+	inodes             map[uint64]bool
+	handles            map[chunkfs.Handle]bool
+	files, dirs, bytes int64
+	err                error
+}
+
+func (c *checker) fail(p, format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("namespace: %s: %s", p, fmt.Sprintf(format, args...))
+	}
+}
+
+func (c *checker) node(n *inode, p string) {
+	if n.ino == 0 || n.ino >= c.ns.nextInode || c.inodes[n.ino] {
+		c.fail(p, "inode number %d reused or out of range", n.ino)
+	}
+	c.inodes[n.ino] = true
+	switch {
+	case n.isDir():
+		c.dirs++
+		c.dir(n, p)
+	case n.isSymlink():
+		c.files++
+		c.bytes += n.length
+		if n.ext == nil || n.length != int64(len(n.ext.target)) || n.chunks != nil {
+			c.fail(p, "bad symbolic link")
+		}
+	default:
+		c.files++
+		c.bytes += n.length
+		c.file(n, p)
+	}
+}
+
+func (c *checker) dir(n *inode, p string) {
+	if n.ext == nil || n.chunks != nil || n.length != 0 {
+		c.fail(p, "bad directory")
+		return
+	}
+	prev, count := "", 0
+	for _, blk := range n.ext.kids.blocks {
+		if len(blk) == 0 {
+			c.fail(p, "empty block")
+		}
+		for _, k := range blk {
+			count++
+			if k.name <= prev || pathProblem("/"+k.name) != "" {
+				c.fail(p, "entry %q unsorted or invalid", k.name)
+			}
+			if k.parent != n {
+				c.fail(p, "entry %q has a wrong parent", k.name)
+			}
+			prev = k.name
+			c.node(k, join(p, k.name))
+			if c.err != nil {
+				return
+			}
+		}
+	}
+	if count != n.ext.kids.Len() {
+		c.fail(p, "holds %d entries, counted %d", count, n.ext.kids.Len())
+	}
+}
+
+func (c *checker) file(n *inode, p string) {
+	if n.ext != nil || n.length < 0 || n.repl > chunkfs.MaxReplication {
+		c.fail(p, "bad file fields")
+	}
+	if k := len(n.chunks); k > 0 && n.chunks[k-1].handle == 0 {
+		c.fail(p, "trailing hole in the chunk list")
+	}
+	for i, r := range n.chunks {
+		if r.handle == 0 {
+			continue
+		}
+		switch {
+		case r.handle >= c.ns.nextHandle:
+			c.fail(p, "chunk %d: handle %d not below the counter %d", i, r.handle, c.ns.nextHandle)
+		case c.handles[r.handle]:
+			c.fail(p, "chunk %d: handle %d held twice", i, r.handle)
+		case c.ns.handles[r.handle] != n:
+			c.fail(p, "chunk %d: handle %d missing from the index", i, r.handle)
+		case r.version < 1:
+			c.fail(p, "chunk %d: version 0", i)
+		}
+		c.handles[r.handle] = true
+	}
+}
+
+func join(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}

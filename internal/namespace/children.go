@@ -1,0 +1,142 @@
+package namespace
+
+import "sort"
+
+// maxBlock is the most entries a block of a children list holds before it
+// splits. Blocks keep inserts into million-entry directories cheap (no
+// memmove of the whole list) while costing one pointer per entry.
+const maxBlock = 512
+
+// children is a directory's entries sorted by name, in blocks: each block is
+// sorted, blocks are in order, and no block is empty.
+type children struct {
+	blocks [][]*inode
+	n      int
+}
+
+// Len returns the number of entries.
+func (c *children) Len() int { return c.n }
+
+// block returns the index of the block where name is or would be inserted.
+func (c *children) block(name string) int {
+	b := sort.Search(len(c.blocks), func(i int) bool {
+		blk := c.blocks[i]
+		return blk[len(blk)-1].name >= name
+	})
+	if b == len(c.blocks) && b > 0 {
+		b--
+	}
+	return b
+}
+
+// find returns the position of name, or where it would go, and whether it
+// is present.
+func (c *children) find(name string) (b, i int, ok bool) {
+	if len(c.blocks) == 0 {
+		return 0, 0, false
+	}
+	b = c.block(name)
+	blk := c.blocks[b]
+	i = sort.Search(len(blk), func(j int) bool { return blk[j].name >= name })
+	return b, i, i < len(blk) && blk[i].name == name
+}
+
+// get returns the entry named name, or nil.
+func (c *children) get(name string) *inode {
+	b, i, ok := c.find(name)
+	if !ok {
+		return nil
+	}
+	return c.blocks[b][i]
+}
+
+// insert adds n, which must not be present.
+func (c *children) insert(n *inode) {
+	c.n++
+	if len(c.blocks) == 0 {
+		c.blocks = [][]*inode{{n}}
+		return
+	}
+	b, i, _ := c.find(n.name)
+	blk := append(c.blocks[b], nil)
+	copy(blk[i+1:], blk[i:])
+	blk[i] = n
+	c.blocks[b] = blk
+	if len(blk) > maxBlock {
+		c.split(b)
+	}
+}
+
+// split cuts block b in two halves with their own backing arrays.
+func (c *children) split(b int) {
+	blk := c.blocks[b]
+	half := len(blk) / 2
+	lo := append(make([]*inode, 0, half+half/4), blk[:half]...)
+	hi := append(make([]*inode, 0, len(blk)-half+half/4), blk[half:]...)
+	c.blocks = append(c.blocks, nil)
+	copy(c.blocks[b+2:], c.blocks[b+1:])
+	c.blocks[b], c.blocks[b+1] = lo, hi
+}
+
+// remove deletes the entry named name and reports whether it was there.
+func (c *children) remove(name string) bool {
+	b, i, ok := c.find(name)
+	if !ok {
+		return false
+	}
+	c.n--
+	blk := c.blocks[b]
+	copy(blk[i:], blk[i+1:])
+	blk[len(blk)-1] = nil
+	blk = blk[:len(blk)-1]
+	if len(blk) == 0 {
+		c.blocks = append(c.blocks[:b], c.blocks[b+1:]...)
+		return true
+	}
+	c.blocks[b] = blk
+	return true
+}
+
+// after calls fn for each entry whose name sorts after name (all entries
+// when name is empty), in order, until fn returns false.
+func (c *children) after(name string, fn func(*inode) bool) {
+	b, i := 0, 0
+	if name != "" && len(c.blocks) > 0 {
+		var ok bool
+		b, i, ok = c.find(name)
+		if ok {
+			i++
+		}
+	}
+	for ; b < len(c.blocks); b, i = b+1, 0 {
+		for _, n := range c.blocks[b][i:] {
+			if !fn(n) {
+				return
+			}
+		}
+	}
+}
+
+// all calls fn for every entry in order until it returns false.
+func (c *children) all(fn func(*inode) bool) { c.after("", fn) }
+
+// appendSorted adds n after every entry; its name must sort after them all.
+// Restoring a snapshot builds lists this way, in full blocks.
+func (c *children) appendSorted(n *inode) {
+	c.n++
+	last := len(c.blocks) - 1
+	if last < 0 || len(c.blocks[last]) >= maxBlock/2 {
+		c.blocks = append(c.blocks, make([]*inode, 0, maxBlock/2))
+		last++
+	}
+	c.blocks[last] = append(c.blocks[last], n)
+}
+
+// lastName returns the greatest name, or "" when empty.
+func (c *children) lastName() string {
+	if len(c.blocks) == 0 {
+		return ""
+	}
+	blk := c.blocks[len(c.blocks)-1]
+	return blk[len(blk)-1].name
+}

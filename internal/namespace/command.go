@@ -1,0 +1,321 @@
+package namespace
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// Op names a mutation.
+type Op uint8
+
+// The mutations. The numeric values are written to the log; append only.
+const (
+	OpInit         Op = iota + 1 // set chunk size (Length) and default replication, once
+	OpMkdir                      // Path, Mode, FlagParents
+	OpCreate                     // Path, Mode, Replication, FlagExclusive, FlagTruncate, Target
+	OpRename                     // Path → Target, FlagNoReplace
+	OpDelete                     // Path, FlagRecursive, FlagDirOnly, FlagFileOnly
+	OpSetAttr                    // Path, Set mask and the fields it names
+	OpAllocChunk                 // Path, Length = chunk index; FlagAppend
+	OpBumpVersion                // Handle
+	OpCommitLength               // Path, Length, FlagTouch
+	OpLeaseHorizon               // Length = horizon (Unix ns)
+	opEnd
+)
+
+var opNames = [...]string{
+	OpInit: "init", OpMkdir: "mkdir", OpCreate: "create", OpRename: "rename",
+	OpDelete: "delete", OpSetAttr: "setattr", OpAllocChunk: "allocate chunk",
+	OpBumpVersion: "bump version", OpCommitLength: "commit length",
+	OpLeaseHorizon: "lease horizon",
+}
+
+func (o Op) String() string {
+	if o > 0 && o < opEnd {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op(%d)", uint8(o))
+}
+
+// Command flags.
+const (
+	FlagParents   uint8 = 1 << iota // mkdir -p
+	FlagExclusive                   // create: fail if it exists
+	FlagTruncate                    // create: truncate an existing file
+	FlagNoReplace                   // rename: fail if the target exists
+	FlagRecursive                   // delete a directory and everything in it
+	FlagDirOnly                     // delete: only a directory (rmdir)
+	FlagFileOnly                    // delete: only a non-directory (unlink)
+	FlagAppend                      // alloc: record append; index must be last or next
+)
+
+// FlagTouch (commit length: set mtime) shares a bit with FlagParents; the
+// operations never overlap.
+const FlagTouch = FlagParents
+
+// SetAttr mask bits: which fields of a Command an OpSetAttr changes.
+const (
+	SetMode uint8 = 1 << iota
+	SetUID
+	SetGID
+	SetATime
+	SetMTime
+	SetReplication
+	SetLength
+	setAll = SetMode | SetUID | SetGID | SetATime | SetMTime | SetReplication | SetLength
+)
+
+// Command is one mutation. Time is stamped by the leader that logs it, so
+// applying it is deterministic. Which fields matter depends on Op.
+type Command struct {
+	Op          Op
+	Flags       uint8
+	Set         uint8 // OpSetAttr mask
+	Time        int64 // Unix ns
+	Caller      chunkfs.Caller
+	Path        string
+	Target      string // rename destination or symbolic link target
+	Mode        uint32 // permission bits (fs.FileMode)
+	UID, GID    uint32
+	ATime       int64
+	MTime       int64
+	Replication uint32
+	Length      int64 // length, chunk index, chunk size or horizon, by Op
+	Handle      chunkfs.Handle
+}
+
+// Field presence bits of the encoding.
+const (
+	hasTime = 1 << iota
+	hasCaller
+	hasPath
+	hasTarget
+	hasMode
+	hasUID
+	hasGID
+	hasATime
+	hasMTime
+	hasRepl
+	hasLength
+	hasHandle
+	hasAll = 1<<iota - 1
+)
+
+// encodingVersion is the first byte of an encoded command.
+const encodingVersion = 1
+
+// Encode appends the compact binary form of c to b: a version byte, the op,
+// flags and set mask, a presence bitmap, then each non-zero field as a
+// varint or a length-prefixed string.
+func (c *Command) Encode(b []byte) []byte {
+	b = append(b, encodingVersion, byte(c.Op), c.Flags, c.Set)
+	b = binary.AppendUvarint(b, uint64(c.presence()))
+	if c.Time != 0 {
+		b = binary.AppendVarint(b, c.Time)
+	}
+	if c.Caller.UID != 0 || len(c.Caller.GIDs) > 0 {
+		b = binary.AppendUvarint(b, uint64(c.Caller.UID))
+		b = binary.AppendUvarint(b, uint64(len(c.Caller.GIDs)))
+		for _, g := range c.Caller.GIDs {
+			b = binary.AppendUvarint(b, uint64(g))
+		}
+	}
+	b = appendString(b, c.Path)
+	b = appendString(b, c.Target)
+	for _, v := range []uint32{c.Mode, c.UID, c.GID} {
+		if v != 0 {
+			b = binary.AppendUvarint(b, uint64(v))
+		}
+	}
+	for _, v := range []int64{c.ATime, c.MTime} {
+		if v != 0 {
+			b = binary.AppendVarint(b, v)
+		}
+	}
+	if c.Replication != 0 {
+		b = binary.AppendUvarint(b, uint64(c.Replication))
+	}
+	if c.Length != 0 {
+		b = binary.AppendVarint(b, c.Length)
+	}
+	if c.Handle != 0 {
+		b = binary.AppendUvarint(b, uint64(c.Handle))
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func (c *Command) presence() uint {
+	var p uint
+	set := func(bit uint, on bool) {
+		if on {
+			p |= bit
+		}
+	}
+	set(hasTime, c.Time != 0)
+	set(hasCaller, c.Caller.UID != 0 || len(c.Caller.GIDs) > 0)
+	set(hasPath, c.Path != "")
+	set(hasTarget, c.Target != "")
+	set(hasMode, c.Mode != 0)
+	set(hasUID, c.UID != 0)
+	set(hasGID, c.GID != 0)
+	set(hasATime, c.ATime != 0)
+	set(hasMTime, c.MTime != 0)
+	set(hasRepl, c.Replication != 0)
+	set(hasLength, c.Length != 0)
+	set(hasHandle, c.Handle != 0)
+	return p
+}
+
+// errCorrupt is the error of every malformed encoding.
+var errCorrupt = errors.New("namespace: malformed command")
+
+// DecodeCommand parses an encoded command. It treats b as hostile: every
+// length is bounded, every field checked, and trailing bytes rejected.
+func DecodeCommand(b []byte) (*Command, error) {
+	d := decoder{b: b}
+	c, err := d.command()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	return c, nil
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(msg string) {
+	if d.err == nil {
+		d.err = errors.New(msg)
+	}
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) == 0 {
+		d.fail("truncated")
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uvarint(max uint64) uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	if v > max {
+		d.fail("value out of range")
+		return 0
+	}
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) string(max int) string {
+	n := d.uvarint(uint64(max))
+	if d.err != nil || uint64(len(d.b)) < n {
+		d.fail("truncated string")
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) command() (*Command, error) {
+	if d.byte() != encodingVersion {
+		return nil, errors.New("unknown encoding version")
+	}
+	c := &Command{Op: Op(d.byte()), Flags: d.byte(), Set: d.byte()}
+	p := d.uvarint(hasAll)
+	if d.err != nil {
+		return nil, d.err
+	}
+	if c.Op == 0 || c.Op >= opEnd {
+		return nil, errors.New("unknown op")
+	}
+	if c.Set&^setAll != 0 {
+		return nil, errors.New("unknown setattr bits")
+	}
+	d.fields(c, uint(p))
+	if d.err == nil && len(d.b) > 0 {
+		d.fail("trailing bytes")
+	}
+	return c, d.err
+}
+
+func (d *decoder) fields(c *Command, p uint) {
+	if p&hasTime != 0 {
+		c.Time = d.varint()
+	}
+	if p&hasCaller != 0 {
+		c.Caller = d.caller()
+	}
+	if p&hasPath != 0 {
+		c.Path = d.string(chunkfs.MaxPathLen)
+	}
+	if p&hasTarget != 0 {
+		c.Target = d.string(max(chunkfs.MaxPathLen, chunkfs.MaxSymlinkLen))
+	}
+	for _, f := range []struct {
+		bit uint
+		v   *uint32
+	}{{hasMode, &c.Mode}, {hasUID, &c.UID}, {hasGID, &c.GID}} {
+		if p&f.bit != 0 {
+			*f.v = uint32(d.uvarint(1<<32 - 1))
+		}
+	}
+	if p&hasATime != 0 {
+		c.ATime = d.varint()
+	}
+	if p&hasMTime != 0 {
+		c.MTime = d.varint()
+	}
+	if p&hasRepl != 0 {
+		c.Replication = uint32(d.uvarint(1<<32 - 1))
+	}
+	if p&hasLength != 0 {
+		c.Length = d.varint()
+	}
+	if p&hasHandle != 0 {
+		c.Handle = chunkfs.Handle(d.uvarint(1<<64 - 1))
+	}
+}
+
+func (d *decoder) caller() chunkfs.Caller {
+	c := chunkfs.Caller{UID: uint32(d.uvarint(1<<32 - 1))}
+	n := d.uvarint(MaxGroups)
+	if d.err != nil {
+		return c
+	}
+	c.GIDs = make([]uint32, n)
+	for i := range c.GIDs {
+		c.GIDs[i] = uint32(d.uvarint(1<<32 - 1))
+	}
+	return c
+}

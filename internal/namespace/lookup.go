@@ -1,0 +1,229 @@
+package namespace
+
+import (
+	"strings"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// walk resolves the directory components of p (a valid path, not "/") for
+// c and returns the parent directory and the final name. Each directory on
+// the way must exist and be searchable by c.
+func (ns *Namespace) walk(op string, c *chunkfs.Caller, p string) (*inode, string, error) {
+	dir, rest := ns.root, p[1:]
+	for {
+		if !may(c, dir, accessExec) {
+			return nil, "", chunkfs.E(op, p, chunkfs.KindPermission, "")
+		}
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			return dir, rest, nil
+		}
+		next := dir.ext.kids.get(rest[:i])
+		switch {
+		case next == nil:
+			return nil, "", chunkfs.E(op, p, chunkfs.KindNotExist, "")
+		case next.isSymlink():
+			return nil, "", chunkfs.E(op, p, chunkfs.KindNotDir, "symbolic link in the path; the master does not follow links")
+		case !next.isDir():
+			return nil, "", chunkfs.E(op, p, chunkfs.KindNotDir, "")
+		}
+		dir, rest = next, rest[i+1:]
+	}
+}
+
+// resolve returns the parent of p (nil for the root) and the inode at p
+// (nil when only the final component is missing).
+func (ns *Namespace) resolve(op string, c *chunkfs.Caller, p string) (parent, n *inode, err error) {
+	if err := ValidatePath(op, p); err != nil {
+		return nil, nil, err
+	}
+	if p == "/" {
+		return nil, ns.root, nil
+	}
+	parent, name, err := ns.walk(op, c, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return parent, parent.ext.kids.get(name), nil
+}
+
+// existing resolves p and requires it to exist.
+func (ns *Namespace) existing(op string, c *chunkfs.Caller, p string) (parent, n *inode, err error) {
+	parent, n, err = ns.resolve(op, c, p)
+	if err == nil && n == nil {
+		err = chunkfs.E(op, p, chunkfs.KindNotExist, "")
+	}
+	return parent, n, err
+}
+
+// info describes n.
+func (n *inode) info() chunkfs.FileInfo {
+	fi := chunkfs.FileInfo{
+		Inode:       n.ino,
+		FileName:    n.name,
+		Length:      n.length,
+		FileMode:    n.mode,
+		UID:         n.uid,
+		GID:         n.gid,
+		MTime:       time.Unix(0, n.mtime),
+		ATime:       time.Unix(0, n.atime),
+		CTime:       time.Unix(0, n.ctime),
+		Replication: int(n.repl),
+		Chunks:      int64(len(n.chunks)),
+	}
+	if n.parent == nil {
+		fi.FileName = "/"
+	}
+	if n.isSymlink() {
+		fi.Target = n.ext.target
+	}
+	return fi
+}
+
+// Stat describes the file, directory or symbolic link at p (links are not
+// followed).
+func (ns *Namespace) Stat(c chunkfs.Caller, p string) (chunkfs.FileInfo, error) {
+	_, n, err := ns.existing("stat", &c, p)
+	if err != nil {
+		return chunkfs.FileInfo{}, err
+	}
+	return n.info(), nil
+}
+
+// List returns up to limit entries of directory p whose names sort after
+// after, in name order, and whether more follow. limit is capped at
+// MaxListLimit; 0 means the cap.
+func (ns *Namespace) List(c chunkfs.Caller, p, after string, limit int) ([]chunkfs.FileInfo, bool, error) {
+	const op = "list"
+	_, n, err := ns.existing(op, &c, p)
+	if err != nil {
+		return nil, false, err
+	}
+	if !n.isDir() {
+		return nil, false, chunkfs.E(op, p, chunkfs.KindNotDir, "")
+	}
+	if !may(&c, n, accessRead) {
+		return nil, false, chunkfs.E(op, p, chunkfs.KindPermission, "")
+	}
+	if limit <= 0 || limit > MaxListLimit {
+		limit = MaxListLimit
+	}
+	var out []chunkfs.FileInfo
+	more := false
+	n.ext.kids.after(after, func(k *inode) bool {
+		if len(out) == limit {
+			more = true
+			return false
+		}
+		out = append(out, k.info())
+		return true
+	})
+	return out, more, nil
+}
+
+// Chunk is one chunk of a file.
+type Chunk struct {
+	Index   int64
+	Handle  chunkfs.Handle
+	Version chunkfs.Version
+}
+
+// Chunks returns the file at p and its chunks with index in [first,
+// first+count), holes left out; count is capped at MaxChunkCount. The
+// caller needs read permission, or write permission when write is set.
+func (ns *Namespace) Chunks(c chunkfs.Caller, p string, first int64, count int, write bool) (chunkfs.FileInfo, []Chunk, error) {
+	const op = "chunks"
+	_, n, err := ns.existing(op, &c, p)
+	if err != nil {
+		return chunkfs.FileInfo{}, nil, err
+	}
+	if err := fileOnly(op, p, n); err != nil {
+		return chunkfs.FileInfo{}, nil, err
+	}
+	want := uint32(accessRead)
+	if write {
+		want = accessWrite
+	}
+	if !may(&c, n, want) {
+		return chunkfs.FileInfo{}, nil, chunkfs.E(op, p, chunkfs.KindPermission, "")
+	}
+	if first < 0 {
+		return chunkfs.FileInfo{}, nil, chunkfs.E(op, p, chunkfs.KindInvalid, "negative chunk index")
+	}
+	if count <= 0 || count > MaxChunkCount {
+		count = MaxChunkCount
+	}
+	var out []Chunk
+	for i := first; i < int64(len(n.chunks)) && i < first+int64(count); i++ {
+		if r := n.chunks[i]; r.handle != 0 {
+			out = append(out, Chunk{Index: i, Handle: r.handle, Version: r.version})
+		}
+	}
+	return n.info(), out, nil
+}
+
+// fileOnly requires n to be a regular file.
+func fileOnly(op, p string, n *inode) error {
+	switch {
+	case n.isDir():
+		return chunkfs.E(op, p, chunkfs.KindIsDir, "")
+	case n.isSymlink():
+		return chunkfs.E(op, p, chunkfs.KindInvalid, "is a symbolic link")
+	}
+	return nil
+}
+
+// ChunkVersion returns the current version of chunk h and whether any file
+// holds it.
+func (ns *Namespace) ChunkVersion(h chunkfs.Handle) (chunkfs.Version, bool) {
+	n := ns.handles[h]
+	if n == nil {
+		return 0, false
+	}
+	for _, r := range n.chunks {
+		if r.handle == h {
+			return r.version, true
+		}
+	}
+	return 0, false
+}
+
+// ChunkFile returns the index of chunk h in its file, the file's length and
+// replication, and whether h exists.
+func (ns *Namespace) ChunkFile(h chunkfs.Handle) (index, length int64, repl int, ok bool) {
+	n := ns.handles[h]
+	if n == nil {
+		return 0, 0, 0, false
+	}
+	for i, r := range n.chunks {
+		if r.handle == h {
+			return int64(i), n.length, int(n.repl), true
+		}
+	}
+	return 0, 0, 0, false
+}
+
+// EachChunk calls fn for every chunk with its version and its file's
+// replication, walking the tree in order.
+func (ns *Namespace) EachChunk(fn func(h chunkfs.Handle, v chunkfs.Version, repl int)) {
+	ns.root.walkTree(func(n *inode) {
+		for _, r := range n.chunks {
+			if r.handle != 0 {
+				fn(r.handle, r.version, int(n.repl))
+			}
+		}
+	})
+}
+
+// walkTree calls fn for n and everything below it, parents first.
+func (n *inode) walkTree(fn func(*inode)) {
+	fn(n)
+	if n.isDir() {
+		n.ext.kids.all(func(k *inode) bool {
+			k.walkTree(fn)
+			return true
+		})
+	}
+}

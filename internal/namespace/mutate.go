@@ -1,0 +1,242 @@
+package namespace
+
+import (
+	"io/fs"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+func (ns *Namespace) rename(c *Command) Result {
+	const op = "rename"
+	src, dst := c.Path, c.Target
+	if err := ValidatePath(op, dst); err != nil {
+		return Result{Err: err}
+	}
+	sp, sn, err := ns.existing(op, &c.Caller, src)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if sp == nil || dst == "/" {
+		return fail(op, src, chunkfs.KindInvalid, "cannot rename the root")
+	}
+	if sn.isDir() && isUnder(dst, src) && dst != src {
+		return fail(op, src, chunkfs.KindInvalid, "cannot move a directory into itself: "+printable(dst))
+	}
+	dp, dn, err := ns.resolve(op, &c.Caller, dst)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if dn == sn {
+		return Result{Info: sn.info()}
+	}
+	if err := ns.checkRename(c, sp, sn, dp, dn); err != nil {
+		return Result{Err: err}
+	}
+	var r Result
+	if dn != nil {
+		r.Garbage = ns.removeTree(dn, c.Time)
+	}
+	ns.unlink(sn, c.Time)
+	_, sn.name = split(dst)
+	sn.ctime = c.Time
+	ns.link(dp, sn, c.Time)
+	r.Info = sn.info()
+	return r
+}
+
+// checkRename decides whether c may move sn (in sp) to its destination in
+// dp, replacing dn if not nil.
+func (ns *Namespace) checkRename(c *Command, sp, sn, dp, dn *inode) error {
+	const op = "rename"
+	src, dst := c.Path, c.Target
+	if !mayRemove(&c.Caller, sp, sn) || !may(&c.Caller, dp, accessWrite|accessExec) {
+		return chunkfs.E(op, src, chunkfs.KindPermission, "")
+	}
+	if sn.isDir() && sp != dp && !may(&c.Caller, sn, accessWrite) {
+		return chunkfs.E(op, src, chunkfs.KindPermission, "moving a directory needs write permission on it")
+	}
+	if dn == nil {
+		return nil
+	}
+	switch {
+	case c.Flags&FlagNoReplace != 0:
+		return chunkfs.E(op, dst, chunkfs.KindExist, "")
+	case !mayRemove(&c.Caller, dp, dn):
+		return chunkfs.E(op, dst, chunkfs.KindPermission, "")
+	case sn.isDir() && !dn.isDir():
+		return chunkfs.E(op, dst, chunkfs.KindNotDir, "")
+	case !sn.isDir() && dn.isDir():
+		return chunkfs.E(op, dst, chunkfs.KindIsDir, "")
+	case dn.isDir() && dn.ext.kids.Len() > 0:
+		return chunkfs.E(op, dst, chunkfs.KindNotEmpty, "")
+	}
+	return nil
+}
+
+func (ns *Namespace) delete(c *Command) Result {
+	const op = "delete"
+	p := c.Path
+	parent, n, err := ns.existing(op, &c.Caller, p)
+	if err != nil {
+		return Result{Err: err}
+	}
+	switch {
+	case parent == nil:
+		return fail(op, p, chunkfs.KindInvalid, "cannot delete the root")
+	case c.Flags&FlagDirOnly != 0 && !n.isDir():
+		return fail(op, p, chunkfs.KindNotDir, "")
+	case c.Flags&FlagFileOnly != 0 && n.isDir():
+		return fail(op, p, chunkfs.KindIsDir, "")
+	case !mayRemove(&c.Caller, parent, n):
+		return fail(op, p, chunkfs.KindPermission, "")
+	case n.isDir() && n.ext.kids.Len() > 0 && c.Flags&FlagRecursive == 0:
+		return fail(op, p, chunkfs.KindNotEmpty, "")
+	case n.isDir() && !mayEmpty(&c.Caller, n):
+		return fail(op, p, chunkfs.KindPermission, "cannot remove everything below")
+	}
+	return Result{Garbage: ns.removeTree(n, c.Time)}
+}
+
+// mayEmpty reports whether c may remove everything below directory d, as
+// rm -r would: read, write and search permission on every non-empty
+// directory, and the sticky rule on every entry.
+func mayEmpty(c *chunkfs.Caller, d *inode) bool {
+	if d.ext.kids.Len() == 0 || isRoot(c) {
+		return true
+	}
+	if !may(c, d, accessRead) {
+		return false
+	}
+	ok := true
+	d.ext.kids.all(func(k *inode) bool {
+		ok = mayRemove(c, d, k) && (!k.isDir() || mayEmpty(c, k))
+		return ok
+	})
+	return ok
+}
+
+// removeTree unlinks n and drops everything below it; it returns the chunk
+// handles that became garbage, in tree order.
+func (ns *Namespace) removeTree(n *inode, now int64) []chunkfs.Handle {
+	var garbage []chunkfs.Handle
+	ns.unlink(n, now)
+	n.walkTree(func(k *inode) {
+		for _, r := range k.chunks {
+			if r.handle != 0 {
+				garbage = append(garbage, r.handle)
+				delete(ns.handles, r.handle)
+			}
+		}
+		if k == n {
+			return
+		}
+		if k.isDir() {
+			ns.dirs--
+		} else {
+			ns.files--
+			ns.bytes -= k.length
+		}
+	})
+	return garbage
+}
+
+func (ns *Namespace) setAttr(c *Command) Result {
+	const op = "setattr"
+	_, n, err := ns.existing(op, &c.Caller, c.Path)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if err := ns.checkSetAttr(c, n); err != nil {
+		return Result{Err: err}
+	}
+	var r Result
+	if c.Set&SetLength != 0 {
+		r.Garbage, r.Cut = ns.setLength(n, c.Length, c.Time)
+	}
+	if c.Set&SetMode != 0 {
+		n.mode = n.mode&fs.ModeType | permBits(c.Mode)
+	}
+	if c.Set&SetUID != 0 {
+		n.uid = c.UID
+	}
+	if c.Set&SetGID != 0 {
+		n.gid = c.GID
+	}
+	if c.Set&SetATime != 0 {
+		n.atime = c.ATime
+	}
+	if c.Set&SetMTime != 0 {
+		n.mtime = c.MTime
+	}
+	if c.Set&SetReplication != 0 {
+		n.repl = uint8(c.Replication)
+	}
+	n.ctime = c.Time
+	r.Info = n.info()
+	return r
+}
+
+// checkSetAttr decides whether c may make the changes it asks for on n.
+func (ns *Namespace) checkSetAttr(c *Command, n *inode) error {
+	const op = "setattr"
+	p, who := c.Path, &c.Caller
+	deny := func(msg string) error { return chunkfs.E(op, p, chunkfs.KindPermission, msg) }
+	if c.Set&SetMode != 0 && !owns(who, n) {
+		return deny("only the owner may change the mode")
+	}
+	if c.Set&SetUID != 0 && c.UID != n.uid && !isRoot(who) {
+		return deny("only the superuser may change the owner")
+	}
+	if c.Set&SetGID != 0 && c.GID != n.gid && !isRoot(who) && !(who.UID == n.uid && inGroup(who, c.GID)) {
+		return deny("only the owner, as a member of the new group, may change the group")
+	}
+	if c.Set&(SetATime|SetMTime) != 0 && !owns(who, n) && !may(who, n, accessWrite) {
+		return deny("")
+	}
+	if c.Set&(SetReplication|SetLength) == 0 {
+		return nil
+	}
+	if err := fileOnly(op, p, n); err != nil {
+		return err
+	}
+	if !may(who, n, accessWrite) {
+		return deny("")
+	}
+	return ns.checkSizes(c)
+}
+
+// checkSizes validates the replication and length a setattr asks for.
+func (ns *Namespace) checkSizes(c *Command) error {
+	const op = "setattr"
+	if c.Set&SetReplication != 0 && (c.Replication < 1 || c.Replication > chunkfs.MaxReplication) {
+		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "replication out of range")
+	}
+	if c.Set&SetLength == 0 {
+		return nil
+	}
+	switch {
+	case !ns.Initialized():
+		return chunkfs.E(op, c.Path, chunkfs.KindUnavailable, "namespace not initialised")
+	case c.Length < 0:
+		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "negative length")
+	case c.Length > ns.maxLength():
+		return chunkfs.E(op, c.Path, chunkfs.KindTooLarge, "length above the maximum file size")
+	}
+	return nil
+}
+
+// setLength truncates or extends n. Shrinking drops whole chunks past the
+// end and, when the new end falls inside a chunk that holds data past it,
+// bumps that chunk's version and reports it as cut.
+func (ns *Namespace) setLength(n *inode, length, now int64) ([]chunkfs.Handle, *Cut) {
+	old := n.length
+	garbage := ns.truncate(n, length, now)
+	off := length % ns.chunkSize
+	i := length / ns.chunkSize
+	if length >= old || off == 0 || i >= int64(len(n.chunks)) || n.chunks[i].handle == 0 {
+		return garbage, nil
+	}
+	r := &n.chunks[i]
+	r.version++
+	return garbage, &Cut{Chunk: Chunk{Index: i, Handle: r.handle, Version: r.version}, Length: off}
+}

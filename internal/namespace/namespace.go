@@ -1,0 +1,124 @@
+// Package namespace is the master's metadata state machine: the tree of
+// directories, files and symbolic links, each file's chunk list (handle and
+// version per chunk index), the handle counter, and the lease horizon.
+//
+// It is pure and deterministic: no goroutines, no clock reads, no I/O. Every
+// mutation is a Command (encoded compactly for the replicated log) carrying
+// its own timestamp and caller, applied by Apply; the same sequence of
+// commands gives the same state on every replica. Reads (Stat, List, Chunks,
+// ...) never change state. A Namespace is not safe for concurrent use: the
+// owner serialises Apply against reads (the master holds a RWMutex).
+//
+// Invalid commands (bad paths, missing permission, wrong file types) return
+// an error in their Result and change nothing.
+package namespace
+
+import (
+	"io/fs"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// RootInode is the inode number of the root directory.
+const RootInode = 1
+
+// Limits that keep hostile input bounded.
+const (
+	// MaxGroups bounds the groups a caller may name.
+	MaxGroups = 64
+	// MaxListLimit is the most entries one List page returns.
+	MaxListLimit = 1000
+	// MaxChunkCount is the most chunks one Chunks call returns.
+	MaxChunkCount = 1000
+	// MaxFileChunks bounds the chunk index of a file (2^24 chunks of 64 MiB
+	// is a 1 PiB file).
+	MaxFileChunks = 1 << 24
+)
+
+// chunkRef is one entry of a file's chunk list; handle 0 is a hole.
+type chunkRef struct {
+	handle  chunkfs.Handle
+	version chunkfs.Version
+}
+
+// inode is a file, directory or symbolic link. Its layout is kept small:
+// a million single-chunk files should cost well under 200 bytes each.
+type inode struct {
+	name   string
+	parent *inode // nil for the root
+	ext    *ext   // directories and symbolic links only
+	chunks []chunkRef
+	ino    uint64
+	length int64
+	mtime  int64 // Unix nanoseconds
+	atime  int64
+	ctime  int64
+	mode   fs.FileMode
+	uid    uint32
+	gid    uint32
+	repl   uint8
+}
+
+// ext holds what only directories and symbolic links need.
+type ext struct {
+	kids   children
+	target string
+}
+
+func (n *inode) isDir() bool     { return n.mode&fs.ModeDir != 0 }
+func (n *inode) isSymlink() bool { return n.mode&fs.ModeSymlink != 0 }
+func (n *inode) isFile() bool    { return n.mode&fs.ModeType == 0 }
+
+// Namespace is the whole replicated metadata state.
+type Namespace struct {
+	root         *inode
+	handles      map[chunkfs.Handle]*inode // every live chunk → its file
+	nextInode    uint64
+	nextHandle   chunkfs.Handle
+	chunkSize    int64
+	defaultRepl  uint8
+	leaseHorizon int64 // Unix ns; no lease granted by any master lasts beyond it
+	files, dirs  int64 // counts (symbolic links count as files)
+	bytes        int64 // sum of file lengths
+}
+
+// New returns an empty namespace: a root directory owned by root with mode
+// 0755, not yet initialised (chunk operations fail until an OpInit command
+// sets the chunk size).
+func New() *Namespace {
+	return &Namespace{
+		root:       &inode{ino: RootInode, mode: fs.ModeDir | 0o755, ext: &ext{}},
+		handles:    make(map[chunkfs.Handle]*inode),
+		nextInode:  RootInode + 1,
+		nextHandle: 1,
+		dirs:       1,
+	}
+}
+
+// ChunkSize returns the cluster's chunk size, 0 before initialisation.
+func (ns *Namespace) ChunkSize() int64 { return ns.chunkSize }
+
+// DefaultReplication returns the replication given to files created with 0.
+func (ns *Namespace) DefaultReplication() int { return int(ns.defaultRepl) }
+
+// Initialized reports whether an OpInit command has been applied.
+func (ns *Namespace) Initialized() bool { return ns.chunkSize > 0 }
+
+// LeaseHorizon returns the time (Unix ns) before which a lease granted by a
+// previous master might still be valid.
+func (ns *Namespace) LeaseHorizon() int64 { return ns.leaseHorizon }
+
+// NextHandle returns the handle the next allocated chunk will get; every
+// existing chunk's handle is below it.
+func (ns *Namespace) NextHandle() chunkfs.Handle { return ns.nextHandle }
+
+// Counts summarises the namespace.
+type Counts struct {
+	Files, Dirs, Chunks, Bytes int64
+}
+
+// Counts returns the number of files, directories and chunks and the sum of
+// file lengths.
+func (ns *Namespace) Counts() Counts {
+	return Counts{Files: ns.files, Dirs: ns.dirs, Chunks: int64(len(ns.handles)), Bytes: ns.bytes}
+}

@@ -1,0 +1,279 @@
+package namespace
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// snapshotMagic starts every snapshot; the last byte is the format version.
+var snapshotMagic = []byte("CFNS\x01")
+
+// maxDepth bounds directory nesting in a snapshot (a valid path cannot be
+// deeper).
+const maxDepth = chunkfs.MaxPathLen / 2
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// Snapshot writes the whole state to w in a compact format: a header of
+// counters, then every inode in tree order (parents first, children sorted
+// by name) with varint fields, then a CRC32C of everything before it.
+// Equal states give equal bytes.
+func (ns *Namespace) Snapshot(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	s := &snapWriter{w: bw, crc: crc32.New(crcTable)}
+	s.raw(snapshotMagic)
+	for _, v := range []uint64{ns.nextInode, uint64(ns.nextHandle), uint64(ns.chunkSize), uint64(ns.defaultRepl)} {
+		s.uvarint(v)
+	}
+	s.varint(ns.leaseHorizon)
+	s.inode(ns.root)
+	s.raw(binary.BigEndian.AppendUint32(nil, s.crc.Sum32()))
+	if s.err != nil {
+		return s.err
+	}
+	return bw.Flush()
+}
+
+type snapWriter struct {
+	w   *bufio.Writer
+	crc interface {
+		io.Writer
+		Sum32() uint32
+	}
+	buf []byte
+	err error
+}
+
+func (s *snapWriter) raw(b []byte) {
+	if s.err != nil {
+		return
+	}
+	s.crc.Write(b)
+	_, s.err = s.w.Write(b)
+}
+
+func (s *snapWriter) uvarint(v uint64) { s.raw(binary.AppendUvarint(s.buf[:0], v)) }
+func (s *snapWriter) varint(v int64)   { s.raw(binary.AppendVarint(s.buf[:0], v)) }
+func (s *snapWriter) string(v string) {
+	s.uvarint(uint64(len(v)))
+	s.raw([]byte(v))
+}
+
+func (s *snapWriter) inode(n *inode) {
+	s.uvarint(uint64(n.mode))
+	s.string(n.name)
+	for _, v := range []uint64{n.ino, uint64(n.uid), uint64(n.gid)} {
+		s.uvarint(v)
+	}
+	for _, v := range []int64{n.mtime, n.atime, n.ctime} {
+		s.varint(v)
+	}
+	switch {
+	case n.isDir():
+		s.uvarint(uint64(n.ext.kids.Len()))
+		n.ext.kids.all(func(k *inode) bool {
+			s.inode(k)
+			return s.err == nil
+		})
+	case n.isSymlink():
+		s.string(n.ext.target)
+	default:
+		s.varint(n.length)
+		s.uvarint(uint64(n.repl))
+		s.uvarint(uint64(len(n.chunks)))
+		for _, r := range n.chunks {
+			s.uvarint(uint64(r.handle))
+			if r.handle != 0 {
+				s.uvarint(uint64(r.version))
+			}
+		}
+	}
+}
+
+// Restore reads a state written by Snapshot. It treats r as untrusted:
+// sizes are bounded, names and order checked, handles must be unique and
+// below the counter, and the checksum must match.
+func Restore(r io.Reader) (*Namespace, error) {
+	s := &snapReader{r: bufio.NewReaderSize(r, 256<<10), crc: crc32.New(crcTable)}
+	ns, err := s.namespace()
+	if err != nil {
+		return nil, fmt.Errorf("namespace: restore: %w", err)
+	}
+	return ns, nil
+}
+
+type snapReader struct {
+	r   *bufio.Reader
+	crc interface {
+		io.Writer
+		Sum32() uint32
+	}
+	err error
+}
+
+func (s *snapReader) fail(format string, args ...any) {
+	if s.err == nil {
+		s.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (s *snapReader) ReadByte() (byte, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	b, err := s.r.ReadByte()
+	if err != nil {
+		s.fail("truncated snapshot")
+		return 0, s.err
+	}
+	s.crc.Write([]byte{b})
+	return b, nil
+}
+
+func (s *snapReader) full(n int) []byte {
+	if s.err != nil {
+		return nil
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(s.r, b); err != nil {
+		s.fail("truncated snapshot")
+		return nil
+	}
+	s.crc.Write(b)
+	return b
+}
+
+func (s *snapReader) uvarint(limit uint64) uint64 {
+	v, err := binary.ReadUvarint(s)
+	if err != nil {
+		s.fail("bad varint")
+		return 0
+	}
+	if v > limit {
+		s.fail("value %d above limit %d", v, limit)
+		return 0
+	}
+	return v
+}
+
+func (s *snapReader) varint() int64 {
+	v, err := binary.ReadVarint(s)
+	if err != nil {
+		s.fail("bad varint")
+	}
+	return v
+}
+
+func (s *snapReader) string(limit int) string {
+	return string(s.full(int(s.uvarint(uint64(limit)))))
+}
+
+func (s *snapReader) namespace() (*Namespace, error) {
+	if m := s.full(len(snapshotMagic)); s.err == nil && string(m) != string(snapshotMagic) {
+		return nil, errors.New("not a namespace snapshot")
+	}
+	ns := New()
+	ns.nextInode = s.uvarint(1<<63 - 1)
+	ns.nextHandle = chunkfs.Handle(s.uvarint(1<<63 - 1))
+	ns.chunkSize = int64(s.uvarint(1 << 32))
+	ns.defaultRepl = uint8(s.uvarint(chunkfs.MaxReplication))
+	ns.leaseHorizon = s.varint()
+	ns.dirs = 0
+	root := s.inode(ns, nil, 0)
+	if s.err != nil {
+		return nil, s.err
+	}
+	if !root.isDir() || root.ino != RootInode || root.name != "" {
+		return nil, errors.New("bad root")
+	}
+	ns.root = root
+	want := s.crc.Sum32()
+	if got := s.full(4); s.err == nil && binary.BigEndian.Uint32(got) != want {
+		return nil, errors.New("checksum mismatch")
+	}
+	return ns, s.err
+}
+
+// inode reads one inode and, for a directory, its subtree.
+func (s *snapReader) inode(ns *Namespace, parent *inode, depth int) *inode {
+	n := &inode{parent: parent}
+	n.mode = fs.FileMode(s.uvarint(1<<32 - 1))
+	n.name = s.string(chunkfs.MaxNameLen)
+	n.ino = s.uvarint(1<<63 - 1)
+	n.uid, n.gid = uint32(s.uvarint(1<<32-1)), uint32(s.uvarint(1<<32-1))
+	n.mtime, n.atime, n.ctime = s.varint(), s.varint(), s.varint()
+	if s.err != nil {
+		return nil
+	}
+	if n.ino == 0 || n.ino >= ns.nextInode {
+		s.fail("inode number %d out of range", n.ino)
+		return nil
+	}
+	switch n.mode.Type() {
+	case fs.ModeDir:
+		n.ext = &ext{}
+		ns.dirs++
+		s.kids(ns, n, depth)
+	case fs.ModeSymlink:
+		n.ext = &ext{target: s.string(chunkfs.MaxSymlinkLen)}
+		n.length = int64(len(n.ext.target))
+		ns.files++
+		ns.bytes += n.length
+	case 0:
+		s.file(ns, n)
+	default:
+		s.fail("unknown file type %v", n.mode.Type())
+	}
+	return n
+}
+
+func (s *snapReader) kids(ns *Namespace, d *inode, depth int) {
+	if depth >= maxDepth {
+		s.fail("directories nested too deep")
+		return
+	}
+	count := s.uvarint(ns.nextInode)
+	for i := uint64(0); i < count && s.err == nil; i++ {
+		k := s.inode(ns, d, depth+1)
+		if s.err != nil {
+			return
+		}
+		if k.name == "" || k.name <= d.ext.kids.lastName() || pathProblem("/"+k.name) != "" {
+			s.fail("bad or unsorted name %q", k.name)
+			return
+		}
+		d.ext.kids.appendSorted(k)
+	}
+}
+
+func (s *snapReader) file(ns *Namespace, n *inode) {
+	n.length = s.varint()
+	n.repl = uint8(s.uvarint(chunkfs.MaxReplication))
+	count := s.uvarint(MaxFileChunks)
+	if s.err != nil || n.length < 0 {
+		s.fail("bad file")
+		return
+	}
+	ns.files++
+	ns.bytes += n.length
+	for i := uint64(0); i < count && s.err == nil; i++ {
+		var r chunkRef
+		r.handle = chunkfs.Handle(s.uvarint(uint64(ns.nextHandle) - 1))
+		if r.handle != 0 {
+			r.version = chunkfs.Version(s.uvarint(1<<63 - 1))
+			if ns.handles[r.handle] != nil {
+				s.fail("chunk %d held twice", r.handle)
+				return
+			}
+			ns.handles[r.handle] = n
+		}
+		n.chunks = append(n.chunks, r)
+	}
+}
