@@ -1,0 +1,461 @@
+// Package chunkstore keeps chunk replicas on local disks.
+//
+// Each chunk is a plain file, named by its handle only and placed in one of
+// 256 fan-out folders of one of several data directories, grown only as it
+// is written. Beside it a metadata file holds the chunk's version, length and
+// a CRC32C per 64 KiB block. A write that touches part of a block first
+// verifies the block's old contents, then recomputes its checksum; appends
+// extend the last partial block's checksum without reading it back. Every
+// read verifies the blocks it covers before returning a byte. A chunk whose
+// data or metadata fails a check is marked corrupt and never served again.
+//
+// All disk access goes through the small FS interface, so tests can use
+// MemFS to simulate a crash in the middle of a write.
+package chunkstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/checksum"
+)
+
+// BlockSize is the unit of checksumming.
+const BlockSize = chunkfs.BlockSize
+
+// Config configures a Store.
+type Config struct {
+	Dirs         []string // data directories; chunks are spread over them
+	FS           FS       // file system; OS{} by default
+	MaxChunkSize int64    // largest chunk accepted, in bytes
+	Logger       *slog.Logger
+}
+
+// DefaultConfig returns a configuration with no data directory set.
+func DefaultConfig() Config {
+	return Config{FS: OS{}, MaxChunkSize: 1 << 30, Logger: slog.Default()}
+}
+
+// Validate reports whether c is usable.
+func (c *Config) Validate() error {
+	switch {
+	case len(c.Dirs) == 0:
+		return errors.New("chunkstore: no data directory")
+	case c.FS == nil:
+		return errors.New("chunkstore: no file system")
+	case c.MaxChunkSize < BlockSize || c.MaxChunkSize%BlockSize != 0:
+		return fmt.Errorf("chunkstore: max chunk size %d is not a positive multiple of %d", c.MaxChunkSize, BlockSize)
+	case c.Logger == nil:
+		return errors.New("chunkstore: no logger")
+	}
+	for _, d := range c.Dirs {
+		if d == "" {
+			return errors.New("chunkstore: empty data directory name")
+		}
+	}
+	return nil
+}
+
+// Info describes one chunk replica.
+type Info struct {
+	Handle  chunkfs.Handle
+	Version chunkfs.Version
+	Length  int64
+	Corrupt bool
+}
+
+// Store is the set of chunk replicas on this server's disks. It is safe for
+// concurrent use; operations on one chunk are serialized, reads of a chunk
+// run in parallel.
+type Store struct {
+	cfg Config
+	log *slog.Logger
+
+	mu     sync.Mutex // guards chunks and perDir
+	chunks map[chunkfs.Handle]*chunk
+	perDir []int // chunks held in each data directory
+}
+
+// chunk is one replica. Its fields other than handle and dir are guarded by
+// mu; corrupt may also be set under a read lock.
+type chunk struct {
+	handle chunkfs.Handle
+	dir    int
+
+	mu       sync.RWMutex // guards the fields below and the order of file I/O
+	version  chunkfs.Version
+	length   int64
+	sums     []uint32
+	metaSize int
+	deleted  bool
+	corrupt  atomic.Bool
+}
+
+// Open opens the store in cfg.Dirs, creating the directories as needed, and
+// loads every chunk's metadata. Chunks whose metadata is unreadable are
+// kept, marked corrupt, so that they are reported.
+func Open(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, log: cfg.Logger, chunks: make(map[chunkfs.Handle]*chunk), perDir: make([]int, len(cfg.Dirs))}
+	for i, d := range cfg.Dirs {
+		if err := cfg.FS.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		if err := s.loadDir(i); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Store) loadDir(i int) error {
+	fans, err := s.cfg.FS.ReadDir(s.cfg.Dirs[i])
+	if err != nil {
+		return err
+	}
+	for _, fan := range fans {
+		if len(fan) != 2 || !isHex(fan) {
+			continue
+		}
+		names, err := s.cfg.FS.ReadDir(filepath.Join(s.cfg.Dirs[i], fan))
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if h, ok := parseMetaName(name); ok {
+				s.load(i, h)
+			}
+		}
+	}
+	return nil
+}
+
+func isHex(s string) bool {
+	_, err := strconv.ParseUint(s, 16, 64)
+	return err == nil && strings.ToLower(s) == s
+}
+
+func parseMetaName(name string) (chunkfs.Handle, bool) {
+	base, ok := strings.CutSuffix(name, ".meta")
+	if !ok || len(base) != 16 || !isHex(base) {
+		return 0, false
+	}
+	h, _ := strconv.ParseUint(base, 16, 64)
+	return chunkfs.Handle(h), true
+}
+
+// load reads one chunk's metadata; a bad one leaves the chunk marked corrupt.
+func (s *Store) load(dir int, h chunkfs.Handle) {
+	c := &chunk{handle: h, dir: dir}
+	m, err := s.readMeta(c)
+	if err == nil && m.handle != h {
+		err = errBadMeta
+	}
+	if err != nil {
+		s.log.Warn("chunk metadata unreadable; marking corrupt", "chunk", name(h), "err", err)
+		c.corrupt.Store(true)
+	} else {
+		c.version, c.length, c.sums = m.version, m.length, m.sums
+	}
+	s.chunks[h] = c
+	s.perDir[dir]++
+}
+
+func (s *Store) readMeta(c *chunk) (*meta, error) {
+	f, err := s.cfg.FS.OpenFile(s.path(c, ".meta"), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size > metaHeader+4+4*checksum.NumBlocks(s.cfg.MaxChunkSize) {
+		return nil, errBadMeta
+	}
+	buf := make([]byte, size)
+	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	c.metaSize = len(buf)
+	return decodeMeta(buf, s.cfg.MaxChunkSize)
+}
+
+// name is how a chunk is named in errors and logs.
+func name(h chunkfs.Handle) string { return fmt.Sprintf("chunk %016x", uint64(h)) }
+
+// path returns the file of chunk c with the given suffix. It is built from
+// the handle only.
+func (s *Store) path(c *chunk, suffix string) string {
+	h := uint64(c.handle)
+	return filepath.Join(s.cfg.Dirs[c.dir], fmt.Sprintf("%02x", h&0xff), fmt.Sprintf("%016x%s", h, suffix))
+}
+
+func errNotExist(op string, h chunkfs.Handle) error {
+	return chunkfs.E(op, name(h), chunkfs.KindNotExist, "no such chunk")
+}
+
+func errCorrupt(op string, h chunkfs.Handle) error {
+	return &chunkfs.Error{Op: op, Path: name(h), Kind: chunkfs.KindChecksum, Err: checksum.ErrChecksum}
+}
+
+// get returns chunk h, or a NotExist error.
+func (s *Store) get(op string, h chunkfs.Handle) (*chunk, error) {
+	s.mu.Lock()
+	c := s.chunks[h]
+	s.mu.Unlock()
+	if c == nil {
+		return nil, errNotExist(op, h)
+	}
+	return c, nil
+}
+
+// Create makes an empty chunk h at version v. It fails with KindExist if the
+// store holds h already.
+func (s *Store) Create(h chunkfs.Handle, v chunkfs.Version) error {
+	s.mu.Lock()
+	if s.chunks[h] != nil {
+		s.mu.Unlock()
+		return chunkfs.E("create", name(h), chunkfs.KindExist, "chunk exists")
+	}
+	c := &chunk{handle: h, dir: s.pickDirLocked(), version: v}
+	c.mu.Lock() // held until the files exist
+	defer c.mu.Unlock()
+	s.chunks[h] = c
+	s.perDir[c.dir]++
+	s.mu.Unlock()
+	err := s.createFiles(c)
+	if err != nil {
+		s.forget(c)
+	}
+	return err
+}
+
+func (s *Store) createFiles(c *chunk) error {
+	if err := s.cfg.FS.MkdirAll(filepath.Dir(s.path(c, "")), 0o755); err != nil {
+		return err
+	}
+	f, err := s.cfg.FS.OpenFile(s.path(c, ".data"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := s.writeMetaLocked(c, true); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// pickDirLocked spreads chunks over the data directories: the one holding
+// the fewest chunks gets the next.
+func (s *Store) pickDirLocked() int {
+	best := 0
+	for i, n := range s.perDir {
+		if n < s.perDir[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+func (s *Store) forget(c *chunk) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.chunks[c.handle] == c {
+		delete(s.chunks, c.handle)
+		s.perDir[c.dir]--
+	}
+}
+
+// writeMetaLocked rewrites c's metadata file in place, fsyncing it if sync.
+func (s *Store) writeMetaLocked(c *chunk, sync bool) error {
+	f, err := s.cfg.FS.OpenFile(s.path(c, ".meta"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	m := meta{handle: c.handle, version: c.version, length: c.length, sums: c.sums}
+	buf := m.encode(make([]byte, 0, metaHeader+4+4*len(c.sums)))
+	if _, err := f.WriteAt(buf, 0); err != nil {
+		return err
+	}
+	if len(buf) < c.metaSize {
+		if err := f.Truncate(int64(len(buf))); err != nil {
+			return err
+		}
+	}
+	c.metaSize = len(buf)
+	if sync {
+		return f.Sync()
+	}
+	return nil
+}
+
+// SetVersion records a new version for chunk h, durably.
+func (s *Store) SetVersion(h chunkfs.Handle, v chunkfs.Version) error {
+	c, err := s.get("set version", h)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := s.usableLocked("set version", c); err != nil {
+		return err
+	}
+	old := c.version
+	c.version = v
+	if err := s.writeMetaLocked(c, true); err != nil {
+		c.version = old
+		return s.failLocked("set version", c, err)
+	}
+	return nil
+}
+
+// usableLocked fails for a deleted or corrupt chunk.
+func (s *Store) usableLocked(op string, c *chunk) error {
+	if c.deleted {
+		return errNotExist(op, c.handle)
+	}
+	if c.corrupt.Load() {
+		return errCorrupt(op, c.handle)
+	}
+	return nil
+}
+
+// failLocked marks c corrupt after a failed disk operation: its files may
+// no longer match its metadata.
+func (s *Store) failLocked(op string, c *chunk, err error) error {
+	s.markCorrupt(c, err)
+	return &chunkfs.Error{Op: op, Path: name(c.handle), Kind: chunkfs.KindOther, Err: err}
+}
+
+func (s *Store) markCorrupt(c *chunk, err error) {
+	if !c.corrupt.Swap(true) {
+		s.log.Error("chunk corrupt", "chunk", name(c.handle), "err", err)
+	}
+}
+
+// Info returns what the store knows of chunk h.
+func (s *Store) Info(h chunkfs.Handle) (Info, error) {
+	c, err := s.get("info", h)
+	if err != nil {
+		return Info{}, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.infoLocked(), nil
+}
+
+func (c *chunk) infoLocked() Info {
+	return Info{Handle: c.handle, Version: c.version, Length: c.length, Corrupt: c.corrupt.Load()}
+}
+
+// List returns every chunk held, sorted by handle.
+func (s *Store) List() []Info {
+	s.mu.Lock()
+	cs := make([]*chunk, 0, len(s.chunks))
+	for _, c := range s.chunks {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	infos := make([]Info, len(cs))
+	for i, c := range cs {
+		c.mu.RLock()
+		infos[i] = c.infoLocked()
+		c.mu.RUnlock()
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Handle < infos[j].Handle })
+	return infos
+}
+
+// Used returns the bytes of chunk data held.
+func (s *Store) Used() int64 {
+	var n int64
+	for _, in := range s.List() {
+		n += in.Length
+	}
+	return n
+}
+
+// Space returns the total and free bytes of the data directories' file
+// systems (summed; directories on one file system are counted once each).
+func (s *Store) Space() (total, free int64, err error) {
+	for _, d := range s.cfg.Dirs {
+		t, f, err := s.cfg.FS.Space(d)
+		if err != nil {
+			return 0, 0, err
+		}
+		total, free = total+t, free+f
+	}
+	return total, free, nil
+}
+
+// Delete removes chunk h and its files.
+func (s *Store) Delete(h chunkfs.Handle) error {
+	c, err := s.get("delete", h)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deleted = true
+	s.forget(c)
+	err1 := s.cfg.FS.Remove(s.path(c, ".meta"))
+	err2 := s.cfg.FS.Remove(s.path(c, ".data"))
+	for _, err := range []error{err1, err2} {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sync makes chunk h's data and metadata durable (fsync).
+func (s *Store) Sync(h chunkfs.Handle) error {
+	c, err := s.get("sync", h)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := s.usableLocked("sync", c); err != nil {
+		return err
+	}
+	f, err := s.cfg.FS.OpenFile(s.path(c, ".data"), os.O_RDWR, 0)
+	if err != nil {
+		return s.failLocked("sync", c, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return s.failLocked("sync", c, err)
+	}
+	if err := s.writeMetaLocked(c, true); err != nil {
+		return s.failLocked("sync", c, err)
+	}
+	return nil
+}
+
+// Corrupt returns the handles of the chunks marked corrupt.
+func (s *Store) Corrupt() []chunkfs.Handle {
+	var hs []chunkfs.Handle
+	for _, in := range s.List() {
+		if in.Corrupt {
+			hs = append(hs, in.Handle)
+		}
+	}
+	return hs
+}

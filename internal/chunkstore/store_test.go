@@ -1,0 +1,342 @@
+package chunkstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/checksum"
+)
+
+func openStore(t *testing.T, fsys FS, dirs ...string) *Store {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Dirs = dirs
+	if fsys != nil {
+		cfg.FS = fsys
+	}
+	cfg.MaxChunkSize = 4 << 20
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte(r.Uint32())
+	}
+	return p
+}
+
+// model is the expected contents of a chunk.
+type model []byte
+
+func (m *model) write(off int64, p []byte) {
+	if end := off + int64(len(p)); end > int64(len(*m)) {
+		*m = append(*m, make([]byte, end-int64(len(*m)))...)
+	}
+	copy((*m)[off:], p)
+}
+
+func readAll(t *testing.T, s *Store, h chunkfs.Handle) []byte {
+	t.Helper()
+	in, err := s.Info(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, in.Length+10)
+	n, err := s.Read(h, 0, p)
+	if err != io.EOF && !(err == nil && in.Length == 0) {
+		t.Fatalf("Read whole chunk: n=%d err=%v", n, err)
+	}
+	return p[:n]
+}
+
+func TestWritesMatchModel(t *testing.T) {
+	for _, fsys := range []struct {
+		name string
+		fs   FS
+		dir  string
+	}{{"mem", NewMemFS(1 << 30), "/d"}, {"os", OS{}, t.TempDir()}} {
+		t.Run(fsys.name, func(t *testing.T) {
+			s := openStore(t, fsys.fs, fsys.dir)
+			r := rand.New(rand.NewPCG(1, 2))
+			if err := s.Create(7, 1); err != nil {
+				t.Fatal(err)
+			}
+			var m model
+			for i := 0; i < 200; i++ {
+				var off int64
+				n := r.IntN(3 * BlockSize)
+				switch r.IntN(4) {
+				case 0: // append
+					off = int64(len(m))
+				case 1: // small write inside one block
+					n = r.IntN(100)
+					off = r.Int64N(int64(len(m)) + 1)
+				case 2: // beyond the end: a gap of zeros
+					off = int64(len(m)) + r.Int64N(BlockSize)
+				default:
+					off = r.Int64N(int64(len(m)) + 1)
+				}
+				if off+int64(n) > 4<<20 {
+					continue
+				}
+				p := randBytes(r, n)
+				if err := s.Write(7, off, p); err != nil {
+					t.Fatalf("write %d at %d: %v", n, off, err)
+				}
+				m.write(off, p)
+				checkRandomRead(t, s, 7, m, r)
+			}
+			if got := readAll(t, s, 7); !bytes.Equal(got, m) {
+				t.Fatalf("contents differ from model (len %d vs %d)", len(got), len(m))
+			}
+			// Reopen: metadata survives.
+			s2 := openStore(t, fsys.fs, fsys.dir)
+			if got := readAll(t, s2, 7); !bytes.Equal(got, m) {
+				t.Fatal("contents differ after reopen")
+			}
+			if err := s2.Verify(7); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func checkRandomRead(t *testing.T, s *Store, h chunkfs.Handle, m model, r *rand.Rand) {
+	t.Helper()
+	off := r.Int64N(int64(len(m)) + 1)
+	p := make([]byte, r.IntN(2*BlockSize+1))
+	n, err := s.Read(h, off, p)
+	want := m[off:min(int64(len(m)), off+int64(len(p)))]
+	if n != len(want) || !bytes.Equal(p[:n], want) {
+		t.Fatalf("Read(%d, %d) = %d bytes, want %d matching the model", off, len(p), n, len(want))
+	}
+	if n < len(p) && err != io.EOF || n == len(p) && err != nil {
+		t.Fatalf("Read(%d, %d) err = %v", off, len(p), err)
+	}
+}
+
+func TestReadWithSumsAreBlockSums(t *testing.T) {
+	s := openStore(t, NewMemFS(1<<30), "/d")
+	s.Create(1, 1)
+	p := randBytes(rand.New(rand.NewPCG(3, 3)), 3*BlockSize+100)
+	s.Write(1, 0, p)
+	buf := make([]byte, 2*BlockSize)
+	n, sums, err := s.ReadWithSums(1, 2*BlockSize, buf, nil)
+	if err != io.EOF || n != BlockSize+100 || len(sums) != 2 {
+		t.Fatalf("ReadWithSums = %d, %d sums, %v", n, len(sums), err)
+	}
+	if sums[0] != sumOf(buf[:BlockSize]) || sums[1] != sumOf(buf[BlockSize:n]) {
+		t.Fatal("returned sums are not the block sums")
+	}
+}
+
+func TestFlippedByteDetected(t *testing.T) {
+	m := NewMemFS(1 << 30)
+	s := openStore(t, m, "/d")
+	s.Create(0x1234, 3)
+	p := randBytes(rand.New(rand.NewPCG(4, 4)), 2*BlockSize)
+	s.Write(0x1234, 0, p)
+	if err := m.Corrupt("/d/34/0000000000001234.data", BlockSize+5); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 10)
+	if _, err := s.Read(0x1234, 0, buf); err != nil {
+		t.Fatalf("good block: %v", err)
+	}
+	_, err := s.Read(0x1234, BlockSize+100, buf)
+	if chunkfs.KindOf(err) != chunkfs.KindChecksum || !errors.Is(err, chunkfs.ErrChecksum) {
+		t.Fatalf("read of flipped block: %v, want KindChecksum", err)
+	}
+	if _, err := s.Read(0x1234, 0, buf); chunkfs.KindOf(err) != chunkfs.KindChecksum {
+		t.Fatalf("corrupt chunk still served: %v", err)
+	}
+	if c := s.Corrupt(); len(c) != 1 || c[0] != 0x1234 {
+		t.Fatalf("Corrupt() = %v", c)
+	}
+}
+
+func TestPartialWriteVerifiesOldBlock(t *testing.T) {
+	m := NewMemFS(1 << 30)
+	s := openStore(t, m, "/d")
+	s.Create(1, 1)
+	s.Write(1, 0, make([]byte, BlockSize))
+	m.Corrupt("/d/01/0000000000000001.data", 9)
+	err := s.Write(1, 100, []byte("x"))
+	if chunkfs.KindOf(err) != chunkfs.KindChecksum {
+		t.Fatalf("write into a corrupt block: %v, want KindChecksum", err)
+	}
+}
+
+func TestPadTruncateDelete(t *testing.T) {
+	s := openStore(t, NewMemFS(1<<30), "/d")
+	s.Create(5, 1)
+	p := randBytes(rand.New(rand.NewPCG(5, 5)), BlockSize+10)
+	s.Write(5, 0, p)
+	if err := s.Pad(5, 3*BlockSize+1); err != nil {
+		t.Fatal(err)
+	}
+	want := append(bytes.Clone(p), make([]byte, 3*BlockSize+1-len(p))...)
+	if got := readAll(t, s, 5); !bytes.Equal(got, want) {
+		t.Fatal("pad: contents differ")
+	}
+	if err := s.Truncate(5, 100); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, s, 5); !bytes.Equal(got, p[:100]) {
+		t.Fatal("truncate: contents differ")
+	}
+	s.Write(5, 100, []byte("abc"))
+	if got := readAll(t, s, 5); !bytes.Equal(got, append(bytes.Clone(p[:100]), "abc"...)) {
+		t.Fatal("append after truncate differs")
+	}
+	if err := s.Delete(5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(5, 0, make([]byte, 1)); chunkfs.KindOf(err) != chunkfs.KindNotExist {
+		t.Fatalf("read of deleted chunk: %v", err)
+	}
+	if s.Create(5, 2) != nil {
+		t.Fatal("re-create after delete failed")
+	}
+}
+
+func TestLimitsAndErrors(t *testing.T) {
+	s := openStore(t, NewMemFS(1<<30), "/d")
+	s.Create(1, 1)
+	if k := chunkfs.KindOf(s.Create(1, 1)); k != chunkfs.KindExist {
+		t.Errorf("double create: %v", k)
+	}
+	if k := chunkfs.KindOf(s.Write(1, 4<<20, []byte("x"))); k != chunkfs.KindTooLarge {
+		t.Errorf("write past max chunk size: %v", k)
+	}
+	if k := chunkfs.KindOf(s.Write(1, -1, []byte("x"))); k != chunkfs.KindInvalid {
+		t.Errorf("negative offset: %v", k)
+	}
+	if k := chunkfs.KindOf(s.Write(2, 0, []byte("x"))); k != chunkfs.KindNotExist {
+		t.Errorf("unknown chunk: %v", k)
+	}
+	if _, err := s.Read(1, 0, make([]byte, 1)); err != io.EOF {
+		t.Errorf("read of empty chunk: %v", err)
+	}
+}
+
+func TestSeveralDirsSpreadAndReload(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	s := openStore(t, nil, a, b)
+	for h := chunkfs.Handle(1); h <= 10; h++ {
+		if err := s.Create(h, chunkfs.Version(h)); err != nil {
+			t.Fatal(err)
+		}
+		s.Write(h, 0, []byte(fmt.Sprint(h)))
+	}
+	if s.perDir[0] != 5 || s.perDir[1] != 5 {
+		t.Fatalf("chunks per dir = %v, want 5 and 5", s.perDir)
+	}
+	s2 := openStore(t, nil, a, b)
+	list := s2.List()
+	if len(list) != 10 {
+		t.Fatalf("reloaded %d chunks", len(list))
+	}
+	for _, in := range list {
+		if in.Version != chunkfs.Version(in.Handle) || in.Corrupt || in.Length != int64(len(fmt.Sprint(in.Handle))) {
+			t.Errorf("reloaded %+v", in)
+		}
+	}
+	if matches, _ := filepath.Glob(filepath.Join(a, "0?", "*.data")); len(matches) != 5 {
+		t.Errorf("fan-out folders: %v", matches)
+	}
+}
+
+func TestSetVersionDurable(t *testing.T) {
+	m := NewMemFS(1 << 30)
+	s := openStore(t, m, "/d")
+	s.Create(9, 1)
+	s.SetVersion(9, 4)
+	m.Crash(0, 0)
+	in, err := openStore(t, m, "/d").Info(9)
+	if err != nil || in.Version != 4 {
+		t.Fatalf("after crash: %+v, %v", in, err)
+	}
+}
+
+// TestCrashNeverServesUncheckedBytes kills the store at every point of a
+// sequence of writes (and tears each file write at several points); after
+// recovery every read either returns bytes of a state the chunk really had
+// or fails with KindChecksum, and a failing chunk is listed as corrupt.
+func TestCrashNeverServesUncheckedBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	base := randBytes(r, 2*BlockSize+300)
+	type step struct {
+		off int64
+		p   []byte
+	}
+	steps := []step{
+		{int64(len(base)), randBytes(r, 5000)},       // append into the partial block
+		{100, randBytes(r, 50)},                      // overwrite inside a block
+		{BlockSize - 10, randBytes(r, BlockSize+20)}, // across blocks
+	}
+	states := []model{model(bytes.Clone(base))}
+	for _, st := range steps {
+		m := model(bytes.Clone(states[len(states)-1]))
+		m.write(st.off, st.p)
+		states = append(states, m)
+	}
+	outcomes := map[bool]int{}
+	for keep := 0; keep < 3*len(steps)+2; keep++ {
+		for _, torn := range []int{0, 1, 7, 4000, 1 << 20} {
+			fsys := NewMemFS(1 << 30)
+			s := openStore(t, fsys, "/d")
+			s.Create(1, 1)
+			s.Write(1, 0, base)
+			s.Sync(1)
+			for _, st := range steps {
+				if err := s.Write(1, st.off, st.p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fsys.Crash(keep, torn)
+			outcomes[checkRecovered(t, openStore(t, fsys, "/d"), states, fmt.Sprintf("keep=%d torn=%d", keep, torn))]++
+		}
+	}
+	if outcomes[true] == 0 || outcomes[false] == 0 {
+		t.Fatalf("outcomes %v: want both clean and corrupt recoveries", outcomes)
+	}
+}
+
+func checkRecovered(t *testing.T, s *Store, states []model, what string) (corrupt bool) {
+	in, err := s.Info(1)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	p := make([]byte, in.Length)
+	n, err := s.Read(1, 0, p)
+	if err != nil && err != io.EOF {
+		if chunkfs.KindOf(err) != chunkfs.KindChecksum {
+			t.Fatalf("%s: read error %v, want KindChecksum", what, err)
+		}
+		if c := s.Corrupt(); len(c) != 1 {
+			t.Fatalf("%s: failing chunk not listed corrupt", what)
+		}
+		return true
+	}
+	for _, m := range states {
+		if bytes.Equal(p[:n], m) {
+			return false
+		}
+	}
+	t.Fatalf("%s: served %d bytes matching no state the chunk had", what, n)
+	return false
+}
+
+func sumOf(p []byte) uint32 { return checksum.Sum(p) }
