@@ -299,7 +299,7 @@ func (ns *Namespace) truncate(n *inode, length, now int64) []chunkfs.Handle {
 		for _, r := range n.chunks[keep:] {
 			if r.handle != 0 {
 				garbage = append(garbage, r.handle)
-				delete(ns.handles, r.handle)
+				ns.handles.remove(r.handle)
 			}
 		}
 		n.chunks = trimChunks(n.chunks[:keep])
@@ -390,12 +390,12 @@ func (ns *Namespace) allocChunk(c *Command) Result {
 		n.chunks = append(n.chunks, chunkRef{})
 	}
 	n.chunks[i] = chunkRef{handle: h, version: 1}
-	ns.handles[h] = n
+	ns.handles.set(h, n)
 	return Result{Info: n.info(), Chunk: Chunk{Index: i, Handle: h, Version: 1}, Allocated: true}
 }
 
 func (ns *Namespace) bumpVersion(c *Command) Result {
-	n := ns.handles[c.Handle]
+	n := ns.handles.get(c.Handle)
 	if n == nil {
 		return fail("bump version", "", chunkfs.KindNotExist, "no such chunk")
 	}

@@ -110,7 +110,7 @@ func (c *checker) file(n *inode, p string) {
 			c.fail(p, "chunk %d: handle %d not below the counter %d", i, r.handle, c.ns.nextHandle)
 		case c.handles[r.handle]:
 			c.fail(p, "chunk %d: handle %d held twice", i, r.handle)
-		case c.ns.handles[r.handle] != n:
+		case c.ns.handles.get(r.handle) != n:
 			c.fail(p, "chunk %d: handle %d missing from the index", i, r.handle)
 		case r.version < 1:
 			c.fail(p, "chunk %d: version 0", i)

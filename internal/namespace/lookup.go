@@ -178,7 +178,7 @@ func fileOnly(op, p string, n *inode) error {
 // ChunkVersion returns the current version of chunk h and whether any file
 // holds it.
 func (ns *Namespace) ChunkVersion(h chunkfs.Handle) (chunkfs.Version, bool) {
-	n := ns.handles[h]
+	n := ns.handles.get(h)
 	if n == nil {
 		return 0, false
 	}
@@ -193,7 +193,7 @@ func (ns *Namespace) ChunkVersion(h chunkfs.Handle) (chunkfs.Version, bool) {
 // ChunkFile returns the index of chunk h in its file, the file's length and
 // replication, and whether h exists.
 func (ns *Namespace) ChunkFile(h chunkfs.Handle) (index, length int64, repl int, ok bool) {
-	n := ns.handles[h]
+	n := ns.handles.get(h)
 	if n == nil {
 		return 0, 0, 0, false
 	}

@@ -124,7 +124,7 @@ func (ns *Namespace) removeTree(n *inode, now int64) []chunkfs.Handle {
 		for _, r := range k.chunks {
 			if r.handle != 0 {
 				garbage = append(garbage, r.handle)
-				delete(ns.handles, r.handle)
+				ns.handles.remove(r.handle)
 			}
 		}
 		if k == n {

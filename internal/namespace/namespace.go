@@ -72,7 +72,7 @@ func (n *inode) isFile() bool    { return n.mode&fs.ModeType == 0 }
 // Namespace is the whole replicated metadata state.
 type Namespace struct {
 	root         *inode
-	handles      map[chunkfs.Handle]*inode // every live chunk → its file
+	handles      handleIndex // every live chunk → its file
 	nextInode    uint64
 	nextHandle   chunkfs.Handle
 	chunkSize    int64
@@ -88,7 +88,7 @@ type Namespace struct {
 func New() *Namespace {
 	return &Namespace{
 		root:       &inode{ino: RootInode, mode: fs.ModeDir | 0o755, ext: &ext{}},
-		handles:    make(map[chunkfs.Handle]*inode),
+		handles:    newHandleIndex(),
 		nextInode:  RootInode + 1,
 		nextHandle: 1,
 		dirs:       1,
@@ -120,5 +120,5 @@ type Counts struct {
 // Counts returns the number of files, directories and chunks and the sum of
 // file lengths.
 func (ns *Namespace) Counts() Counts {
-	return Counts{Files: ns.files, Dirs: ns.dirs, Chunks: int64(len(ns.handles)), Bytes: ns.bytes}
+	return Counts{Files: ns.files, Dirs: ns.dirs, Chunks: int64(ns.handles.len()), Bytes: ns.bytes}
 }

@@ -99,10 +99,14 @@ func (s *snapWriter) inode(n *inode) {
 
 // Restore reads a state written by Snapshot. It treats r as untrusted:
 // sizes are bounded, names and order checked, handles must be unique and
-// below the counter, and the checksum must match.
+// below the counter, the checksum must match, and the result must pass
+// Check.
 func Restore(r io.Reader) (*Namespace, error) {
 	s := &snapReader{r: bufio.NewReaderSize(r, 256<<10), crc: crc32.New(crcTable)}
 	ns, err := s.namespace()
+	if err == nil {
+		err = ns.Check()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("namespace: restore: %w", err)
 	}
@@ -268,11 +272,11 @@ func (s *snapReader) file(ns *Namespace, n *inode) {
 		r.handle = chunkfs.Handle(s.uvarint(uint64(ns.nextHandle) - 1))
 		if r.handle != 0 {
 			r.version = chunkfs.Version(s.uvarint(1<<63 - 1))
-			if ns.handles[r.handle] != nil {
+			if ns.handles.get(r.handle) != nil {
 				s.fail("chunk %d held twice", r.handle)
 				return
 			}
-			ns.handles[r.handle] = n
+			ns.handles.set(r.handle, n)
 		}
 		n.chunks = append(n.chunks, r)
 	}

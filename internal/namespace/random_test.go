@@ -1,0 +1,198 @@
+package namespace
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"testing"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// randomCommand makes a plausible command over a small tree of names so
+// that operations often collide.
+func randomCommand(rng *rand.Rand, now int64) *Command {
+	callers := []chunkfs.Caller{chunkfs.Root, alice, bob}
+	name := func() string {
+		p := ""
+		for range 1 + rng.IntN(3) {
+			p += fmt.Sprintf("/%c", 'a'+rng.IntN(4))
+		}
+		return p
+	}
+	c := &Command{Time: now, Caller: callers[rng.IntN(len(callers))], Path: name(), Mode: uint32(rng.IntN(0o1000))}
+	switch rng.IntN(9) {
+	case 0:
+		c.Op, c.Flags = OpMkdir, FlagParents*uint8(rng.IntN(2))
+	case 1:
+		c.Op, c.Flags = OpCreate, uint8(rng.IntN(2))*FlagExclusive|uint8(rng.IntN(2))*FlagTruncate
+	case 2:
+		c.Op, c.Target, c.Flags = OpRename, name(), uint8(rng.IntN(2))*FlagNoReplace
+	case 3:
+		c.Op, c.Flags = OpDelete, uint8(rng.IntN(2))*FlagRecursive
+	case 4:
+		c.Op, c.Set = OpSetAttr, uint8(rng.IntN(int(setAll)+1))
+		c.UID, c.GID, c.Replication = uint32(1000+rng.IntN(2)), 100, uint32(rng.IntN(4))
+		c.Length = rng.Int64N(5 * testChunk)
+	case 5, 6:
+		c.Op, c.Length, c.Flags = OpAllocChunk, rng.Int64N(5), uint8(rng.IntN(2))*FlagAppend
+	case 7:
+		c.Op, c.Length = OpCommitLength, rng.Int64N(5*testChunk)
+	case 8:
+		c.Op, c.Handle = OpBumpVersion, chunkfs.Handle(rng.IntN(40))
+	}
+	return c
+}
+
+// TestRandomSequencesAreDeterministic applies the same random sequences to
+// two namespaces (one through the encoding) and to a namespace restored
+// from a snapshot midway; all must agree byte for byte and pass Check.
+func TestRandomSequencesAreDeterministic(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		a, b := New(), New()
+		init := &Command{Op: OpInit, Length: testChunk, Replication: 3}
+		a.Apply(init)
+		b.Apply(init)
+		var restored *Namespace
+		for i := range 400 {
+			c := randomCommand(rng, int64(i+1))
+			ra := a.Apply(c)
+			rb := b.ApplyEncoded(c.Encode(nil))
+			if !reflect.DeepEqual(ra, rb) {
+				t.Fatalf("seed %d op %d %v: results differ: %+v vs %+v", seed, i, c.Op, ra, rb)
+			}
+			if restored != nil {
+				restored.Apply(c)
+			}
+			if i == 200 {
+				var err error
+				if restored, err = Restore(bytes.NewReader(snapshot(t, a))); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, ns := range []*Namespace{a, b, restored} {
+			if err := ns.Check(); err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+		}
+		sa := snapshot(t, a)
+		if !bytes.Equal(sa, snapshot(t, b)) || !bytes.Equal(sa, snapshot(t, restored)) {
+			t.Fatalf("seed %d: states differ", seed)
+		}
+	}
+}
+
+func FuzzDecodeCommand(f *testing.F) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 50 {
+		f.Add(randomCommand(rng, int64(i)).Encode(nil))
+	}
+	f.Add([]byte{1, 2, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := DecodeCommand(b)
+		if err != nil {
+			return
+		}
+		c2, err := DecodeCommand(c.Encode(nil))
+		if err != nil || !reflect.DeepEqual(normal(c), normal(c2)) {
+			t.Fatalf("re-encoding changed the command: %+v → %+v (%v)", c, c2, err)
+		}
+		ns := New()
+		ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+		ns.Apply(c)
+		if err := ns.Check(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// normal makes empty and nil group lists compare equal.
+func normal(c *Command) *Command {
+	d := *c
+	if len(d.Caller.GIDs) == 0 {
+		d.Caller.GIDs = nil
+	}
+	return &d
+}
+
+func FuzzRestore(f *testing.F) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	ns := New()
+	ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+	for i := range 200 {
+		ns.Apply(randomCommand(rng, int64(i)))
+	}
+	f.Add(snapshot(f, ns))
+	f.Add(snapshot(f, New()))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ns, err := Restore(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		if err := ns.Check(); err != nil {
+			t.Fatalf("accepted an inconsistent snapshot: %v", err)
+		}
+		// Varints need not be minimal, so compare canonical forms.
+		canon := snapshot(t, ns)
+		ns2, err := Restore(bytes.NewReader(canon))
+		if err != nil || !bytes.Equal(snapshot(t, ns2), canon) {
+			t.Fatalf("canonical snapshot does not round-trip: %v", err)
+		}
+	})
+}
+
+// BenchmarkHeapPerFile measures the heap held per file in a namespace of
+// 1,000,000 single-chunk files, 1,000 per directory.
+func BenchmarkHeapPerFile(b *testing.B) {
+	for range b.N {
+		ns, perFile := buildMillion(b, 1_000_000)
+		b.ReportMetric(perFile, "heapB/file")
+		runtime.KeepAlive(ns)
+	}
+}
+
+func buildMillion(tb testing.TB, files int) (*Namespace, float64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ns := New()
+	ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+	c := &Command{Mode: 0o644}
+	for i := range files {
+		if i%1000 == 0 {
+			*c = Command{Op: OpMkdir, Path: fmt.Sprintf("/d%04d", i/1000), Mode: 0o755}
+			ns.Apply(c)
+		}
+		p := fmt.Sprintf("/d%04d/file%06d", i/1000, i)
+		*c = Command{Op: OpCreate, Path: p, Mode: 0o644, Time: int64(i)}
+		if r := ns.Apply(c); r.Err != nil {
+			tb.Fatal(r.Err)
+		}
+		*c = Command{Op: OpAllocChunk, Path: p, Time: int64(i)}
+		if r := ns.Apply(c); r.Err != nil {
+			tb.Fatal(r.Err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return ns, float64(after.HeapAlloc-before.HeapAlloc) / float64(files)
+}
+
+// TestHeapPerFile holds the namespace to its memory budget (200 bytes per
+// single-chunk file) on 200,000 files; skipped in short mode and under the
+// race detector, which slows it tenfold.
+func TestHeapPerFile(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("builds 200,000 files")
+	}
+	ns, perFile := buildMillion(t, 200_000)
+	t.Logf("%.0f heap bytes per file", perFile)
+	if perFile > 200 {
+		t.Errorf("%.0f heap bytes per file, budget 200", perFile)
+	}
+	runtime.KeepAlive(ns)
+}
