@@ -1,0 +1,139 @@
+// Package placement is the pure policy that decides where new chunk
+// replicas go. Given the live chunkservers, it picks R distinct ones,
+// preferring servers below the average utilisation, capping how many chunks
+// a server was recently given (a new chunk brings a burst of writes), and
+// spreading replicas over racks. It does no I/O and reads no clock; any
+// randomness comes from the *rand.Rand passed in, so a choice is
+// reproducible from its inputs.
+package placement
+
+import (
+	"cmp"
+	"errors"
+	"math/rand/v2"
+	"slices"
+)
+
+// Server is what the policy knows of one live chunkserver.
+type Server struct {
+	ID       string
+	Rack     string
+	Capacity int64 // bytes
+	Used     int64 // bytes
+	Load     int   // operations in flight
+	Recent   int   // chunks created on it in the current window
+}
+
+// utilisation is the fraction of capacity in use; a server reporting no
+// capacity counts as full.
+func (s *Server) utilisation() float64 {
+	if s.Capacity <= 0 {
+		return 1
+	}
+	return float64(s.Used) / float64(s.Capacity)
+}
+
+// Config tunes the policy.
+type Config struct {
+	// MaxRecent caps the chunks a server may be given per window; servers
+	// at the cap are used only when nothing else is left.
+	MaxRecent int
+	// MinFree is the free space (bytes) a server needs to take a chunk.
+	MinFree int64
+}
+
+// DefaultConfig returns the policy's defaults.
+func DefaultConfig() Config { return Config{MaxRecent: 64, MinFree: 0} }
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	if c.MaxRecent < 1 {
+		return errors.New("placement: MaxRecent must be at least 1")
+	}
+	if c.MinFree < 0 {
+		return errors.New("placement: MinFree must not be negative")
+	}
+	return nil
+}
+
+// ErrNoServers is returned when no server can take a replica.
+var ErrNoServers = errors.New("placement: no chunkserver with free space")
+
+// Choose returns the indexes in servers of up to r distinct servers for a
+// new chunk, best first. It returns fewer than r when fewer servers can take
+// one, and ErrNoServers when none can. rng breaks ties; nil means ties go by
+// ID.
+func Choose(cfg Config, servers []Server, r int, rng *rand.Rand) ([]int, error) {
+	cand := candidates(cfg, servers)
+	if len(cand) == 0 || r < 1 {
+		return nil, ErrNoServers
+	}
+	rank(cfg, servers, cand, rng)
+	return spread(servers, cand, r), nil
+}
+
+// candidates returns the servers with enough free space.
+func candidates(cfg Config, servers []Server) []int {
+	var out []int
+	for i := range servers {
+		if s := &servers[i]; s.Capacity-s.Used > cfg.MinFree {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// rank orders cand: servers under the recent-creation cap first, then those
+// at or below the average utilisation, then fewer recent creations, lower
+// utilisation and lower load.
+func rank(cfg Config, servers []Server, cand []int, rng *rand.Rand) {
+	var sum float64
+	for _, i := range cand {
+		sum += servers[i].utilisation()
+	}
+	avg := sum / float64(len(cand))
+	slices.SortFunc(cand, func(a, b int) int { return cmp.Compare(servers[a].ID, servers[b].ID) })
+	if rng != nil {
+		rng.Shuffle(len(cand), func(i, j int) { cand[i], cand[j] = cand[j], cand[i] })
+	}
+	key := func(i int) (bool, bool, int, float64, int) {
+		s := &servers[i]
+		return s.Recent >= cfg.MaxRecent, s.utilisation() > avg, s.Recent, s.utilisation(), s.Load
+	}
+	slices.SortStableFunc(cand, func(a, b int) int {
+		a1, a2, a3, a4, a5 := key(a)
+		b1, b2, b3, b4, b5 := key(b)
+		return cmp.Or(cmpBool(a1, b1), cmpBool(a2, b2), cmp.Compare(a3, b3), cmp.Compare(a4, b4), cmp.Compare(a5, b5))
+	})
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+// spread takes up to r servers from the ranked cand, one per rack first,
+// then filling up from racks already used.
+func spread(servers []Server, cand []int, r int) []int {
+	out := make([]int, 0, r)
+	racks := make(map[string]bool)
+	taken := make(map[int]bool)
+	for _, i := range cand {
+		if len(out) < r && !racks[servers[i].Rack] {
+			racks[servers[i].Rack] = true
+			taken[i] = true
+			out = append(out, i)
+		}
+	}
+	for _, i := range cand {
+		if len(out) < r && !taken[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}

@@ -1,0 +1,111 @@
+package placement
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+func servers(n int, racks int) []Server {
+	var out []Server
+	for i := range n {
+		out = append(out, Server{ID: fmt.Sprintf("cs%02d", i), Rack: fmt.Sprintf("r%d", i%racks), Capacity: 100, Used: 10})
+	}
+	return out
+}
+
+func TestDistinctAndSpreadOverRacks(t *testing.T) {
+	ss := servers(9, 3)
+	got, err := Choose(DefaultConfig(), ss, 3, rand.New(rand.NewPCG(1, 1)))
+	if err != nil || len(got) != 3 {
+		t.Fatalf("Choose = %v, %v", got, err)
+	}
+	racks := map[string]bool{}
+	for _, i := range got {
+		racks[ss[i].Rack] = true
+	}
+	if len(racks) != 3 {
+		t.Errorf("replicas on racks %v, want 3 racks", racks)
+	}
+	// More replicas than racks: still distinct servers.
+	got, _ = Choose(DefaultConfig(), ss, 5, nil)
+	seen := map[int]bool{}
+	for _, i := range got {
+		if seen[i] {
+			t.Fatalf("server %d chosen twice: %v", i, got)
+		}
+		seen[i] = true
+	}
+	if len(got) != 5 {
+		t.Errorf("got %d servers, want 5", len(got))
+	}
+}
+
+func TestPrefersBelowAverageUtilisation(t *testing.T) {
+	ss := servers(6, 1)
+	for i := range ss {
+		ss[i].Used = int64(10 * (i + 1)) // cs00 emptiest
+	}
+	got, _ := Choose(DefaultConfig(), ss, 2, rand.New(rand.NewPCG(2, 2)))
+	for _, i := range got {
+		if ss[i].Used > 35 {
+			t.Errorf("chose %s at %d%% with emptier servers free", ss[i].ID, ss[i].Used)
+		}
+	}
+}
+
+func TestCapsRecentCreations(t *testing.T) {
+	ss := servers(4, 1)
+	ss[0].Used, ss[1].Used = 0, 0 // emptiest, but busy with new chunks
+	ss[0].Recent, ss[1].Recent = 5, 5
+	cfg := Config{MaxRecent: 5}
+	got, _ := Choose(cfg, ss, 2, nil)
+	for _, i := range got {
+		if i < 2 {
+			t.Errorf("chose %s at the creation cap", ss[i].ID)
+		}
+	}
+	// With nothing else left, capped servers are still used.
+	got, _ = Choose(cfg, ss, 4, nil)
+	if len(got) != 4 {
+		t.Errorf("got %v, want all 4", got)
+	}
+}
+
+func TestFullServersAndErrors(t *testing.T) {
+	ss := servers(3, 1)
+	ss[1].Used = 100
+	ss[2].Capacity = 0
+	got, err := Choose(DefaultConfig(), ss, 3, nil)
+	if err != nil || !reflect.DeepEqual(got, []int{0}) {
+		t.Errorf("Choose = %v, %v; want only the server with room", got, err)
+	}
+	if _, err := Choose(DefaultConfig(), ss[1:], 3, nil); err != ErrNoServers {
+		t.Errorf("no room: %v", err)
+	}
+	if _, err := Choose(DefaultConfig(), nil, 3, nil); err != ErrNoServers {
+		t.Errorf("no servers: %v", err)
+	}
+	if (Config{MaxRecent: 0}).Validate() == nil || DefaultConfig().Validate() != nil {
+		t.Error("Validate")
+	}
+}
+
+func TestDeterministicForSeed(t *testing.T) {
+	ss := servers(20, 4)
+	a, _ := Choose(DefaultConfig(), ss, 3, rand.New(rand.NewPCG(7, 7)))
+	b, _ := Choose(DefaultConfig(), ss, 3, rand.New(rand.NewPCG(7, 7)))
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("same seed, different choice: %v vs %v", a, b)
+	}
+	// Different seeds spread load over equal servers.
+	seen := map[int]bool{}
+	for seed := range uint64(20) {
+		c, _ := Choose(DefaultConfig(), ss, 1, rand.New(rand.NewPCG(seed, 0)))
+		seen[c[0]] = true
+	}
+	if len(seen) < 5 {
+		t.Errorf("20 seeds chose only %d distinct servers", len(seen))
+	}
+}
