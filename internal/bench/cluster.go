@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Ports the servers listen on, each in its own namespace.
+const (
+	masterPort      = "7000"
+	chunkserverPort = "7001"
+)
+
+// cluster is the chunkfs master and chunkservers running in the testbed.
+type cluster struct {
+	master string // host:port
+	procs  []*proc
+	logs   []*os.File
+}
+
+// startCluster starts the master and one chunkserver per chunkserver host,
+// each writing its data under dir and its log beside it.
+func startCluster(tb *Testbed, cfg Config, dir string) (*cluster, error) {
+	c := &cluster{master: net.JoinHostPort(tb.Master.Addr.String(), masterPort)}
+	argv := append([]string{cfg.Binary, "master", "--dir", filepath.Join(dir, "master"), "--listen", c.master}, cfg.MasterArgs...)
+	if err := c.start("master", tb.Master.NS, argv, dir); err != nil {
+		return nil, errors.Join(err, c.stop())
+	}
+	for i, h := range tb.Chunkservers {
+		name := fmt.Sprintf("chunkserver%02d", i+1)
+		argv := append([]string{cfg.Binary, "chunkserver",
+			"--dir", filepath.Join(dir, name),
+			"--listen", net.JoinHostPort(h.Addr.String(), chunkserverPort),
+			"--master", c.master,
+			"--rack", "chunkserver-switch"}, cfg.ChunkserverArgs...)
+		if err := c.start(name, h.NS, argv, dir); err != nil {
+			return nil, errors.Join(err, c.stop())
+		}
+	}
+	return c, nil
+}
+
+func (c *cluster) start(name, ns string, argv []string, dir string) error {
+	log, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return err
+	}
+	c.logs = append(c.logs, log)
+	p, err := startIn(name, ns, argv, log, nil, nil)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+// failed returns an error naming the first server that has exited.
+func (c *cluster) failed() error {
+	for _, p := range c.procs {
+		if p.exited() {
+			return fmt.Errorf("%s exited early (%v); see its log", p.name, p.err)
+		}
+	}
+	return nil
+}
+
+// stop stops every server and closes their logs.
+func (c *cluster) stop() error {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		c.procs[i].stop(5 * time.Second)
+	}
+	var errs []error
+	for _, f := range c.logs {
+		errs = append(errs, f.Close())
+	}
+	c.procs, c.logs = nil, nil
+	return errors.Join(errs...)
+}

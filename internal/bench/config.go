@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Config describes a benchmark run.
+type Config struct {
+	Testbed   TestbedConfig
+	Clients   []int      // the values of N, each at most Testbed.Clients
+	Workloads []Workload // in the order to run them
+	// Scale is the testbed's rates relative to the paper's (100 Mbit/s NICs,
+	// a 1 Gbit/s link); it is reported, the rates themselves are in Testbed.
+	Scale float64
+	// Duration is about how long each point should take at its theoretical
+	// limit: every client moves limit/N × Duration bytes, rounded up to
+	// whole operations, as the paper's clients each move a fixed amount.
+	Duration   time.Duration
+	ReadSize   int64 // one read region (the paper: 4 MB)
+	WriteSize  int64 // one write (the paper: 1 MB)
+	RecordSize int64 // one record append
+	Replicas   int   // the cluster's replication factor, for the limits
+	// ReadSetFiles files of ReadSetFileSize bytes are written, unshaped,
+	// before the reads; readers pick regions among them at random.
+	ReadSetFiles    int
+	ReadSetFileSize int64
+	// Binary is the chunkfs executable whose master and chunkserver
+	// subcommands run the cluster.
+	Binary string
+	// WorkerArgv runs WorkerMain (e.g. chunkfs bench-worker).
+	WorkerArgv []string
+	// MasterArgs and ChunkserverArgs are appended to the servers' command
+	// lines (e.g. a chunk size).
+	MasterArgs      []string
+	ChunkserverArgs []string
+	// WorkDir holds the servers' data and every process's log, in a fresh
+	// directory removed after a successful run; "" means os.TempDir().
+	WorkDir string
+	// Calibrate measures one raw TCP stream across the testbed first.
+	Calibrate bool
+}
+
+// MiB is 2^20 bytes, the unit of I/O sizes; rates are in MB (10^6 bytes) per
+// second, as in the paper.
+const MiB = 1 << 20
+
+// DefaultConfig returns the paper's experiment at 1/10 of its network rates.
+func DefaultConfig() Config {
+	return Config{
+		Testbed:         DefaultTestbedConfig(),
+		Clients:         []int{1, 2, 4, 8, 16},
+		Workloads:       Workloads,
+		Scale:           0.1,
+		Duration:        20 * time.Second,
+		ReadSize:        4 * MiB,
+		WriteSize:       1 * MiB,
+		RecordSize:      1 * MiB,
+		Replicas:        3,
+		ReadSetFiles:    16,
+		ReadSetFileSize: 64 * MiB,
+		Calibrate:       true,
+	}
+}
+
+// QuickConfig returns a smoke run CI can afford: three chunkservers, N = 1
+// and 2, a few seconds a point.
+func QuickConfig() Config {
+	c := DefaultConfig()
+	c.Testbed.Chunkservers = 3
+	c.Testbed.Clients = 2
+	c.Clients = []int{1, 2}
+	c.Duration = 2 * time.Second
+	c.ReadSetFiles = 2
+	c.ReadSetFileSize = 8 * MiB
+	return c
+}
+
+// WithScale sets the testbed's rates to the paper's times scale.
+func (c *Config) WithScale(scale float64) {
+	c.Scale = scale
+	c.Testbed.NIC = Rate(100e6 * scale)
+	c.Testbed.Link = Rate(1000e6 * scale)
+}
+
+// Network returns what the limits are derived from.
+func (c Config) Network() Network {
+	return Network{NIC: c.Testbed.NIC, Link: c.Testbed.Link, Chunkservers: c.Testbed.Chunkservers, Replicas: c.Replicas}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	if err := c.Testbed.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case len(c.Clients) == 0 || len(c.Workloads) == 0:
+		return errors.New("bench: no client counts or no workloads")
+	case slices.Min(c.Clients) < 1 || slices.Max(c.Clients) > c.Testbed.Clients:
+		return fmt.Errorf("bench: client counts %v must be within 1-%d", c.Clients, c.Testbed.Clients)
+	case c.Duration <= 0 || c.Duration > time.Hour:
+		return fmt.Errorf("bench: duration %v out of range", c.Duration)
+	case c.ReadSize <= 0 || c.WriteSize <= 0 || c.RecordSize <= 0 || c.ReadSetFileSize < c.ReadSize:
+		return errors.New("bench: I/O sizes must be positive and a read-set file must hold a read region")
+	case c.ReadSetFiles < 1 || c.ReadSetFiles > 4096:
+		return fmt.Errorf("bench: read set of %d files out of range 1-4096", c.ReadSetFiles)
+	case c.Replicas < 1 || c.Replicas > c.Testbed.Chunkservers:
+		return fmt.Errorf("bench: %d replicas need as many chunkservers (have %d)", c.Replicas, c.Testbed.Chunkservers)
+	case c.Binary == "" || len(c.WorkerArgv) == 0:
+		return errors.New("bench: no chunkfs binary or no worker command")
+	}
+	return nil
+}
+
+// perClientBytes is how much each of n clients moves in a point of w: its
+// share of the limit for Duration, rounded up to whole operations.
+func (c Config) perClientBytes(w Workload, n int) int64 {
+	io := c.ioSize(w)
+	want := c.Network().Limit(w, n) / float64(n) * 1e6 * c.Duration.Seconds()
+	ops := max(int64(want/float64(io)+0.999), 1)
+	return ops * io
+}
+
+func (c Config) ioSize(w Workload) int64 {
+	switch w {
+	case Reads:
+		return c.ReadSize
+	case Writes:
+		return c.WriteSize
+	default:
+		return c.RecordSize
+	}
+}

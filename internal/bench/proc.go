@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// proc is a process running in a testbed namespace, started through
+// `ip netns exec`, which execs the command in place so the process ID is the
+// command's own.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // its exit status; read after done is closed
+}
+
+// startIn starts argv in namespace ns. Its standard error (and standard
+// output, when stdout is nil) go to logFile; stdin may be nil.
+func startIn(name, ns string, argv []string, logFile *os.File, stdin io.Reader, stdout io.Writer) (*proc, error) {
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
+	cmd.Stdin = stdin
+	cmd.Stdout = stdout
+	if stdout == nil {
+		cmd.Stdout = logFile
+	}
+	cmd.Stderr = logFile
+	// Die with the benchmark even if it is killed before it can stop us.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s in %s: %w", name, ns, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop asks the process to end (SIGTERM), then kills it after grace.
+func (p *proc) stop(grace time.Duration) error {
+	if p.exited() {
+		return nil
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+	return nil
+}
+
+// wait waits for the process to end or ctx to be done.
+func (p *proc) wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		var exit *exec.ExitError
+		if errors.As(p.err, &exit) {
+			return fmt.Errorf("%s exited: %s", p.name, exit.ProcessState)
+		}
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

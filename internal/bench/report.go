@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"text/tabwriter"
+)
+
+// WriteTable prints the report as an aligned table, one row a point, with
+// the paper's own figures beside ours where it gives them.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "chunkfs bench gfs: %d chunkservers, %d replicas, NICs %g Mbit/s, link %g Mbit/s (scale %g of the paper)\n",
+		r.Servers, r.Replicas, r.NICMbit, r.LinkMbit, r.Scale)
+	if c := r.Calibration; c != nil {
+		fmt.Fprintf(w, "one raw TCP stream client→chunkserver: %.3f MB/s = %.1f%% of the NIC\n", c.MBps, 100*c.Efficiency)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tN\tMB\tseconds\taggregate MB/s\tper client MB/s\tslowest client MB/s\tlimit MB/s\tefficiency\tGFS paper\t")
+	for _, p := range r.Points {
+		if p.Err != "" {
+			fmt.Fprintf(tw, "%s\t%d\t\t\t\t\t\t%.3f\tFAILED: %s\t\t\n", p.Workload, p.Clients, p.Limit, p.Err)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f%%\t%s\t\n", p.Workload, p.Clients,
+			float64(p.Bytes)/1e6, p.Seconds, p.Aggregate, p.PerClient, p.Slowest, p.Limit, 100*p.Efficiency, paperEfficiency(p.Workload, p.Clients))
+	}
+	return tw.Flush()
+}
+
+// paperEfficiency is the efficiency the GFS paper reports for a point, where
+// its text gives one (section 6.1).
+func paperEfficiency(w Workload, n int) string {
+	type key struct {
+		w Workload
+		n int
+	}
+	known := map[key]string{
+		{Reads, 1}: "80%", {Reads, 16}: "75%",
+		{Writes, 1}: "50%", {Writes, 16}: "52%",
+		{Appends, 1}: "48%", {Appends, 16}: "38%",
+	}
+	if s, ok := known[key{w, n}]; ok {
+		return s
+	}
+	return "-"
+}
+
+var csvHeader = []string{"workload", "clients", "bytes", "seconds", "aggregate_mbps", "per_client_mbps", "slowest_client_mbps", "limit_mbps", "efficiency", "error"}
+
+// WriteCSV writes one row a point, with a header.
+func (r *Report) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write(csvHeader)
+	for _, p := range r.Points {
+		cw.Write([]string{string(p.Workload), strconv.Itoa(p.Clients), strconv.FormatInt(p.Bytes, 10),
+			ff(p.Seconds), ff(p.Aggregate), ff(p.PerClient), ff(p.Slowest), ff(p.Limit), ff(p.Efficiency), p.Err})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func ff(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
+
+// WriteJSON writes the whole report.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// SaveFiles writes gfs.csv, gfs.json and gfs.png into dir and returns their
+// paths.
+func (r *Report) SaveFiles(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	outputs := []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{"gfs.csv", r.WriteCSV},
+		{"gfs.json", r.WriteJSON},
+		{"gfs.png", r.WritePNG},
+	}
+	var paths []string
+	for _, o := range outputs {
+		p := filepath.Join(dir, o.name)
+		if err := saveFile(p, o.write); err != nil {
+			return paths, err
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+func saveFile(name string, write func(io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return f.Close()
+}

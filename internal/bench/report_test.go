@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"image/png"
+	"os"
+	"strings"
+	"testing"
+)
+
+// sampleReport is the paper's own Figure 3, read off its text, at full scale.
+func sampleReport() *Report {
+	r := &Report{Scale: 1, NICMbit: 100, LinkMbit: 1000, Servers: 16, Replicas: 3}
+	net := Network{NIC: 100 * Mbit, Link: 1000 * Mbit, Chunkservers: 16, Replicas: 3}
+	measured := map[Workload][]float64{
+		Reads:   {10, 19, 37, 70, 94},
+		Writes:  {6.3, 12, 22, 30, 35},
+		Appends: {6.0, 5.8, 5.5, 5.1, 4.8},
+	}
+	for _, w := range Workloads {
+		for i, n := range []int{1, 2, 4, 8, 16} {
+			p := Point{Workload: w, Clients: n, Aggregate: measured[w][i], Limit: net.Limit(w, n), Seconds: 10}
+			p.PerClient = p.Aggregate / float64(n)
+			p.Efficiency = p.Aggregate / p.Limit
+			p.Bytes = int64(p.Aggregate * 1e7)
+			r.Points = append(r.Points, p)
+		}
+	}
+	r.Points = append(r.Points, Point{Workload: Appends, Clients: 32, Limit: 12.5, Err: "worker 3: unavailable"})
+	return r
+}
+
+func TestWritePNG(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sampleReport().WritePNG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("CHUNKFS_BENCH_PNG_DIR"); dir != "" {
+		os.WriteFile(dir+"/sample.png", buf.Bytes(), 0o644)
+	}
+	img, err := png.Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 3*panelW || b.Dy() != panelH {
+		t.Fatalf("image is %v, want three %dx%d panels", b, panelW, panelH)
+	}
+}
+
+func TestWriteTableCSVJSON(t *testing.T) {
+	r := sampleReport()
+	var tab, c, j bytes.Buffer
+	if err := r.WriteTable(&tab); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tab.String(), "75.2%") || !strings.Contains(tab.String(), "FAILED: worker 3") {
+		t.Errorf("table lacks the reads N=16 efficiency or the failed point:\n%s", tab.String())
+	}
+	if err := r.WriteCSV(&c); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&c).ReadAll()
+	if err != nil || len(rows) != len(r.Points)+1 || rows[0][0] != "workload" {
+		t.Fatalf("CSV: %d rows, err %v", len(rows), err)
+	}
+	if err := r.WriteJSON(&j); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(j.Bytes(), &back); err != nil || len(back.Points) != len(r.Points) || back.Points[4].Aggregate != 94 {
+		t.Fatalf("JSON round trip: %v, %+v", err, back.Points)
+	}
+}
+
+func TestNiceAxis(t *testing.T) {
+	cases := []struct{ top, step, end float64 }{
+		{16, 5, 20}, {137.5, 50, 150}, {13.75, 5, 15}, {1.375, 0.5, 1.5}, {7.3, 2, 8}, {0, 0.2, 1},
+	}
+	for _, c := range cases {
+		if s, e := niceAxis(c.top); s != c.step || e != c.end {
+			t.Errorf("niceAxis(%g) = %g, %g; want %g, %g", c.top, s, e, c.step, c.end)
+		}
+	}
+}

@@ -1,0 +1,303 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Point is one measurement: N clients running one workload.
+type Point struct {
+	Workload Workload `json:"workload"`
+	Clients  int      `json:"clients"`
+	Bytes    int64    `json:"bytes"`   // payload moved by all clients
+	Seconds  float64  `json:"seconds"` // first client's start to last client's end
+	// Aggregate is Bytes / Seconds in MB/s; PerClient is Aggregate / N;
+	// Slowest is the lowest rate any one client saw over its own run.
+	Aggregate  float64 `json:"aggregate_mbps"`
+	PerClient  float64 `json:"per_client_mbps"`
+	Slowest    float64 `json:"slowest_client_mbps"`
+	Limit      float64 `json:"limit_mbps"`
+	Efficiency float64 `json:"efficiency"` // Aggregate / Limit
+	Err        string  `json:"error,omitempty"`
+}
+
+// Calibration is what one raw TCP stream achieves across the testbed, from a
+// client host to a chunkserver host: the ceiling any chunkfs transfer meets.
+type Calibration struct {
+	MBps       float64 `json:"mbps"`
+	NIC        float64 `json:"nic_mbps"`
+	Efficiency float64 `json:"efficiency"`
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Started     time.Time    `json:"started"`
+	Scale       float64      `json:"scale"`
+	NICMbit     float64      `json:"nic_mbit"`
+	LinkMbit    float64      `json:"link_mbit"`
+	Servers     int          `json:"chunkservers"`
+	Replicas    int          `json:"replicas"`
+	Calibration *Calibration `json:"calibration,omitempty"`
+	Points      []Point      `json:"points"`
+}
+
+// Failed returns the points that did not complete.
+func (r *Report) Failed() []Point {
+	var out []Point
+	for _, p := range r.Points {
+		if p.Err != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Run builds the testbed, starts the cluster, runs every point and tears it
+// all down again, also when ctx is cancelled. A point that fails is recorded
+// with its error and the run goes on; the returned error is for failures of
+// the testbed or the cluster.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := CheckPrivileges(); err != nil {
+		return nil, err
+	}
+	unlock, err := Lock(ctx, LockPath(cfg.Testbed.Prefix))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := removeLeftovers(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(cfg.WorkDir, workDirPrefix)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := runIn(ctx, cfg, dir, log)
+	if err == nil && len(rep.Failed()) == 0 {
+		os.RemoveAll(dir)
+	} else {
+		log.Warn("keeping the run's logs and data", "dir", dir)
+	}
+	return rep, err
+}
+
+// workDirPrefix names a run's work directory, so that leftovers are found.
+const workDirPrefix = "chunkfs-bench-"
+
+// removeLeftovers removes the namespaces and work directories of runs that
+// were killed before they could clean up.
+func removeLeftovers(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if err := Cleanup(ctx, cfg.Testbed.Prefix, log); err != nil {
+		return fmt.Errorf("removing a leftover testbed: %w", err)
+	}
+	root := cfg.WorkDir
+	if root == "" {
+		root = os.TempDir()
+	}
+	old, _ := filepath.Glob(filepath.Join(root, workDirPrefix+"*"))
+	for _, d := range old {
+		log.Info("removing a leftover work directory", "dir", d)
+		os.RemoveAll(d)
+	}
+	return nil
+}
+
+func runIn(ctx context.Context, cfg Config, dir string, log *slog.Logger) (rep *Report, err error) {
+	tb, err := NewTestbed(cfg.Testbed, log)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("building the testbed", "chunkservers", cfg.Testbed.Chunkservers, "clients", cfg.Testbed.Clients, "nic", cfg.Testbed.NIC, "link", cfg.Testbed.Link)
+	if err := tb.Build(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, tb.Close()) }()
+	cl, err := startCluster(tb, cfg, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, cl.stop()) }()
+	s := &session{cfg: cfg, tb: tb, cl: cl, dir: dir, log: log}
+	return s.run(ctx)
+}
+
+// session is one run against a started cluster.
+type session struct {
+	cfg Config
+	tb  *Testbed
+	cl  *cluster
+	dir string
+	log *slog.Logger
+}
+
+func (s *session) run(ctx context.Context) (*Report, error) {
+	net := s.cfg.Network()
+	rep := &Report{Started: time.Now().UTC(), Scale: s.cfg.Scale, NICMbit: float64(net.NIC / Mbit),
+		LinkMbit: float64(net.Link / Mbit), Servers: net.Chunkservers, Replicas: net.Replicas}
+	if err := s.waitCluster(ctx); err != nil {
+		return rep, err
+	}
+	if s.cfg.Calibrate {
+		c, err := s.calibrate(ctx)
+		if err != nil {
+			return rep, err
+		}
+		rep.Calibration = c
+	}
+	if slices.Contains(s.cfg.Workloads, Reads) {
+		if err := s.prepareReadSet(ctx); err != nil {
+			return rep, err
+		}
+	}
+	for _, w := range s.cfg.Workloads {
+		for _, n := range s.cfg.Clients {
+			p := s.point(ctx, w, n)
+			rep.Points = append(rep.Points, p)
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			if err := s.cl.failed(); err != nil {
+				return rep, err
+			}
+		}
+	}
+	return rep, nil
+}
+
+// waitCluster waits until the master sees every chunkserver.
+func (s *session) waitCluster(ctx context.Context) error {
+	s.log.Info("waiting for the cluster", "master", s.cl.master)
+	task := Task{Op: OpWait, Master: s.cl.master, Servers: len(s.tb.Chunkservers), Timeout: time.Minute}
+	_, err := runWorkers(ctx, s.cfg, s.tb.Clients[:1], []Task{task}, s.dir, "wait")
+	if err != nil {
+		return errors.Join(fmt.Errorf("cluster did not come up: %w", err), s.cl.failed())
+	}
+	return nil
+}
+
+// calibrate sends one raw TCP stream from the first client host to the
+// first chunkserver host for about Duration/2.
+func (s *session) calibrate(ctx context.Context) (*Calibration, error) {
+	h := s.tb.Chunkservers[0]
+	addr := net.JoinHostPort(h.Addr.String(), "7100")
+	sink, err := startWorker(s.cfg, h, Task{Op: OpSink, Addr: addr}, s.dir, "sink")
+	if err != nil {
+		return nil, err
+	}
+	defer sink.kill()
+	if m, err := sink.next(); err != nil || !m.Ready {
+		return nil, fmt.Errorf("calibration sink: %v", err)
+	}
+	if _, err := fmt.Fprintln(sink.in, "go"); err != nil {
+		return nil, err
+	}
+	nic := s.cfg.Testbed.NIC.MBps()
+	bytes := int64(nic * 1e6 * s.cfg.Duration.Seconds() / 2)
+	res, err := runWorkers(ctx, s.cfg, s.tb.Clients[:1], []Task{{Op: OpSource, Addr: addr, Bytes: bytes}}, s.dir, "source")
+	if err != nil {
+		return nil, fmt.Errorf("calibration: %w", err)
+	}
+	got := float64(res[0].Bytes) / res[0].Seconds() / 1e6
+	s.log.Info("calibrated one TCP stream", "MB/s", fmt.Sprintf("%.3f", got), "nic MB/s", nic)
+	return &Calibration{MBps: got, NIC: nic, Efficiency: got / nic}, nil
+}
+
+// readSetDir holds the files the reads workload reads.
+const readSetDir = "/bench/readset"
+
+func (s *session) readSet() []string {
+	files := make([]string, s.cfg.ReadSetFiles)
+	for i := range files {
+		files[i] = path.Join(readSetDir, fmt.Sprintf("f%04d", i))
+	}
+	return files
+}
+
+// prepareReadSet writes the read set with the network unshaped (it is not
+// measured), from up to four clients at once.
+func (s *session) prepareReadSet(ctx context.Context) error {
+	s.log.Info("writing the read set (unshaped)", "files", s.cfg.ReadSetFiles, "bytes each", s.cfg.ReadSetFileSize)
+	if err := s.tb.Shape(ctx, 10000*Mbit, 10000*Mbit); err != nil {
+		return err
+	}
+	files := s.readSet()
+	k := min(4, len(s.tb.Clients), len(files))
+	tasks := make([]Task, k)
+	for i := range tasks {
+		tasks[i] = Task{Op: OpPrepare, Master: s.cl.master, IOSize: s.cfg.WriteSize, Bytes: s.cfg.ReadSetFileSize}
+	}
+	for i, f := range files {
+		tasks[i%k].Files = append(tasks[i%k].Files, f)
+	}
+	_, err := runWorkers(ctx, s.cfg, s.tb.Clients[:k], tasks, s.dir, "prepare")
+	if serr := s.tb.Shape(ctx, s.cfg.Testbed.NIC, s.cfg.Testbed.Link); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("writing the read set: %w", err)
+	}
+	return nil
+}
+
+// point measures workload w with n clients.
+func (s *session) point(ctx context.Context, w Workload, n int) Point {
+	p := Point{Workload: w, Clients: n, Limit: s.cfg.Network().Limit(w, n)}
+	s.log.Info("running", "workload", w, "clients", n, "limit MB/s", fmt.Sprintf("%.3f", p.Limit))
+	tasks := make([]Task, n)
+	for i := range tasks {
+		tasks[i] = s.task(w, n, i)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*s.cfg.Duration+2*time.Minute)
+	defer cancel()
+	res, err := runWorkers(ctx, s.cfg, s.tb.Clients[:n], tasks, s.dir, fmt.Sprintf("%s-n%02d", w, n))
+	if err != nil {
+		p.Err = err.Error()
+		s.log.Error("point failed", "workload", w, "clients", n, "err", err)
+		return p
+	}
+	p.measure(res)
+	s.log.Info("measured", "workload", w, "clients", n, "MB/s", fmt.Sprintf("%.3f", p.Aggregate), "efficiency", fmt.Sprintf("%.1f%%", 100*p.Efficiency))
+	return p
+}
+
+// task is client i's part of the point (w, n).
+func (s *session) task(w Workload, n, i int) Task {
+	t := Task{Master: s.cl.master, IOSize: s.cfg.ioSize(w), Bytes: s.cfg.perClientBytes(w, n), Timeout: 10*s.cfg.Duration + time.Minute}
+	switch w {
+	case Reads:
+		t.Op, t.Files, t.Seed = OpRead, s.readSet(), int64(1000*n+i)
+	case Writes:
+		t.Op, t.Path = OpWrite, fmt.Sprintf("/bench/writes/n%02d/client%02d", n, i+1)
+	case Appends:
+		t.Op, t.Path = OpAppend, fmt.Sprintf("/bench/appends/n%02d", n)
+	}
+	return t
+}
+
+// measure fills in the rates from the clients' results.
+func (p *Point) measure(res []Result) {
+	first, last := res[0].StartNS, res[0].EndNS
+	p.Slowest = -1
+	for _, r := range res {
+		p.Bytes += r.Bytes
+		first, last = min(first, r.StartNS), max(last, r.EndNS)
+		if rate := float64(r.Bytes) / r.Seconds() / 1e6; p.Slowest < 0 || rate < p.Slowest {
+			p.Slowest = rate
+		}
+	}
+	p.Seconds = float64(last-first) / 1e9
+	p.Aggregate = float64(p.Bytes) / p.Seconds / 1e6
+	p.PerClient = p.Aggregate / float64(p.Clients)
+	p.Efficiency = p.Aggregate / p.Limit
+}

@@ -1,0 +1,269 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// DefaultPrefix starts the name of every namespace a testbed creates.
+const DefaultPrefix = "cfsb-"
+
+// TestbedConfig describes a testbed's hosts and shaping.
+type TestbedConfig struct {
+	// Prefix starts every namespace name; leftovers with it are removed by
+	// Cleanup. It must be short: interface names are limited to 15 bytes.
+	Prefix       string
+	Chunkservers int  // hosts on the chunkserver switch, besides the master
+	Clients      int  // hosts on the client switch
+	NIC          Rate // every host NIC, each direction
+	Link         Rate // the inter-switch link, each direction
+	// Queue is the longest a packet may wait in a shaped queue (tbf's
+	// latency): the switch port buffer. Longer queues drop less but delay
+	// everything behind bulk transfers.
+	Queue time.Duration
+	MTU   int
+}
+
+// DefaultTestbedConfig returns the paper's topology at 1/10 of its rates:
+// 16 chunkservers and 16 clients with 10 Mbit/s NICs, a 100 Mbit/s link.
+func DefaultTestbedConfig() TestbedConfig {
+	return TestbedConfig{
+		Prefix:       DefaultPrefix,
+		Chunkservers: 16,
+		Clients:      16,
+		NIC:          10 * Mbit,
+		Link:         100 * Mbit,
+		Queue:        50 * time.Millisecond,
+		MTU:          1500,
+	}
+}
+
+// Validate reports whether the configuration can be built.
+func (c TestbedConfig) Validate() error {
+	switch {
+	case c.Prefix == "" || len(c.Prefix) > 8 || strings.ContainsAny(c.Prefix, "/ \t"):
+		return fmt.Errorf("testbed prefix %q must be 1-8 bytes without spaces or slashes", c.Prefix)
+	case c.Chunkservers < 1 || c.Chunkservers > 250:
+		return fmt.Errorf("testbed chunkservers %d out of range 1-250", c.Chunkservers)
+	case c.Clients < 1 || c.Clients > 250:
+		return fmt.Errorf("testbed clients %d out of range 1-250", c.Clients)
+	case c.NIC < 8000 || c.Link < 8000:
+		return fmt.Errorf("testbed rates %v and %v must be at least 8 kbit/s", c.NIC, c.Link)
+	case c.Queue <= 0:
+		return fmt.Errorf("testbed queue %v must be positive", c.Queue)
+	case c.MTU < 576 || c.MTU > 65000:
+		return fmt.Errorf("testbed MTU %d out of range 576-65000", c.MTU)
+	}
+	return nil
+}
+
+// Host is one machine of the testbed: a namespace with one NIC.
+type Host struct {
+	NS   string     // network namespace name
+	Port string     // its port's interface name in the switch namespace
+	Addr netip.Addr // its address, in 198.18.0.0/15
+}
+
+// The testbed's addressing: one flat /16 inside 198.18.0.0/15, the range
+// reserved for network benchmarking (RFC 2544); it exists only inside the
+// testbed's namespaces.
+const prefixLen = 16
+
+var (
+	masterAddr      = netip.AddrFrom4([4]byte{198, 18, 0, 1})
+	chunkserverBase = [3]byte{198, 18, 1}
+	clientBase      = [3]byte{198, 18, 2}
+)
+
+// Testbed is a built (or being built) network of namespaces. Close removes
+// it. A Testbed is used by one goroutine.
+type Testbed struct {
+	cfg          TestbedConfig
+	cmd          commander
+	log          *slog.Logger
+	Master       Host
+	Chunkservers []Host
+	Clients      []Host
+	switchNS     string
+	created      []string // namespaces created so far, for Close
+}
+
+// Interface names inside namespaces. They need no prefix: they live only in
+// the testbed's own namespaces and vanish with them.
+const (
+	nicName       = "eth0"
+	chunkBridge   = "brcs"
+	clientBridge  = "brcl"
+	trunkCSSide   = "trcs"
+	trunkClntSide = "trcl"
+)
+
+// NewTestbed describes a testbed; Build creates it.
+func NewTestbed(cfg TestbedConfig, log *slog.Logger) (*Testbed, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newTestbed(cfg, execCommander{log: log}, log), nil
+}
+
+func newTestbed(cfg TestbedConfig, cmd commander, log *slog.Logger) *Testbed {
+	tb := &Testbed{cfg: cfg, cmd: cmd, log: log, switchNS: cfg.Prefix + "sw"}
+	tb.Master = Host{NS: cfg.Prefix + "m", Port: "mst", Addr: masterAddr}
+	for i := 1; i <= cfg.Chunkservers; i++ {
+		name := fmt.Sprintf("cs%02d", i)
+		tb.Chunkservers = append(tb.Chunkservers, Host{NS: cfg.Prefix + name, Port: name, Addr: hostAddr(chunkserverBase, i)})
+	}
+	for i := 1; i <= cfg.Clients; i++ {
+		name := fmt.Sprintf("cl%02d", i)
+		tb.Clients = append(tb.Clients, Host{NS: cfg.Prefix + name, Port: name, Addr: hostAddr(clientBase, i)})
+	}
+	return tb
+}
+
+func hostAddr(base [3]byte, i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{base[0], base[1], base[2], byte(i)})
+}
+
+// Config returns the configuration the testbed was described with.
+func (tb *Testbed) Config() TestbedConfig { return tb.cfg }
+
+// Build creates the namespaces, the switches and every NIC, shaped. On error
+// it removes what it created.
+func (tb *Testbed) Build(ctx context.Context) error {
+	err := tb.build(ctx)
+	if err != nil {
+		err = errors.Join(err, tb.Close())
+	}
+	return err
+}
+
+func (tb *Testbed) build(ctx context.Context) error {
+	if err := tb.buildSwitches(ctx); err != nil {
+		return err
+	}
+	if err := tb.addHost(ctx, tb.Master, chunkBridge); err != nil {
+		return err
+	}
+	for _, h := range tb.Chunkservers {
+		if err := tb.addHost(ctx, h, chunkBridge); err != nil {
+			return err
+		}
+	}
+	for _, h := range tb.Clients {
+		if err := tb.addHost(ctx, h, clientBridge); err != nil {
+			return err
+		}
+	}
+	return tb.Shape(ctx, tb.cfg.NIC, tb.cfg.Link)
+}
+
+// buildSwitches makes the switch namespace: two bridges joined by a veth
+// pair, the inter-switch link.
+func (tb *Testbed) buildSwitches(ctx context.Context) error {
+	if err := tb.addNS(ctx, tb.switchNS); err != nil {
+		return err
+	}
+	mtu := fmt.Sprint(tb.cfg.MTU)
+	return tb.ipAll(ctx, tb.switchNS,
+		[]string{"link", "add", chunkBridge, "mtu", mtu, "type", "bridge"},
+		[]string{"link", "add", clientBridge, "mtu", mtu, "type", "bridge"},
+		[]string{"link", "add", trunkCSSide, "mtu", mtu, "type", "veth", "peer", "name", trunkClntSide, "mtu", mtu},
+		[]string{"link", "set", "dev", trunkCSSide, "master", chunkBridge, "up"},
+		[]string{"link", "set", "dev", trunkClntSide, "master", clientBridge, "up"},
+		[]string{"link", "set", "dev", chunkBridge, "up"},
+		[]string{"link", "set", "dev", clientBridge, "up"},
+	)
+}
+
+// addHost makes h's namespace and its NIC, plugged into bridge.
+func (tb *Testbed) addHost(ctx context.Context, h Host, bridge string) error {
+	if err := tb.addNS(ctx, h.NS); err != nil {
+		return err
+	}
+	mtu := fmt.Sprint(tb.cfg.MTU)
+	if _, err := tb.cmd.run(ctx, "ip", "link", "add", nicName, "netns", h.NS, "mtu", mtu, "type", "veth",
+		"peer", "name", h.Port, "netns", tb.switchNS, "mtu", mtu); err != nil {
+		return err
+	}
+	if err := tb.ipAll(ctx, tb.switchNS, []string{"link", "set", "dev", h.Port, "master", bridge, "up"}); err != nil {
+		return err
+	}
+	return tb.ipAll(ctx, h.NS,
+		[]string{"addr", "add", fmt.Sprintf("%s/%d", h.Addr, prefixLen), "dev", nicName},
+		[]string{"link", "set", "dev", "lo", "up"},
+		[]string{"link", "set", "dev", nicName, "up"},
+	)
+}
+
+func (tb *Testbed) addNS(ctx context.Context, ns string) error {
+	if _, err := tb.cmd.run(ctx, "ip", "netns", "add", ns); err != nil {
+		return err
+	}
+	tb.created = append(tb.created, ns)
+	return nil
+}
+
+// ipAll runs ip commands in namespace ns, stopping at the first failure.
+func (tb *Testbed) ipAll(ctx context.Context, ns string, cmds ...[]string) error {
+	for _, c := range cmds {
+		if _, err := tb.cmd.run(ctx, "ip", append([]string{"-n", ns}, c...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Shape (re)sets the rate of every NIC, both directions, and of the
+// inter-switch link, both directions. Each egress queue is a token bucket
+// (tbf) whose buffer holds cfg.Queue worth of packets at its rate.
+func (tb *Testbed) Shape(ctx context.Context, nic, link Rate) error {
+	hosts := append([]Host{tb.Master}, tb.Chunkservers...)
+	hosts = append(hosts, tb.Clients...)
+	for _, h := range hosts {
+		if err := tb.shapeDev(ctx, h.NS, nicName, nic); err != nil {
+			return err
+		}
+		if err := tb.shapeDev(ctx, tb.switchNS, h.Port, nic); err != nil {
+			return err
+		}
+	}
+	if err := tb.shapeDev(ctx, tb.switchNS, trunkCSSide, link); err != nil {
+		return err
+	}
+	return tb.shapeDev(ctx, tb.switchNS, trunkClntSide, link)
+}
+
+func (tb *Testbed) shapeDev(ctx context.Context, ns, dev string, r Rate) error {
+	_, err := tb.cmd.run(ctx, "tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf",
+		"rate", r.TCArg(), "burst", fmt.Sprint(tbfBurst(r, tb.cfg.MTU)),
+		"latency", fmt.Sprintf("%dus", tb.cfg.Queue.Microseconds()))
+	return err
+}
+
+// tbfBurst is the token bucket's depth in bytes: a millisecond at the rate,
+// and never less than two full frames, so that the shaper neither bursts far
+// above its rate nor starves on timer granularity.
+func tbfBurst(r Rate, mtu int) int {
+	return max(int(float64(r)/8/1000), 2*(mtu+14))
+}
+
+// Close removes every namespace the testbed created (their interfaces,
+// bridges and queues go with them). Processes still running inside must
+// have been stopped first. It is safe to call more than once.
+func (tb *Testbed) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs []error
+	for i := len(tb.created) - 1; i >= 0; i-- {
+		if _, err := tb.cmd.run(ctx, "ip", "netns", "del", tb.created[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	tb.created = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// recorder is a commander that records commands and fails the one that
+// contains failOn.
+type recorder struct {
+	cmds   []string
+	failOn string
+	output map[string]string
+}
+
+func (r *recorder) run(_ context.Context, name string, args ...string) (string, error) {
+	line := name + " " + strings.Join(args, " ")
+	r.cmds = append(r.cmds, line)
+	if r.failOn != "" && strings.Contains(line, r.failOn) {
+		return "", errors.New("injected failure")
+	}
+	return r.output[line], nil
+}
+
+func (r *recorder) count(sub string) int {
+	n := 0
+	for _, c := range r.cmds {
+		if strings.Contains(c, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+func smallTestbed(rec *recorder) *Testbed {
+	cfg := DefaultTestbedConfig()
+	cfg.Chunkservers, cfg.Clients = 3, 2
+	return newTestbed(cfg, rec, slog.New(slog.DiscardHandler))
+}
+
+func TestTestbedTopology(t *testing.T) {
+	rec := &recorder{}
+	tb := smallTestbed(rec)
+	if err := tb.Build(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A switch namespace plus master, 3 chunkservers, 2 clients.
+	if n := rec.count("ip netns add cfsb-"); n != 7 {
+		t.Errorf("%d namespaces added, want 7", n)
+	}
+	for _, want := range []string{
+		"ip -n cfsb-sw link set dev cs03 master brcs up",
+		"ip -n cfsb-sw link set dev cl02 master brcl up",
+		"ip -n cfsb-sw link set dev mst master brcs up",
+		"ip -n cfsb-cs02 addr add 198.18.1.2/16 dev eth0",
+		"ip -n cfsb-cl01 addr add 198.18.2.1/16 dev eth0",
+		"ip -n cfsb-m addr add 198.18.0.1/16 dev eth0",
+		"tc -n cfsb-sw qdisc replace dev trcs root tbf rate 100000000bit",
+		"tc -n cfsb-sw qdisc replace dev trcl root tbf rate 100000000bit",
+		"tc -n cfsb-cl02 qdisc replace dev eth0 root tbf rate 10000000bit",
+		"tc -n cfsb-sw qdisc replace dev cl02 root tbf rate 10000000bit",
+	} {
+		if rec.count(want) != 1 {
+			t.Errorf("missing or repeated: %s", want)
+		}
+	}
+	// Every NIC is shaped both ways (6 hosts × 2) and the link both ways.
+	if n := rec.count("qdisc replace"); n != 14 {
+		t.Errorf("%d shaped queues, want 14", n)
+	}
+	for _, c := range rec.cmds {
+		if strings.Contains(c, "addr add") && !strings.Contains(c, "198.18.") {
+			t.Errorf("address outside 198.18.0.0/15: %s", c)
+		}
+	}
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := rec.count("ip netns del cfsb-"); n != 7 {
+		t.Errorf("%d namespaces removed, want 7", n)
+	}
+}
+
+func TestTestbedBuildFailureRemovesWhatItMade(t *testing.T) {
+	rec := &recorder{failOn: "addr add 198.18.1.2"}
+	tb := smallTestbed(rec)
+	if err := tb.Build(context.Background()); err == nil {
+		t.Fatal("Build succeeded despite a failing command")
+	}
+	added, removed := rec.count("ip netns add"), rec.count("ip netns del")
+	if added == 0 || added != removed {
+		t.Errorf("added %d namespaces, removed %d", added, removed)
+	}
+}
+
+func TestCleanupRemovesOnlyPrefixed(t *testing.T) {
+	rec := &recorder{output: map[string]string{
+		"ip netns list": "cfsb-cs01 (id: 3)\nother-ns (id: 1)\ncfsb-sw\n",
+	}}
+	if err := cleanup(context.Background(), rec, "cfsb-"); err != nil {
+		t.Fatal(err)
+	}
+	if rec.count("ip netns del cfsb-cs01") != 1 || rec.count("ip netns del cfsb-sw") != 1 || rec.count("other-ns") != 0 {
+		t.Errorf("cleanup commands: %q", rec.cmds)
+	}
+}
+
+func TestTBFBurst(t *testing.T) {
+	if b := tbfBurst(10*Mbit, 1500); b != 2*1514 {
+		t.Errorf("burst at 10 Mbit/s = %d, want two frames", b)
+	}
+	if b := tbfBurst(1000*Mbit, 1500); b != 125000 {
+		t.Errorf("burst at 1 Gbit/s = %d, want 1 ms", b)
+	}
+}
+
+func TestTestbedConfigValidate(t *testing.T) {
+	bad := []func(*TestbedConfig){
+		func(c *TestbedConfig) { c.Prefix = "" },
+		func(c *TestbedConfig) { c.Prefix = "much-too-long-" },
+		func(c *TestbedConfig) { c.Chunkservers = 0 },
+		func(c *TestbedConfig) { c.Clients = 251 },
+		func(c *TestbedConfig) { c.NIC = 0 },
+		func(c *TestbedConfig) { c.Queue = 0 },
+		func(c *TestbedConfig) { c.MTU = 100 },
+	}
+	for i, mutate := range bad {
+		c := DefaultTestbedConfig()
+		mutate(&c)
+		if c.Validate() == nil {
+			t.Errorf("case %d: invalid config accepted", i)
+		}
+	}
+	if err := DefaultTestbedConfig().Validate(); err != nil {
+		t.Errorf("default config: %v", err)
+	}
+}
