@@ -1,0 +1,75 @@
+package fusefs
+
+import (
+	"context"
+	"io/fs"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// Backend is what the mount needs of a chunkfs cluster: path-based metadata
+// calls acting as a given caller, and open files for data. Paths are
+// absolute and slash-separated ("/" is the root). Errors are *chunkfs.Error;
+// the mount decides on their Kind only (see errno.go).
+//
+// NewClientBackend adapts the client library to it; the tests also run the
+// POSIX suite against an in-memory twin.
+type Backend interface {
+	// Stat describes path without following a final symbolic link.
+	Stat(ctx context.Context, c chunkfs.Caller, path string) (*chunkfs.FileInfo, error)
+	// ReadDir lists a directory with the attributes of each entry.
+	ReadDir(ctx context.Context, c chunkfs.Caller, path string) ([]*chunkfs.FileInfo, error)
+	// Mkdir makes a directory with exactly the permission bits perm.
+	Mkdir(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode) (*chunkfs.FileInfo, error)
+	// Create makes a regular file with exactly the permission bits perm and
+	// opens it for reading and writing. If path exists, exclusive fails
+	// with KindExist, truncate empties it, and otherwise it is opened.
+	Create(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, error)
+	// Open opens an existing regular file for reading, and for writing too
+	// when write is set.
+	Open(ctx context.Context, c chunkfs.Caller, path string, write bool) (File, *chunkfs.FileInfo, error)
+	// Remove removes a file, a symbolic link or an empty directory.
+	Remove(ctx context.Context, c chunkfs.Caller, path string) error
+	// Rename moves src to dst atomically, replacing dst unless noReplace.
+	Rename(ctx context.Context, c chunkfs.Caller, src, dst string, noReplace bool) error
+	// SetAttr changes the attributes set in a, atomically.
+	SetAttr(ctx context.Context, c chunkfs.Caller, path string, a SetAttr) (*chunkfs.FileInfo, error)
+	// Symlink makes a symbolic link at path pointing to target.
+	Symlink(ctx context.Context, c chunkfs.Caller, target, path string) (*chunkfs.FileInfo, error)
+	// Readlink returns the target of the symbolic link at path.
+	Readlink(ctx context.Context, c chunkfs.Caller, path string) (string, error)
+	// Usage reports the cluster's capacity, for statfs.
+	Usage(ctx context.Context) (Usage, error)
+}
+
+// File is an open file of a Backend.
+type File interface {
+	// ReadAt reads len(p) bytes at off; at the end of the file it returns
+	// fewer bytes and io.EOF. Holes read as zeros.
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	// WriteAt writes p at off, extending the file (sparse) if needed.
+	WriteAt(ctx context.Context, p []byte, off int64) (int, error)
+	// Sync makes what was written durable on every replica.
+	Sync(ctx context.Context) error
+	// Close releases the file.
+	Close() error
+}
+
+// SetAttr lists attribute changes; nil fields stay as they are.
+type SetAttr struct {
+	Perm  *fs.FileMode // permission bits, setuid, setgid and sticky
+	UID   *uint32
+	GID   *uint32
+	ATime *time.Time
+	MTime *time.Time
+	Size  *int64 // truncate or extend (sparse)
+}
+
+// Usage is the capacity of a cluster in bytes, and its file count.
+type Usage struct {
+	Capacity int64
+	Used     int64
+	Free     int64
+	Files    int64
+}

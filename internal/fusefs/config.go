@@ -1,0 +1,103 @@
+package fusefs
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config holds the mount's options. Each cache layer is named after the
+// GlusterFS translator its users know; NoCache turns them all off.
+type Config struct {
+	// AttrTimeout and EntryTimeout are how long the kernel trusts
+	// attributes and name lookups without asking (md-cache). Readdir also
+	// primes lookups of the names it lists for this long (stat-prefetch).
+	AttrTimeout  time.Duration
+	EntryTimeout time.Duration
+	// NegativeTimeout is how long the kernel remembers that a name does not
+	// exist. Zero asks every time.
+	NegativeTimeout time.Duration
+
+	// ReadAhead is how many bytes a sequential reader's request is widened
+	// to, in one call to the chunkservers. Zero reads only what is asked.
+	ReadAhead int
+	// WriteBehind is how many bytes of writes an open file buffers before
+	// pushing them in large chunk-aligned writes; errors surface on close
+	// or fsync. Zero writes through.
+	WriteBehind int
+	// FlushSize is the largest single write WriteBehind pushes; writes are
+	// split at multiples of it, which keeps them inside chunks.
+	FlushSize int
+	// KeepCache keeps the kernel page cache of a file across opens while
+	// its size and mtime are unchanged (io-cache).
+	KeepCache bool
+	// QuickRead reads files of at most this many bytes whole on open, in
+	// one round trip. Zero disables it.
+	QuickRead int
+
+	// OpTimeout bounds every call to the cluster; a call that runs out of
+	// it fails with EIO (for instance while the master is unreachable).
+	OpTimeout time.Duration
+	// MountTimeout bounds the check at mount time that the cluster answers.
+	MountTimeout time.Duration
+
+	// AllowOther lets other users' processes use the mount; the kernel
+	// enforces permissions from the attributes (default_permissions) and
+	// the master checks them again as the calling user.
+	AllowOther bool
+	// MaxWrite is the largest write the kernel sends in one request.
+	MaxWrite int
+	// FsName is shown as the source in /proc/mounts.
+	FsName string
+	// Debug logs every FUSE request.
+	Debug bool
+}
+
+// DefaultConfig returns the defaults: every cache layer on.
+func DefaultConfig() Config {
+	return Config{
+		AttrTimeout:     time.Second,
+		EntryTimeout:    time.Second,
+		NegativeTimeout: 0,
+		ReadAhead:       4 << 20,
+		WriteBehind:     8 << 20,
+		FlushSize:       4 << 20,
+		KeepCache:       true,
+		QuickRead:       128 << 10,
+		OpTimeout:       30 * time.Second,
+		MountTimeout:    10 * time.Second,
+		MaxWrite:        1 << 20,
+		FsName:          "chunkfs",
+	}
+}
+
+// NoCache returns c with every cache layer off: attributes and names are
+// asked for on every use, reads and writes go straight to the cluster and
+// the page cache is dropped at every open.
+func (c Config) NoCache() Config {
+	c.AttrTimeout, c.EntryTimeout, c.NegativeTimeout = 0, 0, 0
+	c.ReadAhead, c.WriteBehind, c.QuickRead = 0, 0, 0
+	c.KeepCache = false
+	return c
+}
+
+// Validate reports the first option that is out of range.
+func (c Config) Validate() error {
+	switch {
+	case c.AttrTimeout < 0 || c.EntryTimeout < 0 || c.NegativeTimeout < 0:
+		return errors.New("fusefs: cache timeouts must not be negative")
+	case c.ReadAhead < 0 || c.ReadAhead > 64<<20:
+		return fmt.Errorf("fusefs: read-ahead %d out of range [0, 64 MiB]", c.ReadAhead)
+	case c.WriteBehind < 0 || c.WriteBehind > 256<<20:
+		return fmt.Errorf("fusefs: write-behind %d out of range [0, 256 MiB]", c.WriteBehind)
+	case c.FlushSize < 64<<10 || c.FlushSize > 64<<20 || c.FlushSize&(c.FlushSize-1) != 0:
+		return fmt.Errorf("fusefs: flush size %d must be a power of two in [64 KiB, 64 MiB]", c.FlushSize)
+	case c.QuickRead < 0 || c.QuickRead > 16<<20:
+		return fmt.Errorf("fusefs: quick-read %d out of range [0, 16 MiB]", c.QuickRead)
+	case c.OpTimeout <= 0 || c.MountTimeout <= 0:
+		return errors.New("fusefs: operation and mount timeouts must be positive")
+	case c.MaxWrite < 4<<10 || c.MaxWrite > 1<<20:
+		return fmt.Errorf("fusefs: max write %d out of range [4 KiB, 1 MiB]", c.MaxWrite)
+	}
+	return nil
+}

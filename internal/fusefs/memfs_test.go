@@ -1,0 +1,327 @@
+package fusefs
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// memBackend is an in-memory twin of a cluster, for running the POSIX
+// suite against the FUSE layer alone. Like the master it checks names and
+// kinds; permission checks are left to the kernel (default_permissions).
+type memBackend struct {
+	mu    sync.Mutex // guards every field and every memNode
+	nodes map[string]*memNode
+	next  uint64
+	// failWrites, when set, makes every WriteAt fail with it.
+	failWrites error
+}
+
+type memNode struct {
+	fi   chunkfs.FileInfo
+	data []byte
+}
+
+func newMemBackend() *memBackend {
+	b := &memBackend{nodes: map[string]*memNode{}, next: 2}
+	now := time.Now()
+	b.nodes["/"] = &memNode{fi: chunkfs.FileInfo{Inode: 1, FileName: "/", FileMode: fs.ModeDir | 0o755, MTime: now, ATime: now, CTime: now}}
+	return b
+}
+
+func (b *memBackend) getLocked(op, p string) (*memNode, error) {
+	n, ok := b.nodes[p]
+	if !ok {
+		dir := path.Dir(p)
+		for dir != "/" {
+			if d, ok := b.nodes[dir]; ok && !d.fi.IsDir() {
+				return nil, chunkfs.E(op, p, chunkfs.KindNotDir, "")
+			}
+			dir = path.Dir(dir)
+		}
+		return nil, chunkfs.E(op, p, chunkfs.KindNotExist, "")
+	}
+	return n, nil
+}
+
+func (b *memBackend) Stat(ctx context.Context, c chunkfs.Caller, p string) (*chunkfs.FileInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("stat", p)
+	if err != nil {
+		return nil, err
+	}
+	fi := n.fi
+	return &fi, nil
+}
+
+func (b *memBackend) ReadDir(ctx context.Context, c chunkfs.Caller, p string) ([]*chunkfs.FileInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.getLocked("readdir", p)
+	if err != nil {
+		return nil, err
+	}
+	if !d.fi.IsDir() {
+		return nil, chunkfs.E("readdir", p, chunkfs.KindNotDir, "")
+	}
+	var out []*chunkfs.FileInfo
+	for q, n := range b.nodes {
+		if q != "/" && path.Dir(q) == p {
+			fi := n.fi
+			out = append(out, &fi)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].FileName < out[j].FileName })
+	return out, nil
+}
+
+// addLocked makes a node at p after checking its parent.
+func (b *memBackend) addLocked(op, p string, mode fs.FileMode, c chunkfs.Caller) (*memNode, error) {
+	parent, err := b.getLocked(op, path.Dir(p))
+	if err != nil {
+		return nil, err
+	}
+	if !parent.fi.IsDir() {
+		return nil, chunkfs.E(op, p, chunkfs.KindNotDir, "")
+	}
+	if _, ok := b.nodes[p]; ok {
+		return nil, chunkfs.E(op, p, chunkfs.KindExist, "")
+	}
+	now := time.Now()
+	n := &memNode{fi: chunkfs.FileInfo{Inode: b.next, FileName: path.Base(p), FileMode: mode, UID: c.UID, GID: c.GIDs[0], MTime: now, ATime: now, CTime: now}}
+	b.next++
+	b.nodes[p] = n
+	parent.fi.MTime = now
+	return n, nil
+}
+
+func (b *memBackend) Mkdir(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode) (*chunkfs.FileInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.addLocked("mkdir", p, fs.ModeDir|perm, c)
+	if err != nil {
+		return nil, err
+	}
+	fi := n.fi
+	return &fi, nil
+}
+
+func (b *memBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.addLocked("create", p, perm, c)
+	if chunkfs.KindOf(err) == chunkfs.KindExist && !excl {
+		n, err = b.nodes[p], nil
+		if n.fi.IsDir() {
+			return nil, nil, chunkfs.E("create", p, chunkfs.KindIsDir, "")
+		}
+		if trunc {
+			n.data, n.fi.Length = nil, 0
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	fi := n.fi
+	return &memFile{b: b, path: p}, &fi, nil
+}
+
+func (b *memBackend) Open(ctx context.Context, c chunkfs.Caller, p string, write bool) (File, *chunkfs.FileInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("open", p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n.fi.IsDir() && write {
+		return nil, nil, chunkfs.E("open", p, chunkfs.KindIsDir, "")
+	}
+	fi := n.fi
+	return &memFile{b: b, path: p}, &fi, nil
+}
+
+func (b *memBackend) Remove(ctx context.Context, c chunkfs.Caller, p string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("remove", p)
+	if err != nil {
+		return err
+	}
+	if n.fi.IsDir() && b.hasChildrenLocked(p) {
+		return chunkfs.E("remove", p, chunkfs.KindNotEmpty, "")
+	}
+	delete(b.nodes, p)
+	return nil
+}
+
+func (b *memBackend) hasChildrenLocked(p string) bool {
+	for q := range b.nodes {
+		if q != "/" && path.Dir(q) == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *memBackend) Rename(ctx context.Context, c chunkfs.Caller, src, dst string, noReplace bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("rename", src)
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(dst, src+"/") {
+		return chunkfs.E("rename", src, chunkfs.KindInvalid, "into itself")
+	}
+	if _, err := b.getLocked("rename", path.Dir(dst)); err != nil {
+		return err
+	}
+	if old, ok := b.nodes[dst]; ok {
+		switch {
+		case noReplace:
+			return chunkfs.E("rename", dst, chunkfs.KindExist, "")
+		case old.fi.IsDir() && !n.fi.IsDir():
+			return chunkfs.E("rename", dst, chunkfs.KindIsDir, "")
+		case !old.fi.IsDir() && n.fi.IsDir():
+			return chunkfs.E("rename", dst, chunkfs.KindNotDir, "")
+		case old.fi.IsDir() && b.hasChildrenLocked(dst):
+			return chunkfs.E("rename", dst, chunkfs.KindNotEmpty, "")
+		}
+	}
+	moved := map[string]*memNode{}
+	for q, m := range b.nodes {
+		if q == src || strings.HasPrefix(q, src+"/") {
+			moved[dst+strings.TrimPrefix(q, src)] = m
+			delete(b.nodes, q)
+		}
+	}
+	for q, m := range moved {
+		b.nodes[q] = m
+	}
+	n.fi.FileName = path.Base(dst)
+	return nil
+}
+
+func (b *memBackend) SetAttr(ctx context.Context, c chunkfs.Caller, p string, a SetAttr) (*chunkfs.FileInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("setattr", p)
+	if err != nil {
+		return nil, err
+	}
+	if a.Perm != nil {
+		n.fi.FileMode = n.fi.FileMode.Type() | *a.Perm
+	}
+	if a.UID != nil {
+		n.fi.UID = *a.UID
+	}
+	if a.GID != nil {
+		n.fi.GID = *a.GID
+	}
+	if a.ATime != nil {
+		n.fi.ATime = *a.ATime
+	}
+	if a.MTime != nil {
+		n.fi.MTime = *a.MTime
+	}
+	if a.Size != nil {
+		if n.fi.IsDir() {
+			return nil, chunkfs.E("truncate", p, chunkfs.KindIsDir, "")
+		}
+		n.resize(*a.Size)
+	}
+	n.fi.CTime = time.Now()
+	fi := n.fi
+	return &fi, nil
+}
+
+func (n *memNode) resize(size int64) {
+	if size <= int64(len(n.data)) {
+		n.data = n.data[:size]
+	} else {
+		n.data = append(n.data, make([]byte, size-int64(len(n.data)))...)
+	}
+	n.fi.Length = size
+	n.fi.MTime = time.Now()
+}
+
+func (b *memBackend) Symlink(ctx context.Context, c chunkfs.Caller, target, p string) (*chunkfs.FileInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.addLocked("symlink", p, fs.ModeSymlink|0o777, c)
+	if err != nil {
+		return nil, err
+	}
+	n.fi.Target = target
+	fi := n.fi
+	return &fi, nil
+}
+
+func (b *memBackend) Readlink(ctx context.Context, c chunkfs.Caller, p string) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("readlink", p)
+	if err != nil {
+		return "", err
+	}
+	if n.fi.FileMode&fs.ModeSymlink == 0 {
+		return "", chunkfs.E("readlink", p, chunkfs.KindInvalid, "")
+	}
+	return n.fi.Target, nil
+}
+
+func (b *memBackend) Usage(ctx context.Context) (Usage, error) {
+	return Usage{Capacity: 1 << 40, Used: 1 << 30, Free: 1<<40 - 1<<30, Files: int64(len(b.nodes))}, nil
+}
+
+// memFile reads and writes a memNode by path, as the client does.
+type memFile struct {
+	b    *memBackend
+	path string
+}
+
+func (f *memFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	f.b.mu.Lock()
+	defer f.b.mu.Unlock()
+	n, err := f.b.getLocked("read", f.path)
+	if err != nil {
+		return 0, err
+	}
+	if off >= int64(len(n.data)) {
+		return 0, io.EOF
+	}
+	k := copy(p, n.data[off:])
+	if k < len(p) {
+		return k, io.EOF
+	}
+	return k, nil
+}
+
+func (f *memFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	f.b.mu.Lock()
+	defer f.b.mu.Unlock()
+	if f.b.failWrites != nil {
+		return 0, f.b.failWrites
+	}
+	n, err := f.b.getLocked("write", f.path)
+	if err != nil {
+		return 0, err
+	}
+	if end := off + int64(len(p)); end > int64(len(n.data)) {
+		n.resize(end)
+	}
+	copy(n.data[off:], p)
+	n.fi.MTime = time.Now()
+	return len(p), nil
+}
+
+func (f *memFile) Sync(ctx context.Context) error { return nil }
+func (f *memFile) Close() error                   { return nil }

@@ -1,0 +1,14 @@
+package fusefs
+
+import "testing"
+
+// TestPOSIXMemory runs the POSIX suites on the FUSE layer over the
+// in-memory backend, with every cache on and with --no-cache.
+func TestPOSIXMemory(t *testing.T) {
+	t.Run("cached", func(t *testing.T) {
+		runPOSIX(t, mountT(t, newMemBackend(), DefaultConfig()))
+	})
+	t.Run("nocache", func(t *testing.T) {
+		runPOSIX(t, mountT(t, newMemBackend(), DefaultConfig().NoCache()))
+	})
+}

@@ -1,0 +1,138 @@
+// Package fusefs is the FUSE mount of chunkfs (`chunkfs mount`): a POSIX
+// view of a cluster, built on go-fuse's node API, and the only importer of
+// go-fuse.
+//
+// Nodes are named by path; every operation is a call to a Backend (the
+// client library, through NewClientBackend) acting as the calling process's
+// uid and groups, bounded by Config.OpTimeout. Errors become errnos in one
+// table (errno.go). Consistency is close-to-open: close pushes what an open
+// file wrote, and open asks the cluster for the file's size and mtime.
+//
+// The cache layers mirror GlusterFS's performance translators, each a
+// Config field: attribute and entry timeouts and readdir-primed lookups
+// (md-cache, stat-prefetch), read-ahead, write-behind, the kernel page
+// cache kept across opens of an unchanged file (io-cache) and small files
+// read whole on open (quick-read). docs/fuse-notes.md weighs each one's
+// consistency cost.
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"github.com/chunkfs/chunkfs"
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Server is a live mount.
+type Server struct {
+	dir string
+	srv *fuse.Server
+	log *slog.Logger
+}
+
+// Mount checks that the cluster answers, mounts it on dir and returns once
+// the kernel serves the mount. An unreachable cluster fails within
+// cfg.MountTimeout with a one-line reason.
+func Mount(ctx context.Context, dir string, b Backend, cfg Config, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	root, err := rootInfo(ctx, b, cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &mount{b: b, cfg: cfg, log: log}
+	opts := options(cfg, log)
+	opts.RootStableAttr = &gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: root.Inode}
+	srv, err := gofs.Mount(dir, m.newNode(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	log.Info("mounted", "dir", dir)
+	return &Server{dir: dir, srv: srv, log: log}, nil
+}
+
+// rootInfo asks the cluster for its root within cfg.MountTimeout.
+func rootInfo(ctx context.Context, b Backend, cfg Config) (*chunkfs.FileInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.MountTimeout)
+	defer cancel()
+	self := chunkfs.Caller{UID: uint32(os.Getuid()), GIDs: []uint32{uint32(os.Getgid())}}
+	fi, err := b.Stat(ctx, self, "/")
+	if err != nil {
+		return nil, fmt.Errorf("cluster not reachable: %w", err)
+	}
+	return fi, nil
+}
+
+// options turns cfg into go-fuse's options.
+func options(cfg Config, log *slog.Logger) *gofs.Options {
+	o := &gofs.Options{
+		EntryTimeout:    &cfg.EntryTimeout,
+		AttrTimeout:     &cfg.AttrTimeout,
+		NegativeTimeout: &cfg.NegativeTimeout,
+		NullPermissions: true, // mode 0000 stays 0000
+	}
+	o.MountOptions = fuse.MountOptions{
+		AllowOther: cfg.AllowOther,
+		// The kernel checks permissions from the attributes, as a local
+		// file system does, including the sticky bit and chown rules.
+		Options:       []string{"default_permissions"},
+		FsName:        cfg.FsName,
+		Name:          "chunkfs",
+		MaxWrite:      cfg.MaxWrite,
+		DisableXAttrs: true, // the kernel answers EOPNOTSUPP without asking
+		// With io-cache the mount decides when pages go (at an open that
+		// sees a new version), not the kernel on every mtime it notices.
+		ExplicitDataCacheControl: cfg.KeepCache,
+		Debug:                    cfg.Debug,
+		Logger:                   slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	return o
+}
+
+// Dir returns the mount point.
+func (s *Server) Dir() string { return s.dir }
+
+// Wait blocks until the mount is unmounted.
+func (s *Server) Wait() { s.srv.Wait() }
+
+// Unmount unmounts; it fails (EBUSY) while files are open on the mount.
+func (s *Server) Unmount() error {
+	if err := s.srv.Unmount(); err != nil {
+		return fmt.Errorf("unmount %s: %w", s.dir, err)
+	}
+	s.log.Info("unmounted", "dir", s.dir)
+	return nil
+}
+
+// Unmount unmounts whatever FUSE file system is mounted on dir, as
+// `chunkfs umount` does; lazy detaches it even while it is busy.
+func Unmount(dir string, lazy bool) error {
+	args := []string{"-u", dir}
+	if lazy {
+		args = []string{"-u", "-z", dir}
+	}
+	out, err := exec.Command("fusermount3", args...).CombinedOutput()
+	if err != nil {
+		if len(out) > 0 {
+			return fmt.Errorf("unmount %s: %s", dir, firstLine(out))
+		}
+		return fmt.Errorf("unmount %s: %w", dir, err)
+	}
+	return nil
+}
+
+func firstLine(b []byte) string {
+	for i, c := range b {
+		if c == '\n' {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,319 @@
+package fusefs
+
+import (
+	"context"
+	"log/slog"
+	"path"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// mount is what every node of one mount shares.
+type mount struct {
+	b   Backend
+	cfg Config
+	log *slog.Logger
+}
+
+// call returns a context for one call to the cluster, bounded by OpTimeout.
+func (m *mount) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, m.cfg.OpTimeout)
+}
+
+// node is a file, directory or symbolic link of the mount. It is named by
+// its path, which go-fuse's tree keeps current across renames.
+type node struct {
+	gofs.Inode
+	m *mount
+
+	mu      sync.Mutex           // guards handles, cached and gen
+	handles map[*handle]struct{} // open file handles
+	cached  version              // version of the file the kernel's page cache holds
+	gen     uint64               // bumped by every write or truncate through this mount
+}
+
+// version identifies the contents of a file for io-cache: unchanged size
+// and mtime mean the cached pages are still good.
+type version struct {
+	ok    bool
+	size  int64
+	mtime time.Time
+}
+
+func versionOf(fi *chunkfs.FileInfo) version {
+	return version{ok: true, size: fi.Length, mtime: fi.MTime}
+}
+
+func (m *mount) newNode() *node { return &node{m: m, handles: map[*handle]struct{}{}} }
+
+// path returns the node's absolute path in the cluster.
+func (n *node) path() string { return "/" + n.Path(nil) }
+
+func (n *node) child(name string) string { return path.Join(n.path(), name) }
+
+// checkName rejects a name no Linux file system accepts.
+func checkName(name string) syscall.Errno {
+	if len(name) > chunkfs.MaxNameLen {
+		return syscall.ENAMETOOLONG
+	}
+	return 0
+}
+
+// entry fills out for fi and returns the child inode of n named by fi.
+func (n *node) entry(ctx context.Context, fi *chunkfs.FileInfo, out *fuse.EntryOut) *gofs.Inode {
+	fillAttr(fi, &out.Attr)
+	out.SetEntryTimeout(n.m.cfg.EntryTimeout)
+	out.SetAttrTimeout(n.m.cfg.AttrTimeout)
+	st := gofs.StableAttr{Mode: out.Attr.Mode & syscall.S_IFMT, Ino: fi.Inode}
+	ch := n.NewInode(ctx, n.m.newNode(), st)
+	if c, ok := ch.Operations().(*node); ok {
+		c.sawAttr(fi)
+	}
+	return ch
+}
+
+// sawAttr adds the size of writes not yet pushed to a fresh view of the
+// file, so that the kernel never sees a file shrink under its own writes.
+func (n *node) sawAttr(fi *chunkfs.FileInfo) {
+	if end := n.dirtyEnd(); end > fi.Length {
+		fi.Length = end
+	}
+}
+
+var _ = (gofs.NodeLookuper)((*node)(nil))
+
+// Lookup finds a child by name.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if e := checkName(name); e != 0 {
+		return nil, e
+	}
+	cctx, cancel := n.m.call(ctx)
+	defer cancel()
+	fi, err := n.m.b.Stat(cctx, callerOf(ctx), n.child(name))
+	if err != nil {
+		return nil, errno(err)
+	}
+	return n.entry(ctx, fi, out), 0
+}
+
+var _ = (gofs.NodeGetattrer)((*node)(nil))
+
+// Getattr asks the cluster for the node's attributes.
+func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	cctx, cancel := n.m.call(ctx)
+	defer cancel()
+	fi, err := n.m.b.Stat(cctx, callerOf(ctx), n.path())
+	if err != nil {
+		return errno(err)
+	}
+	n.sawAttr(fi)
+	fillAttr(fi, &out.Attr)
+	out.SetTimeout(n.m.cfg.AttrTimeout)
+	return 0
+}
+
+var _ = (gofs.NodeSetattrer)((*node)(nil))
+
+// Setattr changes mode, owner, times and length. Writes still buffered
+// are pushed first so that a truncation orders after them.
+func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	cctx, cancel := n.m.call(ctx)
+	defer cancel()
+	a := setAttrOf(in)
+	if a.Size != nil {
+		if err := n.flushAll(cctx); err != nil {
+			return errno(err)
+		}
+		n.bump()
+	}
+	fi, err := n.m.b.SetAttr(cctx, callerOf(ctx), n.path(), a)
+	if err != nil {
+		return errno(err)
+	}
+	fillAttr(fi, &out.Attr)
+	out.SetTimeout(n.m.cfg.AttrTimeout)
+	return 0
+}
+
+// setAttrOf lists the changes a FUSE setattr asks for.
+func setAttrOf(in *fuse.SetAttrIn) SetAttr {
+	var a SetAttr
+	if m, ok := in.GetMode(); ok {
+		p := goPerm(m)
+		a.Perm = &p
+	}
+	if u, ok := in.GetUID(); ok {
+		a.UID = &u
+	}
+	if g, ok := in.GetGID(); ok {
+		a.GID = &g
+	}
+	if t, ok := in.GetATime(); ok {
+		a.ATime = &t
+	}
+	if t, ok := in.GetMTime(); ok {
+		a.MTime = &t
+	}
+	if s, ok := in.GetSize(); ok {
+		l := int64(s)
+		a.Size = &l
+	}
+	return a
+}
+
+var _ = (gofs.NodeMkdirer)((*node)(nil))
+
+// Mkdir makes a directory. The kernel has applied the caller's umask to
+// mode already; the daemon's own umask plays no part.
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if e := checkName(name); e != 0 {
+		return nil, e
+	}
+	cctx, cancel := n.m.call(ctx)
+	defer cancel()
+	fi, err := n.m.b.Mkdir(cctx, callerOf(ctx), n.child(name), goPerm(mode))
+	if err != nil {
+		return nil, errno(err)
+	}
+	return n.entry(ctx, fi, out), 0
+}
+
+var _ = (gofs.NodeRmdirer)((*node)(nil))
+
+// Rmdir removes an empty directory; the kernel has checked it is one.
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return n.remove(ctx, name)
+}
+
+var _ = (gofs.NodeUnlinker)((*node)(nil))
+
+// Unlink removes a file or symbolic link; the kernel has checked it is not
+// a directory.
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	return n.remove(ctx, name)
+}
+
+func (n *node) remove(ctx context.Context, name string) syscall.Errno {
+	cctx, cancel := n.m.call(ctx)
+	defer cancel()
+	return errno(n.m.b.Remove(cctx, callerOf(ctx), n.child(name)))
+}
+
+var _ = (gofs.NodeRenamer)((*node)(nil))
+
+// Rename moves a child, replacing the target atomically unless
+// RENAME_NOREPLACE. RENAME_EXCHANGE is not supported (EINVAL, as on file
+// systems without it). Writes buffered for the file are pushed first, as
+// they name it by path.
+func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	const noReplace, exchange = 1, 2 // RENAME_NOREPLACE, RENAME_EXCHANGE
+	if flags&exchange != 0 || flags&^(noReplace|exchange) != 0 {
+		return syscall.EINVAL
+	}
+	if e := checkName(newName); e != 0 {
+		return e
+	}
+	np, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	cctx, cancel := n.m.call(ctx)
+	defer cancel()
+	if c := n.GetChild(name); c != nil {
+		if ch, ok := c.Operations().(*node); ok {
+			if err := ch.flushAll(cctx); err != nil {
+				return errno(err)
+			}
+		}
+	}
+	return errno(n.m.b.Rename(cctx, callerOf(ctx), n.child(name), np.child(newName), flags&noReplace != 0))
+}
+
+var _ = (gofs.NodeSymlinker)((*node)(nil))
+
+// Symlink makes a symbolic link.
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if e := checkName(name); e != 0 {
+		return nil, e
+	}
+	if len(target) > chunkfs.MaxSymlinkLen {
+		return nil, syscall.ENAMETOOLONG
+	}
+	cctx, cancel := n.m.call(ctx)
+	defer cancel()
+	fi, err := n.m.b.Symlink(cctx, callerOf(ctx), target, n.child(name))
+	if err != nil {
+		return nil, errno(err)
+	}
+	return n.entry(ctx, fi, out), 0
+}
+
+var _ = (gofs.NodeReadlinker)((*node)(nil))
+
+// Readlink returns a symbolic link's target.
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	cctx, cancel := n.m.call(ctx)
+	defer cancel()
+	t, err := n.m.b.Readlink(cctx, callerOf(ctx), n.path())
+	if err != nil {
+		return nil, errno(err)
+	}
+	return []byte(t), 0
+}
+
+var _ = (gofs.NodeLinker)((*node)(nil))
+
+// Link fails: chunkfs has no hard links. EPERM is what link(2) returns on
+// a file system that does not support them.
+func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+var _ = (gofs.NodeMknoder)((*node)(nil))
+
+// Mknod makes regular files only; devices, fifos and sockets fail with
+// EPERM, as mknod(2) does where the file system does not support the type.
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, syscall.EPERM
+	}
+	if e := checkName(name); e != 0 {
+		return nil, e
+	}
+	cctx, cancel := n.m.call(ctx)
+	defer cancel()
+	f, fi, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false)
+	if err != nil {
+		return nil, errno(err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, errno(err)
+	}
+	return n.entry(ctx, fi, out), 0
+}
+
+var _ = (gofs.NodeStatfser)((*node)(nil))
+
+// Statfs reports the cluster's capacity.
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	cctx, cancel := n.m.call(ctx)
+	defer cancel()
+	u, err := n.m.b.Usage(cctx)
+	if err != nil {
+		return errno(err)
+	}
+	const bs = 4096
+	out.Bsize, out.Frsize = bs, bs
+	out.Blocks = uint64(max(u.Capacity, 0)) / bs
+	out.Bfree = uint64(max(u.Free, 0)) / bs
+	out.Bavail = out.Bfree
+	out.Files = uint64(max(u.Files, 0)) + 1<<32
+	out.Ffree = 1 << 32
+	out.NameLen = chunkfs.MaxNameLen
+	return 0
+}

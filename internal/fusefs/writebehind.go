@@ -1,0 +1,200 @@
+package fusefs
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+)
+
+// writeBehind buffers the writes of one open file and pushes them to the
+// cluster in large writes, split at multiples of flushSize so that none
+// straddles a chunk. While one batch is pushed in the background the next
+// one fills; a writer waits only when both are full. The first error of a
+// push is kept and returned by every later write and flush, so it reaches
+// close(2) or fsync(2) and is never lost.
+type writeBehind struct {
+	f         File
+	limit     int           // buffered bytes that start a push
+	flushSize int           // largest single write, a power of two
+	timeout   time.Duration // bound of a background push
+	parallel  int           // writes in flight during a push
+
+	mu       sync.Mutex // guards the fields below
+	idle     sync.Cond  // signalled when a background push ends
+	dirty    []extent   // sorted by offset, neither overlapping nor touching
+	size     int        // bytes in dirty
+	pushing  bool       // a background push is in flight
+	inFlight int64      // end of the batch being pushed
+	err      error      // first failed push
+}
+
+// extent is a run of buffered bytes at an offset.
+type extent struct {
+	off  int64
+	data []byte
+}
+
+func (e extent) end() int64 { return e.off + int64(len(e.data)) }
+
+func newWriteBehind(f File, limit, flushSize int, timeout time.Duration) *writeBehind {
+	w := &writeBehind{f: f, limit: limit, flushSize: flushSize, timeout: timeout, parallel: 4}
+	w.idle.L = &w.mu
+	return w
+}
+
+// write buffers a copy of p at off, starting a background push once the
+// buffer is full.
+func (w *writeBehind) write(p []byte, off int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	w.insertLocked(p, off)
+	if w.size < w.limit {
+		return nil
+	}
+	w.waitLocked()
+	batch, end := w.takeLocked()
+	w.pushing, w.inFlight = true, end
+	go w.pushInBackground(batch)
+	return nil
+}
+
+// flush pushes everything buffered and waits for it; it returns the first
+// error of any push since the file was opened.
+func (w *writeBehind) flush(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waitLocked()
+	if batch, _ := w.takeLocked(); len(batch) > 0 {
+		w.failLocked(w.push(ctx, batch))
+	}
+	return w.err
+}
+
+// dirtyEnd returns the end of the furthest byte not yet pushed, or 0.
+func (w *writeBehind) dirtyEnd() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	end := w.inFlight
+	if n := len(w.dirty); n > 0 {
+		end = max(end, w.dirty[n-1].end())
+	}
+	return end
+}
+
+// hasDirty reports whether bytes wait to be pushed.
+func (w *writeBehind) hasDirty() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pushing || len(w.dirty) > 0
+}
+
+func (w *writeBehind) waitLocked() {
+	for w.pushing {
+		w.idle.Wait()
+	}
+}
+
+func (w *writeBehind) takeLocked() ([]extent, int64) {
+	batch := w.dirty
+	var end int64
+	if n := len(batch); n > 0 {
+		end = batch[n-1].end()
+	}
+	w.dirty, w.size = nil, 0
+	return batch, end
+}
+
+func (w *writeBehind) failLocked(err error) {
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+}
+
+func (w *writeBehind) pushInBackground(batch []extent) {
+	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+	err := w.push(ctx, batch)
+	cancel()
+	w.mu.Lock()
+	w.failLocked(err)
+	w.pushing, w.inFlight = false, 0
+	w.idle.Broadcast()
+	w.mu.Unlock()
+}
+
+// push writes a batch with up to w.parallel writes in flight. The extents
+// do not overlap, so their order does not matter.
+func (w *writeBehind) push(ctx context.Context, batch []extent) error {
+	pieces := split(batch, w.flushSize)
+	sem := make(chan struct{}, w.parallel)
+	errs := make(chan error, len(pieces))
+	for _, p := range pieces {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			_, err := w.f.WriteAt(ctx, p.data, p.off)
+			errs <- err
+		}()
+	}
+	var first error
+	for range pieces {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// split cuts extents at multiples of size.
+func split(batch []extent, size int) []extent {
+	var out []extent
+	for _, e := range batch {
+		for len(e.data) > 0 {
+			n := min(size-int(e.off%int64(size)), len(e.data))
+			out = append(out, extent{e.off, e.data[:n]})
+			e.off, e.data = e.off+int64(n), e.data[n:]
+		}
+	}
+	return out
+}
+
+// insertLocked copies p into the buffer at off, merging it with every
+// extent it overlaps or touches. Appending to the last extent, the common
+// case of a sequential writer, copies p once.
+func (w *writeBehind) insertLocked(p []byte, off int64) {
+	end := off + int64(len(p))
+	if n := len(w.dirty); n > 0 {
+		last := &w.dirty[n-1]
+		if off >= last.off && off <= last.end() {
+			w.size -= len(last.data)
+			keep := int(off - last.off)
+			if end >= last.end() {
+				last.data = append(last.data[:keep], p...)
+			} else {
+				copy(last.data[keep:], p)
+			}
+			w.size += len(last.data)
+			return
+		}
+	}
+	i := sort.Search(len(w.dirty), func(i int) bool { return w.dirty[i].end() >= off })
+	j := i
+	for j < len(w.dirty) && w.dirty[j].off <= end {
+		j++
+	}
+	lo, hi := off, end
+	if i < j {
+		lo, hi = min(lo, w.dirty[i].off), max(hi, w.dirty[j-1].end())
+	}
+	buf := make([]byte, hi-lo)
+	for _, e := range w.dirty[i:j] {
+		copy(buf[e.off-lo:], e.data)
+		w.size -= len(e.data)
+	}
+	copy(buf[off-lo:], p)
+	w.size += len(buf)
+	w.dirty = append(w.dirty[:i], append([]extent{{lo, buf}}, w.dirty[j:]...)...)
+}
