@@ -1,0 +1,315 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/client"
+)
+
+// maxCallers bounds how many identities one mount acts as at once.
+const maxCallers = 256
+
+// ClientBackend is the Backend of a real cluster: the client library, one
+// *client.Client per calling identity, since a client binds its caller
+// when it is made. Files are opened with a context that outlives the FUSE
+// request (the client keeps it for the file's I/O); the client's
+// RetryTimeout bounds their calls instead.
+type ClientBackend struct {
+	cfg client.Config
+
+	mu      sync.Mutex // guards clients
+	clients map[string]*client.Client
+}
+
+var _ Backend = (*ClientBackend)(nil)
+
+// NewClientBackend connects to the cluster cfg names, as cfg.Caller, and
+// fails if the master does not answer before ctx ends.
+func NewClientBackend(ctx context.Context, cfg client.Config) (*ClientBackend, error) {
+	b := &ClientBackend{cfg: cfg, clients: map[string]*client.Client{}}
+	if _, err := b.client(ctx, cfg.Caller); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Close closes every client.
+func (b *ClientBackend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var errs []error
+	for k, c := range b.clients {
+		errs = append(errs, c.Close())
+		delete(b.clients, k)
+	}
+	return errors.Join(errs...)
+}
+
+// client returns the client that acts as caller, making it if needed.
+func (b *ClientBackend) client(ctx context.Context, caller chunkfs.Caller) (*client.Client, error) {
+	key := callerKey(caller)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c, ok := b.clients[key]; ok {
+		return c, nil
+	}
+	if len(b.clients) >= maxCallers {
+		return nil, chunkfs.E("mount", "", chunkfs.KindUnavailable, fmt.Sprintf("more than %d distinct callers", maxCallers))
+	}
+	cfg := b.cfg
+	cfg.Caller = chunkfs.Caller{UID: caller.UID, GIDs: slices.Clone(caller.GIDs)}
+	c, err := client.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.clients[key] = c
+	return c, nil
+}
+
+func callerKey(c chunkfs.Caller) string {
+	var sb strings.Builder
+	sb.WriteString(strconv.FormatUint(uint64(c.UID), 10))
+	for _, g := range c.GIDs {
+		sb.WriteByte(':')
+		sb.WriteString(strconv.FormatUint(uint64(g), 10))
+	}
+	return sb.String()
+}
+
+// Stat describes path.
+func (b *ClientBackend) Stat(ctx context.Context, caller chunkfs.Caller, path string) (*chunkfs.FileInfo, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	return c.Stat(ctx, path)
+}
+
+// ReadDir lists path with attributes.
+func (b *ClientBackend) ReadDir(ctx context.Context, caller chunkfs.Caller, path string) ([]*chunkfs.FileInfo, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	es, err := c.ReadDir(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*chunkfs.FileInfo, 0, len(es))
+	for _, e := range es {
+		fi, err := e.Info()
+		if err != nil {
+			return nil, err
+		}
+		ci, ok := fi.(*chunkfs.FileInfo)
+		if !ok {
+			return nil, chunkfs.E("readdir", path, chunkfs.KindOther, "entry without chunkfs attributes")
+		}
+		out = append(out, ci)
+	}
+	return out, nil
+}
+
+// Mkdir makes a directory and describes it.
+func (b *ClientBackend) Mkdir(ctx context.Context, caller chunkfs.Caller, path string, perm fs.FileMode) (*chunkfs.FileInfo, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Mkdir(ctx, path, perm); err != nil {
+		return nil, err
+	}
+	return c.Stat(ctx, path)
+}
+
+// Create makes and opens a file.
+func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, error) {
+	flag := os.O_RDWR | os.O_CREATE
+	if exclusive {
+		flag |= os.O_EXCL
+	}
+	if truncate {
+		flag |= os.O_TRUNC
+	}
+	return b.open(ctx, caller, path, flag, perm)
+}
+
+// Open opens an existing file.
+func (b *ClientBackend) Open(ctx context.Context, caller chunkfs.Caller, path string, write bool) (File, *chunkfs.FileInfo, error) {
+	flag := os.O_RDONLY
+	if write {
+		flag = os.O_RDWR
+	}
+	return b.open(ctx, caller, path, flag, 0)
+}
+
+func (b *ClientBackend) open(ctx context.Context, caller chunkfs.Caller, path string, flag int, perm fs.FileMode) (File, *chunkfs.FileInfo, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The file keeps this context for all its I/O: it must outlive the
+	// request that opened it.
+	f, err := c.OpenFile(context.WithoutCancel(ctx), path, flag, perm)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := c.Stat(ctx, path)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return clientFile{f: f, write: flag&(os.O_WRONLY|os.O_RDWR) != 0}, fi, nil
+}
+
+// Remove removes a file, link or empty directory.
+func (b *ClientBackend) Remove(ctx context.Context, caller chunkfs.Caller, path string) error {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return err
+	}
+	return c.Remove(ctx, path)
+}
+
+// Rename moves src to dst. The client has no "no replace" rename, so
+// noReplace checks first: another client may create dst in between.
+func (b *ClientBackend) Rename(ctx context.Context, caller chunkfs.Caller, src, dst string, noReplace bool) error {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return err
+	}
+	if noReplace {
+		_, err := c.Stat(ctx, dst)
+		if err == nil {
+			return chunkfs.E("rename", dst, chunkfs.KindExist, "")
+		}
+		if chunkfs.KindOf(err) != chunkfs.KindNotExist {
+			return err
+		}
+	}
+	return c.Rename(ctx, src, dst)
+}
+
+// SetAttr applies a's changes one call at a time (mode, owner, times,
+// length) and describes the result.
+func (b *ClientBackend) SetAttr(ctx context.Context, caller chunkfs.Caller, path string, a SetAttr) (*chunkfs.FileInfo, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range setAttrSteps(c, path, a) {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c.Stat(ctx, path)
+}
+
+func setAttrSteps(c *client.Client, path string, a SetAttr) []func(context.Context) error {
+	var steps []func(context.Context) error
+	if a.Perm != nil {
+		steps = append(steps, func(ctx context.Context) error { return c.Chmod(ctx, path, *a.Perm) })
+	}
+	if a.UID != nil || a.GID != nil {
+		uid, gid := -1, -1
+		if a.UID != nil {
+			uid = int(*a.UID)
+		}
+		if a.GID != nil {
+			gid = int(*a.GID)
+		}
+		steps = append(steps, func(ctx context.Context) error { return c.Chown(ctx, path, uid, gid) })
+	}
+	if a.Size != nil {
+		steps = append(steps, func(ctx context.Context) error { return c.Truncate(ctx, path, *a.Size) })
+	}
+	if a.ATime != nil || a.MTime != nil {
+		var at, mt time.Time
+		if a.ATime != nil {
+			at = *a.ATime
+		}
+		if a.MTime != nil {
+			mt = *a.MTime
+		}
+		steps = append(steps, func(ctx context.Context) error { return c.Chtimes(ctx, path, at, mt) })
+	}
+	return steps
+}
+
+// Symlink makes a symbolic link and describes it.
+func (b *ClientBackend) Symlink(ctx context.Context, caller chunkfs.Caller, target, path string) (*chunkfs.FileInfo, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Symlink(ctx, target, path); err != nil {
+		return nil, err
+	}
+	return c.Stat(ctx, path)
+}
+
+// Readlink returns a link's target.
+func (b *ClientBackend) Readlink(ctx context.Context, caller chunkfs.Caller, path string) (string, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return "", err
+	}
+	return c.Readlink(ctx, path)
+}
+
+// Usage sums the capacity of the live chunkservers.
+func (b *ClientBackend) Usage(ctx context.Context) (Usage, error) {
+	c, err := b.client(ctx, b.cfg.Caller)
+	if err != nil {
+		return Usage{}, err
+	}
+	r, err := c.ClusterReport(ctx)
+	if err != nil {
+		return Usage{}, err
+	}
+	u := Usage{Files: r.Files + r.Directories}
+	for _, s := range r.Servers {
+		if s.Alive {
+			u.Capacity += s.Capacity
+			u.Used += s.Used
+		}
+	}
+	u.Free = max(u.Capacity-u.Used, 0)
+	return u, nil
+}
+
+// clientFile adapts *client.File, whose I/O uses the context it was opened
+// with, to File.
+type clientFile struct {
+	f     *client.File
+	write bool
+}
+
+func (f clientFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	return f.f.ReadAt(p, off)
+}
+
+func (f clientFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	return f.f.WriteAt(p, off)
+}
+
+// Sync syncs a file open for writing; fsync of a read-only descriptor has
+// nothing to do.
+func (f clientFile) Sync(ctx context.Context) error {
+	if !f.write {
+		return nil
+	}
+	return f.f.Sync()
+}
+
+func (f clientFile) Close() error { return f.f.Close() }

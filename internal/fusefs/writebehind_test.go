@@ -1,0 +1,188 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// bytesFile is a File over a byte slice that records its writes.
+type bytesFile struct {
+	mu     sync.Mutex // guards data, writes and fail
+	data   []byte
+	writes []extent
+	fail   error
+}
+
+func (f *bytesFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return copy(p, f.data[min(off, int64(len(f.data))):]), nil
+}
+
+func (f *bytesFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return 0, f.fail
+	}
+	if end := off + int64(len(p)); end > int64(len(f.data)) {
+		f.data = append(f.data, make([]byte, end-int64(len(f.data)))...)
+	}
+	copy(f.data[off:], p)
+	f.writes = append(f.writes, extent{off, bytes.Clone(p)})
+	return len(p), nil
+}
+
+func (f *bytesFile) Sync(ctx context.Context) error { return nil }
+func (f *bytesFile) Close() error                   { return nil }
+
+func (f *bytesFile) contents() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return bytes.Clone(f.data)
+}
+
+// apply writes p at off into a model file.
+func apply(model []byte, p []byte, off int64) []byte {
+	if end := off + int64(len(p)); end > int64(len(model)) {
+		model = append(model, make([]byte, end-int64(len(model)))...)
+	}
+	copy(model[off:], p)
+	return model
+}
+
+func checkExtents(t *testing.T, w *writeBehind) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	size := 0
+	for i, e := range w.dirty {
+		size += len(e.data)
+		if i > 0 && w.dirty[i-1].end() >= e.off {
+			t.Fatalf("extents %d and %d overlap or touch: %v", i-1, i, w.dirty)
+		}
+	}
+	if size != w.size {
+		t.Fatalf("size %d, extents hold %d", w.size, size)
+	}
+}
+
+func TestWriteBehindSequentialIsLargeWrites(t *testing.T) {
+	f := &bytesFile{}
+	w := newWriteBehind(f, 1<<20, 256<<10, time.Minute)
+	var model []byte
+	block := bytes.Repeat([]byte("x"), 16<<10)
+	for off := int64(0); off < 3<<20; off += int64(len(block)) {
+		if err := w.write(block, off); err != nil {
+			t.Fatal(err)
+		}
+		model = apply(model, block, off)
+	}
+	if err := w.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.contents(), model) {
+		t.Fatal("contents differ")
+	}
+	for _, e := range f.writes {
+		if len(e.data) != 256<<10 || e.off%(256<<10) != 0 {
+			t.Errorf("write of %d bytes at %d: want aligned 256 KiB writes", len(e.data), e.off)
+		}
+	}
+}
+
+func TestWriteBehindErrorReachesFlushAndStays(t *testing.T) {
+	f := &bytesFile{fail: chunkfs.E("write", "/f", chunkfs.KindUnavailable, "down")}
+	w := newWriteBehind(f, 64<<10, 64<<10, time.Minute)
+	big := make([]byte, 64<<10)
+	if err := w.write(big, 0); err != nil {
+		t.Fatalf("first write buffers, got %v", err) // the push runs in the background
+	}
+	err := w.flush(context.Background())
+	if chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+		t.Fatalf("flush after a failed push: %v", err)
+	}
+	if err := w.flush(context.Background()); err == nil {
+		t.Fatal("the error was reported once and lost")
+	}
+	if err := w.write([]byte("x"), 0); err == nil {
+		t.Fatal("write after a failed push succeeded")
+	}
+	if errno(err) != syscall.EIO {
+		t.Errorf("errno %v, want EIO", errno(err))
+	}
+}
+
+func TestWriteBehindDirtyEnd(t *testing.T) {
+	w := newWriteBehind(&bytesFile{}, 1<<20, 64<<10, time.Minute)
+	if w.dirtyEnd() != 0 || w.hasDirty() {
+		t.Fatal("fresh buffer is dirty")
+	}
+	w.write([]byte("abc"), 100)
+	w.write([]byte("z"), 10)
+	if got := w.dirtyEnd(); got != 103 {
+		t.Errorf("dirtyEnd = %d, want 103", got)
+	}
+	if err := w.flush(context.Background()); err != nil || w.hasDirty() {
+		t.Errorf("after flush: %v, dirty %v", err, w.hasDirty())
+	}
+}
+
+// FuzzWriteBehind drives the buffer with random writes and flushes and
+// compares the file with a model that applied every write in order.
+func FuzzWriteBehind(f *testing.F) {
+	f.Add([]byte{0, 10, 5, 1, 3, 20, 2, 0, 200, 9, 9, 9})
+	f.Add([]byte{255, 255, 255, 0, 0, 255, 7, 7, 7})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		file := &bytesFile{}
+		w := newWriteBehind(file, 1500, 64<<10, time.Minute)
+		var model []byte
+		for i := 0; i+3 <= len(ops); i += 3 {
+			off := int64(ops[i]) * 7
+			n := int(ops[i+1])
+			if n == 0 {
+				if err := w.flush(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			p := bytes.Repeat([]byte{ops[i+2]}, n)
+			if err := w.write(p, off); err != nil {
+				t.Fatal(err)
+			}
+			model = apply(model, p, off)
+			checkExtents(t, w)
+		}
+		if err := w.flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := file.contents()
+		if !bytes.Equal(got, model) {
+			t.Fatalf("file %x\nmodel %x", got, model)
+		}
+	})
+}
+
+func TestErrnoTable(t *testing.T) {
+	for k := chunkfs.KindOther; k.Valid(); k++ {
+		if _, ok := errnos[k]; !ok {
+			t.Errorf("kind %v has no errno", k)
+		}
+	}
+	if errno(nil) != 0 {
+		t.Error("nil error has an errno")
+	}
+	if errno(errors.New("plain")) != syscall.EIO || errno(context.DeadlineExceeded) != syscall.EIO {
+		t.Error("errors without a kind must be EIO")
+	}
+	if errno(chunkfs.E("x", "/", chunkfs.KindNotEmpty, "")) != syscall.ENOTEMPTY {
+		t.Error("NotEmpty is not ENOTEMPTY")
+	}
+}
