@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/fusefs"
+)
+
+// runMount is `chunkfs mount [--master ADDR] [cache options] DIR`: it
+// mounts the cluster on DIR with FUSE and serves it until `chunkfs umount
+// DIR`, Ctrl-C or SIGTERM.
+func runMount(ctx context.Context, args []string) error {
+	o, err := mountFlags(args)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serveMount(ctx, o, log)
+}
+
+// mountOptions is what the command line of `chunkfs mount` says.
+type mountOptions struct {
+	master  string
+	dir     string
+	fuse    fusefs.Config
+	verbose bool
+}
+
+// serveMount mounts and blocks until the mount goes away or ctx ends, then
+// unmounts (lazily if files are still open).
+func serveMount(ctx context.Context, o mountOptions, log *slog.Logger) error {
+	cc := client.DefaultConfig()
+	cc.Master = o.master
+	cc.WriteBuffer = 0 // the mount's write-behind buffers, or writes through
+	cc.RetryTimeout = o.fuse.OpTimeout
+	cc.Logger = log
+	dialCtx, cancel := context.WithTimeout(ctx, o.fuse.MountTimeout)
+	b, err := fusefs.NewClientBackend(dialCtx, cc)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("master %s not reachable: %w", o.master, err)
+	}
+	defer b.Close()
+	srv, err := fusefs.Mount(ctx, o.dir, b, o.fuse, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "chunkfs: %s mounted on %s (Ctrl-C or `chunkfs umount %s` to unmount)\n", o.master, o.dir, o.dir)
+	done := make(chan struct{})
+	go func() { srv.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	if err := srv.Unmount(); err != nil {
+		log.Warn("unmount busy; detaching lazily", "dir", o.dir, "err", err)
+		if err := fusefs.Unmount(o.dir, true); err != nil {
+			return err
+		}
+	}
+	<-done
+	return nil
+}
+
+// mountFlags parses the command line of `chunkfs mount`.
+func mountFlags(args []string) (mountOptions, error) {
+	o := mountOptions{fuse: fusefs.DefaultConfig()}
+	c := &o.fuse
+	fs := flag.NewFlagSet("mount", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.master, "master", "", "master address host:port (default $CHUNKFS_MASTER or "+defaultMaster+")")
+	noCache := fs.Bool("no-cache", false, "turn every cache layer off: each operation asks the cluster")
+	fs.DurationVar(&c.AttrTimeout, "attr-timeout", c.AttrTimeout, "md-cache: how long the kernel trusts file attributes")
+	fs.DurationVar(&c.EntryTimeout, "entry-timeout", c.EntryTimeout, "md-cache: how long the kernel trusts name lookups")
+	fs.DurationVar(&c.NegativeTimeout, "negative-timeout", c.NegativeTimeout, "md-cache: how long the kernel remembers missing names")
+	readAhead := fs.String("read-ahead", size(c.ReadAhead), "read-ahead: bytes a sequential read fetches at once (0: off)")
+	writeBehind := fs.String("write-behind", size(c.WriteBehind), "write-behind: bytes an open file buffers before pushing (0: write through)")
+	quickRead := fs.String("quick-read", size(c.QuickRead), "quick-read: files up to this size are read whole on open (0: off)")
+	fs.BoolVar(&c.KeepCache, "io-cache", c.KeepCache, "io-cache: keep the kernel page cache across opens of an unchanged file")
+	fs.DurationVar(&c.OpTimeout, "op-timeout", c.OpTimeout, "a call to the cluster fails with EIO after this long")
+	fs.DurationVar(&c.MountTimeout, "mount-timeout", 10*time.Second, "give up mounting if the master does not answer in this long")
+	fs.BoolVar(&c.AllowOther, "allow-other", false, "let other users use the mount (the kernel checks their permissions)")
+	fs.BoolVar(&c.Debug, "debug", false, "log every FUSE request")
+	fs.BoolVar(&o.verbose, "v", false, "log mount activity")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stdout, "Usage: chunkfs mount [flags] DIR")
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return o, err
+		}
+		return o, usagef("%v", err)
+	}
+	if fs.NArg() != 1 {
+		return o, usagef("usage: chunkfs mount [--master ADDR] [flags] DIR")
+	}
+	o.dir = fs.Arg(0)
+	if o.master == "" {
+		o.master = os.Getenv("CHUNKFS_MASTER")
+	}
+	if o.master == "" {
+		o.master = defaultMaster
+	}
+	var err error
+	for _, s := range []struct {
+		name string
+		arg  string
+		dst  *int
+	}{{"read-ahead", *readAhead, &c.ReadAhead}, {"write-behind", *writeBehind, &c.WriteBehind}, {"quick-read", *quickRead, &c.QuickRead}} {
+		if *s.dst, err = parseSize(s.arg); err != nil {
+			return o, usagef("--%s: %v", s.name, err)
+		}
+	}
+	if *noCache {
+		*c = c.NoCache()
+	}
+	if err := c.Validate(); err != nil {
+		return o, usagef("%v", err)
+	}
+	return o, nil
+}
+
+// runUmount is `chunkfs umount [-l] DIR`: it unmounts a chunkfs mount;
+// -l detaches it even while files are open on it.
+func runUmount(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("umount", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	lazy := fs.Bool("l", false, "lazy: detach now, finish when the last file closes")
+	if err := fs.Parse(args); err != nil {
+		return usagef("%v", err)
+	}
+	if fs.NArg() != 1 {
+		return usagef("usage: chunkfs umount [-l] DIR")
+	}
+	return fusefs.Unmount(fs.Arg(0), *lazy)
+}
+
+// size prints a byte count the way parseSize reads it.
+func size(n int) string {
+	for _, u := range []struct {
+		s string
+		n int
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.n && n%u.n == 0 {
+			return strconv.Itoa(n/u.n) + u.s
+		}
+	}
+	return strconv.Itoa(n)
+}
+
+// parseSize reads a byte count with an optional K, M or G suffix (powers
+// of 1024).
+func parseSize(s string) (int, error) {
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "K"), strings.HasSuffix(s, "k"):
+		mult = 1 << 10
+	case strings.HasSuffix(s, "M"), strings.HasSuffix(s, "m"):
+		mult = 1 << 20
+	case strings.HasSuffix(s, "G"), strings.HasSuffix(s, "g"):
+		mult = 1 << 30
+	}
+	if mult > 1 {
+		s = s[:len(s)-1]
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > (1<<31)/mult {
+		return 0, fmt.Errorf("%q is not a size (like 512K or 8M)", s)
+	}
+	return n * mult, nil
+}
