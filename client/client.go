@@ -1,0 +1,244 @@
+// Package client is the Go library for chunkfs, a distributed file system
+// after the Google File System.
+//
+// A Client talks to the master for metadata and straight to chunkservers for
+// data; data never flows through the master. Its API follows package os and
+// io/fs:
+//
+//	c, err := client.Dial(ctx, "127.0.0.1:7000")
+//	f, err := c.Create(ctx, "/logs/today")
+//	io.Copy(f, src)
+//	err = f.Close()
+//
+// Every method that talks to the cluster takes a context.Context. A *File
+// keeps the context it was opened with for its io methods (Read, Write,
+// Seek, Close…), which have no context parameter: cancel that context to
+// abort the file's I/O. Because fs.FS's Open(name) cannot take a context,
+// the io/fs view of a cluster is a separate value, c.FS(ctx), which
+// implements fs.FS, fs.StatFS and fs.ReadDirFS so fs.WalkDir works.
+//
+// Errors are *chunkfs.Error values whose Kind makes errors.Is work with
+// fs.ErrNotExist, fs.ErrExist, fs.ErrPermission, fs.ErrInvalid and the
+// sentinels of package chunkfs. Paths are absolute ("/a/b").
+//
+// Consistency follows GFS: a write acknowledged by Sync or Close is on every
+// replica; concurrent writers to one region leave it consistent (every
+// replica byte-identical) but possibly a mix of their writes; a failed write
+// may leave the region inconsistent until it is written again. File.Append
+// is a record append: atomic, at least once, at an offset the primary picks.
+// Records are framed so a RecordReader returns each exactly once.
+//
+// Package chunkfstest starts a throwaway in-process cluster for tests, as
+// net/http/httptest does for HTTP; the examples here use it.
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// Config configures a Client. Start from DefaultConfig.
+type Config struct {
+	// Master is the host:port of the master.
+	Master string
+	// Caller is the identity requests act as; DefaultConfig uses the
+	// process's user and groups.
+	Caller chunkfs.Caller
+	// WriteBuffer is how many bytes a File buffers before sending them to
+	// the chunkservers; a buffer is also flushed at chunk boundaries, on
+	// Sync, Close, Seek and before reads. 0 disables buffering.
+	WriteBuffer int
+	// LocationTTL is how long chunk locations stay cached.
+	LocationTTL time.Duration
+	// LookupBatch is how many consecutive chunks one location look-up asks for.
+	LookupBatch int
+	// RetryTimeout bounds how long a read, write or append keeps retrying
+	// after failures (another replica, a fresh look-up, a new primary).
+	RetryTimeout time.Duration
+	// Logger receives diagnostics; nil means slog.Default().
+	Logger *slog.Logger
+	// Clock is the time source for cache expiry and retry back-off; nil
+	// means the real clock.
+	Clock clock.Clock
+}
+
+// DefaultConfig returns the defaults: an 8 MiB write buffer, locations
+// cached for 30 s and looked up 16 chunks at a time, a 60 s retry budget, and
+// the current process's user as the caller.
+func DefaultConfig() Config {
+	return Config{
+		Caller:       processCaller(),
+		WriteBuffer:  8 << 20,
+		LocationTTL:  30 * time.Second,
+		LookupBatch:  16,
+		RetryTimeout: 60 * time.Second,
+	}
+}
+
+func processCaller() chunkfs.Caller {
+	c := chunkfs.Caller{UID: uint32(os.Getuid()), GIDs: []uint32{uint32(os.Getgid())}}
+	groups, _ := os.Getgroups()
+	for _, g := range groups {
+		if uint32(g) != c.GIDs[0] {
+			c.GIDs = append(c.GIDs, uint32(g))
+		}
+	}
+	return c
+}
+
+// Validate reports the first invalid field of c.
+func (c Config) Validate() error {
+	switch {
+	case c.Master == "":
+		return errors.New("client config: Master address is empty")
+	case c.WriteBuffer < 0 || c.WriteBuffer > 256<<20:
+		return fmt.Errorf("client config: WriteBuffer %d not in [0, 256 MiB]", c.WriteBuffer)
+	case c.LocationTTL <= 0:
+		return errors.New("client config: LocationTTL must be positive")
+	case c.LookupBatch < 1 || c.LookupBatch > 1024:
+		return fmt.Errorf("client config: LookupBatch %d not in [1, 1024]", c.LookupBatch)
+	case c.RetryTimeout <= 0:
+		return errors.New("client config: RetryTimeout must be positive")
+	case len(c.Caller.GIDs) == 0:
+		return errors.New("client config: Caller has no group")
+	}
+	return nil
+}
+
+// Client is a connection to a chunkfs cluster. It is safe for concurrent use
+// by many goroutines; one Client per process is the usual pattern.
+type Client struct {
+	cfg       Config
+	log       *slog.Logger
+	clock     clock.Clock
+	caller    *pb.Caller
+	master    pb.MasterClient
+	pool      *rpc.Pool
+	data      *rpc.DataClient
+	locs      *locationCache
+	near      *nearness
+	chunkSize int64
+	writerID  uint64        // random; first half of every record ID
+	seq       atomic.Uint64 // record sequence numbers
+	stateID   atomic.Uint64 // highest master state ID seen
+}
+
+// Dial connects to the master at addr with DefaultConfig.
+func Dial(ctx context.Context, addr string) (*Client, error) {
+	cfg := DefaultConfig()
+	cfg.Master = addr
+	return New(ctx, cfg)
+}
+
+// New connects to the cluster cfg names and learns its chunk size.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindInvalid, err.Error())
+	}
+	c := &Client{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, pool: rpc.NewPool(), data: rpc.NewDataClient()}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.clock == nil {
+		c.clock = clock.Real{}
+	}
+	c.caller = &pb.Caller{Uid: cfg.Caller.UID, Gids: cfg.Caller.GIDs}
+	c.near = newNearness()
+	c.writerID = randomUint64()
+	m, err := c.pool.Master(cfg.Master)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.master = m
+	info, err := m.ClusterInfo(ctx, &pb.ClusterInfoRequest{})
+	if err != nil {
+		c.Close()
+		return nil, wrapOp("dial", cfg.Master, err)
+	}
+	c.observe(info.StateId)
+	if info.ChunkSize <= 0 {
+		c.Close()
+		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindOther, "master reports no chunk size")
+	}
+	c.chunkSize = info.ChunkSize
+	c.locs = newLocationCache(c, cfg.LocationTTL, cfg.LookupBatch)
+	return c, nil
+}
+
+// Close releases the client's connections. Files still open fail afterwards.
+func (c *Client) Close() error {
+	if c.data != nil {
+		c.data.Close()
+	}
+	return c.pool.Close()
+}
+
+// ChunkSize returns the cluster's chunk size in bytes.
+func (c *Client) ChunkSize() int64 { return c.chunkSize }
+
+// MaxRecord returns the largest record payload Append accepts.
+func (c *Client) MaxRecord() int {
+	return int(chunkfs.MaxRecordSize(c.chunkSize)) - RecordHeaderSize
+}
+
+// observe raises the highest state ID seen to id.
+func (c *Client) observe(id uint64) {
+	for {
+		cur := c.stateID.Load()
+		if id <= cur || c.stateID.CompareAndSwap(cur, id) {
+			return
+		}
+	}
+}
+
+// minState is the read-your-writes floor sent with reads.
+func (c *Client) minState() uint64 { return c.stateID.Load() }
+
+// nextRecordID returns a fresh record ID.
+func (c *Client) nextRecordID() RecordID {
+	var id RecordID
+	binary.BigEndian.PutUint64(id[0:8], c.writerID)
+	binary.BigEndian.PutUint64(id[8:16], c.seq.Add(1))
+	return id
+}
+
+func randomUint64() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error()) // never happens on supported systems
+	}
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// wrapOp gives an error from the cluster the client's op and path when it
+// has none, so every error names what failed.
+func wrapOp(op, path string, err error) error {
+	var e *chunkfs.Error
+	if !errors.As(err, &e) {
+		return &chunkfs.Error{Op: op, Path: path, Kind: chunkfs.KindOther, Err: err}
+	}
+	if e.Op == "" || e.Path == "" {
+		c := *e
+		if c.Op == "" {
+			c.Op = op
+		}
+		if c.Path == "" {
+			c.Path = path
+		}
+		return &c
+	}
+	return err
+}

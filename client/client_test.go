@@ -1,0 +1,365 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/chunkfstest"
+	"github.com/chunkfs/chunkfs/client"
+)
+
+// chunk is the chunk size of the test clusters: small, so that tests cross
+// chunk boundaries with little data.
+const chunk = 256 << 10
+
+func newCluster(t *testing.T, opts ...chunkfstest.Option) (*chunkfstest.Cluster, *client.Client, context.Context) {
+	t.Helper()
+	tc := chunkfstest.NewCluster(t, append([]chunkfstest.Option{chunkfstest.ChunkSize(chunk)}, opts...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return tc, tc.Client(), ctx
+}
+
+func randomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func writeFile(t *testing.T, ctx context.Context, c *client.Client, path string, data []byte) {
+	t.Helper()
+	f, err := c.Create(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, ctx context.Context, c *client.Client, path string) []byte {
+	t.Helper()
+	f, err := c.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestWriteReadAcrossChunks(t *testing.T) {
+	_, c, ctx := newCluster(t)
+	data := randomBytes(1, 4*chunk+12345)
+	f, err := c.Create(ctx, "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Odd-sized writes straddle chunk boundaries.
+	for rest := data; len(rest) > 0; {
+		n := min(len(rest), 77777)
+		if _, err := f.Write(rest[:n]); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[n:]
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, ctx, c, "/big"); !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, differing from the %d written", len(got), len(data))
+	}
+	fi, err := c.Stat(ctx, "/big")
+	if err != nil || fi.Size() != int64(len(data)) {
+		t.Fatalf("Stat = %v, %v; want size %d", fi, err, len(data))
+	}
+	r, err := c.Open(ctx, "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, off := range []int64{0, chunk - 10, chunk, 3*chunk - 1, int64(len(data)) - 100} {
+		buf := make([]byte, 100)
+		n, err := r.ReadAt(buf, off)
+		if err != nil && !(err == io.EOF && off+100 >= int64(len(data))) {
+			t.Fatalf("ReadAt(%d): %v", off, err)
+		}
+		if !bytes.Equal(buf[:n], data[off:off+int64(n)]) {
+			t.Errorf("ReadAt(%d) differs", off)
+		}
+	}
+	buf := make([]byte, 10)
+	if n, err := r.ReadAt(buf, int64(len(data))-4); n != 4 || err != io.EOF {
+		t.Errorf("ReadAt at the end = %d, %v; want 4, io.EOF", n, err)
+	}
+}
+
+func TestIOCopyBothWays(t *testing.T) {
+	_, c, ctx := newCluster(t)
+	data := randomBytes(2, 2*chunk+999)
+	f, err := c.Create(ctx, "/copy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(f, bytes.NewReader(data)); err != nil || n != int64(len(data)) {
+		t.Fatalf("io.Copy into chunkfs = %d, %v", n, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Open(ctx, "/copy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var out bytes.Buffer
+	if n, err := io.Copy(&out, g); err != nil || n != int64(len(data)) || !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("io.Copy out of chunkfs = %d, %v (equal %v)", n, err, bytes.Equal(out.Bytes(), data))
+	}
+}
+
+func TestSeekWriteAtHolesTruncate(t *testing.T) {
+	_, c, ctx := newCluster(t)
+	f, err := c.OpenFile(ctx, "/sparse", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("tail"), 2*chunk+5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("head"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(chunk, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("mid")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 2*chunk+9)
+	copy(want, "head")
+	copy(want[chunk:], "mid")
+	copy(want[2*chunk+5:], "tail")
+	if pos, err := f.Seek(0, io.SeekStart); pos != 0 || err != nil {
+		t.Fatal(pos, err)
+	}
+	got, err := io.ReadAll(f)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("sparse read: %d bytes, %v; equal %v", len(got), err, bytes.Equal(got, want))
+	}
+	if end, err := f.Seek(-4, io.SeekEnd); err != nil || end != int64(len(want))-4 {
+		t.Fatalf("Seek end = %d, %v", end, err)
+	}
+	if err := f.Truncate(chunk + 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, ctx, c, "/sparse"); !bytes.Equal(got, want[:chunk+2]) {
+		t.Fatalf("after truncate: %d bytes %q…", len(got), got[chunk:])
+	}
+	if err := c.Truncate(ctx, "/sparse", 3*chunk); err != nil {
+		t.Fatal(err)
+	}
+	got = readFile(t, ctx, c, "/sparse")
+	if len(got) != 3*chunk || !bytes.Equal(got[:chunk+2], want[:chunk+2]) || slices.ContainsFunc(got[chunk+2:], func(b byte) bool { return b != 0 }) {
+		t.Fatalf("after extending: %d bytes, want zeros past %d", len(got), chunk+2)
+	}
+}
+
+func TestNamespace(t *testing.T) {
+	_, c, ctx := newCluster(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Mkdir(ctx, "/a", 0o755))
+	must(c.MkdirAll(ctx, "/a/b/c", 0o750))
+	must(c.MkdirAll(ctx, "/a/b/c", 0o750)) // exists: fine
+	writeFile(t, ctx, c, "/a/b/f1", []byte("one"))
+	writeFile(t, ctx, c, "/a/b/f2", []byte("two!"))
+
+	ents, err := c.ReadDir(ctx, "/a/b")
+	must(err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"c", "f1", "f2"}) || !ents[0].IsDir() || ents[1].IsDir() {
+		t.Fatalf("ReadDir = %v", names)
+	}
+
+	must(c.Rename(ctx, "/a/b/f1", "/a/f1"))
+	if got := readFile(t, ctx, c, "/a/f1"); string(got) != "one" {
+		t.Fatalf("after rename read %q", got)
+	}
+	if _, err := c.Stat(ctx, "/a/b/f1"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("old name after rename: %v", err)
+	}
+
+	must(c.Chmod(ctx, "/a/f1", 0o600))
+	must(c.Chown(ctx, "/a/f1", 1234, 5678))
+	mtime := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	must(c.Chtimes(ctx, "/a/f1", mtime, mtime))
+	fi, err := c.Stat(ctx, "/a/f1")
+	must(err)
+	if fi.Mode().Perm() != 0o600 || fi.UID != 1234 || fi.GID != 5678 || !fi.ModTime().Equal(mtime) || fi.Size() != 3 {
+		t.Fatalf("Stat after chmod/chown/chtimes = %+v", fi)
+	}
+
+	must(c.Symlink(ctx, "/a/f1", "/a/link"))
+	if target, err := c.Readlink(ctx, "/a/link"); err != nil || target != "/a/f1" {
+		t.Fatalf("Readlink = %q, %v", target, err)
+	}
+
+	must(c.Remove(ctx, "/a/b/f2"))
+	if err := c.Remove(ctx, "/a"); !errors.Is(err, chunkfs.ErrNotEmpty) {
+		t.Fatalf("Remove of a non-empty directory: %v", err)
+	}
+	must(c.RemoveAll(ctx, "/a"))
+	must(c.RemoveAll(ctx, "/a")) // already gone: fine
+	if _, err := c.Stat(ctx, "/a"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Stat after RemoveAll: %v", err)
+	}
+	if err := c.Snapshot(ctx, "/x", "/y"); !errors.Is(err, chunkfs.ErrUnsupported) {
+		t.Fatalf("Snapshot = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	_, c, ctx := newCluster(t)
+	if err := c.Mkdir(ctx, "/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, ctx, c, "/d/file", []byte("x"))
+	ro, err := c.Open(ctx, "/d/file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"open missing", second(c.Open(ctx, "/nope")), fs.ErrNotExist},
+		{"stat missing", second(c.Stat(ctx, "/d/nope")), fs.ErrNotExist},
+		{"mkdir existing", c.Mkdir(ctx, "/d", 0o755), fs.ErrExist},
+		{"create exclusive existing", second(c.OpenFile(ctx, "/d/file", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)), fs.ErrExist},
+		{"relative path", second(c.Open(ctx, "d/file")), fs.ErrInvalid},
+		{"empty path", c.Mkdir(ctx, "", 0o755), fs.ErrInvalid},
+		{"negative ReadAt", second(ro.ReadAt(make([]byte, 1), -1)), fs.ErrInvalid},
+		{"write read-only file", second(ro.Write([]byte("x"))), fs.ErrPermission},
+		{"write a directory", second(c.OpenFile(ctx, "/d", os.O_WRONLY, 0)), chunkfs.ErrIsDir},
+		{"create over a directory", second(c.Create(ctx, "/d")), chunkfs.ErrIsDir},
+		{"file as directory", c.Mkdir(ctx, "/d/file/sub", 0o755), chunkfs.ErrNotDir},
+		{"remove non-empty", c.Remove(ctx, "/d"), chunkfs.ErrNotEmpty},
+		{"truncate negative", c.Truncate(ctx, "/d/file", -1), fs.ErrInvalid},
+		{"remove root", c.RemoveAll(ctx, "/"), fs.ErrInvalid},
+		{"seek negative", second(ro.Seek(-1, io.SeekStart)), fs.ErrInvalid},
+	}
+	for _, tc := range cases {
+		if !errors.Is(tc.err, tc.want) {
+			t.Errorf("%s: got %v, want an error wrapping %v", tc.name, tc.err, tc.want)
+		}
+	}
+	w, err := c.OpenFile(ctx, "/d/file", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("x"), -5); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("negative WriteAt: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := w.Read(make([]byte, 1)); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("Read after Close: %v", err)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func TestPermissions(t *testing.T) {
+	tc, c, ctx := newCluster(t)
+	if err := c.Mkdir(ctx, "/private", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	alice, err := tc.NewClientAs(chunkfs.Caller{UID: 1000, GIDs: []uint32{1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alice.Close()
+	if _, err := alice.Create(ctx, "/private/x"); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("create in another user's 0700 directory: %v, want ErrPermission", err)
+	}
+}
+
+func TestFS(t *testing.T) {
+	_, c, ctx := newCluster(t)
+	for _, d := range []string{"/w/x/y", "/w/z"} {
+		if err := c.MkdirAll(ctx, d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{"/w/a": "alpha", "/w/x/b": "beta", "/w/x/y/c": "gamma", "/top": "t"}
+	for p, s := range files {
+		writeFile(t, ctx, c, p, []byte(s))
+	}
+	fsys := c.FS(ctx)
+	var walked []string
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		walked = append(walked, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".", "top", "w", "w/a", "w/x", "w/x/b", "w/x/y", "w/x/y/c", "w/z"}
+	if !slices.Equal(walked, want) {
+		t.Fatalf("WalkDir = %v\nwant %v", walked, want)
+	}
+	if b, err := fs.ReadFile(fsys, "w/x/y/c"); err != nil || string(b) != "gamma" {
+		t.Fatalf("fs.ReadFile = %q, %v", b, err)
+	}
+	if _, err := fsys.Open("/w/a"); !errors.Is(err, fs.ErrInvalid) {
+		t.Fatalf("Open of a rooted name: %v", err)
+	}
+	if _, err := fs.Stat(fsys, "nope"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Stat missing: %v", err)
+	}
+	if err := fstest.TestFS(fsys, "top", "w/a", "w/x/b", "w/x/y/c"); err != nil {
+		t.Fatal(err)
+	}
+}

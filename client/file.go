@@ -1,0 +1,407 @@
+package client
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// File is an open chunkfs file. It implements io.Reader, io.ReaderAt,
+// io.Writer, io.WriterAt, io.Seeker and io.Closer. Its methods use the
+// context the file was opened with.
+//
+// Writes are buffered (Config.WriteBuffer) and sent at chunk boundaries,
+// when the buffer fills, and on Sync, Close, Seek, Stat, Truncate and reads.
+// An error sending buffered data is returned by the Write that triggered
+// the flush, and again by Sync and Close: it is never lost. Data is
+// acknowledged (on every replica) once Sync or Close returns nil.
+//
+// A File is safe for concurrent use; ReadAt calls run in parallel.
+type File struct {
+	c    *Client
+	ctx  context.Context
+	path string
+	flag int
+	dir  bool
+
+	mu      sync.Mutex // guards the fields below
+	off     int64      // offset of the next Read or Write
+	wbuf    []byte     // buffered data, to be written at wbufOff
+	wbufOff int64
+	dirty   map[int64]struct{} // chunks written since the last Sync
+	werr    error              // first failed flush; returned by Sync and Close
+	lastIdx int64              // guess of the last chunk, for Append; -1: unknown
+	rbuf    []byte             // read-ahead: file data at rbufOff
+	rbufOff int64
+	closed  bool
+}
+
+// readAhead is how much a small Read fetches at once.
+const readAhead = 4 << 20
+
+// Create creates or truncates file path (mode 0666 before the master's
+// rules) and opens it for reading and writing.
+func (c *Client) Create(ctx context.Context, path string) (*File, error) {
+	return c.OpenFile(ctx, path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+}
+
+// Open opens path for reading.
+func (c *Client) Open(ctx context.Context, path string) (*File, error) {
+	return c.OpenFile(ctx, path, os.O_RDONLY, 0)
+}
+
+// OpenFile opens path with flag (os.O_RDONLY, os.O_WRONLY, os.O_RDWR, and
+// os.O_CREATE, os.O_EXCL, os.O_TRUNC, os.O_APPEND) and, when it creates the
+// file, permission bits perm.
+func (c *Client) OpenFile(ctx context.Context, path string, flag int, perm fs.FileMode) (*File, error) {
+	path, err := checkPath("open", path)
+	if err != nil {
+		return nil, err
+	}
+	var fi *chunkfs.FileInfo
+	if flag&os.O_CREATE != 0 {
+		fi, err = c.create(ctx, path, flag, perm)
+	} else {
+		fi, err = c.Stat(ctx, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := &File{c: c, ctx: ctx, path: path, flag: flag, dir: fi.IsDir(), lastIdx: -1, dirty: make(map[int64]struct{})}
+	if f.dir && f.writable() {
+		return nil, chunkfs.E("open", path, chunkfs.KindIsDir, "cannot open a directory for writing")
+	}
+	if flag&os.O_TRUNC != 0 && flag&os.O_CREATE == 0 && f.writable() && fi.Length > 0 {
+		if err := c.Truncate(ctx, path, 0); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func (c *Client) create(ctx context.Context, path string, flag int, perm fs.FileMode) (*chunkfs.FileInfo, error) {
+	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		return nil, chunkfs.E("create", path, chunkfs.KindInvalid, "O_CREATE needs O_WRONLY or O_RDWR")
+	}
+	resp, err := c.master.Create(ctx, &pb.CreateRequest{
+		Caller: c.caller, Path: path, Mode: uint32(perm & modeBits),
+		Exclusive: flag&os.O_EXCL != 0, Truncate: flag&os.O_TRUNC != 0,
+	})
+	if err != nil {
+		return nil, wrapOp("create", path, err)
+	}
+	c.observe(resp.StateId)
+	if flag&os.O_TRUNC != 0 {
+		c.locs.drop(path)
+	}
+	fi := fileInfo(resp.Info)
+	if fi.IsDir() {
+		return nil, chunkfs.E("create", path, chunkfs.KindIsDir, "cannot open a directory for writing")
+	}
+	return fi, nil
+}
+
+// Name returns the file's path.
+func (f *File) Name() string { return f.path }
+
+func (f *File) writable() bool { return f.flag&(os.O_WRONLY|os.O_RDWR) != 0 }
+func (f *File) readable() bool { return f.flag&os.O_WRONLY == 0 }
+
+// checkLocked returns the error an operation on f gets before it starts.
+func (f *File) checkLocked(op string, write bool) error {
+	switch {
+	case f.closed:
+		return chunkfs.E(op, f.path, chunkfs.KindInvalid, "file already closed")
+	case f.dir:
+		return chunkfs.E(op, f.path, chunkfs.KindIsDir, "is a directory")
+	case write && !f.writable():
+		return chunkfs.E(op, f.path, chunkfs.KindPermission, "file not open for writing")
+	case !write && !f.readable():
+		return chunkfs.E(op, f.path, chunkfs.KindPermission, "file not open for reading")
+	}
+	return nil
+}
+
+// Read reads up to len(p) bytes at the file offset; io.EOF at the end.
+func (f *File) Read(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.checkLocked("read", false); err != nil {
+		return 0, err
+	}
+	if err := f.flushLocked(); err != nil {
+		return 0, err
+	}
+	if len(p) >= readAhead {
+		n, err := f.c.readAt(f.ctx, f.path, p, f.off)
+		f.off += int64(n)
+		if n > 0 && err == io.EOF {
+			err = nil
+		}
+		return n, err
+	}
+	if f.off < f.rbufOff || f.off >= f.rbufOff+int64(len(f.rbuf)) {
+		if err := f.fillLocked(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, f.rbuf[f.off-f.rbufOff:])
+	f.off += int64(n)
+	return n, nil
+}
+
+// fillLocked reads ahead from the file offset into rbuf. It returns io.EOF
+// when there is nothing at the offset.
+func (f *File) fillLocked() error {
+	if cap(f.rbuf) < readAhead {
+		f.rbuf = make([]byte, readAhead)
+	}
+	buf := f.rbuf[:readAhead]
+	n, err := f.c.readAt(f.ctx, f.path, buf, f.off)
+	f.rbuf, f.rbufOff = buf[:n], f.off
+	if n > 0 {
+		return nil
+	}
+	return err
+}
+
+// ReadAt reads len(p) bytes at off, as io.ReaderAt specifies.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	err := f.checkLocked("read", false)
+	if err == nil {
+		err = f.flushLocked()
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	return f.c.readAt(f.ctx, f.path, p, off)
+}
+
+// Write writes p at the file offset (the end of the file with O_APPEND).
+func (f *File) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.checkLocked("write", true); err != nil {
+		return 0, err
+	}
+	if f.flag&os.O_APPEND != 0 && len(f.wbuf) == 0 {
+		fi, err := f.c.Stat(f.ctx, f.path)
+		if err != nil {
+			return 0, err
+		}
+		f.off = fi.Length
+	}
+	n, err := f.bufferLocked(p, f.off)
+	f.off += int64(n)
+	return n, err
+}
+
+// WriteAt writes p at off, as io.WriterAt specifies. It does not use or
+// move the file offset.
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.checkLocked("write", true); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, chunkfs.E("write", f.path, chunkfs.KindInvalid, "negative offset")
+	}
+	if f.flag&os.O_APPEND != 0 {
+		return 0, chunkfs.E("write", f.path, chunkfs.KindInvalid, "WriteAt on a file opened with O_APPEND")
+	}
+	return f.bufferLocked(p, off)
+}
+
+// bufferLocked adds p at off to the write buffer, flushing at chunk
+// boundaries and when the buffer is full.
+func (f *File) bufferLocked(p []byte, off int64) (int, error) {
+	if len(f.wbuf) > 0 && off != f.wbufOff+int64(len(f.wbuf)) {
+		if err := f.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	limit := max(f.c.cfg.WriteBuffer, 1)
+	cs := f.c.chunkSize
+	written := 0
+	for len(p) > written {
+		if len(f.wbuf) == 0 {
+			f.wbufOff = off + int64(written)
+		}
+		end := f.wbufOff + int64(len(f.wbuf))
+		room := int(min(int64(limit-len(f.wbuf)), cs-end%cs))
+		k := min(room, len(p)-written)
+		f.wbuf = append(f.wbuf, p[written:written+k]...)
+		written += k
+		if len(f.wbuf) >= limit || (end+int64(k))%cs == 0 || f.c.cfg.WriteBuffer == 0 {
+			if err := f.flushLocked(); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
+}
+
+// flushLocked sends the write buffer to the cluster.
+func (f *File) flushLocked() error {
+	if len(f.wbuf) == 0 {
+		return nil
+	}
+	off, data := f.wbufOff, f.wbuf
+	f.wbuf = f.wbuf[:0]
+	f.rbuf = f.rbuf[:0]
+	for idx := off / f.c.chunkSize; idx*f.c.chunkSize < off+int64(len(data)); idx++ {
+		f.dirty[idx] = struct{}{}
+	}
+	if err := f.c.writeAt(f.ctx, f.path, data, off); err != nil {
+		if f.werr == nil {
+			f.werr = err
+		}
+		return err
+	}
+	return nil
+}
+
+// Sync sends buffered data and makes every replica of the chunks written
+// since the last Sync flush them to stable storage.
+func (f *File) Sync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.checkLocked("sync", true); err != nil {
+		return err
+	}
+	return f.syncLocked()
+}
+
+func (f *File) syncLocked() error {
+	if err := f.flushLocked(); err != nil {
+		return err
+	}
+	if f.werr != nil {
+		return f.werr
+	}
+	for idx := range f.dirty {
+		if err := f.c.syncChunk(f.ctx, f.path, idx); err != nil {
+			return wrapOp("sync", f.path, err)
+		}
+		delete(f.dirty, idx)
+	}
+	return nil
+}
+
+// Seek sets the file offset, as io.Seeker specifies.
+func (f *File) Seek(offset int64, whence int) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, chunkfs.E("seek", f.path, chunkfs.KindInvalid, "file already closed")
+	}
+	if err := f.flushLocked(); err != nil {
+		return f.off, err
+	}
+	var base int64
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		base = f.off
+	case io.SeekEnd:
+		fi, err := f.c.Stat(f.ctx, f.path)
+		if err != nil {
+			return f.off, err
+		}
+		base = fi.Length
+	default:
+		return f.off, chunkfs.E("seek", f.path, chunkfs.KindInvalid, "bad whence")
+	}
+	if base+offset < 0 {
+		return f.off, chunkfs.E("seek", f.path, chunkfs.KindInvalid, "negative offset")
+	}
+	f.off = base + offset
+	return f.off, nil
+}
+
+// Stat returns the file's metadata, after sending buffered data.
+func (f *File) Stat() (*chunkfs.FileInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.closed && !f.dir {
+		if err := f.flushLocked(); err != nil {
+			return nil, err
+		}
+	}
+	return f.c.Stat(f.ctx, f.path)
+}
+
+// Truncate sets the file's length.
+func (f *File) Truncate(size int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.checkLocked("truncate", true); err != nil {
+		return err
+	}
+	if err := f.flushLocked(); err != nil {
+		return err
+	}
+	f.lastIdx = -1
+	f.rbuf = f.rbuf[:0]
+	return f.c.Truncate(f.ctx, f.path, size)
+}
+
+// Append appends record atomically at an offset the cluster chooses and
+// returns that offset. The record is framed (length, CRC32C, unique ID) so
+// that a RecordReader reads it back exactly once even though a retried
+// append may store it more than once. A record is at most MaxRecord bytes.
+// Append does not move the file offset.
+func (f *File) Append(record []byte) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.checkLocked("append", true); err != nil {
+		return 0, err
+	}
+	if len(record) > f.c.MaxRecord() {
+		return 0, chunkfs.E("append", f.path, chunkfs.KindTooLarge, "record larger than a quarter of a chunk")
+	}
+	if err := f.flushLocked(); err != nil {
+		return 0, err
+	}
+	if f.lastIdx < 0 {
+		idx, err := f.c.lastChunk(f.ctx, f.path)
+		if err != nil {
+			return 0, err
+		}
+		f.lastIdx = idx
+	}
+	off, idx, err := f.c.appendRecord(f.ctx, f.path, frameRecord(f.c.nextRecordID(), record), f.lastIdx)
+	f.lastIdx = idx
+	f.rbuf = f.rbuf[:0]
+	if err != nil {
+		return 0, err
+	}
+	f.dirty[idx] = struct{}{}
+	return off, nil
+}
+
+// Close sends buffered data, makes it durable on every replica when the file
+// was written, and releases the file. It returns any write error not yet
+// reported by Sync.
+func (f *File) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return chunkfs.E("close", f.path, chunkfs.KindInvalid, "file already closed")
+	}
+	var err error
+	if f.writable() && !f.dir {
+		err = f.syncLocked()
+	}
+	f.closed = true
+	f.wbuf = nil
+	return err
+}

@@ -1,0 +1,288 @@
+package client
+
+import (
+	"context"
+	"hash/fnv"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// chunkLoc is where one chunk lives, replicas ordered nearest first.
+type chunkLoc struct {
+	index    int64
+	handle   chunkfs.Handle
+	version  chunkfs.Version
+	replicas []string
+	primary  string
+}
+
+// fileLocs is what the cache knows about one file.
+type fileLocs struct {
+	length  int64
+	lenTime time.Time           // when length was learned
+	chunks  map[int64]*chunkLoc // nil value: a known hole
+	expires map[int64]time.Time
+}
+
+// maxCachedFiles bounds the cache; past it, an arbitrary file is evicted.
+const maxCachedFiles = 4096
+
+// locationCache caches chunk locations per file, with expiry. Look-ups ask
+// the master for batch consecutive chunks at once. Callers drop a file's
+// entries when using them fails.
+type locationCache struct {
+	c     *Client
+	ttl   time.Duration
+	batch int
+
+	mu    sync.Mutex // guards files
+	files map[string]*fileLocs
+}
+
+func newLocationCache(c *Client, ttl time.Duration, batch int) *locationCache {
+	return &locationCache{c: c, ttl: ttl, batch: batch, files: make(map[string]*fileLocs)}
+}
+
+// lookup returns chunk index of path (nil for a hole or a chunk past the
+// end) and the file length, from the cache unless fresh is set or the entry
+// expired.
+func (lc *locationCache) lookup(ctx context.Context, path string, index int64, fresh bool) (*chunkLoc, int64, error) {
+	if !fresh {
+		if loc, length, ok := lc.cached(path, index); ok {
+			return loc, length, nil
+		}
+	}
+	if err := lc.fetch(ctx, path, index); err != nil {
+		return nil, 0, err
+	}
+	loc, length, _ := lc.cached(path, index)
+	return loc, length, nil
+}
+
+func (lc *locationCache) cached(path string, index int64) (*chunkLoc, int64, bool) {
+	now := lc.c.clock.Now()
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	fl := lc.files[path]
+	if fl == nil {
+		return nil, 0, false
+	}
+	exp, ok := fl.expires[index]
+	if !ok || now.After(exp) {
+		return nil, 0, false
+	}
+	return fl.chunks[index], fl.length, true
+}
+
+// fetch asks the master for the batch of chunks starting at index.
+func (lc *locationCache) fetch(ctx context.Context, path string, index int64) error {
+	resp, err := lc.c.master.GetChunks(ctx, &pb.GetChunksRequest{
+		Caller: lc.c.caller, Path: path, FirstIndex: index,
+		Count: uint32(lc.batch), MinStateId: lc.c.minState(),
+	})
+	if err != nil {
+		return wrapOp("lookup", path, err)
+	}
+	lc.c.observe(resp.StateId)
+	var length int64
+	if resp.Info != nil {
+		length = resp.Info.Length
+	}
+	lc.store(path, index, length, resp.Chunks)
+	return nil
+}
+
+// store records a look-up's answer: every index of the batch below the
+// file's length that is not among the chunks is a hole. Indices past the
+// length are not cached, so a file that grows is looked up again.
+func (lc *locationCache) store(path string, first, length int64, chunks []*pb.ChunkLocation) {
+	now := lc.c.clock.Now()
+	exp := now.Add(lc.ttl)
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	fl := lc.fileLocked(path)
+	fl.length, fl.lenTime = length, now
+	for i := first; i < first+int64(lc.batch) && i*lc.c.chunkSize < length; i++ {
+		fl.chunks[i] = nil
+		fl.expires[i] = exp
+	}
+	for _, cl := range chunks {
+		if cl.Index < first || cl.Index >= first+int64(lc.batch) {
+			continue
+		}
+		fl.chunks[cl.Index] = lc.c.near.locate(cl)
+		fl.expires[cl.Index] = exp
+	}
+}
+
+// forget drops the cached location of one chunk (after writing to it).
+func (lc *locationCache) forget(path string, index int64) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if fl := lc.files[path]; fl != nil {
+		delete(fl.chunks, index)
+		delete(fl.expires, index)
+	}
+}
+
+func (lc *locationCache) fileLocked(path string) *fileLocs {
+	fl := lc.files[path]
+	if fl != nil {
+		return fl
+	}
+	if len(lc.files) >= maxCachedFiles {
+		for k := range lc.files {
+			delete(lc.files, k)
+			break
+		}
+	}
+	fl = &fileLocs{chunks: make(map[int64]*chunkLoc), expires: make(map[int64]time.Time)}
+	lc.files[path] = fl
+	return fl
+}
+
+// setLength records a length the client itself committed, if larger.
+func (lc *locationCache) setLength(path string, length int64) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if fl := lc.files[path]; fl != nil && length > fl.length {
+		fl.length = length
+	}
+}
+
+// drop forgets everything about path.
+func (lc *locationCache) drop(path string) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	delete(lc.files, path)
+}
+
+// dropPrefix forgets path and everything under it (after rename or delete).
+func (lc *locationCache) dropPrefix(path string) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	for k := range lc.files {
+		if k == path || len(k) > len(path) && k[:len(path)] == path && (path == "/" || k[len(path)] == '/') {
+			delete(lc.files, k)
+		}
+	}
+}
+
+// nearness orders replicas by network distance from this client: addresses
+// on this host first, then the same /24 (IPv4) or /64 (IPv6), then the rest.
+// Ties are broken by a hash of the client and chunk, so many clients spread
+// their reads over the replicas while one client keeps using the same one.
+type nearness struct {
+	local []net.IP
+	seed  uint64
+}
+
+func newNearness() *nearness {
+	n := &nearness{seed: randomUint64()}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			n.local = append(n.local, ipn.IP)
+		}
+	}
+	return n
+}
+
+// locate converts a wire location, ordering its replicas.
+func (n *nearness) locate(cl *pb.ChunkLocation) *chunkLoc {
+	loc := &chunkLoc{
+		index: cl.Index, handle: chunkfs.Handle(cl.Handle), version: chunkfs.Version(cl.Version),
+		replicas: slices.Clone(cl.Replicas), primary: cl.Primary,
+	}
+	n.order(loc.replicas, uint64(cl.Handle))
+	return loc
+}
+
+// order sorts addrs nearest first.
+func (n *nearness) order(addrs []string, salt uint64) {
+	key := func(a string) (int, uint32) {
+		h := fnv.New32a()
+		var b [16]byte
+		for i := range 8 {
+			b[i] = byte(n.seed >> (8 * i))
+			b[8+i] = byte(salt >> (8 * i))
+		}
+		h.Write(b[:])
+		h.Write([]byte(a))
+		return n.distance(a), h.Sum32()
+	}
+	slices.SortStableFunc(addrs, func(a, b string) int {
+		da, ha := key(a)
+		db, hb := key(b)
+		if da != db {
+			return da - db
+		}
+		switch {
+		case ha < hb:
+			return -1
+		case ha > hb:
+			return 1
+		}
+		return 0
+	})
+}
+
+// distance is 0 for this host, 1 for the same subnet, 2 otherwise.
+func (n *nearness) distance(addr string) int {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 2
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return 2
+	}
+	if ip.IsLoopback() {
+		return 0
+	}
+	best := 2
+	for _, l := range n.local {
+		switch {
+		case l.Equal(ip):
+			return 0
+		case sameSubnet(l, ip):
+			best = 1
+		}
+	}
+	return best
+}
+
+func sameSubnet(a, b net.IP) bool {
+	if a4, b4 := a.To4(), b.To4(); a4 != nil && b4 != nil {
+		return a4.Mask(net.CIDRMask(24, 32)).Equal(b4.Mask(net.CIDRMask(24, 32)))
+	}
+	return a.Mask(net.CIDRMask(64, 128)).Equal(b.Mask(net.CIDRMask(64, 128)))
+}
+
+// length returns the file's length, from the cache when it is known to be at
+// least want and fresh, otherwise from a look-up of the chunks at index.
+func (lc *locationCache) length(ctx context.Context, path string, want, index int64) (int64, error) {
+	now := lc.c.clock.Now()
+	lc.mu.Lock()
+	fl := lc.files[path]
+	if fl != nil && fl.length >= want && now.Before(fl.lenTime.Add(lc.ttl)) {
+		n := fl.length
+		lc.mu.Unlock()
+		return n, nil
+	}
+	lc.mu.Unlock()
+	if err := lc.fetch(ctx, path, index); err != nil {
+		return 0, err
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if fl := lc.files[path]; fl != nil {
+		return fl.length, nil
+	}
+	return 0, nil
+}

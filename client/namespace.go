@@ -1,0 +1,264 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// Mkdir makes directory path with permission bits perm. Its parent must exist.
+func (c *Client) Mkdir(ctx context.Context, path string, perm fs.FileMode) error {
+	return c.mkdir(ctx, "mkdir", path, perm, false)
+}
+
+// MkdirAll makes directory path and any missing parents, like mkdir -p. It
+// is not an error if path already is a directory.
+func (c *Client) MkdirAll(ctx context.Context, path string, perm fs.FileMode) error {
+	return c.mkdir(ctx, "mkdir", path, perm, true)
+}
+
+func (c *Client) mkdir(ctx context.Context, op, path string, perm fs.FileMode, parents bool) error {
+	path, err := checkPath(op, path)
+	if err != nil {
+		return err
+	}
+	resp, err := c.master.Mkdir(ctx, &pb.MkdirRequest{Caller: c.caller, Path: path, Mode: uint32(perm & modeBits), Parents: parents})
+	if err != nil {
+		return wrapOp(op, path, err)
+	}
+	c.observe(resp.StateId)
+	return nil
+}
+
+// modeBits are the permission bits a client may set.
+const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+// Stat returns the metadata of path. A symbolic link is described itself,
+// not followed.
+func (c *Client) Stat(ctx context.Context, path string) (*chunkfs.FileInfo, error) {
+	path, err := checkPath("stat", path)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.master.Stat(ctx, &pb.StatRequest{Caller: c.caller, Path: path, MinStateId: c.minState()})
+	if err != nil {
+		return nil, wrapOp("stat", path, err)
+	}
+	c.observe(resp.StateId)
+	return fileInfo(resp.Info), nil
+}
+
+// ReadDir lists directory path, sorted by name.
+func (c *Client) ReadDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
+	infos, err := c.readDir(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fs.DirEntry, len(infos))
+	for i, fi := range infos {
+		out[i] = fi
+	}
+	return out, nil
+}
+
+// readDir lists a directory page by page.
+func (c *Client) readDir(ctx context.Context, path string) ([]*chunkfs.FileInfo, error) {
+	path, err := checkPath("readdir", path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*chunkfs.FileInfo
+	for after := ""; ; {
+		resp, err := c.master.List(ctx, &pb.ListRequest{Caller: c.caller, Path: path, After: after, MinStateId: c.minState()})
+		if err != nil {
+			return nil, wrapOp("readdir", path, err)
+		}
+		c.observe(resp.StateId)
+		for _, e := range resp.Entries {
+			out = append(out, fileInfo(e))
+		}
+		if !resp.More || len(resp.Entries) == 0 {
+			return out, nil
+		}
+		after = resp.Entries[len(resp.Entries)-1].Name
+	}
+}
+
+// Remove removes the file or empty directory path.
+func (c *Client) Remove(ctx context.Context, path string) error {
+	return c.remove(ctx, "remove", path, false)
+}
+
+// RemoveAll removes path and everything under it. A path that does not
+// exist is not an error, as with os.RemoveAll.
+func (c *Client) RemoveAll(ctx context.Context, path string) error {
+	err := c.remove(ctx, "removeall", path, true)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func (c *Client) remove(ctx context.Context, op, path string, recursive bool) error {
+	path, err := checkPath(op, path)
+	if err != nil {
+		return err
+	}
+	if path == "/" {
+		return chunkfs.E(op, path, chunkfs.KindInvalid, "cannot remove the root directory")
+	}
+	resp, err := c.master.Delete(ctx, &pb.DeleteRequest{Caller: c.caller, Path: path, Recursive: recursive})
+	if err != nil {
+		return wrapOp(op, path, err)
+	}
+	c.observe(resp.StateId)
+	c.locs.dropPrefix(path)
+	return nil
+}
+
+// Rename moves oldpath to newpath, replacing a file at newpath.
+func (c *Client) Rename(ctx context.Context, oldpath, newpath string) error {
+	oldpath, newpath, err := checkPaths("rename", oldpath, newpath)
+	if err != nil {
+		return err
+	}
+	resp, err := c.master.Rename(ctx, &pb.RenameRequest{Caller: c.caller, Src: oldpath, Dst: newpath})
+	if err != nil {
+		return wrapOp("rename", oldpath, err)
+	}
+	c.observe(resp.StateId)
+	c.locs.dropPrefix(oldpath)
+	c.locs.dropPrefix(newpath)
+	return nil
+}
+
+// Chmod sets the permission bits of path.
+func (c *Client) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
+	m := uint32(mode & modeBits)
+	_, err := c.setAttr(ctx, "chmod", path, &pb.SetAttrRequest{Mode: &m})
+	return err
+}
+
+// Chown sets the owner and group of path. A negative uid or gid leaves that
+// one unchanged, as with os.Chown.
+func (c *Client) Chown(ctx context.Context, path string, uid, gid int) error {
+	req := &pb.SetAttrRequest{}
+	if uid >= 0 {
+		u := uint32(uid)
+		req.Uid = &u
+	}
+	if gid >= 0 {
+		g := uint32(gid)
+		req.Gid = &g
+	}
+	_, err := c.setAttr(ctx, "chown", path, req)
+	return err
+}
+
+// Chtimes sets the access and modification times of path. A zero time
+// leaves that one unchanged.
+func (c *Client) Chtimes(ctx context.Context, path string, atime, mtime time.Time) error {
+	req := &pb.SetAttrRequest{}
+	if !atime.IsZero() {
+		a := atime.UnixNano()
+		req.AtimeNs = &a
+	}
+	if !mtime.IsZero() {
+		m := mtime.UnixNano()
+		req.MtimeNs = &m
+	}
+	_, err := c.setAttr(ctx, "chtimes", path, req)
+	return err
+}
+
+// SetReplication sets how many replicas the chunks of file path keep.
+func (c *Client) SetReplication(ctx context.Context, path string, n int) error {
+	if n < 1 || n > chunkfs.MaxReplication {
+		return chunkfs.E("setreplication", path, chunkfs.KindInvalid, "replication must be between 1 and 16")
+	}
+	r := uint32(n)
+	_, err := c.setAttr(ctx, "setreplication", path, &pb.SetAttrRequest{Replication: &r})
+	return err
+}
+
+// Truncate sets the length of file path; growing it leaves a hole that
+// reads as zeros.
+func (c *Client) Truncate(ctx context.Context, path string, size int64) error {
+	if size < 0 {
+		return chunkfs.E("truncate", path, chunkfs.KindInvalid, "negative size")
+	}
+	_, err := c.setAttr(ctx, "truncate", path, &pb.SetAttrRequest{Length: &size})
+	if err == nil {
+		c.locs.drop(path)
+	}
+	return err
+}
+
+func (c *Client) setAttr(ctx context.Context, op, path string, req *pb.SetAttrRequest) (*chunkfs.FileInfo, error) {
+	path, err := checkPath(op, path)
+	if err != nil {
+		return nil, err
+	}
+	req.Caller, req.Path = c.caller, path
+	resp, err := c.master.SetAttr(ctx, req)
+	if err != nil {
+		return nil, wrapOp(op, path, err)
+	}
+	c.observe(resp.StateId)
+	return fileInfo(resp.Info), nil
+}
+
+// Symlink makes newname a symbolic link to target.
+func (c *Client) Symlink(ctx context.Context, target, newname string) error {
+	newname, err := checkPath("symlink", newname)
+	if err != nil {
+		return err
+	}
+	if target == "" || len(target) > chunkfs.MaxSymlinkLen {
+		return chunkfs.E("symlink", newname, chunkfs.KindInvalid, "symlink target must be 1 to 4096 bytes")
+	}
+	resp, err := c.master.Create(ctx, &pb.CreateRequest{Caller: c.caller, Path: newname, Mode: 0o777, Exclusive: true, SymlinkTarget: target})
+	if err != nil {
+		return wrapOp("symlink", newname, err)
+	}
+	c.observe(resp.StateId)
+	return nil
+}
+
+// Readlink returns the target of symbolic link path.
+func (c *Client) Readlink(ctx context.Context, path string) (string, error) {
+	fi, err := c.Stat(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	if fi.FileMode&fs.ModeSymlink == 0 {
+		return "", chunkfs.E("readlink", path, chunkfs.KindInvalid, "not a symbolic link")
+	}
+	return fi.Target, nil
+}
+
+// Snapshot would copy src to dst cheaply (copy-on-write). It is not
+// supported yet: the error wraps chunkfs.ErrUnsupported.
+func (c *Client) Snapshot(ctx context.Context, src, dst string) error {
+	if _, _, err := checkPaths("snapshot", src, dst); err != nil {
+		return err
+	}
+	return &chunkfs.Error{Op: "snapshot", Path: src, Kind: chunkfs.KindNotSupported, Err: errors.New("not supported yet")}
+}
+
+// fileInfo converts wire metadata.
+func fileInfo(p *pb.FileInfo) *chunkfs.FileInfo {
+	if p == nil {
+		return &chunkfs.FileInfo{}
+	}
+	return &chunkfs.FileInfo{
+		Inode: p.Inode, FileName: p.Name, Length: p.Length, FileMode: fs.FileMode(p.Mode),
+		UID: p.Uid, GID: p.Gid,
+		MTime: time.Unix(0, p.MtimeNs), ATime: time.Unix(0, p.AtimeNs), CTime: time.Unix(0, p.CtimeNs),
+		Replication: int(p.Replication), Target: p.Target, Chunks: p.Chunks,
+	}
+}

@@ -1,0 +1,140 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// readAt reads len(p) bytes of path at off, like io.ReaderAt: n < len(p)
+// only with an error, io.EOF at the end of the file. Holes, and the region
+// past a chunk's data but below the file's length, read as zeros.
+func (c *Client) readAt(ctx context.Context, path string, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, chunkfs.E("read", path, chunkfs.KindInvalid, "negative offset")
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	size, err := c.locs.length(ctx, path, off+int64(len(p)), off/c.chunkSize)
+	if err != nil {
+		return 0, err
+	}
+	if off >= size {
+		return 0, io.EOF
+	}
+	want := p[:min(int64(len(p)), size-off)]
+	n := 0
+	for n < len(want) {
+		pos := off + int64(n)
+		idx, co := pos/c.chunkSize, pos%c.chunkSize
+		m := int(min(int64(len(want)-n), c.chunkSize-co))
+		if err := c.readChunk(ctx, path, idx, co, want[n:n+m]); err != nil {
+			return n, err
+		}
+		n += m
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// readChunk fills buf from chunk idx at offset co, trying every replica, then
+// a fresh look-up, until RetryTimeout passes.
+func (c *Client) readChunk(ctx context.Context, path string, idx, co int64, buf []byte) error {
+	r := c.newRetrier()
+	for fresh := false; ; fresh = true {
+		loc, _, err := c.locs.lookup(ctx, path, idx, fresh)
+		if err == nil {
+			if loc == nil {
+				clear(buf) // a hole
+				return nil
+			}
+			if err = c.readReplicas(ctx, path, loc, co, buf); err == nil {
+				return nil
+			}
+		}
+		c.locs.drop(path)
+		if !r.again(ctx, err) {
+			return err
+		}
+	}
+}
+
+// readReplicas reads from each replica in turn until one answers.
+func (c *Client) readReplicas(ctx context.Context, path string, loc *chunkLoc, co int64, buf []byte) error {
+	var last error
+	for _, addr := range loc.replicas {
+		n, err := c.data.Read(ctx, addr, loc.handle, loc.version, co, buf)
+		if err == nil || errors.Is(err, io.EOF) {
+			clear(buf[n:]) // past the chunk's data but below the file's length
+			return nil
+		}
+		if chunkfs.KindOf(err) == chunkfs.KindChecksum {
+			c.reportCorrupt(loc.handle, addr)
+		}
+		c.log.Debug("chunkfs read: replica failed", "path", path, "handle", loc.handle, "replica", addr, "err", err)
+		last = wrapOp("read", path, err)
+	}
+	if last == nil {
+		last = chunkfs.E("read", path, chunkfs.KindUnavailable, "chunk has no live replica")
+	}
+	return last
+}
+
+// reportCorrupt tells the master, in the background, that a replica failed
+// its checksum so that it re-replicates the chunk from a good one.
+func (c *Client) reportCorrupt(h chunkfs.Handle, addr string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := c.master.ReportCorrupt(ctx, &pb.ReportCorruptRequest{Reporter: "client", Handle: uint64(h), Replica: addr})
+		if err != nil {
+			c.log.Warn("chunkfs: reporting a corrupt replica failed", "handle", h, "replica", addr, "err", err)
+		}
+	}()
+}
+
+// retrier paces retries with exponential back-off within RetryTimeout.
+type retrier struct {
+	c        *Client
+	deadline time.Time
+	wait     time.Duration
+}
+
+func (c *Client) newRetrier() *retrier {
+	return &retrier{c: c, deadline: c.clock.Now().Add(c.cfg.RetryTimeout), wait: 20 * time.Millisecond}
+}
+
+// again reports whether to retry after err, sleeping first.
+func (r *retrier) again(ctx context.Context, err error) bool {
+	if !retryable(err) || ctx.Err() != nil || !r.c.clock.Now().Before(r.deadline) {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-r.c.clock.After(r.wait):
+	}
+	r.wait = min(2*r.wait, time.Second)
+	return true
+}
+
+// retryable reports whether err may go away on another replica, after a
+// fresh look-up or a new lease.
+func retryable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	switch chunkfs.KindOf(err) {
+	case chunkfs.KindUnavailable, chunkfs.KindNotLeader, chunkfs.KindStale,
+		chunkfs.KindNotPrimary, chunkfs.KindChecksum, chunkfs.KindOther:
+		return true
+	}
+	return false
+}

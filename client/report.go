@@ -1,0 +1,95 @@
+package client
+
+import (
+	"context"
+	"time"
+
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// Report is a summary of the cluster, as the GFS paper's tables give it.
+type Report struct {
+	Servers         []ServerStatus `json:"servers"`
+	Files           int64          `json:"files"`
+	Directories     int64          `json:"directories"`
+	Chunks          int64          `json:"chunks"`
+	UnderReplicated int64          `json:"under_replicated"`
+	Bytes           int64          `json:"bytes"`
+	ChunkSize       int64          `json:"chunk_size"`
+}
+
+// ServerStatus describes one chunkserver as the master sees it.
+type ServerStatus struct {
+	ID            string        `json:"id"`
+	Addr          string        `json:"addr"`
+	Rack          string        `json:"rack"`
+	Capacity      int64         `json:"capacity"`
+	Used          int64         `json:"used"`
+	Load          int32         `json:"load"`
+	Chunks        int64         `json:"chunks"`
+	Alive         bool          `json:"alive"`
+	LastHeartbeat time.Duration `json:"last_heartbeat_ns"`
+}
+
+// ClusterReport asks the master for a summary of the cluster.
+func (c *Client) ClusterReport(ctx context.Context) (*Report, error) {
+	resp, err := c.master.ClusterReport(ctx, &pb.ClusterReportRequest{})
+	if err != nil {
+		return nil, wrapOp("report", "", err)
+	}
+	c.observe(resp.StateId)
+	r := &Report{
+		Files: resp.Files, Directories: resp.Directories, Chunks: resp.Chunks,
+		UnderReplicated: resp.UnderReplicated, Bytes: resp.Bytes, ChunkSize: resp.ChunkSize,
+		Servers: make([]ServerStatus, 0, len(resp.Servers)),
+	}
+	for _, s := range resp.Servers {
+		r.Servers = append(r.Servers, ServerStatus{
+			ID: s.Id, Addr: s.Addr, Rack: s.Rack, Capacity: s.Capacity, Used: s.Used, Load: s.Load,
+			Chunks: s.Chunks, Alive: s.Alive, LastHeartbeat: time.Duration(s.LastHeartbeatMs) * time.Millisecond,
+		})
+	}
+	return r, nil
+}
+
+// ChunkInfo is where one chunk of a file lives.
+type ChunkInfo struct {
+	Index    int64    `json:"index"`
+	Handle   uint64   `json:"handle"`
+	Version  uint64   `json:"version"`
+	Replicas []string `json:"replicas"`
+	Primary  string   `json:"primary,omitempty"`
+}
+
+// Chunks lists the chunks of file path in order; holes are absent.
+func (c *Client) Chunks(ctx context.Context, path string) ([]ChunkInfo, error) {
+	path, err := checkPath("chunks", path)
+	if err != nil {
+		return nil, err
+	}
+	var out []ChunkInfo
+	for first := int64(0); ; {
+		resp, err := c.master.GetChunks(ctx, &pb.GetChunksRequest{Caller: c.caller, Path: path, FirstIndex: first, MinStateId: c.minState()})
+		if err != nil {
+			return nil, wrapOp("chunks", path, err)
+		}
+		c.observe(resp.StateId)
+		for _, cl := range resp.Chunks {
+			out = append(out, ChunkInfo{Index: cl.Index, Handle: cl.Handle, Version: cl.Version, Replicas: cl.Replicas, Primary: cl.Primary})
+		}
+		total := int64(0)
+		if resp.Info != nil {
+			total = resp.Info.Chunks
+			if cs := resp.ChunkSize; cs > 0 {
+				total = max(total, (resp.Info.Length+cs-1)/cs)
+			}
+		}
+		if len(resp.Chunks) == 0 {
+			return out, nil
+		}
+		first = resp.Chunks[len(resp.Chunks)-1].Index + 1
+		if first >= total {
+			return out, nil
+		}
+	}
+}

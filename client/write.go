@@ -1,0 +1,209 @@
+package client
+
+import (
+	"context"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// maxMutation bounds the data of one push and write, so that a chunkserver's
+// push buffer holds a bounded amount per client request.
+const maxMutation = 8 << 20
+
+// writeAt writes p at off of path, splitting at chunk boundaries, and then
+// tells the master the file now reaches off+len(p). It returns once every
+// replica of every chunk touched has applied the data.
+func (c *Client) writeAt(ctx context.Context, path string, p []byte, off int64) error {
+	if off < 0 {
+		return chunkfs.E("write", path, chunkfs.KindInvalid, "negative offset")
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	for n := 0; n < len(p); {
+		pos := off + int64(n)
+		idx, co := pos/c.chunkSize, pos%c.chunkSize
+		m := int(min(int64(len(p)-n), c.chunkSize-co, maxMutation))
+		if err := c.writeChunk(ctx, path, idx, co, p[n:n+m]); err != nil {
+			return err
+		}
+		n += m
+	}
+	return c.commitLength(ctx, path, off+int64(len(p)))
+}
+
+// writeChunk writes data at offset co of chunk idx: it asks the master for
+// the primary, pushes the data along the replicas nearest first, then asks
+// the primary to apply it on every replica. Failures are retried with a
+// fresh lease until RetryTimeout passes.
+func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, data []byte) error {
+	c.locs.forget(path, idx)
+	r := c.newRetrier()
+	for {
+		err := c.writeOnce(ctx, path, idx, co, data)
+		if err == nil {
+			return nil
+		}
+		c.log.Debug("chunkfs write: attempt failed", "path", path, "chunk", idx, "err", err)
+		if !r.again(ctx, err) {
+			return wrapOp("write", path, err)
+		}
+	}
+}
+
+func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data []byte) error {
+	loc, _, err := c.prepare(ctx, path, idx, false)
+	if err != nil {
+		return err
+	}
+	id := chunkfs.DataID(randomUint64())
+	if err := c.data.Push(ctx, loc.replicas, id, data); err != nil {
+		return err
+	}
+	cs, err := c.pool.ChunkServer(loc.primary)
+	if err != nil {
+		return err
+	}
+	_, err = cs.Write(ctx, &pb.WriteRequest{
+		Handle: uint64(loc.handle), Version: uint64(loc.version), Offset: co,
+		DataId: uint64(id), Length: int64(len(data)), Secondaries: secondaries(loc),
+	})
+	return err
+}
+
+// prepare asks the master for a primary of chunk idx, allocating the chunk
+// if needed. It returns the location and the cluster's chunk size.
+func (c *Client) prepare(ctx context.Context, path string, idx int64, appending bool) (*chunkLoc, int64, error) {
+	resp, err := c.master.PrepareWrite(ctx, &pb.PrepareWriteRequest{Caller: c.caller, Path: path, Index: idx, Append: appending})
+	if err != nil {
+		return nil, 0, err
+	}
+	c.observe(resp.StateId)
+	if resp.Chunk == nil || resp.Chunk.Primary == "" || len(resp.Chunk.Replicas) == 0 {
+		return nil, 0, chunkfs.E("write", path, chunkfs.KindUnavailable, "master granted no primary")
+	}
+	return c.near.locate(resp.Chunk), resp.ChunkSize, nil
+}
+
+// secondaries lists the replicas other than the primary.
+func secondaries(loc *chunkLoc) []string {
+	out := make([]string, 0, len(loc.replicas))
+	for _, a := range loc.replicas {
+		if a != loc.primary {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// commitLength tells the master the file has data up to length.
+func (c *Client) commitLength(ctx context.Context, path string, length int64) error {
+	resp, err := c.master.CommitLength(ctx, &pb.CommitLengthRequest{Caller: c.caller, Path: path, Length: length, Touch: true})
+	if err != nil {
+		return wrapOp("write", path, err)
+	}
+	c.observe(resp.StateId)
+	c.locs.setLength(path, resp.Length)
+	return nil
+}
+
+// appendRecord appends one framed record to path, starting at chunk idx (the
+// caller's guess of the last chunk). It returns the frame's offset in the
+// file and the chunk it landed in.
+func (c *Client) appendRecord(ctx context.Context, path string, frame []byte, idx int64) (int64, int64, error) {
+	if int64(len(frame)) > chunkfs.MaxRecordSize(c.chunkSize) {
+		return 0, idx, chunkfs.E("append", path, chunkfs.KindTooLarge, "record larger than a quarter of a chunk")
+	}
+	r := c.newRetrier()
+	for {
+		off, err := c.appendOnce(ctx, path, frame, idx)
+		switch {
+		case err == nil:
+			end := idx*c.chunkSize + off + int64(len(frame))
+			if err := c.commitLength(ctx, path, end); err != nil {
+				return 0, idx, err
+			}
+			return idx*c.chunkSize + off, idx, nil
+		case chunkfs.KindOf(err) == chunkfs.KindChunkFull:
+			idx++ // the primary padded the chunk: go on to the next
+			continue
+		}
+		c.log.Debug("chunkfs append: attempt failed", "path", path, "chunk", idx, "err", err)
+		if last, lerr := c.lastChunk(ctx, path); lerr == nil && last > idx {
+			idx = last // other appenders moved on: so do we
+			continue
+		}
+		if !r.again(ctx, err) {
+			return 0, idx, wrapOp("append", path, err)
+		}
+	}
+}
+
+func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx int64) (int64, error) {
+	loc, chunkSize, err := c.prepare(ctx, path, idx, true)
+	if err != nil {
+		return 0, err
+	}
+	id := chunkfs.DataID(randomUint64())
+	if err := c.data.Push(ctx, loc.replicas, id, frame); err != nil {
+		return 0, err
+	}
+	cs, err := c.pool.ChunkServer(loc.primary)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := cs.Append(ctx, &pb.AppendRequest{
+		Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
+		Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize,
+	})
+	if err != nil {
+		return 0, err
+	}
+	return resp.Offset, nil
+}
+
+// lastChunk returns the index of path's last chunk (0 for an empty file).
+func (c *Client) lastChunk(ctx context.Context, path string) (int64, error) {
+	fi, err := c.Stat(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	if fi.Chunks > 0 {
+		return fi.Chunks - 1, nil
+	}
+	return fi.Length / c.chunkSize, nil
+}
+
+// syncChunks makes every replica of the chunks covering [off, end) fsync.
+func (c *Client) syncChunks(ctx context.Context, path string, off, end int64) error {
+	for idx := off / c.chunkSize; idx*c.chunkSize < end; idx++ {
+		if err := c.syncChunk(ctx, path, idx); err != nil {
+			return wrapOp("sync", path, err)
+		}
+	}
+	return nil
+}
+
+func (c *Client) syncChunk(ctx context.Context, path string, idx int64) error {
+	r := c.newRetrier()
+	for {
+		err := c.syncOnce(ctx, path, idx)
+		if err == nil || !r.again(ctx, err) {
+			return err
+		}
+	}
+}
+
+func (c *Client) syncOnce(ctx context.Context, path string, idx int64) error {
+	loc, _, err := c.prepare(ctx, path, idx, false)
+	if err != nil {
+		return err
+	}
+	cs, err := c.pool.ChunkServer(loc.primary)
+	if err != nil {
+		return err
+	}
+	_, err = cs.Sync(ctx, &pb.SyncRequest{Handle: uint64(loc.handle), Version: uint64(loc.version), Secondaries: secondaries(loc)})
+	return err
+}
