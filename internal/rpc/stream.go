@@ -1,0 +1,253 @@
+package rpc
+
+// The data stream: a lean framed protocol over TCP for bulk chunk data,
+// beside gRPC on the same port (see Mux).
+//
+// A connection opens with the 4-byte StreamMagic, then carries requests one
+// after another, each answered before the next is read. Every message is a
+// frame:
+//
+//	type u8 | 0 u8 | 0 u16 | length u32 | CRC32C of the payload u32 | payload
+//
+// little-endian, with a payload of at most chunkfs.MaxFrameSize bytes.
+//
+// PUSH  client → replica: a push frame {data ID u64, length u64, n u8,
+// n × (u8 length, address)} naming the rest of the chain, then data frames
+// carrying length bytes. The replica forwards each frame to the next address
+// as soon as it has checked it (cut-through), keeps the data in its buffer,
+// and answers with an ok frame once it and every replica after it hold the
+// data, or an error frame.
+//
+// READ  client → replica: a read frame {handle u64, version u64, offset i64,
+// length u32}; the replica answers with data frames of verified chunk data
+// and an ok frame whose payload is one byte, 1 if the chunk ended before
+// length bytes, or with an error frame {kind u8, message} at any point.
+//
+// A frame that breaks these rules (bad magic, unknown type, oversized
+// length, bad checksum, unexpected type) closes the connection.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/checksum"
+)
+
+// StreamMagic opens every data-stream connection.
+const StreamMagic = "CKD1"
+
+// Stream limits.
+const (
+	frameHeaderSize = 12
+	// MaxPushSize bounds the data of one push.
+	MaxPushSize = 64 << 20
+	// MaxReadSize bounds the length of one read request.
+	MaxReadSize = 64 << 20
+	maxAddrLen  = 255
+	maxErrMsg   = 1024
+)
+
+type frameType uint8
+
+const (
+	framePush frameType = iota + 1
+	frameRead
+	frameData
+	frameOK
+	frameError
+	frameTypeEnd
+)
+
+func (t frameType) String() string {
+	switch t {
+	case framePush:
+		return "push"
+	case frameRead:
+		return "read"
+	case frameData:
+		return "data"
+	case frameOK:
+		return "ok"
+	case frameError:
+		return "error"
+	}
+	return fmt.Sprintf("frame type %d", uint8(t))
+}
+
+// errProtocol is returned for a frame that breaks the protocol; the
+// connection it came on is closed.
+type errProtocol struct {
+	reason   string
+	checksum bool // a payload failed its checksum
+}
+
+func (e *errProtocol) Error() string { return "data stream protocol error: " + e.reason }
+
+func protocolError(format string, args ...any) error {
+	return &errProtocol{reason: fmt.Sprintf(format, args...)}
+}
+
+// frameHeader is a decoded frame header.
+type frameHeader struct {
+	typ    frameType
+	length int
+	sum    uint32
+}
+
+func putHeader(b []byte, t frameType, length int, sum uint32) {
+	b[0], b[1], b[2], b[3] = byte(t), 0, 0, 0
+	binary.LittleEndian.PutUint32(b[4:], uint32(length))
+	binary.LittleEndian.PutUint32(b[8:], sum)
+}
+
+// parseHeader decodes and checks a frame header.
+func parseHeader(b []byte) (frameHeader, error) {
+	h := frameHeader{typ: frameType(b[0]), length: int(binary.LittleEndian.Uint32(b[4:])), sum: binary.LittleEndian.Uint32(b[8:])}
+	switch {
+	case h.typ == 0 || h.typ >= frameTypeEnd:
+		return h, protocolError("unknown frame type %d", b[0])
+	case b[1] != 0 || b[2] != 0 || b[3] != 0:
+		return h, protocolError("reserved header bytes not zero")
+	case h.length > chunkfs.MaxFrameSize:
+		return h, protocolError("frame of %d bytes exceeds %d", h.length, chunkfs.MaxFrameSize)
+	}
+	return h, nil
+}
+
+// readHeader reads one frame header.
+func readHeader(r io.Reader, buf []byte) (frameHeader, error) {
+	if _, err := io.ReadFull(r, buf[:frameHeaderSize]); err != nil {
+		return frameHeader{}, err
+	}
+	return parseHeader(buf)
+}
+
+// readPayload reads h's payload into p (len(p) == h.length) and checks it.
+func readPayload(r io.Reader, h frameHeader, p []byte) error {
+	if _, err := io.ReadFull(r, p); err != nil {
+		return err
+	}
+	if checksum.Sum(p) != h.sum {
+		return &errProtocol{reason: h.typ.String() + " frame fails its checksum", checksum: true}
+	}
+	return nil
+}
+
+// frame appends a whole frame to b.
+func appendFrame(b []byte, t frameType, payload []byte) []byte {
+	var hdr [frameHeaderSize]byte
+	putHeader(hdr[:], t, len(payload), checksum.Sum(payload))
+	return append(append(b, hdr[:]...), payload...)
+}
+
+// pushRequest is the payload of a push frame.
+type pushRequest struct {
+	id     chunkfs.DataID
+	length int64
+	chain  []string // replicas after the receiver
+}
+
+func (p *pushRequest) encode() ([]byte, error) {
+	if len(p.chain) > chunkfs.MaxReplication {
+		return nil, chunkfs.E("push", "", chunkfs.KindInvalid, "chain too long")
+	}
+	b := binary.LittleEndian.AppendUint64(nil, uint64(p.id))
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.length))
+	b = append(b, byte(len(p.chain)))
+	for _, a := range p.chain {
+		if len(a) == 0 || len(a) > maxAddrLen {
+			return nil, chunkfs.E("push", a, chunkfs.KindInvalid, "bad replica address")
+		}
+		b = append(append(b, byte(len(a))), a...)
+	}
+	return b, nil
+}
+
+func decodePush(b []byte) (*pushRequest, error) {
+	if len(b) < 17 {
+		return nil, protocolError("short push frame")
+	}
+	p := &pushRequest{id: chunkfs.DataID(binary.LittleEndian.Uint64(b)), length: int64(binary.LittleEndian.Uint64(b[8:]))}
+	if p.length < 0 || p.length > MaxPushSize {
+		return nil, protocolError("push of %d bytes exceeds %d", p.length, MaxPushSize)
+	}
+	n := int(b[16])
+	if n > chunkfs.MaxReplication {
+		return nil, protocolError("push chain of %d replicas", n)
+	}
+	b = b[17:]
+	for range n {
+		if len(b) < 1 || int(b[0]) == 0 || len(b) < 1+int(b[0]) {
+			return nil, protocolError("bad push chain")
+		}
+		p.chain = append(p.chain, string(b[1:1+b[0]]))
+		b = b[1+b[0]:]
+	}
+	if len(b) != 0 {
+		return nil, protocolError("trailing bytes in push frame")
+	}
+	return p, nil
+}
+
+// readRequest is the payload of a read frame.
+type readRequest struct {
+	handle  chunkfs.Handle
+	version chunkfs.Version
+	off     int64
+	length  int
+}
+
+func (r *readRequest) encode() []byte {
+	b := binary.LittleEndian.AppendUint64(nil, uint64(r.handle))
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.version))
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.off))
+	return binary.LittleEndian.AppendUint32(b, uint32(r.length))
+}
+
+func decodeRead(b []byte) (*readRequest, error) {
+	if len(b) != 28 {
+		return nil, protocolError("read frame of %d bytes", len(b))
+	}
+	r := &readRequest{
+		handle:  chunkfs.Handle(binary.LittleEndian.Uint64(b)),
+		version: chunkfs.Version(binary.LittleEndian.Uint64(b[8:])),
+		off:     int64(binary.LittleEndian.Uint64(b[16:])),
+		length:  int(binary.LittleEndian.Uint32(b[24:])),
+	}
+	if r.off < 0 || r.length > MaxReadSize {
+		return nil, protocolError("read of %d bytes at %d", r.length, r.off)
+	}
+	return r, nil
+}
+
+// encodeError is the payload of an error frame.
+func encodeError(err error) []byte {
+	k := chunkfs.KindOf(err)
+	msg := err.Error()
+	var e *chunkfs.Error
+	if errors.As(err, &e) && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if len(msg) > maxErrMsg {
+		msg = msg[:maxErrMsg]
+	}
+	return append([]byte{byte(k)}, msg...)
+}
+
+func decodeError(op, path string, b []byte) error {
+	if len(b) < 1 || len(b) > 1+maxErrMsg {
+		return protocolError("bad error frame")
+	}
+	k := chunkfs.Kind(b[0])
+	if !k.Valid() {
+		k = chunkfs.KindOther
+	}
+	var inner error
+	if len(b) > 1 {
+		inner = errors.New(string(b[1:]))
+	}
+	return &chunkfs.Error{Op: op, Path: path, Kind: k, Err: inner}
+}

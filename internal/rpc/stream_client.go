@@ -1,0 +1,275 @@
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// maxIdlePerAddr bounds the idle data connections kept per address.
+const maxIdlePerAddr = 8
+
+// DataClient is the client side of the data stream: it pushes data along
+// chains of chunkservers and reads chunk data. It keeps a pool of
+// connections per address and is safe for concurrent use; each request has
+// a connection to itself.
+type DataClient struct {
+	dialer net.Dialer
+
+	mu     sync.Mutex // guards idle and closed
+	idle   map[string][]*dataConn
+	closed bool
+}
+
+// NewDataClient returns a client with an empty pool.
+func NewDataClient() *DataClient {
+	return &DataClient{dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, idle: make(map[string][]*dataConn)}
+}
+
+// dataConn is one pooled connection, used by one request at a time.
+type dataConn struct {
+	c            *DataClient
+	addr         string
+	conn         net.Conn
+	r            *bufio.Reader
+	hdr          [frameHeaderSize]byte
+	stop         func() bool   // cancels the context watch
+	frameTimeout time.Duration // when forwarding: per-frame deadline
+	err          error         // sticky forwarding error
+}
+
+func unavailable(op, addr string, err error) error {
+	var e *chunkfs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &chunkfs.Error{Op: op, Path: addr, Kind: chunkfs.KindUnavailable, Err: err}
+}
+
+// get returns an idle connection to addr or dials a new one.
+func (c *DataClient) get(ctx context.Context, addr string) (*dataConn, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errPoolClosed
+	}
+	if l := c.idle[addr]; len(l) > 0 {
+		dc := l[len(l)-1]
+		c.idle[addr] = l[:len(l)-1]
+		c.mu.Unlock()
+		dc.watch(ctx)
+		return dc, nil
+	}
+	c.mu.Unlock()
+	conn, err := c.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, unavailable("dial", addr, err)
+	}
+	conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, StreamMagic); err != nil {
+		conn.Close()
+		return nil, unavailable("dial", addr, err)
+	}
+	dc := &dataConn{c: c, addr: addr, conn: conn, r: bufio.NewReaderSize(conn, 16<<10)}
+	dc.watch(ctx)
+	return dc, nil
+}
+
+// watch aborts the connection's I/O when ctx is done.
+func (dc *dataConn) watch(ctx context.Context) {
+	dc.stop = context.AfterFunc(ctx, func() { dc.conn.SetDeadline(time.Unix(1, 0)) })
+}
+
+// setDeadline applies ctx's deadline, or DefaultTimeout, to the connection.
+func (dc *dataConn) setDeadline(ctx context.Context) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		d = time.Now().Add(DefaultTimeout)
+	}
+	dc.conn.SetDeadline(d)
+}
+
+// release returns a healthy connection to the pool.
+func (dc *dataConn) release() {
+	if !dc.stop() {
+		dc.conn.Close() // the context fired: the deadline is spoiled
+		return
+	}
+	dc.conn.SetDeadline(time.Time{})
+	dc.frameTimeout, dc.err = 0, nil
+	c := dc.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || len(c.idle[dc.addr]) >= maxIdlePerAddr {
+		dc.conn.Close()
+		return
+	}
+	c.idle[dc.addr] = append(c.idle[dc.addr], dc)
+}
+
+// close drops a connection that may be out of step.
+func (dc *dataConn) close() {
+	dc.stop()
+	dc.conn.Close()
+}
+
+// readFrame reads one whole answer frame (not data frames of a read).
+func (dc *dataConn) readFrame() (frameHeader, []byte, error) {
+	h, err := readHeader(dc.r, dc.hdr[:])
+	if err != nil {
+		return h, nil, err
+	}
+	payload := make([]byte, h.length)
+	return h, payload, readPayload(dc.r, h, payload)
+}
+
+// Push sends data to chain[0], which forwards it along chain; it returns
+// once every replica in chain holds it under id.
+func (c *DataClient) Push(ctx context.Context, chain []string, id chunkfs.DataID, data []byte) error {
+	if len(chain) == 0 || len(chain) > chunkfs.MaxReplication {
+		return chunkfs.E("push", "", chunkfs.KindInvalid, "chain must name 1 to 16 replicas")
+	}
+	if len(data) > MaxPushSize {
+		return chunkfs.E("push", "", chunkfs.KindTooLarge, "push larger than 64 MiB")
+	}
+	dc, err := c.startPush(ctx, chain[0], &pushRequest{id: id, length: int64(len(data)), chain: chain[1:]})
+	if err != nil {
+		return err
+	}
+	if err := dc.sendData(data); err != nil {
+		dc.close()
+		return ctxErr(ctx, err)
+	}
+	return ctxErr(ctx, dc.finishPush(chain[0]))
+}
+
+// ctxErr prefers the context's own failure, as KindUnavailable, over the
+// I/O error it caused.
+func ctxErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && chunkfs.KindOf(err) == chunkfs.KindUnavailable {
+		return &chunkfs.Error{Op: "data stream", Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
+	}
+	return err
+}
+
+// Read reads up to len(p) bytes at off from chunk h (replica version must
+// be ≥ v) on the chunkserver at addr; it returns n < len(p) and io.EOF
+// when the chunk's data ends first.
+func (c *DataClient) Read(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte) (int, error) {
+	if off < 0 {
+		return 0, chunkfs.E("read", addr, chunkfs.KindInvalid, "negative offset")
+	}
+	n := 0
+	for n < len(p) {
+		m := min(len(p)-n, MaxReadSize)
+		got, err := c.readOnce(ctx, addr, &readRequest{handle: h, version: v, off: off + int64(n), length: m}, p[n:n+m])
+		n += got
+		if err != nil {
+			return n, ctxErr(ctx, err)
+		}
+	}
+	return n, nil
+}
+
+// readOnce makes one read request of len(p) bytes.
+func (c *DataClient) readOnce(ctx context.Context, addr string, req *readRequest, p []byte) (int, error) {
+	dc, err := c.get(ctx, addr)
+	if err != nil {
+		return 0, err
+	}
+	dc.setDeadline(ctx)
+	if _, err := dc.conn.Write(appendFrame(nil, frameRead, req.encode())); err != nil {
+		dc.close()
+		return 0, unavailable("read", addr, err)
+	}
+	n, err := dc.receiveRead(p)
+	var remote *chunkfs.Error
+	switch {
+	case err == nil:
+	case err == errChunkEnd:
+		err = io.EOF
+	case errors.As(err, &remote):
+	default:
+		dc.close()
+		return n, streamFailure("read", addr, err)
+	}
+	dc.release()
+	return n, err
+}
+
+// errChunkEnd marks the end of a read answered short because the chunk ended.
+var errChunkEnd = errors.New("end of chunk")
+
+// streamFailure classifies an error that leaves a connection out of step: a
+// frame failing its checksum is KindChecksum, a broken protocol KindOther,
+// anything else (I/O) KindUnavailable.
+func streamFailure(op, addr string, err error) error {
+	var perr *errProtocol
+	switch {
+	case errors.As(err, &perr) && perr.checksum:
+		return &chunkfs.Error{Op: op, Path: addr, Kind: chunkfs.KindChecksum, Err: err}
+	case errors.As(err, &perr):
+		return &chunkfs.Error{Op: op, Path: addr, Kind: chunkfs.KindOther, Err: err}
+	}
+	return unavailable(op, addr, err)
+}
+
+// receiveRead reads the data frames answering a read into p, then its end.
+func (dc *dataConn) receiveRead(p []byte) (int, error) {
+	n := 0
+	for {
+		h, err := readHeader(dc.r, dc.hdr[:])
+		if err != nil {
+			return n, err
+		}
+		if h.typ != frameData {
+			return n, dc.readEnd(h, n == len(p))
+		}
+		if h.length > len(p)-n {
+			return n, protocolError("read answered with more data than asked")
+		}
+		if err := readPayload(dc.r, h, p[n:n+h.length]); err != nil {
+			return n, err
+		}
+		n += h.length
+	}
+}
+
+// readEnd decodes the frame that ends a read's answer.
+func (dc *dataConn) readEnd(h frameHeader, full bool) error {
+	payload := make([]byte, h.length)
+	if err := readPayload(dc.r, h, payload); err != nil {
+		return err
+	}
+	switch {
+	case h.typ == frameError:
+		return decodeError("read", dc.addr, payload)
+	case h.typ != frameOK || len(payload) != 1:
+		return protocolError("unexpected %v frame answering a read", h.typ)
+	case payload[0] == 1:
+		return errChunkEnd
+	case !full:
+		return protocolError("read answered short without end of chunk")
+	}
+	return nil
+}
+
+// Close closes the idle connections; requests in flight finish on theirs.
+func (c *DataClient) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for addr, l := range c.idle {
+		for _, dc := range l {
+			dc.conn.Close()
+		}
+		delete(c.idle, addr)
+	}
+	return nil
+}

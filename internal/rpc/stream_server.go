@@ -1,0 +1,227 @@
+package rpc
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// StreamHandler is what a StreamServer serves: a place to keep pushed data
+// and verified chunk reads. Both must be safe for concurrent use.
+type StreamHandler interface {
+	// BeginPush returns a buffer of n bytes to receive data id into. The
+	// server calls done(true) once the buffer holds the whole data, checked,
+	// or done(false) if the push failed; then it no longer touches buf.
+	BeginPush(id chunkfs.DataID, n int64) (buf []byte, done func(ok bool), err error)
+	// ReadChunk reads up to len(p) verified bytes at off from chunk h, whose
+	// replica version must be at least v, with the semantics of
+	// chunkstore.Store.ReadWithSums: io.EOF when the chunk ends first, and
+	// the checksums of the blocks returned whole appended to sums when off
+	// is block-aligned.
+	ReadChunk(h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, sums []uint32) (int, []uint32, error)
+}
+
+// StreamConfig configures a StreamServer.
+type StreamConfig struct {
+	// IdleTimeout bounds the wait for the next request on a connection.
+	IdleTimeout time.Duration
+	// FrameTimeout bounds the wait for each frame inside a request, and
+	// each write of an answer.
+	FrameTimeout time.Duration
+	// Client forwards pushes to the next replica of a chain.
+	Client *DataClient
+	Logger *slog.Logger
+}
+
+// DefaultStreamConfig returns the default configuration, with its own
+// forwarding client.
+func DefaultStreamConfig() StreamConfig {
+	return StreamConfig{IdleTimeout: 5 * time.Minute, FrameTimeout: 30 * time.Second, Client: NewDataClient(), Logger: slog.Default()}
+}
+
+// Validate reports whether c is usable.
+func (c *StreamConfig) Validate() error {
+	switch {
+	case c.IdleTimeout <= 0 || c.FrameTimeout <= 0:
+		return errors.New("stream: timeouts must be positive")
+	case c.Client == nil:
+		return errors.New("stream: no forwarding client")
+	case c.Logger == nil:
+		return errors.New("stream: no logger")
+	}
+	return nil
+}
+
+// StreamServer serves the data stream on connections handed to it.
+type StreamServer struct {
+	h   StreamHandler
+	cfg StreamConfig
+	log *slog.Logger
+
+	mu     sync.Mutex // guards conns and closed
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewStreamServer returns a server of h.
+func NewStreamServer(h StreamHandler, cfg StreamConfig) (*StreamServer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &StreamServer{h: h, cfg: cfg, log: cfg.Logger, conns: make(map[net.Conn]struct{})}, nil
+}
+
+// Serve accepts connections from lis, serving each in its own goroutine,
+// until lis fails or the server is closed.
+func (s *StreamServer) Serve(lis net.Listener) error {
+	for {
+		conn, err := lis.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			return err
+		}
+		if !s.track(conn) {
+			conn.Close()
+			return nil
+		}
+		go s.serveConn(conn)
+	}
+}
+
+func (s *StreamServer) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *StreamServer) track(conn net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[conn] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+// Close closes every connection and waits for their goroutines.
+func (s *StreamServer) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// ServeConn serves one connection until it closes or breaks the protocol.
+func (s *StreamServer) ServeConn(conn net.Conn) {
+	if s.track(conn) {
+		s.serveConn(conn)
+	} else {
+		conn.Close()
+	}
+}
+
+func (s *StreamServer) serveConn(conn net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, conn)
+		s.mu.Unlock()
+		conn.Close()
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("data stream panic", "remote", conn.RemoteAddr(), "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	sc := &streamConn{s: s, conn: conn, r: bufio.NewReaderSize(conn, 16<<10)}
+	err := sc.serve()
+	var perr *errProtocol
+	switch {
+	case errors.As(err, &perr):
+		s.log.Warn("data stream connection closed", "remote", conn.RemoteAddr(), "reason", perr.reason)
+	case err != nil && !errors.Is(err, io.EOF) && !s.isClosed():
+		s.log.Info("data stream connection closed", "remote", conn.RemoteAddr(), "err", err)
+	}
+}
+
+// streamConn is the server side of one connection; it is used by one
+// goroutine.
+type streamConn struct {
+	s    *StreamServer
+	conn net.Conn
+	r    *bufio.Reader
+	hdr  [frameHeaderSize]byte
+	req  []byte   // request payload buffer
+	buf  []byte   // read buffer
+	sums []uint32 // block checksums of buf
+}
+
+func (c *streamConn) serve() error {
+	c.conn.SetReadDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
+	var magic [len(StreamMagic)]byte
+	if _, err := io.ReadFull(c.r, magic[:]); err != nil {
+		return err
+	}
+	if string(magic[:]) != StreamMagic {
+		return protocolError("bad magic %q", magic[:])
+	}
+	for {
+		c.conn.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		if err := c.serveRequest(); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *streamConn) serveRequest() error {
+	h, err := readHeader(c.r, c.hdr[:])
+	if err != nil {
+		return err
+	}
+	c.conn.SetReadDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
+	if cap(c.req) < h.length {
+		c.req = make([]byte, h.length)
+	}
+	payload := c.req[:h.length]
+	if err := readPayload(c.r, h, payload); err != nil {
+		return err
+	}
+	switch h.typ {
+	case framePush:
+		req, err := decodePush(payload)
+		if err != nil {
+			return err
+		}
+		return c.servePush(req)
+	case frameRead:
+		req, err := decodeRead(payload)
+		if err != nil {
+			return err
+		}
+		return c.serveRead(req)
+	}
+	return protocolError("unexpected %v frame for a request", h.typ)
+}
+
+// reply writes one frame with a deadline.
+func (c *streamConn) reply(t frameType, payload []byte) error {
+	c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
+	_, err := c.conn.Write(appendFrame(nil, t, payload))
+	return err
+}
