@@ -1,0 +1,145 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// countingBackend counts the calls that cross to the cluster.
+type countingBackend struct {
+	Backend
+	stats, lists, reads, writes atomic.Int64
+}
+
+func (b *countingBackend) Stat(ctx context.Context, c chunkfs.Caller, p string) (*chunkfs.FileInfo, error) {
+	b.stats.Add(1)
+	return b.Backend.Stat(ctx, c, p)
+}
+
+func (b *countingBackend) ReadDir(ctx context.Context, c chunkfs.Caller, p string) ([]*chunkfs.FileInfo, error) {
+	b.lists.Add(1)
+	return b.Backend.ReadDir(ctx, c, p)
+}
+
+func (b *countingBackend) Open(ctx context.Context, c chunkfs.Caller, p string, write bool) (File, *chunkfs.FileInfo, error) {
+	f, fi, err := b.Backend.Open(ctx, c, p, write)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &countingFile{File: f, b: b}, fi, nil
+}
+
+func (b *countingBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm os.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, error) {
+	f, fi, err := b.Backend.Create(ctx, c, p, perm, excl, trunc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &countingFile{File: f, b: b}, fi, nil
+}
+
+type countingFile struct {
+	File
+	b *countingBackend
+}
+
+func (f *countingFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	f.b.reads.Add(1)
+	return f.File.ReadAt(ctx, p, off)
+}
+
+func (f *countingFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	f.b.writes.Add(1)
+	return f.File.WriteAt(ctx, p, off)
+}
+
+func readAll(t *testing.T, p string) []byte {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestCacheLayers checks what each layer saves, by counting calls to the
+// backend: quick-read and io-cache, read-ahead, write-behind and
+// stat-prefetch, then the same with --no-cache.
+func TestCacheLayers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		on   bool
+	}{{"cached", DefaultConfig(), true}, {"nocache", DefaultConfig().NoCache(), false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &countingBackend{Backend: newMemBackend()}
+			mnt := mountT(t, b, tc.cfg)
+			small, big := filepath.Join(mnt, "small"), filepath.Join(mnt, "big")
+			// Written behind the mount's back, so no page is cached yet.
+			sf, _, err := b.Backend.Create(context.Background(), chunkfs.Root, "/small", 0o644, true, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sf.WriteAt(context.Background(), bytes.Repeat([]byte("s"), 40<<10), 0)
+			bigData := bytes.Repeat([]byte("0123456789abcdef"), 8<<20/16)
+			b.writes.Store(0)
+			writeFile(t, big, bigData)
+			if w := b.writes.Load(); tc.on && w > 4 {
+				t.Errorf("write-behind: 8 MiB took %d writes to the cluster", w)
+			}
+
+			b.reads.Store(0)
+			readAll(t, small)
+			if r := b.reads.Load(); r != 1 && tc.on {
+				t.Errorf("quick-read: %d reads for a small file, want 1", r)
+			}
+			b.reads.Store(0)
+			readAll(t, small)
+			if r := b.reads.Load(); tc.on && r != 0 {
+				t.Errorf("io-cache: reopening an unchanged file read %d times, want 0", r)
+			}
+			if r := b.reads.Load(); !tc.on && r == 0 {
+				t.Error("no-cache: reopening read nothing from the cluster")
+			}
+
+			if err := os.Truncate(big, int64(len(bigData))); err != nil { // new mtime: the page cache goes
+				t.Fatal(err)
+			}
+			b.reads.Store(0)
+			if got := readAll(t, big); !bytes.Equal(got, bigData) {
+				t.Fatal("big file differs")
+			}
+			if r := b.reads.Load(); tc.on && r > 4 {
+				t.Errorf("read-ahead: 8 MiB took %d reads from the cluster", r)
+			}
+
+			for i := 0; i < 20; i++ {
+				writeFile(t, filepath.Join(mnt, "f"+string(rune('a'+i))), nil)
+			}
+			b.stats.Store(0)
+			es, err := os.ReadDir(mnt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				if _, err := os.Lstat(filepath.Join(mnt, e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if s := b.stats.Load(); tc.on && s > 2 {
+				t.Errorf("stat-prefetch: ls -l of %d entries took %d stats", len(es), s)
+			}
+		})
+	}
+}
