@@ -98,7 +98,7 @@ type runner interface {
 func WorkerMain(ctx context.Context, in io.Reader, out io.Writer) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	enc := json.NewEncoder(out)
-	task, err := readTask(br)
+	task, err := decodeTaskLine(br)
 	if err != nil {
 		enc.Encode(workerMsg{Err: err.Error()})
 		return err
@@ -145,8 +145,8 @@ func readyAndRun(ctx context.Context, r runner, br *bufio.Reader, enc *json.Enco
 	return r.run(ctx)
 }
 
-// readTask decodes the first line of in.
-func readTask(br *bufio.Reader) (Task, error) {
+// decodeTaskLine decodes the first line of in.
+func decodeTaskLine(br *bufio.Reader) (Task, error) {
 	line, err := readLine(br)
 	if err != nil {
 		return Task{}, fmt.Errorf("read task: %w", err)

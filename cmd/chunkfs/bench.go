@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/chunkfs/chunkfs/internal/bench"
+)
+
+// runBench is `chunkfs bench gfs`: the GFS paper's Figure 3 (reads, writes
+// and record appends by N clients) on a shaped network-namespace testbed.
+// It needs root.
+func runBench(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "gfs" {
+		return benchUsage("usage: chunkfs bench gfs [--quick] [--scale F] [--clients 1,2,4,8,16] [--out DIR]")
+	}
+	cfg, out, verbose, err := benchFlags(args[1:])
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cfg.Binary, cfg.WorkerArgv = exe, []string{exe, "bench-worker"}
+	if err := cfg.Validate(); err != nil {
+		return benchUsage("%v", err)
+	}
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// Ctrl-C and SIGTERM cancel the run, which tears the testbed down.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := bench.Run(ctx, cfg, log)
+	if rep != nil && len(rep.Points) > 0 {
+		if terr := benchOutput(rep, out); terr != nil {
+			err = errors.Join(err, terr)
+		}
+	}
+	if err == nil && len(rep.Failed()) > 0 {
+		err = fmt.Errorf("%d of %d points failed", len(rep.Failed()), len(rep.Points))
+	}
+	return err
+}
+
+// benchOutput prints the table and writes the CSV, JSON and PNG files.
+func benchOutput(rep *bench.Report, out string) error {
+	if err := rep.WriteTable(os.Stdout); err != nil {
+		return err
+	}
+	paths, err := rep.SaveFiles(out)
+	for _, p := range paths {
+		fmt.Fprintf(os.Stdout, "wrote %s\n", p)
+	}
+	return err
+}
+
+// benchFlags parses the options of `chunkfs bench gfs`.
+func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err error) {
+	fs := flag.NewFlagSet("bench gfs", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	quick := fs.Bool("quick", false, "a smoke run: 3 chunkservers, N = 1,2, about 2 s a point")
+	scale := fs.Float64("scale", 0.1, "network rates relative to the paper's (100 Mbit/s NICs, 1 Gbit/s link)")
+	clients := fs.String("clients", "", "values of N, comma-separated (default 1,2,4,8,16; --quick: 1,2)")
+	workloads := fs.String("workloads", "reads,writes,appends", "workloads to run, comma-separated")
+	duration := fs.Duration("duration", 0, "about how long each point takes at its limit (default 20s; --quick: 2s)")
+	record := fs.Int64("record-size", 0, "record append size in bytes (default 1 MiB)")
+	queue := fs.Duration("queue", 0, "switch port buffer, as the longest queueing delay (default 50ms)")
+	chunkSize := fs.Int64("chunk-size", 0, "chunk size passed to the master (default: the master's)")
+	calibrate := fs.Bool("calibrate", true, "measure one raw TCP stream across the testbed first")
+	workDir := fs.String("work-dir", "", "where the servers keep their data and logs (default: the system temp dir)")
+	fs.StringVar(&out, "out", "bench-out", "directory for gfs.csv, gfs.json and gfs.png")
+	fs.BoolVar(&verbose, "v", false, "log every command the testbed runs")
+	if err = fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return cfg, "", false, err
+		}
+		return cfg, "", false, benchUsage("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return cfg, "", false, benchUsage("unexpected argument %q", fs.Arg(0))
+	}
+	cfg = bench.DefaultConfig()
+	if *quick {
+		cfg = bench.QuickConfig()
+	}
+	if *scale <= 0 || *scale > 10 {
+		return cfg, "", false, benchUsage("--scale %g out of range (0, 10]", *scale)
+	}
+	cfg.WithScale(*scale)
+	if *clients != "" {
+		if cfg.Clients, err = parseInts(*clients); err != nil {
+			return cfg, "", false, benchUsage("--clients: %v", err)
+		}
+		cfg.Testbed.Clients = max(cfg.Testbed.Clients, maxInt(cfg.Clients))
+	}
+	if cfg.Workloads, err = bench.ParseWorkloads(*workloads); err != nil {
+		return cfg, "", false, benchUsage("--workloads: %v", err)
+	}
+	setIf(&cfg.Duration, *duration)
+	setIf(&cfg.RecordSize, *record)
+	setIf(&cfg.Testbed.Queue, *queue)
+	if *chunkSize > 0 {
+		cfg.MasterArgs = append(cfg.MasterArgs, "--chunk-size", strconv.FormatInt(*chunkSize, 10))
+	}
+	cfg.Calibrate, cfg.WorkDir = *calibrate, *workDir
+	return cfg, out, verbose, nil
+}
+
+func setIf[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
+	}
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func maxInt(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// runBenchWorker is the hidden `chunkfs bench-worker` subcommand: one
+// benchmark client, run by `chunkfs bench` inside a client's network
+// namespace. It reads its task from standard input and reports on standard
+// output (JSON lines).
+func runBenchWorker(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		return benchUsage("bench-worker takes no arguments; it is started by chunkfs bench")
+	}
+	return bench.WorkerMain(ctx, os.Stdin, os.Stdout)
+}
+
+// benchUsage is an error in the command line of chunkfs bench.
+func benchUsage(format string, args ...any) error {
+	return fmt.Errorf("bench: "+format, args...)
+}

@@ -1,0 +1,325 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path"
+	"time"
+
+	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// setupTask prepares a task: connects, opens files, listens. Nothing it does
+// is measured.
+func setupTask(ctx context.Context, t Task) (runner, error) {
+	switch t.Op {
+	case OpSink:
+		return newSink(t.Addr)
+	case OpSource:
+		return newSource(ctx, t.Addr, t.Bytes)
+	case OpWait:
+		return &waitTask{master: t.Master, servers: t.Servers}, nil
+	}
+	c, err := dialClient(ctx, t.Master, int(t.IOSize))
+	if err != nil {
+		return nil, err
+	}
+	r, err := setupFSTask(ctx, c, t)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func setupFSTask(ctx context.Context, c *client.Client, t Task) (runner, error) {
+	if err := makeParents(ctx, c, t); err != nil {
+		return nil, err
+	}
+	switch t.Op {
+	case OpPrepare:
+		return &prepareTask{c: c, files: t.Files, size: t.Bytes, io: t.IOSize}, nil
+	case OpRead:
+		return newReadTask(ctx, c, t)
+	case OpWrite:
+		f, err := c.Create(ctx, t.Path)
+		if err != nil {
+			return nil, err
+		}
+		return &writeTask{c: c, f: f, bytes: t.Bytes, io: t.IOSize}, nil
+	case OpAppend:
+		f, err := c.OpenFile(ctx, t.Path, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		return &appendTask{c: c, f: f, bytes: t.Bytes, io: t.IOSize}, nil
+	}
+	return nil, fmt.Errorf("task %s is not a file system task", t.Op)
+}
+
+// makeParents makes the directories the task's files go in.
+func makeParents(ctx context.Context, c *client.Client, t Task) error {
+	dirs := map[string]bool{}
+	switch t.Op {
+	case OpWrite, OpAppend:
+		dirs[path.Dir(t.Path)] = true
+	case OpPrepare:
+		for _, f := range t.Files {
+			dirs[path.Dir(f)] = true
+		}
+	}
+	for d := range dirs {
+		if err := c.MkdirAll(ctx, d, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dialClient connects to the master with a write buffer of one operation, so
+// that each of the workload's writes is one mutation, as in the paper.
+func dialClient(ctx context.Context, master string, writeBuffer int) (*client.Client, error) {
+	cfg := client.DefaultConfig()
+	cfg.Master = master
+	cfg.WriteBuffer = writeBuffer
+	return client.New(ctx, cfg)
+}
+
+// payload returns n bytes of incompressible data.
+func payload(n int64, seed uint64) []byte {
+	b := make([]byte, n)
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16), byte(seed >> 24)})
+	r.Read(b)
+	return b
+}
+
+// waitTask polls the master until it reports enough live chunkservers.
+type waitTask struct {
+	master  string
+	servers int
+}
+
+func (w *waitTask) run(ctx context.Context) (Result, error) {
+	pool := rpc.NewPool()
+	defer pool.Close()
+	return timed(func() (int64, int64, error) {
+		for polls := int64(1); ; polls++ {
+			if n, err := liveServers(ctx, pool, w.master); err == nil && n >= w.servers {
+				return 0, polls, nil
+			}
+			select {
+			case <-ctx.Done():
+				return 0, polls, fmt.Errorf("waiting for %d live chunkservers at %s: %w", w.servers, w.master, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+}
+
+func (w *waitTask) close() error { return nil }
+
+func liveServers(ctx context.Context, pool *rpc.Pool, master string) (int, error) {
+	m, err := pool.Master(master)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rep, err := m.ClusterReport(ctx, &pb.ClusterReportRequest{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range rep.Servers {
+		if s.Alive {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// prepareTask writes the read set: each of files, size bytes long.
+type prepareTask struct {
+	c     *client.Client
+	files []string
+	size  int64
+	io    int64
+}
+
+func (p *prepareTask) run(ctx context.Context) (Result, error) {
+	buf := payload(p.io, 1)
+	return timed(func() (int64, int64, error) {
+		var total, ops int64
+		for _, name := range p.files {
+			n, k, err := writeFile(ctx, p.c, name, buf, p.size)
+			total, ops = total+n, ops+k
+			if err != nil {
+				return total, ops, err
+			}
+		}
+		return total, ops, nil
+	})
+}
+
+func (p *prepareTask) close() error { return p.c.Close() }
+
+func writeFile(ctx context.Context, c *client.Client, name string, buf []byte, size int64) (int64, int64, error) {
+	f, err := c.Create(ctx, name)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, ops, err := writeAll(f, buf, size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, ops, err
+}
+
+// writeAll writes size bytes to f in len(buf) writes.
+func writeAll(f *client.File, buf []byte, size int64) (int64, int64, error) {
+	var n, ops int64
+	for n < size {
+		k, err := f.Write(buf[:min(int64(len(buf)), size-n)])
+		n, ops = n+int64(k), ops+1
+		if err != nil {
+			return n, ops, err
+		}
+	}
+	return n, ops, nil
+}
+
+// writeTask writes one new file; its clock stops when Close has made the
+// data durable on every replica.
+type writeTask struct {
+	c     *client.Client
+	f     *client.File
+	bytes int64
+	io    int64
+}
+
+func (w *writeTask) run(ctx context.Context) (Result, error) {
+	buf := payload(w.io, 2)
+	return timed(func() (int64, int64, error) {
+		n, ops, err := writeAll(w.f, buf, w.bytes)
+		f := w.f
+		w.f = nil
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return n, ops, err
+	})
+}
+
+func (w *writeTask) close() error {
+	var err error
+	if w.f != nil {
+		err = w.f.Close()
+		w.f = nil
+	}
+	return errors.Join(err, w.c.Close())
+}
+
+// appendTask appends records of io bytes to a shared file.
+type appendTask struct {
+	c     *client.Client
+	f     *client.File
+	bytes int64
+	io    int64
+}
+
+func (a *appendTask) run(ctx context.Context) (Result, error) {
+	rec := payload(a.io, 3)
+	return timed(func() (int64, int64, error) {
+		var n, ops int64
+		for n < a.bytes {
+			if _, err := a.f.Append(rec); err != nil {
+				return n, ops, err
+			}
+			n, ops = n+int64(len(rec)), ops+1
+		}
+		return n, ops, nil
+	})
+}
+
+func (a *appendTask) close() error {
+	var err error
+	if a.f != nil {
+		err = a.f.Close()
+		a.f = nil
+	}
+	return errors.Join(err, a.c.Close())
+}
+
+// readTask reads randomly chosen io-sized, io-aligned regions of the read set.
+type readTask struct {
+	c     *client.Client
+	files []*client.File
+	sizes []int64
+	bytes int64
+	io    int64
+	rng   *rand.Rand
+}
+
+func newReadTask(ctx context.Context, c *client.Client, t Task) (*readTask, error) {
+	r := &readTask{c: c, bytes: t.Bytes, io: t.IOSize, rng: rand.New(rand.NewPCG(uint64(t.Seed), 0x9e3779b97f4a7c15))}
+	for _, name := range t.Files {
+		if err := r.open(ctx, name); err != nil {
+			r.closeFiles()
+			return nil, err
+		}
+	}
+	if len(r.files) == 0 {
+		return nil, fmt.Errorf("read set has no file of at least %d bytes", t.IOSize)
+	}
+	return r, nil
+}
+
+// open adds name to the read set if it holds at least one region.
+func (r *readTask) open(ctx context.Context, name string) error {
+	f, err := r.c.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Length < r.io {
+		f.Close()
+		return err
+	}
+	r.files, r.sizes = append(r.files, f), append(r.sizes, fi.Length)
+	return nil
+}
+
+func (r *readTask) run(ctx context.Context) (Result, error) {
+	buf := make([]byte, r.io)
+	return timed(func() (int64, int64, error) {
+		var n, ops int64
+		for n < r.bytes {
+			i := r.rng.IntN(len(r.files))
+			off := r.rng.Int64N(r.sizes[i]/r.io) * r.io
+			k, err := r.files[i].ReadAt(buf, off)
+			n, ops = n+int64(k), ops+1
+			if err != nil {
+				return n, ops, err
+			}
+		}
+		return n, ops, nil
+	})
+}
+
+func (r *readTask) close() error {
+	return errors.Join(r.closeFiles(), r.c.Close())
+}
+
+func (r *readTask) closeFiles() error {
+	var errs []error
+	for _, f := range r.files {
+		errs = append(errs, f.Close())
+	}
+	r.files = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQuickRun is `chunkfs bench gfs --quick` end to end: a real testbed, the
+// real chunkfs master and chunkservers, workers in their namespaces. It
+// checks that every point completes with a rate that is positive, sane and
+// not above what the shaping allows, and that nothing is left behind.
+func TestQuickRun(t *testing.T) {
+	needTestbed(t)
+	if testing.Short() {
+		t.Skip("builds chunkfs and runs a cluster on a shaped testbed")
+	}
+	cfg := QuickConfig()
+	cfg.Testbed.Prefix = "cfsbq-"
+	cfg.WorkerArgv = testWorkerArgv(t)
+	cfg.Binary = buildChunkfs(t)
+	cfg.WorkDir = t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	rep.WriteTable(&table)
+	t.Log("\n" + table.String())
+	if want := len(cfg.Workloads) * len(cfg.Clients); len(rep.Points) != want {
+		t.Fatalf("%d points, want %d", len(rep.Points), want)
+	}
+	for _, p := range rep.Points {
+		if p.Err != "" {
+			t.Errorf("%s N=%d failed: %s", p.Workload, p.Clients, p.Err)
+			continue
+		}
+		if p.Efficiency <= 0.25 || p.Efficiency > 1.05 || p.Bytes < int64(p.Clients)*cfg.ioSize(p.Workload) {
+			t.Errorf("%s N=%d: %.3f MB/s of a %.3f MB/s limit, %d bytes: not sane", p.Workload, p.Clients, p.Aggregate, p.Limit, p.Bytes)
+		}
+	}
+	if c := rep.Calibration; c == nil || c.Efficiency < 0.5 || c.Efficiency > 1.05 {
+		t.Errorf("calibration %+v: one TCP stream not near the NIC rate", c)
+	}
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	if strings.Contains(string(out), cfg.Testbed.Prefix) {
+		t.Errorf("namespaces left behind:\n%s", out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cfg.WorkDir, workDirPrefix+"*")); len(left) > 0 {
+		t.Errorf("work directories left behind: %v", left)
+	}
+}
+
+// buildChunkfs builds the chunkfs binary for the servers.
+func buildChunkfs(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "chunkfs")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/chunkfs/chunkfs/cmd/chunkfs")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build chunkfs: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// testWriter sends log lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
