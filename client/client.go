@@ -128,6 +128,7 @@ type Client struct {
 	pool      *rpc.Pool
 	data      *rpc.DataClient
 	locs      *locationCache
+	leases    *leaseCache
 	near      *nearness
 	chunkSize int64
 	writerID  uint64        // random; first half of every record ID
@@ -156,6 +157,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c.caller = &pb.Caller{Uid: cfg.Caller.UID, Gids: cfg.Caller.GIDs}
 	c.near = newNearness()
+	c.leases = newLeaseCache()
 	c.writerID = randomUint64()
 	m, err := c.pool.Master(cfg.Master)
 	if err != nil {

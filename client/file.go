@@ -98,6 +98,7 @@ func (c *Client) create(ctx context.Context, path string, flag int, perm fs.File
 	c.observe(resp.StateId)
 	if flag&os.O_TRUNC != 0 {
 		c.locs.drop(path)
+		c.leases.dropPath(path)
 	}
 	fi := fileInfo(resp.Info)
 	if fi.IsDir() {

@@ -14,11 +14,12 @@ import (
 
 // chunkLoc is where one chunk lives, replicas ordered nearest first.
 type chunkLoc struct {
-	index    int64
-	handle   chunkfs.Handle
-	version  chunkfs.Version
-	replicas []string
-	primary  string
+	index     int64
+	handle    chunkfs.Handle
+	version   chunkfs.Version
+	replicas  []string
+	primary   string
+	leaseLeft time.Duration // lease time remaining when the master answered
 }
 
 // fileLocs is what the cache knows about one file.
@@ -198,6 +199,7 @@ func (n *nearness) locate(cl *pb.ChunkLocation) *chunkLoc {
 	loc := &chunkLoc{
 		index: cl.Index, handle: chunkfs.Handle(cl.Handle), version: chunkfs.Version(cl.Version),
 		replicas: slices.Clone(cl.Replicas), primary: cl.Primary,
+		leaseLeft: time.Duration(cl.LeaseExpiryMs) * time.Millisecond,
 	}
 	n.order(loc.replicas, uint64(cl.Handle))
 	return loc

@@ -117,6 +117,7 @@ func (c *Client) remove(ctx context.Context, op, path string, recursive bool) er
 	}
 	c.observe(resp.StateId)
 	c.locs.dropPrefix(path)
+	c.leases.dropPath(path)
 	return nil
 }
 
@@ -133,6 +134,8 @@ func (c *Client) Rename(ctx context.Context, oldpath, newpath string) error {
 	c.observe(resp.StateId)
 	c.locs.dropPrefix(oldpath)
 	c.locs.dropPrefix(newpath)
+	c.leases.dropPath(oldpath)
+	c.leases.dropPath(newpath)
 	return nil
 }
 
@@ -191,9 +194,14 @@ func (c *Client) Truncate(ctx context.Context, path string, size int64) error {
 	if size < 0 {
 		return chunkfs.E("truncate", path, chunkfs.KindInvalid, "negative size")
 	}
-	_, err := c.setAttr(ctx, "truncate", path, &pb.SetAttrRequest{Length: &size})
+	path, err := checkPath("truncate", path)
+	if err != nil {
+		return err
+	}
+	_, err = c.setAttr(ctx, "truncate", path, &pb.SetAttrRequest{Length: &size})
 	if err == nil {
 		c.locs.drop(path)
+		c.leases.dropPath(path)
 	}
 	return err
 }

@@ -52,11 +52,16 @@ func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, dat
 	}
 }
 
-func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data []byte) error {
-	loc, _, err := c.prepare(ctx, path, idx, false)
+func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data []byte) (err error) {
+	loc, _, err := c.prepareCached(ctx, path, idx)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			c.leases.drop(path, idx)
+		}
+	}()
 	id := chunkfs.DataID(randomUint64())
 	if err := c.data.Push(ctx, loc.replicas, id, data); err != nil {
 		return err
@@ -84,6 +89,23 @@ func (c *Client) prepare(ctx context.Context, path string, idx int64, appending 
 		return nil, 0, chunkfs.E("write", path, chunkfs.KindUnavailable, "master granted no primary")
 	}
 	return c.near.locate(resp.Chunk), resp.ChunkSize, nil
+}
+
+// prepareCached is prepare for writes, using a lease the client already
+// knows of while it holds.
+func (c *Client) prepareCached(ctx context.Context, path string, idx int64) (*chunkLoc, int64, error) {
+	now := c.clock.Now()
+	if loc, cs, ok := c.leases.get(path, idx, now); ok {
+		return loc, cs, nil
+	}
+	loc, cs, err := c.prepare(ctx, path, idx, false)
+	if err != nil {
+		return nil, 0, err
+	}
+	if loc.leaseLeft > leaseMargin {
+		c.leases.put(path, idx, loc, cs, now.Add(loc.leaseLeft-leaseMargin))
+	}
+	return loc, cs, nil
 }
 
 // secondaries lists the replicas other than the primary.
@@ -195,11 +217,16 @@ func (c *Client) syncChunk(ctx context.Context, path string, idx int64) error {
 	}
 }
 
-func (c *Client) syncOnce(ctx context.Context, path string, idx int64) error {
-	loc, _, err := c.prepare(ctx, path, idx, false)
+func (c *Client) syncOnce(ctx context.Context, path string, idx int64) (err error) {
+	loc, _, err := c.prepareCached(ctx, path, idx)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			c.leases.drop(path, idx)
+		}
+	}()
 	cs, err := c.pool.ChunkServer(loc.primary)
 	if err != nil {
 		return err
