@@ -1,0 +1,97 @@
+package oplog
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// fsmAdapter turns an FSM into a raft.BatchingFSM.
+type fsmAdapter struct {
+	fsm     FSM
+	applied *atomic.Uint64
+}
+
+var _ raft.BatchingFSM = (*fsmAdapter)(nil)
+
+func (a *fsmAdapter) Apply(l *raft.Log) any { return a.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch applies each command of each entry; an entry's result is the
+// slice of its commands' results.
+func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = a.applyEntry(l)
+		}
+		a.applied.Store(l.Index)
+	}
+	return out
+}
+
+func (a *fsmAdapter) applyEntry(l *raft.Log) []any {
+	cmds, err := decodeBatch(l.Data)
+	if err != nil {
+		return nil
+	}
+	res := make([]any, len(cmds))
+	for i, c := range cmds {
+		res[i] = a.fsm.Apply(l.Index, c)
+	}
+	return res
+}
+
+// Snapshot serialises the state at once, on the apply goroutine, so that
+// later entries cannot change what is persisted.
+// The applied index goes first, as 8 big-endian bytes.
+func (a *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
+	var b bytes.Buffer
+	b.Write(binary.BigEndian.AppendUint64(nil, a.applied.Load()))
+	if err := a.fsm.Snapshot(&b); err != nil {
+		return nil, err
+	}
+	return &snapshot{data: b.Bytes()}, nil
+}
+
+func (a *fsmAdapter) Restore(r io.ReadCloser) error {
+	defer r.Close()
+	var hdr [8]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return fmt.Errorf("oplog: snapshot header: %w", err)
+	}
+	index := binary.BigEndian.Uint64(hdr[:])
+	if err := a.fsm.Restore(index, r); err != nil {
+		return err
+	}
+	a.applied.Store(index)
+	return nil
+}
+
+type snapshot struct{ data []byte }
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.data); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() {}
+
+// slogWriter forwards the Raft library's log lines to a slog.Logger.
+type slogWriter struct{ log *slog.Logger }
+
+func (w *slogWriter) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	if line != "" {
+		w.log.Warn(line, "component", "raft")
+	}
+	return len(p), nil
+}

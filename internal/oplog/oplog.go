@@ -1,0 +1,307 @@
+// Package oplog is the master's operation log: a Raft group (hashicorp/raft)
+// with a BoltDB log store and a file snapshot store in the master's data
+// directory. It is the only package that imports the Raft library.
+//
+// A single master is a one-voter group, so standbys are later a matter of
+// configuration. Apply hands a command to Raft; concurrent Applies share
+// fsyncs because the leader writes every queued entry in one batch (group
+// commit). Committed commands reach the FSM in log order on one goroutine.
+// Checkpoints are Raft snapshots written by the FSM in its own format; a
+// restart restores the newest snapshot and replays the log tail before Open
+// returns.
+package oplog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// FSM is the state machine the log drives. Apply and Snapshot are called
+// from one goroutine, in log order; Restore replaces the whole state.
+type FSM interface {
+	// Apply applies the command logged at index and returns its result,
+	// which Log.Apply hands back to the caller that logged it.
+	Apply(index uint64, cmd []byte) any
+	// Snapshot writes the whole state, as of the last applied index, to w.
+	// It must not change the state.
+	Snapshot(w io.Writer) error
+	// Restore replaces the state with one written by Snapshot, as of index.
+	Restore(index uint64, r io.Reader) error
+}
+
+// Config configures a log.
+type Config struct {
+	Dir    string // data directory; holds raft.db and snapshots/
+	NodeID string // this node's ID in the Raft group
+	// BindAddr is the Raft transport address for a multi-node group; empty
+	// runs a single node on an in-process transport.
+	BindAddr          string
+	MaxBatch          int           // entries per fsync batch (≤ 1024)
+	SnapshotThreshold uint64        // log entries between snapshots
+	SnapshotInterval  time.Duration // how often to check the threshold
+	TrailingLogs      uint64        // entries kept after a snapshot
+	RetainSnapshots   int
+	ElectionTimeout   time.Duration
+	ApplyTimeout      time.Duration // how long a batch may wait to enter Raft
+	NoSync            bool          // skip fsync: tests and benchmarks of the CPU path only
+	Logger            *slog.Logger
+}
+
+// DefaultConfig returns a single-node configuration for dir.
+func DefaultConfig(dir string) Config {
+	return Config{
+		Dir:               dir,
+		NodeID:            "master-1",
+		MaxBatch:          1024,
+		SnapshotThreshold: 65536,
+		SnapshotInterval:  30 * time.Second,
+		TrailingLogs:      10240,
+		RetainSnapshots:   2,
+		ElectionTimeout:   100 * time.Millisecond,
+		ApplyTimeout:      10 * time.Second,
+		Logger:            slog.Default(),
+	}
+}
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("oplog: Dir is empty")
+	case c.NodeID == "":
+		return errors.New("oplog: NodeID is empty")
+	case c.MaxBatch < 1 || c.MaxBatch > 1024:
+		return errors.New("oplog: MaxBatch must be in [1, 1024]")
+	case c.SnapshotThreshold < 1 || c.SnapshotInterval < 5*time.Millisecond:
+		return errors.New("oplog: snapshot threshold and interval must be positive")
+	case c.RetainSnapshots < 1:
+		return errors.New("oplog: RetainSnapshots must be at least 1")
+	case c.ElectionTimeout < 10*time.Millisecond:
+		return errors.New("oplog: ElectionTimeout must be at least 10ms")
+	case c.ApplyTimeout <= 0:
+		return errors.New("oplog: ApplyTimeout must be positive")
+	case c.Logger == nil:
+		return errors.New("oplog: Logger is nil")
+	}
+	return nil
+}
+
+// Log is an open operation log.
+type Log struct {
+	cfg     Config
+	raft    *raft.Raft
+	store   *raftboltdb.BoltStore
+	fsm     *fsmAdapter
+	applied atomic.Uint64
+
+	pending   chan request  // commands waiting for a batch
+	stop      chan struct{} // closed by Close
+	loopDone  chan struct{} // closed when batchLoop returns
+	inflight  sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// Open opens (or creates) the log in cfg.Dir, restores the newest snapshot,
+// waits until this node leads, and replays the log tail into fsm before
+// returning.
+func Open(ctx context.Context, cfg Config, fsm FSM) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Log{cfg: cfg, pending: make(chan request, pendingCapacity), stop: make(chan struct{}), loopDone: make(chan struct{})}
+	l.fsm = &fsmAdapter{fsm: fsm, applied: &l.applied}
+	if err := l.open(); err != nil {
+		return nil, err
+	}
+	go l.batchLoop()
+	if err := l.waitReady(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) open() error {
+	cfg := l.cfg
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync})
+	if err != nil {
+		return fmt.Errorf("oplog: open log store: %w", err)
+	}
+	l.store = store
+	out := &slogWriter{log: cfg.Logger}
+	snaps, err := raft.NewFileSnapshotStore(cfg.Dir, cfg.RetainSnapshots, out)
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("oplog: open snapshot store: %w", err)
+	}
+	addr, trans, err := l.transport(out)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	rc := l.raftConfig(out)
+	if err := bootstrap(rc, store, snaps, trans, addr); err != nil {
+		store.Close()
+		return err
+	}
+	r, err := raft.NewRaft(rc, l.fsm, store, store, snaps, trans)
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("oplog: start raft: %w", err)
+	}
+	l.raft = r
+	return nil
+}
+
+func (l *Log) transport(out io.Writer) (raft.ServerAddress, raft.Transport, error) {
+	if l.cfg.BindAddr == "" {
+		addr, t := raft.NewInmemTransport(raft.ServerAddress(l.cfg.NodeID))
+		return addr, t, nil
+	}
+	t, err := raft.NewTCPTransport(l.cfg.BindAddr, nil, 3, 10*time.Second, out)
+	if err != nil {
+		return "", nil, fmt.Errorf("oplog: raft transport: %w", err)
+	}
+	return t.LocalAddr(), t, nil
+}
+
+func (l *Log) raftConfig(out io.Writer) *raft.Config {
+	cfg := l.cfg
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = cfg.MaxBatch
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.HeartbeatTimeout = cfg.ElectionTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.ElectionTimeout / 2
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: out})
+	return rc
+}
+
+// bootstrap makes a new log a one-voter group of this node.
+func bootstrap(rc *raft.Config, store *raftboltdb.BoltStore, snaps raft.SnapshotStore, trans raft.Transport, addr raft.ServerAddress) error {
+	exists, err := raft.HasExistingState(store, store, snaps)
+	if err != nil {
+		return fmt.Errorf("oplog: read log state: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: addr}}}
+	if err := raft.BootstrapCluster(rc, store, store, snaps, trans, conf); err != nil {
+		return fmt.Errorf("oplog: bootstrap: %w", err)
+	}
+	return nil
+}
+
+// waitReady waits for leadership, then for every committed entry to be
+// applied (a barrier), so that the state is current when Open returns.
+func (l *Log) waitReady(ctx context.Context) error {
+	for l.raft.State() != raft.Leader {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("oplog: no leader: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := l.raft.Barrier(timeout(ctx)).Error(); err != nil {
+		return fmt.Errorf("oplog: replay: %w", err)
+	}
+	return nil
+}
+
+func timeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return 30 * time.Second
+}
+
+// Apply logs cmd, waits until it is committed and applied, and returns the
+// FSM's result and the index of the entry that holds it (commands logged
+// together share an entry). Errors are *chunkfs.Error: KindNotLeader when
+// this node does not lead, KindUnavailable when the log is closed or the
+// context ends first (the command may then still be applied).
+func (l *Log) Apply(ctx context.Context, cmd []byte) (any, uint64, error) {
+	return l.submit(ctx, cmd)
+}
+
+func translate(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+		return &chunkfs.Error{Op: "log", Kind: chunkfs.KindNotLeader, Err: err}
+	default:
+		return &chunkfs.Error{Op: "log", Kind: chunkfs.KindUnavailable, Err: err}
+	}
+}
+
+// LastApplied returns the index of the last entry applied to the FSM: the
+// master's state ID.
+func (l *Log) LastApplied() uint64 { return l.applied.Load() }
+
+// IsLeader reports whether this node leads the group.
+func (l *Log) IsLeader() bool { return l.raft.State() == raft.Leader }
+
+// Leader returns the leader's Raft address, empty when unknown.
+func (l *Log) Leader() string {
+	addr, _ := l.raft.LeaderWithID()
+	return string(addr)
+}
+
+// Snapshot takes a checkpoint now.
+func (l *Log) Snapshot() error {
+	if err := l.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return fmt.Errorf("oplog: snapshot: %w", err)
+	}
+	return nil
+}
+
+// Close waits for batches already in Raft, stops Raft and closes the log
+// store. Commands still queued fail with KindUnavailable.
+func (l *Log) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		close(l.stop)
+		<-l.loopDone
+		l.inflight.Wait()
+		l.failPending()
+		err = l.raft.Shutdown().Error()
+		if cerr := l.store.Close(); err == nil {
+			err = cerr
+		}
+	})
+	return err
+}
+
+func (l *Log) failPending() {
+	for {
+		select {
+		case r := <-l.pending:
+			r.done <- response{err: errClosed}
+		default:
+			return
+		}
+	}
+}
+
+// Exists reports whether dir holds a log.
+func Exists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "raft.db"))
+	return err == nil
+}
