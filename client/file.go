@@ -15,10 +15,12 @@ import (
 // io.Writer, io.WriterAt, io.Seeker and io.Closer. Its methods use the
 // context the file was opened with.
 //
-// Writes are buffered (Config.WriteBuffer) and sent at chunk boundaries,
-// when the buffer fills, and on Sync, Close, Seek, Stat, Truncate and reads.
-// An error sending buffered data is returned by the Write that triggered
-// the flush, and again by Sync and Close: it is never lost. Data is
+// Writes are buffered (Config.WriteBuffer) and sent at chunk boundaries
+// and when the buffer fills, in the background while the next buffer fills
+// (at most one flush in flight), and on Sync, Close, Seek, Stat, Truncate and
+// reads, which wait for it. An error sending buffered data is returned by
+// the next Write (or whichever call waits for that flush), and again by Sync
+// and Close: it is never lost. Data is
 // acknowledged (on every replica) once Sync or Close returns nil.
 //
 // A File is safe for concurrent use; ReadAt calls run in parallel.
@@ -38,6 +40,8 @@ type File struct {
 	lastIdx int64              // guess of the last chunk, for Append; -1: unknown
 	rbuf    []byte             // read-ahead: file data at rbufOff
 	rbufOff int64
+	flight  *flight // the flush in flight, if any
+	spare   []byte  // a free write buffer
 	closed  bool
 }
 
@@ -241,8 +245,13 @@ func (f *File) bufferLocked(p []byte, off int64) (int, error) {
 		k := min(room, len(p)-written)
 		f.wbuf = append(f.wbuf, p[written:written+k]...)
 		written += k
-		if len(f.wbuf) >= limit || (end+int64(k))%cs == 0 || f.c.cfg.WriteBuffer == 0 {
-			if err := f.flushLocked(); err != nil {
+		switch {
+		case f.c.cfg.WriteBuffer == 0:
+			if err := f.flushLocked(); err != nil { // write-through
+				return written, err
+			}
+		case len(f.wbuf) >= limit || (end+int64(k))%cs == 0:
+			if err := f.startFlushLocked(); err != nil {
 				return written, err
 			}
 		}
@@ -250,24 +259,63 @@ func (f *File) bufferLocked(p []byte, off int64) (int, error) {
 	return written, nil
 }
 
-// flushLocked sends the write buffer to the cluster.
+// flushLocked sends the write buffer to the cluster and waits until it and
+// any flush in flight are applied.
 func (f *File) flushLocked() error {
+	if err := f.startFlushLocked(); err != nil {
+		return err
+	}
+	return f.waitLocked()
+}
+
+// startFlushLocked starts sending the write buffer in the background, after
+// waiting for the previous flush: at most one flush is in flight, so a
+// stream of writes fills one buffer while the other is on the wire.
+func (f *File) startFlushLocked() error {
+	if err := f.waitLocked(); err != nil {
+		return err
+	}
 	if len(f.wbuf) == 0 {
 		return nil
 	}
 	off, data := f.wbufOff, f.wbuf
-	f.wbuf = f.wbuf[:0]
+	f.wbuf, f.spare = f.spare[:0], nil
 	f.rbuf = f.rbuf[:0]
 	for idx := off / f.c.chunkSize; idx*f.c.chunkSize < off+int64(len(data)); idx++ {
 		f.dirty[idx] = struct{}{}
 	}
-	if err := f.c.writeAt(f.ctx, f.path, data, off); err != nil {
+	done := make(chan struct{})
+	f.flight = &flight{done: done, buf: data}
+	go func(fl *flight) {
+		fl.err = f.c.writeAt(f.ctx, f.path, data, off)
+		close(done)
+	}(f.flight)
+	return nil
+}
+
+// waitLocked waits for the flush in flight, if any, and returns its error.
+func (f *File) waitLocked() error {
+	fl := f.flight
+	if fl == nil {
+		return nil
+	}
+	<-fl.done
+	f.flight = nil
+	f.spare = fl.buf[:0]
+	if fl.err != nil {
 		if f.werr == nil {
-			f.werr = err
+			f.werr = fl.err
 		}
-		return err
+		return fl.err
 	}
 	return nil
+}
+
+// flight is a flush running in the background.
+type flight struct {
+	done chan struct{} // closed when the write returns
+	buf  []byte        // the data; reused as the next buffer
+	err  error         // the write's result, set before done is closed
 }
 
 // Sync sends buffered data and makes every replica of the chunks written
