@@ -172,7 +172,7 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 			w.size -= len(last.data)
 			keep := int(off - last.off)
 			if end >= last.end() {
-				last.data = append(last.data[:keep], p...)
+				last.data = appendGrow(last.data[:keep], p)
 			} else {
 				copy(last.data[keep:], p)
 			}
@@ -197,4 +197,16 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 	copy(buf[off-lo:], p)
 	w.size += len(buf)
 	w.dirty = append(w.dirty[:i], append([]extent{{lo, buf}}, w.dirty[j:]...)...)
+}
+
+// appendGrow appends p to b, at least doubling b's capacity when it must
+// grow: a sequential writer's extent is then copied about once in all,
+// where append's gentler growth for large slices copies it several times.
+func appendGrow(b, p []byte) []byte {
+	if need := len(b) + len(p); need > cap(b) {
+		nb := make([]byte, len(b), max(need, 2*cap(b), 64<<10))
+		copy(nb, b)
+		b = nb
+	}
+	return append(b, p...)
 }
