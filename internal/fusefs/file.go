@@ -22,6 +22,11 @@ type handle struct {
 
 	mu sync.Mutex // guards ra
 	ra window
+
+	// fetching serialises read-ahead fetches, so that the kernel's
+	// concurrent reads of one stream wait for one window instead of each
+	// fetching its own.
+	fetching sync.Mutex
 }
 
 // window is a run of file bytes read ahead of the reader, valid while the
@@ -217,7 +222,18 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	if ok {
 		return fuse.ReadResultData(data), 0
 	}
-	return h.fetch(cctx, dest, off, sequential, gen)
+	if !sequential || h.n.m.cfg.ReadAhead <= len(dest) {
+		return h.fetch(cctx, dest, off, false, gen)
+	}
+	h.fetching.Lock()
+	defer h.fetching.Unlock()
+	h.mu.Lock()
+	data, ok = h.ra.get(off, len(dest), gen)
+	h.mu.Unlock()
+	if ok {
+		return fuse.ReadResultData(data), 0
+	}
+	return h.fetch(cctx, dest, off, true, gen)
 }
 
 // fetch reads from the cluster, widening a sequential read to ReadAhead.
