@@ -1,0 +1,70 @@
+package chunkserver
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/chunkstore"
+	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+)
+
+// Config configures a chunkserver.
+type Config struct {
+	Dirs    []string // data directories; the first also keeps the server ID
+	Masters []string // addresses of every master node; heartbeats go to each
+	Rack    string   // rack name, for placement
+	Addr    string   // address advertised to masters and clients; default: the listener's
+
+	HeartbeatInterval time.Duration // between heartbeats to each master
+	ReportSize        int           // chunks listed in each heartbeat (a rotating slice)
+	BufferBytes       int64         // bound on pushed data held in memory
+	BufferExpiry      time.Duration // pushed data not applied within this is dropped
+	ScrubInterval     time.Duration // one idle chunk is verified every interval; 0: never
+	RPCTimeout        time.Duration // deadline of calls to masters and peers
+	MaxChunkSize      int64         // largest chunk accepted
+
+	FS     chunkstore.FS // file system of the data directories
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns defaults; Dirs and Masters must still be set.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatInterval: 3 * time.Second,
+		ReportSize:        1000,
+		BufferBytes:       512 << 20,
+		BufferExpiry:      time.Minute,
+		ScrubInterval:     10 * time.Second,
+		RPCTimeout:        10 * time.Second,
+		MaxChunkSize:      1 << 30,
+		FS:                chunkstore.OS{},
+		Clock:             clock.Real{},
+		Logger:            slog.Default(),
+	}
+}
+
+// Validate reports the first unusable setting.
+func (c *Config) Validate() error {
+	switch {
+	case len(c.Dirs) == 0:
+		return errors.New("chunkserver: no data directory")
+	case c.HeartbeatInterval <= 0 || c.BufferExpiry <= 0 || c.RPCTimeout <= 0 || c.ScrubInterval < 0:
+		return errors.New("chunkserver: intervals and timeouts must be positive")
+	case c.ReportSize <= 0:
+		return errors.New("chunkserver: report size must be positive")
+	case c.BufferBytes < rpc.MaxPushSize:
+		return fmt.Errorf("chunkserver: buffer of %d bytes cannot hold one push of %d", c.BufferBytes, rpc.MaxPushSize)
+	case c.MaxChunkSize < chunkfs.BlockSize || c.MaxChunkSize%chunkfs.BlockSize != 0:
+		return fmt.Errorf("chunkserver: max chunk size %d is not a multiple of %d", c.MaxChunkSize, chunkfs.BlockSize)
+	case c.FS == nil || c.Clock == nil || c.Logger == nil:
+		return errors.New("chunkserver: FS, Clock and Logger must be set")
+	case len(c.Addr) > 255:
+		return errors.New("chunkserver: advertised address too long")
+	}
+	return nil
+}

@@ -1,0 +1,358 @@
+package chunkserver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// maxDeleteBatch bounds the handles of one DeleteChunks request.
+const maxDeleteBatch = 100000
+
+// control implements the gRPC ChunkServer service.
+type control struct {
+	pb.UnimplementedChunkServerServer
+	s *Server
+}
+
+// checkVersion fails with KindStale unless the stored replica of h is at v.
+func (s *Server) checkVersion(op string, h chunkfs.Handle, v chunkfs.Version) error {
+	in, err := s.store.Info(h)
+	if err != nil {
+		return err
+	}
+	if in.Version != v {
+		return chunkfs.E(op, chunkName(h), chunkfs.KindStale, fmt.Sprintf("replica at version %d, request at %d", in.Version, v))
+	}
+	return nil
+}
+
+func invalid(op string, h chunkfs.Handle, msg string) error {
+	return chunkfs.E(op, chunkName(h), chunkfs.KindInvalid, msg)
+}
+
+// checkSecondaries bounds a request's list of secondaries.
+func checkSecondaries(op string, h chunkfs.Handle, addrs []string) error {
+	if len(addrs) >= chunkfs.MaxReplication {
+		return invalid(op, h, "too many secondaries")
+	}
+	for _, a := range addrs {
+		if a == "" || len(a) > 255 {
+			return invalid(op, h, "bad secondary address")
+		}
+	}
+	return nil
+}
+
+// Lease sets a chunk's version (creating the chunk if asked) and makes this
+// server its primary for lease_ms, or a secondary when lease_ms is 0.
+func (c *control) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
+	defer c.s.begin()()
+	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
+	if req.LeaseMs < 0 || req.LeaseMs > int64(10*time.Minute/time.Millisecond) {
+		return nil, invalid("lease", h, "lease duration out of range")
+	}
+	st := c.s.state(h)
+	st.order.Lock()
+	defer st.order.Unlock()
+	if err := c.s.setVersion(h, v, req.Create); err != nil {
+		return nil, err
+	}
+	var until time.Time
+	if req.LeaseMs > 0 {
+		until = c.s.cfg.Clock.Now().Add(time.Duration(req.LeaseMs) * time.Millisecond)
+	}
+	st.grant(v, until)
+	in, err := c.s.store.Info(h)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.LeaseResponse{Length: in.Length}, nil
+}
+
+// setVersion moves chunk h to version v, creating it if create; a replica
+// already newer than v makes the request stale.
+func (s *Server) setVersion(h chunkfs.Handle, v chunkfs.Version, create bool) error {
+	in, err := s.store.Info(h)
+	if chunkfs.KindOf(err) == chunkfs.KindNotExist && create {
+		return s.store.Create(h, v)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case in.Version > v:
+		return chunkfs.E("lease", chunkName(h), chunkfs.KindStale, fmt.Sprintf("replica at version %d, newer than %d", in.Version, v))
+	case in.Version < v:
+		return s.store.SetVersion(h, v)
+	}
+	return nil
+}
+
+// Write applies pushed data at an offset as the chunk's primary.
+func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteResponse, error) {
+	defer c.s.begin()()
+	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
+	if req.Offset < 0 || req.Length < 0 || req.Length > rpc.MaxPushSize || req.Offset > c.s.cfg.MaxChunkSize-req.Length {
+		return nil, invalid("write", h, "offset or length out of range")
+	}
+	if err := checkSecondaries("write", h, req.Secondaries); err != nil {
+		return nil, err
+	}
+	m := &pb.ApplyRequest{Handle: req.Handle, Version: req.Version, Offset: req.Offset, DataId: req.DataId, Length: req.Length}
+	return &pb.WriteResponse{}, c.s.mutatePrimary(ctx, h, v, req.Secondaries, func(st *chunkState) (*pb.ApplyRequest, error) {
+		return m, nil
+	})
+}
+
+// Append appends pushed data as one record at an offset the primary picks.
+// A record that does not fit makes every replica pad the chunk to its full
+// size and fails with KindChunkFull.
+func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.AppendResponse, error) {
+	defer c.s.begin()()
+	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
+	switch {
+	case req.ChunkSize <= 0 || req.ChunkSize > c.s.cfg.MaxChunkSize:
+		return nil, invalid("append", h, "chunk size out of range")
+	case req.Length < 0 || req.Length > chunkfs.MaxRecordSize(req.ChunkSize) || req.Length > rpc.MaxPushSize:
+		return nil, chunkfs.E("append", chunkName(h), chunkfs.KindTooLarge, "record larger than a quarter of a chunk")
+	}
+	if err := checkSecondaries("append", h, req.Secondaries); err != nil {
+		return nil, err
+	}
+	var off int64
+	full := false
+	err := c.s.mutatePrimary(ctx, h, v, req.Secondaries, func(st *chunkState) (*pb.ApplyRequest, error) {
+		in, err := c.s.store.Info(h)
+		if err != nil {
+			return nil, err
+		}
+		off = in.Length
+		m := &pb.ApplyRequest{Handle: req.Handle, Version: req.Version, Offset: off, DataId: req.DataId, Length: req.Length}
+		if off+req.Length > req.ChunkSize {
+			full = true
+			m = &pb.ApplyRequest{Handle: req.Handle, Version: req.Version, Offset: off, Length: max(0, req.ChunkSize-off), Pad: true}
+		}
+		return m, nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case full:
+		return nil, chunkfs.E("append", chunkName(h), chunkfs.KindChunkFull, "record does not fit; chunk padded")
+	}
+	return &pb.AppendResponse{Offset: off}, nil
+}
+
+// mutatePrimary runs one mutation as chunk h's primary: with the chunk's
+// order lock held it checks the lease and version, lets plan decide the
+// mutation, assigns it a serial number and applies it here and on every
+// secondary in parallel, answering once all have applied it.
+func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, secondaries []string, plan func(*chunkState) (*pb.ApplyRequest, error)) error {
+	st := s.state(h)
+	st.order.Lock()
+	defer st.order.Unlock()
+	if err := st.primaryFor(h, v, s.cfg.Clock.Now()); err != nil {
+		return err
+	}
+	if err := s.checkVersion("mutate", h, v); err != nil {
+		return err
+	}
+	m, err := plan(st)
+	if err != nil {
+		return err
+	}
+	data, err := s.mutationData(m)
+	if err != nil {
+		return err
+	}
+	m.Serial = st.nextSerial(v)
+	remote := s.applyRemote(ctx, secondaries, m)
+	local := s.applyLocal(m, data)
+	for range secondaries {
+		if rerr := <-remote; rerr != nil && local == nil {
+			local = rerr
+		}
+	}
+	return local
+}
+
+// mutationData returns the pushed data a mutation needs (none for padding).
+func (s *Server) mutationData(m *pb.ApplyRequest) ([]byte, error) {
+	if m.Pad {
+		return nil, nil
+	}
+	return s.buf.get(chunkfs.DataID(m.DataId), m.Length)
+}
+
+// applyLocal applies a mutation to the local replica.
+func (s *Server) applyLocal(m *pb.ApplyRequest, data []byte) error {
+	h := chunkfs.Handle(m.Handle)
+	var err error
+	if m.Pad {
+		err = s.store.Pad(h, m.Offset+m.Length)
+	} else {
+		err = s.store.Write(h, m.Offset, data)
+	}
+	if chunkfs.KindOf(err) == chunkfs.KindChecksum {
+		s.reporter.corrupt(h)
+	}
+	return err
+}
+
+// applyRemote sends m to every secondary in parallel; the channel gets one
+// result per secondary.
+func (s *Server) applyRemote(ctx context.Context, secondaries []string, m *pb.ApplyRequest) <-chan error {
+	out := make(chan error, len(secondaries))
+	for _, addr := range secondaries {
+		go func() {
+			cs, err := s.peers.ChunkServer(addr)
+			if err == nil {
+				cctx, cancel := s.callCtx(ctx)
+				_, err = cs.Apply(cctx, m)
+				cancel()
+			}
+			if err != nil {
+				err = fmt.Errorf("secondary %s: %w", addr, err)
+			}
+			out <- err
+		}()
+	}
+	return out
+}
+
+// Apply applies one mutation ordered by the primary.
+func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
+	defer c.s.begin()()
+	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
+	if req.Offset < 0 || req.Length < 0 || req.Length > c.s.cfg.MaxChunkSize || req.Offset > c.s.cfg.MaxChunkSize-req.Length || (!req.Pad && req.Length > rpc.MaxPushSize) {
+		return nil, invalid("apply", h, "offset or length out of range")
+	}
+	st := c.s.state(h)
+	st.order.Lock()
+	defer st.order.Unlock()
+	if err := c.s.checkVersion("apply", h, v); err != nil {
+		return nil, err
+	}
+	if err := st.acceptSerial(h, v, req.Serial); err != nil {
+		return nil, err
+	}
+	data, err := c.s.mutationData(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.s.applyLocal(req, data); err != nil {
+		return nil, err
+	}
+	st.applied(req.Serial)
+	return &pb.ApplyResponse{}, nil
+}
+
+// Sync makes this replica, then every secondary named, fsync the chunk.
+func (c *control) Sync(ctx context.Context, req *pb.SyncRequest) (*pb.SyncResponse, error) {
+	defer c.s.begin()()
+	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
+	if err := checkSecondaries("sync", h, req.Secondaries); err != nil {
+		return nil, err
+	}
+	if err := c.s.checkVersion("sync", h, v); err != nil {
+		return nil, err
+	}
+	remote := c.s.syncRemote(ctx, req)
+	err := c.s.store.Sync(h)
+	for range req.Secondaries {
+		if rerr := <-remote; rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &pb.SyncResponse{}, nil
+}
+
+func (s *Server) syncRemote(ctx context.Context, req *pb.SyncRequest) <-chan error {
+	out := make(chan error, len(req.Secondaries))
+	for _, addr := range req.Secondaries {
+		go func() {
+			cs, err := s.peers.ChunkServer(addr)
+			if err == nil {
+				cctx, cancel := s.callCtx(ctx)
+				_, err = cs.Sync(cctx, &pb.SyncRequest{Handle: req.Handle, Version: req.Version})
+				cancel()
+			}
+			out <- err
+		}()
+	}
+	return out
+}
+
+// Truncate cuts a chunk to a length at a version the master has bumped.
+func (c *control) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.TruncateResponse, error) {
+	defer c.s.begin()()
+	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
+	if req.Length < 0 || req.Length > c.s.cfg.MaxChunkSize {
+		return nil, invalid("truncate", h, "length out of range")
+	}
+	st := c.s.state(h)
+	st.order.Lock()
+	defer st.order.Unlock()
+	if err := c.s.setVersion(h, v, false); err != nil {
+		return nil, err
+	}
+	if err := c.s.store.Truncate(h, req.Length); err != nil {
+		return nil, err
+	}
+	return &pb.TruncateResponse{}, nil
+}
+
+// ChunkInfo describes the replica and any lease held on it.
+func (c *control) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.ChunkInfoResponse, error) {
+	h := chunkfs.Handle(req.Handle)
+	in, err := c.s.store.Info(h)
+	if err != nil {
+		return nil, err
+	}
+	if in.Corrupt {
+		return nil, chunkfs.E("chunk info", chunkName(h), chunkfs.KindChecksum, "replica is corrupt")
+	}
+	now := c.s.cfg.Clock.Now()
+	primary, until := c.s.state(h).lease(now)
+	resp := &pb.ChunkInfoResponse{Version: uint64(in.Version), Length: in.Length, Primary: primary}
+	if primary {
+		resp.LeaseMs = until.Sub(now).Milliseconds()
+	}
+	return resp, nil
+}
+
+// DeleteChunks deletes replicas; unknown handles are ignored.
+func (c *control) DeleteChunks(ctx context.Context, req *pb.DeleteChunksRequest) (*pb.DeleteChunksResponse, error) {
+	defer c.s.begin()()
+	if len(req.Handles) > maxDeleteBatch {
+		return nil, chunkfs.E("delete chunks", "", chunkfs.KindTooLarge, "too many handles")
+	}
+	for _, h := range req.Handles {
+		if err := c.s.deleteChunk(chunkfs.Handle(h)); err != nil {
+			return nil, err
+		}
+	}
+	return &pb.DeleteChunksResponse{}, nil
+}
+
+// deleteChunk deletes a replica, waiting for a mutation in progress.
+func (s *Server) deleteChunk(h chunkfs.Handle) error {
+	st := s.state(h)
+	st.order.Lock()
+	defer st.order.Unlock()
+	s.dropState(h)
+	s.reporter.forget(h)
+	err := s.store.Delete(h)
+	if chunkfs.KindOf(err) == chunkfs.KindNotExist {
+		return nil
+	}
+	return err
+}

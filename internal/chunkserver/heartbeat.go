@@ -1,0 +1,248 @@
+package chunkserver
+
+import (
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/chunkstore"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// reporter tells the masters about corrupt replicas: at once by
+// ReportCorrupt, and in every heartbeat until the replica is deleted.
+type reporter struct {
+	s *Server
+
+	mu       sync.Mutex // guards reported and cursor
+	reported map[chunkfs.Handle]bool
+	cursor   chunkfs.Handle // last handle of the previous heartbeat sample
+}
+
+func (r *reporter) init(s *Server) {
+	r.s, r.reported = s, make(map[chunkfs.Handle]bool)
+}
+
+// corrupt reports chunk h corrupt to every master, once.
+func (r *reporter) corrupt(h chunkfs.Handle) {
+	r.mu.Lock()
+	first := !r.reported[h]
+	r.reported[h] = true
+	r.mu.Unlock()
+	if !first {
+		return
+	}
+	s := r.s
+	s.log.Error("corrupt replica", "chunk", chunkName(h))
+	for _, addr := range s.cfg.Masters {
+		s.goBackground(func() {
+			ctx, cancel := s.callCtx(s.ctx)
+			defer cancel()
+			m, err := s.peers.Master(addr)
+			if err == nil {
+				_, err = m.ReportCorrupt(ctx, &pb.ReportCorruptRequest{Reporter: s.Addr(), Handle: uint64(h), Replica: s.Addr()})
+			}
+			if err != nil {
+				s.log.Warn("report corrupt replica", "master", addr, "chunk", chunkName(h), "err", err)
+			}
+		})
+	}
+}
+
+// forget drops h once its replica is deleted.
+func (r *reporter) forget(h chunkfs.Handle) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.reported, h)
+}
+
+// sample returns the next n chunks after the cursor, wrapping around.
+func (r *reporter) sample(all []chunkstore.Info, n int) []*pb.ChunkReplica {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start := 0
+	for start < len(all) && all[start].Handle <= r.cursor {
+		start++
+	}
+	var out []*pb.ChunkReplica
+	for i := 0; i < min(n, len(all)); i++ {
+		in := all[(start+i)%len(all)]
+		if !in.Corrupt {
+			out = append(out, replica(in))
+		}
+		r.cursor = in.Handle
+	}
+	return out
+}
+
+func replica(in chunkstore.Info) *pb.ChunkReplica {
+	return &pb.ChunkReplica{Handle: uint64(in.Handle), Version: uint64(in.Version), Length: in.Length}
+}
+
+// heartbeatLoop registers with one master, then heartbeats to it every
+// interval, registering again when it asks, until the server closes.
+func (s *Server) heartbeatLoop(master string) {
+	t := s.cfg.Clock.NewTicker(s.cfg.HeartbeatInterval)
+	defer t.Stop()
+	registered := false
+	for {
+		if !registered {
+			registered = s.register(master) == nil
+		} else {
+			registered = s.heartbeat(master)
+		}
+		select {
+		case <-t.C():
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+// register sends a full chunk report (corrupt replicas left out).
+func (s *Server) register(master string) error {
+	total, used := s.space()
+	req := &pb.RegisterRequest{Id: s.id, Addr: s.Addr(), Rack: s.cfg.Rack, Capacity: total, Used: used}
+	for _, in := range s.store.List() {
+		if !in.Corrupt {
+			req.Chunks = append(req.Chunks, replica(in))
+		}
+	}
+	ctx, cancel := s.callCtx(s.ctx)
+	defer cancel()
+	m, err := s.peers.Master(master)
+	if err != nil {
+		return err
+	}
+	resp, err := m.Register(ctx, req)
+	if err != nil {
+		s.log.Warn("register with master", "master", master, "err", err)
+		return err
+	}
+	s.log.Info("registered with master", "master", master, "chunks", len(req.Chunks))
+	s.deleteAll(append(resp.Garbage, resp.Stale...))
+	return nil
+}
+
+// space returns the capacity and the bytes of chunk data held.
+func (s *Server) space() (total, used int64) {
+	total, _, err := s.store.Space()
+	if err != nil {
+		s.log.Warn("disk space", "err", err)
+	}
+	return total, s.store.Used()
+}
+
+// heartbeat sends one heartbeat; it returns false if the master wants a
+// new registration.
+func (s *Server) heartbeat(master string) bool {
+	sent := s.cfg.Clock.Now()
+	req := s.heartbeatRequest()
+	ctx, cancel := s.callCtx(s.ctx)
+	defer cancel()
+	m, err := s.peers.Master(master)
+	if err != nil {
+		return true
+	}
+	resp, err := m.Heartbeat(ctx, req)
+	if err != nil {
+		s.log.Warn("heartbeat", "master", master, "err", err)
+		return true
+	}
+	s.deleteAll(resp.Garbage)
+	s.extendLeases(resp.Extended, sent, time.Duration(resp.LeaseMs)*time.Millisecond)
+	return !resp.Reregister
+}
+
+func (s *Server) heartbeatRequest() *pb.HeartbeatRequest {
+	total, used := s.space()
+	all := s.store.List()
+	req := &pb.HeartbeatRequest{Id: s.id, Addr: s.Addr(), Capacity: total, Used: used, Load: s.load.Load(),
+		Sample: s.reporter.sample(all, s.cfg.ReportSize)}
+	now := s.cfg.Clock.Now()
+	for _, in := range all {
+		if in.Corrupt {
+			req.Corrupt = append(req.Corrupt, uint64(in.Handle))
+			continue
+		}
+		s.mu.Lock()
+		st := s.chunks[in.Handle]
+		s.mu.Unlock()
+		if st != nil && st.takeMutated(now) {
+			req.ExtendLeases = append(req.ExtendLeases, uint64(in.Handle))
+		}
+	}
+	return req
+}
+
+// extendLeases extends the leases the master agreed to extend, counting
+// from when the heartbeat was sent (the master's grant cannot be older).
+func (s *Server) extendLeases(handles []uint64, sent time.Time, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for _, h := range handles {
+		s.mu.Lock()
+		st := s.chunks[chunkfs.Handle(h)]
+		s.mu.Unlock()
+		if st != nil {
+			st.extend(sent, sent.Add(d))
+		}
+	}
+}
+
+// deleteAll deletes the replicas a master says are garbage or stale.
+func (s *Server) deleteAll(handles []uint64) {
+	for _, h := range handles {
+		if err := s.deleteChunk(chunkfs.Handle(h)); err != nil {
+			s.log.Warn("delete chunk", "chunk", chunkName(chunkfs.Handle(h)), "err", err)
+		}
+	}
+}
+
+// housekeeping drops expired pushed data and verifies one chunk per scrub
+// interval, so a replica rotting on disk is found even if nobody reads it.
+func (s *Server) housekeeping() {
+	every := s.cfg.ScrubInterval
+	if every == 0 {
+		every = s.cfg.BufferExpiry
+	}
+	t := s.cfg.Clock.NewTicker(min(every, s.cfg.BufferExpiry))
+	defer t.Stop()
+	var next chunkfs.Handle
+	last := s.cfg.Clock.Now()
+	for {
+		select {
+		case <-t.C():
+		case <-s.ctx.Done():
+			return
+		}
+		s.buf.expire()
+		if now := s.cfg.Clock.Now(); s.cfg.ScrubInterval > 0 && now.Sub(last) >= s.cfg.ScrubInterval {
+			last = now
+			next = s.scrubAfter(next)
+		}
+	}
+}
+
+// scrubAfter verifies the first chunk after h (wrapping) and returns it.
+func (s *Server) scrubAfter(h chunkfs.Handle) chunkfs.Handle {
+	all := s.store.List()
+	if len(all) == 0 {
+		return 0
+	}
+	in := all[0]
+	for _, c := range all {
+		if c.Handle > h {
+			in = c
+			break
+		}
+	}
+	if in.Corrupt {
+		return in.Handle
+	}
+	if err := s.store.Verify(in.Handle); chunkfs.KindOf(err) == chunkfs.KindChecksum {
+		s.reporter.corrupt(in.Handle)
+	}
+	return in.Handle
+}

@@ -1,0 +1,125 @@
+package chunkserver
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// chunkState is what the server knows of a chunk beyond its stored data:
+// the lease it holds on it and the serial numbers of its mutations.
+type chunkState struct {
+	// order serializes the chunk's mutations: a primary holds it while it
+	// assigns a serial number and every replica applies the mutation; a
+	// secondary while it applies one.
+	order sync.Mutex
+
+	mu           sync.Mutex // guards the fields below
+	leaseVersion chunkfs.Version
+	leaseUntil   time.Time       // zero when this server is not primary
+	serialOf     chunkfs.Version // version the serial counts belong to
+	serial       uint64          // primary: last assigned; secondary: last applied
+	mutated      bool            // mutated as primary since the last heartbeat
+}
+
+// state returns chunk h's state, creating it on first use.
+func (s *Server) state(h chunkfs.Handle) *chunkState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.chunks[h]
+	if st == nil {
+		st = &chunkState{}
+		s.chunks[h] = st
+	}
+	return st
+}
+
+// dropState forgets chunk h.
+func (s *Server) dropState(h chunkfs.Handle) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.chunks, h)
+}
+
+// grant records a lease until the given time (zero: not primary) at v.
+func (st *chunkState) grant(v chunkfs.Version, until time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.leaseVersion, st.leaseUntil = v, until
+	st.resetSerialLocked(v)
+}
+
+func (st *chunkState) resetSerialLocked(v chunkfs.Version) {
+	if st.serialOf != v {
+		st.serialOf, st.serial = v, 0
+	}
+}
+
+// primaryFor fails with KindNotPrimary unless this server holds a valid
+// lease on the chunk at version v.
+func (st *chunkState) primaryFor(h chunkfs.Handle, v chunkfs.Version, now time.Time) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.leaseUntil.IsZero() || !now.Before(st.leaseUntil) || st.leaseVersion != v {
+		return chunkfs.E("mutate", chunkName(h), chunkfs.KindNotPrimary, "no valid lease for this version")
+	}
+	return nil
+}
+
+// nextSerial assigns the next serial number (primary) and notes a mutation.
+func (st *chunkState) nextSerial(v chunkfs.Version) uint64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.resetSerialLocked(v)
+	st.serial++
+	st.mutated = true
+	return st.serial
+}
+
+// acceptSerial checks that serial follows the last applied one (secondary).
+func (st *chunkState) acceptSerial(h chunkfs.Handle, v chunkfs.Version, serial uint64) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.resetSerialLocked(v)
+	if serial <= st.serial {
+		return chunkfs.E("apply", chunkName(h), chunkfs.KindInvalid, fmt.Sprintf("serial %d after %d: out of order", serial, st.serial))
+	}
+	return nil
+}
+
+// applied records the last applied serial (secondary).
+func (st *chunkState) applied(serial uint64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.serial = max(st.serial, serial)
+}
+
+// lease returns whether this server is primary at now, and until when.
+func (st *chunkState) lease(now time.Time) (bool, time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return !st.leaseUntil.IsZero() && now.Before(st.leaseUntil), st.leaseUntil
+}
+
+// takeMutated reports and clears whether the chunk was mutated as primary
+// under a still valid lease since the last call.
+func (st *chunkState) takeMutated(now time.Time) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	m := st.mutated && !st.leaseUntil.IsZero() && now.Before(st.leaseUntil)
+	st.mutated = false
+	return m
+}
+
+// extend moves a valid lease's end to until.
+func (st *chunkState) extend(now, until time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.leaseUntil.IsZero() && now.Before(st.leaseUntil) && until.After(st.leaseUntil) {
+		st.leaseUntil = until
+	}
+}
+
+func chunkName(h chunkfs.Handle) string { return fmt.Sprintf("chunk %016x", uint64(h)) }

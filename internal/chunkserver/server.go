@@ -1,0 +1,215 @@
+// Package chunkserver is the chunkserver: it keeps chunk replicas on local
+// disks (internal/chunkstore), receives pushed data into a bounded buffer
+// and forwards it along the replica chain (the data stream of internal/rpc),
+// orders mutations as a chunk's primary, applies them as a secondary, serves
+// verified reads, and reports to the master(s): registration with a full
+// chunk report, then periodic heartbeats.
+//
+// Mutations follow GFS. The master grants a lease to one replica, the
+// primary. A client pushes data to every replica, then asks the primary to
+// write (or record-append) it. The primary, holding the chunk's order lock,
+// assigns the next serial number, applies the mutation locally and has
+// every secondary apply it; secondaries refuse serial numbers out of order.
+// The primary answers once every replica has applied it, so an acknowledged
+// mutation is on every replica; any failure is reported and the client
+// retries.
+package chunkserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/chunkstore"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// idFile holds the server's stable ID in its first data directory.
+const idFile = "chunkserver.id"
+
+// Server is a chunkserver.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	id    string
+	store *chunkstore.Store
+	buf   *buffer
+	peers *rpc.Pool // masters and other chunkservers
+	data  *rpc.DataClient
+	load  atomic.Int32 // operations in flight
+
+	mu       sync.Mutex // guards chunks, addr, closed, serving, mux, grpc, stream
+	chunks   map[chunkfs.Handle]*chunkState
+	addr     string
+	closed   bool
+	serving  bool
+	mux      *rpc.Mux
+	grpc     *rpc.Server
+	stream   *rpc.StreamServer
+	ctx      context.Context // cancelled by Close
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // background goroutines
+	reporter reporter
+}
+
+// Open opens the data directories and loads the chunks held there.
+func Open(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	sc := chunkstore.DefaultConfig()
+	sc.Dirs, sc.FS, sc.MaxChunkSize, sc.Logger = cfg.Dirs, cfg.FS, cfg.MaxChunkSize, cfg.Logger
+	store, err := chunkstore.Open(sc)
+	if err != nil {
+		return nil, err
+	}
+	id, err := loadID(cfg.Dirs[0])
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg: cfg, log: cfg.Logger.With("chunkserver", id), id: id, store: store,
+		buf:   newBuffer(cfg.Clock, cfg.BufferBytes, cfg.BufferExpiry),
+		peers: rpc.NewPool(), data: rpc.NewDataClient(),
+		chunks: make(map[chunkfs.Handle]*chunkState), ctx: ctx, cancel: cancel,
+	}
+	s.reporter.init(s)
+	return s, nil
+}
+
+// loadID reads the server ID from dir, making one on first start.
+func loadID(dir string) (string, error) {
+	p := filepath.Join(dir, idFile)
+	b, err := os.ReadFile(p)
+	if err == nil {
+		id := strings.TrimSpace(string(b))
+		if id == "" || len(id) > 64 {
+			return "", fmt.Errorf("chunkserver: bad ID in %s", p)
+		}
+		return id, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	var r [16]byte
+	rand.Read(r[:])
+	id := "cs-" + hex.EncodeToString(r[:])
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.WriteString(id + "\n"); err != nil {
+		return "", err
+	}
+	return id, f.Sync()
+}
+
+// ID returns the server's stable ID.
+func (s *Server) ID() string { return s.id }
+
+// Addr returns the advertised address, once Serve has started.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Serve serves the gRPC ChunkServer service and the data stream on lis,
+// registers with the masters and heartbeats to them, and verifies idle
+// chunks in the background. It blocks until Close.
+func (s *Server) Serve(lis net.Listener) error {
+	if err := s.start(lis); err != nil {
+		lis.Close()
+		return err
+	}
+	err := s.mux.Serve()
+	s.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) start(lis net.Listener) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.serving {
+		return errors.New("chunkserver: closed or already serving")
+	}
+	s.serving = true
+	s.addr = s.cfg.Addr
+	if s.addr == "" {
+		s.addr = lis.Addr().String()
+	}
+	sc := rpc.DefaultStreamConfig()
+	sc.Client, sc.Logger = s.data, s.log
+	stream, err := rpc.NewStreamServer(streamHandler{s}, sc)
+	if err != nil {
+		return err
+	}
+	s.stream, s.mux, s.grpc = stream, rpc.NewMux(lis, s.log), rpc.NewServer(s.log)
+	pb.RegisterChunkServerServer(s.grpc, &control{s: s})
+	s.goBackground(func() { s.grpc.Serve(s.mux.GRPC()) })
+	s.goBackground(func() { s.stream.Serve(s.mux.Data()) })
+	for _, m := range s.cfg.Masters {
+		s.goBackground(func() { s.heartbeatLoop(m) })
+	}
+	s.goBackground(s.housekeeping)
+	return nil
+}
+
+func (s *Server) goBackground(fn func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
+}
+
+// Close stops serving, closes every connection and waits for the
+// background goroutines. Chunk data stays on disk.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	mux, grpc, stream := s.mux, s.grpc, s.stream
+	s.mu.Unlock()
+	if mux != nil {
+		mux.Close()
+		grpc.Stop()
+		stream.Close()
+	}
+	s.wg.Wait()
+	s.data.Close()
+	return s.peers.Close()
+}
+
+// begin counts an operation in flight for the load figure of heartbeats.
+func (s *Server) begin() func() {
+	s.load.Add(1)
+	return func() { s.load.Add(-1) }
+}
+
+// callCtx bounds a call to a master or a peer.
+func (s *Server) callCtx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, s.cfg.RPCTimeout)
+}
