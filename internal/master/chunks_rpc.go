@@ -1,0 +1,139 @@
+package master
+
+import (
+	"context"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// GetChunks returns where count chunks of a file from first_index live.
+func (m *Master) GetChunks(ctx context.Context, req *pb.GetChunksRequest) (*pb.GetChunksResponse, error) {
+	const op = "get chunks"
+	c, err := pathArg(op, req.Path, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.readable(ctx, op, req.MinStateId); err != nil {
+		return nil, err
+	}
+	now := m.cfg.Clock.Now()
+	resp := &pb.GetChunksResponse{}
+	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
+		var fi chunkfs.FileInfo
+		var chunks []namespace.Chunk
+		fi, chunks, err = ns.Chunks(c, req.Path, req.FirstIndex, int(min(req.Count, namespace.MaxChunkCount)), false)
+		if err != nil {
+			return
+		}
+		resp.Info, resp.ChunkSize = fileInfo(fi), ns.ChunkSize()
+		m.reg.mu.Lock()
+		defer m.reg.mu.Unlock()
+		for _, ch := range chunks {
+			resp.Chunks = append(resp.Chunks, m.locationLocked(ch, now))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// locationLocked describes where chunk ch lives: live replicas with its
+// current version, the primary first when it holds a valid lease.
+func (m *Master) locationLocked(ch namespace.Chunk, now time.Time) *pb.ChunkLocation {
+	loc := &pb.ChunkLocation{Index: ch.Index, Handle: uint64(ch.Handle), Version: uint64(ch.Version)}
+	primary, expiry := m.reg.leaseLocked(ch.Handle, now)
+	if primary != nil && primary.chunks[ch.Handle] == ch.Version {
+		loc.Primary = primary.addr
+		loc.LeaseExpiryMs = max((expiry.Sub(now) - m.leaseSlack()).Milliseconds(), 1)
+		loc.Replicas = append(loc.Replicas, primary.addr)
+	}
+	for _, s := range m.reg.replicasLocked(ch.Handle, ch.Version) {
+		if s != primary {
+			loc.Replicas = append(loc.Replicas, s.addr)
+		}
+	}
+	return loc
+}
+
+// PrepareWrite makes sure chunk index of a file exists, allocating and
+// placing it if needed, and that it has a primary with a valid lease.
+func (m *Master) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) (*pb.PrepareWriteResponse, error) {
+	const op = "prepare write"
+	c, err := pathArg(op, req.Path, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	if req.Index < 0 || req.Index >= namespace.MaxFileChunks {
+		return nil, chunkfs.E(op, req.Path, chunkfs.KindInvalid, "chunk index out of range")
+	}
+	ch, fi, err := m.ensureChunk(ctx, c, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.ensureLease(ctx, req.Path, ch, fi); err != nil {
+		return nil, err
+	}
+	now := m.cfg.Clock.Now()
+	resp := &pb.PrepareWriteResponse{Inode: fi.Inode}
+	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
+		resp.ChunkSize = ns.ChunkSize()
+		if v, ok := ns.ChunkVersion(ch.Handle); ok {
+			ch.Version = v
+		}
+		m.reg.mu.Lock()
+		defer m.reg.mu.Unlock()
+		resp.Chunk = m.locationLocked(ch, now)
+	})
+	if resp.Chunk.Primary == "" {
+		return nil, chunkfs.E(op, req.Path, chunkfs.KindUnavailable, "lease lost; retry")
+	}
+	return resp, nil
+}
+
+// lookupChunk returns chunk index of the file, if it exists, with the
+// file's description; the caller must be allowed to write the file.
+func (m *Master) lookupChunk(c chunkfs.Caller, p string, index int64) (ch namespace.Chunk, fi chunkfs.FileInfo, ok bool, err error) {
+	m.state.read(func(ns *namespace.Namespace) {
+		var chunks []namespace.Chunk
+		fi, chunks, err = ns.Chunks(c, p, index, 1, true)
+		if err == nil && len(chunks) == 1 && chunks[0].Index == index {
+			ch, ok = chunks[0], true
+		}
+	})
+	return ch, fi, ok, err
+}
+
+// ensureChunk returns chunk index of the file, allocating it through the
+// log and creating its replicas when it does not exist yet. Allocation is
+// serialised per file, so concurrent appenders asking for the same next
+// chunk get the same one.
+func (m *Master) ensureChunk(ctx context.Context, c chunkfs.Caller, req *pb.PrepareWriteRequest) (namespace.Chunk, chunkfs.FileInfo, error) {
+	ch, fi, ok, err := m.lookupChunk(c, req.Path, req.Index)
+	if err == nil && req.Append && req.Index < fi.Chunks-1 {
+		err = chunkfs.E("prepare write", req.Path, chunkfs.KindStale, "append chunk index is neither the last chunk nor the next")
+	}
+	if err != nil || ok {
+		return ch, fi, err
+	}
+	mu := &m.allocMu[pathStripe(req.Path)]
+	mu.Lock()
+	defer mu.Unlock()
+	cmd := &namespace.Command{Op: namespace.OpAllocChunk, Caller: c, Path: req.Path, Length: req.Index}
+	if req.Append {
+		cmd.Flags = namespace.FlagAppend
+	}
+	r, _, err := m.apply(ctx, cmd)
+	if err != nil {
+		return namespace.Chunk{}, chunkfs.FileInfo{}, err
+	}
+	if r.Allocated {
+		if err := m.placeChunk(ctx, req.Path, r.Chunk, r.Info.Replication); err != nil {
+			return namespace.Chunk{}, chunkfs.FileInfo{}, err
+		}
+	}
+	return r.Chunk, r.Info, nil
+}

@@ -1,0 +1,68 @@
+package master
+
+import (
+	"context"
+	"io/fs"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// nobody is the identity of a request that names no caller.
+var nobody = chunkfs.Caller{UID: 65534, GIDs: []uint32{65534}}
+
+// caller converts a request's caller, bounding its group list.
+func caller(op, p string, c *pb.Caller) (chunkfs.Caller, error) {
+	if c == nil {
+		return nobody, nil
+	}
+	if len(c.Gids) > namespace.MaxGroups {
+		return chunkfs.Caller{}, chunkfs.E(op, p, chunkfs.KindInvalid, "caller names too many groups")
+	}
+	return chunkfs.Caller{UID: c.Uid, GIDs: c.Gids}, nil
+}
+
+// pathArg validates a path argument and converts the caller.
+func pathArg(op, p string, c *pb.Caller) (chunkfs.Caller, error) {
+	if err := namespace.ValidatePath(op, p); err != nil {
+		return chunkfs.Caller{}, err
+	}
+	return caller(op, p, c)
+}
+
+func fileInfo(fi chunkfs.FileInfo) *pb.FileInfo {
+	return &pb.FileInfo{
+		Inode:       fi.Inode,
+		Name:        fi.FileName,
+		Length:      fi.Length,
+		Mode:        uint32(fi.FileMode),
+		Uid:         fi.UID,
+		Gid:         fi.GID,
+		MtimeNs:     fi.MTime.UnixNano(),
+		AtimeNs:     fi.ATime.UnixNano(),
+		CtimeNs:     fi.CTime.UnixNano(),
+		Replication: uint32(fi.Replication),
+		Target:      fi.Target,
+		Chunks:      fi.Chunks,
+	}
+}
+
+// modeArg keeps the permission, setuid, setgid and sticky bits of a mode.
+func modeArg(m uint32) uint32 {
+	return m & uint32(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)
+}
+
+// readable waits, for a read with a state ID floor, until the master has
+// applied that far.
+func (m *Master) readable(ctx context.Context, op string, minStateID uint64) error {
+	if minStateID == 0 || m.state.stateID() >= minStateID {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.RPCTimeout)
+	defer cancel()
+	if !m.state.waitApplied(ctx, minStateID) {
+		return chunkfs.E(op, "", chunkfs.KindUnavailable, "master has not reached the requested state ID")
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+// Package master is the chunkfs master server: the gRPC service of
+// internal/rpc/pb.Master over the replicated namespace (internal/namespace
+// driven by internal/oplog), with the in-memory parts that are never
+// logged: the chunkserver registry and chunk locations (rebuilt from
+// chunkserver reports), leases, and the garbage each chunkserver is told to
+// delete. It owns the goroutines, the clock and the data directory; the
+// policies it applies (namespace, placement) are pure packages.
+//
+// Every mutation goes through the log before it is answered; reads take the
+// namespace's read lock and never wait for the log. Every response carries
+// the state ID: the index of the last applied log entry.
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/oplog"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// stripes is the number of locks that serialise chunk allocation per file
+// and lease grants per chunk.
+const stripes = 64
+
+// Master is an open master. Create it with Open, serve it with Serve, stop
+// it with Close.
+type Master struct {
+	pb.UnimplementedMasterServer
+
+	cfg   Config
+	lock  *os.File
+	state *state
+	log   *oplog.Log
+	pool  *rpc.Pool
+	reg   *registry
+
+	allocMu   [stripes]sync.Mutex // serialise chunk allocation per file (by path hash)
+	leaseMu   [stripes]sync.Mutex // serialise lease grants per chunk (by handle)
+	horizonMu sync.Mutex          // serialises logging the lease horizon
+
+	// Set once at Open, read-only after: no lease is granted for a chunk
+	// that existed before Open until leasePause, as a lease given by the
+	// previous master might still be held.
+	leasePause  time.Time
+	handleFloor chunkfs.Handle
+
+	srvMu  sync.Mutex // guards srv, addr and closed
+	srv    *rpc.Server
+	addr   string
+	closed bool
+
+	stop chan struct{}  // closed by Close
+	bg   sync.WaitGroup // background goroutines
+}
+
+// Open takes the lock on cfg.Dir (creating the directory if needed), opens
+// the log, replays it, and initialises a new namespace with cfg's chunk size
+// and replication. It refuses, with a one-line reason, a directory it cannot
+// read or that another master holds.
+func Open(cfg Config) (*Master, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	m := &Master{cfg: cfg, lock: lock, state: newState(), pool: rpc.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
+	m.reg = newRegistry(cfg)
+	if err := m.openLog(); err != nil {
+		m.pool.Close()
+		lock.Close()
+		return nil, err
+	}
+	m.bg.Add(1)
+	go m.livenessLoop()
+	return m, nil
+}
+
+// lockDir makes dir if needed, checks it is readable and takes an exclusive
+// lock on dir/LOCK.
+func lockDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("master: cannot create data directory %s: %v", dir, err)
+	}
+	if _, err := os.ReadDir(dir); err != nil {
+		return nil, fmt.Errorf("master: cannot read data directory %s: %v", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("master: cannot open lock file in %s: %v", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("master: data directory %s is in use by another master", dir)
+		}
+		return nil, fmt.Errorf("master: cannot lock data directory %s: %v", dir, err)
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	return f, nil
+}
+
+func (m *Master) openLog() error {
+	lc := oplog.DefaultConfig(m.cfg.Dir)
+	lc.SnapshotThreshold = m.cfg.SnapshotThreshold
+	lc.NoSync = m.cfg.NoSync
+	lc.Logger = m.cfg.Logger
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	l, err := oplog.Open(ctx, lc, m.state)
+	if err != nil {
+		return fmt.Errorf("master: %v", err)
+	}
+	m.log = l
+	if err := m.initNamespace(ctx); err != nil {
+		l.Close()
+		return err
+	}
+	m.state.read(func(ns *namespace.Namespace) {
+		m.leasePause = time.Unix(0, ns.LeaseHorizon())
+		m.handleFloor = ns.NextHandle()
+	})
+	return nil
+}
+
+// initNamespace logs the chunk size and replication of a new namespace.
+func (m *Master) initNamespace(ctx context.Context) error {
+	var done bool
+	var size int64
+	m.state.read(func(ns *namespace.Namespace) { done, size = ns.Initialized(), ns.ChunkSize() })
+	if done {
+		if size != m.cfg.ChunkSize {
+			m.cfg.Logger.Warn("chunk size fixed when the namespace was made; ignoring the configured one", "chunk_size", size, "configured", m.cfg.ChunkSize)
+		}
+		return nil
+	}
+	_, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpInit, Length: m.cfg.ChunkSize, Replication: uint32(m.cfg.DefaultReplication)})
+	if err != nil {
+		return fmt.Errorf("master: initialise namespace: %v", err)
+	}
+	return nil
+}
+
+// apply stamps c with the time, logs it, and returns its result and the
+// state ID after it. A result carrying an error is returned as that error.
+func (m *Master) apply(ctx context.Context, c *namespace.Command) (namespace.Result, uint64, error) {
+	c.Time = m.cfg.Clock.Now().UnixNano()
+	res, index, err := m.log.Apply(ctx, c.Encode(nil))
+	if err != nil {
+		return namespace.Result{}, 0, err
+	}
+	r, ok := res.(namespace.Result)
+	if !ok {
+		return namespace.Result{}, 0, chunkfs.E(c.Op.String(), c.Path, chunkfs.KindOther, "log returned no result")
+	}
+	return r, index, r.Err
+}
+
+// Serve answers RPCs on lis until Close.
+func (m *Master) Serve(lis net.Listener) error {
+	m.srvMu.Lock()
+	if m.closed {
+		m.srvMu.Unlock()
+		return chunkfs.E("serve", "", chunkfs.KindUnavailable, "master closed")
+	}
+	if m.srv != nil {
+		m.srvMu.Unlock()
+		return errors.New("master: Serve called twice")
+	}
+	m.srv = rpc.NewServer(m.cfg.Logger)
+	pb.RegisterMasterServer(m.srv, m)
+	if m.addr == "" {
+		m.addr = lis.Addr().String()
+	}
+	srv := m.srv
+	m.srvMu.Unlock()
+	m.cfg.Logger.Info("master serving", "addr", lis.Addr().String(), "dir", m.cfg.Dir, "state_id", m.StateID())
+	err := srv.Serve(lis)
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close stops serving (letting calls in flight finish for a few seconds),
+// stops the background work, closes the log and releases the directory.
+func (m *Master) Close() error {
+	m.srvMu.Lock()
+	if m.closed {
+		m.srvMu.Unlock()
+		return nil
+	}
+	m.closed = true
+	srv := m.srv
+	m.srvMu.Unlock()
+	if srv != nil {
+		gracefulStop(srv, 5*time.Second)
+	}
+	close(m.stop)
+	m.bg.Wait()
+	err := m.log.Close()
+	m.pool.Close()
+	m.lock.Close()
+	return err
+}
+
+func gracefulStop(srv *rpc.Server, wait time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(wait):
+		srv.Stop()
+		<-done
+	}
+}
+
+// StateID returns the index of the last applied log entry.
+func (m *Master) StateID() chunkfs.StateID { return chunkfs.StateID(m.state.stateID()) }
+
+// Snapshot takes a checkpoint of the namespace now.
+func (m *Master) Snapshot() error { return m.log.Snapshot() }
+
+// Check runs the namespace consistency checker (for tests and fsck).
+func (m *Master) Check() error {
+	var err error
+	m.state.read(func(ns *namespace.Namespace) { err = ns.Check() })
+	return err
+}
+
+func pathStripe(p string) int {
+	h := fnv.New32a()
+	h.Write([]byte(p))
+	return int(h.Sum32() % stripes)
+}
+
+func handleStripe(h chunkfs.Handle) int { return int(uint64(h) % stripes) }

@@ -1,0 +1,223 @@
+package master
+
+import (
+	"context"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// Mkdir makes a directory, and its parents when asked.
+func (m *Master) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResponse, error) {
+	c, err := pathArg("mkdir", req.Path, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &namespace.Command{Op: namespace.OpMkdir, Caller: c, Path: req.Path, Mode: modeArg(req.Mode)}
+	if req.Parents {
+		cmd.Flags = namespace.FlagParents
+	}
+	r, id, err := m.apply(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.MkdirResponse{StateId: id, Info: fileInfo(r.Info)}, nil
+}
+
+// Create makes a file or symbolic link, or opens (and maybe truncates) an
+// existing file.
+func (m *Master) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateResponse, error) {
+	c, err := pathArg("create", req.Path, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.SymlinkTarget) > chunkfs.MaxSymlinkLen {
+		return nil, chunkfs.E("create", req.Path, chunkfs.KindTooLarge, "symbolic link target too long")
+	}
+	cmd := &namespace.Command{Op: namespace.OpCreate, Caller: c, Path: req.Path, Mode: modeArg(req.Mode),
+		Replication: req.Replication, Target: req.SymlinkTarget}
+	if req.Exclusive {
+		cmd.Flags |= namespace.FlagExclusive
+	}
+	if req.Truncate {
+		cmd.Flags |= namespace.FlagTruncate
+	}
+	r, id, err := m.apply(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	m.collect(r.Garbage)
+	return &pb.CreateResponse{StateId: id, Info: fileInfo(r.Info), Created: r.Created}, nil
+}
+
+// Stat describes a path without following a final symbolic link.
+func (m *Master) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatResponse, error) {
+	c, err := pathArg("stat", req.Path, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.readable(ctx, "stat", req.MinStateId); err != nil {
+		return nil, err
+	}
+	var fi chunkfs.FileInfo
+	id := m.state.read(func(ns *namespace.Namespace) { fi, err = ns.Stat(c, req.Path) })
+	if err != nil {
+		return nil, err
+	}
+	return &pb.StatResponse{StateId: id, Info: fileInfo(fi)}, nil
+}
+
+// List returns one page of a directory.
+func (m *Master) List(ctx context.Context, req *pb.ListRequest) (*pb.ListResponse, error) {
+	c, err := pathArg("list", req.Path, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.After) > chunkfs.MaxNameLen {
+		return nil, chunkfs.E("list", req.Path, chunkfs.KindInvalid, "cursor longer than a name")
+	}
+	if err := m.readable(ctx, "list", req.MinStateId); err != nil {
+		return nil, err
+	}
+	var page []chunkfs.FileInfo
+	var more bool
+	id := m.state.read(func(ns *namespace.Namespace) {
+		page, more, err = ns.List(c, req.Path, req.After, int(min(req.Limit, namespace.MaxListLimit)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.ListResponse{StateId: id, More: more, Entries: make([]*pb.FileInfo, len(page))}
+	for i, fi := range page {
+		resp.Entries[i] = fileInfo(fi)
+	}
+	return resp, nil
+}
+
+// Rename moves a file or directory atomically.
+func (m *Master) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameResponse, error) {
+	c, err := pathArg("rename", req.Src, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	if err := namespace.ValidatePath("rename", req.Dst); err != nil {
+		return nil, err
+	}
+	cmd := &namespace.Command{Op: namespace.OpRename, Caller: c, Path: req.Src, Target: req.Dst}
+	if req.NoReplace {
+		cmd.Flags = namespace.FlagNoReplace
+	}
+	r, id, err := m.apply(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	m.collect(r.Garbage)
+	return &pb.RenameResponse{StateId: id}, nil
+}
+
+// Delete removes a file or directory (recursively when asked); its chunks
+// become garbage that chunkservers are told to delete.
+func (m *Master) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
+	c, err := pathArg("delete", req.Path, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &namespace.Command{Op: namespace.OpDelete, Caller: c, Path: req.Path}
+	for _, f := range []struct {
+		on   bool
+		flag uint8
+	}{{req.Recursive, namespace.FlagRecursive}, {req.DirOnly, namespace.FlagDirOnly}, {req.FileOnly, namespace.FlagFileOnly}} {
+		if f.on {
+			cmd.Flags |= f.flag
+		}
+	}
+	r, id, err := m.apply(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	m.collect(r.Garbage)
+	return &pb.DeleteResponse{StateId: id}, nil
+}
+
+// SetAttr changes mode, owner, group, times, replication or length at once.
+// A truncation that cuts a chunk in its middle bumps the chunk's version
+// and has its replicas cut.
+func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAttrResponse, error) {
+	c, err := pathArg("setattr", req.Path, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	cmd := setAttrCommand(req)
+	cmd.Caller = c
+	r, id, err := m.apply(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	m.collect(r.Garbage)
+	if r.Cut != nil {
+		m.cutChunk(ctx, *r.Cut)
+	}
+	return &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}, nil
+}
+
+func setAttrCommand(req *pb.SetAttrRequest) *namespace.Command {
+	cmd := &namespace.Command{Op: namespace.OpSetAttr, Path: req.Path}
+	if req.Mode != nil {
+		cmd.Set |= namespace.SetMode
+		cmd.Mode = modeArg(*req.Mode)
+	}
+	if req.Uid != nil {
+		cmd.Set |= namespace.SetUID
+		cmd.UID = *req.Uid
+	}
+	if req.Gid != nil {
+		cmd.Set |= namespace.SetGID
+		cmd.GID = *req.Gid
+	}
+	if req.AtimeNs != nil {
+		cmd.Set |= namespace.SetATime
+		cmd.ATime = *req.AtimeNs
+	}
+	if req.MtimeNs != nil {
+		cmd.Set |= namespace.SetMTime
+		cmd.MTime = *req.MtimeNs
+	}
+	if req.Replication != nil {
+		cmd.Set |= namespace.SetReplication
+		cmd.Replication = *req.Replication
+	}
+	if req.Length != nil {
+		cmd.Set |= namespace.SetLength
+		cmd.Length = *req.Length
+	}
+	return cmd
+}
+
+// CommitLength raises a file's length to what a writer reports.
+func (m *Master) CommitLength(ctx context.Context, req *pb.CommitLengthRequest) (*pb.CommitLengthResponse, error) {
+	c, err := pathArg("commit length", req.Path, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &namespace.Command{Op: namespace.OpCommitLength, Caller: c, Path: req.Path, Length: req.Length}
+	if req.Touch {
+		cmd.Flags = namespace.FlagTouch
+	}
+	r, id, err := m.apply(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.CommitLengthResponse{StateId: id, Length: r.Info.Length}, nil
+}
+
+// ClusterInfo returns the cluster's constants.
+func (m *Master) ClusterInfo(ctx context.Context, req *pb.ClusterInfoRequest) (*pb.ClusterInfoResponse, error) {
+	var size int64
+	var repl int
+	id := m.state.read(func(ns *namespace.Namespace) { size, repl = ns.ChunkSize(), ns.DefaultReplication() })
+	m.srvMu.Lock()
+	addr := m.addr
+	m.srvMu.Unlock()
+	return &pb.ClusterInfoResponse{StateId: id, ChunkSize: size, DefaultReplication: uint32(repl), Leader: addr}, nil
+}

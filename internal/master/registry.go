@@ -1,0 +1,219 @@
+package master
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/placement"
+)
+
+// Bounds on what the registry keeps and hands out.
+const (
+	maxQueuedGarbage    = 1 << 20 // per chunkserver
+	maxGarbagePerAnswer = 10000
+	recentWindow        = time.Minute // placement's creation-count window
+)
+
+// server is what the master knows of one chunkserver. Never persisted.
+type server struct {
+	id, addr, rack string
+	capacity, used int64
+	load           int32
+	lastBeat       time.Time
+	alive          bool
+	chunks         map[chunkfs.Handle]chunkfs.Version // replicas it holds
+	garbage        []chunkfs.Handle                   // to tell it to delete
+	recent         int                                // chunks created on it this window
+}
+
+// chunkInfo is the in-memory part of a chunk: where it lives and its lease.
+type chunkInfo struct {
+	holders []*server // servers that reported or were given a replica
+	primary *server   // lease holder, nil when none
+	expiry  time.Time // lease end
+}
+
+// registry holds chunkservers, chunk locations and leases.
+type registry struct {
+	mu          sync.Mutex // guards every field below and the servers and chunkInfos they point to
+	servers     map[string]*server
+	byAddr      map[string]*server
+	chunks      map[chunkfs.Handle]*chunkInfo
+	rng         *rand.Rand
+	windowStart time.Time
+}
+
+func newRegistry(cfg Config) *registry {
+	now := cfg.Clock.Now()
+	return &registry{
+		servers:     make(map[string]*server),
+		byAddr:      make(map[string]*server),
+		chunks:      make(map[chunkfs.Handle]*chunkInfo),
+		rng:         rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x636b6673)),
+		windowStart: now,
+	}
+}
+
+// addReplicaLocked records that s holds version v of h.
+func (r *registry) addReplicaLocked(s *server, h chunkfs.Handle, v chunkfs.Version) {
+	s.chunks[h] = v
+	ci := r.chunks[h]
+	if ci == nil {
+		ci = &chunkInfo{}
+		r.chunks[h] = ci
+	}
+	if !slices.Contains(ci.holders, s) {
+		ci.holders = append(ci.holders, s)
+	}
+}
+
+// dropReplicaLocked forgets s's replica of h (and a lease s holds on it).
+func (r *registry) dropReplicaLocked(s *server, h chunkfs.Handle) {
+	delete(s.chunks, h)
+	ci := r.chunks[h]
+	if ci == nil {
+		return
+	}
+	ci.holders = slices.DeleteFunc(ci.holders, func(x *server) bool { return x == s })
+	if ci.primary == s {
+		ci.primary = nil
+	}
+	if len(ci.holders) == 0 && ci.primary == nil {
+		delete(r.chunks, h)
+	}
+}
+
+// dropServerLocked forgets every replica s holds.
+func (r *registry) dropServerLocked(s *server) {
+	for h := range s.chunks {
+		r.dropReplicaLocked(s, h)
+	}
+}
+
+// replicasLocked returns the live servers holding version v of h.
+func (r *registry) replicasLocked(h chunkfs.Handle, v chunkfs.Version) []*server {
+	ci := r.chunks[h]
+	if ci == nil {
+		return nil
+	}
+	var out []*server
+	for _, s := range ci.holders {
+		if s.alive && s.chunks[h] == v {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// leaseLocked returns h's primary if its lease is valid at now.
+func (r *registry) leaseLocked(h chunkfs.Handle, now time.Time) (*server, time.Time) {
+	ci := r.chunks[h]
+	if ci == nil || ci.primary == nil || !ci.primary.alive || !now.Before(ci.expiry) {
+		return nil, time.Time{}
+	}
+	return ci.primary, ci.expiry
+}
+
+// queueGarbageLocked tells s, at its next heartbeat, to delete h.
+func (r *registry) queueGarbageLocked(s *server, h chunkfs.Handle) {
+	if len(s.garbage) < maxQueuedGarbage {
+		s.garbage = append(s.garbage, h)
+	}
+}
+
+// forget drops chunks that no longer exist and queues them as garbage on
+// every server holding them.
+func (r *registry) forget(handles []chunkfs.Handle) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range handles {
+		ci := r.chunks[h]
+		if ci == nil {
+			continue
+		}
+		for _, s := range slices.Clone(ci.holders) {
+			r.queueGarbageLocked(s, h)
+			r.dropReplicaLocked(s, h)
+		}
+		delete(r.chunks, h)
+	}
+}
+
+// liveLocked returns the live servers, in ID order.
+func (r *registry) liveLocked() []*server {
+	var out []*server
+	for _, s := range r.servers {
+		if s.alive {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *server) int { return cmpString(a.id, b.id) })
+	return out
+}
+
+// chooseLocked picks up to n live servers for a new replica, excluding
+// those in skip, and counts the creations.
+func (r *registry) chooseLocked(cfg placement.Config, n int, now time.Time, skip []*server) ([]*server, error) {
+	if now.Sub(r.windowStart) >= recentWindow {
+		for _, s := range r.servers {
+			s.recent = 0
+		}
+		r.windowStart = now
+	}
+	var live []*server
+	for _, s := range r.liveLocked() {
+		if !slices.Contains(skip, s) {
+			live = append(live, s)
+		}
+	}
+	cand := make([]placement.Server, len(live))
+	for i, s := range live {
+		cand[i] = placement.Server{ID: s.id, Rack: s.rack, Capacity: s.capacity, Used: s.used, Load: int(s.load), Recent: s.recent}
+	}
+	idx, err := placement.Choose(cfg, cand, n, r.rng)
+	if err != nil {
+		return nil, chunkfs.E("place chunk", "", chunkfs.KindNoSpace, "no live chunkserver with free space")
+	}
+	out := make([]*server, len(idx))
+	for i, j := range idx {
+		out[i] = live[j]
+		live[j].recent++
+	}
+	return out, nil
+}
+
+// markDeadLocked declares silent servers dead and forgets their replicas.
+func (r *registry) markDeadLocked(now time.Time, deadAfter time.Duration) []*server {
+	var dead []*server
+	for _, s := range r.servers {
+		if s.alive && now.Sub(s.lastBeat) > deadAfter {
+			s.alive = false
+			r.dropServerLocked(s)
+			dead = append(dead, s)
+		}
+	}
+	return dead
+}
+
+// sortedLocked returns every server, live or dead, in ID order.
+func (r *registry) sortedLocked() []*server {
+	out := make([]*server, 0, len(r.servers))
+	for _, s := range r.servers {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *server) int { return cmpString(a.id, b.id) })
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

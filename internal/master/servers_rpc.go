@@ -1,0 +1,246 @@
+package master
+
+import (
+	"context"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// Bounds on chunkserver input.
+const (
+	maxIDLen       = 256
+	maxAddrLen     = 512
+	maxListInBeat  = 100000 // sample, extend_leases and corrupt entries per heartbeat
+	maxReportLen   = 1 << 22
+	maxServerCount = 10000
+)
+
+func checkServerArgs(op, id, addr, rack string) error {
+	switch {
+	case id == "" || len(id) > maxIDLen:
+		return chunkfs.E(op, "", chunkfs.KindInvalid, "chunkserver ID empty or too long")
+	case addr == "" || len(addr) > maxAddrLen:
+		return chunkfs.E(op, id, chunkfs.KindInvalid, "chunkserver address empty or too long")
+	case len(rack) > maxIDLen:
+		return chunkfs.E(op, id, chunkfs.KindInvalid, "rack name too long")
+	}
+	return nil
+}
+
+// Register takes a chunkserver's full report: its replicas become the
+// master's record of where they live, replacing what it held before.
+// Replicas of chunks the master does not know are garbage; replicas with an
+// older version than the master's are stale.
+func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
+	if err := checkServerArgs("register", req.Id, req.Addr, req.Rack); err != nil {
+		return nil, err
+	}
+	if len(req.Chunks) > maxReportLen {
+		return nil, chunkfs.E("register", req.Id, chunkfs.KindTooLarge, "chunk report too long")
+	}
+	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds()}
+	var err error
+	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
+		m.reg.mu.Lock()
+		defer m.reg.mu.Unlock()
+		var s *server
+		if s, err = m.registerLocked(req); err != nil {
+			return
+		}
+		for _, c := range req.Chunks {
+			h, v := chunkfs.Handle(c.Handle), chunkfs.Version(c.Version)
+			cur, ok := ns.ChunkVersion(h)
+			switch {
+			case !ok:
+				resp.Garbage = append(resp.Garbage, c.Handle)
+			case v < cur:
+				resp.Stale = append(resp.Stale, c.Handle)
+			default:
+				m.reg.addReplicaLocked(s, h, v)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.cfg.Logger.Info("chunkserver registered", "id", req.Id, "addr", req.Addr, "chunks", len(req.Chunks), "garbage", len(resp.Garbage), "stale", len(resp.Stale))
+	return resp, nil
+}
+
+// registerLocked creates or resets the record of the server in req.
+func (m *Master) registerLocked(req *pb.RegisterRequest) (*server, error) {
+	r := m.reg
+	if s := r.servers[req.Id]; s != nil {
+		r.dropServerLocked(s)
+		delete(r.byAddr, s.addr)
+	} else if len(r.servers) >= maxServerCount {
+		return nil, chunkfs.E("register", req.Id, chunkfs.KindNoSpace, "too many chunkservers")
+	}
+	if old := r.byAddr[req.Addr]; old != nil && old.id != req.Id {
+		old.alive = false
+		r.dropServerLocked(old)
+		delete(r.servers, old.id)
+	}
+	s := r.servers[req.Id]
+	if s == nil {
+		s = &server{id: req.Id}
+		r.servers[req.Id] = s
+	}
+	s.addr, s.rack, s.capacity, s.used = req.Addr, req.Rack, req.Capacity, req.Used
+	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.Chunks))
+	s.alive, s.lastBeat = true, m.cfg.Clock.Now()
+	r.byAddr[req.Addr] = s
+	return s, nil
+}
+
+// Heartbeat records a chunkserver's figures, answers its sample with the
+// replicas it should delete, and extends the leases it asks for.
+func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
+	if err := checkServerArgs("heartbeat", req.Id, req.Addr, ""); err != nil {
+		return nil, err
+	}
+	if len(req.Sample) > maxListInBeat || len(req.ExtendLeases) > maxListInBeat || len(req.Corrupt) > maxListInBeat {
+		return nil, chunkfs.E("heartbeat", req.Id, chunkfs.KindTooLarge, "heartbeat lists too long")
+	}
+	now := m.cfg.Clock.Now()
+	if len(req.ExtendLeases) > 0 {
+		if err := m.ensureHorizon(ctx, now.Add(m.cfg.LeaseDuration+m.leaseSlack())); err != nil {
+			return nil, err
+		}
+	}
+	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds()}
+	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
+		m.reg.mu.Lock()
+		defer m.reg.mu.Unlock()
+		s := m.reg.servers[req.Id]
+		if s == nil || !s.alive || s.addr != req.Addr {
+			resp.Reregister = true
+			return
+		}
+		s.capacity, s.used, s.load, s.lastBeat = req.Capacity, req.Used, req.Load, now
+		resp.Garbage = m.sampleLocked(ns, s, req)
+		resp.Extended = m.extendLocked(s, req.ExtendLeases, now)
+	})
+	return resp, nil
+}
+
+// sampleLocked checks a heartbeat's sample and corrupt list and returns
+// what the server should delete, with the garbage queued for it.
+func (m *Master) sampleLocked(ns *namespace.Namespace, s *server, req *pb.HeartbeatRequest) []uint64 {
+	r := m.reg
+	for _, h := range req.Corrupt {
+		r.dropReplicaLocked(s, chunkfs.Handle(h))
+		r.queueGarbageLocked(s, chunkfs.Handle(h))
+	}
+	for _, c := range req.Sample {
+		h := chunkfs.Handle(c.Handle)
+		cur, ok := ns.ChunkVersion(h)
+		if !ok || chunkfs.Version(c.Version) < cur {
+			r.dropReplicaLocked(s, h)
+			r.queueGarbageLocked(s, h)
+		}
+	}
+	n := min(len(s.garbage), maxGarbagePerAnswer)
+	out := make([]uint64, n)
+	for i, h := range s.garbage[:n] {
+		out[i] = uint64(h)
+	}
+	s.garbage = s.garbage[n:]
+	if len(s.garbage) == 0 {
+		s.garbage = nil
+	}
+	return out
+}
+
+// extendLocked extends the valid leases s holds among handles.
+func (m *Master) extendLocked(s *server, handles []uint64, now time.Time) []uint64 {
+	var out []uint64
+	for _, h := range handles {
+		ci := m.reg.chunks[chunkfs.Handle(h)]
+		if ci != nil && ci.primary == s && now.Before(ci.expiry) {
+			ci.expiry = now.Add(m.cfg.LeaseDuration + m.leaseSlack())
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// ReportCorrupt forgets a replica that failed its checksum and tells its
+// server to delete it.
+func (m *Master) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest) (*pb.ReportCorruptResponse, error) {
+	if len(req.Replica) > maxAddrLen || len(req.Reporter) > maxAddrLen {
+		return nil, chunkfs.E("report corrupt", "", chunkfs.KindInvalid, "address too long")
+	}
+	m.reg.mu.Lock()
+	if s := m.reg.byAddr[req.Replica]; s != nil {
+		h := chunkfs.Handle(req.Handle)
+		if _, ok := s.chunks[h]; ok {
+			m.reg.dropReplicaLocked(s, h)
+			m.reg.queueGarbageLocked(s, h)
+			m.cfg.Logger.Warn("corrupt replica reported", "handle", req.Handle, "replica", req.Replica, "reporter", req.Reporter)
+		}
+	}
+	m.reg.mu.Unlock()
+	return &pb.ReportCorruptResponse{StateId: m.state.stateID()}, nil
+}
+
+// ClusterReport summarises chunkservers and the namespace.
+func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest) (*pb.ClusterReportResponse, error) {
+	resp := &pb.ClusterReportResponse{}
+	now := m.cfg.Clock.Now()
+	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
+		c := ns.Counts()
+		resp.Files, resp.Directories, resp.Chunks, resp.Bytes, resp.ChunkSize = c.Files, c.Dirs, c.Chunks, c.Bytes, ns.ChunkSize()
+		m.reg.mu.Lock()
+		defer m.reg.mu.Unlock()
+		ns.EachChunk(func(h chunkfs.Handle, v chunkfs.Version, repl int) {
+			if len(m.reg.replicasLocked(h, v)) < repl {
+				resp.UnderReplicated++
+			}
+		})
+		for _, s := range m.reg.sortedLocked() {
+			resp.Servers = append(resp.Servers, &pb.ChunkServerStatus{
+				Id: s.id, Addr: s.addr, Rack: s.rack, Capacity: s.capacity, Used: s.used, Load: s.load,
+				Chunks: int64(len(s.chunks)), Alive: s.alive, LastHeartbeatMs: now.Sub(s.lastBeat).Milliseconds(),
+			})
+		}
+	})
+	return resp, nil
+}
+
+// livenessLoop declares chunkservers dead when they fall silent.
+func (m *Master) livenessLoop() {
+	defer m.bg.Done()
+	t := m.cfg.Clock.NewTicker(m.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C():
+			m.checkLiveness()
+		}
+	}
+}
+
+// checkLiveness marks servers silent for DeadAfter dead; their replicas are
+// forgotten until they register again.
+func (m *Master) checkLiveness() {
+	m.reg.mu.Lock()
+	dead := m.reg.markDeadLocked(m.cfg.Clock.Now(), m.cfg.DeadAfter)
+	m.reg.mu.Unlock()
+	for _, s := range dead {
+		m.cfg.Logger.Warn("chunkserver dead", "id", s.id, "addr", s.addr)
+	}
+}
+
+// collect forgets chunks that became garbage; their servers are told to
+// delete them at their next heartbeat.
+func (m *Master) collect(handles []chunkfs.Handle) {
+	if len(handles) > 0 {
+		m.reg.forget(handles)
+	}
+}
