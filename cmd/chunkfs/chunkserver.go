@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/chunkfs/chunkfs/internal/chunkserver"
+)
+
+const chunkserverUsage = `Usage: chunkfs chunkserver --dir DIR[,DIR...] --listen HOST:PORT --master ADDR[,ADDR...] [--rack NAME] [flags]
+
+Runs a chunkserver: keeps chunk replicas in the data directories, serves
+gRPC control calls and the bulk data stream on one port, and registers and
+heartbeats with every master named.
+
+Example:
+  chunkfs chunkserver --dir /data1/chunkfs,/data2/chunkfs --listen 0.0.0.0:7080 \
+      --addr cs1.example:7080 --master m1.example:7070 --rack r1
+
+Flags:`
+
+// chunkserverOptions is the parsed command line of `chunkfs chunkserver`.
+type chunkserverOptions struct {
+	cfg     chunkserver.Config
+	listen  string
+	verbose bool
+}
+
+// runChunkserver runs a chunkserver until ctx is cancelled.
+func runChunkserver(ctx context.Context, args []string) error {
+	o, err := chunkserverFlags(args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	o.cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	s, err := chunkserver.Open(o.cfg)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		s.Close()
+		return err
+	}
+	o.cfg.Logger.Info("chunkserver listening", "listen", lis.Addr().String(), "id", s.ID(), "dirs", o.cfg.Dirs, "masters", o.cfg.Masters)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(lis) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		s.Close()
+		return <-done
+	}
+}
+
+// chunkserverFlags parses the command line into a configuration.
+func chunkserverFlags(args []string) (chunkserverOptions, error) {
+	o := chunkserverOptions{cfg: chunkserver.DefaultConfig()}
+	c := &o.cfg
+	fs := flag.NewFlagSet("chunkserver", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dirs := fs.String("dir", "", "data directories, comma-separated (the first keeps the server ID)")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:7080", "address to listen on, host:port")
+	masters := fs.String("master", "", "master addresses, comma-separated (default $CHUNKFS_MASTER or "+defaultMaster+")")
+	fs.StringVar(&c.Rack, "rack", "default", "rack name, for replica placement")
+	fs.StringVar(&c.Addr, "addr", "", "address masters and clients reach this server on (default: the listen address)")
+	fs.DurationVar(&c.HeartbeatInterval, "heartbeat", c.HeartbeatInterval, "interval between heartbeats to each master")
+	buffer := fs.String("buffer", size(int(c.BufferBytes)), "memory for pushed data awaiting a write")
+	fs.DurationVar(&c.BufferExpiry, "buffer-expiry", c.BufferExpiry, "pushed data not written within this is dropped")
+	fs.DurationVar(&c.ScrubInterval, "scrub", c.ScrubInterval, "verify one idle chunk every interval (0: never)")
+	fs.BoolVar(&o.verbose, "v", false, "log debugging detail")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stdout, chunkserverUsage)
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return o, err
+		}
+		return o, usagef("%v", err)
+	}
+	if fs.NArg() != 0 {
+		return o, usagef("chunkserver: unexpected argument %q", fs.Arg(0))
+	}
+	c.Dirs = splitList(*dirs)
+	if len(c.Dirs) == 0 {
+		return o, usagef("chunkserver: --dir is required")
+	}
+	if *masters == "" {
+		*masters = os.Getenv("CHUNKFS_MASTER")
+	}
+	if *masters == "" {
+		*masters = defaultMaster
+	}
+	c.Masters = splitList(*masters)
+	n, err := parseSize(*buffer)
+	if err != nil {
+		return o, usagef("--buffer: %v", err)
+	}
+	c.BufferBytes = int64(n)
+	if err := c.Validate(); err != nil {
+		return o, usagef("%v", err)
+	}
+	return o, nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
