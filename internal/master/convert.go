@@ -59,6 +59,9 @@ func (m *Master) readable(ctx context.Context, op string, minStateID uint64) err
 	if minStateID == 0 || m.state.stateID() >= minStateID {
 		return nil
 	}
+	if minStateID > m.log.LastIndex() {
+		return chunkfs.E(op, "", chunkfs.KindUnavailable, "master has not seen the requested state ID")
+	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.RPCTimeout)
 	defer cancel()
 	if !m.state.waitApplied(ctx, minStateID) {

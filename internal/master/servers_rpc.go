@@ -144,9 +144,13 @@ func (m *Master) sampleLocked(ns *namespace.Namespace, s *server, req *pb.Heartb
 		}
 	}
 	n := min(len(s.garbage), maxGarbagePerAnswer)
-	out := make([]uint64, n)
-	for i, h := range s.garbage[:n] {
-		out[i] = uint64(h)
+	out := make([]uint64, 0, n)
+	seen := make(map[chunkfs.Handle]bool, n)
+	for _, h := range s.garbage[:n] {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, uint64(h))
+		}
 	}
 	s.garbage = s.garbage[n:]
 	if len(s.garbage) == 0 {

@@ -255,6 +255,9 @@ func translate(err error) error {
 // master's state ID.
 func (l *Log) LastApplied() uint64 { return l.applied.Load() }
 
+// LastIndex returns the index of the last entry in the log, applied or not.
+func (l *Log) LastIndex() uint64 { return l.raft.LastIndex() }
+
 // IsLeader reports whether this node leads the group.
 func (l *Log) IsLeader() bool { return l.raft.State() == raft.Leader }
 

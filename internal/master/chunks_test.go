@@ -1,0 +1,247 @@
+package master
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+func (tm *testMaster) prepare(c *pb.Caller, p string, index int64, appnd bool) *pb.PrepareWriteResponse {
+	tm.t.Helper()
+	resp, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: c, Path: p, Index: index, Append: appnd})
+	if err != nil {
+		tm.t.Fatalf("prepare write %s[%d]: %v", p, index, err)
+	}
+	return resp
+}
+
+func primaries(calls []*pb.LeaseRequest) int {
+	n := 0
+	for _, c := range calls {
+		if c.LeaseMs > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func TestPrepareWriteAllocatesAndLeases(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	cs := []*fakeCS{tm.startCS("cs0", "r0"), tm.startCS("cs1", "r1"), tm.startCS("cs2", "r2"), tm.startCS("cs3", "r0")}
+	tm.create(alice, "/f")
+	pw := tm.prepare(alice, "/f", 0, false)
+	ch := pw.Chunk
+	if ch.Handle == 0 || ch.Version != 1 || len(ch.Replicas) != 3 || ch.Primary != ch.Replicas[0] || ch.LeaseExpiryMs <= 0 || pw.ChunkSize != 1<<20 {
+		t.Fatalf("first prepare: %+v", pw)
+	}
+	var calls []*pb.LeaseRequest
+	for _, f := range cs {
+		calls = append(calls, f.leaseCalls()...)
+	}
+	if len(calls) != 3 || primaries(calls) != 1 || !calls[0].Create {
+		t.Fatalf("lease calls: %v", calls)
+	}
+	// The lease holds: a second prepare makes no calls.
+	pw2 := tm.prepare(alice, "/f", 0, false)
+	if pw2.Chunk.Primary != ch.Primary || pw2.Chunk.Version != 1 {
+		t.Errorf("second prepare: %+v", pw2.Chunk)
+	}
+	// Readers see the same chunk.
+	gc, err := tm.c.GetChunks(bg, &pb.GetChunksRequest{Caller: alice, Path: "/f"})
+	if err != nil || len(gc.Chunks) != 1 || gc.Chunks[0].Handle != ch.Handle || len(gc.Chunks[0].Replicas) != 3 {
+		t.Fatalf("get chunks: %v %v", gc, err)
+	}
+	// Other users may not write.
+	if _, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: bob, Path: "/f"}); kindOf(err) != chunkfs.KindPermission {
+		t.Errorf("bob prepares: %v", err)
+	}
+	// Heartbeats extend the lease; once it lapses, a new one bumps the version.
+	var holder *fakeCS
+	for _, f := range cs {
+		if f.addr == ch.Primary {
+			holder = f
+		}
+	}
+	beatAll := func() {
+		for _, f := range cs {
+			if f != holder {
+				tm.beat(f)
+			}
+		}
+	}
+	tm.clock.Advance(8 * time.Second)
+	beatAll()
+	if hb := tm.beat(holder, ch.Handle); len(hb.Extended) != 1 || hb.LeaseMs != 10000 {
+		t.Errorf("extend: %+v", hb)
+	}
+	tm.clock.Advance(8 * time.Second)
+	beatAll()
+	if pw := tm.prepare(alice, "/f", 0, false); pw.Chunk.Version != 1 {
+		t.Errorf("extended lease was replaced: version %d", pw.Chunk.Version)
+	}
+	tm.clock.Advance(20 * time.Second)
+	beatAll()
+	tm.beat(holder)
+	pw3 := tm.prepare(alice, "/f", 0, false)
+	if pw3.Chunk.Version != 2 || len(pw3.Chunk.Replicas) != 3 {
+		t.Fatalf("new lease: %+v", pw3.Chunk)
+	}
+	var bumped []*pb.LeaseRequest
+	for _, f := range cs {
+		for _, c := range f.leaseCalls() {
+			if c.Version == 2 {
+				bumped = append(bumped, c)
+			}
+		}
+	}
+	if len(bumped) != 3 || primaries(bumped) != 1 || bumped[0].Create {
+		t.Errorf("version-2 lease calls: %v", bumped)
+	}
+	cl, err := tm.c.CommitLength(bg, &pb.CommitLengthRequest{Caller: alice, Path: "/f", Length: 1000, Touch: true})
+	if err != nil || cl.Length != 1000 {
+		t.Errorf("commit length: %v %v", cl, err)
+	}
+}
+
+func TestAppendAllocationIsIdempotent(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	for i := range 3 {
+		tm.startCS(string(rune('a'+i)), "")
+	}
+	tm.create(alice, "/log")
+	var wg sync.WaitGroup
+	handles := make([]uint64, 16)
+	for i := range handles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/log", Index: 0, Append: true})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			handles[i] = resp.Chunk.Handle
+		}()
+	}
+	wg.Wait()
+	for _, h := range handles {
+		if h != handles[0] {
+			t.Fatalf("appenders got different chunks: %v", handles)
+		}
+	}
+	// The next chunk; then an index behind the last is stale.
+	next := tm.prepare(alice, "/log", 1, true)
+	if next.Chunk.Handle == handles[0] || next.Chunk.Index != 1 {
+		t.Errorf("next chunk: %+v", next.Chunk)
+	}
+	if _, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/log", Index: 0, Append: true}); kindOf(err) != chunkfs.KindStale {
+		t.Errorf("append to an old chunk: %v", err)
+	}
+	if _, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/log", Index: 5, Append: true}); kindOf(err) != chunkfs.KindStale {
+		t.Errorf("append beyond the next chunk: %v", err)
+	}
+}
+
+func TestRegisterStaleGarbageAndDeath(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	a, b := tm.startCS("a", "r0"), tm.startCS("b", "r1")
+	tm.create(alice, "/f")
+	h := tm.prepare(alice, "/f", 0, false).Chunk.Handle
+	tm.clock.Advance(20 * time.Second)
+	tm.beat(a)
+	// b misses the new version: make it fail the lease call.
+	b.mu.Lock()
+	b.fail = true
+	b.mu.Unlock()
+	tm.beat(b)
+	pw := tm.prepare(alice, "/f", 0, false)
+	if pw.Chunk.Version != 2 || len(pw.Chunk.Replicas) != 1 {
+		t.Fatalf("after failed replica: %+v", pw.Chunk)
+	}
+	b.mu.Lock()
+	b.fail = false
+	b.versions[999999] = 1 // a chunk the master never made
+	b.mu.Unlock()
+	reg := tm.register(b, "r1")
+	if len(reg.Stale) != 1 || reg.Stale[0] != h || len(reg.Garbage) != 1 || reg.Garbage[0] != 999999 || reg.HeartbeatIntervalMs != 3000 {
+		t.Errorf("register: %+v", reg)
+	}
+	// Deleting the file makes its chunk garbage for the holder.
+	if _, err := tm.c.Delete(bg, &pb.DeleteRequest{Caller: alice, Path: "/f"}); err != nil {
+		t.Fatal(err)
+	}
+	if hb := tm.beat(a); len(hb.Garbage) != 1 || hb.Garbage[0] != h {
+		t.Errorf("garbage after delete: %+v", hb)
+	}
+	// Silence makes a server dead; it must register again.
+	tm.clock.Advance(25 * time.Second)
+	tm.beat(a)
+	tm.clock.Advance(10 * time.Second)
+	tm.m.checkLiveness()
+	rep, err := tm.c.ClusterReport(bg, &pb.ClusterReportRequest{})
+	if err != nil || len(rep.Servers) != 2 || !rep.Servers[0].Alive || rep.Servers[1].Alive {
+		t.Fatalf("report: %+v %v", rep, err)
+	}
+	if hb := tm.beat(b); !hb.Reregister {
+		t.Error("dead server not told to register")
+	}
+}
+
+func TestTruncateCutsReplicas(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	cs := []*fakeCS{tm.startCS("a", ""), tm.startCS("b", ""), tm.startCS("c", "")}
+	tm.create(alice, "/f")
+	tm.prepare(alice, "/f", 0, false)
+	h1 := tm.prepare(alice, "/f", 1, false).Chunk.Handle
+	tm.c.CommitLength(bg, &pb.CommitLengthRequest{Caller: alice, Path: "/f", Length: 2 << 20})
+	length := int64(1<<20 + 100)
+	if _, err := tm.c.SetAttr(bg, &pb.SetAttrRequest{Caller: alice, Path: "/f", Length: &length}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range cs {
+		f.mu.Lock()
+		tr := f.truncates
+		f.mu.Unlock()
+		if len(tr) != 1 || tr[0].Handle != h1 || tr[0].Version != 2 || tr[0].Length != 100 {
+			t.Errorf("%s truncates: %v", f.id, tr)
+		}
+	}
+	gc, _ := tm.c.GetChunks(bg, &pb.GetChunksRequest{Caller: alice, Path: "/f"})
+	if len(gc.Chunks) != 2 || gc.Chunks[1].Version != 2 || len(gc.Chunks[1].Replicas) != 3 || gc.Chunks[1].Primary != "" {
+		t.Errorf("after truncate: %+v", gc.Chunks)
+	}
+	rep, _ := tm.c.ClusterReport(bg, &pb.ClusterReportRequest{})
+	if rep.Files != 1 || rep.Chunks != 2 || rep.Bytes != length || rep.UnderReplicated != 0 {
+		t.Errorf("report: %+v", rep)
+	}
+}
+
+func TestRestartWaitsOutOldLeases(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	tm.startCS("a", "")
+	tm.create(alice, "/old")
+	tm.prepare(alice, "/old", 0, false)
+	dir, clk := tm.cfg.Dir, tm.clock
+	tm.close()
+
+	tm2 := startMaster(t, dir, clk)
+	a := tm2.startCS("a2", "")
+	a.mu.Lock()
+	a.versions[1] = 1
+	a.mu.Unlock()
+	tm2.register(a, "")
+	if _, err := tm2.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/old"}); kindOf(err) != chunkfs.KindUnavailable {
+		t.Errorf("lease right after restart: %v", err)
+	}
+	// A chunk made after the restart needs no wait.
+	tm2.create(alice, "/new")
+	tm2.prepare(alice, "/new", 0, false)
+	clk.Advance(20 * time.Second)
+	tm2.beat(a)
+	if pw := tm2.prepare(alice, "/old", 0, false); pw.Chunk.Version != 2 {
+		t.Errorf("lease after the old one lapsed: %+v", pw.Chunk)
+	}
+}

@@ -1,0 +1,199 @@
+package master
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+var (
+	root  = &pb.Caller{Uid: 0, Gids: []uint32{0}}
+	alice = &pb.Caller{Uid: 1000, Gids: []uint32{100}}
+	bob   = &pb.Caller{Uid: 1001, Gids: []uint32{101}}
+)
+
+// testMaster is a master served on loopback with a client to it.
+type testMaster struct {
+	t     testing.TB
+	m     *Master
+	cfg   Config
+	clock *clock.Fake
+	c     pb.MasterClient
+	addr  string
+	done  chan error
+}
+
+func testConfig(t testing.TB, dir string, clk *clock.Fake) Config {
+	cfg := DefaultConfig()
+	cfg.Dir = dir
+	cfg.ChunkSize = 1 << 20
+	cfg.LeaseDuration = 10 * time.Second
+	cfg.RPCTimeout = 5 * time.Second
+	cfg.Clock = clk
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	return cfg
+}
+
+// startMaster opens a master on dir (a new temporary one when empty) with
+// a fake clock, serves it, and closes it at cleanup.
+func startMaster(t testing.TB, dir string, clk *clock.Fake) *testMaster {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if clk == nil {
+		clk = clock.NewFake(time.Unix(1_700_000_000, 0))
+	}
+	return startWith(t, testConfig(t, dir, clk), clk)
+}
+
+func startWith(t testing.TB, cfg Config, clk *clock.Fake) *testMaster {
+	t.Helper()
+	m, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &testMaster{t: t, m: m, cfg: cfg, clock: clk, addr: lis.Addr().String(), done: make(chan error, 1)}
+	go func() { tm.done <- m.Serve(lis) }()
+	cc, err := rpc.Dial(tm.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.c = pb.NewMasterClient(cc)
+	mode := uint32(0o777)
+	if _, err := tm.c.SetAttr(bg, &pb.SetAttrRequest{Caller: root, Path: "/", Mode: &mode}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cc.Close()
+		tm.close()
+	})
+	return tm
+}
+
+// close checks the namespace and stops the master (idempotent).
+func (tm *testMaster) close() {
+	if tm.m == nil {
+		return
+	}
+	if err := tm.m.Check(); err != nil {
+		tm.t.Error(err)
+	}
+	if err := tm.m.Close(); err != nil {
+		tm.t.Error(err)
+	}
+	if err := <-tm.done; err != nil {
+		tm.t.Error(err)
+	}
+	tm.m = nil
+}
+
+var bg = context.Background()
+
+func kindOf(err error) chunkfs.Kind { return chunkfs.KindOf(err) }
+
+// fakeCS is a chunkserver's control service that records what the master
+// tells it.
+type fakeCS struct {
+	pb.UnimplementedChunkServerServer
+	id, addr string
+
+	mu        sync.Mutex // guards the fields below
+	versions  map[uint64]uint64
+	leases    []*pb.LeaseRequest
+	truncates []*pb.TruncateRequest
+	fail      bool
+}
+
+func (f *fakeCS) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail {
+		return nil, chunkfs.E("lease", "", chunkfs.KindUnavailable, "failing on purpose")
+	}
+	if _, ok := f.versions[req.Handle]; !ok && !req.Create {
+		return nil, chunkfs.E("lease", "", chunkfs.KindNotExist, "no such chunk")
+	}
+	f.versions[req.Handle] = req.Version
+	f.leases = append(f.leases, req)
+	return &pb.LeaseResponse{}, nil
+}
+
+func (f *fakeCS) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.TruncateResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.versions[req.Handle] = req.Version
+	f.truncates = append(f.truncates, req)
+	return &pb.TruncateResponse{}, nil
+}
+
+func (f *fakeCS) leaseCalls() []*pb.LeaseRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*pb.LeaseRequest(nil), f.leases...)
+}
+
+func (f *fakeCS) report() []*pb.ChunkReplica {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*pb.ChunkReplica
+	for h, v := range f.versions {
+		out = append(out, &pb.ChunkReplica{Handle: h, Version: v})
+	}
+	return out
+}
+
+// startCS serves a fake chunkserver on loopback and registers it.
+func (tm *testMaster) startCS(id, rack string) *fakeCS {
+	tm.t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tm.t.Fatal(err)
+	}
+	f := &fakeCS{id: id, addr: lis.Addr().String(), versions: make(map[uint64]uint64)}
+	srv := rpc.NewServer(slog.New(slog.DiscardHandler))
+	pb.RegisterChunkServerServer(srv, f)
+	go srv.Serve(lis)
+	tm.t.Cleanup(srv.Stop)
+	tm.register(f, rack)
+	return f
+}
+
+func (tm *testMaster) register(f *fakeCS, rack string) *pb.RegisterResponse {
+	tm.t.Helper()
+	resp, err := tm.c.Register(bg, &pb.RegisterRequest{Id: f.id, Addr: f.addr, Rack: rack, Capacity: 1 << 40, Used: 1 << 30, Chunks: f.report()})
+	if err != nil {
+		tm.t.Fatal(err)
+	}
+	return resp
+}
+
+func (tm *testMaster) beat(f *fakeCS, extend ...uint64) *pb.HeartbeatResponse {
+	tm.t.Helper()
+	resp, err := tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Used: 1 << 30, ExtendLeases: extend, Sample: f.report()})
+	if err != nil {
+		tm.t.Fatal(err)
+	}
+	return resp
+}
+
+func (tm *testMaster) create(c *pb.Caller, p string) *pb.FileInfo {
+	tm.t.Helper()
+	resp, err := tm.c.Create(bg, &pb.CreateRequest{Caller: c, Path: p, Mode: 0o644})
+	if err != nil {
+		tm.t.Fatal(err)
+	}
+	return resp.Info
+}
