@@ -38,6 +38,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -56,6 +57,9 @@ type Config struct {
 	// Caller is the identity requests act as; DefaultConfig uses the
 	// process's user and groups.
 	Caller chunkfs.Caller
+	// Umask clears permission bits of files and directories the client
+	// creates, like a process's umask.
+	Umask fs.FileMode
 	// WriteBuffer is how many bytes a File buffers before sending them to
 	// the chunkservers; a buffer is also flushed at chunk boundaries, on
 	// Sync, Close, Seek and before reads. 0 disables buffering.
@@ -74,12 +78,13 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// DefaultConfig returns the defaults: an 8 MiB write buffer, locations
+// DefaultConfig returns the defaults: umask 022, an 8 MiB write buffer, locations
 // cached for 30 s and looked up 16 chunks at a time, a 60 s retry budget, and
 // the current process's user as the caller.
 func DefaultConfig() Config {
 	return Config{
 		Caller:       processCaller(),
+		Umask:        0o022,
 		WriteBuffer:  8 << 20,
 		LocationTTL:  30 * time.Second,
 		LookupBatch:  16,
@@ -111,6 +116,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("client config: LookupBatch %d not in [1, 1024]", c.LookupBatch)
 	case c.RetryTimeout <= 0:
 		return errors.New("client config: RetryTimeout must be positive")
+	case c.Umask&^fs.ModePerm != 0:
+		return fmt.Errorf("client config: Umask %o has bits beyond 0777", c.Umask)
 	case len(c.Caller.GIDs) == 0:
 		return errors.New("client config: Caller has no group")
 	}

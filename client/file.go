@@ -48,8 +48,8 @@ type File struct {
 // readAhead is how much a small Read fetches at once.
 const readAhead = 4 << 20
 
-// Create creates or truncates file path (mode 0666 before the master's
-// rules) and opens it for reading and writing.
+// Create creates or truncates file path (mode 0666 less Config.Umask) and
+// opens it for reading and writing.
 func (c *Client) Create(ctx context.Context, path string) (*File, error) {
 	return c.OpenFile(ctx, path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
 }
@@ -61,7 +61,7 @@ func (c *Client) Open(ctx context.Context, path string) (*File, error) {
 
 // OpenFile opens path with flag (os.O_RDONLY, os.O_WRONLY, os.O_RDWR, and
 // os.O_CREATE, os.O_EXCL, os.O_TRUNC, os.O_APPEND) and, when it creates the
-// file, permission bits perm.
+// file, permission bits perm less Config.Umask.
 func (c *Client) OpenFile(ctx context.Context, path string, flag int, perm fs.FileMode) (*File, error) {
 	path, err := checkPath("open", path)
 	if err != nil {
@@ -93,7 +93,7 @@ func (c *Client) create(ctx context.Context, path string, flag int, perm fs.File
 		return nil, chunkfs.E("create", path, chunkfs.KindInvalid, "O_CREATE needs O_WRONLY or O_RDWR")
 	}
 	resp, err := c.master.Create(ctx, &pb.CreateRequest{
-		Caller: c.caller, Path: path, Mode: uint32(perm & modeBits),
+		Caller: c.caller, Path: path, Mode: uint32(perm & modeBits &^ c.cfg.Umask),
 		Exclusive: flag&os.O_EXCL != 0, Truncate: flag&os.O_TRUNC != 0,
 	})
 	if err != nil {

@@ -10,7 +10,8 @@ import (
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
-// Mkdir makes directory path with permission bits perm. Its parent must exist.
+// Mkdir makes directory path with permission bits perm (less Config.Umask).
+// Its parent must exist.
 func (c *Client) Mkdir(ctx context.Context, path string, perm fs.FileMode) error {
 	return c.mkdir(ctx, "mkdir", path, perm, false)
 }
@@ -26,7 +27,7 @@ func (c *Client) mkdir(ctx context.Context, op, path string, perm fs.FileMode, p
 	if err != nil {
 		return err
 	}
-	resp, err := c.master.Mkdir(ctx, &pb.MkdirRequest{Caller: c.caller, Path: path, Mode: uint32(perm & modeBits), Parents: parents})
+	resp, err := c.master.Mkdir(ctx, &pb.MkdirRequest{Caller: c.caller, Path: path, Mode: uint32(perm & modeBits &^ c.cfg.Umask), Parents: parents})
 	if err != nil {
 		return wrapOp(op, path, err)
 	}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+)
+
+var adminCommand = &command{
+	name:    "admin",
+	args:    "report [--json]",
+	summary: "cluster administration: report prints the cluster's figures",
+	example: "  chunkfs admin report\n  chunkfs admin report --json | jq '.servers[] | select(.alive | not)'",
+	run:     runAdmin,
+}
+
+func runAdmin(ctx context.Context, e *env, args []string) error {
+	fs := flagSet(e)
+	cf := addClientFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	ops, err := parse(e, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(ops) != 1 || ops[0] != "report" {
+		return usagef("unknown admin command %q; known: report", fmt.Sprint(ops))
+	}
+	c, err := cf.connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := c.ClusterReport(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, r)
+	}
+	w := e.stdout
+	alive := 0
+	var capacity, used int64
+	for _, s := range r.Servers {
+		if s.Alive {
+			alive++
+			capacity += s.Capacity
+			used += s.Used
+		}
+	}
+	fmt.Fprintf(w, "Chunkservers:      %d alive, %d dead\n", alive, len(r.Servers)-alive)
+	fmt.Fprintf(w, "Disk space:        %s used of %s\n", humanSize(used), humanSize(capacity))
+	fmt.Fprintf(w, "Files:             %d\n", r.Files)
+	fmt.Fprintf(w, "Directories:       %d\n", r.Directories)
+	fmt.Fprintf(w, "Chunks:            %d (%d under-replicated)\n", r.Chunks, r.UnderReplicated)
+	fmt.Fprintf(w, "File data:         %s\n", humanSize(r.Bytes))
+	fmt.Fprintf(w, "Chunk size:        %s\n\n", humanSize(r.ChunkSize))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tADDRESS\tRACK\tSTATE\tCHUNKS\tUSED\tCAPACITY\tLOAD\tHEARTBEAT")
+	for _, s := range r.Servers {
+		state := "alive"
+		if !s.Alive {
+			state = "dead"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s ago\n", s.ID, s.Addr, s.Rack, state, s.Chunks,
+			humanSize(s.Used), humanSize(s.Capacity), s.Load, s.LastHeartbeat.Round(time.Millisecond))
+	}
+	return tw.Flush()
+}

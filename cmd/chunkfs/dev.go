@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/cluster"
+)
+
+var devCommand = &command{
+	name:    "dev",
+	args:    "[--dir DIR] [--listen HOST:PORT]",
+	summary: "run a whole cluster (master + 3 chunkservers) in this process, for trying chunkfs out",
+	example: "  chunkfs dev &\n  chunkfs put README.md /\n  chunkfs ls -l /",
+	run:     runDev,
+}
+
+func runDev(ctx context.Context, e *env, args []string) error {
+	fs := flagSet(e)
+	dir := fs.String("dir", "", "data directory (default: the user cache directory's chunkfs/dev)")
+	listen := fs.String("listen", defaultMaster, "master address")
+	chunkSize := fs.Int64("chunk-size", chunkfs.DefaultChunkSize, "chunk size in bytes (a multiple of 64 KiB); fixed when the directory is first used")
+	verbose := fs.Bool("v", false, "log server activity to stderr")
+	ops, err := parse(e, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(ops) > 0 {
+		return usagef("unexpected arguments %q", ops)
+	}
+	if *dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return fmt.Errorf("no --dir and no user cache directory: %w", err)
+		}
+		*dir = filepath.Join(cache, "chunkfs", "dev")
+	}
+	cfg := cluster.DefaultConfig()
+	cfg.Dir = *dir
+	cfg.MasterAddr = *listen
+	cfg.ChunkSize = *chunkSize
+	cfg.Heartbeat = time.Second
+	cfg.DeadAfter = 10 * time.Second
+	cfg.Lease = chunkfs.LeaseDuration
+	if *verbose {
+		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	c, err := cluster.Start(cfg)
+	if err != nil {
+		return err
+	}
+	printDevBanner(e, c, *dir)
+	<-ctx.Done()
+	fmt.Fprintln(e.stdout, "chunkfs dev: stopping")
+	return c.Close()
+}
+
+func printDevBanner(e *env, c *cluster.Cluster, dir string) {
+	w := e.stdout
+	fmt.Fprintf(w, "chunkfs dev: master on %s, %d chunkservers, data in %s\n", c.MasterAddr(), c.Chunkservers(), dir)
+	for i := range c.Chunkservers() {
+		fmt.Fprintf(w, "  chunkserver %d on %s\n", i, c.ChunkserverAddr(i))
+	}
+	master := ""
+	if c.MasterAddr() != defaultMaster {
+		master = " --master " + c.MasterAddr()
+		fmt.Fprintf(w, "\nIn another terminal: export CHUNKFS_MASTER=%s\n", c.MasterAddr())
+	}
+	fmt.Fprintf(w, "\nTry:\n  chunkfs%s mkdir -p /demo\n  chunkfs%s put /etc/hosts /demo/\n  chunkfs%s ls -l /demo\n  chunkfs%s cat /demo/hosts\n  chunkfs%s admin report\n",
+		master, master, master, master, master)
+	fmt.Fprintln(w, "\nCtrl-C stops the cluster; running this again on the same directory keeps the data.")
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/cluster"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// The CLI tests drive the real binary, built once, against one in-process
+// cluster shared by the tests (each test works in its own directory).
+var (
+	binary      string
+	testCluster *cluster.Cluster
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "chunkfs-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "chunkfs")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building chunkfs: %v\n%s", err, out)
+		return 1
+	}
+	cfg := cluster.DefaultConfig()
+	cfg.Dir = filepath.Join(dir, "cluster")
+	cfg.ChunkSize = 256 << 10
+	testCluster, err = cluster.Start(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting a cluster:", err)
+		return 1
+	}
+	defer testCluster.Close()
+	return m.Run()
+}
+
+// result is what one run of the binary did.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runCLI runs the binary with args and stdin, against the test cluster.
+func runCLI(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(os.Environ(), "CHUNKFS_MASTER="+testCluster.MasterAddr())
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running chunkfs %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// ok runs the binary and fails the test unless it exits 0.
+func ok(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	r := runCLI(t, stdin, args...)
+	if r.code != 0 {
+		t.Fatalf("chunkfs %s: exit %d, stderr: %s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+// rootClient is a Go client acting as the superuser, to set what the CLI
+// cannot (times) so golden outputs are stable.
+func rootClient(t *testing.T) *client.Client {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Master = testCluster.MasterAddr()
+	cfg.Caller = chunkfs.Root
+	c, err := client.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+var fixedTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// pin gives paths fixed owners and times.
+func pin(t *testing.T, paths ...string) {
+	t.Helper()
+	c := rootClient(t)
+	for _, p := range paths {
+		if err := c.Chown(context.Background(), p, 1000, 100); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Chtimes(context.Background(), p, fixedTime, fixedTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var inodes = regexp.MustCompile(`(Inode: +|"inode": )\d+`)
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	got = inodes.ReplaceAllString(got, "${1}N")
+	file := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
+	}
+}
+
+func TestGoldenListingAndStat(t *testing.T) {
+	ok(t, "", "mkdir", "-p", "/golden/sub")
+	ok(t, "hello\n", "put", "-", "/golden/hello.txt")
+	ok(t, strings.Repeat("z", 300000), "put", "-", "/golden/big")
+	ok(t, "", "chmod", "640", "/golden/big")
+	pin(t, "/golden/sub", "/golden/hello.txt", "/golden/big")
+	golden(t, "ls-l.golden", ok(t, "", "ls", "-l", "/golden"))
+	golden(t, "ls-json.golden", ok(t, "", "ls", "--json", "/golden"))
+	golden(t, "stat.golden", ok(t, "", "stat", "/golden/big"))
+	golden(t, "stat-json.golden", ok(t, "", "stat", "--json", "/golden/hello.txt"))
+	golden(t, "du.golden", ok(t, "", "du", "-h", "/golden"))
+}
+
+func TestPutGetCatRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 70000) // > 4 chunks
+	local := filepath.Join(dir, "in.bin")
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, "", "mkdir", "/rt")
+	ok(t, "", "put", local, "/rt/")
+	ok(t, "", "get", "/rt/in.bin", filepath.Join(dir, "out.bin"))
+	got, err := os.ReadFile(filepath.Join(dir, "out.bin"))
+	if err != nil || sha256.Sum256(got) != sha256.Sum256(data) {
+		t.Fatalf("get returned %d bytes (err %v), differing from put", len(got), err)
+	}
+	if out := ok(t, "", "cat", "/rt/in.bin"); out != string(data) {
+		t.Fatal("cat differs from put")
+	}
+	ok(t, "", "cp", "/rt/in.bin", "/rt/copy.bin")
+	ok(t, "", "mv", "/rt/copy.bin", "/rt/moved.bin")
+	if out := ok(t, "", "tail", "-c", "10", "/rt/moved.bin"); out != string(data[len(data)-10:]) {
+		t.Fatalf("tail = %q", out)
+	}
+	if out := ok(t, "", "ls", "/rt"); out != "in.bin\nmoved.bin\n" {
+		t.Fatalf("ls = %q", out)
+	}
+	if out := ok(t, "", "chunks", "/rt/in.bin"); strings.Count(out, "\n") != 6 {
+		t.Fatalf("chunks printed:\n%s", out)
+	}
+	ok(t, "", "rm", "-r", "/rt")
+	if r := runCLI(t, "", "ls", "/rt"); r.code != 1 {
+		t.Fatalf("ls of a removed directory: exit %d", r.code)
+	}
+}
+
+func TestAppendRecords(t *testing.T) {
+	var in strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&in, "record-%d\n", i)
+	}
+	ok(t, in.String(), "append", "/records.log")
+	out := ok(t, "", "records", "/records.log")
+	if out != in.String() {
+		t.Fatalf("records printed %d lines, want 500", strings.Count(out, "\n"))
+	}
+	ok(t, "abcdefghij", "append", "--record-size", "4", "/blocks.log")
+	if out := ok(t, "", "records", "/blocks.log"); out != "abcd\nefgh\nij\n" {
+		t.Fatalf("records of blocks = %q", out)
+	}
+	if out := ok(t, "", "records", "--json", "/blocks.log"); !strings.Contains(out, `"data":"abcd"`) {
+		t.Fatalf("records --json = %s", out)
+	}
+}
+
+func TestAdminReport(t *testing.T) {
+	out := ok(t, "", "admin", "report", "--json")
+	if strings.Count(out, `"alive": true`) != 3 {
+		t.Fatalf("admin report --json:\n%s", out)
+	}
+	if out := ok(t, "", "admin", "report"); !strings.Contains(out, "3 alive, 0 dead") {
+		t.Fatalf("admin report:\n%s", out)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		err  string // in stderr
+	}{
+		{[]string{"cat", "/no/such/file"}, 1, "no such file"},
+		{[]string{"ls", "relative"}, 2, "absolute"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"mkdir"}, 2, "missing PATH"},
+		{[]string{"ls", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"chmod", "999", "/x"}, 2, "bad mode"},
+		{[]string{"mkdir", "/"}, 1, "exists"},
+		{[]string{"ls", "--master", "127.0.0.1:1", "/"}, 1, ""},
+	}
+	for _, tc := range cases {
+		r := runCLI(t, "", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.err) {
+			t.Errorf("chunkfs %v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, r.code, r.stderr, tc.code, tc.err)
+		}
+		if r.code != 0 && strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("chunkfs %v: error is not one line: %q", tc.args, r.stderr)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for name := range commandTable() {
+		r := runCLI(t, "", name, "--help")
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage: chunkfs "+name) || !strings.Contains(r.stdout, "Example:") {
+			t.Errorf("chunkfs %s --help: exit %d, output:\n%s", name, r.code, r.stdout)
+		}
+	}
+	if r := runCLI(t, "", "help"); r.code != 0 || !strings.Contains(r.stdout, "Commands:") {
+		t.Errorf("chunkfs help: exit %d\n%s", r.code, r.stdout)
+	}
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"io/fs"
+	"slices"
+	"testing"
+)
+
+func TestParseFlagsAnywhere(t *testing.T) {
+	e := &env{stdout: io.Discard, cmd: &command{name: "ls"}}
+	fset := flagSet(e)
+	long := fset.Bool("l", false, "")
+	rec := fset.Bool("R", false, "")
+	master := fset.String("master", "", "")
+	ops, err := parse(e, fset, []string{"/a", "-lR", "--master", "h:1", "/b", "--", "-c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !*long || !*rec || *master != "h:1" || !slices.Equal(ops, []string{"/a", "/b", "-c"}) {
+		t.Fatalf("l=%v R=%v master=%q ops=%q", *long, *rec, *master, ops)
+	}
+	if _, err := parse(e, flag.NewFlagSet("x", flag.ContinueOnError), []string{"-zz"}); !isUsage(err) {
+		t.Fatalf("unknown flag: %v, want a usage error", err)
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for s, want := range map[string]fs.FileMode{"644": 0o644, "0755": 0o755, "1777": 0o777 | fs.ModeSticky, "4750": 0o750 | fs.ModeSetuid} {
+		if got, err := parseMode(s); err != nil || got != want {
+			t.Errorf("parseMode(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "8", "x", "17777"} {
+		if _, err := parseMode(s); err == nil {
+			t.Errorf("parseMode(%q) accepted", s)
+		}
+	}
+}
+
+func TestParseOwner(t *testing.T) {
+	cases := map[string][2]int{"12": {12, -1}, "12:34": {12, 34}, ":34": {-1, 34}, "root:0": {0, 0}}
+	for s, want := range cases {
+		u, g, err := parseOwner(s)
+		if err != nil || u != want[0] || g != want[1] {
+			t.Errorf("parseOwner(%q) = %d, %d, %v; want %v", s, u, g, err, want)
+		}
+	}
+	for _, s := range []string{"", ":", "no-such-user-xyz"} {
+		if _, _, err := parseOwner(s); err == nil {
+			t.Errorf("parseOwner(%q) accepted", s)
+		}
+	}
+}
+
+func TestHumanSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0B", 1023: "1023B", 1024: "1.0K", 1536: "1.5K", 5 << 20: "5.0M", 3 << 30: "3.0G"} {
+		if got := humanSize(n); got != want {
+			t.Errorf("humanSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

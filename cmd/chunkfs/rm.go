@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+)
+
+var rmCommand = &command{
+	name:    "rm",
+	args:    "[-r] [-f] PATH...",
+	summary: "remove files, or directories with -r",
+	example: "  chunkfs rm -r /tmp/old",
+	run:     runRm,
+}
+
+func runRm(ctx context.Context, e *env, args []string) error {
+	flags := flagSet(e)
+	cf := addClientFlags(flags)
+	recursive := flags.Bool("r", false, "remove directories and their contents")
+	force := flags.Bool("f", false, "ignore paths that do not exist")
+	paths, err := parse(e, flags, args)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return usagef("missing PATH")
+	}
+	c, err := cf.connect(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, p := range paths {
+		if p, err = remotePath(p); err != nil {
+			return err
+		}
+		if *recursive {
+			err = c.RemoveAll(ctx, p)
+			if err == nil && !*force {
+				// RemoveAll ignores a missing path; rm -r does not.
+				continue
+			}
+		} else {
+			err = c.Remove(ctx, p)
+		}
+		if err != nil && !(*force && errors.Is(err, fs.ErrNotExist)) {
+			return err
+		}
+	}
+	return nil
+}

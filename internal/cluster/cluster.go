@@ -1,0 +1,328 @@
+// Package cluster runs a whole chunkfs cluster inside one process for tests:
+// a master and N chunkservers on 127.0.0.1 random ports, each on its own
+// data directory, with fault injection (stop, restart, corrupt a replica,
+// restart the master). Package chunkfstest wraps it for users; nothing
+// outside tests and `chunkfs dev` imports it.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/chunkserver"
+	"github.com/chunkfs/chunkfs/internal/master"
+)
+
+// Config describes a cluster to start.
+type Config struct {
+	Dir          string        // data directory; each server gets a subdirectory
+	Chunkservers int           // number of chunkservers
+	ChunkSize    int64         // chunk size in bytes
+	Replication  int           // default replication
+	Heartbeat    time.Duration // chunkserver heartbeat interval
+	DeadAfter    time.Duration // a chunkserver silent this long is dead
+	Lease        time.Duration // lease duration
+	MasterAddr   string        // master listen address; "" picks a free port on 127.0.0.1
+	Logger       *slog.Logger
+}
+
+// DefaultConfig is a small test cluster: 3 chunkservers, 1 MiB chunks, fast
+// heartbeats so failures are noticed within a second.
+func DefaultConfig() Config {
+	return Config{
+		Chunkservers: 3,
+		ChunkSize:    1 << 20,
+		Replication:  3,
+		Heartbeat:    100 * time.Millisecond,
+		DeadAfter:    time.Second,
+		Lease:        5 * time.Second,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("cluster: Dir is empty")
+	case c.Chunkservers < 1 || c.Chunkservers > 64:
+		return fmt.Errorf("cluster: %d chunkservers not in [1, 64]", c.Chunkservers)
+	case c.ChunkSize < chunkfs.BlockSize || c.ChunkSize%chunkfs.BlockSize != 0:
+		return fmt.Errorf("cluster: chunk size %d is not a multiple of %d", c.ChunkSize, chunkfs.BlockSize)
+	case c.Replication < 1 || c.Replication > c.Chunkservers:
+		return fmt.Errorf("cluster: replication %d not in [1, %d]", c.Replication, c.Chunkservers)
+	case c.Heartbeat <= 0 || c.DeadAfter <= c.Heartbeat || c.Lease <= 0:
+		return errors.New("cluster: Heartbeat, DeadAfter and Lease must be positive, DeadAfter > Heartbeat")
+	}
+	return nil
+}
+
+// Cluster is a running in-process cluster.
+type Cluster struct {
+	cfg Config
+	log *slog.Logger
+
+	mu     sync.Mutex // guards master, servers and closed
+	master *node
+	cs     []*node
+	closed bool
+}
+
+// node is one server: its address survives restarts.
+type node struct {
+	addr  string
+	dir   string
+	close func() error // nil when stopped
+	done  chan error   // Serve's result
+}
+
+// Start starts a master and cfg.Chunkservers chunkservers and waits until the
+// master knows every chunkserver.
+func Start(cfg Config) (*Cluster, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, log: cfg.Logger}
+	if c.log == nil {
+		c.log = slog.New(slog.NewTextHandler(discard{}, nil))
+	}
+	c.master = &node{addr: cfg.MasterAddr, dir: filepath.Join(cfg.Dir, "master")}
+	if err := c.startMaster(); err != nil {
+		return nil, err
+	}
+	for i := range cfg.Chunkservers {
+		n := &node{dir: filepath.Join(cfg.Dir, fmt.Sprintf("cs%d", i))}
+		c.cs = append(c.cs, n)
+		if err := c.startChunkserver(i); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitAlive(ctx, cfg.Chunkservers); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// listen opens addr, or a free port on 127.0.0.1 when addr is empty, and
+// records the address for restarts.
+func listen(n *node) (net.Listener, error) {
+	addr := n.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	var ln net.Listener
+	var err error
+	for range 50 { // a restarted server's port may take a moment to free
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		return nil, err
+	}
+	n.addr = ln.Addr().String()
+	return ln, nil
+}
+
+func (c *Cluster) startMaster() error {
+	ln, err := listen(c.master)
+	if err != nil {
+		return err
+	}
+	mc := master.DefaultConfig()
+	mc.Dir = c.master.dir
+	mc.ChunkSize = c.cfg.ChunkSize
+	mc.DefaultReplication = c.cfg.Replication
+	mc.LeaseDuration = c.cfg.Lease
+	mc.HeartbeatInterval = c.cfg.Heartbeat
+	mc.DeadAfter = c.cfg.DeadAfter
+	mc.Logger = c.log.With("role", "master")
+	m, err := master.Open(mc)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	c.master.close = m.Close
+	c.master.done = serve(func() error { return m.Serve(ln) })
+	return nil
+}
+
+func (c *Cluster) startChunkserver(i int) error {
+	n := c.cs[i]
+	ln, err := listen(n)
+	if err != nil {
+		return err
+	}
+	sc := chunkserver.DefaultConfig()
+	sc.Dirs = []string{n.dir}
+	sc.Masters = []string{c.master.addr}
+	sc.Rack = fmt.Sprintf("rack%d", i%3)
+	sc.Addr = n.addr
+	sc.HeartbeatInterval = c.cfg.Heartbeat
+	sc.Logger = c.log.With("role", "chunkserver", "i", i)
+	s, err := chunkserver.Open(sc)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	n.close = s.Close
+	n.done = serve(func() error { return s.Serve(ln) })
+	return nil
+}
+
+func serve(fn func() error) chan error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	return done
+}
+
+// MasterAddr returns the master's address.
+func (c *Cluster) MasterAddr() string { return c.master.addr }
+
+// ChunkSize returns the cluster's chunk size.
+func (c *Cluster) ChunkSize() int64 { return c.cfg.ChunkSize }
+
+// ChunkserverAddr returns chunkserver i's address.
+func (c *Cluster) ChunkserverAddr(i int) string { return c.cs[i].addr }
+
+// Chunkservers returns the number of chunkservers.
+func (c *Cluster) Chunkservers() int { return len(c.cs) }
+
+// stop closes a node and waits for Serve to return.
+func stop(n *node) error {
+	if n.close == nil {
+		return nil
+	}
+	err := n.close()
+	n.close = nil
+	select {
+	case <-n.done:
+	case <-time.After(10 * time.Second):
+		return errors.New("cluster: server did not stop within 10s")
+	}
+	return err
+}
+
+// StopChunkserver stops chunkserver i, as a crash would (its data directory
+// stays).
+func (c *Cluster) StopChunkserver(i int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return stop(c.cs[i])
+}
+
+// RestartChunkserver starts chunkserver i again on the same address and
+// data directory, stopping it first if it runs.
+func (c *Cluster) RestartChunkserver(i int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := stop(c.cs[i]); err != nil {
+		return err
+	}
+	return c.startChunkserver(i)
+}
+
+// RestartMaster stops the master and starts it again on the same address
+// and data directory.
+func (c *Cluster) RestartMaster() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := stop(c.master); err != nil {
+		return err
+	}
+	return c.startMaster()
+}
+
+// CorruptReplica flips one byte, at offset off of the chunk's data, in the
+// replica of chunk h held by chunkserver i. It returns an error when that
+// chunkserver holds no such replica or the replica is shorter than off+1.
+func (c *Cluster) CorruptReplica(i int, h chunkfs.Handle, off int64) error {
+	c.mu.Lock()
+	dir := c.cs[i].dir
+	c.mu.Unlock()
+	file, err := findChunkFile(dir, h)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(file, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		return fmt.Errorf("cluster: reading byte %d of %s: %w", off, file, err)
+	}
+	b[0] ^= 0xFF
+	if _, err := f.WriteAt(b[:], off); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// HasReplica reports whether chunkserver i's data directory holds chunk h.
+func (c *Cluster) HasReplica(i int, h chunkfs.Handle) bool {
+	c.mu.Lock()
+	dir := c.cs[i].dir
+	c.mu.Unlock()
+	_, err := findChunkFile(dir, h)
+	return err == nil
+}
+
+// findChunkFile finds the data file of chunk h under dir. Chunk files are
+// named by handle in hexadecimal with the suffix ".data" (internal/chunkstore).
+func findChunkFile(dir string, h chunkfs.Handle) (string, error) {
+	want := fmt.Sprintf("%016x.data", uint64(h))
+	var found string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.EqualFold(d.Name(), want) {
+			found = p
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if found == "" {
+		return "", fmt.Errorf("cluster: no replica of chunk %016x under %s", uint64(h), dir)
+	}
+	return found, nil
+}
+
+// Close stops every server. The data directory stays.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	var errs []error
+	for _, n := range c.cs {
+		errs = append(errs, stop(n))
+	}
+	errs = append(errs, stop(c.master))
+	return errors.Join(errs...)
+}
