@@ -190,7 +190,7 @@ func (l *Log) raftConfig(out io.Writer) *raft.Config {
 	rc.HeartbeatTimeout = cfg.ElectionTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.ElectionTimeout / 2
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: out})
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Error, Output: out})
 	return rc
 }
 

@@ -1,0 +1,75 @@
+package master
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// benchClients returns n gRPC clients on separate connections, as n client
+// processes would have.
+func benchClients(b *testing.B, addr string, n int) []pb.MasterClient {
+	out := make([]pb.MasterClient, n)
+	for i := range out {
+		cc, err := rpc.Dial(addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cc.Close() })
+		out[i] = pb.NewMasterClient(cc)
+	}
+	return out
+}
+
+// BenchmarkCreate measures durable creates (fsynced to the log before the
+// answer) over gRPC on loopback with 64 concurrent callers.
+func BenchmarkCreate(b *testing.B) {
+	tm := startMaster(b, "", nil)
+	const dirs = 64
+	for d := range dirs {
+		tm.c.Mkdir(bg, &pb.MkdirRequest{Caller: root, Path: fmt.Sprintf("/d%02d", d), Mode: 0o777})
+	}
+	clients := benchClients(b, tm.addr, 8)
+	var next atomic.Int64
+	b.SetParallelism(32) // 64 callers on 2 CPUs
+	b.ResetTimer()
+	b.RunParallel(func(pb_ *testing.PB) {
+		for pb_.Next() {
+			i := next.Add(1)
+			c := clients[i%int64(len(clients))]
+			if _, err := c.Create(bg, &pb.CreateRequest{Caller: root, Path: fmt.Sprintf("/d%02d/f%d", i%dirs, i), Mode: 0o644}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+}
+
+// BenchmarkStat measures stats over gRPC on loopback with 64 concurrent
+// callers.
+func BenchmarkStat(b *testing.B) {
+	tm := startMaster(b, "", nil)
+	tm.c.Mkdir(bg, &pb.MkdirRequest{Caller: root, Path: "/a/b/c", Mode: 0o777, Parents: true})
+	for i := range 100 {
+		tm.create(root, fmt.Sprintf("/a/b/c/f%d", i))
+	}
+	clients := benchClients(b, tm.addr, 8)
+	var next atomic.Int64
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb_ *testing.PB) {
+		for pb_.Next() {
+			i := next.Add(1)
+			c := clients[i%int64(len(clients))]
+			if _, err := c.Stat(bg, &pb.StatRequest{Caller: root, Path: fmt.Sprintf("/a/b/c/f%d", i%100)}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "stats/s")
+}
