@@ -2,37 +2,80 @@ package chunkserver
 
 import (
 	"fmt"
+	"math/bits"
 	"sync"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // buffer holds pushed data, keyed by data ID, until a write or append
 // applies it. Its total size is bounded: a push that does not fit after
-// dropping expired data and data already applied is refused. Data expires
-// a fixed time after it arrived.
+// dropping expired data is refused. Data expires a fixed time after it
+// arrived, and is consumed by the mutation that applies it (a client that
+// retries pushes again). Memory is recycled through size-class pools, so a
+// steady stream of pushes neither zeroes nor faults in fresh pages.
 type buffer struct {
 	clock  clock.Clock
 	limit  int64
 	expiry time.Duration
+	pools  [numClasses]sync.Pool // of *[]byte, by size class
 
 	mu      sync.Mutex // guards entries and used
 	entries map[chunkfs.DataID]*pushed
-	used    int64 // bytes reserved by entries
+	used    int64 // capacity of the entries and of data taken but not released
 }
+
+// Size classes: powers of two from 64 KiB to the largest push.
+const (
+	minClassShift = 16
+	numClasses    = 27 - minClassShift // 1<<26 = rpc.MaxPushSize
+)
 
 // pushed is one buffered push.
 type pushed struct {
-	data    []byte
-	at      time.Time
-	ready   bool // the whole data has arrived
-	applied bool // a mutation used it; first to go when space is short
+	data  []byte
+	at    time.Time
+	ready bool // the whole data has arrived
 }
 
 func newBuffer(c clock.Clock, limit int64, expiry time.Duration) *buffer {
 	return &buffer{clock: c, limit: limit, expiry: expiry, entries: make(map[chunkfs.DataID]*pushed)}
+}
+
+// class returns the size class of n bytes, or -1 if n is not pooled (too
+// small to be worth it, or too large).
+func class(n int64) int {
+	if n < 1<<minClassShift {
+		return -1
+	}
+	c := bits.Len64(uint64(n-1)) - minClassShift
+	if c >= numClasses || n > rpc.MaxPushSize {
+		return -1
+	}
+	return c
+}
+
+// alloc returns n bytes, from the pool when it has some.
+func (b *buffer) alloc(n int64) []byte {
+	c := class(n)
+	if c < 0 {
+		return make([]byte, n)
+	}
+	if p, ok := b.pools[c].Get().(*[]byte); ok {
+		return (*p)[:n]
+	}
+	return make([]byte, n, int64(1)<<(c+minClassShift))
+}
+
+// recycle returns data, no longer referenced anywhere, to its pool.
+func (b *buffer) recycle(data []byte) {
+	c := class(int64(cap(data)))
+	if c >= 0 && cap(data) == 1<<(c+minClassShift) {
+		b.pools[c].Put(&data)
+	}
 }
 
 // reserve makes room for n bytes under id, replacing any earlier push of
@@ -41,16 +84,19 @@ func (b *buffer) reserve(id chunkfs.DataID, n int64) ([]byte, func(ok bool), err
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.dropLocked(id)
-	if n > b.limit-b.used {
-		b.expireLocked(b.clock.Now())
-		b.evictAppliedLocked(n)
+	size := n
+	if c := class(n); c >= 0 {
+		size = 1 << (c + minClassShift)
 	}
-	if n > b.limit-b.used {
+	if size > b.limit-b.used {
+		b.expireLocked(b.clock.Now())
+	}
+	if size > b.limit-b.used {
 		return nil, nil, chunkfs.E("push", "", chunkfs.KindUnavailable, fmt.Sprintf("push buffer full (%d of %d bytes in use)", b.used, b.limit))
 	}
-	e := &pushed{data: make([]byte, n), at: b.clock.Now()}
+	e := &pushed{data: b.alloc(n), at: b.clock.Now()}
 	b.entries[id] = e
-	b.used += n
+	b.used += int64(cap(e.data))
 	return e.data, func(ok bool) { b.finish(id, e, ok) }, nil
 }
 
@@ -58,7 +104,10 @@ func (b *buffer) finish(id chunkfs.DataID, e *pushed, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.entries[id] != e {
-		return // replaced or expired meanwhile
+		// Replaced or expired while arriving: the data was not recycled
+		// then (it was still being written), so it can be now.
+		b.recycle(e.data)
+		return
 	}
 	if ok {
 		e.ready = true
@@ -67,10 +116,16 @@ func (b *buffer) finish(id chunkfs.DataID, e *pushed, ok bool) {
 	}
 }
 
+// dropLocked forgets id, recycling its data once the push is complete.
 func (b *buffer) dropLocked(id chunkfs.DataID) {
-	if e, ok := b.entries[id]; ok {
-		b.used -= int64(len(e.data))
-		delete(b.entries, id)
+	e, ok := b.entries[id]
+	if !ok {
+		return
+	}
+	b.used -= int64(cap(e.data))
+	delete(b.entries, id)
+	if e.ready {
+		b.recycle(e.data)
 	}
 }
 
@@ -83,24 +138,6 @@ func (b *buffer) expireLocked(now time.Time) {
 	}
 }
 
-// evictAppliedLocked drops applied data, oldest first, until n bytes fit.
-func (b *buffer) evictAppliedLocked(n int64) {
-	for n > b.limit-b.used {
-		var oldest chunkfs.DataID
-		var at time.Time
-		found := false
-		for id, e := range b.entries {
-			if e.applied && (!found || e.at.Before(at)) {
-				oldest, at, found = id, e.at, true
-			}
-		}
-		if !found {
-			return
-		}
-		b.dropLocked(oldest)
-	}
-}
-
 // expire drops data older than the expiry; the server calls it periodically.
 func (b *buffer) expire() {
 	b.mu.Lock()
@@ -108,20 +145,28 @@ func (b *buffer) expire() {
 	b.expireLocked(b.clock.Now())
 }
 
-// get returns the data pushed under id, which must be n bytes long, and
-// marks it applied. Missing data is KindUnavailable: the client pushes again.
-func (b *buffer) get(id chunkfs.DataID, n int64) ([]byte, error) {
+// take removes and returns the data pushed under id, which must be n bytes
+// long; release must be called once the data is no longer used. Missing
+// data is KindUnavailable: the client pushes again.
+func (b *buffer) take(id chunkfs.DataID, n int64) (data []byte, release func(), err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[id]
 	if !ok || !e.ready {
-		return nil, chunkfs.E("apply", fmt.Sprintf("data %d", id), chunkfs.KindUnavailable, "pushed data not held here (expired or never arrived); push it again")
+		return nil, nil, chunkfs.E("apply", fmt.Sprintf("data %d", id), chunkfs.KindUnavailable, "pushed data not held here (expired, used, or never arrived); push it again")
 	}
 	if int64(len(e.data)) != n {
-		return nil, chunkfs.E("apply", fmt.Sprintf("data %d", id), chunkfs.KindInvalid, fmt.Sprintf("pushed %d bytes, request says %d", len(e.data), n))
+		return nil, nil, chunkfs.E("apply", fmt.Sprintf("data %d", id), chunkfs.KindInvalid, fmt.Sprintf("pushed %d bytes, request says %d", len(e.data), n))
 	}
-	e.applied = true
-	return e.data, nil
+	delete(b.entries, id)
+	return e.data, func() { b.release(e.data) }, nil
+}
+
+func (b *buffer) release(data []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= int64(cap(data))
+	b.recycle(data)
 }
 
 // usage returns the bytes held.

@@ -166,10 +166,11 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 	if err != nil {
 		return err
 	}
-	data, err := s.mutationData(m)
+	data, release, err := s.mutationData(m)
 	if err != nil {
 		return err
 	}
+	defer release()
 	m.Serial = st.nextSerial(v)
 	remote := s.applyRemote(ctx, secondaries, m)
 	local := s.applyLocal(m, data)
@@ -181,12 +182,13 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 	return local
 }
 
-// mutationData returns the pushed data a mutation needs (none for padding).
-func (s *Server) mutationData(m *pb.ApplyRequest) ([]byte, error) {
+// mutationData takes the pushed data a mutation needs (none for padding);
+// release recycles it once applied.
+func (s *Server) mutationData(m *pb.ApplyRequest) (data []byte, release func(), err error) {
 	if m.Pad {
-		return nil, nil
+		return nil, func() {}, nil
 	}
-	return s.buf.get(chunkfs.DataID(m.DataId), m.Length)
+	return s.buf.take(chunkfs.DataID(m.DataId), m.Length)
 }
 
 // applyLocal applies a mutation to the local replica.
@@ -241,10 +243,11 @@ func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyRes
 	if err := st.acceptSerial(h, v, req.Serial); err != nil {
 		return nil, err
 	}
-	data, err := c.s.mutationData(req)
+	data, release, err := c.s.mutationData(req)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	if err := c.s.applyLocal(req, data); err != nil {
 		return nil, err
 	}

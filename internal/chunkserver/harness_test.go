@@ -30,7 +30,7 @@ type fakeMaster struct {
 	events     chan string
 }
 
-func startFakeMaster(t *testing.T) *fakeMaster {
+func startFakeMaster(t testing.TB) *fakeMaster {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,7 +52,7 @@ func (m *fakeMaster) event(e string) {
 }
 
 // wait blocks until an event e arrives (or fails the test after 10 s).
-func (m *fakeMaster) wait(t *testing.T, e string) {
+func (m *fakeMaster) wait(t testing.TB, e string) {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
@@ -102,7 +102,7 @@ func (m *fakeMaster) lastBeat() *pb.HeartbeatRequest {
 // testCluster is a fake master and n real chunkservers on loopback sharing
 // a fake clock; the test plays the master's part in granting leases.
 type testCluster struct {
-	t       *testing.T
+	t       testing.TB
 	clock   *clock.Fake
 	master  *fakeMaster
 	servers []*Server
@@ -114,11 +114,21 @@ type testCluster struct {
 	mu      sync.Mutex // guards nextID
 }
 
-func newTestCluster(t *testing.T, n int) *testCluster {
+func newTestCluster(t testing.TB, n int) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, clock: clock.NewFake(time.Unix(1e9, 0)), master: startFakeMaster(t), pool: rpc.NewPool(), data: rpc.NewDataClient()}
-	for i := 0; i < n; i++ {
-		tc.dirs = append(tc.dirs, t.TempDir())
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	return newTestClusterIn(t, dirs)
+}
+
+// newTestClusterIn starts one server on each data directory.
+func newTestClusterIn(t testing.TB, dirs []string) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, clock: clock.NewFake(time.Unix(1e9, 0)), master: startFakeMaster(t), pool: rpc.NewPool(), data: rpc.NewDataClient(), dirs: dirs}
+	n := len(dirs)
+	for i := range n {
 		tc.start(i)
 	}
 	for range n {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/checksum"
+	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -407,29 +407,39 @@ func TestApplyRefusesOutOfOrderSerial(t *testing.T) {
 }
 
 func TestBufferBoundAndExpiry(t *testing.T) {
-	tc := newTestCluster(t, 1)
-	c := tc.clock
-	b := newBuffer(c, 100, time.Minute)
-	_, done, err := b.reserve(1, 60)
+	c := clock.NewFake(time.Unix(0, 0))
+	b := newBuffer(c, 256<<10, time.Minute)
+	buf, done, err := b.reserve(1, 128<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
+	copy(buf, "pushed")
+	if _, _, err := b.take(1, 128<<10); chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+		t.Fatalf("data taken before it all arrived: %v", err)
+	}
 	done(true)
-	if _, _, err := b.reserve(2, 50); chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+	if _, _, err := b.reserve(2, 129<<10); chunkfs.KindOf(err) != chunkfs.KindUnavailable {
 		t.Fatalf("push beyond the bound: %v", err)
 	}
-	if _, err := b.get(1, 60); err != nil {
-		t.Fatal(err)
+	if _, _, err := b.take(1, 10); chunkfs.KindOf(err) != chunkfs.KindInvalid {
+		t.Fatalf("take with the wrong length: %v", err)
 	}
-	// Applied data makes way for a new push.
-	_, done, err = b.reserve(2, 50)
+	data, release, err := b.take(1, 128<<10)
+	if err != nil || string(data[:6]) != "pushed" {
+		t.Fatalf("take: %q, %v", data[:6], err)
+	}
+	if _, _, err := b.take(1, 128<<10); chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+		t.Fatalf("data taken twice: %v", err)
+	}
+	if b.usage() != 128<<10 {
+		t.Fatalf("taken data not counted until released: %d", b.usage())
+	}
+	release()
+	_, done, err = b.reserve(2, 129<<10)
 	if err != nil {
-		t.Fatalf("applied data not evicted: %v", err)
+		t.Fatalf("released data still counted: %v", err)
 	}
 	done(true)
-	if _, err := b.get(1, 60); chunkfs.KindOf(err) != chunkfs.KindUnavailable {
-		t.Fatalf("evicted data still served: %v", err)
-	}
 	c.Advance(time.Minute)
 	b.expire()
 	if b.usage() != 0 {
@@ -437,10 +447,25 @@ func TestBufferBoundAndExpiry(t *testing.T) {
 	}
 	_, done, _ = b.reserve(3, 10)
 	done(false)
-	if _, err := b.get(3, 10); err == nil || b.usage() != 0 {
+	if _, _, err := b.take(3, 10); err == nil || b.usage() != 0 {
 		t.Fatal("failed push kept")
 	}
-	if !errors.Is(error(nil), nil) {
-		t.Fatal()
+	// Expiry needs no sweep: a push that does not fit drops expired data.
+	_, done, _ = b.reserve(4, 100<<10)
+	done(true)
+	c.Advance(time.Minute)
+	if _, _, err := b.reserve(5, 256<<10); err != nil {
+		t.Fatalf("expired data not dropped for a new push: %v", err)
+	}
+}
+
+func TestBufferSizeClasses(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want int
+	}{{1, -1}, {64<<10 - 1, -1}, {64 << 10, 0}, {64<<10 + 1, 1}, {1 << 20, 4}, {64 << 20, numClasses - 1}, {64<<20 + 1, -1}} {
+		if got := class(tc.n); got != tc.want {
+			t.Errorf("class(%d) = %d, want %d", tc.n, got, tc.want)
+		}
 	}
 }

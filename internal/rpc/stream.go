@@ -47,7 +47,11 @@ const (
 	// MaxReadSize bounds the length of one read request.
 	MaxReadSize = 64 << 20
 	maxAddrLen  = 255
-	maxErrMsg   = 1024
+	// headerReadBuffer is the read buffer of a stream connection: big
+	// enough for headers, small enough that data frames are read straight
+	// into their destination instead of being copied through it.
+	headerReadBuffer = 512
+	maxErrMsg        = 1024
 )
 
 type frameType uint8

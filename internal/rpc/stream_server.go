@@ -149,7 +149,7 @@ func (s *StreamServer) serveConn(conn net.Conn) {
 			s.log.Error("data stream panic", "remote", conn.RemoteAddr(), "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	sc := &streamConn{s: s, conn: conn, r: bufio.NewReaderSize(conn, 16<<10)}
+	sc := &streamConn{s: s, conn: conn, r: bufio.NewReaderSize(conn, headerReadBuffer)}
 	err := sc.serve()
 	var perr *errProtocol
 	switch {

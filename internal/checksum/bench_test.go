@@ -1,0 +1,11 @@
+package checksum
+
+import "testing"
+
+func BenchmarkSumBlock(b *testing.B) {
+	p := make([]byte, BlockSize)
+	b.SetBytes(BlockSize)
+	for range b.N {
+		Sum(p)
+	}
+}
