@@ -53,7 +53,7 @@ func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, dat
 }
 
 func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data []byte) (err error) {
-	loc, _, err := c.prepareCached(ctx, path, idx)
+	loc, _, err := c.prepareCached(ctx, path, idx, false)
 	if err != nil {
 		return err
 	}
@@ -93,12 +93,12 @@ func (c *Client) prepare(ctx context.Context, path string, idx int64, appending 
 
 // prepareCached is prepare for writes, using a lease the client already
 // knows of while it holds.
-func (c *Client) prepareCached(ctx context.Context, path string, idx int64) (*chunkLoc, int64, error) {
+func (c *Client) prepareCached(ctx context.Context, path string, idx int64, appending bool) (*chunkLoc, int64, error) {
 	now := c.clock.Now()
 	if loc, cs, ok := c.leases.get(path, idx, now); ok {
 		return loc, cs, nil
 	}
-	loc, cs, err := c.prepare(ctx, path, idx, false)
+	loc, cs, err := c.prepare(ctx, path, idx, appending)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -162,11 +162,16 @@ func (c *Client) appendRecord(ctx context.Context, path string, frame []byte, id
 	}
 }
 
-func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx int64) (int64, error) {
-	loc, chunkSize, err := c.prepare(ctx, path, idx, true)
+func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx int64) (off int64, err error) {
+	loc, chunkSize, err := c.prepareCached(ctx, path, idx, true)
 	if err != nil {
 		return 0, err
 	}
+	defer func() {
+		if err != nil {
+			c.leases.drop(path, idx)
+		}
+	}()
 	id := chunkfs.DataID(randomUint64())
 	if err := c.data.Push(ctx, loc.replicas, id, frame); err != nil {
 		return 0, err
@@ -218,7 +223,7 @@ func (c *Client) syncChunk(ctx context.Context, path string, idx int64) error {
 }
 
 func (c *Client) syncOnce(ctx context.Context, path string, idx int64) (err error) {
-	loc, _, err := c.prepareCached(ctx, path, idx)
+	loc, _, err := c.prepareCached(ctx, path, idx, false)
 	if err != nil {
 		return err
 	}

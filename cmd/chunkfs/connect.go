@@ -30,6 +30,9 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 func (cf *clientFlags) connect(ctx context.Context, e *env) (*client.Client, error) {
 	addr := cf.master
 	if addr == "" {
+		addr = e.master
+	}
+	if addr == "" {
 		addr = e.getenv("CHUNKFS_MASTER")
 	}
 	if addr == "" {

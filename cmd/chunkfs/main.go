@@ -25,6 +25,7 @@ type env struct {
 	getenv         func(string) string
 	stdoutTTY      bool     // stdout is a terminal (progress bars)
 	cmd            *command // the subcommand running
+	master         string   // --master given before the subcommand
 }
 
 // command is one subcommand.
@@ -77,6 +78,11 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // run runs the subcommand args names and returns the exit status.
 func run(ctx context.Context, e *env, args []string) int {
 	cmds := commandTable()
+	args, err := globalFlags(e, args)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "chunkfs: %v\n", err)
+		return exitUsage
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
 			if c, ok := cmds[args[1]]; ok {
@@ -96,7 +102,7 @@ func run(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	e.cmd = c
-	err := c.run(ctx, e, args[1:])
+	err = c.run(ctx, e, args[1:])
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK
@@ -106,6 +112,26 @@ func run(ctx context.Context, e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stderr, "chunkfs %s: %s\n", c.name, oneLine(err))
 	return exitError
+}
+
+// globalFlags takes --master ADDR (or --master=ADDR) given before the
+// subcommand, as in `chunkfs --master h:7070 ls /`.
+func globalFlags(e *env, args []string) ([]string, error) {
+	for len(args) > 0 {
+		a := args[0]
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "master" {
+			return args, nil
+		}
+		if !hasValue {
+			if len(args) < 2 {
+				return nil, usagef("--master needs an address")
+			}
+			value, args = args[1], args[1:]
+		}
+		e.master, args = value, args[1:]
+	}
+	return args, nil
 }
 
 func isUsage(err error) bool {

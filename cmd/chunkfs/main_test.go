@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,5 +260,65 @@ func TestHelp(t *testing.T) {
 	}
 	if r := runCLI(t, "", "help"); r.code != 0 || !strings.Contains(r.stdout, "Commands:") {
 		t.Errorf("chunkfs help: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+func TestTailFollow(t *testing.T) {
+	ok(t, "first\n", "put", "-", "/follow.log")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "tail", "-f", "--interval", "20ms", "/follow.log")
+	cmd.Env = append(os.Environ(), "CHUNKFS_MASTER="+testCluster.MasterAddr())
+	var out syncBuffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &out, "first\n")
+	c := rootClient(t)
+	f, err := c.OpenFile(ctx, "/follow.log", os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("second\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, &out, "first\nsecond\n")
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("tail -f after Ctrl-C: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor waits until out holds want, failing the test after 30 s.
+func waitFor(t *testing.T, out *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for out.String() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("output %q, want %q", out.String(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -61,3 +61,16 @@ func TestHumanSize(t *testing.T) {
 		}
 	}
 }
+
+func TestGlobalMaster(t *testing.T) {
+	for _, args := range [][]string{{"--master", "h:1", "ls", "/"}, {"-master=h:1", "ls", "/"}} {
+		e := &env{}
+		rest, err := globalFlags(e, args)
+		if err != nil || e.master != "h:1" || !slices.Equal(rest, []string{"ls", "/"}) {
+			t.Errorf("globalFlags(%q) = %q, %v; master %q", args, rest, err, e.master)
+		}
+	}
+	if _, err := globalFlags(&env{}, []string{"--master"}); err == nil {
+		t.Error("--master without a value accepted")
+	}
+}
