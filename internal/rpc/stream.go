@@ -47,11 +47,11 @@ const (
 	// MaxReadSize bounds the length of one read request.
 	MaxReadSize = 64 << 20
 	maxAddrLen  = 255
-	// headerReadBuffer is the read buffer of a stream connection: big
-	// enough for headers, small enough that data frames are read straight
-	// into their destination instead of being copied through it.
-	headerReadBuffer = 512
-	maxErrMsg        = 1024
+	// readBuffer is the read buffer of a stream connection: about a frame
+	// per system call. (Measured against 512 B and 256 KiB buffers on a
+	// loaded 2-core machine: no difference beyond the noise.)
+	readBuffer = 64 << 10
+	maxErrMsg  = 1024
 )
 
 type frameType uint8

@@ -76,7 +76,7 @@ func (c *DataClient) get(ctx context.Context, addr string) (*dataConn, error) {
 		conn.Close()
 		return nil, unavailable("dial", addr, err)
 	}
-	dc := &dataConn{c: c, addr: addr, conn: conn, r: bufio.NewReaderSize(conn, headerReadBuffer)}
+	dc := &dataConn{c: c, addr: addr, conn: conn, r: bufio.NewReaderSize(conn, readBuffer)}
 	dc.watch(ctx)
 	return dc, nil
 }

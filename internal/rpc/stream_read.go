@@ -10,34 +10,77 @@ import (
 	"github.com/chunkfs/chunkfs/internal/checksum"
 )
 
-// readPiece is how much chunk data the server reads from disk at a time.
-const readPiece = 1 << 20
-
 // serveRead answers a read request with verified data frames. Each frame
 // that is a whole checksum block carries the block's stored checksum, so
-// data is checked end to end without being summed again on the server.
+// data is checked end to end without being summed again on the server. A
+// goroutine reads and verifies the next piece from disk while the current
+// one is being sent.
 func (c *streamConn) serveRead(req *readRequest) error {
-	if c.buf == nil {
-		c.buf = make([]byte, readPiece)
+	if c.pieces[0] == nil {
+		c.pieces = [2]*readPiece{{buf: make([]byte, pieceSize)}, {buf: make([]byte, pieceSize)}}
 	}
-	pos, end := req.off, req.off+int64(req.length)
-	for pos < end {
-		// Pieces after the first start on a piece boundary, so on a block one.
-		n := min(end, (pos/readPiece+1)*readPiece) - pos
-		got, sums, err := c.s.h.ReadChunk(req.handle, req.version, pos, c.buf[:n], c.sums[:0])
-		c.sums = sums
-		if err != nil && !errors.Is(err, io.EOF) {
-			return c.reply(frameError, encodeError(err))
+	free := make(chan *readPiece, 2)
+	free <- c.pieces[0]
+	free <- c.pieces[1]
+	filled := make(chan *readPiece)
+	stop := make(chan struct{})
+	go c.readPieces(req, free, filled, stop)
+	defer func() {
+		close(stop)
+		for range filled { // wait for the reader to let go of the pieces
 		}
-		if werr := c.sendFrames(c.buf[:got], sums); werr != nil {
-			return werr
+	}()
+	for p := range filled {
+		if p.err != nil && !errors.Is(p.err, io.EOF) {
+			return c.reply(frameError, encodeError(p.err))
 		}
-		pos += int64(got)
-		if errors.Is(err, io.EOF) {
+		if err := c.sendFrames(p.buf[:p.n], p.sums); err != nil {
+			return err
+		}
+		if errors.Is(p.err, io.EOF) {
 			return c.reply(frameOK, []byte{1})
 		}
+		free <- p
 	}
 	return c.reply(frameOK, []byte{0})
+}
+
+// readPiece is one piece of a read, filled from disk.
+type readPiece struct {
+	buf  []byte
+	n    int
+	sums []uint32
+	err  error
+}
+
+// pieceSize is how much chunk data the server reads from disk at a time.
+const pieceSize = 1 << 20
+
+// readPieces fills pieces in order until the request is done, a read fails,
+// or stop is closed; it closes filled when it returns.
+func (c *streamConn) readPieces(req *readRequest, free <-chan *readPiece, filled chan<- *readPiece, stop <-chan struct{}) {
+	defer close(filled)
+	pos, end := req.off, req.off+int64(req.length)
+	for pos < end {
+		var p *readPiece
+		select {
+		case p = <-free:
+		case <-stop:
+			return
+		}
+		// Pieces after the first start on a piece boundary, so on a block one.
+		n := min(end, (pos/pieceSize+1)*pieceSize) - pos
+		p.n, p.sums, p.err = c.s.h.ReadChunk(req.handle, req.version, pos, p.buf[:n], p.sums[:0])
+		select {
+		case filled <- p:
+		case <-stop:
+			return
+		}
+		if p.err != nil {
+			return
+		}
+		pos += int64(p.n)
+	}
 }
 
 // sendFrames writes p as data frames in one system call, using sums[i] as

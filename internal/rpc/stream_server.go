@@ -149,7 +149,7 @@ func (s *StreamServer) serveConn(conn net.Conn) {
 			s.log.Error("data stream panic", "remote", conn.RemoteAddr(), "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	sc := &streamConn{s: s, conn: conn, r: bufio.NewReaderSize(conn, headerReadBuffer)}
+	sc := &streamConn{s: s, conn: conn, r: bufio.NewReaderSize(conn, readBuffer)}
 	err := sc.serve()
 	var perr *errProtocol
 	switch {
@@ -163,13 +163,12 @@ func (s *StreamServer) serveConn(conn net.Conn) {
 // streamConn is the server side of one connection; it is used by one
 // goroutine.
 type streamConn struct {
-	s    *StreamServer
-	conn net.Conn
-	r    *bufio.Reader
-	hdr  [frameHeaderSize]byte
-	req  []byte   // request payload buffer
-	buf  []byte   // read buffer
-	sums []uint32 // block checksums of buf
+	s      *StreamServer
+	conn   net.Conn
+	r      *bufio.Reader
+	hdr    [frameHeaderSize]byte
+	req    []byte        // request payload buffer
+	pieces [2]*readPiece // read buffers
 }
 
 func (c *streamConn) serve() error {

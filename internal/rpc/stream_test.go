@@ -85,7 +85,7 @@ func (m *memHandler) ReadChunk(h chunkfs.Handle, v chunkfs.Version, off int64, p
 
 // startStream serves h on a loopback listener through a Mux, with a gRPC
 // server beside it.
-func startStream(t *testing.T, h StreamHandler) (addr string, srv *StreamServer) {
+func startStream(t testing.TB, h StreamHandler) (addr string, srv *StreamServer) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
