@@ -110,6 +110,7 @@ type testCluster struct {
 	dirs    []string
 	pool    *rpc.Pool
 	data    *rpc.DataClient
+	scrub   time.Duration // ScrubInterval of servers started from now on
 	nextID  chunkfs.DataID
 	mu      sync.Mutex // guards nextID
 }
@@ -152,7 +153,7 @@ func (tc *testCluster) start(i int) {
 	cfg.Rack = "r1"
 	cfg.Clock = tc.clock
 	cfg.MaxChunkSize = 64 << 20
-	cfg.ScrubInterval = 0
+	cfg.ScrubInterval = tc.scrub
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	s, err := Open(cfg)
 	if err != nil {

@@ -469,3 +469,23 @@ func TestBufferSizeClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestScrubberFindsRot flips a byte of a replica nobody reads; the scrubber
+// finds it and reports it.
+func TestScrubberFindsRot(t *testing.T) {
+	tc := newTestCluster(t, 1)
+	tc.grant(4, 1)
+	if err := tc.write(4, 1, 0, bytes.Repeat([]byte("x"), 100000)); err != nil {
+		t.Fatal(err)
+	}
+	tc.scrub = time.Second
+	tc.servers[0].Close()
+	tc.start(0)
+	tc.master.wait(t, "register")
+	flipByte(t, chunkFile(t, tc.dirs[0], 4), 70000)
+	for tc.clock.Waiters() < 2 { // heartbeat and housekeeping tickers
+		time.Sleep(time.Millisecond)
+	}
+	tc.clock.Advance(time.Second)
+	tc.master.wait(t, "corrupt")
+}
