@@ -266,3 +266,43 @@ func TestChunkserverKilledMidWrite(t *testing.T) {
 		t.Fatalf("read %d bytes after a chunkserver died; differ from the %d written", len(got), len(data))
 	}
 }
+
+// TestRestarts: the client rides over a master restart and a chunkserver
+// restart without being recreated.
+func TestRestarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts servers")
+	}
+	tc, c, ctx := newCluster(t)
+	data := randomBytes(8, chunk+500)
+	writeFile(t, ctx, c, "/keep", data)
+	if err := tc.RestartMaster(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.WaitAlive(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, ctx, c, "/keep"); !bytes.Equal(got, data) {
+		t.Fatal("data differs after a master restart")
+	}
+	if err := tc.RestartChunkserver(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.WaitAlive(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	more := randomBytes(9, 1000)
+	f, err := c.OpenFile(ctx, "/keep", os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(more); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, ctx, c, "/keep"); !bytes.Equal(got, append(data, more...)) {
+		t.Fatal("data differs after a chunkserver restart and a write")
+	}
+}

@@ -45,7 +45,7 @@ func DefaultConfig() Config {
 		Replication:  3,
 		Heartbeat:    100 * time.Millisecond,
 		DeadAfter:    time.Second,
-		Lease:        5 * time.Second,
+		Lease:        2 * time.Second,
 	}
 }
 

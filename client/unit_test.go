@@ -1,0 +1,115 @@
+package client
+
+import (
+	"net"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+func TestConfigValidate(t *testing.T) {
+	good := DefaultConfig()
+	good.Master = "127.0.0.1:1"
+	if err := good.Validate(); err != nil {
+		t.Fatalf("default config with a master: %v", err)
+	}
+	bad := []func(*Config){
+		func(c *Config) { c.Master = "" },
+		func(c *Config) { c.WriteBuffer = -1 },
+		func(c *Config) { c.LocationTTL = 0 },
+		func(c *Config) { c.LookupBatch = 0 },
+		func(c *Config) { c.RetryTimeout = 0 },
+		func(c *Config) { c.Caller.GIDs = nil },
+		func(c *Config) { c.Umask = 0o1000 },
+	}
+	for i, mutate := range bad {
+		c := good
+		mutate(&c)
+		if c.Validate() == nil {
+			t.Errorf("bad config %d accepted", i)
+		}
+	}
+}
+
+func TestNearnessOrder(t *testing.T) {
+	n := &nearness{local: []net.IP{net.ParseIP("10.1.2.3")}, seed: 42}
+	addrs := []string{"192.168.9.9:1", "10.1.2.77:1", "10.1.2.3:1", "bad-address"}
+	n.order(addrs, 7)
+	if addrs[0] != "10.1.2.3:1" || addrs[1] != "10.1.2.77:1" {
+		t.Fatalf("order = %v; want this host, then its subnet first", addrs)
+	}
+	// Ties are broken per chunk, so different chunks spread over replicas.
+	firsts := map[string]bool{}
+	for h := range uint64(64) {
+		a := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}
+		n.order(a, h)
+		firsts[a[0]] = true
+	}
+	if len(firsts) < 2 {
+		t.Fatalf("every chunk reads from the same replica: %v", firsts)
+	}
+}
+
+func TestLeaseCache(t *testing.T) {
+	lc := newLeaseCache()
+	now := time.Unix(1000, 0)
+	loc := &chunkLoc{primary: "p"}
+	lc.put("/f", 3, loc, 64, now.Add(time.Second))
+	if got, _, ok := lc.get("/f", 3, now); !ok || got != loc {
+		t.Fatal("fresh lease not found")
+	}
+	if _, _, ok := lc.get("/f", 3, now.Add(time.Second)); ok {
+		t.Fatal("expired lease still used")
+	}
+	lc.put("/f", 4, loc, 64, now.Add(time.Hour))
+	lc.dropPath("/f")
+	if _, _, ok := lc.get("/f", 4, now); ok {
+		t.Fatal("lease kept after dropPath")
+	}
+}
+
+func TestLocationStoreSkipsPastEnd(t *testing.T) {
+	c := &Client{chunkSize: 100, near: &nearness{}}
+	c.clock = clock.NewFake(time.Unix(0, 0))
+	lc := newLocationCache(c, time.Minute, 8)
+	c.locs = lc
+	lc.store("/f", 0, 250, []*pb.ChunkLocation{{Index: 0, Handle: 9, Replicas: []string{"a:1"}}})
+	if loc, length, ok := lc.cached("/f", 0); !ok || loc == nil || loc.handle != 9 || length != 250 {
+		t.Fatalf("chunk 0 = %v, %d, %v", loc, length, ok)
+	}
+	if loc, _, ok := lc.cached("/f", 1); !ok || loc != nil {
+		t.Fatalf("chunk 1 should be a cached hole, got %v, %v", loc, ok)
+	}
+	if _, _, ok := lc.cached("/f", 3); ok {
+		t.Fatal("a chunk past the end was cached")
+	}
+	lc.dropPrefix("/")
+	if _, _, ok := lc.cached("/f", 0); ok {
+		t.Fatal("dropPrefix(/) kept an entry")
+	}
+}
+
+// FuzzCheckPath: checkPath never panics, and what it accepts is absolute,
+// clean and within the limits.
+func FuzzCheckPath(f *testing.F) {
+	for _, s := range []string{"/", "/a/b", "a", "/../x", "//a//", "/a\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		got, err := checkPath("op", p)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(got, "/") || path.Clean(got) != got || strings.Contains(got, "\x00") {
+			t.Fatalf("checkPath(%q) = %q", p, got)
+		}
+		if slices.ContainsFunc(strings.Split(got, "/"), func(s string) bool { return len(s) > 255 }) {
+			t.Fatalf("checkPath(%q) accepted a long name", p)
+		}
+	})
+}
