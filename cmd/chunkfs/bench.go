@@ -44,7 +44,7 @@ func runBench(ctx context.Context, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := bench.Run(ctx, cfg, log)
-	if rep != nil && len(rep.Points) > 0 {
+	if rep != nil && (len(rep.Points) > 0 || len(rep.Network) > 0) {
 		if terr := benchOutput(rep, out); terr != nil {
 			err = errors.Join(err, terr)
 		}
@@ -79,7 +79,8 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	record := fs.Int64("record-size", 0, "record append size in bytes (default 1 MiB)")
 	queue := fs.Duration("queue", 0, "switch port buffer, as the longest queueing delay (default 50ms)")
 	chunkSize := fs.Int64("chunk-size", 0, "chunk size passed to the master (default: the master's)")
-	calibrate := fs.Bool("calibrate", true, "measure one raw TCP stream across the testbed first")
+	calibrate := fs.Bool("calibrate", true, "first measure raw TCP across the testbed for every N")
+	networkOnly := fs.Bool("network-only", false, "build the testbed and measure raw TCP only, with no cluster")
 	workDir := fs.String("work-dir", "", "where the servers keep their data and logs (default: the system temp dir)")
 	fs.StringVar(&out, "out", "bench-out", "directory for gfs.csv, gfs.json and gfs.png")
 	fs.BoolVar(&verbose, "v", false, "log every command the testbed runs")
@@ -117,7 +118,7 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	if *chunkSize > 0 {
 		cfg.MasterArgs = append(cfg.MasterArgs, "--chunk-size", strconv.FormatInt(*chunkSize, 10))
 	}
-	cfg.Calibrate, cfg.WorkDir = *calibrate, *workDir
+	cfg.Calibrate, cfg.NetworkOnly, cfg.WorkDir = *calibrate, *networkOnly, *workDir
 	return cfg, out, verbose, nil
 }
 

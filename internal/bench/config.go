@@ -39,8 +39,10 @@ type Config struct {
 	// WorkDir holds the servers' data and every process's log, in a fresh
 	// directory removed after a successful run; "" means os.TempDir().
 	WorkDir string
-	// Calibrate measures one raw TCP stream across the testbed first.
+	// Calibrate first measures raw TCP across the testbed for every N.
 	Calibrate bool
+	// NetworkOnly builds the testbed and calibrates it, with no cluster.
+	NetworkOnly bool
 }
 
 // MiB is 2^20 bytes, the unit of I/O sizes; rates are in MB (10^6 bytes) per
@@ -96,7 +98,7 @@ func (c Config) Validate() error {
 		return err
 	}
 	switch {
-	case len(c.Clients) == 0 || len(c.Workloads) == 0:
+	case len(c.Clients) == 0 || (len(c.Workloads) == 0 && !c.NetworkOnly):
 		return errors.New("bench: no client counts or no workloads")
 	case slices.Min(c.Clients) < 1 || slices.Max(c.Clients) > c.Testbed.Clients:
 		return fmt.Errorf("bench: client counts %v must be within 1-%d", c.Clients, c.Testbed.Clients)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -22,13 +21,17 @@ type proc struct {
 }
 
 // startIn starts argv in namespace ns. Its standard error (and standard
-// output, when stdout is nil) go to logFile; stdin may be nil.
-func startIn(name, ns string, argv []string, logFile *os.File, stdin io.Reader, stdout io.Writer) (*proc, error) {
+// output, when stdout is nil) go to logFile; stdin may be nil. The files are
+// handed to the child as they are (no copying goroutines), so that waiting
+// for it never depends on someone reading its output.
+func startIn(name, ns string, argv []string, logFile, stdin, stdout *os.File) (*proc, error) {
 	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
-	cmd.Stdin = stdin
-	cmd.Stdout = stdout
-	if stdout == nil {
-		cmd.Stdout = logFile
+	cmd.Stdout = logFile
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	if stdout != nil {
+		cmd.Stdout = stdout
 	}
 	cmd.Stderr = logFile
 	// Die with the benchmark even if it is killed before it can stop us.

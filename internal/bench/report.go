@@ -16,8 +16,8 @@ import (
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "chunkfs bench gfs: %d chunkservers, %d replicas, NICs %g Mbit/s, link %g Mbit/s (scale %g of the paper)\n",
 		r.Servers, r.Replicas, r.NICMbit, r.LinkMbit, r.Scale)
-	if c := r.Calibration; c != nil {
-		fmt.Fprintf(w, "one raw TCP stream client→chunkserver: %.3f MB/s = %.1f%% of the NIC\n", c.MBps, 100*c.Efficiency)
+	for _, p := range r.Network {
+		fmt.Fprintf(w, "raw TCP, %2d clients → chunkservers: %7.3f MB/s of %7.3f = %5.1f%%\n", p.Clients, p.Aggregate, p.Limit, 100*p.Efficiency)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tN\tMB\tseconds\taggregate MB/s\tper client MB/s\tslowest client MB/s\tlimit MB/s\tefficiency\tGFS paper\t")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -29,24 +28,16 @@ type Point struct {
 	Err        string  `json:"error,omitempty"`
 }
 
-// Calibration is what one raw TCP stream achieves across the testbed, from a
-// client host to a chunkserver host: the ceiling any chunkfs transfer meets.
-type Calibration struct {
-	MBps       float64 `json:"mbps"`
-	NIC        float64 `json:"nic_mbps"`
-	Efficiency float64 `json:"efficiency"`
-}
-
 // Report is the outcome of a run.
 type Report struct {
-	Started     time.Time    `json:"started"`
-	Scale       float64      `json:"scale"`
-	NICMbit     float64      `json:"nic_mbit"`
-	LinkMbit    float64      `json:"link_mbit"`
-	Servers     int          `json:"chunkservers"`
-	Replicas    int          `json:"replicas"`
-	Calibration *Calibration `json:"calibration,omitempty"`
-	Points      []Point      `json:"points"`
+	Started  time.Time  `json:"started"`
+	Scale    float64    `json:"scale"`
+	NICMbit  float64    `json:"nic_mbit"`
+	LinkMbit float64    `json:"link_mbit"`
+	Servers  int        `json:"chunkservers"`
+	Replicas int        `json:"replicas"`
+	Network  []NetPoint `json:"network,omitempty"` // raw TCP across the testbed
+	Points   []Point    `json:"points"`
 }
 
 // Failed returns the points that did not complete.
@@ -123,6 +114,11 @@ func runIn(ctx context.Context, cfg Config, dir string, log *slog.Logger) (rep *
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, tb.Close()) }()
+	if cfg.NetworkOnly {
+		cfg.Calibrate, cfg.Workloads = true, nil
+		s := &session{cfg: cfg, tb: tb, dir: dir, log: log}
+		return s.run(ctx)
+	}
 	cl, err := startCluster(tb, cfg, dir)
 	if err != nil {
 		return nil, err
@@ -136,7 +132,7 @@ func runIn(ctx context.Context, cfg Config, dir string, log *slog.Logger) (rep *
 type session struct {
 	cfg Config
 	tb  *Testbed
-	cl  *cluster
+	cl  *cluster // nil for a network-only run
 	dir string
 	log *slog.Logger
 }
@@ -145,15 +141,17 @@ func (s *session) run(ctx context.Context) (*Report, error) {
 	net := s.cfg.Network()
 	rep := &Report{Started: time.Now().UTC(), Scale: s.cfg.Scale, NICMbit: float64(net.NIC / Mbit),
 		LinkMbit: float64(net.Link / Mbit), Servers: net.Chunkservers, Replicas: net.Replicas}
-	if err := s.waitCluster(ctx); err != nil {
-		return rep, err
+	if s.cl != nil {
+		if err := s.waitCluster(ctx); err != nil {
+			return rep, err
+		}
 	}
 	if s.cfg.Calibrate {
-		c, err := s.calibrate(ctx)
+		np, err := s.calibrate(ctx)
 		if err != nil {
 			return rep, err
 		}
-		rep.Calibration = c
+		rep.Network = np
 	}
 	if slices.Contains(s.cfg.Workloads, Reads) {
 		if err := s.prepareReadSet(ctx); err != nil {
@@ -184,33 +182,6 @@ func (s *session) waitCluster(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("cluster did not come up: %w", err), s.cl.failed())
 	}
 	return nil
-}
-
-// calibrate sends one raw TCP stream from the first client host to the
-// first chunkserver host for about Duration/2.
-func (s *session) calibrate(ctx context.Context) (*Calibration, error) {
-	h := s.tb.Chunkservers[0]
-	addr := net.JoinHostPort(h.Addr.String(), "7100")
-	sink, err := startWorker(s.cfg, h, Task{Op: OpSink, Addr: addr}, s.dir, "sink")
-	if err != nil {
-		return nil, err
-	}
-	defer sink.kill()
-	if m, err := sink.next(); err != nil || !m.Ready {
-		return nil, fmt.Errorf("calibration sink: %v", err)
-	}
-	if _, err := fmt.Fprintln(sink.in, "go"); err != nil {
-		return nil, err
-	}
-	nic := s.cfg.Testbed.NIC.MBps()
-	bytes := int64(nic * 1e6 * s.cfg.Duration.Seconds() / 2)
-	res, err := runWorkers(ctx, s.cfg, s.tb.Clients[:1], []Task{{Op: OpSource, Addr: addr, Bytes: bytes}}, s.dir, "source")
-	if err != nil {
-		return nil, fmt.Errorf("calibration: %w", err)
-	}
-	got := float64(res[0].Bytes) / res[0].Seconds() / 1e6
-	s.log.Info("calibrated one TCP stream", "MB/s", fmt.Sprintf("%.3f", got), "nic MB/s", nic)
-	return &Calibration{MBps: got, NIC: nic, Efficiency: got / nic}, nil
 }
 
 // readSetDir holds the files the reads workload reads.

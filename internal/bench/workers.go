@@ -15,11 +15,12 @@ import (
 
 // workerProc is the coordinator's end of a worker process.
 type workerProc struct {
-	p     *proc
-	in    io.WriteCloser
-	out   *bufio.Scanner
-	log   *os.File
-	label string
+	p       *proc
+	in      *os.File // its standard input
+	outFile *os.File // its standard output
+	out     *bufio.Scanner
+	log     *os.File
+	label   string
 }
 
 // startWorker starts a worker in host's namespace and sends it its task.
@@ -28,23 +29,32 @@ func startWorker(cfg Config, h Host, task Task, logDir, label string) (*workerPr
 	if err != nil {
 		return nil, err
 	}
-	pr, pw := io.Pipe()
-	or, ow := io.Pipe()
-	p, err := startIn(label, h.NS, cfg.WorkerArgv, log, pr, ow)
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		log.Close()
 		return nil, err
 	}
-	go func() { // the worker's output ends when it exits
-		<-p.done
-		ow.Close()
-		pr.Close()
-	}()
-	w := &workerProc{p: p, in: pw, out: bufio.NewScanner(or), log: log, label: label}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		log.Close()
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	p, err := startIn(label, h.NS, cfg.WorkerArgv, log, inR, outW)
+	inR.Close() // the child has its own copies now
+	outW.Close()
+	if err != nil {
+		log.Close()
+		inW.Close()
+		outR.Close()
+		return nil, err
+	}
+	w := &workerProc{p: p, in: inW, outFile: outR, out: bufio.NewScanner(outR), log: log, label: label}
 	w.out.Buffer(make([]byte, 64<<10), 1<<20)
 	line, err := json.Marshal(task)
 	if err == nil {
-		_, err = fmt.Fprintf(pw, "%s\n", line)
+		_, err = fmt.Fprintf(inW, "%s\n", line)
 	}
 	if err != nil {
 		w.kill()
@@ -79,10 +89,11 @@ func (w *workerProc) logTail() string {
 	return fmt.Sprintf("no output (log %s)", w.log.Name())
 }
 
-// kill ends the worker, closes its pipes and waits for it.
+// kill ends the worker, waits for it and closes its pipes.
 func (w *workerProc) kill() {
 	w.in.Close()
 	w.p.stop(2 * time.Second)
+	w.outFile.Close()
 	w.log.Close()
 }
 
