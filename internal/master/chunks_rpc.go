@@ -74,7 +74,7 @@ func (m *Master) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.ensureLease(ctx, req.Path, ch, fi); err != nil {
+	if err := m.ensureLease(ctx, req.Path, ch); err != nil {
 		return nil, err
 	}
 	now := m.cfg.Clock.Now()
@@ -108,32 +108,61 @@ func (m *Master) lookupChunk(c chunkfs.Caller, p string, index int64) (ch namesp
 }
 
 // ensureChunk returns chunk index of the file, allocating it through the
-// log and creating its replicas when it does not exist yet. Allocation is
-// serialised per file, so concurrent appenders asking for the same next
-// chunk get the same one.
+// log and creating its replicas when it does not exist yet, or re-placing
+// it when it has no replica and was never written. Both happen under the
+// file's allocation lock, so concurrent writers and appenders asking for
+// the same chunk get the same one, placed once.
 func (m *Master) ensureChunk(ctx context.Context, c chunkfs.Caller, req *pb.PrepareWriteRequest) (namespace.Chunk, chunkfs.FileInfo, error) {
-	ch, fi, ok, err := m.lookupChunk(c, req.Path, req.Index)
-	if err == nil && req.Append && req.Index < fi.Chunks-1 {
-		err = chunkfs.E("prepare write", req.Path, chunkfs.KindStale, "append chunk index is neither the last chunk nor the next")
-	}
-	if err != nil || ok {
+	ch, fi, ok, err := m.lookupWritable(c, req)
+	if err != nil || (ok && m.placed(ch)) {
 		return ch, fi, err
 	}
 	mu := &m.allocMu[pathStripe(req.Path)]
 	mu.Lock()
 	defer mu.Unlock()
-	cmd := &namespace.Command{Op: namespace.OpAllocChunk, Caller: c, Path: req.Path, Length: req.Index}
-	if req.Append {
-		cmd.Flags = namespace.FlagAppend
+	if ch, fi, ok, err = m.lookupWritable(c, req); err != nil || (ok && m.placed(ch)) {
+		return ch, fi, err
 	}
-	r, _, err := m.apply(ctx, cmd)
-	if err != nil {
-		return namespace.Chunk{}, chunkfs.FileInfo{}, err
-	}
-	if r.Allocated {
-		if err := m.placeChunk(ctx, req.Path, r.Chunk, r.Info.Replication); err != nil {
+	if !ok {
+		cmd := &namespace.Command{Op: namespace.OpAllocChunk, Caller: c, Path: req.Path, Length: req.Index}
+		if req.Append {
+			cmd.Flags = namespace.FlagAppend
+		}
+		r, _, err := m.apply(ctx, cmd)
+		if err != nil {
 			return namespace.Chunk{}, chunkfs.FileInfo{}, err
 		}
+		if !r.Allocated && m.placed(r.Chunk) {
+			return r.Chunk, r.Info, nil
+		}
+		return r.Chunk, r.Info, m.placeChunk(ctx, req.Path, r.Chunk, r.Info.Replication, !r.Allocated)
 	}
-	return r.Chunk, r.Info, nil
+	if fi.Length > ch.Index*m.chunkSize() {
+		return ch, fi, nil // it holds data: wait for its servers (ensureLease says so)
+	}
+	return ch, fi, m.placeChunk(ctx, req.Path, ch, fi.Replication, true)
+}
+
+// lookupWritable looks chunk req.Index up for writing, enforcing the
+// append rule that it be the last chunk or the next.
+func (m *Master) lookupWritable(c chunkfs.Caller, req *pb.PrepareWriteRequest) (namespace.Chunk, chunkfs.FileInfo, bool, error) {
+	ch, fi, ok, err := m.lookupChunk(c, req.Path, req.Index)
+	if err == nil && req.Append && req.Index < fi.Chunks-1 {
+		err = chunkfs.E("prepare write", req.Path, chunkfs.KindStale, "append chunk index is neither the last chunk nor the next")
+	}
+	return ch, fi, ok, err
+}
+
+// placed reports whether the master knows a replica of ch (live or not).
+func (m *Master) placed(ch namespace.Chunk) bool {
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
+	ci := m.reg.chunks[ch.Handle]
+	return ci != nil && len(ci.holders) > 0
+}
+
+func (m *Master) chunkSize() int64 {
+	var size int64
+	m.state.read(func(ns *namespace.Namespace) { size = ns.ChunkSize() })
+	return size
 }

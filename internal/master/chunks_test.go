@@ -245,3 +245,41 @@ func TestRestartWaitsOutOldLeases(t *testing.T) {
 		t.Errorf("lease after the old one lapsed: %+v", pw.Chunk)
 	}
 }
+
+// TestDeadPrimaryLeaseIsWaitedOut checks that the master does not name a
+// new primary while a primary it declared dead may still hold its lease.
+func TestDeadPrimaryLeaseIsWaitedOut(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	cs := []*fakeCS{tm.startCS("a", ""), tm.startCS("b", ""), tm.startCS("c", "")}
+	tm.create(alice, "/f")
+	ch := tm.prepare(alice, "/f", 0, false).Chunk
+	var others []*fakeCS
+	for _, f := range cs {
+		if f.addr != ch.Primary {
+			others = append(others, f)
+		}
+	}
+	// The primary falls silent but keeps extending... as far as it knows.
+	tm.clock.Advance(5 * time.Second)
+	for _, f := range others {
+		tm.beat(f)
+	}
+	tm.clock.Advance(2 * time.Second)
+	tm.m.reg.mu.Lock()
+	tm.m.reg.markDeadLocked(tm.clock.Now().Add(30*time.Second), 30*time.Second)
+	tm.m.reg.mu.Unlock()
+	for _, f := range others {
+		tm.register(f, "")
+	}
+	if _, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f"}); kindOf(err) != chunkfs.KindUnavailable {
+		t.Fatalf("new lease while the dead primary's may hold: %v", err)
+	}
+	tm.clock.Advance(5 * time.Second)
+	for _, f := range others {
+		tm.beat(f)
+	}
+	pw := tm.prepare(alice, "/f", 0, false)
+	if pw.Chunk.Version != 2 || pw.Chunk.Primary == ch.Primary || len(pw.Chunk.Replicas) != 2 {
+		t.Errorf("lease after the old one ended: %+v", pw.Chunk)
+	}
+}

@@ -36,16 +36,24 @@ func (m *Master) ensureHorizon(ctx context.Context, t time.Time) error {
 	return err
 }
 
-// placeChunk creates the replicas of a newly allocated chunk on servers
-// chosen by the placement policy, granting the first one that answers the
-// lease.
-func (m *Master) placeChunk(ctx context.Context, p string, ch namespace.Chunk, repl int) error {
+// placeChunk creates the replicas of a chunk that has none on servers
+// chosen by the placement policy, granting the least loaded the lease. A
+// chunk made before (rebump) gets a new version first, so that replicas of
+// an earlier attempt are stale.
+func (m *Master) placeChunk(ctx context.Context, p string, ch namespace.Chunk, repl int, rebump bool) error {
 	mu := &m.leaseMu[handleStripe(ch.Handle)]
 	mu.Lock()
 	defer mu.Unlock()
 	now := m.cfg.Clock.Now()
 	if err := m.ensureHorizon(ctx, now.Add(m.cfg.LeaseDuration+m.leaseSlack())); err != nil {
 		return err
+	}
+	if rebump {
+		r, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpBumpVersion, Handle: ch.Handle})
+		if err != nil {
+			return err
+		}
+		ch.Version = r.Chunk.Version
 	}
 	m.reg.mu.Lock()
 	chosen, err := m.reg.chooseLocked(m.cfg.Placement, max(repl, 1), now, nil)
@@ -56,30 +64,31 @@ func (m *Master) placeChunk(ctx context.Context, p string, ch namespace.Chunk, r
 	return m.grant(ctx, p, ch, chosen, true)
 }
 
-// ensureLease makes sure chunk ch has a primary with a valid lease: if it
-// has none, it bumps the version through the log and tells every live
-// replica of the current version, naming one of them primary.
-func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, fi chunkfs.FileInfo) error {
+// ensureLease makes sure chunk ch (already placed) has a primary with a
+// valid lease: if it has none, it bumps the version through the log and
+// tells every live replica of the current version, naming one of them
+// primary.
+func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk) error {
 	mu := &m.leaseMu[handleStripe(ch.Handle)]
 	mu.Lock()
 	defer mu.Unlock()
 	now := m.cfg.Clock.Now()
 	var cur chunkfs.Version
-	var size int64
-	m.state.read(func(ns *namespace.Namespace) { cur, _ = ns.ChunkVersion(ch.Handle); size = ns.ChunkSize() })
+	m.state.read(func(ns *namespace.Namespace) { cur, _ = ns.ChunkVersion(ch.Handle) })
 	if cur == 0 {
 		return chunkfs.E("prepare write", p, chunkfs.KindNotExist, "chunk was deleted")
 	}
 	m.reg.mu.Lock()
-	primary, expiry := m.reg.leaseLocked(ch.Handle, now)
+	primary, _ := m.reg.leaseLocked(ch.Handle, now)
 	valid := primary != nil && primary.chunks[ch.Handle] == cur
+	outstanding := m.reg.leaseOutstandingLocked(ch.Handle, now)
 	replicas := m.reg.replicasLocked(ch.Handle, cur)
 	m.reg.mu.Unlock()
 	if valid {
 		return nil
 	}
-	if primary != nil && now.Before(expiry) {
-		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "an old lease on the chunk has not ended; retry")
+	if outstanding {
+		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "a lease given to an unreachable or stale primary has not ended; retry")
 	}
 	if ch.Handle < m.handleFloor && now.Before(m.leasePause) {
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable,
@@ -88,27 +97,15 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 	if err := m.ensureHorizon(ctx, now.Add(m.cfg.LeaseDuration+m.leaseSlack())); err != nil {
 		return err
 	}
-	create := false
 	if len(replicas) == 0 {
-		// No live replica: a chunk that was never written can be made
-		// afresh elsewhere; one holding data must wait for its servers.
-		if fi.Length > ch.Index*size {
-			return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no live replica of the chunk")
-		}
-		m.reg.mu.Lock()
-		chosen, err := m.reg.chooseLocked(m.cfg.Placement, max(fi.Replication, 1), now, nil)
-		m.reg.mu.Unlock()
-		if err != nil {
-			return chunkfs.E("prepare write", p, chunkfs.KindNoSpace, "no live chunkserver can take the chunk")
-		}
-		replicas, create = chosen, true
+		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no live replica of the chunk")
 	}
 	r, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpBumpVersion, Handle: ch.Handle})
 	if err != nil {
 		return err
 	}
 	ch.Version = r.Chunk.Version
-	return m.grant(ctx, p, ch, replicas, create)
+	return m.grant(ctx, p, ch, replicas, false)
 }
 
 // grant tells replicas that ch has version ch.Version (creating it when

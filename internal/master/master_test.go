@@ -162,8 +162,9 @@ func TestHostileInput(t *testing.T) {
 	if _, err := tm.c.Register(bg, &pb.RegisterRequest{}); kindOf(err) != chunkfs.KindInvalid {
 		t.Errorf("empty register: %v", err)
 	}
-	// No caller: nobody, who may not write in /.
-	if _, err := tm.c.Create(bg, &pb.CreateRequest{Path: "/y"}); !errors.Is(err, fs.ErrPermission) {
+	// No caller: nobody, who may not write in a 0755 directory of root's.
+	tm.c.Mkdir(bg, &pb.MkdirRequest{Caller: root, Path: "/priv", Mode: 0o755})
+	if _, err := tm.c.Create(bg, &pb.CreateRequest{Path: "/priv/y"}); !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("create without a caller: %v", err)
 	}
 }

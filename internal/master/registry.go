@@ -70,7 +70,9 @@ func (r *registry) addReplicaLocked(s *server, h chunkfs.Handle, v chunkfs.Versi
 	}
 }
 
-// dropReplicaLocked forgets s's replica of h (and a lease s holds on it).
+// dropReplicaLocked forgets s's replica of h. A lease s holds on h is kept
+// on record until it ends: a server the master gave up on may still be
+// alive and acting as primary, so no other may be named before then.
 func (r *registry) dropReplicaLocked(s *server, h chunkfs.Handle) {
 	delete(s.chunks, h)
 	ci := r.chunks[h]
@@ -78,9 +80,6 @@ func (r *registry) dropReplicaLocked(s *server, h chunkfs.Handle) {
 		return
 	}
 	ci.holders = slices.DeleteFunc(ci.holders, func(x *server) bool { return x == s })
-	if ci.primary == s {
-		ci.primary = nil
-	}
 	if len(ci.holders) == 0 && ci.primary == nil {
 		delete(r.chunks, h)
 	}
@@ -108,13 +107,21 @@ func (r *registry) replicasLocked(h chunkfs.Handle, v chunkfs.Version) []*server
 	return out
 }
 
-// leaseLocked returns h's primary if its lease is valid at now.
+// leaseLocked returns h's primary if its lease is valid at now and the
+// primary is alive and still holds the chunk.
 func (r *registry) leaseLocked(h chunkfs.Handle, now time.Time) (*server, time.Time) {
 	ci := r.chunks[h]
-	if ci == nil || ci.primary == nil || !ci.primary.alive || !now.Before(ci.expiry) {
+	if ci == nil || ci.primary == nil || !ci.primary.alive || !now.Before(ci.expiry) || !slices.Contains(ci.holders, ci.primary) {
 		return nil, time.Time{}
 	}
 	return ci.primary, ci.expiry
+}
+
+// leaseOutstandingLocked reports whether a lease on h might still be held,
+// by a live server or not.
+func (r *registry) leaseOutstandingLocked(h chunkfs.Handle, now time.Time) bool {
+	ci := r.chunks[h]
+	return ci != nil && ci.primary != nil && now.Before(ci.expiry)
 }
 
 // queueGarbageLocked tells s, at its next heartbeat, to delete h.

@@ -48,6 +48,14 @@ func (l *Log) submit(ctx context.Context, cmd []byte) (any, uint64, error) {
 	select {
 	case r := <-req.done:
 		return r.result, r.index, r.err
+	case <-l.closed:
+		// Close answers every request it took; one still queued is lost.
+		select {
+		case r := <-req.done:
+			return r.result, r.index, r.err
+		default:
+			return nil, 0, errClosed
+		}
 	case <-ctx.Done():
 		return nil, 0, &chunkfs.Error{Op: "log", Kind: chunkfs.KindUnavailable, Err: errors.New("outcome unknown: " + ctx.Err().Error())}
 	}

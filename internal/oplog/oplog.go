@@ -110,6 +110,7 @@ type Log struct {
 	pending   chan request  // commands waiting for a batch
 	stop      chan struct{} // closed by Close
 	loopDone  chan struct{} // closed when batchLoop returns
+	closed    chan struct{} // closed when Close has finished
 	inflight  sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -121,7 +122,7 @@ func Open(ctx context.Context, cfg Config, fsm FSM) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{cfg: cfg, pending: make(chan request, pendingCapacity), stop: make(chan struct{}), loopDone: make(chan struct{})}
+	l := &Log{cfg: cfg, pending: make(chan request, pendingCapacity), stop: make(chan struct{}), loopDone: make(chan struct{}), closed: make(chan struct{})}
 	l.fsm = &fsmAdapter{fsm: fsm, applied: &l.applied}
 	if err := l.open(); err != nil {
 		return nil, err
@@ -288,6 +289,8 @@ func (l *Log) Close() error {
 		if cerr := l.store.Close(); err == nil {
 			err = cerr
 		}
+		l.failPending()
+		close(l.closed)
 	})
 	return err
 }
