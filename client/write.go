@@ -39,6 +39,7 @@ func (c *Client) writeAt(ctx context.Context, path string, p []byte, off int64) 
 // fresh lease until RetryTimeout passes.
 func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, data []byte) error {
 	c.locs.forget(path, idx)
+	defer c.locs.forget(path, idx) // a reader may have cached it as a hole meanwhile
 	r := c.newRetrier()
 	for {
 		err := c.writeOnce(ctx, path, idx, co, data)

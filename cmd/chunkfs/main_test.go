@@ -322,3 +322,30 @@ func waitFor(t *testing.T, out *syncBuffer, want string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestTreeCommands(t *testing.T) {
+	ok(t, "", "mkdir", "-p", "/tree/a/b", "/tree/c")
+	ok(t, "12345", "put", "-", "/tree/a/b/f")
+	ok(t, "678", "put", "-", "/tree/c/g")
+	want := "/tree:\na\nc\n\n/tree/a:\nb\n\n/tree/a/b:\nf\n\n/tree/c:\ng\n"
+	if out := ok(t, "", "ls", "-R", "/tree"); out != want {
+		t.Fatalf("ls -R =\n%s\nwant\n%s", out, want)
+	}
+	if out := ok(t, "", "du", "-s", "/tree"); out != "8\t/tree\n" {
+		t.Fatalf("du -s = %q", out)
+	}
+	ok(t, "", "chown", "root:0", "/tree/c/g")
+	ok(t, "", "chown", "7", "/tree/c/g")
+	ok(t, "", "mv", "/tree/c/g", "/tree/a")
+	if out := ok(t, "", "cat", "/tree/a/g"); out != "678" {
+		t.Fatalf("cat after mv into a directory = %q", out)
+	}
+	if r := runCLI(t, "", "rm", "/tree/a"); r.code != 1 || !strings.Contains(r.stderr, "not empty") {
+		t.Fatalf("rm of a non-empty directory: exit %d, %q", r.code, r.stderr)
+	}
+	ok(t, "", "rm", "-f", "/tree/missing")
+	if r := runCLI(t, "", "rm", "-r", "/tree/missing"); r.code != 1 {
+		t.Fatalf("rm -r of a missing path: exit %d", r.code)
+	}
+	ok(t, "", "rm", "-r", "/tree")
+}

@@ -5,7 +5,9 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseFlagsAnywhere(t *testing.T) {
@@ -72,5 +74,28 @@ func TestGlobalMaster(t *testing.T) {
 	}
 	if _, err := globalFlags(&env{}, []string{"--master"}); err == nil {
 		t.Error("--master without a value accepted")
+	}
+}
+
+func TestDelayedWriter(t *testing.T) {
+	var out strings.Builder
+	quiet := &delayedWriter{w: &out, start: time.Now(), delay: time.Hour}
+	quiet.Write([]byte("hidden"))
+	shown := &delayedWriter{w: &out, start: time.Now().Add(-2 * time.Second), delay: time.Second}
+	shown.Write([]byte("shown"))
+	if out.String() != "shown" {
+		t.Fatalf("output %q, want only what came after the delay", out.String())
+	}
+}
+
+func TestProgressOnlyOnTerminal(t *testing.T) {
+	r := strings.NewReader("data")
+	if got := progressReader(&env{stderr: io.Discard}, r, 4, "x"); got != io.Reader(r) {
+		t.Fatal("a progress bar was added though stdout is not a terminal")
+	}
+	e := &env{stderr: io.Discard, stdoutTTY: true}
+	b, err := io.ReadAll(progressReader(e, strings.NewReader("data"), 4, "x"))
+	if err != nil || string(b) != "data" {
+		t.Fatalf("through the bar: %q, %v", b, err)
 	}
 }

@@ -22,7 +22,6 @@ func progressReader(e *env, r io.Reader, total int64, desc string) io.Reader {
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionShowCount(),
-		progressbar.OptionOnCompletion(func() { io.WriteString(e.stderr, "\n") }),
 		progressbar.OptionClearOnFinish(),
 	)
 	return &barReader{r: r, bar: bar}

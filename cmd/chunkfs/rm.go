@@ -36,11 +36,13 @@ func runRm(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		if *recursive {
-			err = c.RemoveAll(ctx, p)
-			if err == nil && !*force {
-				// RemoveAll ignores a missing path; rm -r does not.
-				continue
+			if !*force {
+				// RemoveAll ignores a missing path; rm -r without -f does not.
+				if _, err := c.Stat(ctx, p); err != nil {
+					return err
+				}
 			}
+			err = c.RemoveAll(ctx, p)
 		} else {
 			err = c.Remove(ctx, p)
 		}
