@@ -124,6 +124,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// maxChunkSize bounds the chunk size a master may report.
+const maxChunkSize = 4 << 30
+
 // Client is a connection to a chunkfs cluster. It is safe for concurrent use
 // by many goroutines; one Client per process is the usual pattern.
 type Client struct {
@@ -178,9 +181,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, wrapOp("dial", cfg.Master, err)
 	}
 	c.observe(info.StateId)
-	if info.ChunkSize <= 0 {
+	if info.ChunkSize < chunkfs.BlockSize || info.ChunkSize > maxChunkSize {
 		c.Close()
-		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindOther, "master reports no chunk size")
+		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindOther, fmt.Sprintf("master reports an impossible chunk size %d", info.ChunkSize))
 	}
 	c.chunkSize = info.ChunkSize
 	c.locs = newLocationCache(c, cfg.LocationTTL, cfg.LookupBatch)

@@ -363,3 +363,64 @@ func TestFS(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func newClient(t *testing.T, tc *chunkfstest.Cluster, mutate func(*client.Config)) *client.Client {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Master = tc.MasterAddr()
+	cfg.Caller = chunkfs.Root
+	mutate(&cfg)
+	c, err := client.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestWriteThrough: with no write buffer, each Write is on every replica
+// and visible to other clients when it returns.
+func TestWriteThrough(t *testing.T) {
+	tc, reader, ctx := newCluster(t)
+	c := newClient(t, tc, func(cfg *client.Config) { cfg.WriteBuffer = 0 })
+	f, err := c.Create(ctx, "/through")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := ""
+	for i, part := range []string{"one ", "two ", "three"} {
+		if _, err := f.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+		want += part
+		if got := readFile(t, ctx, reader, "/through"); string(got) != want {
+			t.Fatalf("after write %d another client reads %q, want %q", i, got, want)
+		}
+	}
+}
+
+// TestWriteErrorsSurface: when the data cannot be stored, the error comes
+// back from Write, Sync or Close; it is never lost.
+func TestWriteErrorsSurface(t *testing.T) {
+	tc, _, ctx := newCluster(t)
+	c := newClient(t, tc, func(cfg *client.Config) { cfg.RetryTimeout = 300 * time.Millisecond })
+	f, err := c.Create(ctx, "/doomed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tc.Chunkservers() {
+		if err := tc.StopChunkserver(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, werr := f.Write(make([]byte, 3*chunk)) // crosses chunk boundaries: flushes
+	serr := f.Sync()
+	cerr := f.Close()
+	if werr == nil && serr == nil {
+		t.Fatal("Write and Sync both succeeded with every chunkserver down")
+	}
+	if cerr == nil {
+		t.Fatal("Close succeeded after a failed write")
+	}
+}
