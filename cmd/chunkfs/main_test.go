@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -348,4 +349,54 @@ func TestTreeCommands(t *testing.T) {
 		t.Fatalf("rm -r of a missing path: exit %d", r.code)
 	}
 	ok(t, "", "rm", "-r", "/tree")
+}
+
+// TestDev runs `chunkfs dev`, stores a file, stops it with Ctrl-C, starts
+// it again on the same directory and reads the file back.
+func TestDev(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and restarts a whole cluster")
+	}
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	devRun := func(check func()) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, binary, "dev", "--dir", dir, "--listen", addr, "--chunk-size", "65536")
+		var out syncBuffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(out.String(), "Ctrl-C stops the cluster") {
+			if time.Now().After(deadline) {
+				t.Fatalf("chunkfs dev did not start; output:\n%s", out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		check()
+		cmd.Process.Signal(os.Interrupt)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("chunkfs dev after Ctrl-C: %v\n%s", err, out.String())
+		}
+	}
+	data := strings.Repeat("persistent ", 20000) // several 64 KiB chunks
+	devRun(func() { ok(t, data, "--master", addr, "put", "-", "/kept") })
+	devRun(func() {
+		if got := ok(t, "", "--master", addr, "cat", "/kept"); got != data {
+			t.Fatalf("after a restart read %d bytes, want %d", len(got), len(data))
+		}
+	})
+}
+
+// freeAddr returns a loopback address with a port free at the moment.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
