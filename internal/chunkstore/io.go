@@ -168,28 +168,37 @@ func readBlockLocked(c *chunk, f File, b int64, buf []byte) ([]byte, error) {
 // writeLocked writes p at off ≤ c.length, updating the block checksums:
 // blocks p covers wholly are summed from p, blocks p extends at their end
 // are updated incrementally, and any other block p touches is read,
-// verified and re-summed.
+// verified and re-summed. It goes segment by segment, summing each just
+// before writing it, so the data passes through memory once while hot.
 func writeLocked(c *chunk, f File, off int64, p []byte) error {
 	end := off + int64(len(p))
 	newLen := max(c.length, end)
 	sums := c.sums
-	for b := off / BlockSize; b*BlockSize < end; b++ {
-		sum, err := blockSumLocked(c, f, b, off, p, newLen)
-		if err != nil {
+	for segStart := off; segStart < end; {
+		segEnd := min(end, (segStart/writeSegment+1)*writeSegment)
+		for b := segStart / BlockSize; b*BlockSize < segEnd; b++ {
+			sum, err := blockSumLocked(c, f, b, off, p, newLen)
+			if err != nil {
+				return err
+			}
+			if b < int64(len(sums)) {
+				sums[b] = sum
+			} else {
+				sums = append(sums, sum)
+			}
+		}
+		if _, err := f.WriteAt(p[segStart-off:segEnd-off], segStart); err != nil {
 			return err
 		}
-		if b < int64(len(sums)) {
-			sums[b] = sum
-		} else {
-			sums = append(sums, sum)
-		}
-	}
-	if _, err := f.WriteAt(p, off); err != nil {
-		return err
+		segStart = segEnd
 	}
 	c.sums, c.length = sums, newLen
 	return nil
 }
+
+// writeSegment is the unit in which writeLocked sums and writes: a multiple
+// of BlockSize that stays in a core's cache.
+const writeSegment = 4 * BlockSize
 
 // blockSumLocked returns block b's checksum once p is written at off.
 func blockSumLocked(c *chunk, f File, b, off int64, p []byte, newLen int64) (uint32, error) {

@@ -47,10 +47,10 @@ const (
 	// MaxReadSize bounds the length of one read request.
 	MaxReadSize = 64 << 20
 	maxAddrLen  = 255
-	// readBuffer is the read buffer of a stream connection: about a frame
-	// per system call. (Measured against 512 B and 256 KiB buffers on a
-	// loaded 2-core machine: no difference beyond the noise.)
-	readBuffer = 64 << 10
+	// readBuffer is the read buffer of a stream connection: enough for
+	// headers; payloads larger than it are read straight into their
+	// destination, where they are checked while still in cache.
+	readBuffer = 4 << 10
 	maxErrMsg  = 1024
 )
 

@@ -53,8 +53,10 @@ type readPiece struct {
 	err  error
 }
 
-// pieceSize is how much chunk data the server reads from disk at a time.
-const pieceSize = 1 << 20
+// pieceSize is how much chunk data the server reads from disk at a time:
+// small enough that the data is still in cache when it is verified and
+// sent, large enough to take few system calls.
+const pieceSize = 256 << 10
 
 // readPieces fills pieces in order until the request is done, a read fails,
 // or stop is closed; it closes filled when it returns.
