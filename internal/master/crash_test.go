@@ -103,7 +103,7 @@ func TestCrashKeepsAcknowledgedCreates(t *testing.T) {
 	case testing.Short():
 		total = 5_000
 	case raceEnabled: // the race detector slows both processes several times
-		total = 20_000
+		total = 10_000
 	}
 	dir := t.TempDir()
 	c := startChild(t, dir)

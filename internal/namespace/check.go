@@ -12,7 +12,7 @@ import (
 // below the counter, versions at least 1, and the summary counts. Tests run
 // it after every case; `chunkfs admin fsck` can run it too.
 func (ns *Namespace) Check() error {
-	c := &checker{ns: ns, inodes: make(map[uint64]bool), handles: make(map[chunkfs.Handle]bool)}
+	c := &checker{ns: ns, inodes: newInodeSet(ns.nextInode, ns.files+ns.dirs)}
 	if ns.root.parent != nil || ns.root.ino != RootInode || !ns.root.isDir() {
 		return fmt.Errorf("namespace: bad root")
 	}
@@ -20,7 +20,7 @@ func (ns *Namespace) Check() error {
 	if c.err != nil {
 		return c.err
 	}
-	got := Counts{Files: c.files, Dirs: c.dirs, Chunks: int64(len(c.handles)), Bytes: c.bytes}
+	got := Counts{Files: c.files, Dirs: c.dirs, Chunks: c.chunks, Bytes: c.bytes}
 	want := ns.Counts()
 	if got != want {
 		return fmt.Errorf("namespace: counts %+v, tree has %+v", want, got)
@@ -29,11 +29,41 @@ func (ns *Namespace) Check() error {
 }
 
 type checker struct {
-	ns                 *Namespace
-	inodes             map[uint64]bool
-	handles            map[chunkfs.Handle]bool
-	files, dirs, bytes int64
-	err                error
+	ns                         *Namespace
+	inodes                     inodeSet
+	files, dirs, bytes, chunks int64
+	err                        error
+}
+
+// inodeSet records inode numbers seen: a bitmap when the numbers are dense
+// enough, a map otherwise.
+type inodeSet struct {
+	bits []uint64
+	m    map[uint64]bool
+}
+
+func newInodeSet(next uint64, count int64) inodeSet {
+	if next <= uint64(count)*64+1<<20 {
+		return inodeSet{bits: make([]uint64, next/64+1)}
+	}
+	return inodeSet{m: make(map[uint64]bool)}
+}
+
+// add records ino and reports whether it was new.
+func (s *inodeSet) add(ino uint64) bool {
+	if s.m != nil {
+		if s.m[ino] {
+			return false
+		}
+		s.m[ino] = true
+		return true
+	}
+	w, b := ino/64, uint64(1)<<(ino%64)
+	if w >= uint64(len(s.bits)) || s.bits[w]&b != 0 {
+		return false
+	}
+	s.bits[w] |= b
+	return true
 }
 
 func (c *checker) fail(p, format string, args ...any) {
@@ -43,10 +73,9 @@ func (c *checker) fail(p, format string, args ...any) {
 }
 
 func (c *checker) node(n *inode, p string) {
-	if n.ino == 0 || n.ino >= c.ns.nextInode || c.inodes[n.ino] {
+	if n.ino == 0 || n.ino >= c.ns.nextInode || !c.inodes.add(n.ino) {
 		c.fail(p, "inode number %d reused or out of range", n.ino)
 	}
-	c.inodes[n.ino] = true
 	switch {
 	case n.isDir():
 		c.dirs++
@@ -108,14 +137,14 @@ func (c *checker) file(n *inode, p string) {
 		switch {
 		case r.handle >= c.ns.nextHandle:
 			c.fail(p, "chunk %d: handle %d not below the counter %d", i, r.handle, c.ns.nextHandle)
-		case c.handles[r.handle]:
-			c.fail(p, "chunk %d: handle %d held twice", i, r.handle)
 		case c.ns.handles.get(r.handle) != n:
 			c.fail(p, "chunk %d: handle %d missing from the index", i, r.handle)
 		case r.version < 1:
 			c.fail(p, "chunk %d: version 0", i)
 		}
-		c.handles[r.handle] = true
+		// Every reference maps to its file and the references add up to
+		// the index's size, so no handle is held twice.
+		c.chunks++
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -195,4 +196,26 @@ func TestHeapPerFile(t *testing.T) {
 		t.Errorf("%.0f heap bytes per file, budget 200", perFile)
 	}
 	runtime.KeepAlive(ns)
+}
+
+// BenchmarkSnapshotRestore writes and restores a namespace of 1,000,000
+// single-chunk files and reports the snapshot's size per file.
+func BenchmarkSnapshotRestore(b *testing.B) {
+	ns, _ := buildMillion(b, 1_000_000)
+	var buf bytes.Buffer
+	b.ResetTimer()
+	for range b.N {
+		buf.Reset()
+		start := time.Now()
+		if err := ns.Snapshot(&buf); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "snapshot-s")
+		start = time.Now()
+		if _, err := Restore(bytes.NewReader(buf.Bytes())); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "restore-s")
+	}
+	b.ReportMetric(float64(buf.Len())/1e6, "snapshot-B/file")
 }

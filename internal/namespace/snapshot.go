@@ -98,12 +98,15 @@ func (s *snapWriter) inode(n *inode) {
 }
 
 // Restore reads a state written by Snapshot. It treats r as untrusted:
-// sizes are bounded, names and order checked, handles must be unique and
-// below the counter, the checksum must match, and the result must pass
+// the checksum must match, sizes are bounded, names and order checked,
+// handles must be unique and below the counter, and the result must pass
 // Check.
 func Restore(r io.Reader) (*Namespace, error) {
-	s := &snapReader{r: bufio.NewReaderSize(r, 256<<10), crc: crc32.New(crcTable)}
-	ns, err := s.namespace()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("namespace: restore: %w", err)
+	}
+	ns, err := restore(b)
 	if err == nil {
 		err = ns.Check()
 	}
@@ -113,12 +116,25 @@ func Restore(r io.Reader) (*Namespace, error) {
 	return ns, nil
 }
 
-type snapReader struct {
-	r   *bufio.Reader
-	crc interface {
-		io.Writer
-		Sum32() uint32
+func restore(b []byte) (*Namespace, error) {
+	if len(b) < len(snapshotMagic)+4 {
+		return nil, errors.New("truncated snapshot")
 	}
+	body, sum := b[:len(b)-4], b[len(b)-4:]
+	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(sum) {
+		return nil, errors.New("checksum mismatch")
+	}
+	s := &snapReader{b: body}
+	ns, err := s.namespace()
+	if err == nil && len(s.b) != 0 {
+		err = errors.New("trailing bytes")
+	}
+	return ns, err
+}
+
+// snapReader parses a snapshot held in memory; the first error sticks.
+type snapReader struct {
+	b   []byte
 	err error
 }
 
@@ -128,38 +144,29 @@ func (s *snapReader) fail(format string, args ...any) {
 	}
 }
 
-func (s *snapReader) ReadByte() (byte, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	b, err := s.r.ReadByte()
-	if err != nil {
-		s.fail("truncated snapshot")
-		return 0, s.err
-	}
-	s.crc.Write([]byte{b})
-	return b, nil
-}
-
 func (s *snapReader) full(n int) []byte {
 	if s.err != nil {
 		return nil
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(s.r, b); err != nil {
+	if n > len(s.b) {
 		s.fail("truncated snapshot")
 		return nil
 	}
-	s.crc.Write(b)
-	return b
+	v := s.b[:n]
+	s.b = s.b[n:]
+	return v
 }
 
 func (s *snapReader) uvarint(limit uint64) uint64 {
-	v, err := binary.ReadUvarint(s)
-	if err != nil {
+	if s.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(s.b)
+	if n <= 0 {
 		s.fail("bad varint")
 		return 0
 	}
+	s.b = s.b[n:]
 	if v > limit {
 		s.fail("value %d above limit %d", v, limit)
 		return 0
@@ -168,10 +175,15 @@ func (s *snapReader) uvarint(limit uint64) uint64 {
 }
 
 func (s *snapReader) varint() int64 {
-	v, err := binary.ReadVarint(s)
-	if err != nil {
-		s.fail("bad varint")
+	if s.err != nil {
+		return 0
 	}
+	v, n := binary.Varint(s.b)
+	if n <= 0 {
+		s.fail("bad varint")
+		return 0
+	}
+	s.b = s.b[n:]
 	return v
 }
 
@@ -198,10 +210,6 @@ func (s *snapReader) namespace() (*Namespace, error) {
 		return nil, errors.New("bad root")
 	}
 	ns.root = root
-	want := s.crc.Sum32()
-	if got := s.full(4); s.err == nil && binary.BigEndian.Uint32(got) != want {
-		return nil, errors.New("checksum mismatch")
-	}
 	return ns, s.err
 }
 
