@@ -34,13 +34,14 @@ func (r *reporter) corrupt(h chunkfs.Handle) {
 	}
 	s := r.s
 	s.log.Error("corrupt replica", "chunk", chunkName(h))
+	self := s.Addr()
 	for _, addr := range s.cfg.Masters {
 		s.goBackground(func() {
 			ctx, cancel := s.callCtx(s.ctx)
 			defer cancel()
 			m, err := s.peers.Master(addr)
 			if err == nil {
-				_, err = m.ReportCorrupt(ctx, &pb.ReportCorruptRequest{Reporter: s.Addr(), Handle: uint64(h), Replica: s.Addr()})
+				_, err = m.ReportCorrupt(ctx, &pb.ReportCorruptRequest{Reporter: self, Handle: uint64(h), Replica: self})
 			}
 			if err != nil {
 				s.log.Warn("report corrupt replica", "master", addr, "chunk", chunkName(h), "err", err)

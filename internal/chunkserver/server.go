@@ -163,21 +163,34 @@ func (s *Server) start(lis net.Listener) error {
 	}
 	s.stream, s.mux, s.grpc = stream, rpc.NewMux(lis, s.log), rpc.NewServer(s.log)
 	pb.RegisterChunkServerServer(s.grpc, &control{s: s})
-	s.goBackground(func() { s.grpc.Serve(s.mux.GRPC()) })
-	s.goBackground(func() { s.stream.Serve(s.mux.Data()) })
+	mux, grpc := s.mux, s.grpc
+	s.goBackgroundLocked(func() { grpc.Serve(mux.GRPC()) })
+	s.goBackgroundLocked(func() { stream.Serve(mux.Data()) })
 	for _, m := range s.cfg.Masters {
-		s.goBackground(func() { s.heartbeatLoop(m) })
+		s.goBackgroundLocked(func() { s.heartbeatLoop(m) })
 	}
-	s.goBackground(s.housekeeping)
+	s.goBackgroundLocked(s.housekeeping)
 	return nil
 }
 
-func (s *Server) goBackground(fn func()) {
+// goBackground runs fn in a goroutine that Close waits for; once the
+// server is closing it does nothing and returns false.
+func (s *Server) goBackground(fn func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.goBackgroundLocked(fn)
+}
+
+func (s *Server) goBackgroundLocked(fn func()) bool {
+	if s.closed {
+		return false
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		fn()
 	}()
+	return true
 }
 
 // Close stops serving, closes every connection and waits for the

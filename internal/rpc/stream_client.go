@@ -63,7 +63,7 @@ func (c *DataClient) get(ctx context.Context, addr string) (*dataConn, error) {
 		dc := l[len(l)-1]
 		c.idle[addr] = l[:len(l)-1]
 		c.mu.Unlock()
-		dc.watch(ctx)
+		dc.arm(ctx)
 		return dc, nil
 	}
 	c.mu.Unlock()
@@ -77,22 +77,20 @@ func (c *DataClient) get(ctx context.Context, addr string) (*dataConn, error) {
 		return nil, unavailable("dial", addr, err)
 	}
 	dc := &dataConn{c: c, addr: addr, conn: conn, r: bufio.NewReaderSize(conn, readBuffer)}
-	dc.watch(ctx)
+	dc.arm(ctx)
 	return dc, nil
 }
 
-// watch aborts the connection's I/O when ctx is done.
-func (dc *dataConn) watch(ctx context.Context) {
-	dc.stop = context.AfterFunc(ctx, func() { dc.conn.SetDeadline(time.Unix(1, 0)) })
-}
-
-// setDeadline applies ctx's deadline, or DefaultTimeout, to the connection.
-func (dc *dataConn) setDeadline(ctx context.Context) {
+// arm gives the connection ctx's deadline (or DefaultTimeout), then aborts
+// its I/O if ctx ends first. In that order, so a cancellation is never
+// overwritten by the deadline.
+func (dc *dataConn) arm(ctx context.Context) {
 	d, ok := ctx.Deadline()
 	if !ok {
 		d = time.Now().Add(DefaultTimeout)
 	}
 	dc.conn.SetDeadline(d)
+	dc.stop = context.AfterFunc(ctx, func() { dc.conn.SetDeadline(time.Unix(1, 0)) })
 }
 
 // release returns a healthy connection to the pool.
@@ -183,7 +181,6 @@ func (c *DataClient) readOnce(ctx context.Context, addr string, req *readRequest
 	if err != nil {
 		return 0, err
 	}
-	dc.setDeadline(ctx)
 	if _, err := dc.conn.Write(appendFrame(nil, frameRead, req.encode())); err != nil {
 		dc.close()
 		return 0, unavailable("read", addr, err)

@@ -102,7 +102,6 @@ func (c *DataClient) startPush(ctx context.Context, addr string, req *pushReques
 	if err != nil {
 		return nil, err
 	}
-	dc.setDeadline(ctx)
 	if _, err := dc.conn.Write(appendFrame(nil, framePush, payload)); err != nil {
 		dc.close()
 		return nil, unavailable("push", addr, err)
