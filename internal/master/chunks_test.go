@@ -283,3 +283,26 @@ func TestDeadPrimaryLeaseIsWaitedOut(t *testing.T) {
 		t.Errorf("lease after the old one ended: %+v", pw.Chunk)
 	}
 }
+
+// TestRegisterAdoptsNewerVersion covers a master that told replicas a new
+// version and stopped before logging it: the replicas' version wins and
+// replicas left behind are stale.
+func TestRegisterAdoptsNewerVersion(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	a, b := tm.startCS("a", ""), tm.startCS("b", "")
+	tm.create(alice, "/f")
+	h := tm.prepare(alice, "/f", 0, false).Chunk.Handle
+	a.mu.Lock()
+	a.versions[h] = 5
+	a.mu.Unlock()
+	if reg := tm.register(a, ""); len(reg.Stale) != 0 || len(reg.Garbage) != 0 {
+		t.Errorf("register ahead: %+v", reg)
+	}
+	gc, _ := tm.c.GetChunks(bg, &pb.GetChunksRequest{Caller: alice, Path: "/f"})
+	if gc.Chunks[0].Version != 5 || len(gc.Chunks[0].Replicas) != 1 || gc.Chunks[0].Replicas[0] != a.addr {
+		t.Errorf("after adoption: %+v", gc.Chunks[0])
+	}
+	if reg := tm.register(b, ""); len(reg.Stale) != 1 || reg.Stale[0] != h {
+		t.Errorf("replica left behind: %+v", reg)
+	}
+}

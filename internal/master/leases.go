@@ -49,11 +49,7 @@ func (m *Master) placeChunk(ctx context.Context, p string, ch namespace.Chunk, r
 		return err
 	}
 	if rebump {
-		r, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpBumpVersion, Handle: ch.Handle})
-		if err != nil {
-			return err
-		}
-		ch.Version = r.Chunk.Version
+		ch.Version = m.currentVersion(ch.Handle) + 1
 	}
 	m.reg.mu.Lock()
 	chosen, err := m.reg.chooseLocked(m.cfg.Placement, max(repl, 1), now, nil)
@@ -61,20 +57,18 @@ func (m *Master) placeChunk(ctx context.Context, p string, ch namespace.Chunk, r
 	if err != nil {
 		return chunkfs.E("prepare write", p, chunkfs.KindNoSpace, "no live chunkserver can take a new chunk")
 	}
-	return m.grant(ctx, p, ch, chosen, true)
+	return m.grant(ctx, p, ch, chosen, true, !rebump)
 }
 
 // ensureLease makes sure chunk ch (already placed) has a primary with a
-// valid lease: if it has none, it bumps the version through the log and
-// tells every live replica of the current version, naming one of them
-// primary.
+// valid lease: if it has none, it tells every live replica of the current
+// version the next version, naming one of them primary, and logs it.
 func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk) error {
 	mu := &m.leaseMu[handleStripe(ch.Handle)]
 	mu.Lock()
 	defer mu.Unlock()
 	now := m.cfg.Clock.Now()
-	var cur chunkfs.Version
-	m.state.read(func(ns *namespace.Namespace) { cur, _ = ns.ChunkVersion(ch.Handle) })
+	cur := m.currentVersion(ch.Handle)
 	if cur == 0 {
 		return chunkfs.E("prepare write", p, chunkfs.KindNotExist, "chunk was deleted")
 	}
@@ -100,49 +94,75 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk) 
 	if len(replicas) == 0 {
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no live replica of the chunk")
 	}
-	r, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpBumpVersion, Handle: ch.Handle})
-	if err != nil {
-		return err
-	}
-	ch.Version = r.Chunk.Version
-	return m.grant(ctx, p, ch, replicas, false)
+	ch.Version = cur + 1
+	return m.grant(ctx, p, ch, replicas, false, false)
 }
 
 // grant tells replicas that ch has version ch.Version (creating it when
-// create is set) and grants the lease to the least loaded one. Replicas
-// that fail are forgotten: they are stale now.
-func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, replicas []*server, create bool) error {
+// create is set), granting the lease to the least loaded; then, unless the
+// version is already logged, it logs the version (OpSetVersion). Telling
+// before logging means a crash in between leaves replicas ahead of the log,
+// which Register adopts; the reverse would leave every replica stale.
+// Replicas that fail are forgotten: they are stale now.
+func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, replicas []*server, create, logged bool) error {
 	m.reg.mu.Lock()
 	order := slices.Clone(replicas)
 	slices.SortStableFunc(order, func(a, b *server) int { return int(a.load) - int(b.load) })
 	m.reg.mu.Unlock()
+	if len(order) == 0 {
+		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no replica to grant the lease to")
+	}
 	leaseMs := m.cfg.LeaseDuration.Milliseconds()
 	errs := m.callLease(ctx, ch, order, create, leaseMs)
-	var primary *server
-	m.reg.mu.Lock()
-	for i, s := range order {
-		if errs[i] != nil {
-			m.reg.dropReplicaLocked(s, ch.Handle)
-			continue
-		}
-		m.reg.addReplicaLocked(s, ch.Handle, ch.Version)
-		if i == 0 {
-			primary = s
-		}
-	}
-	m.reg.mu.Unlock()
-	if primary == nil {
+	primary := order[0]
+	if errs[0] != nil {
 		primary = m.promote(ctx, ch, order, errs, leaseMs)
 	}
 	if primary == nil {
+		m.forgetFailed(ch.Handle, order, errs)
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no replica accepted the lease: "+firstErr(errs).Error())
 	}
+	expiry := m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack())
+	if !logged {
+		if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Length: int64(ch.Version)}); err != nil {
+			m.recordLease(ch.Handle, primary, expiry) // outstanding: no other primary until it ends
+			return err
+		}
+	}
 	m.reg.mu.Lock()
-	if ci := m.reg.chunks[ch.Handle]; ci != nil {
-		ci.primary, ci.expiry = primary, m.cfg.Clock.Now().Add(m.cfg.LeaseDuration+m.leaseSlack())
+	for i, s := range order {
+		if errs[i] == nil {
+			m.reg.addReplicaLocked(s, ch.Handle, ch.Version)
+		} else {
+			m.reg.dropReplicaLocked(s, ch.Handle)
+		}
 	}
 	m.reg.mu.Unlock()
+	m.recordLease(ch.Handle, primary, expiry)
 	return nil
+}
+
+// forgetFailed drops the replicas whose calls failed.
+func (m *Master) forgetFailed(h chunkfs.Handle, order []*server, errs []error) {
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
+	for i, s := range order {
+		if errs[i] != nil {
+			m.reg.dropReplicaLocked(s, h)
+		}
+	}
+}
+
+// recordLease notes that primary holds h's lease until expiry.
+func (m *Master) recordLease(h chunkfs.Handle, primary *server, expiry time.Time) {
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
+	ci := m.reg.chunks[h]
+	if ci == nil {
+		ci = &chunkInfo{}
+		m.reg.chunks[h] = ci
+	}
+	ci.primary, ci.expiry = primary, expiry
 }
 
 // promote grants the lease to the first secondary that took the version,
@@ -202,9 +222,13 @@ func firstErr(errs []error) error {
 }
 
 // cutChunk has the replicas of a chunk that a truncation cut in its middle
-// shorten it, at the version the truncation gave it. Its lease is revoked;
+// shorten it at the next version, then logs that version. Its lease is
+// revoked (the new version makes the old primary's mutations fail);
 // replicas that fail are forgotten, being stale now.
 func (m *Master) cutChunk(ctx context.Context, cut namespace.Cut) {
+	mu := &m.leaseMu[handleStripe(cut.Handle)]
+	mu.Lock()
+	defer mu.Unlock()
 	m.reg.mu.Lock()
 	replicas := m.reg.replicasLocked(cut.Handle, cut.Version-1)
 	if ci := m.reg.chunks[cut.Handle]; ci != nil {
@@ -212,24 +236,35 @@ func (m *Master) cutChunk(ctx context.Context, cut namespace.Cut) {
 	}
 	m.reg.mu.Unlock()
 	var wg sync.WaitGroup
-	ok := make([]bool, len(replicas))
+	errs := make([]error, len(replicas))
 	for i, s := range replicas {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok[i] = m.truncateCall(ctx, s.addr, cut) == nil
+			errs[i] = m.truncateCall(ctx, s.addr, cut)
 		}()
 	}
 	wg.Wait()
+	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: cut.Handle, Length: int64(cut.Version)}); err != nil {
+		m.cfg.Logger.Warn("logging a truncated chunk's version failed", "handle", cut.Handle, "err", err)
+		return
+	}
 	m.reg.mu.Lock()
 	defer m.reg.mu.Unlock()
 	for i, s := range replicas {
-		if ok[i] {
+		if errs[i] == nil {
 			m.reg.addReplicaLocked(s, cut.Handle, cut.Version)
 		} else {
 			m.reg.dropReplicaLocked(s, cut.Handle)
 		}
 	}
+}
+
+// currentVersion returns chunk h's logged version, 0 if it does not exist.
+func (m *Master) currentVersion(h chunkfs.Handle) chunkfs.Version {
+	var v chunkfs.Version
+	m.state.read(func(ns *namespace.Namespace) { v, _ = ns.ChunkVersion(h) })
+	return v
 }
 
 func (m *Master) truncateCall(ctx context.Context, addr string, cut namespace.Cut) error {

@@ -43,6 +43,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	}
 	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds()}
 	var err error
+	var ahead []namespace.Chunk
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.reg.mu.Lock()
 		defer m.reg.mu.Unlock()
@@ -58,6 +59,9 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 				resp.Garbage = append(resp.Garbage, c.Handle)
 			case v < cur:
 				resp.Stale = append(resp.Stale, c.Handle)
+			case v > cur:
+				ahead = append(ahead, namespace.Chunk{Handle: h, Version: v})
+				fallthrough
 			default:
 				m.reg.addReplicaLocked(s, h, v)
 			}
@@ -66,8 +70,32 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if err != nil {
 		return nil, err
 	}
+	if id, err := m.adopt(ctx, ahead); err != nil {
+		return nil, err
+	} else if id > 0 {
+		resp.StateId = id
+	}
 	m.cfg.Logger.Info("chunkserver registered", "id", req.Id, "addr", req.Addr, "chunks", len(req.Chunks), "garbage", len(resp.Garbage), "stale", len(resp.Stale))
 	return resp, nil
+}
+
+// adopt logs the versions of replicas that are ahead of the log: the master
+// told them a new version and stopped before logging it, so theirs is the
+// current one (replicas left behind become stale).
+func (m *Master) adopt(ctx context.Context, ahead []namespace.Chunk) (uint64, error) {
+	var id uint64
+	for _, ch := range ahead {
+		mu := &m.leaseMu[handleStripe(ch.Handle)]
+		mu.Lock()
+		_, idx, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Length: int64(ch.Version)})
+		mu.Unlock()
+		if err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
+			return 0, err
+		}
+		m.cfg.Logger.Info("adopted a replica's newer chunk version", "handle", ch.Handle, "version", ch.Version)
+		id = max(id, idx)
+	}
+	return id, nil
 }
 
 // registerLocked creates or resets the record of the server in req.

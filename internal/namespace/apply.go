@@ -49,6 +49,8 @@ func (ns *Namespace) Apply(c *Command) Result {
 		r = ns.commitLength(c)
 	case OpLeaseHorizon:
 		ns.leaseHorizon = max(ns.leaseHorizon, c.Length)
+	case OpSetVersion:
+		r = ns.setVersion(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}
@@ -406,4 +408,24 @@ func (ns *Namespace) bumpVersion(c *Command) Result {
 		}
 	}
 	return fail("bump version", "", chunkfs.KindNotExist, "chunk missing from its file")
+}
+
+// setVersion raises a chunk's version to c.Length. The master logs it after
+// it has told the replicas (and when a replica reports a version above the
+// logged one: the master had told them and failed before logging). A lower
+// or equal version changes nothing.
+func (ns *Namespace) setVersion(c *Command) Result {
+	n := ns.handles.get(c.Handle)
+	if n == nil {
+		return fail("set version", "", chunkfs.KindNotExist, "no such chunk")
+	}
+	for i := range n.chunks {
+		if r := &n.chunks[i]; r.handle == c.Handle {
+			if v := chunkfs.Version(c.Length); c.Length > 0 && v > r.version {
+				r.version = v
+			}
+			return Result{Chunk: Chunk{Index: int64(i), Handle: r.handle, Version: r.version}}
+		}
+	}
+	return fail("set version", "", chunkfs.KindNotExist, "chunk missing from its file")
 }

@@ -23,6 +23,7 @@ const (
 	OpBumpVersion                // Handle
 	OpCommitLength               // Path, Length, FlagTouch
 	OpLeaseHorizon               // Length = horizon (Unix ns)
+	OpSetVersion                 // Handle, Length = version; raises it, never lowers
 	opEnd
 )
 
@@ -30,7 +31,7 @@ var opNames = [...]string{
 	OpInit: "init", OpMkdir: "mkdir", OpCreate: "create", OpRename: "rename",
 	OpDelete: "delete", OpSetAttr: "setattr", OpAllocChunk: "allocate chunk",
 	OpBumpVersion: "bump version", OpCommitLength: "commit length",
-	OpLeaseHorizon: "lease horizon",
+	OpLeaseHorizon: "lease horizon", OpSetVersion: "set version",
 }
 
 func (o Op) String() string {

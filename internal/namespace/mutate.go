@@ -227,7 +227,8 @@ func (ns *Namespace) checkSizes(c *Command) error {
 
 // setLength truncates or extends n. Shrinking drops whole chunks past the
 // end and, when the new end falls inside a chunk that holds data past it,
-// bumps that chunk's version and reports it as cut.
+// reports that chunk as cut, with the next version: the master has the
+// replicas cut at that version and then logs it (OpSetVersion).
 func (ns *Namespace) setLength(n *inode, length, now int64) ([]chunkfs.Handle, *Cut) {
 	old := n.length
 	garbage := ns.truncate(n, length, now)
@@ -236,7 +237,6 @@ func (ns *Namespace) setLength(n *inode, length, now int64) ([]chunkfs.Handle, *
 	if length >= old || off == 0 || i >= int64(len(n.chunks)) || n.chunks[i].handle == 0 {
 		return garbage, nil
 	}
-	r := &n.chunks[i]
-	r.version++
-	return garbage, &Cut{Chunk: Chunk{Index: i, Handle: r.handle, Version: r.version}, Length: off}
+	r := n.chunks[i]
+	return garbage, &Cut{Chunk: Chunk{Index: i, Handle: r.handle, Version: r.version + 1}, Length: off}
 }

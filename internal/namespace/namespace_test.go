@@ -359,9 +359,16 @@ func TestTruncateAndChunks(t *testing.T) {
 	if len(r.Garbage) != 2 || r.Garbage[0] != handles[2] || r.Cut == nil || r.Cut.Handle != handles[1] || r.Cut.Version != 2 || r.Cut.Length != 100 {
 		t.Fatalf("truncate: garbage %v cut %+v", r.Garbage, r.Cut)
 	}
-	if v, ok := s.ns.ChunkVersion(handles[1]); !ok || v != 2 {
-		t.Errorf("cut chunk version %d %v", v, ok)
+	if v, ok := s.ns.ChunkVersion(handles[1]); !ok || v != 1 {
+		t.Errorf("cut chunk version %d %v before the master logs it", v, ok)
 	}
+	if r := s.ok(&Command{Op: OpSetVersion, Handle: handles[1], Length: 2}); r.Chunk.Version != 2 {
+		t.Errorf("set version: %+v", r.Chunk)
+	}
+	if r := s.ok(&Command{Op: OpSetVersion, Handle: handles[1], Length: 1}); r.Chunk.Version != 2 {
+		t.Errorf("set version lowered it: %+v", r.Chunk)
+	}
+	s.fails(&Command{Op: OpSetVersion, Handle: 424242, Length: 5}, chunkfs.KindNotExist)
 	if _, ok := s.ns.ChunkVersion(handles[3]); ok {
 		t.Error("dropped chunk still known")
 	}

@@ -24,7 +24,7 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 		return p
 	}
 	c := &Command{Time: now, Caller: callers[rng.IntN(len(callers))], Path: name(), Mode: uint32(rng.IntN(0o1000))}
-	switch rng.IntN(9) {
+	switch rng.IntN(10) {
 	case 0:
 		c.Op, c.Flags = OpMkdir, FlagParents*uint8(rng.IntN(2))
 	case 1:
@@ -43,6 +43,8 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 		c.Op, c.Length = OpCommitLength, rng.Int64N(5*testChunk)
 	case 8:
 		c.Op, c.Handle = OpBumpVersion, chunkfs.Handle(rng.IntN(40))
+	case 9:
+		c.Op, c.Handle, c.Length = OpSetVersion, chunkfs.Handle(rng.IntN(40)), rng.Int64N(5)
 	}
 	return c
 }
