@@ -161,6 +161,20 @@ func TestRegisterStaleGarbageAndDeath(t *testing.T) {
 	if pw.Chunk.Version != 2 || len(pw.Chunk.Replicas) != 1 {
 		t.Fatalf("after failed replica: %+v", pw.Chunk)
 	}
+	// A sample from before a Lease call does not condemn a counted replica;
+	// the replica whose call failed is garbage.
+	a.mu.Lock()
+	a.versions[h] = 1
+	a.mu.Unlock()
+	if hb := tm.beat(a); len(hb.Garbage) != 0 {
+		t.Errorf("outdated sample from a current replica: %+v", hb)
+	}
+	a.mu.Lock()
+	a.versions[h] = 2
+	a.mu.Unlock()
+	if hb := tm.beat(b); len(hb.Garbage) != 1 || hb.Garbage[0] != h {
+		t.Errorf("stale replica's sample: %+v", hb)
+	}
 	b.mu.Lock()
 	b.fail = false
 	b.versions[999999] = 1 // a chunk the master never made

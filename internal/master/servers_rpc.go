@@ -166,7 +166,11 @@ func (m *Master) sampleLocked(ns *namespace.Namespace, s *server, req *pb.Heartb
 	for _, c := range req.Sample {
 		h := chunkfs.Handle(c.Handle)
 		cur, ok := ns.ChunkVersion(h)
-		if !ok || chunkfs.Version(c.Version) < cur {
+		_, known := s.chunks[h]
+		// A sample may predate a Lease call that raised the replica's
+		// version, so an old version condemns only a replica the master
+		// no longer counts (its Lease call failed, or it was never known).
+		if !ok || (chunkfs.Version(c.Version) < cur && !known) {
 			r.dropReplicaLocked(s, h)
 			r.queueGarbageLocked(s, h)
 		}
