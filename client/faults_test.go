@@ -302,7 +302,16 @@ func TestRestarts(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, ctx, c, "/keep"); !bytes.Equal(got, append(data, more...)) {
-		t.Fatal("data differs after a chunkserver restart and a write")
+	if got, want := readFile(t, ctx, c, "/keep"), append(data, more...); !bytes.Equal(got, want) {
+		t.Fatalf("data differs after a chunkserver restart and a write: %s", firstDiff(got, want))
 	}
+}
+
+// firstDiff describes where got and want first differ.
+func firstDiff(got, want []byte) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	return fmt.Sprintf("got %d bytes, want %d; first difference at %d", len(got), len(want), i)
 }

@@ -66,20 +66,44 @@ func (c *Client) readChunk(ctx context.Context, path string, idx, co int64, buf 
 	}
 }
 
-// readReplicas reads from each replica in turn until one answers.
+// readReplicas reads from each replica in turn until one answers in full.
+// A replica whose data ends before buf is full (a sparse chunk, or a
+// replica that missed a write) is not trusted alone: the others are asked
+// too and the longest answer wins, the rest reading as zeros.
 func (c *Client) readReplicas(ctx context.Context, path string, loc *chunkLoc, co int64, buf []byte) error {
 	var last error
+	best := -1 // bytes of buf filled by the longest short answer so far
+	var tmp []byte
 	for _, addr := range loc.replicas {
-		n, err := c.data.Read(ctx, addr, loc.handle, loc.version, co, buf)
-		if err == nil || errors.Is(err, io.EOF) {
-			clear(buf[n:]) // past the chunk's data but below the file's length
-			return nil
+		dst := buf
+		if best >= 0 {
+			if tmp == nil {
+				tmp = make([]byte, len(buf))
+			}
+			dst = tmp
+		}
+		n, err := c.data.Read(ctx, addr, loc.handle, loc.version, co, dst)
+		// A bare io.EOF is the end of the chunk's data; a broken connection
+		// is a *chunkfs.Error that may wrap io.EOF and must not read as zeros.
+		if err == nil || err == io.EOF {
+			if best >= 0 && n > best {
+				copy(buf, tmp[:n])
+			}
+			best = max(best, n)
+			if best == len(buf) {
+				return nil
+			}
+			continue
 		}
 		if chunkfs.KindOf(err) == chunkfs.KindChecksum {
 			c.reportCorrupt(loc.handle, addr)
 		}
 		c.log.Debug("chunkfs read: replica failed", "path", path, "handle", loc.handle, "replica", addr, "err", err)
 		last = wrapOp("read", path, err)
+	}
+	if best >= 0 {
+		clear(buf[best:]) // past the chunk's data but below the file's length
+		return nil
 	}
 	if last == nil {
 		last = chunkfs.E("read", path, chunkfs.KindUnavailable, "chunk has no live replica")
