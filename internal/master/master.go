@@ -93,21 +93,21 @@ func Open(cfg Config) (*Master, error) {
 // lock on dir/LOCK.
 func lockDir(dir string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("master: cannot create data directory %s: %v", dir, err)
+		return nil, fmt.Errorf("cannot create data directory %s: %v", dir, err)
 	}
 	if _, err := os.ReadDir(dir); err != nil {
-		return nil, fmt.Errorf("master: cannot read data directory %s: %v", dir, err)
+		return nil, fmt.Errorf("cannot read data directory %s: %v", dir, err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o640)
 	if err != nil {
-		return nil, fmt.Errorf("master: cannot open lock file in %s: %v", dir, err)
+		return nil, fmt.Errorf("cannot open lock file in %s: %v", dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("master: data directory %s is in use by another master", dir)
+			return nil, fmt.Errorf("data directory %s is in use by another master", dir)
 		}
-		return nil, fmt.Errorf("master: cannot lock data directory %s: %v", dir, err)
+		return nil, fmt.Errorf("cannot lock data directory %s: %v", dir, err)
 	}
 	f.Truncate(0)
 	fmt.Fprintf(f, "%d\n", os.Getpid())
@@ -123,17 +123,23 @@ func (m *Master) openLog() error {
 	defer cancel()
 	l, err := oplog.Open(ctx, lc, m.state)
 	if err != nil {
-		return fmt.Errorf("master: %v", err)
+		return err
 	}
 	m.log = l
 	if err := m.initNamespace(ctx); err != nil {
 		l.Close()
 		return err
 	}
+	// An old lease ends by the logged horizon, and also at most a lease
+	// (plus slack) after the previous master stopped, which was before now.
+	latest := m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack())
 	m.state.read(func(ns *namespace.Namespace) {
 		m.leasePause = time.Unix(0, ns.LeaseHorizon())
 		m.handleFloor = ns.NextHandle()
 	})
+	if m.leasePause.After(latest) {
+		m.leasePause = latest
+	}
 	return nil
 }
 
@@ -144,13 +150,13 @@ func (m *Master) initNamespace(ctx context.Context) error {
 	m.state.read(func(ns *namespace.Namespace) { done, size = ns.Initialized(), ns.ChunkSize() })
 	if done {
 		if size != m.cfg.ChunkSize {
-			m.cfg.Logger.Warn("chunk size fixed when the namespace was made; ignoring the configured one", "chunk_size", size, "configured", m.cfg.ChunkSize)
+			m.cfg.Logger.Info("chunk size fixed when the namespace was made; ignoring the configured one", "chunk_size", size, "configured", m.cfg.ChunkSize)
 		}
 		return nil
 	}
 	_, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpInit, Length: m.cfg.ChunkSize, Replication: uint32(m.cfg.DefaultReplication)})
 	if err != nil {
-		return fmt.Errorf("master: initialise namespace: %v", err)
+		return fmt.Errorf("initialise namespace: %v", err)
 	}
 	return nil
 }
