@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -318,5 +319,41 @@ func TestRegisterAdoptsNewerVersion(t *testing.T) {
 	}
 	if reg := tm.register(b, ""); len(reg.Stale) != 1 || reg.Stale[0] != h {
 		t.Errorf("replica left behind: %+v", reg)
+	}
+}
+
+// TestConcurrentChunkOperations runs writers, appenders, truncations,
+// deletes and heartbeats at once (under -race in CI); the namespace must
+// stay consistent and nothing may deadlock.
+func TestConcurrentChunkOperations(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	cs := []*fakeCS{tm.startCS("a", "r0"), tm.startCS("b", "r1"), tm.startCS("c", "r2")}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 15 {
+				p := fmt.Sprintf("/f%d", (g+i)%4)
+				tm.c.Create(bg, &pb.CreateRequest{Caller: alice, Path: p, Mode: 0o644})
+				tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: p, Index: int64(i % 3), Append: g%2 == 0})
+				tm.c.CommitLength(bg, &pb.CommitLengthRequest{Caller: alice, Path: p, Length: int64(i) << 19})
+				switch i % 5 {
+				case 1:
+					l := int64(i) << 18
+					tm.c.SetAttr(bg, &pb.SetAttrRequest{Caller: alice, Path: p, Length: &l})
+				case 3:
+					tm.c.Delete(bg, &pb.DeleteRequest{Caller: alice, Path: p})
+				}
+				f := cs[(g+i)%len(cs)]
+				tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Sample: f.report(), ExtendLeases: []uint64{1, 2, 3}})
+				tm.c.GetChunks(bg, &pb.GetChunksRequest{Caller: alice, Path: p})
+				tm.c.ClusterReport(bg, &pb.ClusterReportRequest{})
+			}
+		}()
+	}
+	wg.Wait()
+	if err := tm.m.Check(); err != nil {
+		t.Fatal(err)
 	}
 }
