@@ -55,6 +55,10 @@ func commandTable() map[string]*command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C kills the process at once
+	}()
 	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stdoutTTY: isTerminal(os.Stdout)}
 	code := run(ctx, e, os.Args[1:])
 	stop()

@@ -99,3 +99,27 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 		t.Fatalf("through the bar: %q, %v", b, err)
 	}
 }
+
+// FuzzParse: any command line parses or fails with a usage error, without
+// panicking, and operands keep their order.
+func FuzzParse(f *testing.F) {
+	f.Add("ls\x00-lR\x00/a\x00--master\x00h:1")
+	f.Add("--\x00-x\x00--master=")
+	f.Add("-l-\x00-")
+	f.Fuzz(func(t *testing.T, line string) {
+		e := &env{stdout: io.Discard, cmd: &command{name: "ls"}}
+		fset := flagSet(e)
+		fset.Bool("l", false, "")
+		fset.Bool("R", false, "")
+		fset.String("master", "", "")
+		ops, err := parse(e, fset, strings.Split(line, "\x00"))
+		if err != nil && !isUsage(err) && err != flag.ErrHelp {
+			t.Fatalf("parse error %v is neither usage nor help", err)
+		}
+		for _, op := range ops {
+			if !strings.Contains(line, op) {
+				t.Fatalf("operand %q not in the input", op)
+			}
+		}
+	})
+}
