@@ -93,3 +93,30 @@ func BenchmarkStat(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "stats/s")
 }
+
+// BenchmarkStatHandler calls the Stat handler directly, without gRPC, with
+// 64 concurrent callers: the master's own cost of a stat.
+func BenchmarkStatHandler(b *testing.B) {
+	tm := startMaster(b, "", nil)
+	tm.c.Mkdir(bg, &pb.MkdirRequest{Caller: root, Path: "/a/b/c", Mode: 0o777, Parents: true})
+	for i := range 100 {
+		tm.create(root, fmt.Sprintf("/a/b/c/f%d", i))
+	}
+	paths := make([]string, 100)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/a/b/c/f%d", i)
+	}
+	var next atomic.Int64
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb_ *testing.PB) {
+		for pb_.Next() {
+			i := next.Add(1)
+			if _, err := tm.m.Stat(bg, &pb.StatRequest{Caller: root, Path: paths[i%100]}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "stats/s")
+}
