@@ -49,7 +49,6 @@ type mountOptions struct {
 func serveMount(ctx context.Context, o mountOptions, log *slog.Logger) error {
 	cc := client.DefaultConfig()
 	cc.Master = o.master
-	cc.WriteBuffer = 0 // the mount's write-behind buffers, or writes through
 	cc.RetryTimeout = o.fuse.OpTimeout
 	cc.Logger = log
 	dialCtx, cancel := context.WithTimeout(ctx, o.fuse.MountTimeout)

@@ -120,21 +120,23 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 var _ = (gofs.NodeSetattrer)((*node)(nil))
 
 // Setattr changes mode, owner, times and length. Writes still buffered
-// are pushed first so that a truncation orders after them.
+// are pushed first: a truncation or a utimens (tar sets mtime on the open
+// file) orders after them, and the size answered is the file's.
 func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	cctx, cancel := n.m.call(ctx)
 	defer cancel()
 	a := setAttrOf(in)
+	if err := n.flushAll(cctx); err != nil {
+		return errno(err)
+	}
 	if a.Size != nil {
-		if err := n.flushAll(cctx); err != nil {
-			return errno(err)
-		}
 		n.bump()
 	}
 	fi, err := n.m.b.SetAttr(cctx, callerOf(ctx), n.path(), a)
 	if err != nil {
 		return errno(err)
 	}
+	n.sawAttr(fi)
 	fillAttr(fi, &out.Attr)
 	out.SetTimeout(n.m.cfg.AttrTimeout)
 	return 0

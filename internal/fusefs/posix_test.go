@@ -34,6 +34,7 @@ var posixCases = map[string]func(t *testing.T, dir string){
 	"ReadDirAttrs":       testReadDirAttrs,
 	"Chmod":              testChmod,
 	"Utimens":            testUtimens,
+	"UtimensWhileOpen":   testUtimensWhileOpen,
 	"Statfs":             testStatfs,
 	"CloseReportsWrites": testCloseReadback,
 }
@@ -437,5 +438,35 @@ func testCloseReadback(t *testing.T, dir string) {
 	got, err := io.ReadAll(g)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Errorf("read back %d bytes, %v", len(got), err)
+	}
+}
+
+// testUtimensWhileOpen: times set on a file still open for writing (as tar
+// does) survive the close, and the size is the written one.
+func testUtimensWhileOpen(t *testing.T, dir string) {
+	p := filepath.Join(dir, "f")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(bytes.Repeat([]byte("t"), 2032)); err != nil {
+		t.Fatal(err)
+	}
+	ts := []unix.Timespec{{Sec: 1000}, {Sec: 2000}}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != 2032 || fi.ModTime().Unix() != 2000 {
+		t.Errorf("size %d mtime %v, want 2032 and 2000", fi.Size(), fi.ModTime().Unix())
+	}
+	if got := readFile(t, p); len(got) != 2032 {
+		t.Errorf("read %d bytes", len(got))
 	}
 }
