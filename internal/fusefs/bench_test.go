@@ -38,4 +38,3 @@ func benchFio(b *testing.B, job string, env []string) {
 		})
 	}
 }
-
