@@ -221,3 +221,45 @@ func BenchmarkSnapshotRestore(b *testing.B) {
 	}
 	b.ReportMetric(float64(buf.Len())/1e6, "snapshot-B/file")
 }
+
+// TestMillionEntryDirectory fills one directory with 1,000,000 files in
+// random order and lists it in pages; skipped in short mode and under the
+// race detector.
+func TestMillionEntryDirectory(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("builds a million-entry directory")
+	}
+	const n = 1_000_000
+	ns := New()
+	ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+	ns.Apply(&Command{Op: OpMkdir, Path: "/big", Mode: 0o755})
+	perm := rand.New(rand.NewPCG(5, 5)).Perm(n)
+	for _, i := range perm {
+		if r := ns.Apply(&Command{Op: OpCreate, Path: fmt.Sprintf("/big/%07d", i), Mode: 0o644}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	count, after := 0, ""
+	for {
+		page, more, err := ns.List(chunkfs.Root, "/big", after, MaxListLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fi := range page {
+			if want := fmt.Sprintf("%07d", count); fi.FileName != want {
+				t.Fatalf("entry %d is %s, want %s", count, fi.FileName, want)
+			}
+			count++
+		}
+		if !more {
+			break
+		}
+		after = page[len(page)-1].FileName
+	}
+	if count != n {
+		t.Fatalf("listed %d entries, want %d", count, n)
+	}
+	if err := ns.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
