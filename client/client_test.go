@@ -424,3 +424,30 @@ func TestWriteErrorsSurface(t *testing.T) {
 		t.Fatal("Close succeeded after a failed write")
 	}
 }
+
+func TestReplicationAndReport(t *testing.T) {
+	_, c, ctx := newCluster(t)
+	writeFile(t, ctx, c, "/r", []byte("replicated"))
+	if err := c.SetReplication(ctx, "/r", 2); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := c.Stat(ctx, "/r"); err != nil || fi.Replication != 2 {
+		t.Fatalf("Stat after SetReplication(2) = %+v, %v", fi, err)
+	}
+	if err := c.SetReplication(ctx, "/r", 0); !errors.Is(err, fs.ErrInvalid) {
+		t.Fatalf("SetReplication(0) = %v, want ErrInvalid", err)
+	}
+	r, err := c.ClusterReport(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive := 0
+	for _, s := range r.Servers {
+		if s.Alive {
+			alive++
+		}
+	}
+	if alive != 3 || r.Files != 1 || r.ChunkSize != chunk || r.Bytes != int64(len("replicated")) {
+		t.Fatalf("ClusterReport = %+v", r)
+	}
+}

@@ -203,16 +203,7 @@ func (c *Client) lastChunk(ctx context.Context, path string) (int64, error) {
 	return fi.Length / c.chunkSize, nil
 }
 
-// syncChunks makes every replica of the chunks covering [off, end) fsync.
-func (c *Client) syncChunks(ctx context.Context, path string, off, end int64) error {
-	for idx := off / c.chunkSize; idx*c.chunkSize < end; idx++ {
-		if err := c.syncChunk(ctx, path, idx); err != nil {
-			return wrapOp("sync", path, err)
-		}
-	}
-	return nil
-}
-
+// syncChunk makes every replica of chunk idx fsync.
 func (c *Client) syncChunk(ctx context.Context, path string, idx int64) error {
 	r := c.newRetrier()
 	for {
