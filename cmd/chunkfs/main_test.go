@@ -191,6 +191,13 @@ func TestPutGetCatRoundTrip(t *testing.T) {
 	if out := ok(t, "", "chunks", "/rt/in.bin"); strings.Count(out, "\n") != 6 {
 		t.Fatalf("chunks printed:\n%s", out)
 	}
+	tree := filepath.Join(dir, "tree")
+	os.MkdirAll(filepath.Join(tree, "sub"), 0o755)
+	os.WriteFile(filepath.Join(tree, "sub", "leaf"), []byte("leaf"), 0o644)
+	ok(t, "", "put", tree, "/rt")
+	if out := ok(t, "", "cat", "/rt/tree/sub/leaf"); out != "leaf" {
+		t.Fatalf("put of a directory: cat = %q", out)
+	}
 	ok(t, "", "rm", "-r", "/rt")
 	if r := runCLI(t, "", "ls", "/rt"); r.code != 1 {
 		t.Fatalf("ls of a removed directory: exit %d", r.code)

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 
 	"github.com/chunkfs/chunkfs/client"
 )
@@ -12,8 +15,8 @@ import (
 var putCommand = &command{
 	name:    "put",
 	args:    "LOCAL... REMOTE",
-	summary: "copy local files (or - for stdin) into chunkfs; into REMOTE when it is a directory",
-	example: "  chunkfs put access.log /logs/\n  tar c src | chunkfs put - /backup/src.tar",
+	summary: "copy local files or directories (or - for stdin) into chunkfs; into REMOTE when it is a directory",
+	example: "  chunkfs put access.log /logs/\n  chunkfs put ./photos /backup/\n  tar c src | chunkfs put - /backup/src.tar",
 	run:     runPut,
 }
 
@@ -48,11 +51,38 @@ func runPut(ctx context.Context, e *env, args []string) error {
 			}
 			dst = path.Join(remote, path.Base(l))
 		}
-		if err := putOne(ctx, e, c, l, dst); err != nil {
+		if st, err := os.Stat(l); err == nil && st.IsDir() {
+			err = putTree(ctx, e, c, l, dst)
+		} else {
+			err = putOne(ctx, e, c, l, dst)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// putTree copies local directory dir to remote, making directories as needed.
+func putTree(ctx context.Context, e *env, c *client.Client, dir, remote string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		dst := path.Join(remote, filepath.ToSlash(rel))
+		switch {
+		case d.IsDir():
+			return c.MkdirAll(ctx, dst, 0o755)
+		case d.Type().IsRegular():
+			return putOne(ctx, e, c, p, dst)
+		}
+		fmt.Fprintf(e.stderr, "chunkfs put: skipping %s: not a regular file\n", p)
+		return nil
+	})
 }
 
 func putOne(ctx context.Context, e *env, c *client.Client, local, remote string) error {
