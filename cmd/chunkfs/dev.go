@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -43,6 +45,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	cfg := cluster.DefaultConfig()
 	cfg.Dir = *dir
 	cfg.MasterAddr = *listen
+	cfg.ChunkserverAddrs = nextFreePorts(*listen, cfg.Chunkservers)
 	cfg.ChunkSize = *chunkSize
 	cfg.Heartbeat = time.Second
 	cfg.DeadAfter = 10 * time.Second
@@ -77,4 +80,24 @@ func printDevBanner(e *env, c *cluster.Cluster, dir string) {
 	fmt.Fprintf(w, "\nTry:\n  chunkfs%s mkdir -p /demo\n  chunkfs%s put /etc/hosts /demo/\n  chunkfs%s ls -l /demo\n  chunkfs%s cat /demo/hosts\n  chunkfs%s admin report\n",
 		master, master, master, master, master)
 	fmt.Fprintln(w, "\nCtrl-C stops the cluster; running this again on the same directory keeps the data.")
+}
+
+// nextFreePorts returns, for n chunkservers, the ports after the master's
+// (7071, 7072, 7073 for a master on 7070) where they are free now, so the
+// cluster keeps its addresses across restarts; "" (any port) otherwise.
+func nextFreePorts(master string, n int) []string {
+	host, port, err := net.SplitHostPort(master)
+	p, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || p == 0 {
+		return nil
+	}
+	addrs := make([]string, n)
+	for i := range addrs {
+		a := net.JoinHostPort(host, strconv.Itoa(p+1+i))
+		if ln, err := net.Listen("tcp", a); err == nil {
+			ln.Close()
+			addrs[i] = a
+		}
+	}
+	return addrs
 }

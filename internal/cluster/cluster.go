@@ -33,7 +33,10 @@ type Config struct {
 	DeadAfter    time.Duration // a chunkserver silent this long is dead
 	Lease        time.Duration // lease duration
 	MasterAddr   string        // master listen address; "" picks a free port on 127.0.0.1
-	Logger       *slog.Logger
+	// ChunkserverAddrs optionally gives chunkserver i's listen address; a
+	// missing or empty entry picks a free port on 127.0.0.1.
+	ChunkserverAddrs []string
+	Logger           *slog.Logger
 }
 
 // DefaultConfig is a small test cluster: 3 chunkservers, 1 MiB chunks, fast
@@ -101,6 +104,9 @@ func Start(cfg Config) (*Cluster, error) {
 	}
 	for i := range cfg.Chunkservers {
 		n := &node{dir: filepath.Join(cfg.Dir, fmt.Sprintf("cs%d", i))}
+		if i < len(cfg.ChunkserverAddrs) {
+			n.addr = cfg.ChunkserverAddrs[i]
+		}
 		c.cs = append(c.cs, n)
 		if err := c.startChunkserver(i); err != nil {
 			c.Close()
