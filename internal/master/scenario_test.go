@@ -74,7 +74,9 @@ func runScenario(t *testing.T, file string) {
 	check()
 }
 
-func (s *scenario) printf(format string, args ...any) { s.out = append(s.out, fmt.Sprintf(format, args...)) }
+func (s *scenario) printf(format string, args ...any) {
+	s.out = append(s.out, fmt.Sprintf(format, args...))
+}
 
 func (s *scenario) run(f []string) {
 	tm := s.tm
