@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path"
 	"strings"
 
+	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
 	"golang.org/x/term"
 )
@@ -40,7 +42,11 @@ func (cf *clientFlags) connect(ctx context.Context, e *env) (*client.Client, err
 	}
 	cfg := client.DefaultConfig()
 	cfg.Master = addr
-	return client.New(ctx, cfg)
+	c, err := client.New(ctx, cfg)
+	if chunkfs.KindOf(err) == chunkfs.KindUnavailable {
+		return nil, fmt.Errorf("cannot reach the master at %s (start one with 'chunkfs dev', or give --master or $CHUNKFS_MASTER): %w", addr, err)
+	}
+	return c, err
 }
 
 // remotePath checks a chunkfs path argument: it must be absolute.
