@@ -70,6 +70,9 @@ func (m *Master) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) 
 	if req.Index < 0 || req.Index >= namespace.MaxFileChunks {
 		return nil, chunkfs.E(op, req.Path, chunkfs.KindInvalid, "chunk index out of range")
 	}
+	// Placement and lease grants must finish once begun, whatever the
+	// client does: a half-made grant would leave replicas and log apart.
+	ctx = context.WithoutCancel(ctx)
 	ch, fi, err := m.ensureChunk(ctx, c, req)
 	if err != nil {
 		return nil, err

@@ -119,7 +119,11 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, replic
 		primary = m.promote(ctx, ch, order, errs, leaseMs)
 	}
 	if primary == nil {
-		m.forgetFailed(ch.Handle, order, errs)
+		// Nothing logged: replicas keep the current version as far as
+		// the master is concerned (a fresh chunk's never-made ones go).
+		if create {
+			m.forgetFailed(ch.Handle, order, errs)
+		}
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no replica accepted the lease: "+firstErr(errs).Error())
 	}
 	expiry := m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack())

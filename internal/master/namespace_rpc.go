@@ -156,7 +156,7 @@ func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAt
 	}
 	m.collect(r.Garbage)
 	if r.Cut != nil {
-		m.cutChunk(ctx, *r.Cut)
+		m.cutChunk(context.WithoutCancel(ctx), *r.Cut)
 	}
 	return &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}, nil
 }

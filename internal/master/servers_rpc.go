@@ -70,7 +70,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if err != nil {
 		return nil, err
 	}
-	if id, err := m.adopt(ctx, ahead); err != nil {
+	if id, err := m.adopt(context.WithoutCancel(ctx), ahead); err != nil {
 		return nil, err
 	} else if id > 0 {
 		resp.StateId = id
@@ -170,9 +170,12 @@ func (m *Master) sampleLocked(ns *namespace.Namespace, s *server, req *pb.Heartb
 		// A sample may predate a Lease call that raised the replica's
 		// version, so an old version condemns only a replica the master
 		// no longer counts (its Lease call failed, or it was never known).
-		if !ok || (chunkfs.Version(c.Version) < cur && !known) {
+		switch v := chunkfs.Version(c.Version); {
+		case !ok || (v < cur && !known):
 			r.dropReplicaLocked(s, h)
 			r.queueGarbageLocked(s, h)
+		case v == cur && !known:
+			r.addReplicaLocked(s, h, v) // counted again (after a failed call, say)
 		}
 	}
 	n := min(len(s.garbage), maxGarbagePerAnswer)
