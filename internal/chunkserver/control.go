@@ -51,7 +51,11 @@ func checkSecondaries(op string, h chunkfs.Handle, addrs []string) error {
 // Lease sets a chunk's version (creating the chunk if asked) and makes this
 // server its primary for lease_ms, or a secondary when lease_ms is 0.
 func (c *control) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
-	defer c.s.begin()()
+	done, err := c.s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
 	if req.LeaseMs < 0 || req.LeaseMs > int64(10*time.Minute/time.Millisecond) {
 		return nil, invalid("lease", h, "lease duration out of range")
@@ -95,7 +99,11 @@ func (s *Server) setVersion(h chunkfs.Handle, v chunkfs.Version, create bool) er
 
 // Write applies pushed data at an offset as the chunk's primary.
 func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteResponse, error) {
-	defer c.s.begin()()
+	done, err := c.s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
 	if req.Offset < 0 || req.Length < 0 || req.Length > rpc.MaxPushSize || req.Offset > c.s.cfg.MaxChunkSize-req.Length {
 		return nil, invalid("write", h, "offset or length out of range")
@@ -113,7 +121,11 @@ func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteRes
 // A record that does not fit makes every replica pad the chunk to its full
 // size and fails with KindChunkFull.
 func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.AppendResponse, error) {
-	defer c.s.begin()()
+	done, err := c.s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
 	switch {
 	case req.ChunkSize <= 0 || req.ChunkSize > c.s.cfg.MaxChunkSize:
@@ -126,7 +138,7 @@ func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.Append
 	}
 	var off int64
 	full := false
-	err := c.s.mutatePrimary(ctx, h, v, req.Secondaries, func(st *chunkState) (*pb.ApplyRequest, error) {
+	err = c.s.mutatePrimary(ctx, h, v, req.Secondaries, func(st *chunkState) (*pb.ApplyRequest, error) {
 		in, err := c.s.store.Info(h)
 		if err != nil {
 			return nil, err
@@ -229,7 +241,11 @@ func (s *Server) applyRemote(ctx context.Context, secondaries []string, m *pb.Ap
 
 // Apply applies one mutation ordered by the primary.
 func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
-	defer c.s.begin()()
+	done, err := c.s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
 	if req.Offset < 0 || req.Length < 0 || req.Length > c.s.cfg.MaxChunkSize || req.Offset > c.s.cfg.MaxChunkSize-req.Length || (!req.Pad && req.Length > rpc.MaxPushSize) {
 		return nil, invalid("apply", h, "offset or length out of range")
@@ -257,7 +273,11 @@ func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyRes
 
 // Sync makes this replica, then every secondary named, fsync the chunk.
 func (c *control) Sync(ctx context.Context, req *pb.SyncRequest) (*pb.SyncResponse, error) {
-	defer c.s.begin()()
+	done, err := c.s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
 	if err := checkSecondaries("sync", h, req.Secondaries); err != nil {
 		return nil, err
@@ -266,7 +286,7 @@ func (c *control) Sync(ctx context.Context, req *pb.SyncRequest) (*pb.SyncRespon
 		return nil, err
 	}
 	remote := c.s.syncRemote(ctx, req)
-	err := c.s.store.Sync(h)
+	err = c.s.store.Sync(h)
 	for range req.Secondaries {
 		if rerr := <-remote; rerr != nil && err == nil {
 			err = rerr
@@ -296,7 +316,11 @@ func (s *Server) syncRemote(ctx context.Context, req *pb.SyncRequest) <-chan err
 
 // Truncate cuts a chunk to a length at a version the master has bumped.
 func (c *control) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.TruncateResponse, error) {
-	defer c.s.begin()()
+	done, err := c.s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
 	if req.Length < 0 || req.Length > c.s.cfg.MaxChunkSize {
 		return nil, invalid("truncate", h, "length out of range")
@@ -315,6 +339,11 @@ func (c *control) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.Tr
 
 // ChunkInfo describes the replica and any lease held on it.
 func (c *control) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.ChunkInfoResponse, error) {
+	done, err := c.s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	h := chunkfs.Handle(req.Handle)
 	in, err := c.s.store.Info(h)
 	if err != nil {
@@ -334,7 +363,11 @@ func (c *control) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.
 
 // DeleteChunks deletes replicas; unknown handles are ignored.
 func (c *control) DeleteChunks(ctx context.Context, req *pb.DeleteChunksRequest) (*pb.DeleteChunksResponse, error) {
-	defer c.s.begin()()
+	done, err := c.s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if len(req.Handles) > maxDeleteBatch {
 		return nil, chunkfs.E("delete chunks", "", chunkfs.KindTooLarge, "too many handles")
 	}

@@ -50,6 +50,8 @@ type Server struct {
 	data  *rpc.DataClient
 	load  atomic.Int32 // operations in flight
 
+	handlers sync.WaitGroup // gRPC handlers in flight; Close waits for them
+
 	mu       sync.Mutex // guards chunks, addr, closed, serving, mux, grpc, stream
 	chunks   map[chunkfs.Handle]*chunkState
 	addr     string
@@ -208,9 +210,10 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	if mux != nil {
 		mux.Close()
-		grpc.Stop()
+		grpc.Stop() // cancels the handlers' contexts, does not wait for them
 		stream.Close()
 	}
+	s.handlers.Wait()
 	s.wg.Wait()
 	s.data.Close()
 	return s.peers.Close()
@@ -220,6 +223,24 @@ func (s *Server) Close() error {
 func (s *Server) begin() func() {
 	s.load.Add(1)
 	return func() { s.load.Add(-1) }
+}
+
+// enter admits a gRPC handler: it counts it in the load, and Close waits
+// for it, so that no handler of a closed server still touches the chunk
+// files (a restarted server may already use them). Once the server is
+// closing it fails with KindUnavailable.
+func (s *Server) enter() (done func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, chunkfs.E("chunkserver", s.addr, chunkfs.KindUnavailable, "shutting down")
+	}
+	s.handlers.Add(1)
+	end := s.begin()
+	return func() {
+		end()
+		s.handlers.Done()
+	}, nil
 }
 
 // callCtx bounds a call to a master or a peer.
