@@ -127,23 +127,25 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, replic
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no replica accepted the lease: "+firstErr(errs).Error())
 	}
 	expiry := m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack())
+	var err error
 	if !logged {
-		if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Length: int64(ch.Version)}); err != nil {
-			m.recordLease(ch.Handle, primary, expiry) // outstanding: no other primary until it ends
-			return err
-		}
+		_, _, err = m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Length: int64(ch.Version)})
 	}
 	m.reg.mu.Lock()
 	for i, s := range order {
-		if errs[i] == nil {
+		switch {
+		case errs[i] == nil:
 			m.reg.addReplicaLocked(s, ch.Handle, ch.Version)
-		} else {
+		case err == nil:
 			m.reg.dropReplicaLocked(s, ch.Handle)
 		}
 	}
 	m.reg.mu.Unlock()
+	// Even when logging failed, the primary holds the lease: no other
+	// may be named until it ends (its version, ahead of the log, does not
+	// count as current meanwhile).
 	m.recordLease(ch.Handle, primary, expiry)
-	return nil
+	return err
 }
 
 // forgetFailed drops the replicas whose calls failed.
