@@ -49,7 +49,7 @@ func (m *Master) placeChunk(ctx context.Context, p string, ch namespace.Chunk, r
 		return err
 	}
 	if rebump {
-		ch.Version = m.currentVersion(ch.Handle) + 1
+		ch.Version = m.nextVersion(ch.Handle, m.currentVersion(ch.Handle))
 	}
 	m.reg.mu.Lock()
 	chosen, err := m.reg.chooseLocked(m.cfg.Placement, max(repl, 1), now, nil)
@@ -94,13 +94,15 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk) 
 	if len(replicas) == 0 {
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no live replica of the chunk")
 	}
-	ch.Version = cur + 1
+	ch.Version = m.nextVersion(ch.Handle, cur)
 	return m.grant(ctx, p, ch, replicas, false, false)
 }
 
 // grant tells replicas that ch has version ch.Version (creating it when
 // create is set), granting the lease to the least loaded; then, unless the
-// version is already logged, it logs the version (OpSetVersion). Telling
+// version is already logged, it logs the version (OpSetVersion). Versions
+// told are never told again for another lease, so a primary that may hold
+// a lease from a failed grant is fenced off by the next one's version. Telling
 // before logging means a crash in between leaves replicas ahead of the log,
 // which Register adopts; the reverse would leave every replica stale.
 // Replicas that fail are forgotten: they are stale now.
@@ -112,19 +114,19 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, replic
 	if len(order) == 0 {
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no replica to grant the lease to")
 	}
+	m.noteTold(ch.Handle, ch.Version)
 	leaseMs := m.cfg.LeaseDuration.Milliseconds()
 	errs := m.callLease(ctx, ch, order, create, leaseMs)
 	primary := order[0]
 	if errs[0] != nil {
-		primary = m.promote(ctx, ch, order, errs, leaseMs)
-	}
-	if primary == nil {
-		// Nothing logged: replicas keep the current version as far as
-		// the master is concerned (a fresh chunk's never-made ones go).
+		// The primary may or may not hold the lease now. Nothing is
+		// logged; the next grant uses a version above every one told
+		// (fencing it off) and, with it forgotten, another primary.
+		m.forgetFailed(ch.Handle, order[:1], errs[:1])
 		if create {
 			m.forgetFailed(ch.Handle, order, errs)
 		}
-		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no replica accepted the lease: "+firstErr(errs).Error())
+		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "the chosen primary did not take the lease: "+errs[0].Error())
 	}
 	expiry := m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack())
 	var err error
@@ -171,18 +173,27 @@ func (m *Master) recordLease(h chunkfs.Handle, primary *server, expiry time.Time
 	ci.primary, ci.expiry = primary, expiry
 }
 
-// promote grants the lease to the first secondary that took the version,
-// when the chosen primary failed.
-func (m *Master) promote(ctx context.Context, ch namespace.Chunk, order []*server, errs []error, leaseMs int64) *server {
-	for i, s := range order {
-		if i == 0 || errs[i] != nil {
-			continue
-		}
-		if m.leaseCall(ctx, s.addr, &pb.LeaseRequest{Handle: uint64(ch.Handle), Version: uint64(ch.Version), LeaseMs: leaseMs}) == nil {
-			return s
-		}
+// nextVersion returns a version above cur and above every version ever
+// told for h, so that no two grants share one.
+func (m *Master) nextVersion(h chunkfs.Handle, cur chunkfs.Version) chunkfs.Version {
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
+	if ci := m.reg.chunks[h]; ci != nil {
+		cur = max(cur, ci.told)
 	}
-	return nil
+	return cur + 1
+}
+
+// noteTold records that version v of h has been sent to chunkservers.
+func (m *Master) noteTold(h chunkfs.Handle, v chunkfs.Version) {
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
+	ci := m.reg.chunks[h]
+	if ci == nil {
+		ci = &chunkInfo{}
+		m.reg.chunks[h] = ci
+	}
+	ci.told = max(ci.told, v)
 }
 
 // callLease sends Lease to every replica at once; the first gets leaseMs.
@@ -218,15 +229,6 @@ func (m *Master) leaseCall(ctx context.Context, addr string, req *pb.LeaseReques
 	return err
 }
 
-func firstErr(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return chunkfs.E("", "", chunkfs.KindUnavailable, "no replicas")
-}
-
 // cutChunk has the replicas of a chunk that a truncation cut in its middle
 // shorten it at the next version, then logs that version. Its lease is
 // revoked (the new version makes the old primary's mutations fail);
@@ -235,8 +237,11 @@ func (m *Master) cutChunk(ctx context.Context, cut namespace.Cut) {
 	mu := &m.leaseMu[handleStripe(cut.Handle)]
 	mu.Lock()
 	defer mu.Unlock()
+	cur := cut.Version - 1
+	cut.Version = m.nextVersion(cut.Handle, cur)
+	m.noteTold(cut.Handle, cut.Version)
 	m.reg.mu.Lock()
-	replicas := m.reg.replicasLocked(cut.Handle, cut.Version-1)
+	replicas := m.reg.replicasLocked(cut.Handle, cur)
 	if ci := m.reg.chunks[cut.Handle]; ci != nil {
 		ci.primary = nil
 	}

@@ -31,9 +31,10 @@ type server struct {
 
 // chunkInfo is the in-memory part of a chunk: where it lives and its lease.
 type chunkInfo struct {
-	holders []*server // servers that reported or were given a replica
-	primary *server   // lease holder, nil when none
-	expiry  time.Time // lease end
+	holders []*server       // servers that reported or were given a replica
+	primary *server         // lease holder, nil when none
+	expiry  time.Time       // lease end
+	told    chunkfs.Version // highest version sent to any chunkserver
 }
 
 // registry holds chunkservers, chunk locations and leases.
@@ -80,7 +81,7 @@ func (r *registry) dropReplicaLocked(s *server, h chunkfs.Handle) {
 		return
 	}
 	ci.holders = slices.DeleteFunc(ci.holders, func(x *server) bool { return x == s })
-	if len(ci.holders) == 0 && ci.primary == nil {
+	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 {
 		delete(r.chunks, h)
 	}
 }
