@@ -3,16 +3,20 @@ package main
 import (
 	"context"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
+
+	"github.com/chunkfs/chunkfs/client"
 )
 
 var getCommand = &command{
 	name:    "get",
 	args:    "REMOTE LOCAL",
-	summary: "copy a chunkfs file to a local file (- for stdout), into LOCAL when it is a directory",
-	example: "  chunkfs get /logs/today ./today.log",
+	summary: "copy a chunkfs file or directory to local (- for stdout), into LOCAL when it is a directory",
+	example: "  chunkfs get /logs/today ./today.log\n  chunkfs get /logs ./backup/",
 	run:     runGet,
 }
 
@@ -35,6 +39,45 @@ func runGet(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer c.Close()
+	if fi, err := c.Stat(ctx, remote); err == nil && fi.IsDir() {
+		if st, err := os.Stat(local); err == nil && st.IsDir() {
+			local = filepath.Join(local, path.Base(remote))
+		}
+		return getTree(ctx, e, c, remote, local)
+	}
+	return getOne(ctx, e, c, remote, local)
+}
+
+// getTree copies remote directory dir to local directory local.
+func getTree(ctx context.Context, e *env, c *client.Client, dir, local string) error {
+	root := strings.TrimPrefix(dir, "/")
+	if root == "" {
+		root = "."
+	}
+	return fs.WalkDir(c.FS(ctx), root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(p, root+"/")
+		switch {
+		case p == root:
+			rel = ""
+		case root == ".":
+			rel = p
+		}
+		dst := filepath.Join(local, filepath.FromSlash(rel))
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		case d.Type().IsRegular():
+			return getOne(ctx, e, c, "/"+p, dst)
+		}
+		return nil
+	})
+}
+
+// getOne copies remote file remote to local (- for stdout).
+func getOne(ctx context.Context, e *env, c *client.Client, remote, local string) error {
 	in, err := c.Open(ctx, remote)
 	if err != nil {
 		return err

@@ -198,6 +198,11 @@ func TestPutGetCatRoundTrip(t *testing.T) {
 	if out := ok(t, "", "cat", "/rt/tree/sub/leaf"); out != "leaf" {
 		t.Fatalf("put of a directory: cat = %q", out)
 	}
+	back := filepath.Join(dir, "back")
+	ok(t, "", "get", "/rt/tree", back)
+	if b, err := os.ReadFile(filepath.Join(back, "sub", "leaf")); err != nil || string(b) != "leaf" {
+		t.Fatalf("get of a directory: %q, %v", b, err)
+	}
 	ok(t, "", "rm", "-r", "/rt")
 	if r := runCLI(t, "", "ls", "/rt"); r.code != 1 {
 		t.Fatalf("ls of a removed directory: exit %d", r.code)
