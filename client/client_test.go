@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -449,5 +450,42 @@ func TestReplicationAndReport(t *testing.T) {
 	}
 	if alive != 3 || r.Files != 1 || r.ChunkSize != chunk || r.Bytes != int64(len("replicated")) {
 		t.Fatalf("ClusterReport = %+v", r)
+	}
+}
+
+// TestParallelReadAt: one File serves many ReadAt calls at once.
+func TestParallelReadAt(t *testing.T) {
+	_, c, ctx := newCluster(t)
+	data := randomBytes(10, 3*chunk+77)
+	writeFile(t, ctx, c, "/par", data)
+	f, err := c.Open(ctx, "/par")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for range 20 {
+				off := r.Int64N(int64(len(data)))
+				buf := make([]byte, 1+r.IntN(2*chunk))
+				n, err := f.ReadAt(buf, off)
+				if err != nil && !(err == io.EOF && off+int64(len(buf)) > int64(len(data))) {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(buf[:n], data[off:off+int64(n)]) {
+					errs <- fmt.Errorf("ReadAt(%d, %d bytes) returned wrong data", off, len(buf))
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
