@@ -77,9 +77,11 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	workloads := fs.String("workloads", "reads,writes,appends", "workloads to run, comma-separated")
 	duration := fs.Duration("duration", 0, "about how long each point takes at its limit (default 20s; --quick: 2s)")
 	record := fs.Int64("record-size", 0, "record append size in bytes (default 1 MiB)")
+	write := fs.Int64("write-size", 0, "write size in bytes (default 1 MiB, as in the paper)")
 	queue := fs.Duration("queue", 0, "switch port buffer, as the longest queueing delay (default 50ms)")
 	chunkSize := fs.Int64("chunk-size", 0, "chunk size passed to the master (default: the master's)")
 	calibrate := fs.Bool("calibrate", true, "first measure raw TCP across the testbed for every N")
+	probe := fs.Bool("probe", true, "time each step of one client's writes and appends on the idle cluster")
 	networkOnly := fs.Bool("network-only", false, "build the testbed and measure raw TCP only, with no cluster")
 	workDir := fs.String("work-dir", "", "where the servers keep their data and logs (default: the system temp dir)")
 	fs.StringVar(&out, "out", "bench-out", "directory for gfs.csv, gfs.json and gfs.png")
@@ -114,11 +116,12 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	}
 	setIf(&cfg.Duration, *duration)
 	setIf(&cfg.RecordSize, *record)
+	setIf(&cfg.WriteSize, *write)
 	setIf(&cfg.Testbed.Queue, *queue)
 	if *chunkSize > 0 {
 		cfg.MasterArgs = append(cfg.MasterArgs, "--chunk-size", strconv.FormatInt(*chunkSize, 10))
 	}
-	cfg.Calibrate, cfg.NetworkOnly, cfg.WorkDir = *calibrate, *networkOnly, *workDir
+	cfg.Calibrate, cfg.Probe, cfg.NetworkOnly, cfg.WorkDir = *calibrate, *probe, *networkOnly, *workDir
 	return cfg, out, verbose, nil
 }
 

@@ -41,6 +41,9 @@ type Config struct {
 	WorkDir string
 	// Calibrate first measures raw TCP across the testbed for every N.
 	Calibrate bool
+	// Probe times each step of one client's writes and appends on the idle
+	// cluster, to trace a shortfall to the step that costs it.
+	Probe bool
 	// NetworkOnly builds the testbed and calibrates it, with no cluster.
 	NetworkOnly bool
 }
@@ -64,6 +67,7 @@ func DefaultConfig() Config {
 		ReadSetFiles:    16,
 		ReadSetFileSize: 64 * MiB,
 		Calibrate:       true,
+		Probe:           true,
 	}
 }
 

@@ -24,6 +24,8 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 		return newSource(ctx, t.Addr, t.Bytes)
 	case OpWait:
 		return &waitTask{master: t.Master, servers: t.Servers}, nil
+	case OpLocate:
+		return &locateTask{master: t.Master, files: t.Files}, nil
 	}
 	c, err := dialClient(ctx, t.Master, int(t.IOSize))
 	if err != nil {
@@ -58,6 +60,15 @@ func setupFSTask(ctx context.Context, c *client.Client, t Task) (runner, error) 
 			return nil, err
 		}
 		return &appendTask{c: c, f: f, bytes: t.Bytes, io: t.IOSize}, nil
+	case OpProbe:
+		for _, name := range []string{t.Path, t.Path + ".log"} {
+			f, err := c.Create(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			f.Close()
+		}
+		return &probeTask{c: c, master: t.Master, path: t.Path, io: t.IOSize, rounds: int(max(t.Bytes/t.IOSize, 1))}, nil
 	}
 	return nil, fmt.Errorf("task %s is not a file system task", t.Op)
 }
@@ -66,7 +77,7 @@ func setupFSTask(ctx context.Context, c *client.Client, t Task) (runner, error) 
 func makeParents(ctx context.Context, c *client.Client, t Task) error {
 	dirs := map[string]bool{}
 	switch t.Op {
-	case OpWrite, OpAppend:
+	case OpWrite, OpAppend, OpProbe:
 		dirs[path.Dir(t.Path)] = true
 	case OpPrepare:
 		for _, f := range t.Files {

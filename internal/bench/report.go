@@ -19,15 +19,21 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, p := range r.Network {
 		fmt.Fprintf(w, "raw TCP, %2d clients → chunkservers: %7.3f MB/s of %7.3f = %5.1f%%\n", p.Clients, p.Aggregate, p.Limit, 100*p.Efficiency)
 	}
+	if r.Probe != nil {
+		fmt.Fprint(w, r.Probe.String())
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tN\tMB\tseconds\taggregate MB/s\tper client MB/s\tslowest client MB/s\tlimit MB/s\tefficiency\tGFS paper\t")
+	if r.ReadSet != nil {
+		fmt.Fprintf(w, "read set: %s\n", r.ReadSet)
+	}
+	fmt.Fprintln(tw, "workload\tN\tMB\tseconds\taggregate MB/s\tper client MB/s\tslowest client MB/s\tlimit MB/s\tefficiency\tGFS paper\treplicas: servers, busiest\t")
 	for _, p := range r.Points {
 		if p.Err != "" {
 			fmt.Fprintf(tw, "%s\t%d\t\t\t\t\t\t%.3f\tFAILED: %s\t\t\n", p.Workload, p.Clients, p.Limit, p.Err)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f%%\t%s\t\n", p.Workload, p.Clients,
-			float64(p.Bytes)/1e6, p.Seconds, p.Aggregate, p.PerClient, p.Slowest, p.Limit, 100*p.Efficiency, paperEfficiency(p.Workload, p.Clients))
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f%%\t%s\t%s\t\n", p.Workload, p.Clients,
+			float64(p.Bytes)/1e6, p.Seconds, p.Aggregate, p.PerClient, p.Slowest, p.Limit, 100*p.Efficiency, paperEfficiency(p.Workload, p.Clients), spread(p.Placement))
 	}
 	return tw.Flush()
 }
@@ -48,6 +54,14 @@ func paperEfficiency(w Workload, n int) string {
 		return s
 	}
 	return "-"
+}
+
+// spread is a point's placement in a table cell.
+func spread(p *Placement) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d, %d", len(p.Replicas), p.Busiest())
 }
 
 var csvHeader = []string{"workload", "clients", "bytes", "seconds", "aggregate_mbps", "per_client_mbps", "slowest_client_mbps", "limit_mbps", "efficiency", "error"}

@@ -25,7 +25,9 @@ type Point struct {
 	Slowest    float64 `json:"slowest_client_mbps"`
 	Limit      float64 `json:"limit_mbps"`
 	Efficiency float64 `json:"efficiency"` // Aggregate / Limit
-	Err        string  `json:"error,omitempty"`
+	// Placement is where the replicas of the files the point wrote are.
+	Placement *Placement `json:"placement,omitempty"`
+	Err       string     `json:"error,omitempty"`
 }
 
 // Report is the outcome of a run.
@@ -37,6 +39,8 @@ type Report struct {
 	Servers  int        `json:"chunkservers"`
 	Replicas int        `json:"replicas"`
 	Network  []NetPoint `json:"network,omitempty"` // raw TCP across the testbed
+	Probe    *Probe     `json:"probe,omitempty"`
+	ReadSet  *Placement `json:"read_set,omitempty"` // where the read set's replicas are
 	Points   []Point    `json:"points"`
 }
 
@@ -135,6 +139,8 @@ type session struct {
 	cl  *cluster // nil for a network-only run
 	dir string
 	log *slog.Logger
+
+	readSetPlacement *Placement
 }
 
 func (s *session) run(ctx context.Context) (*Report, error) {
@@ -153,11 +159,19 @@ func (s *session) run(ctx context.Context) (*Report, error) {
 		}
 		rep.Network = np
 	}
+	if s.cfg.Probe && s.cl != nil {
+		p, err := s.probe(ctx)
+		if err != nil {
+			return rep, err
+		}
+		rep.Probe = p
+	}
 	if slices.Contains(s.cfg.Workloads, Reads) {
 		if err := s.prepareReadSet(ctx); err != nil {
 			return rep, err
 		}
 	}
+	rep.ReadSet = s.readSetPlacement
 	for _, w := range s.cfg.Workloads {
 		for _, n := range s.cfg.Clients {
 			p := s.point(ctx, w, n)
@@ -182,6 +196,22 @@ func (s *session) waitCluster(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("cluster did not come up: %w", err), s.cl.failed())
 	}
 	return nil
+}
+
+// probeRounds is how many writes and appends the probe times.
+const probeRounds = 5
+
+// probe times the steps of one client's writes and appends.
+func (s *session) probe(ctx context.Context) (*Probe, error) {
+	task := Task{Op: OpProbe, Master: s.cl.master, Path: "/bench/probe/file", IOSize: s.cfg.WriteSize,
+		Bytes: probeRounds * s.cfg.WriteSize, Timeout: 5 * time.Minute}
+	res, err := runWorkers(ctx, s.cfg, s.tb.Clients[:1], []Task{task}, s.dir, "probe")
+	if err != nil {
+		return nil, err
+	}
+	p := &Probe{Bytes: s.cfg.WriteSize, WireMS: float64(s.cfg.WriteSize) / (s.cfg.Testbed.NIC.MBps() * 1e6) * 1000, PhasesMS: res[0].PhasesMS}
+	s.log.Info("probed the data path\n" + p.String())
+	return p, nil
 }
 
 // readSetDir holds the files the reads workload reads.
@@ -218,6 +248,7 @@ func (s *session) prepareReadSet(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("writing the read set: %w", err)
 	}
+	s.readSetPlacement = s.locate(ctx, files)
 	return nil
 }
 
@@ -238,6 +269,7 @@ func (s *session) point(ctx context.Context, w Workload, n int) Point {
 		return p
 	}
 	p.measure(res)
+	p.Placement = s.locate(ctx, s.filesOf(tasks))
 	s.log.Info("measured", "workload", w, "clients", n, "MB/s", fmt.Sprintf("%.3f", p.Aggregate), "efficiency", fmt.Sprintf("%.1f%%", 100*p.Efficiency))
 	return p
 }

@@ -42,6 +42,8 @@ const (
 	OpAppend  Op = "append"  // append IOSize records to Path, Bytes in all
 	OpSink    Op = "sink"    // accept TCP connections on Addr and discard their data
 	OpSource  Op = "source"  // send Bytes over TCP to Addr (network calibration)
+	OpProbe   Op = "probe"   // time each step of writes and appends to Path, Bytes/IOSize rounds
+	OpLocate  Op = "locate"  // report where the replicas of Files are
 )
 
 // maxTaskLine bounds the task line a worker accepts.
@@ -50,7 +52,7 @@ const maxTaskLine = 1 << 20
 // Validate checks a task decoded from the wire.
 func (t *Task) Validate() error {
 	switch t.Op {
-	case OpWait, OpPrepare, OpRead, OpWrite, OpAppend, OpSink, OpSource:
+	case OpWait, OpPrepare, OpRead, OpWrite, OpAppend, OpSink, OpSource, OpProbe, OpLocate:
 	default:
 		return fmt.Errorf("unknown task op %q", t.Op)
 	}
@@ -59,7 +61,7 @@ func (t *Task) Validate() error {
 		return errors.New("task has a negative size, count or timeout")
 	case t.Bytes > 1<<40 || t.IOSize > 256<<20 || len(t.Files) > 1<<16:
 		return errors.New("task sizes out of range")
-	case (t.Op == OpRead || t.Op == OpWrite || t.Op == OpAppend || t.Op == OpPrepare) && t.IOSize == 0:
+	case (t.Op == OpRead || t.Op == OpWrite || t.Op == OpAppend || t.Op == OpPrepare || t.Op == OpProbe) && t.IOSize == 0:
 		return fmt.Errorf("task %s needs an I/O size", t.Op)
 	case t.Op == OpRead && len(t.Files) == 0:
 		return errors.New("read task has no files")
@@ -73,6 +75,10 @@ type Result struct {
 	Ops     int64 `json:"ops"`      // operations (writes, region reads, records)
 	StartNS int64 `json:"start_ns"` // wall clock, Unix nanoseconds, when it began moving data
 	EndNS   int64 `json:"end_ns"`   // and when the last byte was acknowledged
+	// PhasesMS is the probe's median time of each step, in milliseconds.
+	PhasesMS map[string]float64 `json:"phases_ms,omitempty"`
+	// Placement is what a locate task found.
+	Placement *Placement `json:"placement,omitempty"`
 }
 
 // Seconds is the worker's own elapsed time.

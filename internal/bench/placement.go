@@ -1,0 +1,113 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// Placement summarises where the replicas of a set of files are: how evenly
+// the chunkservers share them decides how much of the chunkservers' NICs a
+// workload can use at once.
+type Placement struct {
+	Chunks   int            `json:"chunks"`
+	Replicas map[string]int `json:"replicas"` // chunkserver address → replicas it holds
+}
+
+// Busiest returns the most replicas any one chunkserver holds.
+func (p *Placement) Busiest() int {
+	m := 0
+	for _, n := range p.Replicas {
+		m = max(m, n)
+	}
+	return m
+}
+
+func (p *Placement) String() string {
+	if p == nil {
+		return "-"
+	}
+	total := 0
+	for _, n := range p.Replicas {
+		total += n
+	}
+	return fmt.Sprintf("%d chunks: %d replicas on %d servers, busiest %d", p.Chunks, total, len(p.Replicas), p.Busiest())
+}
+
+// locateTask asks the master where each chunk of files is.
+type locateTask struct {
+	master string
+	files  []string
+}
+
+func (l *locateTask) close() error { return nil }
+
+func (l *locateTask) run(ctx context.Context) (Result, error) {
+	pool := rpc.NewPool()
+	defer pool.Close()
+	m, err := pool.Master(l.master)
+	if err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	pl := &Placement{Replicas: map[string]int{}}
+	caller := &pb.Caller{Uid: chunkfs.Root.UID, Gids: chunkfs.Root.GIDs}
+	for _, f := range l.files {
+		if err := locateFile(ctx, m, caller, f, pl); err != nil {
+			return Result{}, err
+		}
+	}
+	return Result{Ops: int64(len(l.files)), StartNS: start.UnixNano(), EndNS: time.Now().UnixNano(), Placement: pl}, nil
+}
+
+// locateFile adds the replicas of every chunk of f to pl.
+func locateFile(ctx context.Context, m pb.MasterClient, caller *pb.Caller, f string, pl *Placement) error {
+	for first := int64(0); ; {
+		resp, err := m.GetChunks(ctx, &pb.GetChunksRequest{Caller: caller, Path: f, FirstIndex: first})
+		if err != nil {
+			return err
+		}
+		for _, c := range resp.Chunks {
+			pl.Chunks++
+			for _, r := range c.Replicas {
+				pl.Replicas[r]++
+			}
+		}
+		if len(resp.Chunks) == 0 || resp.Info == nil || resp.Chunks[len(resp.Chunks)-1].Index+1 >= resp.Info.Chunks {
+			return nil
+		}
+		first = resp.Chunks[len(resp.Chunks)-1].Index + 1
+	}
+}
+
+// locate finds where the replicas of files are; a failure is logged, not
+// fatal: placement explains a figure, it is not one.
+func (s *session) locate(ctx context.Context, files []string) *Placement {
+	task := Task{Op: OpLocate, Master: s.cl.master, Files: files, Timeout: time.Minute}
+	res, err := runWorkers(ctx, s.cfg, s.tb.Clients[:1], []Task{task}, s.dir, "locate")
+	if err != nil || res[0].Placement == nil {
+		s.log.Warn("could not locate replicas", "err", err)
+		return nil
+	}
+	return res[0].Placement
+}
+
+// filesOf lists the distinct files a point's tasks wrote or read.
+func (s *session) filesOf(tasks []Task) []string {
+	var files []string
+	for _, t := range tasks {
+		if t.Path != "" {
+			files = append(files, t.Path)
+		}
+	}
+	if len(files) == 0 {
+		return s.readSet()
+	}
+	slices.Sort(files)
+	return slices.Compact(files)
+}
