@@ -37,6 +37,7 @@ const (
 // pushed is one buffered push.
 type pushed struct {
 	data  []byte
+	sums  []uint32 // block checksums from the frames, or nil
 	at    time.Time
 	ready bool // the whole data has arrived
 }
@@ -79,8 +80,9 @@ func (b *buffer) recycle(data []byte) {
 }
 
 // reserve makes room for n bytes under id, replacing any earlier push of
-// id. done(true) makes the data available; done(false) drops it.
-func (b *buffer) reserve(id chunkfs.DataID, n int64) ([]byte, func(ok bool), error) {
+// id. done(sums, true) makes the data (and its block sums, if known)
+// available; done(nil, false) drops it.
+func (b *buffer) reserve(id chunkfs.DataID, n int64) ([]byte, func(sums []uint32, ok bool), error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.dropLocked(id)
@@ -97,10 +99,10 @@ func (b *buffer) reserve(id chunkfs.DataID, n int64) ([]byte, func(ok bool), err
 	e := &pushed{data: b.alloc(n), at: b.clock.Now()}
 	b.entries[id] = e
 	b.used += int64(cap(e.data))
-	return e.data, func(ok bool) { b.finish(id, e, ok) }, nil
+	return e.data, func(sums []uint32, ok bool) { b.finish(id, e, sums, ok) }, nil
 }
 
-func (b *buffer) finish(id chunkfs.DataID, e *pushed, ok bool) {
+func (b *buffer) finish(id chunkfs.DataID, e *pushed, sums []uint32, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.entries[id] != e {
@@ -110,7 +112,7 @@ func (b *buffer) finish(id chunkfs.DataID, e *pushed, ok bool) {
 		return
 	}
 	if ok {
-		e.ready = true
+		e.ready, e.sums = true, sums
 	} else {
 		b.dropLocked(id)
 	}
@@ -146,20 +148,21 @@ func (b *buffer) expire() {
 }
 
 // take removes and returns the data pushed under id, which must be n bytes
-// long; release must be called once the data is no longer used. Missing
-// data is KindUnavailable: the client pushes again.
-func (b *buffer) take(id chunkfs.DataID, n int64) (data []byte, release func(), err error) {
+// long, with its block sums if known; release must be called once the data
+// is no longer used. Missing data is KindUnavailable: the client pushes
+// again.
+func (b *buffer) take(id chunkfs.DataID, n int64) (data []byte, sums []uint32, release func(), err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[id]
 	if !ok || !e.ready {
-		return nil, nil, chunkfs.E("apply", fmt.Sprintf("data %d", id), chunkfs.KindUnavailable, "pushed data not held here (expired, used, or never arrived); push it again")
+		return nil, nil, nil, chunkfs.E("apply", fmt.Sprintf("data %d", id), chunkfs.KindUnavailable, "pushed data not held here (expired, used, or never arrived); push it again")
 	}
 	if int64(len(e.data)) != n {
-		return nil, nil, chunkfs.E("apply", fmt.Sprintf("data %d", id), chunkfs.KindInvalid, fmt.Sprintf("pushed %d bytes, request says %d", len(e.data), n))
+		return nil, nil, nil, chunkfs.E("apply", fmt.Sprintf("data %d", id), chunkfs.KindInvalid, fmt.Sprintf("pushed %d bytes, request says %d", len(e.data), n))
 	}
 	delete(b.entries, id)
-	return e.data, func() { b.release(e.data) }, nil
+	return e.data, e.sums, func() { b.release(e.data) }, nil
 }
 
 func (b *buffer) release(data []byte) {

@@ -178,14 +178,14 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 	if err != nil {
 		return err
 	}
-	data, release, err := s.mutationData(m)
+	data, sums, release, err := s.mutationData(m)
 	if err != nil {
 		return err
 	}
 	defer release()
 	m.Serial = st.nextSerial(v)
 	remote := s.applyRemote(ctx, secondaries, m)
-	local := s.applyLocal(m, data)
+	local := s.applyLocal(m, data, sums)
 	for range secondaries {
 		if rerr := <-remote; rerr != nil && local == nil {
 			local = rerr
@@ -194,23 +194,26 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 	return local
 }
 
-// mutationData takes the pushed data a mutation needs (none for padding);
-// release recycles it once applied.
-func (s *Server) mutationData(m *pb.ApplyRequest) (data []byte, release func(), err error) {
+// mutationData takes the pushed data a mutation needs (none for padding)
+// and its block sums if known; release recycles it once applied.
+func (s *Server) mutationData(m *pb.ApplyRequest) (data []byte, sums []uint32, release func(), err error) {
 	if m.Pad {
-		return nil, func() {}, nil
+		return nil, nil, func() {}, nil
 	}
 	return s.buf.take(chunkfs.DataID(m.DataId), m.Length)
 }
 
-// applyLocal applies a mutation to the local replica.
-func (s *Server) applyLocal(m *pb.ApplyRequest, data []byte) error {
+// applyLocal applies a mutation to the local replica. sums, if not nil,
+// are the block sums of data checked on its arrival; they become the stored
+// checksums where the write covers whole blocks, so the checksums kept are
+// those the client computed.
+func (s *Server) applyLocal(m *pb.ApplyRequest, data []byte, sums []uint32) error {
 	h := chunkfs.Handle(m.Handle)
 	var err error
 	if m.Pad {
 		err = s.store.Pad(h, m.Offset+m.Length)
 	} else {
-		err = s.store.Write(h, m.Offset, data)
+		err = s.store.WriteWithSums(h, m.Offset, data, sums)
 	}
 	if chunkfs.KindOf(err) == chunkfs.KindChecksum {
 		s.reporter.corrupt(h)
@@ -259,12 +262,12 @@ func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyRes
 	if err := st.acceptSerial(h, v, req.Serial); err != nil {
 		return nil, err
 	}
-	data, release, err := c.s.mutationData(req)
+	data, sums, release, err := c.s.mutationData(req)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if err := c.s.applyLocal(req, data); err != nil {
+	if err := c.s.applyLocal(req, data, sums); err != nil {
 		return nil, err
 	}
 	st.applied(req.Serial)

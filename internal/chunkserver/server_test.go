@@ -414,21 +414,21 @@ func TestBufferBoundAndExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	copy(buf, "pushed")
-	if _, _, err := b.take(1, 128<<10); chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+	if _, _, _, err := b.take(1, 128<<10); chunkfs.KindOf(err) != chunkfs.KindUnavailable {
 		t.Fatalf("data taken before it all arrived: %v", err)
 	}
-	done(true)
+	done(nil, true)
 	if _, _, err := b.reserve(2, 129<<10); chunkfs.KindOf(err) != chunkfs.KindUnavailable {
 		t.Fatalf("push beyond the bound: %v", err)
 	}
-	if _, _, err := b.take(1, 10); chunkfs.KindOf(err) != chunkfs.KindInvalid {
+	if _, _, _, err := b.take(1, 10); chunkfs.KindOf(err) != chunkfs.KindInvalid {
 		t.Fatalf("take with the wrong length: %v", err)
 	}
-	data, release, err := b.take(1, 128<<10)
+	data, _, release, err := b.take(1, 128<<10)
 	if err != nil || string(data[:6]) != "pushed" {
 		t.Fatalf("take: %q, %v", data[:6], err)
 	}
-	if _, _, err := b.take(1, 128<<10); chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+	if _, _, _, err := b.take(1, 128<<10); chunkfs.KindOf(err) != chunkfs.KindUnavailable {
 		t.Fatalf("data taken twice: %v", err)
 	}
 	if b.usage() != 128<<10 {
@@ -439,20 +439,20 @@ func TestBufferBoundAndExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("released data still counted: %v", err)
 	}
-	done(true)
+	done(nil, true)
 	c.Advance(time.Minute)
 	b.expire()
 	if b.usage() != 0 {
 		t.Fatalf("%d bytes held after expiry", b.usage())
 	}
 	_, done, _ = b.reserve(3, 10)
-	done(false)
-	if _, _, err := b.take(3, 10); err == nil || b.usage() != 0 {
+	done(nil, false)
+	if _, _, _, err := b.take(3, 10); err == nil || b.usage() != 0 {
 		t.Fatal("failed push kept")
 	}
 	// Expiry needs no sweep: a push that does not fit drops expired data.
 	_, done, _ = b.reserve(4, 100<<10)
-	done(true)
+	done(nil, true)
 	c.Advance(time.Minute)
 	if _, _, err := b.reserve(5, 256<<10); err != nil {
 		t.Fatalf("expired data not dropped for a new push: %v", err)

@@ -10,7 +10,7 @@ import (
 // the store after a version check.
 type streamHandler struct{ s *Server }
 
-func (h streamHandler) BeginPush(id chunkfs.DataID, n int64) ([]byte, func(bool), error) {
+func (h streamHandler) BeginPush(id chunkfs.DataID, n int64) ([]byte, func([]uint32, bool), error) {
 	return h.s.buf.reserve(id, n)
 }
 

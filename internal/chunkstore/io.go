@@ -58,6 +58,17 @@ func (s *Store) mutate(op string, h chunkfs.Handle, fn func(c *chunk, f File) er
 // Write writes p at off in chunk h. A gap between the chunk's end and off
 // reads as zeros.
 func (s *Store) Write(h chunkfs.Handle, off int64, p []byte) error {
+	return s.WriteWithSums(h, off, p, nil)
+}
+
+// WriteWithSums is Write given the checksums of p's BlockSize pieces
+// (sums[i] covers p[i*BlockSize:min((i+1)*BlockSize, len(p))]), known from
+// elsewhere; when off is block-aligned they are stored for the blocks p
+// fills wholly instead of being computed again. sums may be nil.
+func (s *Store) WriteWithSums(h chunkfs.Handle, off int64, p []byte, sums []uint32) error {
+	if off%BlockSize != 0 || int64(len(sums)) != checksum.NumBlocks(int64(len(p))) {
+		sums = nil
+	}
 	if err := s.checkRange("write", h, off, int64(len(p))); err != nil {
 		return err
 	}
@@ -67,7 +78,7 @@ func (s *Store) Write(h chunkfs.Handle, off int64, p []byte) error {
 				return err
 			}
 		}
-		return writeLocked(c, f, off, p)
+		return writeLocked(c, f, off, p, sums)
 	})
 }
 
@@ -170,14 +181,14 @@ func readBlockLocked(c *chunk, f File, b int64, buf []byte) ([]byte, error) {
 // are updated incrementally, and any other block p touches is read,
 // verified and re-summed. It goes segment by segment, summing each just
 // before writing it, so the data passes through memory once while hot.
-func writeLocked(c *chunk, f File, off int64, p []byte) error {
+func writeLocked(c *chunk, f File, off int64, p []byte, known []uint32) error {
 	end := off + int64(len(p))
 	newLen := max(c.length, end)
 	sums := c.sums
 	for segStart := off; segStart < end; {
 		segEnd := min(end, (segStart/writeSegment+1)*writeSegment)
 		for b := segStart / BlockSize; b*BlockSize < segEnd; b++ {
-			sum, err := blockSumLocked(c, f, b, off, p, newLen)
+			sum, err := blockSumLocked(c, f, b, off, p, newLen, known)
 			if err != nil {
 				return err
 			}
@@ -200,13 +211,16 @@ func writeLocked(c *chunk, f File, off int64, p []byte) error {
 // of BlockSize that stays in a core's cache.
 const writeSegment = 4 * BlockSize
 
-// blockSumLocked returns block b's checksum once p is written at off.
-func blockSumLocked(c *chunk, f File, b, off int64, p []byte, newLen int64) (uint32, error) {
+// blockSumLocked returns block b's checksum once p is written at off;
+// known, if not nil, holds the sums of p's blocks (off is then aligned).
+func blockSumLocked(c *chunk, f File, b, off int64, p []byte, newLen int64, known []uint32) (uint32, error) {
 	bs, be := b*BlockSize, min((b+1)*BlockSize, newLen)
 	from, to := max(off, bs), min(off+int64(len(p)), be)
 	newPart := p[from-off : to-off]
 	oldEnd := min(max(c.length, bs), be) // old bytes of the block are [bs, oldEnd)
 	switch {
+	case from == bs && to == be && known != nil:
+		return known[(bs-off)/BlockSize], nil
 	case from == bs && to == be:
 		return checksum.Sum(newPart), nil
 	case from == oldEnd && to == be:

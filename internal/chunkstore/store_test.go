@@ -340,3 +340,29 @@ func checkRecovered(t *testing.T, s *Store, states []model, what string) (corrup
 }
 
 func sumOf(p []byte) uint32 { return checksum.Sum(p) }
+
+func TestWriteWithSums(t *testing.T) {
+	s := openStore(t, NewMemFS(1<<30), "/d")
+	s.Create(1, 1)
+	p := randBytes(rand.New(rand.NewPCG(7, 7)), 2*BlockSize+10)
+	sums := checksum.Blocks(nil, p)
+	if err := s.WriteWithSums(1, BlockSize, p, sums); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Verify(1); err != nil {
+		t.Fatalf("known sums stored wrongly: %v", err)
+	}
+	// The sums given are the ones stored: a wrong one is caught on read.
+	s.Create(2, 1)
+	sums[1]++
+	s.WriteWithSums(2, 0, p, sums)
+	if err := s.Verify(2); chunkfs.KindOf(err) != chunkfs.KindChecksum {
+		t.Fatalf("wrong known sum not used: %v", err)
+	}
+	// Unaligned offsets ignore them.
+	s.Create(3, 1)
+	s.WriteWithSums(3, 5, p, sums)
+	if err := s.Verify(3); err != nil {
+		t.Fatalf("sums used at an unaligned offset: %v", err)
+	}
+}

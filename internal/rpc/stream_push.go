@@ -17,12 +17,13 @@ func (c *streamConn) servePush(req *pushRequest) error {
 	buf, done, err := c.s.h.BeginPush(req.id, req.length)
 	var next *dataConn
 	if err != nil {
-		buf, done = nil, func(bool) {}
+		buf, done = nil, func([]uint32, bool) {}
 	} else {
 		next, err = c.openNext(req)
 	}
-	if rerr := c.receive(req.length, buf, next); rerr != nil {
-		done(false)
+	sums, rerr := c.receive(req.length, buf, next)
+	if rerr != nil {
+		done(nil, false)
 		if next != nil {
 			next.close()
 		}
@@ -33,7 +34,7 @@ func (c *streamConn) servePush(req *pushRequest) error {
 	}
 	// The data is kept (or dropped) before the answer goes back, so an
 	// acknowledged push is visible to a write that follows.
-	done(err == nil)
+	done(sums, err == nil)
 	if err != nil {
 		return c.reply(frameError, encodeError(err))
 	}
@@ -59,17 +60,24 @@ func (c *streamConn) openNext(req *pushRequest) (*dataConn, error) {
 
 // receive reads length bytes of data frames into buf (nil: discard) and
 // forwards each to next (nil: none). A forwarding failure stops forwarding
-// but not receiving; next is then closed.
-func (c *streamConn) receive(length int64, buf []byte, next *dataConn) error {
+// but not receiving; next is then closed. It returns the frames' checksums
+// if every frame but the last was a whole block, else nil.
+func (c *streamConn) receive(length int64, buf []byte, next *dataConn) ([]uint32, error) {
 	var scratch []byte
+	sums := make([]uint32, 0, checksum.NumBlocks(length))
 	for pos := int64(0); pos < length; {
 		c.conn.SetReadDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
 		h, err := readHeader(c.r, c.hdr[:])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if h.typ != frameData || h.length == 0 || int64(h.length) > length-pos {
-			return protocolError("unexpected %v frame of %d bytes in a push", h.typ, h.length)
+			return nil, protocolError("unexpected %v frame of %d bytes in a push", h.typ, h.length)
+		}
+		if sums != nil && (h.length == chunkfs.BlockSize || pos+int64(h.length) == length) {
+			sums = append(sums, h.sum)
+		} else {
+			sums = nil
 		}
 		var p []byte
 		if buf != nil {
@@ -81,14 +89,14 @@ func (c *streamConn) receive(length int64, buf []byte, next *dataConn) error {
 			p = scratch[:h.length]
 		}
 		if err := readPayload(c.r, h, p); err != nil {
-			return err
+			return nil, err
 		}
 		if next != nil && next.err == nil {
 			next.forward(h.sum, p)
 		}
 		pos += int64(h.length)
 	}
-	return nil
+	return sums, nil
 }
 
 // startPush dials addr (or reuses a pooled connection) and sends the push

@@ -17,9 +17,12 @@ import (
 // and verified chunk reads. Both must be safe for concurrent use.
 type StreamHandler interface {
 	// BeginPush returns a buffer of n bytes to receive data id into. The
-	// server calls done(true) once the buffer holds the whole data, checked,
-	// or done(false) if the push failed; then it no longer touches buf.
-	BeginPush(id chunkfs.DataID, n int64) (buf []byte, done func(ok bool), err error)
+	// server calls done(sums, true) once the buffer holds the whole data,
+	// checked, or done(nil, false) if the push failed; then it no longer
+	// touches buf. When the data came in frames of chunkfs.BlockSize bytes
+	// (the last may be short), sums[i] is the CRC32C of its block i, as
+	// checked on arrival; otherwise sums is nil.
+	BeginPush(id chunkfs.DataID, n int64) (buf []byte, done func(sums []uint32, ok bool), err error)
 	// ReadChunk reads up to len(p) verified bytes at off from chunk h, whose
 	// replica version must be at least v, with the semantics of
 	// chunkstore.Store.ReadWithSums: io.EOF when the chunk ends first, and

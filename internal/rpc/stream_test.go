@@ -38,9 +38,12 @@ func newMemHandler() *memHandler {
 	return &memHandler{pushed: map[chunkfs.DataID][]byte{}, chunks: map[chunkfs.Handle]memChunk{}}
 }
 
-func (m *memHandler) BeginPush(id chunkfs.DataID, n int64) ([]byte, func(bool), error) {
+func (m *memHandler) BeginPush(id chunkfs.DataID, n int64) ([]byte, func([]uint32, bool), error) {
 	buf := make([]byte, n)
-	return buf, func(ok bool) {
+	return buf, func(sums []uint32, ok bool) {
+		if ok && (len(sums) != int(checksum.NumBlocks(n)) || checksum.Verify(buf, sums) != nil) {
+			panic("push sums are not the block sums of the data")
+		}
 		if ok {
 			m.mu.Lock()
 			m.pushed[id] = buf
