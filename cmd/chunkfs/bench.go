@@ -78,7 +78,7 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	duration := fs.Duration("duration", 0, "about how long each point takes at its limit (default 20s; --quick: 2s)")
 	record := fs.Int64("record-size", 0, "record append size in bytes (default 1 MiB)")
 	write := fs.Int64("write-size", 0, "write size in bytes (default 1 MiB, as in the paper)")
-	queue := fs.Duration("queue", 0, "switch port buffer, as the longest queueing delay (default 50ms)")
+	queue := fs.Int("queue", 0, "bytes of buffer of each switch port and NIC queue (default 256 KiB)")
 	chunkSize := fs.Int64("chunk-size", 0, "chunk size passed to the master (default: the master's)")
 	calibrate := fs.Bool("calibrate", true, "first measure raw TCP across the testbed for every N")
 	probe := fs.Bool("probe", true, "time each step of one client's writes and appends on the idle cluster")

@@ -22,10 +22,12 @@ type TestbedConfig struct {
 	Clients      int  // hosts on the client switch
 	NIC          Rate // every host NIC, each direction
 	Link         Rate // the inter-switch link, each direction
-	// Queue is the longest a packet may wait in a shaped queue (tbf's
-	// latency): the switch port buffer. Longer queues drop less but delay
-	// everything behind bulk transfers.
-	Queue time.Duration
+	// Queue is the bytes each shaped queue (a switch port's buffer, a NIC's
+	// queue) holds before it drops. It is bytes, as in hardware, so the
+	// scaled-down network has the paper's buffers and packet dynamics in
+	// slow motion. Small queues drop the ACKs that share a forwarding
+	// chunkserver's egress with its data (see docs/bench-notes.md).
+	Queue int
 	MTU   int
 }
 
@@ -38,7 +40,7 @@ func DefaultTestbedConfig() TestbedConfig {
 		Clients:      16,
 		NIC:          10 * Mbit,
 		Link:         100 * Mbit,
-		Queue:        50 * time.Millisecond,
+		Queue:        256 << 10,
 		MTU:          1500,
 	}
 }
@@ -54,8 +56,8 @@ func (c TestbedConfig) Validate() error {
 		return fmt.Errorf("testbed clients %d out of range 1-250", c.Clients)
 	case c.NIC < 8000 || c.Link < 8000:
 		return fmt.Errorf("testbed rates %v and %v must be at least 8 kbit/s", c.NIC, c.Link)
-	case c.Queue <= 0:
-		return fmt.Errorf("testbed queue %v must be positive", c.Queue)
+	case c.Queue < 2*(c.MTU+14) || c.Queue > 64<<20:
+		return fmt.Errorf("testbed queue of %d bytes out of range (two frames to 64 MiB)", c.Queue)
 	case c.MTU < 576 || c.MTU > 65000:
 		return fmt.Errorf("testbed MTU %d out of range 576-65000", c.MTU)
 	}
@@ -220,7 +222,7 @@ func (tb *Testbed) ipAll(ctx context.Context, ns string, cmds ...[]string) error
 
 // Shape (re)sets the rate of every NIC, both directions, and of the
 // inter-switch link, both directions. Each egress queue is a token bucket
-// (tbf) whose buffer holds cfg.Queue worth of packets at its rate.
+// (tbf) whose buffer holds cfg.Queue bytes.
 func (tb *Testbed) Shape(ctx context.Context, nic, link Rate) error {
 	hosts := append([]Host{tb.Master}, tb.Chunkservers...)
 	hosts = append(hosts, tb.Clients...)
@@ -241,7 +243,7 @@ func (tb *Testbed) Shape(ctx context.Context, nic, link Rate) error {
 func (tb *Testbed) shapeDev(ctx context.Context, ns, dev string, r Rate) error {
 	_, err := tb.cmd.run(ctx, "tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf",
 		"rate", r.TCArg(), "burst", fmt.Sprint(tbfBurst(r, tb.cfg.MTU)),
-		"latency", fmt.Sprintf("%dus", tb.cfg.Queue.Microseconds()))
+		"limit", fmt.Sprint(tb.cfg.Queue))
 	return err
 }
 
