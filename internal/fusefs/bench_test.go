@@ -26,7 +26,7 @@ func benchFio(b *testing.B, job string, env []string) {
 	needFuse(b)
 	jf := jobFile(b, job)
 	b.Run("local", func(b *testing.B) { runFio(b, jf, b.TempDir(), env) })
-	tc := chunkfstest.NewCluster(b)
+	tc := chunkfstest.NewCluster(b, chunkfstest.ChunkSize(64<<20))
 	for _, v := range selectedVariants() {
 		b.Run(v.name, func(b *testing.B) {
 			mnt := mountCluster(b, tc, v.cfg)

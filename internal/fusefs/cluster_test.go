@@ -47,11 +47,13 @@ func mountCluster(t testing.TB, tc *chunkfstest.Cluster, cfg Config) string {
 }
 
 // TestPOSIXCluster runs the POSIX suites on a mount of a real in-process
-// cluster, cached and uncached.
+// cluster with the default caches. (TestPOSIXMemory runs them with
+// --no-cache too; $CHUNKFS_FUSE_LONG adds the uncached run here, which
+// doubles the test's time.)
 func TestPOSIXCluster(t *testing.T) {
 	tc := newTestCluster(t)
 	t.Run("cached", func(t *testing.T) { runPOSIX(t, mountCluster(t, tc, DefaultConfig())) })
-	if !testing.Short() {
+	if os.Getenv("CHUNKFS_FUSE_LONG") != "" {
 		t.Run("nocache", func(t *testing.T) { runPOSIX(t, mountCluster(t, tc, DefaultConfig().NoCache())) })
 	}
 }
