@@ -12,11 +12,12 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/cluster"
+	"github.com/chunkfs/chunkfs/internal/fusefs"
 )
 
 var devCommand = &command{
 	name:    "dev",
-	args:    "[--dir DIR] [--listen HOST:PORT]",
+	args:    "[--dir DIR] [--listen HOST:PORT] [--mount DIR]",
 	summary: "run a whole cluster (master + 3 chunkservers) in this process, for trying chunkfs out",
 	example: "  chunkfs dev &\n  chunkfs put README.md /\n  chunkfs ls -l /",
 	run:     runDev,
@@ -28,6 +29,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	listen := fs.String("listen", defaultMaster, "master address")
 	chunkSize := fs.Int64("chunk-size", chunkfs.DefaultChunkSize, "chunk size in bytes (a multiple of 64 KiB); fixed when the directory is first used")
 	verbose := fs.Bool("v", false, "log server activity to stderr")
+	mountDir := fs.String("mount", "", "also mount the cluster on this directory with FUSE (default cache options)")
 	ops, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -61,9 +63,28 @@ func runDev(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	printDevBanner(e, c, *dir)
-	<-ctx.Done()
+	var mountErr error
+	if *mountDir != "" {
+		mountErr = serveDevMount(ctx, e, c.MasterAddr(), *mountDir)
+	} else {
+		<-ctx.Done()
+	}
 	fmt.Fprintln(e.stdout, "chunkfs dev: stopping")
-	return c.Close()
+	if err := c.Close(); err != nil {
+		return err
+	}
+	return mountErr
+}
+
+// serveDevMount mounts the dev cluster on dir and serves it until ctx ends
+// (then unmounts); a mount that fails ends the dev cluster with its error.
+func serveDevMount(ctx context.Context, e *env, master, dir string) error {
+	o := mountOptions{master: master, dir: dir, fuse: fusefs.DefaultConfig()}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := serveMount(ctx, o, log); err != nil {
+		return fmt.Errorf("mount %s: %w", dir, err)
+	}
+	return nil
 }
 
 func printDevBanner(e *env, c *cluster.Cluster, dir string) {
