@@ -8,9 +8,23 @@ import (
 // external wraps a subcommand whose run function lives in a file owned by
 // another part of chunkfs and parses its own flags: runX(ctx, args).
 func external(name, args, summary, example string, fn func(context.Context, []string) error) *command {
+	return externalHelp(name, args, summary, example, fn, false)
+}
+
+// externalOwnHelp is external for a command whose --help already prints its
+// synopsis and an example.
+func externalOwnHelp(name, args, summary string, fn func(context.Context, []string) error) *command {
+	return externalHelp(name, args, summary, "", fn, true)
+}
+
+func externalHelp(name, args, summary, example string, fn func(context.Context, []string) error, ownHelp bool) *command {
 	c := &command{name: name, args: args, summary: summary, example: example}
 	c.run = func(ctx context.Context, e *env, argv []string) error {
 		for _, a := range argv {
+			if ownHelp && (a == "-h" || a == "-help" || a == "--help") {
+				fn(ctx, []string{"--help"})
+				return nil
+			}
 			if a == "-h" || a == "-help" || a == "--help" {
 				printCommandHelp(e.stdout, c, nil)
 				fmt.Fprintln(e.stdout)
@@ -28,10 +42,8 @@ func external(name, args, summary, example string, fn func(context.Context, []st
 // (mount.go) and the benchmarks (bench.go).
 func serverCommands() []*command {
 	return []*command{
-		external("master", "--dir DIR [--listen HOST:PORT] [flags]", "run a master server",
-			"  chunkfs master --dir /var/lib/chunkfs/master --listen 10.0.0.1:7070", runMaster),
-		external("chunkserver", "--dir DIR --master HOST:PORT [--listen HOST:PORT] [--rack R] [flags]", "run a chunkserver",
-			"  chunkfs chunkserver --dir /data/chunkfs --master 10.0.0.1:7070 --listen 10.0.0.2:7071 --rack r1", runChunkserver),
+		externalOwnHelp("master", "--dir DIR [--listen HOST:PORT] [flags]", "run a master server", runMaster),
+		externalOwnHelp("chunkserver", "--dir DIR --master HOST:PORT [--listen HOST:PORT] [--rack R] [flags]", "run a chunkserver", runChunkserver),
 		external("bench", "gfs [--quick] [--scale F] [--clients 1,2,4,8,16] [--out DIR]",
 			"reproduce the GFS paper's measurements on a shaped testbed (needs root)", "  sudo chunkfs bench gfs --quick", runBench),
 		external("bench-worker", "[flags]", "one client of a benchmark run (started by chunkfs bench)", "  (started by chunkfs bench, not by hand)", runBenchWorker),
