@@ -115,6 +115,8 @@ type fakeCS struct {
 	leases    []*pb.LeaseRequest
 	truncates []*pb.TruncateRequest
 	fail      bool
+	truncFail bool // Truncate fails without cutting
+	truncLost bool // Truncate cuts, then fails (the answer is lost)
 }
 
 func (f *fakeCS) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
@@ -134,9 +136,31 @@ func (f *fakeCS) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResp
 func (f *fakeCS) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.TruncateResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.truncFail {
+		return nil, chunkfs.E("truncate", "", chunkfs.KindUnavailable, "failing on purpose")
+	}
 	f.versions[req.Handle] = req.Version
 	f.truncates = append(f.truncates, req)
+	if f.truncLost {
+		return nil, chunkfs.E("truncate", "", chunkfs.KindUnavailable, "cut, but the answer is lost on purpose")
+	}
 	return &pb.TruncateResponse{}, nil
+}
+
+func (f *fakeCS) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.ChunkInfoResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.versions[req.Handle]
+	if !ok {
+		return nil, chunkfs.E("chunk info", "", chunkfs.KindNotExist, "no such chunk")
+	}
+	return &pb.ChunkInfoResponse{Version: v}, nil
+}
+
+func (f *fakeCS) truncateCalls() []*pb.TruncateRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*pb.TruncateRequest(nil), f.truncates...)
 }
 
 func (f *fakeCS) leaseCalls() []*pb.LeaseRequest {
@@ -173,7 +197,13 @@ func (tm *testMaster) startCS(id, rack string) *fakeCS {
 
 func (tm *testMaster) register(f *fakeCS, rack string) *pb.RegisterResponse {
 	tm.t.Helper()
-	resp, err := tm.c.Register(bg, &pb.RegisterRequest{Id: f.id, Addr: f.addr, Rack: rack, Capacity: 1 << 40, Used: 1 << 30, Chunks: f.report()})
+	return tm.registerWith(f, rack, f.report())
+}
+
+// registerWith registers f with a full report built earlier.
+func (tm *testMaster) registerWith(f *fakeCS, rack string, report []*pb.ChunkReplica) *pb.RegisterResponse {
+	tm.t.Helper()
+	resp, err := tm.c.Register(bg, &pb.RegisterRequest{Id: f.id, Addr: f.addr, Rack: rack, Capacity: 1 << 40, Used: 1 << 30, Chunks: report})
 	if err != nil {
 		tm.t.Fatal(err)
 	}
@@ -182,7 +212,13 @@ func (tm *testMaster) register(f *fakeCS, rack string) *pb.RegisterResponse {
 
 func (tm *testMaster) beat(f *fakeCS, extend ...uint64) *pb.HeartbeatResponse {
 	tm.t.Helper()
-	resp, err := tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Used: 1 << 30, ExtendLeases: extend, Sample: f.report()})
+	return tm.beatWith(f, f.report(), extend...)
+}
+
+// beatWith sends a heartbeat from f whose sample was taken earlier.
+func (tm *testMaster) beatWith(f *fakeCS, sample []*pb.ChunkReplica, extend ...uint64) *pb.HeartbeatResponse {
+	tm.t.Helper()
+	resp, err := tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Used: 1 << 30, ExtendLeases: extend, Sample: sample})
 	if err != nil {
 		tm.t.Fatal(err)
 	}

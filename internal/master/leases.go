@@ -129,20 +129,18 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, replic
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "the chosen primary did not take the lease: "+errs[0].Error())
 	}
 	expiry := m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack())
+	// The replicas that took the version are recorded at it before it is
+	// logged, so that no moment exists where the log is ahead of the
+	// record: a full report they built before the call may be handled at
+	// any time, and Register trusts the record over such a report.
+	m.recordTaken(ch.Handle, ch.Version, order, errs)
 	var err error
 	if !logged {
 		_, _, err = m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Length: int64(ch.Version)})
 	}
-	m.reg.mu.Lock()
-	for i, s := range order {
-		switch {
-		case errs[i] == nil:
-			m.reg.addReplicaLocked(s, ch.Handle, ch.Version)
-		case err == nil:
-			m.reg.dropReplicaLocked(s, ch.Handle)
-		}
+	if err == nil {
+		m.forgetFailed(ch.Handle, order, errs)
 	}
-	m.reg.mu.Unlock()
 	// Even when logging failed, the primary holds the lease: no other
 	// may be named until it ends (its version, ahead of the log, does not
 	// count as current meanwhile).
@@ -150,13 +148,26 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, replic
 	return err
 }
 
-// forgetFailed drops the replicas whose calls failed.
+// recordTaken records the replicas whose calls succeeded at version v.
+func (m *Master) recordTaken(h chunkfs.Handle, v chunkfs.Version, order []*server, errs []error) {
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
+	for i, s := range order {
+		if errs[i] == nil {
+			m.reg.addReplicaLocked(s, h, v)
+			m.reg.clearDoubtLocked(s, h)
+		}
+	}
+}
+
+// forgetFailed drops the replicas whose calls failed, in doubt: the call
+// may have reached them after all (see doubtLocked).
 func (m *Master) forgetFailed(h chunkfs.Handle, order []*server, errs []error) {
 	m.reg.mu.Lock()
 	defer m.reg.mu.Unlock()
 	for i, s := range order {
 		if errs[i] != nil {
-			m.reg.dropReplicaLocked(s, h)
+			m.reg.doubtLocked(s, h)
 		}
 	}
 }
@@ -229,15 +240,34 @@ func (m *Master) leaseCall(ctx context.Context, addr string, req *pb.LeaseReques
 	return err
 }
 
-// cutChunk has the replicas of a chunk that a truncation cut in its middle
-// shorten it at the next version, then logs that version. Its lease is
-// revoked (the new version makes the old primary's mutations fail);
-// replicas that fail are forgotten, being stale now.
-func (m *Master) cutChunk(ctx context.Context, cut namespace.Cut) {
+// cutChunk has the replicas of a chunk that a truncation of file p cut in
+// its middle shorten it at the next version, then logs that version. Its
+// lease is revoked (the new version makes the old primary's mutations
+// fail). The replicas that took the cut are recorded at the new version
+// before it is logged; those that failed are forgotten, in doubt, once it
+// is logged.
+//
+// The new version is logged only when at least one replica took the cut:
+// logging it otherwise would make every replica stale and lose the chunk.
+// Then nothing is logged or forgotten and the caller gets KindUnavailable;
+// the chunk keeps its bytes past the new end until a truncation to the same
+// length (which cuts again) succeeds.
+//
+// The cut applies to the version the truncation saw. If a lease was granted
+// on the chunk since (its version moved), writes after the truncation may
+// be in the chunk, and cutting now could destroy them: the cut is skipped.
+func (m *Master) cutChunk(ctx context.Context, p string, cut namespace.Cut) error {
 	mu := &m.leaseMu[handleStripe(cut.Handle)]
 	mu.Lock()
 	defer mu.Unlock()
-	cur := cut.Version - 1
+	cur := m.currentVersion(cut.Handle)
+	switch {
+	case cur == 0:
+		return nil // deleted meanwhile
+	case cur != cut.Version-1:
+		m.cfg.Logger.Warn("truncated chunk was leased again before it was cut; not cut", "handle", cut.Handle, "version", cur, "truncated_at", cut.Version-1)
+		return nil
+	}
 	cut.Version = m.nextVersion(cut.Handle, cur)
 	m.noteTold(cut.Handle, cut.Version)
 	m.reg.mu.Lock()
@@ -246,6 +276,23 @@ func (m *Master) cutChunk(ctx context.Context, cut namespace.Cut) {
 		ci.primary = nil
 	}
 	m.reg.mu.Unlock()
+	errs := m.callTruncate(ctx, cut, replicas)
+	if !slices.Contains(errs, nil) {
+		return chunkfs.E("truncate", p, chunkfs.KindUnavailable, "no live replica of the chunk holding the new end could be cut; retry the truncation")
+	}
+	m.recordTaken(cut.Handle, cut.Version, replicas, errs)
+	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: cut.Handle, Length: int64(cut.Version)}); err != nil {
+		// The replicas that took the cut are ahead of the log; a
+		// registration adopts their version.
+		m.cfg.Logger.Warn("logging a truncated chunk's version failed", "handle", cut.Handle, "err", err)
+		return err
+	}
+	m.forgetFailed(cut.Handle, replicas, errs)
+	return nil
+}
+
+// callTruncate sends Truncate to every replica at once.
+func (m *Master) callTruncate(ctx context.Context, cut namespace.Cut, replicas []*server) []error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(replicas))
 	for i, s := range replicas {
@@ -256,19 +303,7 @@ func (m *Master) cutChunk(ctx context.Context, cut namespace.Cut) {
 		}()
 	}
 	wg.Wait()
-	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: cut.Handle, Length: int64(cut.Version)}); err != nil {
-		m.cfg.Logger.Warn("logging a truncated chunk's version failed", "handle", cut.Handle, "err", err)
-		return
-	}
-	m.reg.mu.Lock()
-	defer m.reg.mu.Unlock()
-	for i, s := range replicas {
-		if errs[i] == nil {
-			m.reg.addReplicaLocked(s, cut.Handle, cut.Version)
-		} else {
-			m.reg.dropReplicaLocked(s, cut.Handle)
-		}
-	}
+	return errs
 }
 
 // currentVersion returns chunk h's logged version, 0 if it does not exist.

@@ -142,7 +142,8 @@ func (m *Master) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteR
 
 // SetAttr changes mode, owner, group, times, replication or length at once.
 // A truncation that cuts a chunk in its middle bumps the chunk's version
-// and has its replicas cut.
+// and has its replicas cut; if none could be, the new length stands but the
+// call fails (KindUnavailable) and should be retried, which cuts again.
 func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAttrResponse, error) {
 	c, err := pathArg("setattr", req.Path, req.Caller)
 	if err != nil {
@@ -156,7 +157,9 @@ func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAt
 	}
 	m.collect(r.Garbage)
 	if r.Cut != nil {
-		m.cutChunk(context.WithoutCancel(ctx), *r.Cut)
+		if err := m.cutChunk(context.WithoutCancel(ctx), req.Path, *r.Cut); err != nil {
+			return nil, err
+		}
 	}
 	return &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}, nil
 }

@@ -14,6 +14,7 @@ import (
 const (
 	maxQueuedGarbage    = 1 << 20 // per chunkserver
 	maxGarbagePerAnswer = 10000
+	maxDoubts           = 1 << 20     // per chunkserver
 	recentWindow        = time.Minute // placement's creation-count window
 )
 
@@ -26,6 +27,7 @@ type server struct {
 	alive          bool
 	chunks         map[chunkfs.Handle]chunkfs.Version // replicas it holds
 	garbage        []chunkfs.Handle                   // to tell it to delete
+	doubt          map[chunkfs.Handle]uint64          // replicas whose Lease or Truncate call failed, not yet checked: when (registry.doubts)
 	recent         int                                // chunks created on it this window
 }
 
@@ -45,6 +47,7 @@ type registry struct {
 	chunks      map[chunkfs.Handle]*chunkInfo
 	rng         *rand.Rand
 	windowStart time.Time
+	doubts      uint64 // counts doubtLocked calls, to tell a doubt from a later one
 }
 
 func newRegistry(cfg Config) *registry {
@@ -83,6 +86,29 @@ func (r *registry) dropReplicaLocked(s *server, h chunkfs.Handle) {
 	ci.holders = slices.DeleteFunc(ci.holders, func(x *server) bool { return x == s })
 	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 {
 		delete(r.chunks, h)
+	}
+}
+
+// doubtLocked forgets s's replica of h after a Lease or Truncate call to s
+// failed. The call may still have reached s, so s may hold the new version
+// while a report it built earlier says otherwise: until s is asked
+// (verifyDoubts), no old report of it makes the replica stale.
+func (r *registry) doubtLocked(s *server, h chunkfs.Handle) {
+	r.dropReplicaLocked(s, h)
+	if s.doubt == nil {
+		s.doubt = make(map[chunkfs.Handle]uint64)
+	}
+	if _, ok := s.doubt[h]; ok || len(s.doubt) < maxDoubts {
+		r.doubts++
+		s.doubt[h] = r.doubts
+	}
+}
+
+// clearDoubtLocked notes that s's replica of h is settled.
+func (r *registry) clearDoubtLocked(s *server, h chunkfs.Handle) {
+	delete(s.doubt, h)
+	if len(s.doubt) == 0 {
+		s.doubt = nil
 	}
 }
 

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -34,6 +35,13 @@ func checkServerArgs(op, id, addr, rack string) error {
 // master's record of where they live, replacing what it held before.
 // Replicas of chunks the master does not know are garbage; replicas with an
 // older version than the master's are stale.
+//
+// A report may have been built before a Lease or Truncate call raised a
+// replica's version and be handled after the new version was logged. So a
+// reported version below what the master recorded for that server (from a
+// call that succeeded) counts as the recorded one, and a replica whose call
+// failed (in doubt) is not made stale by an old report: the next heartbeat
+// sample that covers it settles it by asking the server (verifyDoubts).
 func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
 	if err := checkServerArgs("register", req.Id, req.Addr, req.Rack); err != nil {
 		return nil, err
@@ -48,18 +56,23 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 		m.reg.mu.Lock()
 		defer m.reg.mu.Unlock()
 		var s *server
-		if s, err = m.registerLocked(req); err != nil {
+		var known map[chunkfs.Handle]chunkfs.Version
+		var doubt map[chunkfs.Handle]uint64
+		if s, known, doubt, err = m.registerLocked(req); err != nil {
 			return
 		}
 		for _, c := range req.Chunks {
 			h, v := chunkfs.Handle(c.Handle), chunkfs.Version(c.Version)
+			v = max(v, known[h]) // the report may predate a call that raised it
 			cur, ok := ns.ChunkVersion(h)
 			switch {
 			case !ok:
 				resp.Garbage = append(resp.Garbage, c.Handle)
+			case v < cur && doubt[h] != 0:
+				m.reg.doubtLocked(s, h)
 			case v < cur:
 				resp.Stale = append(resp.Stale, c.Handle)
-			case v > cur:
+			case chunkfs.Version(c.Version) > cur:
 				ahead = append(ahead, namespace.Chunk{Handle: h, Version: v})
 				fallthrough
 			default:
@@ -98,14 +111,19 @@ func (m *Master) adopt(ctx context.Context, ahead []namespace.Chunk) (uint64, er
 	return id, nil
 }
 
-// registerLocked creates or resets the record of the server in req.
-func (m *Master) registerLocked(req *pb.RegisterRequest) (*server, error) {
+// registerLocked creates or resets the record of the server in req. It
+// returns what the master recorded for that server before: the versions of
+// its replicas and the replicas in doubt.
+func (m *Master) registerLocked(req *pb.RegisterRequest) (*server, map[chunkfs.Handle]chunkfs.Version, map[chunkfs.Handle]uint64, error) {
 	r := m.reg
+	var known map[chunkfs.Handle]chunkfs.Version
+	var doubt map[chunkfs.Handle]uint64
 	if s := r.servers[req.Id]; s != nil {
+		known, doubt = maps.Clone(s.chunks), s.doubt
 		r.dropServerLocked(s)
 		delete(r.byAddr, s.addr)
 	} else if len(r.servers) >= maxServerCount {
-		return nil, chunkfs.E("register", req.Id, chunkfs.KindNoSpace, "too many chunkservers")
+		return nil, nil, nil, chunkfs.E("register", req.Id, chunkfs.KindNoSpace, "too many chunkservers")
 	}
 	if old := r.byAddr[req.Addr]; old != nil && old.id != req.Id {
 		old.alive = false
@@ -119,9 +137,10 @@ func (m *Master) registerLocked(req *pb.RegisterRequest) (*server, error) {
 	}
 	s.addr, s.rack, s.capacity, s.used = req.Addr, req.Rack, req.Capacity, req.Used
 	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.Chunks))
+	s.doubt = nil
 	s.alive, s.lastBeat = true, m.cfg.Clock.Now()
 	r.byAddr[req.Addr] = s
-	return s, nil
+	return s, known, doubt, nil
 }
 
 // Heartbeat records a chunkserver's figures, answers its sample with the
@@ -140,6 +159,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		}
 	}
 	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds()}
+	var verify []chunkfs.Handle
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.reg.mu.Lock()
 		defer m.reg.mu.Unlock()
@@ -149,33 +169,51 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			return
 		}
 		s.capacity, s.used, s.load, s.lastBeat = req.Capacity, req.Used, req.Load, now
-		resp.Garbage = m.sampleLocked(ns, s, req)
+		resp.Garbage, verify = m.sampleLocked(ns, s, req)
 		resp.Extended = m.extendLocked(s, req.ExtendLeases, now)
 	})
+	if len(verify) > 0 {
+		resp.Garbage = append(resp.Garbage, m.verifyDoubts(ctx, req.Id, req.Addr, verify)...)
+	}
 	return resp, nil
 }
 
+// maxVerifyPerBeat bounds the replicas in doubt one heartbeat checks.
+const maxVerifyPerBeat = 16
+
 // sampleLocked checks a heartbeat's sample and corrupt list and returns
-// what the server should delete, with the garbage queued for it.
-func (m *Master) sampleLocked(ns *namespace.Namespace, s *server, req *pb.HeartbeatRequest) []uint64 {
+// what the server should delete, with the garbage queued for it, and the
+// sampled replicas in doubt whose old version must be checked with the
+// server before they may be condemned.
+func (m *Master) sampleLocked(ns *namespace.Namespace, s *server, req *pb.HeartbeatRequest) (garbage []uint64, verify []chunkfs.Handle) {
 	r := m.reg
 	for _, h := range req.Corrupt {
 		r.dropReplicaLocked(s, chunkfs.Handle(h))
+		r.clearDoubtLocked(s, chunkfs.Handle(h))
 		r.queueGarbageLocked(s, chunkfs.Handle(h))
 	}
 	for _, c := range req.Sample {
 		h := chunkfs.Handle(c.Handle)
 		cur, ok := ns.ChunkVersion(h)
 		_, known := s.chunks[h]
-		// A sample may predate a Lease call that raised the replica's
-		// version, so an old version condemns only a replica the master
-		// no longer counts (its Lease call failed, or it was never known).
+		_, doubted := s.doubt[h]
+		// A sample may predate a Lease or Truncate call that raised the
+		// replica's version, so an old version condemns only a replica
+		// the master does not count; and if that is because its call
+		// failed (the call may have reached it anyway), only after the
+		// server confirms the old version.
 		switch v := chunkfs.Version(c.Version); {
-		case !ok || (v < cur && !known):
+		case !ok || (v < cur && !known && !doubted):
 			r.dropReplicaLocked(s, h)
+			r.clearDoubtLocked(s, h)
 			r.queueGarbageLocked(s, h)
+		case v < cur && doubted:
+			if len(verify) < maxVerifyPerBeat {
+				verify = append(verify, h)
+			}
 		case v == cur && !known:
 			r.addReplicaLocked(s, h, v) // counted again (after a failed call, say)
+			r.clearDoubtLocked(s, h)
 		}
 	}
 	n := min(len(s.garbage), maxGarbagePerAnswer)
@@ -191,7 +229,78 @@ func (m *Master) sampleLocked(ns *namespace.Namespace, s *server, req *pb.Heartb
 	if len(s.garbage) == 0 {
 		s.garbage = nil
 	}
-	return out
+	return out, verify
+}
+
+// verifyDoubts asks the server (id at addr) for the version of each of its
+// replicas in doubt in handles and settles them: one at the logged version
+// is counted again, one behind it (or of a deleted chunk) is garbage and
+// returned, one ahead of the log is left to a registration to adopt. A
+// replica the server cannot describe, or that a later call put in doubt
+// again, stays in doubt.
+func (m *Master) verifyDoubts(ctx context.Context, id, addr string, handles []chunkfs.Handle) []uint64 {
+	m.reg.mu.Lock()
+	var gens []uint64
+	if s := m.reg.servers[id]; s != nil {
+		for _, h := range handles {
+			gens = append(gens, s.doubt[h])
+		}
+	}
+	m.reg.mu.Unlock()
+	if gens == nil {
+		return nil
+	}
+	versions := make([]chunkfs.Version, len(handles))
+	errs := make([]error, len(handles))
+	for i, h := range handles {
+		versions[i], errs[i] = m.replicaVersion(ctx, addr, h)
+	}
+	var garbage []uint64
+	m.state.read(func(ns *namespace.Namespace) {
+		m.reg.mu.Lock()
+		defer m.reg.mu.Unlock()
+		s := m.reg.servers[id]
+		if s == nil || !s.alive || s.addr != addr {
+			return
+		}
+		for i, h := range handles {
+			if g, ok := s.doubt[h]; !ok || g != gens[i] {
+				continue // settled meanwhile, or in doubt again
+			}
+			cur, ok := ns.ChunkVersion(h)
+			switch v := versions[i]; {
+			case errs[i] != nil && chunkfs.KindOf(errs[i]) != chunkfs.KindNotExist:
+				continue
+			case errs[i] != nil:
+				m.reg.clearDoubtLocked(s, h) // the server has no replica
+			case !ok || v < cur:
+				m.reg.clearDoubtLocked(s, h)
+				m.reg.dropReplicaLocked(s, h)
+				garbage = append(garbage, uint64(h))
+			case v == cur:
+				m.reg.clearDoubtLocked(s, h)
+				m.reg.addReplicaLocked(s, h, v)
+			default:
+				m.reg.clearDoubtLocked(s, h)
+			}
+		}
+	})
+	return garbage
+}
+
+// replicaVersion asks the chunkserver at addr for its replica's version.
+func (m *Master) replicaVersion(ctx context.Context, addr string, h chunkfs.Handle) (chunkfs.Version, error) {
+	cs, err := m.pool.ChunkServer(addr)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.RPCTimeout)
+	defer cancel()
+	resp, err := cs.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h)})
+	if err != nil {
+		return 0, err
+	}
+	return chunkfs.Version(resp.Version), nil
 }
 
 // extendLocked extends the valid leases s holds among handles.
@@ -218,6 +327,7 @@ func (m *Master) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest
 		h := chunkfs.Handle(req.Handle)
 		if _, ok := s.chunks[h]; ok {
 			m.reg.dropReplicaLocked(s, h)
+			m.reg.clearDoubtLocked(s, h)
 			m.reg.queueGarbageLocked(s, h)
 			m.cfg.Logger.Warn("corrupt replica reported", "handle", req.Handle, "replica", req.Replica, "reporter", req.Reporter)
 		}

@@ -228,13 +228,15 @@ func (ns *Namespace) checkSizes(c *Command) error {
 // setLength truncates or extends n. Shrinking drops whole chunks past the
 // end and, when the new end falls inside a chunk that holds data past it,
 // reports that chunk as cut, with the next version: the master has the
-// replicas cut at that version and then logs it (OpSetVersion).
+// replicas cut at that version and then logs it (OpSetVersion). Setting the
+// length a file already has cuts again, so a truncation whose cut reached
+// no replica can be retried.
 func (ns *Namespace) setLength(n *inode, length, now int64) ([]chunkfs.Handle, *Cut) {
 	old := n.length
 	garbage := ns.truncate(n, length, now)
 	off := length % ns.chunkSize
 	i := length / ns.chunkSize
-	if length >= old || off == 0 || i >= int64(len(n.chunks)) || n.chunks[i].handle == 0 {
+	if length > old || off == 0 || i >= int64(len(n.chunks)) || n.chunks[i].handle == 0 {
 		return garbage, nil
 	}
 	r := n.chunks[i]

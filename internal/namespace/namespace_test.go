@@ -362,6 +362,11 @@ func TestTruncateAndChunks(t *testing.T) {
 	if v, ok := s.ns.ChunkVersion(handles[1]); !ok || v != 1 {
 		t.Errorf("cut chunk version %d %v before the master logs it", v, ok)
 	}
+	// Truncating to the same length cuts again (a retry after no replica
+	// could be cut).
+	if r := s.ok(&Command{Op: OpSetAttr, Caller: alice, Path: "/alice/f", Set: SetLength, Length: testChunk + 100}); r.Cut == nil || r.Cut.Handle != handles[1] || r.Cut.Version != 2 || r.Cut.Length != 100 || len(r.Garbage) != 0 {
+		t.Errorf("truncate to the same length: %+v", r)
+	}
 	if r := s.ok(&Command{Op: OpSetVersion, Handle: handles[1], Length: 2}); r.Chunk.Version != 2 {
 		t.Errorf("set version: %+v", r.Chunk)
 	}
