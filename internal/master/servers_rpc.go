@@ -252,6 +252,8 @@ func (m *Master) verifyDoubts(ctx context.Context, id, addr string, handles []ch
 	}
 	versions := make([]chunkfs.Version, len(handles))
 	errs := make([]error, len(handles))
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.RPCTimeout) // for all of them: the heartbeat waits
+	defer cancel()
 	for i, h := range handles {
 		versions[i], errs[i] = m.replicaVersion(ctx, addr, h)
 	}
@@ -294,8 +296,6 @@ func (m *Master) replicaVersion(ctx context.Context, addr string, h chunkfs.Hand
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.RPCTimeout)
-	defer cancel()
 	resp, err := cs.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h)})
 	if err != nil {
 		return 0, err
