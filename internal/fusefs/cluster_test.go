@@ -238,8 +238,18 @@ func TestMasterRestart(t *testing.T) {
 	if err := tc.WaitAlive(ctx, tc.Chunkservers()); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(readFile(t, p)); got != "before" {
-		t.Errorf("after restart: %q", got)
+	// The master learns chunk locations from the chunkservers' reports
+	// after it restarts: the mount recovers once it has them.
+	var got []byte
+	var err error
+	for ctx.Err() == nil {
+		if got, err = os.ReadFile(p); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || string(got) != "before" {
+		t.Fatalf("after restart: %q, %v", got, err)
 	}
 	writeFile(t, filepath.Join(mnt, "g"), []byte("after"))
 }
