@@ -20,6 +20,10 @@ import (
 // and record appends by N clients) on a shaped network-namespace testbed.
 // It needs root.
 func runBench(ctx context.Context, args []string) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		_, _, _, err := benchFlags(args) // prints the flags of bench gfs
+		return err
+	}
 	if len(args) == 0 || args[0] != "gfs" {
 		return benchUsage("usage: chunkfs bench gfs [--quick] [--scale F] [--clients 1,2,4,8,16] [--out DIR]")
 	}
@@ -165,5 +169,5 @@ func runBenchWorker(ctx context.Context, args []string) error {
 
 // benchUsage is an error in the command line of chunkfs bench.
 func benchUsage(format string, args ...any) error {
-	return fmt.Errorf("bench: "+format, args...)
+	return fmt.Errorf(format, args...)
 }
