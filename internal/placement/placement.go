@@ -1,8 +1,9 @@
 // Package placement is the pure policy that decides where new chunk
 // replicas go. Given the live chunkservers, it picks R distinct ones,
-// preferring servers below the average utilisation, capping how many chunks
-// a server was recently given (a new chunk brings a burst of writes), and
-// spreading replicas over racks. It does no I/O and reads no clock; any
+// spreading a burst of creations over all servers (a new chunk brings a
+// burst of writes: GFS limits the recent creations on each chunkserver),
+// avoiding servers clearly above the average utilisation, and spreading
+// replicas over racks. It does no I/O and reads no clock; any
 // randomness comes from the *rand.Rand passed in, so a choice is
 // reproducible from its inputs.
 package placement
@@ -40,10 +41,15 @@ type Config struct {
 	MaxRecent int
 	// MinFree is the free space (bytes) a server needs to take a chunk.
 	MinFree int64
+	// UtilisationBand is how far (a fraction of capacity) a server's
+	// utilisation may exceed the average before it counts as above it.
+	// Servers within the band are equals: slightly uneven usage must not
+	// steer a whole burst of new chunks to the emptier half.
+	UtilisationBand float64
 }
 
 // DefaultConfig returns the policy's defaults.
-func DefaultConfig() Config { return Config{MaxRecent: 64, MinFree: 0} }
+func DefaultConfig() Config { return Config{MaxRecent: 64, MinFree: 0, UtilisationBand: 0.05} }
 
 // Validate reports a configuration error.
 func (c Config) Validate() error {
@@ -52,6 +58,9 @@ func (c Config) Validate() error {
 	}
 	if c.MinFree < 0 {
 		return errors.New("placement: MinFree must not be negative")
+	}
+	if !(c.UtilisationBand >= 0 && c.UtilisationBand < 1) {
+		return errors.New("placement: UtilisationBand must be in [0, 1)")
 	}
 	return nil
 }
@@ -83,27 +92,35 @@ func candidates(cfg Config, servers []Server) []int {
 	return out
 }
 
-// rank orders cand: servers under the recent-creation cap first, then those
-// at or below the average utilisation, then fewer recent creations, lower
-// utilisation and lower load.
+// rank orders cand: servers under the recent-creation cap first, then fewer
+// recent creations (so consecutive creations go round all servers), then
+// those not above the average utilisation by more than the band, then lower
+// load, then lower utilisation outside the band. Servers equal on all of
+// these keep the rng's (or the IDs') order.
 func rank(cfg Config, servers []Server, cand []int, rng *rand.Rand) {
 	var sum float64
 	for _, i := range cand {
 		sum += servers[i].utilisation()
 	}
-	avg := sum / float64(len(cand))
+	limit := sum/float64(len(cand)) + cfg.UtilisationBand
 	slices.SortFunc(cand, func(a, b int) int { return cmp.Compare(servers[a].ID, servers[b].ID) })
 	if rng != nil {
 		rng.Shuffle(len(cand), func(i, j int) { cand[i], cand[j] = cand[j], cand[i] })
 	}
-	key := func(i int) (bool, bool, int, float64, int) {
+	type key struct {
+		capped, above bool
+		recent, load  int
+		excess        float64 // utilisation above the band's top, else 0
+	}
+	keyOf := func(i int) key {
 		s := &servers[i]
-		return s.Recent >= cfg.MaxRecent, s.utilisation() > avg, s.Recent, s.utilisation(), s.Load
+		u := s.utilisation()
+		return key{capped: s.Recent >= cfg.MaxRecent, above: u > limit, recent: s.Recent, load: s.Load, excess: max(u-limit, 0)}
 	}
 	slices.SortStableFunc(cand, func(a, b int) int {
-		a1, a2, a3, a4, a5 := key(a)
-		b1, b2, b3, b4, b5 := key(b)
-		return cmp.Or(cmpBool(a1, b1), cmpBool(a2, b2), cmp.Compare(a3, b3), cmp.Compare(a4, b4), cmp.Compare(a5, b5))
+		ka, kb := keyOf(a), keyOf(b)
+		return cmp.Or(cmpBool(ka.capped, kb.capped), cmp.Compare(ka.recent, kb.recent), cmpBool(ka.above, kb.above),
+			cmp.Compare(ka.load, kb.load), cmp.Compare(ka.excess, kb.excess))
 	})
 }
 

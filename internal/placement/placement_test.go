@@ -47,11 +47,81 @@ func TestPrefersBelowAverageUtilisation(t *testing.T) {
 	for i := range ss {
 		ss[i].Used = int64(10 * (i + 1)) // cs00 emptiest
 	}
-	got, _ := Choose(DefaultConfig(), ss, 2, rand.New(rand.NewPCG(2, 2)))
+	// Average 35%; the default band admits up to 40%.
+	for seed := range uint64(20) {
+		got, _ := Choose(DefaultConfig(), ss, 2, rand.New(rand.NewPCG(seed, 2)))
+		for _, i := range got {
+			if ss[i].Used > 40 {
+				t.Errorf("seed %d: chose %s at %d%% with emptier servers free", seed, ss[i].ID, ss[i].Used)
+			}
+		}
+	}
+	// Without a band, only servers at or below the average qualify.
+	got, _ := Choose(Config{MaxRecent: 64}, ss, 3, rand.New(rand.NewPCG(2, 2)))
 	for _, i := range got {
 		if ss[i].Used > 35 {
-			t.Errorf("chose %s at %d%% with emptier servers free", ss[i].ID, ss[i].Used)
+			t.Errorf("band 0: chose %s at %d%% with emptier servers free", ss[i].ID, ss[i].Used)
 		}
+	}
+}
+
+// TestBurstSpreadsOverAllServers places a burst of 16 three-replica chunks
+// on 16 servers the way the master does (each choice counts as a recent
+// creation) and checks no server takes much more than its 3 replicas, both
+// on equal and on slightly unequal usage: the slightly emptier half must
+// not take the whole burst.
+func TestBurstSpreadsOverAllServers(t *testing.T) {
+	cases := []struct {
+		name    string
+		racks   int
+		used    func(i int) int64
+		maxEach int
+	}{
+		{"equal", 1, func(int) int64 { return 40 }, 3},
+		{"uneven", 1, func(i int) int64 { return 38 + int64(i%5) }, 3},
+		{"uneven-racks", 4, func(i int) int64 { return 38 + int64(i%5) }, 4},
+	}
+	for _, tc := range cases {
+		for seed := range uint64(10) {
+			ss := servers(16, tc.racks)
+			for i := range ss {
+				ss[i].Used = tc.used(i)
+			}
+			rng := rand.New(rand.NewPCG(seed, 3))
+			for range 16 {
+				got, err := Choose(DefaultConfig(), ss, 3, rng)
+				if err != nil || len(got) != 3 {
+					t.Fatalf("%s: Choose = %v, %v", tc.name, got, err)
+				}
+				for _, i := range got {
+					ss[i].Recent++
+				}
+			}
+			for _, s := range ss {
+				if s.Recent > tc.maxEach || s.Recent == 0 {
+					t.Errorf("%s seed %d: %s took %d replicas of the burst, want 1..%d", tc.name, seed, s.ID, s.Recent, tc.maxEach)
+				}
+			}
+		}
+	}
+}
+
+func TestClearlyFullerServersAvoided(t *testing.T) {
+	ss := servers(8, 1)
+	for i := range ss {
+		ss[i].Used = 40
+	}
+	ss[0].Used, ss[1].Used = 80, 70 // clearly above the band
+	for seed := range uint64(20) {
+		got, _ := Choose(DefaultConfig(), ss, 3, rand.New(rand.NewPCG(seed, 4)))
+		for _, i := range got {
+			if i < 2 {
+				t.Errorf("seed %d: chose %s at %d%% with room elsewhere", seed, ss[i].ID, ss[i].Used)
+			}
+		}
+	}
+	if (Config{MaxRecent: 1, UtilisationBand: 1}).Validate() == nil || (Config{MaxRecent: 1, UtilisationBand: -0.1}).Validate() == nil {
+		t.Error("Validate accepted a bad band")
 	}
 }
 
