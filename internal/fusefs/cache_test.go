@@ -120,7 +120,9 @@ func TestCacheLayers(t *testing.T) {
 			if got := readAll(t, big); !bytes.Equal(got, bigData) {
 				t.Fatal("big file differs")
 			}
-			if r := b.reads.Load(); tc.on && r > 4 {
+			// 128 KiB kernel reads would be 64; windows of 4 MiB make 2,
+			// a few more when the kernel's reads arrive out of order.
+			if r := b.reads.Load(); tc.on && r > 12 {
 				t.Errorf("read-ahead: 8 MiB took %d reads from the cluster", r)
 			}
 
