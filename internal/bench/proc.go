@@ -6,13 +6,18 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 )
 
 // proc is a process running in a testbed namespace, started through
-// `ip netns exec`, which execs the command in place so the process ID is the
-// command's own.
+// `nsenter --net`, which execs the command in place so the process ID is the
+// command's own. Unlike `ip netns exec` it enters only the network
+// namespace and makes no mount namespace: a private copy of the mount table
+// would hold on to FUSE mounts made meanwhile by anyone on the machine (a
+// mount test running beside the benchmark), and their unmount would then
+// wait for the benchmark to end.
 type proc struct {
 	name string
 	cmd  *exec.Cmd
@@ -25,7 +30,7 @@ type proc struct {
 // handed to the child as they are (no copying goroutines), so that waiting
 // for it never depends on someone reading its output.
 func startIn(name, ns string, argv []string, logFile, stdin, stdout *os.File) (*proc, error) {
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
+	cmd := exec.Command("nsenter", append([]string{"--net=" + filepath.Join("/run/netns", ns), "--"}, argv...)...)
 	cmd.Stdout = logFile
 	if stdin != nil {
 		cmd.Stdin = stdin
