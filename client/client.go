@@ -137,6 +137,7 @@ type Client struct {
 	master    pb.MasterClient
 	pool      *rpc.Pool
 	data      *rpc.DataClient
+	reader    chunkReader // reads chunk data: data, but for unit tests
 	locs      *locationCache
 	leases    *leaseCache
 	near      *nearness
@@ -159,6 +160,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindInvalid, err.Error())
 	}
 	c := &Client{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, pool: rpc.NewPool(), data: rpc.NewDataClient()}
+	c.reader = c.data
 	if c.log == nil {
 		c.log = slog.Default()
 	}

@@ -338,3 +338,48 @@ func firstDiff(got, want []byte) string {
 	}
 	return fmt.Sprintf("got %d bytes, want %d; first difference at %d", len(got), len(want), i)
 }
+
+// TestParallelReadCorruptAndDownReplicas: a large region is read in pieces
+// from every replica; pieces that hit a corrupted replica, or one whose
+// server is down, come back right from the others.
+func TestParallelReadCorruptAndDownReplicas(t *testing.T) {
+	const big = 4 << 20
+	tc := chunkfstest.NewCluster(t, chunkfstest.ChunkSize(big))
+	ctx := context.Background()
+	logs := &logRecorder{}
+	c := newClient(t, tc, func(cfg *client.Config) { cfg.Logger = slog.New(logs) })
+	data := randomBytes(11, big)
+	writeFile(t, ctx, c, "/big", data)
+	chunks, err := c.Chunks(ctx, "/big")
+	if err != nil || len(chunks) != 1 {
+		t.Fatalf("Chunks = %v, %v", chunks, err)
+	}
+	ch := chunks[0]
+	order := client.ReplicaOrder(c, ch.Handle, ch.Replicas)
+	for _, addr := range order[:2] { // every piece on two of the three
+		for off := int64(1000); off < big; off += 256 << 10 {
+			if err := tc.CorruptReplica(serverIndex(t, tc, addr), chunkfs.Handle(ch.Handle), off); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f, err := c.Open(ctx, "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, big)
+	if n, err := f.ReadAt(buf, 0); err != nil || n != big || !bytes.Equal(buf, data) {
+		t.Fatalf("ReadAt with corrupted replicas = %d, %v (%s)", n, err, firstDiff(buf, data))
+	}
+	if !logs.saw(chunkfs.KindChecksum) {
+		t.Fatal("no piece met a corrupted replica's checksum failure")
+	}
+	if err := tc.StopChunkserver(serverIndex(t, tc, order[0])); err != nil {
+		t.Fatal(err)
+	}
+	clear(buf)
+	if n, err := f.ReadAt(buf, 0); err != nil || n != big || !bytes.Equal(buf, data) {
+		t.Fatalf("ReadAt with a replica down = %d, %v (%s)", n, err, firstDiff(buf, data))
+	}
+}

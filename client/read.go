@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -66,15 +69,83 @@ func (c *Client) readChunk(ctx context.Context, path string, idx, co int64, buf 
 	}
 }
 
-// readReplicas reads from each replica in turn until one answers in full.
-// A replica whose data ends before buf is full (a sparse chunk, or a
-// replica that missed a write) is not trusted alone: the others are asked
-// too and the longest answer wins, the rest reading as zeros.
+// chunkReader reads chunk data from one replica, as rpc.DataClient.Read.
+type chunkReader interface {
+	Read(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte) (int, error)
+}
+
+// Regions of at least parallelReadMin bytes are read in pieces of
+// readPieceSize from all replicas at once: each replica takes the next piece
+// when it finishes one, so a replica that other readers keep busy serves
+// less of the region and an idle one more. Smaller regions go to one
+// replica, nearest first.
+const (
+	parallelReadMin = 1 << 20
+	readPieceSize   = 512 << 10
+)
+
+// readReplicas fills buf from chunk loc at offset co: a small region from
+// the replicas in turn, a large one in pieces from all of them in parallel.
 func (c *Client) readReplicas(ctx context.Context, path string, loc *chunkLoc, co int64, buf []byte) error {
+	if len(buf) < parallelReadMin || len(loc.replicas) < 2 {
+		_, err := c.readInTurn(ctx, path, loc, loc.replicas, co, buf)
+		return err
+	}
+	return c.readParallel(ctx, path, loc, co, buf)
+}
+
+// readParallel reads buf in pieces, one worker per replica taking pieces in
+// order until none is left. A piece whose replica fails is read from the
+// others in turn, and that worker stops taking pieces unless it is the last
+// one still working; the first piece that no replica can serve fails the
+// whole region (the caller looks the chunk up again and retries).
+func (c *Client) readParallel(ctx context.Context, path string, loc *chunkLoc, co int64, buf []byte) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pieces := (len(buf) + readPieceSize - 1) / readPieceSize
+	var next atomic.Int64 // the next piece to take
+	var working atomic.Int32
+	working.Store(int32(len(loc.replicas)))
+	var errOnce sync.Once
+	var first error // the first failure; written once, read after Wait
+	var wg sync.WaitGroup
+	for i := range loc.replicas {
+		order := append(slices.Clone(loc.replicas[i:]), loc.replicas[:i]...)
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= pieces || ctx.Err() != nil {
+					return
+				}
+				lo := k * readPieceSize
+				hi := min(lo+readPieceSize, len(buf))
+				own, err := c.readInTurn(ctx, path, loc, order, co+int64(lo), buf[lo:hi])
+				if err != nil {
+					errOnce.Do(func() { first = err; cancel() })
+					return
+				}
+				if !own && working.Add(-1) > 0 {
+					return // its replica failed: leave the rest to the others
+				} else if !own {
+					working.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// readInTurn fills buf from the replicas in order until one answers in
+// full; own reports whether the first replica answered without an error. A
+// replica whose data ends before buf is full (a sparse chunk, or a replica
+// that missed a write) is not trusted alone: the others are asked too and
+// the longest answer wins, the rest reading as zeros.
+func (c *Client) readInTurn(ctx context.Context, path string, loc *chunkLoc, replicas []string, co int64, buf []byte) (own bool, err error) {
 	var last error
 	best := -1 // bytes of buf filled by the longest short answer so far
 	var tmp []byte
-	for _, addr := range loc.replicas {
+	for j, addr := range replicas {
 		dst := buf
 		if best >= 0 {
 			if tmp == nil {
@@ -82,16 +153,17 @@ func (c *Client) readReplicas(ctx context.Context, path string, loc *chunkLoc, c
 			}
 			dst = tmp
 		}
-		n, err := c.data.Read(ctx, addr, loc.handle, loc.version, co, dst)
+		n, err := c.reader.Read(ctx, addr, loc.handle, loc.version, co, dst)
 		// A bare io.EOF is the end of the chunk's data; a broken connection
 		// is a *chunkfs.Error that may wrap io.EOF and must not read as zeros.
 		if err == nil || err == io.EOF {
+			own = own || j == 0
 			if best >= 0 && n > best {
 				copy(buf, tmp[:n])
 			}
 			best = max(best, n)
 			if best == len(buf) {
-				return nil
+				return own, nil
 			}
 			continue
 		}
@@ -103,12 +175,12 @@ func (c *Client) readReplicas(ctx context.Context, path string, loc *chunkLoc, c
 	}
 	if best >= 0 {
 		clear(buf[best:]) // past the chunk's data but below the file's length
-		return nil
+		return own, nil
 	}
 	if last == nil {
 		last = chunkfs.E("read", path, chunkfs.KindUnavailable, "chunk has no live replica")
 	}
-	return last
+	return own, last
 }
 
 // reportCorrupt tells the master, in the background, that a replica failed

@@ -1,0 +1,157 @@
+package client
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// fakeReplicas serves chunk data (byte i is byte(i*7+i>>16)) from named
+// replicas, each with its own length, failure and gate, and counts the
+// pieces each one served.
+type fakeReplicas struct {
+	length map[string]int           // where each replica's data ends
+	fail   map[string]chunkfs.Kind  // replicas that fail every read
+	gate   map[string]chan struct{} // replicas whose first read waits for it
+
+	mu      sync.Mutex // guards served, tries
+	served  map[string]int
+	tries   map[string]int
+	onServe func(f *fakeReplicas) // called with mu held after each success
+}
+
+func byteAt(i int64) byte { return byte(i*7 + i>>16) }
+
+func (f *fakeReplicas) Read(ctx context.Context, addr string, _ chunkfs.Handle, _ chunkfs.Version, off int64, p []byte) (int, error) {
+	f.mu.Lock()
+	f.tries[addr]++
+	first := f.tries[addr] == 1
+	f.mu.Unlock()
+	if g := f.gate[addr]; g != nil && first {
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return 0, &chunkfs.Error{Op: "read", Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
+		}
+	}
+	if k, ok := f.fail[addr]; ok {
+		return 0, chunkfs.E("read", addr, k, "injected failure")
+	}
+	n := 0
+	for ; n < len(p) && off+int64(n) < int64(f.length[addr]); n++ {
+		p[n] = byteAt(off + int64(n))
+	}
+	f.mu.Lock()
+	f.served[addr]++
+	if f.onServe != nil {
+		f.onServe(f)
+	}
+	f.mu.Unlock()
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func newFakeClient(lengths map[string]int) (*Client, *fakeReplicas, *chunkLoc) {
+	f := &fakeReplicas{length: lengths, fail: map[string]chunkfs.Kind{}, gate: map[string]chan struct{}{},
+		served: map[string]int{}, tries: map[string]int{}}
+	c := &Client{reader: f, log: slog.New(slog.DiscardHandler)}
+	loc := &chunkLoc{handle: 1, version: 1, replicas: []string{"a", "b", "c"}}
+	return c, f, loc
+}
+
+func checkBytes(t *testing.T, buf []byte, off int64, dataEnd int64) {
+	t.Helper()
+	for i := range buf {
+		want := byte(0)
+		if pos := off + int64(i); pos < dataEnd {
+			want = byteAt(pos)
+		}
+		if buf[i] != want {
+			t.Fatalf("byte %d = %d, want %d", off+int64(i), buf[i], want)
+		}
+	}
+}
+
+// TestParallelReadBalances: while one replica is stuck on its first piece,
+// the others take every other piece of a large region.
+func TestParallelReadBalances(t *testing.T) {
+	const size = 4 << 20
+	c, f, loc := newFakeClient(map[string]int{"a": size, "b": size, "c": size})
+	pieces := size / readPieceSize
+	g := make(chan struct{})
+	f.gate["a"] = g
+	f.onServe = func(f *fakeReplicas) {
+		if f.served["a"] == 0 && f.served["b"]+f.served["c"] == pieces-1 {
+			close(g)
+		}
+	}
+	buf := make([]byte, size)
+	if err := c.readReplicas(context.Background(), "/f", loc, 0, buf); err != nil {
+		t.Fatal(err)
+	}
+	checkBytes(t, buf, 0, size)
+	if f.served["a"] != 1 || f.served["b"]+f.served["c"] != pieces-1 {
+		t.Fatalf("pieces served: %v, want a: 1 (it was stuck), b+c: %d", f.served, pieces-1)
+	}
+}
+
+// TestParallelReadFailsOver: pieces whose replica fails come from the
+// others, and a failed replica stops taking pieces.
+func TestParallelReadFailsOver(t *testing.T) {
+	const size = 3<<20 + 1000
+	c, f, loc := newFakeClient(map[string]int{"a": size, "b": size, "c": size})
+	f.fail["a"] = chunkfs.KindUnavailable
+	f.fail["c"] = chunkfs.KindStale
+	buf := make([]byte, size-100)
+	if err := c.readReplicas(context.Background(), "/f", loc, 100, buf); err != nil {
+		t.Fatal(err)
+	}
+	checkBytes(t, buf, 100, size)
+	if f.tries["a"] > 2 || f.tries["c"] > 1 {
+		t.Fatalf("failed replicas kept taking pieces: tries %v", f.tries)
+	}
+	// With every replica failing, the region fails (the caller retries).
+	f.fail["b"] = chunkfs.KindUnavailable
+	if err := c.readReplicas(context.Background(), "/f", loc, 0, buf); chunkfs.KindOf(err) != chunkfs.KindUnavailable && chunkfs.KindOf(err) != chunkfs.KindStale {
+		t.Fatalf("all replicas failing: %v", err)
+	}
+}
+
+// TestParallelReadShortReplicas: where the chunk's data ends the region
+// reads as zeros, and a replica that missed a write loses to a longer one.
+func TestParallelReadShortReplicas(t *testing.T) {
+	const end = 3<<19 + 5 // 1.5 MiB and a bit
+	c, _, loc := newFakeClient(map[string]int{"a": end, "b": 1 << 20, "c": end})
+	for _, order := range [][]string{{"a", "b", "c"}, {"b", "a", "c"}} {
+		loc.replicas = order
+		buf := make([]byte, 4<<20)
+		for i := range buf {
+			buf[i] = 0xff
+		}
+		if err := c.readReplicas(context.Background(), "/f", loc, 0, buf); err != nil {
+			t.Fatal(err)
+		}
+		checkBytes(t, buf, 0, end)
+	}
+}
+
+// TestSmallReadOneReplica: a region under parallelReadMin goes to the
+// first replica alone.
+func TestSmallReadOneReplica(t *testing.T) {
+	const size = 4 << 20
+	c, f, loc := newFakeClient(map[string]int{"a": size, "b": size, "c": size})
+	buf := make([]byte, parallelReadMin-1)
+	if err := c.readReplicas(context.Background(), "/f", loc, 7, buf); err != nil {
+		t.Fatal(err)
+	}
+	checkBytes(t, buf, 7, size)
+	if f.served["a"] != 1 || f.served["b"]+f.served["c"] != 0 {
+		t.Fatalf("pieces served: %v, want only a", f.served)
+	}
+}
