@@ -489,3 +489,59 @@ func TestParallelReadAt(t *testing.T) {
 		}
 	}
 }
+
+// TestFlushAppliesAfterThePrevious: a flush queued behind another applies
+// its data only once that one has finished, and not at all if it failed.
+func TestFlushAppliesAfterThePrevious(t *testing.T) {
+	_, c, ctx := newCluster(t)
+	writeFile(t, ctx, c, "/q", nil)
+	data := randomBytes(12, chunk+100)
+	gate := make(chan struct{})
+	res := make(chan error, 1)
+	go func() { res <- client.WriteAfter(ctx, c, "/q", data, 0, gate, nil) }()
+	if fi, err := c.Stat(ctx, "/q"); err != nil || fi.Length != 0 {
+		t.Fatalf("before the previous flush finished: Stat = %+v, %v; want length 0", fi, err)
+	}
+	close(gate)
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, ctx, c, "/q"); !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes, want the %d written", len(got), len(data))
+	}
+
+	failed := make(chan struct{})
+	close(failed)
+	prevErr := chunkfs.E("write", "/q", chunkfs.KindUnavailable, "earlier flush failed")
+	if err := client.WriteAfter(ctx, c, "/q", bytes.Repeat([]byte{1}, 2*chunk), 0, failed, prevErr); err != prevErr {
+		t.Fatalf("after a failed flush: %v, want its error", err)
+	}
+	if got := readFile(t, ctx, c, "/q"); !bytes.Equal(got, data) {
+		t.Fatal("a flush queued behind a failed one applied its data")
+	}
+}
+
+// TestManyFlushesInOrder: a stream of writes through a small buffer (many
+// flushes, two in flight) over a region written before reads back as the
+// last data written.
+func TestManyFlushesInOrder(t *testing.T) {
+	tc, c, ctx := newCluster(t)
+	wc := newClient(t, tc, func(cfg *client.Config) { cfg.WriteBuffer = 48 << 10 })
+	writeFile(t, ctx, c, "/many", randomBytes(13, 2*chunk))
+	data := randomBytes(14, 3*chunk+12345)
+	f, err := wc.OpenFile(ctx, "/many", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(data); off += 10000 {
+		if _, err := f.Write(data[off:min(off+10000, len(data))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, ctx, c, "/many"); !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes; differ from the %d written", len(got), len(data))
+	}
+}

@@ -17,8 +17,9 @@ import (
 //
 // Writes are buffered (Config.WriteBuffer) and sent at chunk boundaries
 // and when the buffer fills, in the background while the next buffer fills
-// (at most one flush in flight), and on Sync, Close, Seek, Stat, Truncate and
-// reads, which wait for it. An error sending buffered data is returned by
+// (at most two flushes in flight: the newer one's push overlaps the older
+// one's apply, and they apply in order), and on Sync, Close, Seek, Stat,
+// Truncate and reads, which wait for them. An error sending buffered data is returned by
 // the next Write (or whichever call waits for that flush), and again by Sync
 // and Close: it is never lost. Data is
 // acknowledged (on every replica) once Sync or Close returns nil.
@@ -40,8 +41,8 @@ type File struct {
 	lastIdx int64              // guess of the last chunk, for Append; -1: unknown
 	rbuf    []byte             // read-ahead: file data at rbufOff
 	rbufOff int64
-	flight  *flight // the flush in flight, if any
-	spare   []byte  // a free write buffer
+	flights []*flight // the flushes in flight, oldest first
+	spares  [][]byte  // free write buffers
 	closed  bool
 }
 
@@ -268,40 +269,65 @@ func (f *File) flushLocked() error {
 	return f.waitLocked()
 }
 
+// maxFlights is how many flushes may be in flight at once: two, so the next
+// flush's push overlaps the previous one's Write RPC and CommitLength and
+// the NIC stays busy across flushes.
+const maxFlights = 2
+
 // startFlushLocked starts sending the write buffer in the background, after
-// waiting for the previous flush: at most one flush is in flight, so a
-// stream of writes fills one buffer while the other is on the wire.
+// waiting for the oldest flush if maxFlights are in flight; a stream of
+// writes fills one buffer while the others are on the wire. The new flush
+// applies its data only after the previous one has finished, and not at
+// all if that one failed.
 func (f *File) startFlushLocked() error {
-	if err := f.waitLocked(); err != nil {
-		return err
+	for len(f.flights) >= maxFlights {
+		if err := f.waitOldestLocked(); err != nil {
+			return err
+		}
 	}
 	if len(f.wbuf) == 0 {
 		return nil
 	}
 	off, data := f.wbufOff, f.wbuf
-	f.wbuf, f.spare = f.spare[:0], nil
+	f.wbuf = nil
+	if k := len(f.spares); k > 0 {
+		f.wbuf, f.spares = f.spares[k-1][:0], f.spares[:k-1]
+	}
 	f.rbuf = f.rbuf[:0]
 	for idx := off / f.c.chunkSize; idx*f.c.chunkSize < off+int64(len(data)); idx++ {
 		f.dirty[idx] = struct{}{}
 	}
-	done := make(chan struct{})
-	f.flight = &flight{done: done, buf: data}
-	go func(fl *flight) {
-		fl.err = f.c.writeAt(f.ctx, f.path, data, off)
-		close(done)
-	}(f.flight)
+	var prev *flight
+	if k := len(f.flights); k > 0 {
+		prev = f.flights[k-1]
+	}
+	fl := &flight{done: make(chan struct{}), buf: data}
+	f.flights = append(f.flights, fl)
+	go func() {
+		fl.err = f.c.writeAt(f.ctx, f.path, data, off, prev)
+		close(fl.done)
+	}()
 	return nil
 }
 
-// waitLocked waits for the flush in flight, if any, and returns its error.
+// waitLocked waits for every flush in flight and returns the first error.
 func (f *File) waitLocked() error {
-	fl := f.flight
-	if fl == nil {
-		return nil
+	var first error
+	for len(f.flights) > 0 {
+		if err := f.waitOldestLocked(); err != nil && first == nil {
+			first = err
+		}
 	}
+	return first
+}
+
+// waitOldestLocked waits for the oldest flush in flight and returns its
+// error, which also becomes the file's sticky error if it is the first.
+func (f *File) waitOldestLocked() error {
+	fl := f.flights[0]
 	<-fl.done
-	f.flight = nil
-	f.spare = fl.buf[:0]
+	f.flights = f.flights[1:]
+	f.spares = append(f.spares, fl.buf[:0])
 	if fl.err != nil {
 		if f.werr == nil {
 			f.werr = fl.err
@@ -314,8 +340,22 @@ func (f *File) waitLocked() error {
 // flight is a flush running in the background.
 type flight struct {
 	done chan struct{} // closed when the write returns
-	buf  []byte        // the data; reused as the next buffer
+	buf  []byte        // the data; reused as a later buffer
 	err  error         // the write's result, set before done is closed
+}
+
+// wait waits for fl (nil: nothing to wait for) to finish and returns its
+// error, or the context's if it ends first.
+func (fl *flight) wait(ctx context.Context) error {
+	if fl == nil {
+		return nil
+	}
+	select {
+	case <-fl.done:
+		return fl.err
+	case <-ctx.Done():
+		return &chunkfs.Error{Op: "write", Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
+	}
 }
 
 // Sync sends buffered data and makes every replica of the chunks written
@@ -451,6 +491,6 @@ func (f *File) Close() error {
 		err = f.syncLocked()
 	}
 	f.closed = true
-	f.wbuf = nil
+	f.wbuf, f.spares = nil, nil
 	return err
 }

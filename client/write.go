@@ -13,38 +13,46 @@ const maxMutation = 8 << 20
 
 // writeAt writes p at off of path, splitting at chunk boundaries, and then
 // tells the master the file now reaches off+len(p). It returns once every
-// replica of every chunk touched has applied the data.
-func (c *Client) writeAt(ctx context.Context, path string, p []byte, off int64) error {
+// replica of every chunk touched has applied the data. When after is not
+// nil, the data is pushed at once but applied (Write RPC, CommitLength)
+// only once after has finished, and not at all if after failed: so
+// consecutive flushes overlap one's push with the other's apply and still
+// apply in order.
+func (c *Client) writeAt(ctx context.Context, path string, p []byte, off int64, after *flight) error {
 	if off < 0 {
 		return chunkfs.E("write", path, chunkfs.KindInvalid, "negative offset")
 	}
 	if len(p) == 0 {
-		return nil
+		return after.wait(ctx)
 	}
 	for n := 0; n < len(p); {
 		pos := off + int64(n)
 		idx, co := pos/c.chunkSize, pos%c.chunkSize
 		m := int(min(int64(len(p)-n), c.chunkSize-co, maxMutation))
-		if err := c.writeChunk(ctx, path, idx, co, p[n:n+m]); err != nil {
+		if err := c.writeChunk(ctx, path, idx, co, p[n:n+m], after); err != nil {
 			return err
 		}
 		n += m
+	}
+	if err := after.wait(ctx); err != nil {
+		return err
 	}
 	return c.commitLength(ctx, path, off+int64(len(p)))
 }
 
 // writeChunk writes data at offset co of chunk idx: it asks the master for
-// the primary, pushes the data along the replicas nearest first, then asks
-// the primary to apply it on every replica. Failures are retried with a
-// fresh lease until RetryTimeout passes.
-func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, data []byte) error {
+// the primary, pushes the data along the replicas nearest first, waits for
+// after, then asks the primary to apply it on every replica. Failures are
+// retried with a fresh lease until RetryTimeout passes; after's failure is
+// returned as it is.
+func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, data []byte, after *flight) error {
 	c.locs.forget(path, idx)
 	defer c.locs.forget(path, idx) // a reader may have cached it as a hole meanwhile
 	r := c.newRetrier()
 	for {
-		err := c.writeOnce(ctx, path, idx, co, data)
-		if err == nil {
-			return nil
+		earlier, err := c.writeOnce(ctx, path, idx, co, data, after)
+		if err == nil || earlier {
+			return err
 		}
 		c.log.Debug("chunkfs write: attempt failed", "path", path, "chunk", idx, "err", err)
 		if !r.again(ctx, err) {
@@ -53,29 +61,34 @@ func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, dat
 	}
 }
 
-func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data []byte) (err error) {
+// writeOnce makes one attempt of writeChunk; earlier reports that err is
+// after's failure (or the context ending while waiting for it).
+func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data []byte, after *flight) (earlier bool, err error) {
 	loc, _, err := c.prepareCached(ctx, path, idx, false)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() {
-		if err != nil {
+		if err != nil && !earlier {
 			c.leases.drop(path, idx)
 		}
 	}()
 	id := chunkfs.DataID(randomUint64())
 	if err := c.data.Push(ctx, loc.replicas, id, data); err != nil {
-		return err
+		return false, err
+	}
+	if err := after.wait(ctx); err != nil {
+		return true, err
 	}
 	cs, err := c.pool.ChunkServer(loc.primary)
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = cs.Write(ctx, &pb.WriteRequest{
 		Handle: uint64(loc.handle), Version: uint64(loc.version), Offset: co,
 		DataId: uint64(id), Length: int64(len(data)), Secondaries: secondaries(loc),
 	})
-	return err
+	return false, err
 }
 
 // prepare asks the master for a primary of chunk idx, allocating the chunk
