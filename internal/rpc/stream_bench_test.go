@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -79,5 +80,29 @@ func refConn(b *testing.B) func(n int64, p []byte) time.Duration {
 			got += int64(k)
 		}
 		return time.Since(start)
+	}
+}
+
+// BenchmarkPushChain pushes data along a chain of three in-memory replicas
+// on loopback: 8 MiB (throughput) and one 64 KiB frame (the latency each
+// hop adds).
+func BenchmarkPushChain(b *testing.B) {
+	var chain []string
+	for range 3 {
+		addr, _ := startStream(b, newMemHandler())
+		chain = append(chain, addr)
+	}
+	c := NewDataClient()
+	defer c.Close()
+	for _, size := range []int{8 << 20, 64 << 10} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			data := testData(size, 2)
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if err := c.Push(context.Background(), chain, 1, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

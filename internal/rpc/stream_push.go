@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"io"
 	"net"
 	"time"
 
@@ -9,10 +10,12 @@ import (
 	"github.com/chunkfs/chunkfs/internal/checksum"
 )
 
-// servePush receives a push, forwarding each frame down the chain as soon
-// as it has arrived and passed its checksum. A failure of this replica or
-// of one further down is reported once the whole data has been received,
-// so the connection stays in step; a broken frame closes the connection.
+// servePush receives a push, forwarding it down the chain as it arrives:
+// each frame's header at once, then its payload in pieces of forwardPiece
+// bytes, the frame's checksum being verified on the side. A failure of this
+// replica or of one further down, and a frame that failed its checksum, are
+// reported once the whole data has been received, so the connection stays
+// in step; a broken stream (bad header, I/O error) closes the connection.
 func (c *streamConn) servePush(req *pushRequest) error {
 	buf, done, err := c.s.h.BeginPush(req.id, req.length)
 	var next *dataConn
@@ -21,7 +24,7 @@ func (c *streamConn) servePush(req *pushRequest) error {
 	} else {
 		next, err = c.openNext(req)
 	}
-	sums, rerr := c.receive(req.length, buf, next)
+	sums, bad, rerr := c.receive(req.length, buf, next)
 	if rerr != nil {
 		done(nil, false)
 		if next != nil {
@@ -29,8 +32,15 @@ func (c *streamConn) servePush(req *pushRequest) error {
 		}
 		return rerr
 	}
-	if err == nil && next != nil {
-		err = next.finishPush(req.chain[0])
+	if err == nil {
+		err = bad
+	}
+	if next != nil {
+		// Read the next hop's answer even after a bad frame (which it got
+		// too and reports as well), so its connection stays in step.
+		if ferr := next.finishPush(req.chain[0]); err == nil {
+			err = ferr
+		}
 	}
 	// The data is kept (or dropped) before the answer goes back, so an
 	// acknowledged push is visible to a write that follows.
@@ -58,21 +68,29 @@ func (c *streamConn) openNext(req *pushRequest) (*dataConn, error) {
 	return dc, nil
 }
 
+// forwardPiece is how much of a frame a replica receives before forwarding
+// it: less than a frame, so each hop of a chain adds the time of a piece,
+// not of a whole frame.
+const forwardPiece = 16 << 10
+
 // receive reads length bytes of data frames into buf (nil: discard) and
-// forwards each to next (nil: none). A forwarding failure stops forwarding
-// but not receiving; next is then closed. It returns the frames' checksums
-// if every frame but the last was a whole block, else nil.
-func (c *streamConn) receive(length int64, buf []byte, next *dataConn) ([]uint32, error) {
+// forwards them to next (nil: none) piece by piece as they arrive. A
+// forwarding failure stops forwarding but not receiving; next is then
+// closed. It returns the frames' checksums if every frame but the last was
+// a whole block, else nil; bad is a KindChecksum error when a frame's
+// payload did not match its checksum (the rest is still received); err is
+// a broken stream.
+func (c *streamConn) receive(length int64, buf []byte, next *dataConn) (sums []uint32, bad, err error) {
 	var scratch []byte
-	sums := make([]uint32, 0, checksum.NumBlocks(length))
+	sums = make([]uint32, 0, checksum.NumBlocks(length))
 	for pos := int64(0); pos < length; {
 		c.conn.SetReadDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
 		h, err := readHeader(c.r, c.hdr[:])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if h.typ != frameData || h.length == 0 || int64(h.length) > length-pos {
-			return nil, protocolError("unexpected %v frame of %d bytes in a push", h.typ, h.length)
+			return nil, nil, protocolError("unexpected %v frame of %d bytes in a push", h.typ, h.length)
 		}
 		if sums != nil && (h.length == chunkfs.BlockSize || pos+int64(h.length) == length) {
 			sums = append(sums, h.sum)
@@ -88,15 +106,45 @@ func (c *streamConn) receive(length int64, buf []byte, next *dataConn) ([]uint32
 			}
 			p = scratch[:h.length]
 		}
-		if err := readPayload(c.r, h, p); err != nil {
-			return nil, err
+		sum, err := c.receiveFrame(h, p, next)
+		if err != nil {
+			return nil, nil, err
 		}
-		if next != nil && next.err == nil {
-			next.forward(h.sum, p)
+		if sum != h.sum && bad == nil {
+			bad = chunkfs.E("push", "", chunkfs.KindChecksum, "a data frame failed its checksum")
 		}
 		pos += int64(h.length)
 	}
-	return sums, nil
+	if bad != nil {
+		sums = nil
+	}
+	return sums, bad, nil
+}
+
+// receiveFrame reads the payload of the data frame h into p, forwarding
+// each piece to next (the first with h's header) as it arrives, and returns
+// the payload's checksum.
+func (c *streamConn) receiveFrame(h frameHeader, p []byte, next *dataConn) (uint32, error) {
+	var sum uint32
+	for got := 0; got < len(p); {
+		piece := p[got:min(got+forwardPiece, len(p))]
+		if _, err := io.ReadFull(c.r, piece); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		if next != nil && next.err == nil {
+			first := &h
+			if got > 0 {
+				first = nil
+			}
+			next.forwardPiece(first, piece)
+		}
+		sum = checksum.Update(sum, piece)
+		got += len(piece)
+	}
+	return sum, nil
 }
 
 // startPush dials addr (or reuses a pooled connection) and sends the push
@@ -117,14 +165,21 @@ func (c *DataClient) startPush(ctx context.Context, addr string, req *pushReques
 	return dc, nil
 }
 
-// forward sends one data frame; a failure is kept in dc.err.
-func (dc *dataConn) forward(sum uint32, p []byte) {
-	putHeader(dc.hdr[:], frameData, len(p), sum)
+// forwardPiece sends p, part of a data frame, preceded by the frame's
+// header h when p is its first piece; a failure is kept in dc.err.
+func (dc *dataConn) forwardPiece(h *frameHeader, p []byte) {
 	if dc.frameTimeout > 0 {
 		dc.conn.SetWriteDeadline(time.Now().Add(dc.frameTimeout))
 	}
-	bufs := net.Buffers{dc.hdr[:], p}
-	if _, err := bufs.WriteTo(dc.conn); err != nil {
+	var err error
+	if h != nil {
+		putHeader(dc.hdr[:], frameData, h.length, h.sum)
+		bufs := net.Buffers{dc.hdr[:], p}
+		_, err = bufs.WriteTo(dc.conn)
+	} else {
+		_, err = dc.conn.Write(p)
+	}
+	if err != nil {
 		dc.err = unavailable("push", dc.addr, err)
 	}
 }

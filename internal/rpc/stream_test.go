@@ -414,3 +414,120 @@ func FuzzServeConn(f *testing.F) {
 		<-done
 	})
 }
+
+// TestPushForwardsWithinFrame shows that a replica forwards a frame's
+// payload before the whole frame has arrived: the next hop, a bare
+// listener, sees the header and a first piece while the client still holds
+// back the rest of the frame.
+func TestPushForwardsWithinFrame(t *testing.T) {
+	a, _ := startStream(t, newMemHandler())
+	last, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer last.Close()
+	frame := testData(chunkfs.MaxFrameSize, 3)
+	pieceSeen := make(chan []byte, 1)
+	restSeen := make(chan []byte, 1)
+	go func() {
+		conn, err := last.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		r := bufio.NewReader(conn)
+		io.ReadFull(r, make([]byte, 4))
+		var hdr [frameHeaderSize]byte
+		h, _ := readHeader(r, hdr[:])
+		io.ReadFull(r, make([]byte, h.length))
+		h, _ = readHeader(r, hdr[:])
+		p := make([]byte, h.length)
+		io.ReadFull(r, p[:forwardPiece])
+		pieceSeen <- p[:forwardPiece]
+		io.ReadFull(r, p[forwardPiece:])
+		restSeen <- p
+		conn.Write(appendFrame(nil, frameOK, nil))
+	}()
+	conn, err := net.Dial("tcp", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req, _ := (&pushRequest{id: 8, length: int64(len(frame)), chain: []string{last.Addr().String()}}).encode()
+	conn.Write(append([]byte(StreamMagic), appendFrame(nil, framePush, req)...))
+	whole := appendFrame(nil, frameData, frame)
+	half := frameHeaderSize + len(frame)/2
+	conn.Write(whole[:half])
+	select {
+	case p := <-pieceSeen:
+		if !bytes.Equal(p, frame[:forwardPiece]) {
+			t.Fatal("first piece altered on the way")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no piece of the frame reached the next hop before the frame was complete")
+	}
+	conn.Write(whole[half:])
+	if p := <-restSeen; !bytes.Equal(p, frame) {
+		t.Fatal("frame altered on the way")
+	}
+	var hdr [frameHeaderSize]byte
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if h, err := readHeader(conn, hdr[:]); err != nil || h.typ != frameOK {
+		t.Fatalf("answer: %v %v", h.typ, err)
+	}
+}
+
+// TestPushBadFrameReported: a data frame failing its checksum, already
+// forwarded down the chain, fails the push with KindChecksum in the final
+// answer; no replica keeps the data, and the connection stays in step for
+// the next push.
+func TestPushBadFrameReported(t *testing.T) {
+	ha, hb := newMemHandler(), newMemHandler()
+	a, _ := startStream(t, ha)
+	b, _ := startStream(t, hb)
+	conn, err := net.Dial("tcp", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte(StreamMagic))
+	r := bufio.NewReader(conn)
+	push := func(id chunkfs.DataID, corrupt bool) (frameHeader, []byte) {
+		t.Helper()
+		data := testData(3*chunkfs.MaxFrameSize/2, uint64(id))
+		req, _ := (&pushRequest{id: id, length: int64(len(data)), chain: []string{b}}).encode()
+		out := appendFrame(nil, framePush, req)
+		out = appendFrame(out, frameData, data[:chunkfs.MaxFrameSize])
+		if corrupt {
+			out[len(out)-100] ^= 0x40 // after the sum was taken
+		}
+		out = appendFrame(out, frameData, data[chunkfs.MaxFrameSize:])
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := conn.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		var hdr [frameHeaderSize]byte
+		h, err := readHeader(r, hdr[:])
+		if err != nil {
+			t.Fatalf("push %d: no answer: %v", id, err)
+		}
+		payload := make([]byte, h.length)
+		if _, err := io.ReadFull(r, payload); err != nil {
+			t.Fatal(err)
+		}
+		return h, payload
+	}
+	h, payload := push(1, true)
+	if h.typ != frameError || chunkfs.KindOf(decodeError("push", "", payload)) != chunkfs.KindChecksum {
+		t.Fatalf("corrupt push answered %v %v, want a KindChecksum error", h.typ, decodeError("push", "", payload))
+	}
+	if ha.get(1) != nil || hb.get(1) != nil {
+		t.Fatal("a replica kept a push with a corrupt frame")
+	}
+	if h, _ := push(2, false); h.typ != frameOK {
+		t.Fatalf("next push on the same connection answered %v", h.typ)
+	}
+	if ha.get(2) == nil || hb.get(2) == nil {
+		t.Fatal("the good push is missing on a replica")
+	}
+}
