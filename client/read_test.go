@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -17,6 +18,7 @@ type fakeReplicas struct {
 	length map[string]int           // where each replica's data ends
 	fail   map[string]chunkfs.Kind  // replicas that fail every read
 	gate   map[string]chan struct{} // replicas whose first read waits for it
+	perMiB map[string]time.Duration // time a replica takes per MiB served
 
 	mu      sync.Mutex // guards served, tries
 	served  map[string]int
@@ -37,6 +39,9 @@ func (f *fakeReplicas) Read(ctx context.Context, addr string, _ chunkfs.Handle, 
 		case <-ctx.Done():
 			return 0, &chunkfs.Error{Op: "read", Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
 		}
+	}
+	if d := f.perMiB[addr]; d > 0 {
+		time.Sleep(d * time.Duration(len(p)) >> 20)
 	}
 	if k, ok := f.fail[addr]; ok {
 		return 0, chunkfs.E("read", addr, k, "injected failure")
@@ -154,4 +159,32 @@ func TestSmallReadOneReplica(t *testing.T) {
 	if f.served["a"] != 1 || f.served["b"]+f.served["c"] != 0 {
 		t.Fatalf("pieces served: %v, want only a", f.served)
 	}
+}
+
+// BenchmarkReadBusyReplica models the reader collisions of the GFS read
+// benchmark: a 4 MiB region of a chunk whose nearest replica is shared with
+// three other readers (a quarter of its rate: 40 ms/MiB against 10 ms/MiB
+// for the others). one-replica reads the region from the nearest replica
+// alone, as reads did before; pieces is readReplicas.
+func BenchmarkReadBusyReplica(b *testing.B) {
+	const size = 4 << 20
+	c, f, loc := newFakeClient(map[string]int{"a": size, "b": size, "c": size})
+	f.perMiB = map[string]time.Duration{"a": 40 * time.Millisecond, "b": 10 * time.Millisecond, "c": 10 * time.Millisecond}
+	buf := make([]byte, size)
+	b.Run("one-replica", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			if _, err := c.readInTurn(context.Background(), "/f", loc, loc.replicas, 0, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pieces", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			if err := c.readReplicas(context.Background(), "/f", loc, 0, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
