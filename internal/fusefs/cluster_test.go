@@ -74,7 +74,9 @@ func TestFioVerify(t *testing.T) {
 	} {
 		args := append([]string{"--directory=" + mnt, "--ioengine=psync", "--verify=crc32c",
 			"--do_verify=1", "--verify_fatal=1", "--thread", "--group_reporting"}, job...)
-		out, err := exec.Command(fio, args...).CombinedOutput()
+		cmd := exec.Command(fio, args...)
+		cmd.Dir = t.TempDir() // fio leaves its verify state files in its working directory
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("fio %v: %v\n%s", job, err, out)
 		}
