@@ -229,6 +229,9 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 // bufferLocked adds p at off to the write buffer, flushing at chunk
 // boundaries and when the buffer is full.
 func (f *File) bufferLocked(p []byte, off int64) (int, error) {
+	if err := f.reapLocked(); err != nil {
+		return 0, err
+	}
 	if len(f.wbuf) > 0 && off != f.wbufOff+int64(len(f.wbuf)) {
 		if err := f.flushLocked(); err != nil {
 			return 0, err
@@ -319,6 +322,23 @@ func (f *File) waitLocked() error {
 		}
 	}
 	return first
+}
+
+// reapLocked collects the flushes that have finished, oldest first, without
+// waiting, so that a failure surfaces on the next Write even while a later
+// flush is still in flight.
+func (f *File) reapLocked() error {
+	for len(f.flights) > 0 {
+		select {
+		case <-f.flights[0].done:
+		default:
+			return nil
+		}
+		if err := f.waitOldestLocked(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitOldestLocked waits for the oldest flush in flight and returns its

@@ -114,7 +114,11 @@ func (c *Client) readParallel(ctx context.Context, path string, loc *chunkLoc, c
 		wg.Go(func() {
 			for {
 				k := int(next.Add(1) - 1)
-				if k >= pieces || ctx.Err() != nil {
+				if k >= pieces {
+					return
+				}
+				if err := ctx.Err(); err != nil { // ours after a failure, or the caller's
+					errOnce.Do(func() { first = &chunkfs.Error{Op: "read", Path: path, Kind: chunkfs.KindUnavailable, Err: err} })
 					return
 				}
 				lo := k * readPieceSize

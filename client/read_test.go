@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -29,6 +30,9 @@ type fakeReplicas struct {
 func byteAt(i int64) byte { return byte(i*7 + i>>16) }
 
 func (f *fakeReplicas) Read(ctx context.Context, addr string, _ chunkfs.Handle, _ chunkfs.Version, off int64, p []byte) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, &chunkfs.Error{Op: "read", Kind: chunkfs.KindUnavailable, Err: err}
+	}
 	f.mu.Lock()
 	f.tries[addr]++
 	first := f.tries[addr] == 1
@@ -143,6 +147,20 @@ func TestParallelReadShortReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkBytes(t, buf, 0, end)
+	}
+}
+
+// TestParallelReadCanceled: a read whose context ends midway fails; it
+// never returns a partly filled region as success.
+func TestParallelReadCanceled(t *testing.T) {
+	const size = 4 << 20
+	c, f, loc := newFakeClient(map[string]int{"a": size, "b": size, "c": size})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.onServe = func(*fakeReplicas) { cancel() }
+	err := c.readReplicas(ctx, "/f", loc, 0, make([]byte, size))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled read = %v, want context.Canceled", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -105,4 +106,77 @@ func BenchmarkPushChain(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPushChainSlowLinks pushes along a chain of three in-memory
+// replicas whose ingress is limited to 10 MB/s each (a slow network rather
+// than loopback's CPU-bound one), so that the time each hop adds before
+// forwarding shows: 1 MiB, and one 64 KiB frame.
+func BenchmarkPushChainSlowLinks(b *testing.B) {
+	const rate = 10e6 // bytes per second per replica
+	var chain []string
+	for range 3 {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := DefaultStreamConfig()
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		srv, err := NewStreamServer(newMemHandler(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		go srv.Serve(slowListener{lis, rate})
+		b.Cleanup(func() { srv.Close(); lis.Close(); cfg.Client.Close() })
+		chain = append(chain, lis.Addr().String())
+	}
+	c := NewDataClient()
+	defer c.Close()
+	for _, size := range []int{1 << 20, 64 << 10} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			data := testData(size, 2)
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if err := c.Push(context.Background(), chain, 1, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// slowListener's connections deliver at most rate bytes per second, in
+// reads of at most 16 KiB (a paced link, without bursts after idle time).
+type slowListener struct {
+	net.Listener
+	rate float64
+}
+
+func (l slowListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &slowConn{Conn: conn, rate: l.rate}, nil
+}
+
+type slowConn struct {
+	net.Conn
+	rate float64
+	due  time.Time // when the bytes read so far have "arrived"
+}
+
+func (c *slowConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p[:min(len(p), 16<<10)])
+	// Oversleeping is made up within 1 ms, not lost.
+	c.due = later(c.due, time.Now().Add(-time.Millisecond)).Add(time.Duration(float64(n) / c.rate * float64(time.Second)))
+	time.Sleep(time.Until(c.due))
+	return n, err
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
