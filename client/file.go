@@ -237,7 +237,10 @@ func (f *File) bufferLocked(p []byte, off int64) (int, error) {
 			return 0, err
 		}
 	}
-	limit := max(f.c.cfg.WriteBuffer, 1)
+	limit := f.c.cfg.WriteBuffer
+	if limit == 0 {
+		limit = maxMutation // write-through: each Write goes out whole (split at chunks)
+	}
 	cs := f.c.chunkSize
 	written := 0
 	for len(p) > written {
