@@ -16,22 +16,12 @@ var catCommand = &command{
 func runCat(ctx context.Context, e *env, args []string) error {
 	fs := flagSet(e)
 	cf := addClientFlags(fs)
-	paths, err := parse(e, fs, args)
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		return usagef("missing PATH")
-	}
-	c, err := cf.connect(ctx, e)
+	paths, c, err := start(ctx, e, fs, cf, args, operands{min: 1, max: -1, usage: "missing PATH", remote: true})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	for _, p := range paths {
-		if p, err = remotePath(p); err != nil {
-			return err
-		}
 		f, err := c.Open(ctx, p)
 		if err != nil {
 			return err

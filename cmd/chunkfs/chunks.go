@@ -20,21 +20,11 @@ func runChunks(ctx context.Context, e *env, args []string) error {
 	fs := flagSet(e)
 	cf := addClientFlags(fs)
 	asJSON := fs.Bool("json", false, "print a JSON array")
-	ops, err := parse(e, fs, args)
+	ops, c, err := start(ctx, e, fs, cf, args, operands{min: 1, max: 1, usage: "need exactly one PATH", remote: true})
 	if err != nil {
 		return err
 	}
-	if len(ops) != 1 {
-		return usagef("need exactly one PATH")
-	}
-	p, err := remotePath(ops[0])
-	if err != nil {
-		return err
-	}
-	c, err := cf.connect(ctx, e)
-	if err != nil {
-		return err
-	}
+	p := ops[0]
 	defer c.Close()
 	chunks, err := c.Chunks(ctx, p)
 	if err != nil {

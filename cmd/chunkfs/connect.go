@@ -61,3 +61,38 @@ func remotePath(p string) (string, error) {
 func isTerminal(f *os.File) bool {
 	return term.IsTerminal(int(f.Fd()))
 }
+
+// operands says what a client command takes after its flags.
+type operands struct {
+	min, max int      // bounds on their number; max < 0: no limit
+	usage    string   // the usage error when the number is wrong
+	remote   bool     // every operand is a chunkfs path: checked and cleaned
+	def      []string // the operands when none are given
+}
+
+// start parses a client command's arguments, checks its operands as want
+// says, and connects to the master. The caller closes the client.
+func start(ctx context.Context, e *env, fs *flag.FlagSet, cf *clientFlags, args []string, want operands) ([]string, *client.Client, error) {
+	ops, err := parse(e, fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ops) == 0 && want.def != nil {
+		ops = want.def
+	}
+	if len(ops) < want.min || (want.max >= 0 && len(ops) > want.max) {
+		return nil, nil, usagef("%s", want.usage)
+	}
+	if want.remote {
+		for i, p := range ops {
+			if ops[i], err = remotePath(p); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	c, err := cf.connect(ctx, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ops, c, nil
+}

@@ -21,14 +21,7 @@ func runDu(ctx context.Context, e *env, args []string) error {
 	cf := addClientFlags(fs)
 	summary := fs.Bool("s", false, "one total per PATH instead of one line per entry")
 	human := fs.Bool("h", false, "sizes in K, M, G (powers of 1024)")
-	paths, err := parse(e, fs, args)
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		paths = []string{"/"}
-	}
-	c, err := cf.connect(ctx, e)
+	paths, c, err := start(ctx, e, fs, cf, args, operands{max: -1, remote: true, def: []string{"/"}})
 	if err != nil {
 		return err
 	}
@@ -40,9 +33,6 @@ func runDu(ctx context.Context, e *env, args []string) error {
 		return fmt.Sprint(n)
 	}
 	for _, p := range paths {
-		if p, err = remotePath(p); err != nil {
-			return err
-		}
 		fi, err := c.Stat(ctx, p)
 		if err != nil {
 			return err

@@ -23,23 +23,13 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	long := fs.Bool("l", false, "long listing: mode, replication, owner, group, size, time, name")
 	recursive := fs.Bool("R", false, "list subdirectories recursively")
 	asJSON := fs.Bool("json", false, "print a JSON array of entries")
-	paths, err := parse(e, fs, args)
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		paths = []string{"/"}
-	}
-	c, err := cf.connect(ctx, e)
+	paths, c, err := start(ctx, e, fs, cf, args, operands{max: -1, remote: true, def: []string{"/"}})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	l := &lister{c: c, e: e, long: *long, recursive: *recursive, json: *asJSON, headers: len(paths) > 1 || *recursive, entries: []fileJSON{}}
 	for _, p := range paths {
-		if p, err = remotePath(p); err != nil {
-			return err
-		}
 		if err := l.list(ctx, p); err != nil {
 			return err
 		}

@@ -20,14 +20,7 @@ var mvCommand = &command{
 func runMv(ctx context.Context, e *env, args []string) error {
 	fs := flagSet(e)
 	cf := addClientFlags(fs)
-	paths, err := parse(e, fs, args)
-	if err != nil {
-		return err
-	}
-	if len(paths) < 2 {
-		return usagef("need SRC and DST")
-	}
-	c, err := cf.connect(ctx, e)
+	paths, c, err := start(ctx, e, fs, cf, args, operands{min: 2, max: -1, usage: "need SRC and DST"})
 	if err != nil {
 		return err
 	}

@@ -27,21 +27,11 @@ func runRecords(ctx context.Context, e *env, args []string) error {
 	fs := flagSet(e)
 	cf := addClientFlags(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object per line: offset, id, data")
-	ops, err := parse(e, fs, args)
+	ops, c, err := start(ctx, e, fs, cf, args, operands{min: 1, max: 1, usage: "need exactly one REMOTE", remote: true})
 	if err != nil {
 		return err
 	}
-	if len(ops) != 1 {
-		return usagef("need exactly one REMOTE")
-	}
-	remote, err := remotePath(ops[0])
-	if err != nil {
-		return err
-	}
-	c, err := cf.connect(ctx, e)
-	if err != nil {
-		return err
-	}
+	remote := ops[0]
 	defer c.Close()
 	f, err := c.Open(ctx, remote)
 	if err != nil {

@@ -19,22 +19,12 @@ func runRm(ctx context.Context, e *env, args []string) error {
 	cf := addClientFlags(flags)
 	recursive := flags.Bool("r", false, "remove directories and their contents")
 	force := flags.Bool("f", false, "ignore paths that do not exist")
-	paths, err := parse(e, flags, args)
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		return usagef("missing PATH")
-	}
-	c, err := cf.connect(ctx, e)
+	paths, c, err := start(ctx, e, flags, cf, args, operands{min: 1, max: -1, usage: "missing PATH", remote: true})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	for _, p := range paths {
-		if p, err = remotePath(p); err != nil {
-			return err
-		}
 		if *recursive {
 			if !*force {
 				// RemoveAll ignores a missing path; rm -r without -f does not.
