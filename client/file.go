@@ -466,40 +466,6 @@ func (f *File) Truncate(size int64) error {
 	return f.c.Truncate(f.ctx, f.path, size)
 }
 
-// Append appends record atomically at an offset the cluster chooses and
-// returns that offset. The record is framed (length, CRC32C, unique ID) so
-// that a RecordReader reads it back exactly once even though a retried
-// append may store it more than once. A record is at most MaxRecord bytes.
-// Append does not move the file offset.
-func (f *File) Append(record []byte) (int64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.checkLocked("append", true); err != nil {
-		return 0, err
-	}
-	if len(record) > f.c.MaxRecord() {
-		return 0, chunkfs.E("append", f.path, chunkfs.KindTooLarge, "record larger than a quarter of a chunk")
-	}
-	if err := f.flushLocked(); err != nil {
-		return 0, err
-	}
-	if f.lastIdx < 0 {
-		idx, err := f.c.lastChunk(f.ctx, f.path)
-		if err != nil {
-			return 0, err
-		}
-		f.lastIdx = idx
-	}
-	off, idx, err := f.c.appendRecord(f.ctx, f.path, frameRecord(f.c.nextRecordID(), record), f.lastIdx)
-	f.lastIdx = idx
-	f.rbuf = f.rbuf[:0]
-	if err != nil {
-		return 0, err
-	}
-	f.dirty[idx] = struct{}{}
-	return off, nil
-}
-
 // Close sends buffered data, makes it durable on every replica when the file
 // was written, and releases the file. It returns any write error not yet
 // reported by Sync.

@@ -1,0 +1,114 @@
+package client
+
+import (
+	"context"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// Append appends record atomically at an offset the cluster chooses and
+// returns that offset. The record is framed (length, CRC32C, unique ID) so
+// that a RecordReader reads it back exactly once even though a retried
+// append may store it more than once. A record is at most MaxRecord bytes.
+// Append does not move the file offset.
+func (f *File) Append(record []byte) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.checkLocked("append", true); err != nil {
+		return 0, err
+	}
+	if len(record) > f.c.MaxRecord() {
+		return 0, chunkfs.E("append", f.path, chunkfs.KindTooLarge, "record larger than a quarter of a chunk")
+	}
+	if err := f.flushLocked(); err != nil {
+		return 0, err
+	}
+	if f.lastIdx < 0 {
+		idx, err := f.c.lastChunk(f.ctx, f.path)
+		if err != nil {
+			return 0, err
+		}
+		f.lastIdx = idx
+	}
+	off, idx, err := f.c.appendRecord(f.ctx, f.path, frameRecord(f.c.nextRecordID(), record), f.lastIdx)
+	f.lastIdx = idx
+	f.rbuf = f.rbuf[:0]
+	if err != nil {
+		return 0, err
+	}
+	f.dirty[idx] = struct{}{}
+	return off, nil
+}
+
+// appendRecord appends one framed record to path, starting at chunk idx (the
+// caller's guess of the last chunk). It returns the frame's offset in the
+// file and the chunk it landed in.
+func (c *Client) appendRecord(ctx context.Context, path string, frame []byte, idx int64) (int64, int64, error) {
+	if int64(len(frame)) > chunkfs.MaxRecordSize(c.chunkSize) {
+		return 0, idx, chunkfs.E("append", path, chunkfs.KindTooLarge, "record larger than a quarter of a chunk")
+	}
+	r := c.newRetrier()
+	for {
+		off, err := c.appendOnce(ctx, path, frame, idx)
+		switch {
+		case err == nil:
+			end := idx*c.chunkSize + off + int64(len(frame))
+			if err := c.commitLength(ctx, path, end); err != nil {
+				return 0, idx, err
+			}
+			return idx*c.chunkSize + off, idx, nil
+		case chunkfs.KindOf(err) == chunkfs.KindChunkFull:
+			idx++ // the primary padded the chunk: go on to the next
+			continue
+		}
+		c.log.Debug("chunkfs append: attempt failed", "path", path, "chunk", idx, "err", err)
+		if last, lerr := c.lastChunk(ctx, path); lerr == nil && last > idx {
+			idx = last // other appenders moved on: so do we
+			continue
+		}
+		if !r.again(ctx, err) {
+			return 0, idx, wrapOp("append", path, err)
+		}
+	}
+}
+
+func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx int64) (off int64, err error) {
+	loc, chunkSize, err := c.prepareCached(ctx, path, idx, true)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			c.leases.drop(path, idx)
+		}
+	}()
+	id := chunkfs.DataID(randomUint64())
+	if err := c.data.Push(ctx, loc.replicas, id, frame); err != nil {
+		return 0, err
+	}
+	cs, err := c.pool.ChunkServer(loc.primary)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := cs.Append(ctx, &pb.AppendRequest{
+		Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
+		Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize,
+	})
+	if err != nil {
+		return 0, err
+	}
+	return resp.Offset, nil
+}
+
+// lastChunk returns the index of path's last chunk (0 for an empty file).
+func (c *Client) lastChunk(ctx context.Context, path string) (int64, error) {
+	fi, err := c.Stat(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	if fi.Chunks > 0 {
+		return fi.Chunks - 1, nil
+	}
+	return fi.Length / c.chunkSize, nil
+}
