@@ -2455,12 +2455,456 @@ func (x *ClusterReportResponse) GetChunkSize() int64 {
 	return 0
 }
 
+// MetaOp is one operation of a Batch: exactly one field is set. Each op
+// carries its own caller and is validated and permission-checked exactly as
+// its unary form.
+type MetaOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Op:
+	//
+	//	*MetaOp_Stat
+	//	*MetaOp_Create
+	//	*MetaOp_Mkdir
+	//	*MetaOp_Delete
+	//	*MetaOp_Rename
+	//	*MetaOp_SetAttr
+	//	*MetaOp_CommitLength
+	Op            isMetaOp_Op `protobuf_oneof:"op"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaOp) Reset() {
+	*x = MetaOp{}
+	mi := &file_master_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaOp) ProtoMessage() {}
+
+func (x *MetaOp) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaOp.ProtoReflect.Descriptor instead.
+func (*MetaOp) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *MetaOp) GetOp() isMetaOp_Op {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+func (x *MetaOp) GetStat() *StatRequest {
+	if x != nil {
+		if x, ok := x.Op.(*MetaOp_Stat); ok {
+			return x.Stat
+		}
+	}
+	return nil
+}
+
+func (x *MetaOp) GetCreate() *CreateRequest {
+	if x != nil {
+		if x, ok := x.Op.(*MetaOp_Create); ok {
+			return x.Create
+		}
+	}
+	return nil
+}
+
+func (x *MetaOp) GetMkdir() *MkdirRequest {
+	if x != nil {
+		if x, ok := x.Op.(*MetaOp_Mkdir); ok {
+			return x.Mkdir
+		}
+	}
+	return nil
+}
+
+func (x *MetaOp) GetDelete() *DeleteRequest {
+	if x != nil {
+		if x, ok := x.Op.(*MetaOp_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+func (x *MetaOp) GetRename() *RenameRequest {
+	if x != nil {
+		if x, ok := x.Op.(*MetaOp_Rename); ok {
+			return x.Rename
+		}
+	}
+	return nil
+}
+
+func (x *MetaOp) GetSetAttr() *SetAttrRequest {
+	if x != nil {
+		if x, ok := x.Op.(*MetaOp_SetAttr); ok {
+			return x.SetAttr
+		}
+	}
+	return nil
+}
+
+func (x *MetaOp) GetCommitLength() *CommitLengthRequest {
+	if x != nil {
+		if x, ok := x.Op.(*MetaOp_CommitLength); ok {
+			return x.CommitLength
+		}
+	}
+	return nil
+}
+
+type isMetaOp_Op interface {
+	isMetaOp_Op()
+}
+
+type MetaOp_Stat struct {
+	Stat *StatRequest `protobuf:"bytes,1,opt,name=stat,proto3,oneof"`
+}
+
+type MetaOp_Create struct {
+	Create *CreateRequest `protobuf:"bytes,2,opt,name=create,proto3,oneof"`
+}
+
+type MetaOp_Mkdir struct {
+	Mkdir *MkdirRequest `protobuf:"bytes,3,opt,name=mkdir,proto3,oneof"`
+}
+
+type MetaOp_Delete struct {
+	Delete *DeleteRequest `protobuf:"bytes,4,opt,name=delete,proto3,oneof"`
+}
+
+type MetaOp_Rename struct {
+	Rename *RenameRequest `protobuf:"bytes,5,opt,name=rename,proto3,oneof"`
+}
+
+type MetaOp_SetAttr struct {
+	SetAttr *SetAttrRequest `protobuf:"bytes,6,opt,name=set_attr,json=setAttr,proto3,oneof"`
+}
+
+type MetaOp_CommitLength struct {
+	CommitLength *CommitLengthRequest `protobuf:"bytes,7,opt,name=commit_length,json=commitLength,proto3,oneof"`
+}
+
+func (*MetaOp_Stat) isMetaOp_Op() {}
+
+func (*MetaOp_Create) isMetaOp_Op() {}
+
+func (*MetaOp_Mkdir) isMetaOp_Op() {}
+
+func (*MetaOp_Delete) isMetaOp_Op() {}
+
+func (*MetaOp_Rename) isMetaOp_Op() {}
+
+func (*MetaOp_SetAttr) isMetaOp_Op() {}
+
+func (*MetaOp_CommitLength) isMetaOp_Op() {}
+
+// MetaResult is the outcome of one MetaOp: its unary response (with its own
+// state ID), or the error that op alone failed with.
+type MetaResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*MetaResult_Error
+	//	*MetaResult_Stat
+	//	*MetaResult_Create
+	//	*MetaResult_Mkdir
+	//	*MetaResult_Delete
+	//	*MetaResult_Rename
+	//	*MetaResult_SetAttr
+	//	*MetaResult_CommitLength
+	Result        isMetaResult_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaResult) Reset() {
+	*x = MetaResult{}
+	mi := &file_master_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaResult) ProtoMessage() {}
+
+func (x *MetaResult) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaResult.ProtoReflect.Descriptor instead.
+func (*MetaResult) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *MetaResult) GetResult() isMetaResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *MetaResult) GetError() *ErrorDetail {
+	if x != nil {
+		if x, ok := x.Result.(*MetaResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+func (x *MetaResult) GetStat() *StatResponse {
+	if x != nil {
+		if x, ok := x.Result.(*MetaResult_Stat); ok {
+			return x.Stat
+		}
+	}
+	return nil
+}
+
+func (x *MetaResult) GetCreate() *CreateResponse {
+	if x != nil {
+		if x, ok := x.Result.(*MetaResult_Create); ok {
+			return x.Create
+		}
+	}
+	return nil
+}
+
+func (x *MetaResult) GetMkdir() *MkdirResponse {
+	if x != nil {
+		if x, ok := x.Result.(*MetaResult_Mkdir); ok {
+			return x.Mkdir
+		}
+	}
+	return nil
+}
+
+func (x *MetaResult) GetDelete() *DeleteResponse {
+	if x != nil {
+		if x, ok := x.Result.(*MetaResult_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+func (x *MetaResult) GetRename() *RenameResponse {
+	if x != nil {
+		if x, ok := x.Result.(*MetaResult_Rename); ok {
+			return x.Rename
+		}
+	}
+	return nil
+}
+
+func (x *MetaResult) GetSetAttr() *SetAttrResponse {
+	if x != nil {
+		if x, ok := x.Result.(*MetaResult_SetAttr); ok {
+			return x.SetAttr
+		}
+	}
+	return nil
+}
+
+func (x *MetaResult) GetCommitLength() *CommitLengthResponse {
+	if x != nil {
+		if x, ok := x.Result.(*MetaResult_CommitLength); ok {
+			return x.CommitLength
+		}
+	}
+	return nil
+}
+
+type isMetaResult_Result interface {
+	isMetaResult_Result()
+}
+
+type MetaResult_Error struct {
+	Error *ErrorDetail `protobuf:"bytes,1,opt,name=error,proto3,oneof"`
+}
+
+type MetaResult_Stat struct {
+	Stat *StatResponse `protobuf:"bytes,2,opt,name=stat,proto3,oneof"`
+}
+
+type MetaResult_Create struct {
+	Create *CreateResponse `protobuf:"bytes,3,opt,name=create,proto3,oneof"`
+}
+
+type MetaResult_Mkdir struct {
+	Mkdir *MkdirResponse `protobuf:"bytes,4,opt,name=mkdir,proto3,oneof"`
+}
+
+type MetaResult_Delete struct {
+	Delete *DeleteResponse `protobuf:"bytes,5,opt,name=delete,proto3,oneof"`
+}
+
+type MetaResult_Rename struct {
+	Rename *RenameResponse `protobuf:"bytes,6,opt,name=rename,proto3,oneof"`
+}
+
+type MetaResult_SetAttr struct {
+	SetAttr *SetAttrResponse `protobuf:"bytes,7,opt,name=set_attr,json=setAttr,proto3,oneof"`
+}
+
+type MetaResult_CommitLength struct {
+	CommitLength *CommitLengthResponse `protobuf:"bytes,8,opt,name=commit_length,json=commitLength,proto3,oneof"`
+}
+
+func (*MetaResult_Error) isMetaResult_Result() {}
+
+func (*MetaResult_Stat) isMetaResult_Result() {}
+
+func (*MetaResult_Create) isMetaResult_Result() {}
+
+func (*MetaResult_Mkdir) isMetaResult_Result() {}
+
+func (*MetaResult_Delete) isMetaResult_Result() {}
+
+func (*MetaResult_Rename) isMetaResult_Result() {}
+
+func (*MetaResult_SetAttr) isMetaResult_Result() {}
+
+func (*MetaResult_CommitLength) isMetaResult_Result() {}
+
+// BatchRequest carries independent operations, as concurrent unary calls
+// would: they may be applied in any order, the mutations among them in one
+// log entry. At most 1024 ops and 4 MiB of paths and names.
+type BatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ops           []*MetaOp              `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRequest) Reset() {
+	*x = BatchRequest{}
+	mi := &file_master_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRequest) ProtoMessage() {}
+
+func (x *BatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
+func (*BatchRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *BatchRequest) GetOps() []*MetaOp {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+type BatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"` // the highest state ID of the results
+	Results       []*MetaResult          `protobuf:"bytes,2,rep,name=results,proto3" json:"results,omitempty"`                 // one per op, in the order of the ops
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResponse) Reset() {
+	*x = BatchResponse{}
+	mi := &file_master_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResponse) ProtoMessage() {}
+
+func (x *BatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
+func (*BatchResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *BatchResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *BatchResponse) GetResults() []*MetaResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 var File_master_proto protoreflect.FileDescriptor
 
 const file_master_proto_rawDesc = "" +
 	"\n" +
 	"\fmaster.proto\x12\n" +
-	"chunkfs.v1\".\n" +
+	"chunkfs.v1\x1a\ferrors.proto\".\n" +
 	"\x06Caller\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\rR\x03uid\x12\x12\n" +
 	"\x04gids\x18\x02 \x03(\rR\x04gids\"\xa7\x02\n" +
@@ -2659,7 +3103,32 @@ const file_master_proto_rawDesc = "" +
 	"\x10under_replicated\x18\x06 \x01(\x03R\x0funderReplicated\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12\x1d\n" +
 	"\n" +
-	"chunk_size\x18\b \x01(\x03R\tchunkSize2\xc0\b\n" +
+	"chunk_size\x18\b \x01(\x03R\tchunkSize\"\x8f\x03\n" +
+	"\x06MetaOp\x12-\n" +
+	"\x04stat\x18\x01 \x01(\v2\x17.chunkfs.v1.StatRequestH\x00R\x04stat\x123\n" +
+	"\x06create\x18\x02 \x01(\v2\x19.chunkfs.v1.CreateRequestH\x00R\x06create\x120\n" +
+	"\x05mkdir\x18\x03 \x01(\v2\x18.chunkfs.v1.MkdirRequestH\x00R\x05mkdir\x123\n" +
+	"\x06delete\x18\x04 \x01(\v2\x19.chunkfs.v1.DeleteRequestH\x00R\x06delete\x123\n" +
+	"\x06rename\x18\x05 \x01(\v2\x19.chunkfs.v1.RenameRequestH\x00R\x06rename\x127\n" +
+	"\bset_attr\x18\x06 \x01(\v2\x1a.chunkfs.v1.SetAttrRequestH\x00R\asetAttr\x12F\n" +
+	"\rcommit_length\x18\a \x01(\v2\x1f.chunkfs.v1.CommitLengthRequestH\x00R\fcommitLengthB\x04\n" +
+	"\x02op\"\xcf\x03\n" +
+	"\n" +
+	"MetaResult\x12/\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.chunkfs.v1.ErrorDetailH\x00R\x05error\x12.\n" +
+	"\x04stat\x18\x02 \x01(\v2\x18.chunkfs.v1.StatResponseH\x00R\x04stat\x124\n" +
+	"\x06create\x18\x03 \x01(\v2\x1a.chunkfs.v1.CreateResponseH\x00R\x06create\x121\n" +
+	"\x05mkdir\x18\x04 \x01(\v2\x19.chunkfs.v1.MkdirResponseH\x00R\x05mkdir\x124\n" +
+	"\x06delete\x18\x05 \x01(\v2\x1a.chunkfs.v1.DeleteResponseH\x00R\x06delete\x124\n" +
+	"\x06rename\x18\x06 \x01(\v2\x1a.chunkfs.v1.RenameResponseH\x00R\x06rename\x128\n" +
+	"\bset_attr\x18\a \x01(\v2\x1b.chunkfs.v1.SetAttrResponseH\x00R\asetAttr\x12G\n" +
+	"\rcommit_length\x18\b \x01(\v2 .chunkfs.v1.CommitLengthResponseH\x00R\fcommitLengthB\b\n" +
+	"\x06result\"4\n" +
+	"\fBatchRequest\x12$\n" +
+	"\x03ops\x18\x01 \x03(\v2\x12.chunkfs.v1.MetaOpR\x03ops\"\\\n" +
+	"\rBatchResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x120\n" +
+	"\aresults\x18\x02 \x03(\v2\x16.chunkfs.v1.MetaResultR\aresults2\xfe\b\n" +
 	"\x06Master\x12<\n" +
 	"\x05Mkdir\x12\x18.chunkfs.v1.MkdirRequest\x1a\x19.chunkfs.v1.MkdirResponse\x12?\n" +
 	"\x06Create\x12\x19.chunkfs.v1.CreateRequest\x1a\x1a.chunkfs.v1.CreateResponse\x129\n" +
@@ -2673,7 +3142,8 @@ const file_master_proto_rawDesc = "" +
 	"\fCommitLength\x12\x1f.chunkfs.v1.CommitLengthRequest\x1a .chunkfs.v1.CommitLengthResponse\x12N\n" +
 	"\vClusterInfo\x12\x1e.chunkfs.v1.ClusterInfoRequest\x1a\x1f.chunkfs.v1.ClusterInfoResponse\x12T\n" +
 	"\rClusterReport\x12 .chunkfs.v1.ClusterReportRequest\x1a!.chunkfs.v1.ClusterReportResponse\x12T\n" +
-	"\rReportCorrupt\x12 .chunkfs.v1.ReportCorruptRequest\x1a!.chunkfs.v1.ReportCorruptResponse\x12E\n" +
+	"\rReportCorrupt\x12 .chunkfs.v1.ReportCorruptRequest\x1a!.chunkfs.v1.ReportCorruptResponse\x12<\n" +
+	"\x05Batch\x12\x18.chunkfs.v1.BatchRequest\x1a\x19.chunkfs.v1.BatchResponse\x12E\n" +
 	"\bRegister\x12\x1b.chunkfs.v1.RegisterRequest\x1a\x1c.chunkfs.v1.RegisterResponse\x12H\n" +
 	"\tHeartbeat\x12\x1c.chunkfs.v1.HeartbeatRequest\x1a\x1d.chunkfs.v1.HeartbeatResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
@@ -2689,7 +3159,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_master_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: chunkfs.v1.Caller
 	(*FileInfo)(nil),              // 1: chunkfs.v1.FileInfo
@@ -2726,6 +3196,11 @@ var file_master_proto_goTypes = []any{
 	(*ClusterReportRequest)(nil),  // 32: chunkfs.v1.ClusterReportRequest
 	(*ChunkServerStatus)(nil),     // 33: chunkfs.v1.ChunkServerStatus
 	(*ClusterReportResponse)(nil), // 34: chunkfs.v1.ClusterReportResponse
+	(*MetaOp)(nil),                // 35: chunkfs.v1.MetaOp
+	(*MetaResult)(nil),            // 36: chunkfs.v1.MetaResult
+	(*BatchRequest)(nil),          // 37: chunkfs.v1.BatchRequest
+	(*BatchResponse)(nil),         // 38: chunkfs.v1.BatchResponse
+	(*ErrorDetail)(nil),           // 39: chunkfs.v1.ErrorDetail
 }
 var file_master_proto_depIdxs = []int32{
 	0,  // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
@@ -2749,41 +3224,60 @@ var file_master_proto_depIdxs = []int32{
 	25, // 18: chunkfs.v1.RegisterRequest.chunks:type_name -> chunkfs.v1.ChunkReplica
 	25, // 19: chunkfs.v1.HeartbeatRequest.sample:type_name -> chunkfs.v1.ChunkReplica
 	33, // 20: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
-	2,  // 21: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
-	4,  // 22: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
-	6,  // 23: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
-	8,  // 24: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
-	10, // 25: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
-	12, // 26: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
-	14, // 27: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
-	17, // 28: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
-	19, // 29: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
-	21, // 30: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
-	23, // 31: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
-	32, // 32: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
-	30, // 33: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
-	26, // 34: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
-	28, // 35: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
-	3,  // 36: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
-	5,  // 37: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
-	7,  // 38: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
-	9,  // 39: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
-	11, // 40: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
-	13, // 41: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
-	15, // 42: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
-	18, // 43: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
-	20, // 44: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
-	22, // 45: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
-	24, // 46: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
-	34, // 47: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
-	31, // 48: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
-	27, // 49: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
-	29, // 50: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
-	36, // [36:51] is the sub-list for method output_type
-	21, // [21:36] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	6,  // 21: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
+	4,  // 22: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
+	2,  // 23: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
+	12, // 24: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
+	10, // 25: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
+	14, // 26: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
+	21, // 27: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
+	39, // 28: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
+	7,  // 29: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
+	5,  // 30: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
+	3,  // 31: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
+	13, // 32: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
+	11, // 33: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
+	15, // 34: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
+	22, // 35: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
+	35, // 36: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
+	36, // 37: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
+	2,  // 38: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
+	4,  // 39: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
+	6,  // 40: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
+	8,  // 41: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
+	10, // 42: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
+	12, // 43: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
+	14, // 44: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
+	17, // 45: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
+	19, // 46: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
+	21, // 47: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
+	23, // 48: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
+	32, // 49: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
+	30, // 50: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
+	37, // 51: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
+	26, // 52: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
+	28, // 53: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
+	3,  // 54: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
+	5,  // 55: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
+	7,  // 56: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
+	9,  // 57: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
+	11, // 58: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
+	13, // 59: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
+	15, // 60: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
+	18, // 61: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
+	20, // 62: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
+	22, // 63: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
+	24, // 64: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
+	34, // 65: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
+	31, // 66: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
+	38, // 67: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
+	27, // 68: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
+	29, // 69: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
+	54, // [54:70] is the sub-list for method output_type
+	38, // [38:54] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -2791,14 +3285,34 @@ func file_master_proto_init() {
 	if File_master_proto != nil {
 		return
 	}
+	file_errors_proto_init()
 	file_master_proto_msgTypes[14].OneofWrappers = []any{}
+	file_master_proto_msgTypes[35].OneofWrappers = []any{
+		(*MetaOp_Stat)(nil),
+		(*MetaOp_Create)(nil),
+		(*MetaOp_Mkdir)(nil),
+		(*MetaOp_Delete)(nil),
+		(*MetaOp_Rename)(nil),
+		(*MetaOp_SetAttr)(nil),
+		(*MetaOp_CommitLength)(nil),
+	}
+	file_master_proto_msgTypes[36].OneofWrappers = []any{
+		(*MetaResult_Error)(nil),
+		(*MetaResult_Stat)(nil),
+		(*MetaResult_Create)(nil),
+		(*MetaResult_Mkdir)(nil),
+		(*MetaResult_Delete)(nil),
+		(*MetaResult_Rename)(nil),
+		(*MetaResult_SetAttr)(nil),
+		(*MetaResult_CommitLength)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

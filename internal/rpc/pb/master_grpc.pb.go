@@ -36,6 +36,7 @@ const (
 	Master_ClusterInfo_FullMethodName   = "/chunkfs.v1.Master/ClusterInfo"
 	Master_ClusterReport_FullMethodName = "/chunkfs.v1.Master/ClusterReport"
 	Master_ReportCorrupt_FullMethodName = "/chunkfs.v1.Master/ReportCorrupt"
+	Master_Batch_FullMethodName         = "/chunkfs.v1.Master/Batch"
 	Master_Register_FullMethodName      = "/chunkfs.v1.Master/Register"
 	Master_Heartbeat_FullMethodName     = "/chunkfs.v1.Master/Heartbeat"
 )
@@ -57,6 +58,9 @@ type MasterClient interface {
 	ClusterInfo(ctx context.Context, in *ClusterInfoRequest, opts ...grpc.CallOption) (*ClusterInfoResponse, error)
 	ClusterReport(ctx context.Context, in *ClusterReportRequest, opts ...grpc.CallOption) (*ClusterReportResponse, error)
 	ReportCorrupt(ctx context.Context, in *ReportCorruptRequest, opts ...grpc.CallOption) (*ReportCorruptResponse, error)
+	// Batch runs several metadata operations in one call; each succeeds or
+	// fails alone. Over the limits the whole call fails with InvalidArgument.
+	Batch(ctx context.Context, in *BatchRequest, opts ...grpc.CallOption) (*BatchResponse, error)
 	Register(ctx context.Context, in *RegisterRequest, opts ...grpc.CallOption) (*RegisterResponse, error)
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
 }
@@ -199,6 +203,16 @@ func (c *masterClient) ReportCorrupt(ctx context.Context, in *ReportCorruptReque
 	return out, nil
 }
 
+func (c *masterClient) Batch(ctx context.Context, in *BatchRequest, opts ...grpc.CallOption) (*BatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchResponse)
+	err := c.cc.Invoke(ctx, Master_Batch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *masterClient) Register(ctx context.Context, in *RegisterRequest, opts ...grpc.CallOption) (*RegisterResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RegisterResponse)
@@ -236,6 +250,9 @@ type MasterServer interface {
 	ClusterInfo(context.Context, *ClusterInfoRequest) (*ClusterInfoResponse, error)
 	ClusterReport(context.Context, *ClusterReportRequest) (*ClusterReportResponse, error)
 	ReportCorrupt(context.Context, *ReportCorruptRequest) (*ReportCorruptResponse, error)
+	// Batch runs several metadata operations in one call; each succeeds or
+	// fails alone. Over the limits the whole call fails with InvalidArgument.
+	Batch(context.Context, *BatchRequest) (*BatchResponse, error)
 	Register(context.Context, *RegisterRequest) (*RegisterResponse, error)
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
 	mustEmbedUnimplementedMasterServer()
@@ -286,6 +303,9 @@ func (UnimplementedMasterServer) ClusterReport(context.Context, *ClusterReportRe
 }
 func (UnimplementedMasterServer) ReportCorrupt(context.Context, *ReportCorruptRequest) (*ReportCorruptResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ReportCorrupt not implemented")
+}
+func (UnimplementedMasterServer) Batch(context.Context, *BatchRequest) (*BatchResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Batch not implemented")
 }
 func (UnimplementedMasterServer) Register(context.Context, *RegisterRequest) (*RegisterResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Register not implemented")
@@ -548,6 +568,24 @@ func _Master_ReportCorrupt_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_Batch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).Batch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_Batch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).Batch(ctx, req.(*BatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Master_Register_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RegisterRequest)
 	if err := dec(in); err != nil {
@@ -642,6 +680,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReportCorrupt",
 			Handler:    _Master_ReportCorrupt_Handler,
+		},
+		{
+			MethodName: "Batch",
+			Handler:    _Master_Batch_Handler,
 		},
 		{
 			MethodName: "Register",
