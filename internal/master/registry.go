@@ -14,8 +14,7 @@ import (
 const (
 	maxQueuedGarbage    = 1 << 20 // per chunkserver
 	maxGarbagePerAnswer = 10000
-	maxDoubts           = 1 << 20     // per chunkserver
-	recentWindow        = time.Minute // placement's creation-count window
+	maxDoubts           = 1 << 20 // per chunkserver
 )
 
 // server is what the master knows of one chunkserver. Never persisted.
@@ -28,7 +27,7 @@ type server struct {
 	chunks         map[chunkfs.Handle]chunkfs.Version // replicas it holds
 	garbage        []chunkfs.Handle                   // to tell it to delete
 	doubt          map[chunkfs.Handle]uint64          // replicas whose Lease or Truncate call failed, not yet checked: when (registry.doubts)
-	recent         int                                // chunks created on it this window
+	recent         placement.Recency                  // its decaying count of chunks created on it
 }
 
 // chunkInfo is the in-memory part of a chunk: where it lives and its lease.
@@ -41,23 +40,21 @@ type chunkInfo struct {
 
 // registry holds chunkservers, chunk locations and leases.
 type registry struct {
-	mu          sync.Mutex // guards every field below and the servers and chunkInfos they point to
-	servers     map[string]*server
-	byAddr      map[string]*server
-	chunks      map[chunkfs.Handle]*chunkInfo
-	rng         *rand.Rand
-	windowStart time.Time
-	doubts      uint64 // counts doubtLocked calls, to tell a doubt from a later one
+	mu      sync.Mutex // guards every field below and the servers and chunkInfos they point to
+	servers map[string]*server
+	byAddr  map[string]*server
+	chunks  map[chunkfs.Handle]*chunkInfo
+	rng     *rand.Rand
+	doubts  uint64 // counts doubtLocked calls, to tell a doubt from a later one
 }
 
 func newRegistry(cfg Config) *registry {
 	now := cfg.Clock.Now()
 	return &registry{
-		servers:     make(map[string]*server),
-		byAddr:      make(map[string]*server),
-		chunks:      make(map[chunkfs.Handle]*chunkInfo),
-		rng:         rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x636b6673)),
-		windowStart: now,
+		servers: make(map[string]*server),
+		byAddr:  make(map[string]*server),
+		chunks:  make(map[chunkfs.Handle]*chunkInfo),
+		rng:     rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x636b6673)),
 	}
 }
 
@@ -191,12 +188,6 @@ func (r *registry) liveLocked() []*server {
 // chooseLocked picks up to n live servers for a new replica, excluding
 // those in skip, and counts the creations.
 func (r *registry) chooseLocked(cfg placement.Config, n int, now time.Time, skip []*server) ([]*server, error) {
-	if now.Sub(r.windowStart) >= recentWindow {
-		for _, s := range r.servers {
-			s.recent = 0
-		}
-		r.windowStart = now
-	}
 	var live []*server
 	for _, s := range r.liveLocked() {
 		if !slices.Contains(skip, s) {
@@ -205,7 +196,7 @@ func (r *registry) chooseLocked(cfg placement.Config, n int, now time.Time, skip
 	}
 	cand := make([]placement.Server, len(live))
 	for i, s := range live {
-		cand[i] = placement.Server{ID: s.id, Rack: s.rack, Capacity: s.capacity, Used: s.used, Load: int(s.load), Recent: s.recent}
+		cand[i] = placement.Server{ID: s.id, Rack: s.rack, Capacity: s.capacity, Used: s.used, Load: int(s.load), Recent: s.recent.Value(now, cfg.RecentHalfLife)}
 	}
 	idx, err := placement.Choose(cfg, cand, n, r.rng)
 	if err != nil {
@@ -214,7 +205,7 @@ func (r *registry) chooseLocked(cfg placement.Config, n int, now time.Time, skip
 	out := make([]*server, len(idx))
 	for i, j := range idx {
 		out[i] = live[j]
-		live[j].recent++
+		live[j].recent.Add(now, cfg.RecentHalfLife)
 	}
 	return out, nil
 }

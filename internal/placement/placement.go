@@ -3,16 +3,18 @@
 // spreading a burst of creations over all servers (a new chunk brings a
 // burst of writes: GFS limits the recent creations on each chunkserver),
 // avoiding servers clearly above the average utilisation, and spreading
-// replicas over racks. It does no I/O and reads no clock; any
-// randomness comes from the *rand.Rand passed in, so a choice is
-// reproducible from its inputs.
+// replicas over racks. It does no I/O and reads no clock (times are
+// passed in); any randomness comes from the *rand.Rand passed in, so a
+// choice is reproducible from its inputs.
 package placement
 
 import (
 	"cmp"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"time"
 )
 
 // Server is what the policy knows of one live chunkserver.
@@ -22,7 +24,46 @@ type Server struct {
 	Capacity int64 // bytes
 	Used     int64 // bytes
 	Load     int   // operations in flight
-	Recent   int   // chunks created on it in the current window
+	// Recent counts the chunks created on it lately, each weighted by how
+	// recent it is (see Recency): 1 for a chunk created just now, 0.5 for
+	// one created a half-life ago.
+	Recent float64
+}
+
+// Recency is a server's decaying count of recent creations. A creation
+// counts 1 at once and halves every half-life, so the count follows the
+// write streams new chunks bring (a new chunk predicts imminent writes)
+// and, unlike a window that is reset now and then, never forgets half a
+// burst: every creation of a burst placed within a second still counts
+// almost fully when the next chunk of that burst is placed. The zero
+// value counts nothing.
+type Recency struct {
+	value float64
+	at    time.Time
+}
+
+// Value returns the count at now.
+func (r *Recency) Value(now time.Time, halfLife time.Duration) float64 {
+	if r.value == 0 || halfLife <= 0 {
+		return r.value
+	}
+	age := now.Sub(r.at)
+	if age <= 0 {
+		return r.value
+	}
+	v := r.value * math.Exp2(-float64(age)/float64(halfLife))
+	if v < 1e-9 {
+		return 0
+	}
+	return v
+}
+
+// Add counts one creation at now.
+func (r *Recency) Add(now time.Time, halfLife time.Duration) {
+	r.value = r.Value(now, halfLife) + 1
+	if now.After(r.at) {
+		r.at = now
+	}
 }
 
 // utilisation is the fraction of capacity in use; a server reporting no
@@ -36,9 +77,18 @@ func (s *Server) utilisation() float64 {
 
 // Config tunes the policy.
 type Config struct {
-	// MaxRecent caps the chunks a server may be given per window; servers
-	// at the cap are used only when nothing else is left.
+	// MaxRecent caps a server's recent creations (its decaying count,
+	// Server.Recent); servers at the cap are used only when nothing else
+	// is left.
 	MaxRecent int
+	// RecentHalfLife is how fast a creation stops counting as recent
+	// (Recency). It should be about the time a new chunk keeps its
+	// replicas busy: long enough that a burst of creations spreads over
+	// every server, short enough that an earlier burst whose writes are
+	// over does not skew the next one (with a fixed window, a burst that
+	// straddled a reset, or came after an uneven one, piled several
+	// replicas on a few servers).
+	RecentHalfLife time.Duration
 	// MinFree is the free space (bytes) a server needs to take a chunk.
 	MinFree int64
 	// UtilisationBand is how far (a fraction of capacity) a server's
@@ -49,12 +99,17 @@ type Config struct {
 }
 
 // DefaultConfig returns the policy's defaults.
-func DefaultConfig() Config { return Config{MaxRecent: 64, MinFree: 0, UtilisationBand: 0.05} }
+func DefaultConfig() Config {
+	return Config{MaxRecent: 64, RecentHalfLife: 10 * time.Second, MinFree: 0, UtilisationBand: 0.05}
+}
 
 // Validate reports a configuration error.
 func (c Config) Validate() error {
 	if c.MaxRecent < 1 {
 		return errors.New("placement: MaxRecent must be at least 1")
+	}
+	if c.RecentHalfLife < 0 {
+		return errors.New("placement: RecentHalfLife must not be negative")
 	}
 	if c.MinFree < 0 {
 		return errors.New("placement: MinFree must not be negative")
@@ -109,13 +164,14 @@ func rank(cfg Config, servers []Server, cand []int, rng *rand.Rand) {
 	}
 	type key struct {
 		capped, above bool
-		recent, load  int
+		recent        float64
+		load          int
 		excess        float64 // utilisation above the band's top, else 0
 	}
 	keyOf := func(i int) key {
 		s := &servers[i]
 		u := s.utilisation()
-		return key{capped: s.Recent >= cfg.MaxRecent, above: u > limit, recent: s.Recent, load: s.Load, excess: max(u-limit, 0)}
+		return key{capped: s.Recent >= float64(cfg.MaxRecent), above: u > limit, recent: s.Recent, load: s.Load, excess: max(u-limit, 0)}
 	}
 	slices.SortStableFunc(cand, func(a, b int) int {
 		ka, kb := keyOf(a), keyOf(b)
