@@ -76,11 +76,18 @@ type Config struct {
 	// Clock is the time source for cache expiry and retry back-off; nil
 	// means the real clock.
 	Clock clock.Clock
+	// MetaBatch is how many concurrent metadata calls (Stat, Create, Mkdir,
+	// Remove, Rename, Chmod and the like) may share one request to the
+	// master. A call made while earlier ones are in flight waits for the
+	// next request; a lone call is sent at once. 1 sends every call alone;
+	// 0 means the default.
+	MetaBatch int
 }
 
 // DefaultConfig returns the defaults: umask 022, an 8 MiB write buffer, locations
-// cached for 30 s and looked up 16 chunks at a time, a 60 s retry budget, and
-// the current process's user as the caller.
+// cached for 30 s and looked up 16 chunks at a time, a 60 s retry budget, up
+// to 256 metadata calls per request to the master, and the current
+// process's user as the caller.
 func DefaultConfig() Config {
 	return Config{
 		Caller:       processCaller(),
@@ -89,6 +96,7 @@ func DefaultConfig() Config {
 		LocationTTL:  30 * time.Second,
 		LookupBatch:  16,
 		RetryTimeout: 60 * time.Second,
+		MetaBatch:    defaultMetaBatch,
 	}
 }
 
@@ -114,6 +122,8 @@ func (c Config) Validate() error {
 		return errors.New("client config: LocationTTL must be positive")
 	case c.LookupBatch < 1 || c.LookupBatch > 1024:
 		return fmt.Errorf("client config: LookupBatch %d not in [1, 1024]", c.LookupBatch)
+	case c.MetaBatch < 0 || c.MetaBatch > maxMetaBatch:
+		return fmt.Errorf("client config: MetaBatch %d not in [0, %d]", c.MetaBatch, maxMetaBatch)
 	case c.RetryTimeout <= 0:
 		return errors.New("client config: RetryTimeout must be positive")
 	case c.Umask&^fs.ModePerm != 0:
@@ -134,7 +144,7 @@ type Client struct {
 	log       *slog.Logger
 	clock     clock.Clock
 	caller    *pb.Caller
-	master    pb.MasterClient
+	master    masterAPI // batches concurrent metadata calls (batch.go)
 	pool      *rpc.Pool
 	data      *rpc.DataClient
 	reader    chunkReader // reads chunk data: data, but for unit tests
@@ -176,7 +186,11 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		c.Close()
 		return nil, err
 	}
-	c.master = m
+	batch := cfg.MetaBatch
+	if batch == 0 {
+		batch = defaultMetaBatch
+	}
+	c.master = newBatcher(m, batch)
 	info, err := m.ClusterInfo(ctx, &pb.ClusterInfoRequest{})
 	if err != nil {
 		c.Close()

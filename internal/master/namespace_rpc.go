@@ -10,6 +10,18 @@ import (
 
 // Mkdir makes a directory, and its parents when asked.
 func (m *Master) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResponse, error) {
+	cmd, err := mkdirCommand(req)
+	if err != nil {
+		return nil, err
+	}
+	r, id, err := m.mutate(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return mkdirResponse(r, id), nil
+}
+
+func mkdirCommand(req *pb.MkdirRequest) (*namespace.Command, error) {
 	c, err := pathArg("mkdir", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
@@ -18,16 +30,28 @@ func (m *Master) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResp
 	if req.Parents {
 		cmd.Flags = namespace.FlagParents
 	}
-	r, id, err := m.apply(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	return &pb.MkdirResponse{StateId: id, Info: fileInfo(r.Info)}, nil
+	return cmd, nil
+}
+
+func mkdirResponse(r namespace.Result, id uint64) *pb.MkdirResponse {
+	return &pb.MkdirResponse{StateId: id, Info: fileInfo(r.Info)}
 }
 
 // Create makes a file or symbolic link, or opens (and maybe truncates) an
 // existing file.
 func (m *Master) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateResponse, error) {
+	cmd, err := createCommand(req)
+	if err != nil {
+		return nil, err
+	}
+	r, id, err := m.mutate(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return createResponse(r, id), nil
+}
+
+func createCommand(req *pb.CreateRequest) (*namespace.Command, error) {
 	c, err := pathArg("create", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
@@ -43,12 +67,11 @@ func (m *Master) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateR
 	if req.Truncate {
 		cmd.Flags |= namespace.FlagTruncate
 	}
-	r, id, err := m.apply(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	m.collect(r.Garbage)
-	return &pb.CreateResponse{StateId: id, Info: fileInfo(r.Info), Created: r.Created}, nil
+	return cmd, nil
+}
+
+func createResponse(r namespace.Result, id uint64) *pb.CreateResponse {
+	return &pb.CreateResponse{StateId: id, Info: fileInfo(r.Info), Created: r.Created}
 }
 
 // Stat describes a path without following a final symbolic link.
@@ -97,6 +120,18 @@ func (m *Master) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 
 // Rename moves a file or directory atomically.
 func (m *Master) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameResponse, error) {
+	cmd, err := renameCommand(req)
+	if err != nil {
+		return nil, err
+	}
+	_, id, err := m.mutate(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.RenameResponse{StateId: id}, nil
+}
+
+func renameCommand(req *pb.RenameRequest) (*namespace.Command, error) {
 	c, err := pathArg("rename", req.Src, req.Caller)
 	if err != nil {
 		return nil, err
@@ -108,17 +143,24 @@ func (m *Master) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameR
 	if req.NoReplace {
 		cmd.Flags = namespace.FlagNoReplace
 	}
-	r, id, err := m.apply(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	m.collect(r.Garbage)
-	return &pb.RenameResponse{StateId: id}, nil
+	return cmd, nil
 }
 
 // Delete removes a file or directory (recursively when asked); its chunks
 // become garbage that chunkservers are told to delete.
 func (m *Master) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
+	cmd, err := deleteCommand(req)
+	if err != nil {
+		return nil, err
+	}
+	_, id, err := m.mutate(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.DeleteResponse{StateId: id}, nil
+}
+
+func deleteCommand(req *pb.DeleteRequest) (*namespace.Command, error) {
 	c, err := pathArg("delete", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
@@ -132,12 +174,7 @@ func (m *Master) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteR
 			cmd.Flags |= f.flag
 		}
 	}
-	r, id, err := m.apply(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	m.collect(r.Garbage)
-	return &pb.DeleteResponse{StateId: id}, nil
+	return cmd, nil
 }
 
 // SetAttr changes mode, owner, group, times, replication or length at once.
@@ -145,27 +182,23 @@ func (m *Master) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteR
 // and has its replicas cut; if none could be, the new length stands but the
 // call fails (KindUnavailable) and should be retried, which cuts again.
 func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAttrResponse, error) {
-	c, err := pathArg("setattr", req.Path, req.Caller)
+	cmd, err := setAttrCommand(req)
 	if err != nil {
 		return nil, err
 	}
-	cmd := setAttrCommand(req)
-	cmd.Caller = c
-	r, id, err := m.apply(ctx, cmd)
+	r, id, err := m.mutate(ctx, cmd)
 	if err != nil {
 		return nil, err
-	}
-	m.collect(r.Garbage)
-	if r.Cut != nil {
-		if err := m.cutChunk(context.WithoutCancel(ctx), req.Path, *r.Cut); err != nil {
-			return nil, err
-		}
 	}
 	return &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}, nil
 }
 
-func setAttrCommand(req *pb.SetAttrRequest) *namespace.Command {
-	cmd := &namespace.Command{Op: namespace.OpSetAttr, Path: req.Path}
+func setAttrCommand(req *pb.SetAttrRequest) (*namespace.Command, error) {
+	c, err := pathArg("setattr", req.Path, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &namespace.Command{Op: namespace.OpSetAttr, Caller: c, Path: req.Path}
 	if req.Mode != nil {
 		cmd.Set |= namespace.SetMode
 		cmd.Mode = modeArg(*req.Mode)
@@ -194,11 +227,23 @@ func setAttrCommand(req *pb.SetAttrRequest) *namespace.Command {
 		cmd.Set |= namespace.SetLength
 		cmd.Length = *req.Length
 	}
-	return cmd
+	return cmd, nil
 }
 
 // CommitLength raises a file's length to what a writer reports.
 func (m *Master) CommitLength(ctx context.Context, req *pb.CommitLengthRequest) (*pb.CommitLengthResponse, error) {
+	cmd, err := commitLengthCommand(req)
+	if err != nil {
+		return nil, err
+	}
+	r, id, err := m.mutate(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.CommitLengthResponse{StateId: id, Length: r.Info.Length}, nil
+}
+
+func commitLengthCommand(req *pb.CommitLengthRequest) (*namespace.Command, error) {
 	c, err := pathArg("commit length", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
@@ -207,11 +252,28 @@ func (m *Master) CommitLength(ctx context.Context, req *pb.CommitLengthRequest) 
 	if req.Touch {
 		cmd.Flags = namespace.FlagTouch
 	}
+	return cmd, nil
+}
+
+// mutate logs a namespace mutation of a client request and finishes it.
+func (m *Master) mutate(ctx context.Context, cmd *namespace.Command) (namespace.Result, uint64, error) {
 	r, id, err := m.apply(ctx, cmd)
 	if err != nil {
-		return nil, err
+		return r, 0, err
 	}
-	return &pb.CommitLengthResponse{StateId: id, Length: r.Info.Length}, nil
+	return r, id, m.settle(ctx, cmd, r)
+}
+
+// settle does what a logged mutation leaves to do outside the log: its
+// garbage is queued for the chunkservers, and a chunk a truncation cut in
+// its middle is cut on its replicas (with a context the client cannot
+// cancel, so that a cut is never left half done).
+func (m *Master) settle(ctx context.Context, cmd *namespace.Command, r namespace.Result) error {
+	m.collect(r.Garbage)
+	if r.Cut != nil {
+		return m.cutChunk(context.WithoutCancel(ctx), cmd.Path, *r.Cut)
+	}
+	return nil
 }
 
 // ClusterInfo returns the cluster's constants.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -15,29 +16,44 @@ import (
 // in Raft at once; while they are, new commands queue up and form the next
 // batch.
 
+// MaxEntryCommands and MaxEntryBytes bound one Raft entry; ApplyAll
+// refuses more.
+const (
+	MaxEntryCommands = 4096
+	MaxEntryBytes    = 4 << 20
+)
+
 const (
 	batchFormat     = 1
-	maxBatchCount   = 4096
-	maxBatchBytes   = 4 << 20
 	maxInFlight     = 2
 	pendingCapacity = 4096
 )
 
-// request is one command waiting to be logged.
+// request is one or more commands waiting to be logged together.
 type request struct {
-	cmd  []byte
+	cmds [][]byte
+	size int           // bytes of cmds
 	done chan response // buffered by one
 }
 
 type response struct {
-	result any
-	index  uint64
-	err    error
+	results []any // one per command of the request
+	index   uint64
+	err     error
 }
 
-// submit queues cmd and waits for its result.
-func (l *Log) submit(ctx context.Context, cmd []byte) (any, uint64, error) {
-	req := request{cmd: cmd, done: make(chan response, 1)}
+// submit queues cmds (all in one Raft entry) and waits for their results.
+func (l *Log) submit(ctx context.Context, cmds [][]byte) ([]any, uint64, error) {
+	req := request{cmds: cmds, done: make(chan response, 1)}
+	for _, c := range cmds {
+		req.size += len(c)
+	}
+	if len(cmds) == 0 {
+		return nil, 0, &chunkfs.Error{Op: "log", Kind: chunkfs.KindInvalid, Err: errors.New("no commands")}
+	}
+	if len(cmds) > MaxEntryCommands || req.size > MaxEntryBytes {
+		return nil, 0, &chunkfs.Error{Op: "log", Kind: chunkfs.KindTooLarge, Err: fmt.Errorf("%d commands of %d bytes do not fit one log entry", len(cmds), req.size)}
+	}
 	select {
 	case l.pending <- req:
 	case <-l.stop:
@@ -47,12 +63,12 @@ func (l *Log) submit(ctx context.Context, cmd []byte) (any, uint64, error) {
 	}
 	select {
 	case r := <-req.done:
-		return r.result, r.index, r.err
+		return r.results, r.index, r.err
 	case <-l.closed:
 		// Close answers every request it took; one still queued is lost.
 		select {
 		case r := <-req.done:
-			return r.result, r.index, r.err
+			return r.results, r.index, r.err
 		default:
 			return nil, 0, errClosed
 		}
@@ -67,6 +83,12 @@ var errClosed = &chunkfs.Error{Op: "log", Kind: chunkfs.KindUnavailable, Err: er
 func (l *Log) batchLoop() {
 	defer close(l.loopDone)
 	slots := make(chan struct{}, maxInFlight)
+	var carry *request // taken from pending but did not fit the last batch
+	defer func() {
+		if carry != nil {
+			carry.done <- response{err: errClosed}
+		}
+	}()
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -74,12 +96,17 @@ func (l *Log) batchLoop() {
 			return
 		}
 		var first request
-		select {
-		case first = <-l.pending:
-		case <-l.stop:
-			return
+		if carry != nil {
+			first, carry = *carry, nil
+		} else {
+			select {
+			case first = <-l.pending:
+			case <-l.stop:
+				return
+			}
 		}
-		batch := l.drain(first)
+		var batch []request
+		batch, carry = l.drain(first)
 		l.inflight.Add(1)
 		go func() {
 			defer l.inflight.Done()
@@ -89,19 +116,24 @@ func (l *Log) batchLoop() {
 	}
 }
 
-// drain collects first and whatever else is queued, within the batch limits.
-func (l *Log) drain(first request) []request {
-	batch, size := []request{first}, len(first.cmd)
-	for len(batch) < maxBatchCount && size < maxBatchBytes {
+// drain collects first and whatever else is queued, within the batch
+// limits; a request that does not fit is returned to start the next batch.
+func (l *Log) drain(first request) ([]request, *request) {
+	batch, count, size := []request{first}, len(first.cmds), first.size
+	for count < MaxEntryCommands && size < MaxEntryBytes {
 		select {
 		case r := <-l.pending:
+			if count+len(r.cmds) > MaxEntryCommands || size+r.size > MaxEntryBytes {
+				return batch, &r
+			}
 			batch = append(batch, r)
-			size += len(r.cmd)
+			count += len(r.cmds)
+			size += r.size
 		default:
-			return batch
+			return batch, nil
 		}
 	}
-	return batch
+	return batch, nil
 }
 
 // commit logs one batch and answers each of its requests.
@@ -112,29 +144,35 @@ func (l *Log) commit(batch []request) {
 	if err == nil {
 		results, _ = f.Response().([]any)
 	}
-	for i, r := range batch {
+	off := 0
+	for _, r := range batch {
+		n := len(r.cmds)
 		switch {
 		case err != nil:
 			r.done <- response{err: translate(err)}
-		case i < len(results):
-			r.done <- response{result: results[i], index: f.Index()}
+		case off+n <= len(results):
+			r.done <- response{results: results[off : off+n : off+n], index: f.Index()}
 		default:
 			r.done <- response{err: &chunkfs.Error{Op: "log", Kind: chunkfs.KindOther, Err: errors.New("batch result missing")}}
 		}
+		off += n
 	}
 }
 
 func encodeBatch(batch []request) []byte {
-	size := 1 + binary.MaxVarintLen64
+	size, count := 1+binary.MaxVarintLen64, 0
 	for _, r := range batch {
-		size += binary.MaxVarintLen64 + len(r.cmd)
+		size += len(r.cmds)*binary.MaxVarintLen64 + r.size
+		count += len(r.cmds)
 	}
 	b := make([]byte, 0, size)
 	b = append(b, batchFormat)
-	b = binary.AppendUvarint(b, uint64(len(batch)))
+	b = binary.AppendUvarint(b, uint64(count))
 	for _, r := range batch {
-		b = binary.AppendUvarint(b, uint64(len(r.cmd)))
-		b = append(b, r.cmd...)
+		for _, c := range r.cmds {
+			b = binary.AppendUvarint(b, uint64(len(c)))
+			b = append(b, c...)
+		}
 	}
 	return b
 }
@@ -146,7 +184,7 @@ func decodeBatch(b []byte) ([][]byte, error) {
 	}
 	b = b[1:]
 	n, k := binary.Uvarint(b)
-	if k <= 0 || n > maxBatchCount {
+	if k <= 0 || n > MaxEntryCommands {
 		return nil, errors.New("oplog: bad batch count")
 	}
 	b = b[k:]

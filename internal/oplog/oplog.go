@@ -240,7 +240,19 @@ func timeout(ctx context.Context) time.Duration {
 // this node does not lead, KindUnavailable when the log is closed or the
 // context ends first (the command may then still be applied).
 func (l *Log) Apply(ctx context.Context, cmd []byte) (any, uint64, error) {
-	return l.submit(ctx, cmd)
+	res, index, err := l.submit(ctx, [][]byte{cmd})
+	if err != nil {
+		return nil, 0, err
+	}
+	return res[0], index, nil
+}
+
+// ApplyAll logs cmds in one Raft entry (one proposal, one fsync, shared
+// with whatever else is queued) and returns their results in order and the
+// entry's index. It fails as a whole, with KindTooLarge, when cmds are more
+// than MaxEntryCommands or MaxEntryBytes, and otherwise as Apply does.
+func (l *Log) ApplyAll(ctx context.Context, cmds [][]byte) ([]any, uint64, error) {
+	return l.submit(ctx, cmds)
 }
 
 func translate(err error) error {

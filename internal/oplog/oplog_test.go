@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chunkfs/chunkfs"
 )
 
 // listFSM records every command; its result is the number of commands so
@@ -125,6 +127,58 @@ func TestApplyRestartAndSnapshot(t *testing.T) {
 	}
 }
 
+// TestApplyAll checks that ApplyAll logs its commands in one entry, in
+// order, answers each, mixes with concurrent Applies, and refuses more than
+// an entry holds without logging anything.
+func TestApplyAll(t *testing.T) {
+	fsm := &listFSM{}
+	l := open(t, t.TempDir(), fsm)
+	defer l.Close()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				if _, _, err := l.Apply(context.Background(), fmt.Appendf(nil, "single-%d-%d", g, i)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for round := range 10 {
+		cmds := make([][]byte, 50)
+		for i := range cmds {
+			cmds[i] = fmt.Appendf(nil, "all-%d-%d", round, i)
+		}
+		res, idx, err := l.ApplyAll(context.Background(), cmds)
+		if err != nil || len(res) != len(cmds) || idx == 0 {
+			t.Fatalf("ApplyAll = %d results, index %d, %v", len(res), idx, err)
+		}
+		for i := 1; i < len(res); i++ {
+			if res[i].(int) != res[i-1].(int)+1 {
+				t.Fatalf("results %v and %v of one ApplyAll not consecutive: not one entry in order", res[i-1], res[i])
+			}
+		}
+	}
+	wg.Wait()
+	if n := len(fsm.list()); n != 540 {
+		t.Fatalf("applied %d commands, want 540", n)
+	}
+	if _, _, err := l.ApplyAll(context.Background(), nil); chunkfs.KindOf(err) != chunkfs.KindInvalid {
+		t.Errorf("ApplyAll(nil): %v, want KindInvalid", err)
+	}
+	for _, cmds := range [][][]byte{make([][]byte, MaxEntryCommands+1), {make([]byte, MaxEntryBytes+1)}} {
+		_, _, err := l.ApplyAll(context.Background(), cmds)
+		if k := chunkfs.KindOf(err); k != chunkfs.KindTooLarge {
+			t.Errorf("ApplyAll of %d commands: %v (kind %v), want KindTooLarge", len(cmds), err, k)
+		}
+	}
+	if n := len(fsm.list()); n != 540 {
+		t.Fatalf("refused ApplyAll applied something: %d commands", n)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	if err := (Config{}).Validate(); err == nil {
 		t.Error("empty config accepted")
@@ -180,7 +234,7 @@ func BenchmarkApplySerial(b *testing.B) {
 }
 
 func FuzzDecodeBatch(f *testing.F) {
-	f.Add(encodeBatch([]request{{cmd: []byte("a")}, {cmd: []byte("bc")}}))
+	f.Add(encodeBatch([]request{{cmds: [][]byte{[]byte("a")}, size: 1}, {cmds: [][]byte{[]byte("bc"), []byte("d")}, size: 3}}))
 	f.Add([]byte{1, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cmds, err := decodeBatch(b)
@@ -189,7 +243,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 		var reqs []request
 		for _, c := range cmds {
-			reqs = append(reqs, request{cmd: c})
+			reqs = append(reqs, request{cmds: [][]byte{c}, size: len(c)})
 		}
 		again, err := decodeBatch(encodeBatch(reqs))
 		if err != nil || len(again) != len(cmds) {

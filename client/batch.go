@@ -1,0 +1,404 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// Automatic batching of metadata calls. Each unary RPC costs the client and
+// the master far more CPU in gRPC's HTTP/2 machinery than the master spends
+// on a stat or a create, so concurrent metadata calls share RPCs: a call
+// made while the lane's batches are all in flight waits for the next batch,
+// which carries every call queued meanwhile (Master.Batch). A lone caller
+// sends at once, so batching adds no latency when there is nothing to
+// amortise. Stats and mutations use separate lanes, so a stat never waits
+// behind a log fsync.
+//
+// Limits: at most Config.MetaBatch calls and batchMaxBytes (by the master's
+// own measure) per batch, lanesInFlight batches in flight per lane.
+
+const (
+	defaultMetaBatch = 256
+	maxMetaBatch     = 1024 // the master's limit
+	lanesInFlight    = 2
+	batchMaxBytes    = 1 << 20 // half of what the master accepts
+	batchOpOverhead  = 64      // the master's fixed charge per op
+)
+
+// masterAPI is what the client calls on the master: the methods of
+// pb.MasterClient it uses, without call options.
+type masterAPI interface {
+	ClusterInfo(context.Context, *pb.ClusterInfoRequest) (*pb.ClusterInfoResponse, error)
+	ClusterReport(context.Context, *pb.ClusterReportRequest) (*pb.ClusterReportResponse, error)
+	Stat(context.Context, *pb.StatRequest) (*pb.StatResponse, error)
+	List(context.Context, *pb.ListRequest) (*pb.ListResponse, error)
+	Create(context.Context, *pb.CreateRequest) (*pb.CreateResponse, error)
+	Mkdir(context.Context, *pb.MkdirRequest) (*pb.MkdirResponse, error)
+	Delete(context.Context, *pb.DeleteRequest) (*pb.DeleteResponse, error)
+	Rename(context.Context, *pb.RenameRequest) (*pb.RenameResponse, error)
+	SetAttr(context.Context, *pb.SetAttrRequest) (*pb.SetAttrResponse, error)
+	CommitLength(context.Context, *pb.CommitLengthRequest) (*pb.CommitLengthResponse, error)
+	GetChunks(context.Context, *pb.GetChunksRequest) (*pb.GetChunksResponse, error)
+	PrepareWrite(context.Context, *pb.PrepareWriteRequest) (*pb.PrepareWriteResponse, error)
+	ReportCorrupt(context.Context, *pb.ReportCorruptRequest) (*pb.ReportCorruptResponse, error)
+}
+
+// batcher is the client's masterAPI: Stat, Create, Mkdir, Delete, Rename,
+// SetAttr (other than truncation) and CommitLength are batched; every other
+// call goes to the master as its own RPC.
+type batcher struct {
+	mc            pb.MasterClient
+	reads, writes *lane
+}
+
+var _ masterAPI = (*batcher)(nil)
+
+// newBatcher batches up to maxOps calls per RPC; maxOps 1 sends every call
+// as its own RPC.
+func newBatcher(mc pb.MasterClient, maxOps int) *batcher {
+	b := &batcher{mc: mc, reads: newLane(mc, maxOps), writes: newLane(mc, maxOps)}
+	if maxOps <= 1 {
+		b.reads.direct, b.writes.direct = true, true
+	}
+	return b
+}
+
+// lane coalesces concurrent calls into Batch RPCs.
+type lane struct {
+	mc     pb.MasterClient
+	maxOps int
+
+	direct bool // set at creation: every call is its own RPC, no queue
+
+	mu       sync.Mutex // guards queue, inFlight and unary
+	queue    []*call    // calls waiting for the next batch, oldest first
+	inFlight int        // batches being sent
+	unary    bool       // the master has no Batch RPC: send each call alone
+}
+
+func newLane(mc pb.MasterClient, maxOps int) *lane {
+	return &lane{mc: mc, maxOps: maxOps}
+}
+
+// call is one metadata call waiting for its result.
+type call struct {
+	ctx  context.Context
+	op   *pb.MetaOp
+	size int
+	done chan struct{} // closed when res or err is set
+	res  *pb.MetaResult
+	err  error
+}
+
+// do runs op in a batch and returns its result (which may carry the op's
+// own error) or the error that failed the whole batch.
+func (l *lane) do(ctx context.Context, op *pb.MetaOp) (*pb.MetaResult, error) {
+	if l.direct {
+		return unaryCall(ctx, l.mc, op)
+	}
+	c := &call{ctx: ctx, op: op, size: opSize(op), done: make(chan struct{})}
+	l.mu.Lock()
+	if l.inFlight < lanesInFlight {
+		l.inFlight++
+		l.mu.Unlock()
+		l.send([]*call{c})
+		return c.res, c.err
+	}
+	l.queue = append(l.queue, c)
+	l.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
+		if l.withdraw(c) {
+			return nil, &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
+		}
+		// Already sent: the master may apply it whatever the client does.
+		return nil, &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: errors.New("outcome unknown: " + ctx.Err().Error())}
+	}
+}
+
+// withdraw takes c out of the queue; false if it was already sent.
+func (l *lane) withdraw(c *call) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, q := range l.queue {
+		if q == c {
+			l.queue = append(l.queue[:i], l.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// send sends calls as one batch, answers them, and then sends the calls
+// queued meanwhile (in another goroutine, so that this caller returns).
+func (l *lane) send(calls []*call) {
+	l.exchange(calls)
+	l.mu.Lock()
+	next := l.takeLocked()
+	if next == nil {
+		l.inFlight--
+	}
+	l.mu.Unlock()
+	if next != nil {
+		go l.send(next)
+	}
+}
+
+// takeLocked removes the next batch from the queue, nil when it is empty.
+func (l *lane) takeLocked() []*call {
+	n, size := 0, 0
+	for n < len(l.queue) && n < l.maxOps && (n == 0 || size+l.queue[n].size <= batchMaxBytes) {
+		size += l.queue[n].size
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	calls := make([]*call, n)
+	copy(calls, l.queue)
+	rest := copy(l.queue, l.queue[n:])
+	clear(l.queue[rest:])
+	l.queue = l.queue[:rest]
+	return calls
+}
+
+// exchange sends one batch and answers every call in it.
+func (l *lane) exchange(calls []*call) {
+	l.mu.Lock()
+	unary := l.unary
+	l.mu.Unlock()
+	if unary {
+		l.sendUnary(calls)
+		return
+	}
+	req := &pb.BatchRequest{Ops: make([]*pb.MetaOp, len(calls))}
+	for i, c := range calls {
+		req.Ops[i] = c.op
+	}
+	ctx, cancel := batchContext(calls)
+	resp, err := l.mc.Batch(ctx, req)
+	cancel()
+	if chunkfs.KindOf(err) == chunkfs.KindNotSupported {
+		l.mu.Lock()
+		l.unary = true
+		l.mu.Unlock()
+		l.sendUnary(calls)
+		return
+	}
+	if err == nil && len(resp.Results) != len(calls) {
+		err = chunkfs.E("batch", "", chunkfs.KindOther, fmt.Sprintf("master answered %d of %d operations", len(resp.Results), len(calls)))
+	}
+	for i, c := range calls {
+		if err != nil {
+			c.err = err
+		} else {
+			c.res = resp.Results[i]
+		}
+		close(c.done)
+	}
+}
+
+// sendUnary sends each call as its own RPC, concurrently (a master without
+// the Batch RPC).
+func (l *lane) sendUnary(calls []*call) {
+	var wg sync.WaitGroup
+	for _, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.res, c.err = unaryCall(c.ctx, l.mc, c.op)
+			close(c.done)
+		}()
+	}
+	wg.Wait()
+}
+
+// batchContext is the context of a batch: not any one caller's (one giving
+// up must not fail the others), with the latest of their deadlines, or the
+// RPC default when one of them has none.
+func batchContext(calls []*call) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, c := range calls {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.Background())
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+// opSize is an op's size by the master's measure of a batch's bytes.
+func opSize(op *pb.MetaOp) int {
+	n := batchOpOverhead
+	switch o := op.GetOp().(type) {
+	case *pb.MetaOp_Stat:
+		n += len(o.Stat.GetPath()) + 4*len(o.Stat.GetCaller().GetGids())
+	case *pb.MetaOp_Create:
+		n += len(o.Create.GetPath()) + len(o.Create.GetSymlinkTarget()) + 4*len(o.Create.GetCaller().GetGids())
+	case *pb.MetaOp_Mkdir:
+		n += len(o.Mkdir.GetPath()) + 4*len(o.Mkdir.GetCaller().GetGids())
+	case *pb.MetaOp_Delete:
+		n += len(o.Delete.GetPath()) + 4*len(o.Delete.GetCaller().GetGids())
+	case *pb.MetaOp_Rename:
+		n += len(o.Rename.GetSrc()) + len(o.Rename.GetDst()) + 4*len(o.Rename.GetCaller().GetGids())
+	case *pb.MetaOp_SetAttr:
+		n += len(o.SetAttr.GetPath()) + 4*len(o.SetAttr.GetCaller().GetGids())
+	case *pb.MetaOp_CommitLength:
+		n += len(o.CommitLength.GetPath()) + 4*len(o.CommitLength.GetCaller().GetGids())
+	}
+	return n
+}
+
+// unaryCall sends op as its own RPC and wraps the answer as a batch result.
+func unaryCall(ctx context.Context, mc pb.MasterClient, op *pb.MetaOp) (*pb.MetaResult, error) {
+	var res pb.MetaResult
+	var err error
+	switch o := op.GetOp().(type) {
+	case *pb.MetaOp_Stat:
+		var r *pb.StatResponse
+		r, err = mc.Stat(ctx, o.Stat)
+		res.Result = &pb.MetaResult_Stat{Stat: r}
+	case *pb.MetaOp_Create:
+		var r *pb.CreateResponse
+		r, err = mc.Create(ctx, o.Create)
+		res.Result = &pb.MetaResult_Create{Create: r}
+	case *pb.MetaOp_Mkdir:
+		var r *pb.MkdirResponse
+		r, err = mc.Mkdir(ctx, o.Mkdir)
+		res.Result = &pb.MetaResult_Mkdir{Mkdir: r}
+	case *pb.MetaOp_Delete:
+		var r *pb.DeleteResponse
+		r, err = mc.Delete(ctx, o.Delete)
+		res.Result = &pb.MetaResult_Delete{Delete: r}
+	case *pb.MetaOp_Rename:
+		var r *pb.RenameResponse
+		r, err = mc.Rename(ctx, o.Rename)
+		res.Result = &pb.MetaResult_Rename{Rename: r}
+	case *pb.MetaOp_SetAttr:
+		var r *pb.SetAttrResponse
+		r, err = mc.SetAttr(ctx, o.SetAttr)
+		res.Result = &pb.MetaResult_SetAttr{SetAttr: r}
+	case *pb.MetaOp_CommitLength:
+		var r *pb.CommitLengthResponse
+		r, err = mc.CommitLength(ctx, o.CommitLength)
+		res.Result = &pb.MetaResult_CommitLength{CommitLength: r}
+	default:
+		return nil, chunkfs.E("batch", "", chunkfs.KindInvalid, "empty operation")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// resultErr returns the error a batch result carries, as a *chunkfs.Error.
+func resultErr(r *pb.MetaResult) error {
+	d := r.GetError()
+	if d == nil {
+		return nil
+	}
+	k := chunkfs.Kind(d.Kind)
+	if !k.Valid() {
+		k = chunkfs.KindOther
+	}
+	var inner error
+	if d.Message != "" {
+		inner = errors.New(d.Message)
+	}
+	return &chunkfs.Error{Op: d.Op, Path: d.Path, Kind: k, Err: inner}
+}
+
+// answer checks one result: the call's error, or the response field got
+// picks out (nil when the master answered with something else).
+func answer[T any](r *pb.MetaResult, err error, got func(*pb.MetaResult) *T) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := resultErr(r); err != nil {
+		return nil, err
+	}
+	if v := got(r); v != nil {
+		return v, nil
+	}
+	return nil, chunkfs.E("batch", "", chunkfs.KindOther, "master answered an operation with another kind of result")
+}
+
+// The calls that are not batched.
+
+func (b *batcher) ClusterInfo(ctx context.Context, req *pb.ClusterInfoRequest) (*pb.ClusterInfoResponse, error) {
+	return b.mc.ClusterInfo(ctx, req)
+}
+
+func (b *batcher) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest) (*pb.ClusterReportResponse, error) {
+	return b.mc.ClusterReport(ctx, req)
+}
+
+func (b *batcher) List(ctx context.Context, req *pb.ListRequest) (*pb.ListResponse, error) {
+	return b.mc.List(ctx, req)
+}
+
+func (b *batcher) GetChunks(ctx context.Context, req *pb.GetChunksRequest) (*pb.GetChunksResponse, error) {
+	return b.mc.GetChunks(ctx, req)
+}
+
+func (b *batcher) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) (*pb.PrepareWriteResponse, error) {
+	return b.mc.PrepareWrite(ctx, req)
+}
+
+func (b *batcher) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest) (*pb.ReportCorruptResponse, error) {
+	return b.mc.ReportCorrupt(ctx, req)
+}
+
+// The batched calls.
+
+func (b *batcher) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatResponse, error) {
+	r, err := b.reads.do(ctx, &pb.MetaOp{Op: &pb.MetaOp_Stat{Stat: req}})
+	return answer(r, err, (*pb.MetaResult).GetStat)
+}
+
+func (b *batcher) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateResponse, error) {
+	r, err := b.writes.do(ctx, &pb.MetaOp{Op: &pb.MetaOp_Create{Create: req}})
+	return answer(r, err, (*pb.MetaResult).GetCreate)
+}
+
+func (b *batcher) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResponse, error) {
+	r, err := b.writes.do(ctx, &pb.MetaOp{Op: &pb.MetaOp_Mkdir{Mkdir: req}})
+	return answer(r, err, (*pb.MetaResult).GetMkdir)
+}
+
+func (b *batcher) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
+	r, err := b.writes.do(ctx, &pb.MetaOp{Op: &pb.MetaOp_Delete{Delete: req}})
+	return answer(r, err, (*pb.MetaResult).GetDelete)
+}
+
+func (b *batcher) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameResponse, error) {
+	r, err := b.writes.do(ctx, &pb.MetaOp{Op: &pb.MetaOp_Rename{Rename: req}})
+	return answer(r, err, (*pb.MetaResult).GetRename)
+}
+
+// SetAttr batches everything but a change of length: a truncation may
+// have the master cut a chunk on its replicas, which would hold up the
+// whole batch.
+func (b *batcher) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAttrResponse, error) {
+	if req.Length != nil {
+		return b.mc.SetAttr(ctx, req)
+	}
+	r, err := b.writes.do(ctx, &pb.MetaOp{Op: &pb.MetaOp_SetAttr{SetAttr: req}})
+	return answer(r, err, (*pb.MetaResult).GetSetAttr)
+}
+
+func (b *batcher) CommitLength(ctx context.Context, req *pb.CommitLengthRequest) (*pb.CommitLengthResponse, error) {
+	r, err := b.writes.do(ctx, &pb.MetaOp{Op: &pb.MetaOp_CommitLength{CommitLength: req}})
+	return answer(r, err, (*pb.MetaResult).GetCommitLength)
+}

@@ -1,0 +1,297 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// Limits of one Batch call. Over them the whole call fails (KindTooLarge,
+// an InvalidArgument status) and nothing is done. The byte bound keeps the
+// batch's log commands well inside one log entry.
+const (
+	MaxBatchOps   = 1024
+	MaxBatchBytes = 2 << 20 // paths, link targets and group lists, plus opOverhead per op
+	opOverhead    = 64
+)
+
+// Batch runs independent metadata operations in one call, as if each had
+// been its own unary call made concurrently: each is validated and
+// permission-checked exactly as its unary form and fails alone with its own
+// error, changing nothing. Stats are answered under the namespace's read
+// lock; the mutations are logged together, in one log entry (one fsync).
+func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResponse, error) {
+	if n := len(req.Ops); n > MaxBatchOps {
+		return nil, chunkfs.E("batch", "", chunkfs.KindTooLarge, fmt.Sprintf("%d operations; at most %d in one batch", n, MaxBatchOps))
+	}
+	if n := batchBytes(req.Ops); n > MaxBatchBytes {
+		return nil, chunkfs.E("batch", "", chunkfs.KindTooLarge, fmt.Sprintf("%d bytes of operations; at most %d in one batch", n, MaxBatchBytes))
+	}
+	b := &batch{m: m, results: make([]*pb.MetaResult, len(req.Ops))}
+	for i, op := range req.Ops {
+		b.prepare(ctx, i, op)
+	}
+	b.stat()
+	b.mutate(ctx)
+	resp := &pb.BatchResponse{Results: b.results}
+	for _, r := range b.results {
+		resp.StateId = max(resp.StateId, resultStateID(r))
+	}
+	return resp, nil
+}
+
+// batchBytes is the size of ops' variable-length fields, plus a fixed
+// overhead per op.
+func batchBytes(ops []*pb.MetaOp) int {
+	n := 0
+	for _, op := range ops {
+		n += opOverhead
+		switch o := op.GetOp().(type) {
+		case *pb.MetaOp_Stat:
+			n += len(o.Stat.GetPath()) + 4*len(o.Stat.GetCaller().GetGids())
+		case *pb.MetaOp_Create:
+			n += len(o.Create.GetPath()) + len(o.Create.GetSymlinkTarget()) + 4*len(o.Create.GetCaller().GetGids())
+		case *pb.MetaOp_Mkdir:
+			n += len(o.Mkdir.GetPath()) + 4*len(o.Mkdir.GetCaller().GetGids())
+		case *pb.MetaOp_Delete:
+			n += len(o.Delete.GetPath()) + 4*len(o.Delete.GetCaller().GetGids())
+		case *pb.MetaOp_Rename:
+			n += len(o.Rename.GetSrc()) + len(o.Rename.GetDst()) + 4*len(o.Rename.GetCaller().GetGids())
+		case *pb.MetaOp_SetAttr:
+			n += len(o.SetAttr.GetPath()) + 4*len(o.SetAttr.GetCaller().GetGids())
+		case *pb.MetaOp_CommitLength:
+			n += len(o.CommitLength.GetPath()) + 4*len(o.CommitLength.GetCaller().GetGids())
+		}
+	}
+	return n
+}
+
+// batch is one Batch call in progress.
+type batch struct {
+	m       *Master
+	results []*pb.MetaResult // one per op; nil until answered
+	stats   []batchStat
+	muts    []batchMutation
+}
+
+type batchStat struct {
+	i      int
+	caller chunkfs.Caller
+	path   string
+}
+
+type batchMutation struct {
+	i   int
+	cmd *namespace.Command
+	r   namespace.Result
+	id  uint64
+}
+
+// prepare validates op i and queues it as a stat or a mutation, or answers
+// it with its error.
+func (b *batch) prepare(ctx context.Context, i int, op *pb.MetaOp) {
+	var cmd *namespace.Command
+	var err error
+	switch o := op.GetOp().(type) {
+	case *pb.MetaOp_Stat:
+		if o.Stat == nil {
+			break
+		}
+		var c chunkfs.Caller
+		if c, err = pathArg("stat", o.Stat.Path, o.Stat.Caller); err == nil {
+			err = b.m.readable(ctx, "stat", o.Stat.MinStateId)
+		}
+		if err == nil {
+			b.stats = append(b.stats, batchStat{i: i, caller: c, path: o.Stat.Path})
+			return
+		}
+	case *pb.MetaOp_Create:
+		if o.Create != nil {
+			cmd, err = createCommand(o.Create)
+		}
+	case *pb.MetaOp_Mkdir:
+		if o.Mkdir != nil {
+			cmd, err = mkdirCommand(o.Mkdir)
+		}
+	case *pb.MetaOp_Delete:
+		if o.Delete != nil {
+			cmd, err = deleteCommand(o.Delete)
+		}
+	case *pb.MetaOp_Rename:
+		if o.Rename != nil {
+			cmd, err = renameCommand(o.Rename)
+		}
+	case *pb.MetaOp_SetAttr:
+		if o.SetAttr != nil {
+			cmd, err = setAttrCommand(o.SetAttr)
+		}
+	case *pb.MetaOp_CommitLength:
+		if o.CommitLength != nil {
+			cmd, err = commitLengthCommand(o.CommitLength)
+		}
+	}
+	switch {
+	case err != nil:
+		b.results[i] = errorResult(err)
+	case cmd == nil:
+		b.results[i] = errorResult(chunkfs.E("batch", "", chunkfs.KindInvalid, fmt.Sprintf("operation %d names no request", i)))
+	default:
+		b.muts = append(b.muts, batchMutation{i: i, cmd: cmd})
+	}
+}
+
+// statsPerLock bounds how many stats run under one acquisition of the
+// namespace's read lock, so a large batch does not hold off the log's
+// applies for long.
+const statsPerLock = 64
+
+// stat answers the batch's stats.
+func (b *batch) stat() {
+	for start := 0; start < len(b.stats); start += statsPerLock {
+		part := b.stats[start:min(start+statsPerLock, len(b.stats))]
+		infos := make([]chunkfs.FileInfo, len(part))
+		errs := make([]error, len(part))
+		id := b.m.state.read(func(ns *namespace.Namespace) {
+			for j, s := range part {
+				infos[j], errs[j] = ns.Stat(s.caller, s.path)
+			}
+		})
+		for j, s := range part {
+			if errs[j] != nil {
+				b.results[s.i] = errorResult(errs[j])
+				continue
+			}
+			b.results[s.i] = &pb.MetaResult{Result: &pb.MetaResult_Stat{Stat: &pb.StatResponse{StateId: id, Info: fileInfo(infos[j])}}}
+		}
+	}
+}
+
+// mutate logs the batch's mutations in one log entry and answers them.
+func (b *batch) mutate(ctx context.Context) {
+	if len(b.muts) == 0 {
+		return
+	}
+	cmds := make([]*namespace.Command, len(b.muts))
+	for j := range b.muts {
+		cmds[j] = b.muts[j].cmd
+	}
+	rs, id, err := b.m.applyAll(ctx, cmds)
+	if err != nil {
+		for _, mu := range b.muts {
+			b.results[mu.i] = errorResult(err)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for j := range b.muts {
+		mu := &b.muts[j]
+		mu.r, mu.id = rs[j], id
+		if mu.r.Err != nil {
+			b.results[mu.i] = errorResult(mu.r.Err)
+			continue
+		}
+		if mu.r.Cut == nil {
+			b.m.settle(ctx, mu.cmd, mu.r) // only collects garbage: cannot fail
+			b.results[mu.i] = mutationResult(mu)
+			continue
+		}
+		wg.Add(1)
+		go func() { // cutting a chunk calls its replicas: do those in parallel
+			defer wg.Done()
+			if err := b.m.settle(ctx, mu.cmd, mu.r); err != nil {
+				b.results[mu.i] = errorResult(err)
+				return
+			}
+			b.results[mu.i] = mutationResult(mu)
+		}()
+	}
+	wg.Wait()
+}
+
+// mutationResult is the answer to a mutation that succeeded, as its unary
+// form gives it.
+func mutationResult(mu *batchMutation) *pb.MetaResult {
+	r, id := mu.r, mu.id
+	switch mu.cmd.Op {
+	case namespace.OpCreate:
+		return &pb.MetaResult{Result: &pb.MetaResult_Create{Create: createResponse(r, id)}}
+	case namespace.OpMkdir:
+		return &pb.MetaResult{Result: &pb.MetaResult_Mkdir{Mkdir: mkdirResponse(r, id)}}
+	case namespace.OpDelete:
+		return &pb.MetaResult{Result: &pb.MetaResult_Delete{Delete: &pb.DeleteResponse{StateId: id}}}
+	case namespace.OpRename:
+		return &pb.MetaResult{Result: &pb.MetaResult_Rename{Rename: &pb.RenameResponse{StateId: id}}}
+	case namespace.OpSetAttr:
+		return &pb.MetaResult{Result: &pb.MetaResult_SetAttr{SetAttr: &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}}}
+	case namespace.OpCommitLength:
+		return &pb.MetaResult{Result: &pb.MetaResult_CommitLength{CommitLength: &pb.CommitLengthResponse{StateId: id, Length: r.Info.Length}}}
+	}
+	return errorResult(chunkfs.E(mu.cmd.Op.String(), mu.cmd.Path, chunkfs.KindOther, "no answer for this operation"))
+}
+
+// errorResult carries err, as a chunkfs error, in a batch result.
+func errorResult(err error) *pb.MetaResult {
+	var e *chunkfs.Error
+	if !errors.As(err, &e) {
+		k := chunkfs.KindOther
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			k = chunkfs.KindUnavailable
+		}
+		e = &chunkfs.Error{Kind: k, Err: err}
+	}
+	d := &pb.ErrorDetail{Kind: uint32(e.Kind), Op: e.Op, Path: e.Path}
+	if e.Err != nil {
+		d.Message = e.Err.Error()
+	}
+	return &pb.MetaResult{Result: &pb.MetaResult_Error{Error: d}}
+}
+
+// resultStateID is the state ID a result carries (0 for an error).
+func resultStateID(r *pb.MetaResult) uint64 {
+	switch x := r.GetResult().(type) {
+	case *pb.MetaResult_Stat:
+		return x.Stat.GetStateId()
+	case *pb.MetaResult_Create:
+		return x.Create.GetStateId()
+	case *pb.MetaResult_Mkdir:
+		return x.Mkdir.GetStateId()
+	case *pb.MetaResult_Delete:
+		return x.Delete.GetStateId()
+	case *pb.MetaResult_Rename:
+		return x.Rename.GetStateId()
+	case *pb.MetaResult_SetAttr:
+		return x.SetAttr.GetStateId()
+	case *pb.MetaResult_CommitLength:
+		return x.CommitLength.GetStateId()
+	}
+	return 0
+}
+
+// applyAll stamps cmds with the time and logs them in one log entry; it
+// returns their results and the entry's index. A failure of the log fails
+// them all.
+func (m *Master) applyAll(ctx context.Context, cmds []*namespace.Command) ([]namespace.Result, uint64, error) {
+	now := m.cfg.Clock.Now().UnixNano()
+	enc := make([][]byte, len(cmds))
+	for i, c := range cmds {
+		c.Time = now
+		enc[i] = c.Encode(nil)
+	}
+	res, index, err := m.log.ApplyAll(ctx, enc)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]namespace.Result, len(cmds))
+	for i, r := range res {
+		var ok bool
+		if out[i], ok = r.(namespace.Result); !ok {
+			out[i] = namespace.Result{Err: chunkfs.E(cmds[i].Op.String(), cmds[i].Path, chunkfs.KindOther, "log returned no result")}
+		}
+	}
+	return out, index, nil
+}
