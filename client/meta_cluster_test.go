@@ -1,0 +1,108 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/chunkfstest"
+)
+
+// TestConcurrentMetadataThroughOneClient: 64 goroutines share one client,
+// so their calls travel in shared batches; each still gets its own answer
+// and its own error. Half the exclusive creates collide, stats of missing
+// files fail alone, and a client acting as another user is refused alone.
+func TestConcurrentMetadataThroughOneClient(t *testing.T) {
+	tc := chunkfstest.NewCluster(t, chunkfstest.Chunkservers(1), chunkfstest.Replication(1))
+	c, ctx := tc.Client(), context.Background()
+	if err := c.MkdirAll(ctx, "/shared/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	alice, err := tc.NewClientAs(chunkfs.Caller{UID: 1000, GIDs: []uint32{100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alice.Close()
+	const workers, per = 64, 8
+	var created, existed, missing atomic.Int64
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				p := fmt.Sprintf("/shared/f%d-%d", g/2, i) // two workers per name
+				f, err := c.OpenFile(ctx, p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+				switch {
+				case err == nil:
+					created.Add(1)
+					f.Close()
+				case errors.Is(err, fs.ErrExist):
+					existed.Add(1)
+				default:
+					t.Errorf("create %s: %v", p, err)
+				}
+				q := fmt.Sprintf("/shared/missing%d-%d", g, i)
+				if _, err := c.Stat(ctx, q); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("stat %s: %v", q, err)
+				} else {
+					missing.Add(1)
+				}
+				if fi, err := c.Stat(ctx, p); err != nil || fi.Name() != fmt.Sprintf("f%d-%d", g/2, i) {
+					t.Errorf("stat %s: %v, %v", p, fi, err)
+				}
+				if g%8 == 0 {
+					if _, err := alice.Create(ctx, fmt.Sprintf("/shared/sub/a%d-%d", g, i)); !errors.Is(err, fs.ErrPermission) {
+						t.Errorf("alice's create in root's directory: %v", err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := int64(workers / 2 * per); created.Load() != n || existed.Load() != n || missing.Load() != workers*per {
+		t.Errorf("created %d, existed %d, missing %d", created.Load(), existed.Load(), missing.Load())
+	}
+	entries, err := c.ReadDir(ctx, "/shared")
+	if err != nil || len(entries) != workers/2*per+1 {
+		t.Errorf("ReadDir: %d entries, %v", len(entries), err)
+	}
+
+	// Renames and removals, concurrently, each with its own outcome.
+	var removed atomic.Int64
+	for g := range workers / 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				p := fmt.Sprintf("/shared/f%d-%d", g, i)
+				if i%2 == 0 {
+					if err := c.Rename(ctx, p, p+".moved"); err != nil {
+						t.Errorf("rename %s: %v", p, err)
+					}
+					continue
+				}
+				if err := c.Remove(ctx, p); err != nil {
+					t.Errorf("remove %s: %v", p, err)
+				}
+				if err := c.Remove(ctx, p); errors.Is(err, fs.ErrNotExist) {
+					removed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if removed.Load() != workers/2*per/2 {
+		t.Errorf("second removals that failed with ErrNotExist: %d", removed.Load())
+	}
+	entries, err = c.ReadDir(ctx, "/shared")
+	if err != nil || len(entries) != workers/2*per/2+1 {
+		t.Errorf("ReadDir after: %d entries, %v", len(entries), err)
+	}
+}
