@@ -94,8 +94,11 @@ func startChild(t *testing.T, dir string) *child {
 // TestCrashKeepsAcknowledgedCreates creates files from 64 concurrent
 // clients against a master in another process, SIGKILLs it while creates
 // are in flight, restarts it on the same directory, and checks that every
-// acknowledged create is there, that nothing else is but the one create
-// each client had in flight, and that the namespace is consistent.
+// acknowledged create is there, that nothing else is but the create (or
+// the batch) each client had in flight, and that the namespace is
+// consistent. Half the clients create one file per call, half send Batch
+// calls of batchCreates creates; a batch is one log entry, so after the
+// crash it is there whole or not at all.
 func TestCrashKeepsAcknowledgedCreates(t *testing.T) {
 	const clients = 64
 	total := 100_000
@@ -124,17 +127,21 @@ func TestCrashKeepsAcknowledgedCreates(t *testing.T) {
 	kill := func() { killOnce.Do(func() { c.cmd.Process.Signal(syscall.SIGKILL) }) }
 	var wg sync.WaitGroup
 	start := time.Now()
+	per := make([]int, clients) // creates per call of client g
 	for g := range clients {
+		per[g] = 1
+		if g%2 == 1 {
+			per[g] = batchCreates
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; ; i++ {
-				_, err := mc.Create(bg, &pb.CreateRequest{Caller: root, Path: fmt.Sprintf("/c%02d/f%06d", g, i), Mode: 0o644, Exclusive: true})
-				if err != nil {
+			for i := 0; ; i += per[g] {
+				if !createFiles(mc, g, i, per[g]) {
 					return // the master is gone
 				}
-				acked[g] = i + 1
-				if count.Add(1) >= int64(total) {
+				acked[g] = i + per[g]
+				if count.Add(int64(per[g])) >= int64(total) {
 					kill()
 				}
 			}
@@ -154,12 +161,38 @@ func TestCrashKeepsAcknowledgedCreates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc2.Close()
-	verifyCreates(t, pb.NewMasterClient(cc2), acked)
+	verifyCreates(t, pb.NewMasterClient(cc2), acked, per)
+}
+
+const batchCreates = 8
+
+// createFiles creates client g's files f(first)…f(first+n-1): one Create
+// call when n is 1, else one Batch call. It reports whether all succeeded.
+func createFiles(mc pb.MasterClient, g, first, n int) bool {
+	if n == 1 {
+		_, err := mc.Create(bg, &pb.CreateRequest{Caller: root, Path: fmt.Sprintf("/c%02d/f%06d", g, first), Mode: 0o644, Exclusive: true})
+		return err == nil
+	}
+	req := &pb.BatchRequest{}
+	for i := first; i < first+n; i++ {
+		req.Ops = append(req.Ops, &pb.MetaOp{Op: &pb.MetaOp_Create{Create: &pb.CreateRequest{Caller: root, Path: fmt.Sprintf("/c%02d/f%06d", g, i), Mode: 0o644, Exclusive: true}}})
+	}
+	resp, err := mc.Batch(bg, req)
+	if err != nil || len(resp.Results) != n {
+		return false
+	}
+	for _, r := range resp.Results {
+		if r.GetCreate() == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // verifyCreates lists each client's directory: it must hold exactly the
-// acknowledged files, plus at most the one that was in flight.
-func verifyCreates(t *testing.T, mc pb.MasterClient, acked []int) {
+// acknowledged files, plus at most the call that was in flight (of per[g]
+// creates, there whole or not at all).
+func verifyCreates(t *testing.T, mc pb.MasterClient, acked, per []int) {
 	for g, n := range acked {
 		var names []string
 		after := ""
@@ -176,8 +209,8 @@ func verifyCreates(t *testing.T, mc pb.MasterClient, acked []int) {
 			}
 			after = ls.Entries[len(ls.Entries)-1].Name
 		}
-		if len(names) < n || len(names) > n+1 {
-			t.Fatalf("client %d: %d files after restart, %d acknowledged", g, len(names), n)
+		if len(names) != n && len(names) != n+per[g] {
+			t.Fatalf("client %d: %d files after restart, %d acknowledged, %d per call", g, len(names), n, per[g])
 		}
 		for i, name := range names {
 			if want := fmt.Sprintf("f%06d", i); name != want {
