@@ -152,16 +152,16 @@ func TestBatcherCoalesces(t *testing.T) {
 		}
 	}
 	// Fill both in-flight slots, then queue the rest behind them.
-	for i := range lanesInFlight {
+	for i := range b.reads.inFlight {
 		wg.Add(1)
 		go stat(i)
 		<-f.started
 	}
-	for i := lanesInFlight; i < 100; i++ {
+	for i := b.reads.inFlight; i < 100; i++ {
 		wg.Add(1)
 		go stat(i)
 	}
-	waitQueued(t, b.reads, 100-lanesInFlight)
+	waitQueued(t, b.reads, 100-b.reads.inFlight)
 	close(f.gate)
 	wg.Wait()
 	for i := range 100 {
@@ -180,7 +180,7 @@ func TestBatcherCoalesces(t *testing.T) {
 		}
 		ops += len(bt)
 	}
-	if ops != 100 || len(batches) > lanesInFlight+(100-lanesInFlight+maxOps-1)/maxOps {
+	if ops != 100 || len(batches) > b.reads.inFlight+(100-b.reads.inFlight+maxOps-1)/maxOps {
 		t.Errorf("%d ops in %d batches", ops, len(batches))
 	}
 }
@@ -208,7 +208,7 @@ func TestBatcherCanceledWhileQueued(t *testing.T) {
 	f.gate = make(chan struct{})
 	b := newBatcher(f, 256)
 	var wg sync.WaitGroup
-	for range lanesInFlight {
+	for range b.writes.inFlight {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -23,10 +23,12 @@ func checkPath(op, p string) (string, error) {
 		return "", chunkfs.E(op, p, chunkfs.KindInvalid, "path contains a NUL byte")
 	}
 	p = path.Clean(p)
-	for _, name := range strings.Split(p[1:], "/") {
+	for rest := p[1:]; rest != ""; {
+		name, tail, _ := strings.Cut(rest, "/")
 		if len(name) > chunkfs.MaxNameLen {
 			return "", chunkfs.E(op, p, chunkfs.KindTooLarge, "path component longer than 255 bytes")
 		}
+		rest = tail
 	}
 	return p, nil
 }

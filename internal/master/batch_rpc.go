@@ -32,7 +32,7 @@ func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResp
 	if n := batchBytes(req.Ops); n > MaxBatchBytes {
 		return nil, chunkfs.E("batch", "", chunkfs.KindTooLarge, fmt.Sprintf("%d bytes of operations; at most %d in one batch", n, MaxBatchBytes))
 	}
-	b := &batch{m: m, results: make([]*pb.MetaResult, len(req.Ops))}
+	b := &batch{m: m, results: make([]*pb.MetaResult, len(req.Ops)), stats: make([]batchStat, 0, len(req.Ops))}
 	for i, op := range req.Ops {
 		b.prepare(ctx, i, op)
 	}
@@ -161,12 +161,21 @@ func (b *batch) stat() {
 				infos[j], errs[j] = ns.Stat(s.caller, s.path)
 			}
 		})
+		// The answers' messages in four allocations, not four per stat.
+		res := make([]pb.MetaResult, len(part))
+		wraps := make([]pb.MetaResult_Stat, len(part))
+		resps := make([]pb.StatResponse, len(part))
+		pbInfos := make([]pb.FileInfo, len(part))
 		for j, s := range part {
 			if errs[j] != nil {
 				b.results[s.i] = errorResult(errs[j])
 				continue
 			}
-			b.results[s.i] = &pb.MetaResult{Result: &pb.MetaResult_Stat{Stat: &pb.StatResponse{StateId: id, Info: fileInfo(infos[j])}}}
+			setFileInfo(&pbInfos[j], infos[j])
+			resps[j].StateId, resps[j].Info = id, &pbInfos[j]
+			wraps[j].Stat = &resps[j]
+			res[j].Result = &wraps[j]
+			b.results[s.i] = &res[j]
 		}
 	}
 }

@@ -32,20 +32,25 @@ func pathArg(op, p string, c *pb.Caller) (chunkfs.Caller, error) {
 }
 
 func fileInfo(fi chunkfs.FileInfo) *pb.FileInfo {
-	return &pb.FileInfo{
-		Inode:       fi.Inode,
-		Name:        fi.FileName,
-		Length:      fi.Length,
-		Mode:        uint32(fi.FileMode),
-		Uid:         fi.UID,
-		Gid:         fi.GID,
-		MtimeNs:     fi.MTime.UnixNano(),
-		AtimeNs:     fi.ATime.UnixNano(),
-		CtimeNs:     fi.CTime.UnixNano(),
-		Replication: uint32(fi.Replication),
-		Target:      fi.Target,
-		Chunks:      fi.Chunks,
-	}
+	p := new(pb.FileInfo)
+	setFileInfo(p, fi)
+	return p
+}
+
+// setFileInfo fills p, a zero message, from fi.
+func setFileInfo(p *pb.FileInfo, fi chunkfs.FileInfo) {
+	p.Inode = fi.Inode
+	p.Name = fi.FileName
+	p.Length = fi.Length
+	p.Mode = uint32(fi.FileMode)
+	p.Uid = fi.UID
+	p.Gid = fi.GID
+	p.MtimeNs = fi.MTime.UnixNano()
+	p.AtimeNs = fi.ATime.UnixNano()
+	p.CtimeNs = fi.CTime.UnixNano()
+	p.Replication = uint32(fi.Replication)
+	p.Target = fi.Target
+	p.Chunks = fi.Chunks
 }
 
 // modeArg keeps the permission, setuid, setgid and sticky bits of a mode.

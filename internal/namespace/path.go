@@ -34,12 +34,25 @@ func pathProblem(p string) string {
 	case path.Clean(p) != p:
 		return "path is not clean (empty, \".\" or \"..\" component, or trailing slash)"
 	}
-	for _, c := range strings.Split(p[1:], "/") {
-		if len(c) > chunkfs.MaxNameLen {
-			return "path component longer than " + strconv.Itoa(chunkfs.MaxNameLen) + " bytes"
-		}
+	if longestName(p) > chunkfs.MaxNameLen {
+		return "path component longer than " + strconv.Itoa(chunkfs.MaxNameLen) + " bytes"
 	}
 	return ""
+}
+
+// longestName returns the length of p's longest slash-separated component,
+// without allocating.
+func longestName(p string) int {
+	longest := 0
+	for p != "" {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			i = len(p)
+		}
+		longest = max(longest, i)
+		p = p[min(i+1, len(p)):]
+	}
+	return longest
 }
 
 // printable returns p as is, or quoted when it holds bytes that would garble
