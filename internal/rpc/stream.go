@@ -47,10 +47,13 @@ const (
 	// MaxReadSize bounds the length of one read request.
 	MaxReadSize = 64 << 20
 	maxAddrLen  = 255
-	// readBuffer is the read buffer of a stream connection: enough for
-	// headers; payloads larger than it are read straight into their
-	// destination, where they are checked while still in cache.
-	readBuffer = 4 << 10
+	// readBuffer is the read buffer of a stream connection: enough for a
+	// header and a little more. Payloads are read straight into their
+	// destination (a Read into a slice larger than the buffer bypasses it
+	// once it is empty), so what the buffer read past a header is copied
+	// a second time: a small buffer keeps that to a few bytes per frame
+	// (a 4 KiB one copied 4 KiB of every 64 KiB frame twice).
+	readBuffer = 256
 	maxErrMsg  = 1024
 )
 

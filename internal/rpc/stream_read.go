@@ -3,7 +3,6 @@ package rpc
 import (
 	"errors"
 	"io"
-	"net"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -89,8 +88,11 @@ func (c *streamConn) readPieces(req *readRequest, free <-chan *readPiece, filled
 // the checksum of frame i where there is one.
 func (c *streamConn) sendFrames(p []byte, sums []uint32) error {
 	nf := int(checksum.NumBlocks(int64(len(p))))
-	hdrs := make([]byte, nf*frameHeaderSize)
-	bufs := make(net.Buffers, 0, 2*nf)
+	if cap(c.hdrs) < nf*frameHeaderSize {
+		c.hdrs = make([]byte, nf*frameHeaderSize)
+	}
+	hdrs := c.hdrs[:nf*frameHeaderSize]
+	bufs := c.bufs[:0]
 	for i := 0; len(p) > 0; i++ {
 		n := min(len(p), chunkfs.MaxFrameSize)
 		var sum uint32
@@ -104,7 +106,8 @@ func (c *streamConn) sendFrames(p []byte, sums []uint32) error {
 		bufs = append(bufs, h, p[:n])
 		p = p[n:]
 	}
+	c.bufs = bufs[:0]
 	c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
-	_, err := bufs.WriteTo(c.conn)
+	_, err := bufs.WriteTo(c.conn) // consumes bufs, dropping its references to p
 	return err
 }

@@ -172,6 +172,8 @@ type streamConn struct {
 	hdr    [frameHeaderSize]byte
 	req    []byte        // request payload buffer
 	pieces [2]*readPiece // read buffers
+	hdrs   []byte        // headers of the frames being sent
+	bufs   net.Buffers   // their writev vector
 }
 
 func (c *streamConn) serve() error {
