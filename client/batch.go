@@ -106,6 +106,9 @@ func (l *lane) do(ctx context.Context, op *pb.MetaOp) (*pb.MetaResult, error) {
 	if l.direct {
 		return unaryCall(ctx, l.mc, op)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: err}
+	}
 	c := &call{ctx: ctx, op: op, size: opSize(op), done: make(chan struct{})}
 	l.mu.Lock()
 	if l.sending < l.inFlight {
@@ -183,6 +186,10 @@ func (l *lane) exchange(calls []*call) {
 		l.sendUnary(calls)
 		return
 	}
+	calls = dropCanceled(calls)
+	if len(calls) == 0 {
+		return
+	}
 	req := &pb.BatchRequest{Ops: make([]*pb.MetaOp, len(calls))}
 	for i, c := range calls {
 		req.Ops[i] = c.op
@@ -225,10 +232,29 @@ func (l *lane) sendUnary(calls []*call) {
 	wg.Wait()
 }
 
-// batchContext is the context of a batch: not any one caller's (one giving
-// up must not fail the others), with the latest of their deadlines, or the
-// RPC default when one of them has none.
+// dropCanceled answers the calls whose context has ended (their callers
+// are gone or going) without sending them, and returns the others.
+func dropCanceled(calls []*call) []*call {
+	live := calls[:0] // calls belongs to this batch alone
+	for _, c := range calls {
+		if err := c.ctx.Err(); err != nil {
+			c.err = &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: err}
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+	}
+	return live
+}
+
+// batchContext is the context of a batch. A call alone uses its own, as a
+// unary call would; a batch of several uses none of theirs (one giving up
+// must not fail the others) but the latest of their deadlines, or the RPC
+// default when one of them has none.
 func batchContext(calls []*call) (context.Context, context.CancelFunc) {
+	if len(calls) == 1 {
+		return calls[0].ctx, func() {}
+	}
 	var latest time.Time
 	for _, c := range calls {
 		d, ok := c.ctx.Deadline()

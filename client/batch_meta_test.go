@@ -124,6 +124,37 @@ func TestBatcherLoneCall(t *testing.T) {
 	if batches, _ := f.record(); len(batches) != 2 || len(batches[0]) != 1 || len(batches[1]) != 1 {
 		t.Errorf("batches: %v", batches)
 	}
+	// A call whose context has already ended is not sent.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Create(ctx, &pb.CreateRequest{Path: "/late"}); chunkfs.KindOf(err) != chunkfs.KindUnavailable || !errors.Is(err, context.Canceled) {
+		t.Errorf("Create with a canceled context: %v", err)
+	}
+	if batches, _ := f.record(); len(batches) != 2 {
+		t.Errorf("a canceled call was sent: %d batches", len(batches))
+	}
+}
+
+// TestBatcherDropsCanceledBeforeSending: calls whose callers gave up
+// between queueing and sending are answered without being sent.
+func TestBatcherDropsCanceledBeforeSending(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	live := &call{ctx: context.Background(), done: make(chan struct{})}
+	dead := &call{ctx: ctx, done: make(chan struct{})}
+	dead2 := &call{ctx: ctx, done: make(chan struct{})}
+	got := dropCanceled([]*call{dead, live, dead2})
+	if len(got) != 1 || got[0] != live {
+		t.Fatalf("kept %d calls", len(got))
+	}
+	select {
+	case <-dead.done:
+		if chunkfs.KindOf(dead.err) != chunkfs.KindUnavailable {
+			t.Errorf("dropped call's error: %v", dead.err)
+		}
+	default:
+		t.Error("dropped call not answered")
+	}
 }
 
 // TestBatcherCoalesces: calls made while the lane's batches are in flight
