@@ -174,6 +174,38 @@ func TestCloseToOpen(t *testing.T) {
 			t.Fatalf("round %d: the other mount read %d bytes, want the %d just closed", i, len(got), len(data))
 		}
 	}
+	// The other way round, with the reader's pages and size cached:
+	// growth, in-place rewrite at an equal size, and truncation.
+	for i, size := range []int{5000, 2 << 20, 2 << 20, 100} {
+		data := make([]byte, size)
+		rand.Read(data)
+		if err := os.WriteFile(pb, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(pa); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("reverse round %d: read %d bytes (%v), want the %d just closed", i, len(got), err, len(data))
+		}
+	}
+	if err := os.Truncate(pa, 10); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(pb); err != nil || len(got) != 10 {
+		t.Fatalf("after truncate on the other mount: %d bytes, %v", len(got), err)
+	}
+	// A file held open on one mount while the other rewrites it: a new
+	// open sees the new contents, the old descriptor keeps working.
+	held, err := os.Open(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := os.WriteFile(pa, []byte("rewritten while open elsewhere"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	held.Close()
+	if got, err := os.ReadFile(pb); err != nil || string(got) != "rewritten while open elsewhere" {
+		t.Fatalf("after rewrite: %q, %v", got, err)
+	}
 	// A rename over the file on one mount is what the other's next open sees.
 	tmp := filepath.Join(a, "shared.tmp")
 	if err := os.WriteFile(tmp, []byte("replaced"), 0o644); err != nil {

@@ -31,9 +31,25 @@ type Config struct {
 	// KeepCache keeps the kernel page cache of a file across opens while
 	// its size and mtime are unchanged (io-cache).
 	KeepCache bool
+	// CacheSize is how many bytes of file data the mount keeps in its own
+	// memory across opens (io-cache's cache-size), for reads the kernel's
+	// page cache no longer holds. Zero disables it.
+	CacheSize int64
 	// QuickRead reads files of at most this many bytes whole on open, in
 	// one round trip. Zero disables it.
 	QuickRead int
+	// WritebackCache lets the kernel buffer writes in its page cache and
+	// send them to the mount in large batches (FUSE_WRITEBACK_CACHE), so a
+	// write(2) costs no round trip. close(2) and fsync(2) still push
+	// everything to the cluster. The kernel then trusts its own size and
+	// mtime of a cached file, so an open that finds the file changed on
+	// the cluster makes the kernel drop its inode (see node.Open).
+	WritebackCache bool
+	// DirtyLimit, when positive, lifts the kernel's dirty-page limit of
+	// the mount (FUSE's is 1 % of the dirty memory, strictly enforced) to
+	// this many bytes, through /sys/class/bdi; only root may. Without it
+	// the kernel throttles a writer to the mount's speed after a few MiB.
+	DirtyLimit int64
 
 	// OpTimeout bounds every call to the cluster; a call that runs out of
 	// it fails with EIO (for instance while the master is unreachable).
@@ -64,6 +80,9 @@ func DefaultConfig() Config {
 		FlushSize:       4 << 20,
 		KeepCache:       true,
 		QuickRead:       128 << 10,
+		WritebackCache:  true,
+		CacheSize:       1 << 30,
+		DirtyLimit:      2 << 30,
 		OpTimeout:       30 * time.Second,
 		MountTimeout:    10 * time.Second,
 		MaxWrite:        1 << 20,
@@ -77,7 +96,7 @@ func DefaultConfig() Config {
 func (c Config) NoCache() Config {
 	c.AttrTimeout, c.EntryTimeout, c.NegativeTimeout = 0, 0, 0
 	c.ReadAhead, c.WriteBehind, c.QuickRead = 0, 0, 0
-	c.KeepCache = false
+	c.KeepCache, c.WritebackCache, c.DirtyLimit, c.CacheSize = false, false, 0, 0
 	return c
 }
 
@@ -94,6 +113,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fusefs: flush size %d must be a power of two in [64 KiB, 64 MiB]", c.FlushSize)
 	case c.QuickRead < 0 || c.QuickRead > 16<<20:
 		return fmt.Errorf("fusefs: quick-read %d out of range [0, 16 MiB]", c.QuickRead)
+	case c.CacheSize < 0 || c.CacheSize > 64<<30:
+		return fmt.Errorf("fusefs: cache size %d out of range [0, 64 GiB]", c.CacheSize)
+	case c.DirtyLimit < 0 || c.DirtyLimit > 64<<30:
+		return fmt.Errorf("fusefs: dirty limit %d out of range [0, 64 GiB]", c.DirtyLimit)
 	case c.OpTimeout <= 0 || c.MountTimeout <= 0:
 		return errors.New("fusefs: operation and mount timeouts must be positive")
 	case c.MaxWrite < 4<<10 || c.MaxWrite > 1<<20:

@@ -19,6 +19,9 @@ type handle struct {
 	f     File
 	write bool // opened for writing
 	wb    *writeBehind
+	// counted: the open is counted in the mount's per-inode state
+	// (write-back cache), and Release uncounts it.
+	counted bool
 
 	mu sync.Mutex // guards ra
 	ra window
@@ -73,8 +76,25 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if err != nil {
 		return nil, 0, errno(err)
 	}
+	var fuseFlags uint32
+	if n.m.writeback() {
+		st := n.StableAttr()
+		keep, stale := n.m.files.opened(st.Ino, st.Gen, versionOf(fi))
+		if stale {
+			// The kernel's inode caches another version of the file:
+			// the kernel retries with a lookup that gets a fresh one.
+			f.Close()
+			return nil, 0, syscall.ESTALE
+		}
+		if keep && n.m.cfg.KeepCache {
+			fuseFlags = fuse.FOPEN_KEEP_CACHE
+		}
+	} else {
+		fuseFlags = n.opened(fi, true)
+	}
 	h := n.newHandle(f, write)
-	fuseFlags := n.opened(fi, true)
+	h.counted = n.m.writeback()
+	n.cacheOpened(fi, write)
 	if fuseFlags&fuse.FOPEN_KEEP_CACHE == 0 && flags&syscall.O_ACCMODE != syscall.O_WRONLY {
 		h.quickRead(cctx, fi)
 	}
@@ -98,8 +118,29 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	ch := n.entry(ctx, fi, out)
 	cn := ch.Operations().(*node)
+	if cn.m.writeback() {
+		st := ch.StableAttr()
+		keep, _ := cn.m.files.opened(st.Ino, st.Gen, versionOf(fi)) // never stale: entry just made it current
+		h := cn.newHandle(f, true)
+		h.counted = true
+		cn.cacheOpened(fi, true)
+		var fl uint32
+		if keep && n.m.cfg.KeepCache {
+			fl = fuse.FOPEN_KEEP_CACHE
+		}
+		return ch, h, fl, 0
+	}
 	h := cn.newHandle(f, true)
+	cn.cacheOpened(fi, true)
 	return ch, h, cn.opened(fi, false), 0
+}
+
+// cacheOpened checks the block cache against the file's version fi at
+// an open and counts the open.
+func (n *node) cacheOpened(fi *chunkfs.FileInfo, write bool) {
+	if n.m.cache != nil {
+		n.m.cache.opened(n.StableAttr().Ino, versionOf(fi), write)
+	}
 }
 
 func (n *node) newHandle(f File, write bool) *handle {
@@ -208,6 +249,20 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	if off < 0 {
 		return nil, syscall.EINVAL
 	}
+	c, ino := h.n.m.cache, h.n.StableAttr().Ino
+	var wgen uint64
+	if c != nil {
+		// The blocks hold this mount's writes, pushed or not.
+		if k, ok := c.read(ino, dest, off); ok {
+			h.mu.Lock()
+			h.ra.next = off + int64(len(dest))
+			h.mu.Unlock()
+			return fuse.ReadResultData(dest[:k]), 0
+		}
+		// Taken before the push below: a write after it makes the
+		// cache refuse what this read fetches.
+		wgen = c.generation(ino)
+	}
 	cctx, cancel := h.n.m.call(ctx)
 	defer cancel()
 	if err := h.n.flushDirty(cctx); err != nil {
@@ -223,7 +278,10 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 		return fuse.ReadResultData(data), 0
 	}
 	if !sequential || h.n.m.cfg.ReadAhead <= len(dest) {
-		return h.fetch(cctx, dest, off, false, gen)
+		if c != nil {
+			return h.fetchBlocks(cctx, dest, off, wgen)
+		}
+		return h.fetch(cctx, dest, off, false, gen, wgen)
 	}
 	h.fetching.Lock()
 	defer h.fetching.Unlock()
@@ -233,11 +291,30 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	if ok {
 		return fuse.ReadResultData(data), 0
 	}
-	return h.fetch(cctx, dest, off, true, gen)
+	return h.fetch(cctx, dest, off, true, gen, wgen)
+}
+
+// fetchBlocks reads the cache blocks covering a read from the cluster,
+// keeps them in the block cache and answers the read from them: a random
+// reader's later reads nearby then hit the cache.
+func (h *handle) fetchBlocks(ctx context.Context, dest []byte, off int64, wgen uint64) (fuse.ReadResult, syscall.Errno) {
+	lo := off &^ (cacheBlockSize - 1)
+	hi := (off + int64(len(dest)) + cacheBlockSize - 1) &^ (cacheBlockSize - 1)
+	buf := make([]byte, hi-lo)
+	k, err := h.f.ReadAt(ctx, buf, lo)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, errno(err)
+	}
+	h.n.m.cache.fill(h.n.StableAttr().Ino, wgen, lo, buf[:k], k < len(buf))
+	start := int(off - lo)
+	if start >= k {
+		return fuse.ReadResultData(nil), 0
+	}
+	return fuse.ReadResultData(buf[start:min(k, start+len(dest))]), 0
 }
 
 // fetch reads from the cluster, widening a sequential read to ReadAhead.
-func (h *handle) fetch(ctx context.Context, dest []byte, off int64, sequential bool, gen uint64) (fuse.ReadResult, syscall.Errno) {
+func (h *handle) fetch(ctx context.Context, dest []byte, off int64, sequential bool, gen, wgen uint64) (fuse.ReadResult, syscall.Errno) {
 	want := len(dest)
 	if ra := h.n.m.cfg.ReadAhead; sequential && ra > want {
 		want = ra
@@ -249,6 +326,9 @@ func (h *handle) fetch(ctx context.Context, dest []byte, off int64, sequential b
 	k, err := h.f.ReadAt(ctx, buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, errno(err)
+	}
+	if c := h.n.m.cache; c != nil {
+		c.fill(h.n.StableAttr().Ino, wgen, off, buf[:k], k < want)
 	}
 	if want > len(dest) {
 		h.mu.Lock()
@@ -276,6 +356,10 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		return 0, syscall.EINVAL
 	}
 	h.n.bump()
+	h.n.written.Store(true)
+	if c := h.n.m.cache; c != nil {
+		c.write(h.n.StableAttr().Ino, data, off)
+	}
 	if h.wb != nil {
 		if err := h.wb.write(data, off); err != nil {
 			return 0, errno(err)
@@ -295,13 +379,49 @@ var _ = (gofs.FileFlusher)((*handle)(nil))
 
 // Flush runs at every close(2): buffered writes are pushed and any error
 // of theirs is returned to close.
+//
+// With the kernel's write-back cache the kernel has sent every dirty page
+// of the file before Flush, on whichever open handle it chose, so every
+// handle's buffer is pushed; the cluster's version of the file is then
+// recorded as the one the kernel caches (see writeback.go).
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
-	if h.wb == nil {
-		return 0
-	}
-	cctx, cancel := h.n.m.call(ctx)
+	n := h.n
+	cctx, cancel := n.m.call(ctx)
 	defer cancel()
-	return errno(h.wb.flush(cctx))
+	if !n.m.writeback() {
+		if h.wb == nil {
+			return 0
+		}
+		return errno(h.wb.flush(cctx))
+	}
+	if err := n.flushAll(cctx); err != nil {
+		return errno(err)
+	}
+	if err := h.flushErr(cctx); err != nil {
+		return errno(err)
+	}
+	if n.written.Swap(false) {
+		fi, err := n.m.b.Stat(cctx, chunkfs.Root, n.path())
+		if err != nil {
+			n.written.Store(true)
+			return errno(err)
+		}
+		st := n.StableAttr()
+		n.m.files.wrote(st.Ino, st.Gen, versionOf(fi))
+		if n.m.cache != nil {
+			n.m.cache.pushed(st.Ino, versionOf(fi))
+		}
+	}
+	return 0
+}
+
+// flushErr returns the first push error of h's own buffer (flushAll
+// reports the first of all handles only).
+func (h *handle) flushErr(ctx context.Context) error {
+	if h.wb == nil {
+		return nil
+	}
+	return h.wb.flush(ctx)
 }
 
 var _ = (gofs.FileFsyncer)((*handle)(nil))
@@ -310,6 +430,12 @@ var _ = (gofs.FileFsyncer)((*handle)(nil))
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	cctx, cancel := h.n.m.call(ctx)
 	defer cancel()
+	if h.n.m.writeback() {
+		// The kernel sent the dirty pages on any of the file's handles.
+		if err := h.n.flushAll(cctx); err != nil {
+			return errno(err)
+		}
+	}
 	if h.wb != nil {
 		if err := h.wb.flush(cctx); err != nil {
 			return errno(err)
@@ -326,6 +452,13 @@ var _ = (gofs.FileReleaser)((*handle)(nil))
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	cctx, cancel := h.n.m.call(context.Background())
 	defer cancel()
+	if h.counted {
+		// First: an open that follows the close must not take this
+		// handle for one still open (the file's client close below can
+		// take a while).
+		st := h.n.StableAttr()
+		h.n.m.files.closed(st.Ino)
+	}
 	var err error
 	if h.wb != nil {
 		err = h.wb.flush(cctx)
@@ -336,8 +469,11 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.n.mu.Lock()
 	delete(h.n.handles, h)
 	h.n.mu.Unlock()
-	if h.write {
+	if !h.counted && h.write {
 		h.n.remember(cctx)
+	}
+	if c := h.n.m.cache; c != nil {
+		c.closed(h.n.StableAttr().Ino, h.write)
 	}
 	if err != nil {
 		h.n.m.log.Warn("release", "path", h.n.path(), "err", err)
@@ -356,6 +492,9 @@ func (n *node) remember(ctx context.Context) {
 		return
 	}
 	n.cached = versionOf(fi)
+	if n.m.cache != nil {
+		n.m.cache.pushed(n.StableAttr().Ino, n.cached)
+	}
 }
 
 var _ = (gofs.FileGetattrer)((*handle)(nil))

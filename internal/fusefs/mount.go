@@ -18,10 +18,13 @@ package fusefs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 
 	"github.com/chunkfs/chunkfs"
@@ -47,15 +50,61 @@ func Mount(ctx context.Context, dir string, b Backend, cfg Config, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	m := &mount{b: b, cfg: cfg, log: log}
+	m := &mount{b: b, cfg: cfg, log: log, files: newFiles()}
+	if cfg.CacheSize > 0 {
+		m.cache = newBlockCache(cfg.CacheSize)
+	}
 	opts := options(cfg, log)
 	opts.RootStableAttr = &gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: root.Inode}
 	srv, err := gofs.Mount(dir, m.newNode(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
+	if cfg.WritebackCache && cfg.DirtyLimit > 0 {
+		if err := raiseDirtyLimit(dir, cfg.DirtyLimit); err != nil {
+			log.Warn("dirty limit not raised; writes are throttled to the mount's speed after a few MiB", "err", err)
+		}
+	}
 	log.Info("mounted", "dir", dir)
 	return &Server{dir: dir, srv: srv, log: log}, nil
+}
+
+// raiseDirtyLimit lets the kernel hold up to limit bytes of dirty pages of
+// the mount at dir. FUSE marks its mounts' writeback "strict" with a share
+// of 1 % of the dirty memory, which throttles a writer to the daemon's
+// speed after a few MiB; Linux 6.2 and later let root change both through
+// the mount's bdi in sysfs. The system-wide limits (vm.dirty_ratio) still
+// bound the total.
+func raiseDirtyLimit(dir string, limit int64) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return err
+	}
+	dev := uint64(st.Dev)
+	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
+	minor := dev&0xff | (dev>>12)&^0xff
+	bdi := fmt.Sprintf("/sys/class/bdi/%d:%d/", major, minor)
+	for _, w := range []struct{ file, value string }{
+		{"max_bytes", strconv.FormatInt(limit, 10)},
+		{"strict_limit", "0"},
+	} {
+		if err := os.WriteFile(bdi+w.file, []byte(w.value), 0); err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				return fmt.Errorf("%s%s: only root may change it", bdi, w.file)
+			}
+			return err
+		}
+	}
+	// A share of its own, too: the kernel starts writing a device's dirty
+	// pages back in the background as soon as they exceed its share of
+	// the background threshold, and a new mount's share is nearly nothing.
+	// Without it, writes are pushed while the writer runs instead of at
+	// close or after 30 s. The shares reserved by all devices must stay
+	// under 100 %, so this one may be refused.
+	if err := os.WriteFile(bdi+"min_bytes", []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
+		return fmt.Errorf("%smin_bytes: %w (writes are pushed in the background early)", bdi, err)
+	}
+	return nil
 }
 
 // rootInfo asks the cluster for its root within cfg.MountTimeout.
@@ -90,8 +139,12 @@ func options(cfg Config, log *slog.Logger) *gofs.Options {
 		// With io-cache the mount decides when pages go (at an open that
 		// sees a new version), not the kernel on every mtime it notices.
 		ExplicitDataCacheControl: cfg.KeepCache,
+		MaxBackground:            64, // room for the kernel's write-back and read-ahead requests
 		Debug:                    cfg.Debug,
 		Logger:                   slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	if cfg.WritebackCache {
+		o.MountOptions.ExtraCapabilities |= fuse.CAP_WRITEBACK_CACHE
 	}
 	return o
 }

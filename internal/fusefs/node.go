@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -15,10 +16,15 @@ import (
 
 // mount is what every node of one mount shares.
 type mount struct {
-	b   Backend
-	cfg Config
-	log *slog.Logger
+	b     Backend
+	cfg   Config
+	log   *slog.Logger
+	files *files      // per-inode generations, with the write-back cache
+	cache *blockCache // nil without Config.CacheSize
 }
+
+// writeback reports whether the kernel's write-back cache is on.
+func (m *mount) writeback() bool { return m.cfg.WritebackCache }
 
 // call returns a context for one call to the cluster, bounded by OpTimeout.
 func (m *mount) call(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -35,6 +41,7 @@ type node struct {
 	handles map[*handle]struct{} // open file handles
 	cached  version              // version of the file the kernel's page cache holds
 	gen     uint64               // bumped by every write or truncate through this mount
+	written atomic.Bool          // written since the last close recorded the version
 }
 
 // version identifies the contents of a file for io-cache: unchanged size
@@ -70,6 +77,9 @@ func (n *node) entry(ctx context.Context, fi *chunkfs.FileInfo, out *fuse.EntryO
 	out.SetEntryTimeout(n.m.cfg.EntryTimeout)
 	out.SetAttrTimeout(n.m.cfg.AttrTimeout)
 	st := gofs.StableAttr{Mode: out.Attr.Mode & syscall.S_IFMT, Ino: fi.Inode}
+	if n.m.writeback() && fi.FileMode.IsRegular() {
+		st.Gen = n.m.files.lookedUp(fi)
+	}
 	ch := n.NewInode(ctx, n.m.newNode(), st)
 	if c, ok := ch.Operations().(*node); ok {
 		c.sawAttr(fi)
@@ -82,6 +92,18 @@ func (n *node) entry(ctx context.Context, fi *chunkfs.FileInfo, out *fuse.EntryO
 func (n *node) sawAttr(fi *chunkfs.FileInfo) {
 	if end := n.dirtyEnd(); end > fi.Length {
 		fi.Length = end
+	}
+}
+
+var _ = (gofs.NodeOnForgetter)((*node)(nil))
+
+// OnForget drops what the mount knows of a file the kernel forgot.
+func (n *node) OnForget() {
+	if n.m.writeback() {
+		st := n.StableAttr()
+		if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+			n.m.files.forgot(st.Ino, st.Gen)
+		}
 	}
 }
 
@@ -133,6 +155,9 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		n.bump()
 	}
 	fi, err := n.m.b.SetAttr(cctx, callerOf(ctx), n.path(), a)
+	if a.Size != nil && n.m.cache != nil {
+		n.m.cache.drop(n.StableAttr().Ino)
+	}
 	if err != nil {
 		return errno(err)
 	}
@@ -203,7 +228,13 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 func (n *node) remove(ctx context.Context, name string) syscall.Errno {
 	cctx, cancel := n.m.call(ctx)
 	defer cancel()
-	return errno(n.m.b.Remove(cctx, callerOf(ctx), n.child(name)))
+	if err := n.m.b.Remove(cctx, callerOf(ctx), n.child(name)); err != nil {
+		return errno(err)
+	}
+	if c := n.GetChild(name); c != nil && n.m.cache != nil {
+		n.m.cache.drop(c.StableAttr().Ino)
+	}
+	return 0
 }
 
 var _ = (gofs.NodeRenamer)((*node)(nil))

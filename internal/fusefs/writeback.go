@@ -1,0 +1,139 @@
+package fusefs
+
+import (
+	"sync"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// With the kernel's write-back cache (Config.WritebackCache) the kernel
+// buffers writes in its page cache and trusts its own size and mtime of a
+// cached regular file: attributes the mount answers later do not change
+// them (fuse_change_attributes keeps i_size while writeback_cache is on).
+// A file another mount rewrote would then be read at its old size from
+// stale pages. Close-to-open is kept by naming each version of a file by a
+// new FUSE generation, hence a new nodeid and a new kernel inode:
+//
+//   - the mount remembers, per inode number, the generation the kernel
+//     should use and the version (size, mtime) that generation's kernel
+//     inode caches;
+//   - a lookup that finds the file changed on the cluster, while no
+//     descriptor of this mount has it open, answers a new generation: the
+//     kernel drops the old dentry and makes a fresh inode with the
+//     cluster's size and no pages;
+//   - an open that finds the file changed fails with ESTALE; the kernel
+//     retries the open once with LOOKUP_REVAL (do_filp_open), whose
+//     lookup gets the new generation. The open on that fresh inode is
+//     accepted as it is: its size was read after the first attempt began.
+//
+// While a descriptor of this mount has the file open, opens share its
+// inode: the kernel's pages may hold writes not yet pushed, and local
+// semantics between descriptors of one mount come first. After a close
+// that pushed writes, the mount records the cluster's version as the one
+// the kernel caches, so its own writes do not make it drop its cache.
+
+// fileState is what the mount knows of one regular file's kernel inode.
+type fileState struct {
+	gen   uint64  // generation the kernel should use
+	known version // version the inode of gen caches
+	open  int     // open handles of this mount on any generation
+	// stale is set by an open that found the file changed: the next
+	// lookup starts a new generation.
+	stale bool
+	// retry is set by that ESTALE and passed on to the new generation's
+	// first open, which is the kernel's retry and is accepted.
+	retry      bool
+	retryNewer bool // the current generation was made for the retry
+}
+
+// files is the per-inode state of one mount.
+type files struct {
+	mu      sync.Mutex
+	byIno   map[uint64]*fileState
+	nextGen uint64
+}
+
+func newFiles() *files { return &files{byIno: map[uint64]*fileState{}, nextGen: 1} }
+
+// lookedUp returns the generation the kernel should use for fi, starting a
+// new one when the file changed and this mount does not have it open.
+func (fs *files) lookedUp(fi *chunkfs.FileInfo) uint64 {
+	v := versionOf(fi)
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	s := fs.byIno[fi.Inode]
+	switch {
+	case s == nil:
+		s = &fileState{gen: fs.nextGen, known: v}
+		fs.nextGen++
+		fs.byIno[fi.Inode] = s
+	case s.open == 0 && (s.stale || s.known != v):
+		s.gen, s.known, s.stale = fs.nextGen, v, false
+		fs.nextGen++
+		s.retryNewer, s.retry = s.retry, false
+	}
+	return s.gen
+}
+
+// opened decides an open of generation gen of inode ino, whose cluster
+// version is v. It returns stale when the kernel must look the file up
+// again (the open then fails with ESTALE), and otherwise whether the
+// kernel's pages may be kept; it counts the open.
+func (fs *files) opened(ino, gen uint64, v version) (keep, stale bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	s := fs.byIno[ino]
+	if s == nil {
+		// Forgotten while the kernel still used it (go-fuse may report a
+		// forget early): nothing is known of its pages.
+		s = &fileState{gen: gen}
+		fs.byIno[ino] = s
+	}
+	if s.open > 0 {
+		s.open++
+		return true, false // share the inode and its pages
+	}
+	if gen != s.gen || s.known != v {
+		if gen == s.gen && s.retryNewer {
+			// The kernel's retry: this inode was made by a lookup that
+			// started after the first attempt.
+			s.retryNewer = false
+			s.open++
+			return s.known == v, false
+		}
+		s.stale, s.retry = true, true
+		return false, true
+	}
+	s.retryNewer = false
+	s.open++
+	return true, false
+}
+
+// closed uncounts an open of inode ino.
+func (fs *files) closed(ino uint64) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if s := fs.byIno[ino]; s != nil && s.open > 0 {
+		s.open--
+	}
+}
+
+// wrote records v, read from the cluster after this mount pushed the
+// writes of generation gen, as the version its kernel inode caches.
+func (fs *files) wrote(ino, gen uint64, v version) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if s := fs.byIno[ino]; s != nil && s.gen == gen {
+		s.known = v
+	}
+}
+
+// forgot drops the state of inode ino when the kernel forgot generation
+// gen and nothing of the mount has the file open.
+func (fs *files) forgot(ino, gen uint64) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if s := fs.byIno[ino]; s != nil && s.gen == gen && s.open == 0 {
+		delete(fs.byIno, ino)
+	}
+}
