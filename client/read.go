@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -171,8 +172,8 @@ func (c *Client) readInTurn(ctx context.Context, path string, loc *chunkLoc, rep
 			}
 			continue
 		}
-		if chunkfs.KindOf(err) == chunkfs.KindChecksum {
-			c.reportCorrupt(loc.handle, addr)
+		if chunkfs.KindOf(err) == chunkfs.KindChecksum && !rpc.InTransit(err) {
+			c.reportCorrupt(loc.handle, addr) // the replica found its data corrupt
 		}
 		c.log.Debug("chunkfs read: replica failed", "path", path, "handle", loc.handle, "replica", addr, "err", err)
 		last = wrapOp("read", path, err)

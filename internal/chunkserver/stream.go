@@ -2,6 +2,7 @@ package chunkserver
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -28,4 +29,10 @@ func (h streamHandler) ReadChunk(hd chunkfs.Handle, v chunkfs.Version, off int64
 		h.s.reporter.corrupt(hd)
 	}
 	return n, sums, err
+}
+
+// ChunkFile opens chunk h's data file, when the store has one, so that the
+// stream server sends verified ranges of it with sendfile.
+func (h streamHandler) ChunkFile(hd chunkfs.Handle) (*os.File, error) {
+	return h.s.store.DataFile(hd)
 }

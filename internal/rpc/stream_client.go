@@ -217,6 +217,19 @@ func streamFailure(op, addr string, err error) error {
 	return unavailable(op, addr, err)
 }
 
+// InTransit reports whether err is a data frame that failed its checksum
+// on arrival, as opposed to a replica that found its stored data corrupt
+// (an error frame of KindChecksum). A server verifies chunk data before
+// sending it, so a frame failing in transit says nothing certain about the
+// replica's disk: the range may have been overwritten between the check
+// and the send (reads are sent from the file), or the bytes were damaged
+// on the way. Either way the reader reads again, but does not report the
+// replica corrupt.
+func InTransit(err error) bool {
+	var perr *errProtocol
+	return errors.As(err, &perr) && perr.checksum
+}
+
 // receiveRead reads the data frames answering a read into p, then its end.
 func (dc *dataConn) receiveRead(p []byte) (int, error) {
 	n := 0

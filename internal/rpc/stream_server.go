@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -41,6 +42,9 @@ type StreamConfig struct {
 	// Client forwards pushes to the next replica of a chain.
 	Client *DataClient
 	Logger *slog.Logger
+	// NoSendfile sends reads from memory even when the handler keeps its
+	// chunks in files (see ChunkFiler).
+	NoSendfile bool
 }
 
 // DefaultStreamConfig returns the default configuration, with its own
@@ -170,10 +174,12 @@ type streamConn struct {
 	conn   net.Conn
 	r      *bufio.Reader
 	hdr    [frameHeaderSize]byte
-	req    []byte        // request payload buffer
-	pieces [2]*readPiece // read buffers
-	hdrs   []byte        // headers of the frames being sent
-	bufs   net.Buffers   // their writev vector
+	req    []byte          // request payload buffer
+	pieces [2]*readPiece   // read buffers
+	hdrs   []byte          // headers of the frames being sent
+	bufs   net.Buffers     // their writev vector
+	lens   []int           // their payload lengths
+	raw    syscall.RawConn // the TCP socket for sendfile; nil until a read needs it
 }
 
 func (c *streamConn) serve() error {

@@ -279,8 +279,8 @@ func TestReadDetectsCorruptFrame(t *testing.T) {
 	c := NewDataClient()
 	defer c.Close()
 	_, err := c.Read(context.Background(), lis.Addr().String(), 1, 1, 0, make([]byte, 5))
-	if chunkfs.KindOf(err) != chunkfs.KindChecksum {
-		t.Fatalf("corrupt frame: %v, want KindChecksum", err)
+	if chunkfs.KindOf(err) != chunkfs.KindChecksum || !InTransit(err) {
+		t.Fatalf("corrupt frame: %v, want KindChecksum in transit", err)
 	}
 }
 
