@@ -95,6 +95,9 @@ func mountFlags(args []string) (mountOptions, error) {
 	writeBehind := fs.String("write-behind", size(c.WriteBehind), "write-behind: bytes an open file buffers before pushing (0: write through)")
 	quickRead := fs.String("quick-read", size(c.QuickRead), "quick-read: files up to this size are read whole on open (0: off)")
 	fs.BoolVar(&c.KeepCache, "io-cache", c.KeepCache, "io-cache: keep the kernel page cache across opens of an unchanged file")
+	cacheSize := fs.String("cache-size", size(int(c.CacheSize)), "io-cache: bytes of file data the mount keeps in its own memory across opens (0: off)")
+	fs.BoolVar(&c.WritebackCache, "writeback-cache", c.WritebackCache, "write-behind: let the kernel buffer writes in its page cache (close and fsync still push them)")
+	dirtyLimit := fs.String("dirty-limit", size(int(c.DirtyLimit)), "write-behind: dirty bytes the kernel may hold for the mount (root only; 0: the kernel's FUSE limit)")
 	fs.DurationVar(&c.OpTimeout, "op-timeout", c.OpTimeout, "a call to the cluster fails with EIO after this long")
 	fs.DurationVar(&c.MountTimeout, "mount-timeout", 10*time.Second, "give up mounting if the master does not answer in this long")
 	fs.BoolVar(&c.AllowOther, "allow-other", false, "let other users use the mount (the kernel checks their permissions)")
@@ -128,6 +131,17 @@ func mountFlags(args []string) (mountOptions, error) {
 		if *s.dst, err = parseSize(s.arg); err != nil {
 			return o, usagef("--%s: %v", s.name, err)
 		}
+	}
+	for _, s := range []struct {
+		name string
+		arg  string
+		dst  *int64
+	}{{"cache-size", *cacheSize, &c.CacheSize}, {"dirty-limit", *dirtyLimit, &c.DirtyLimit}} {
+		n, err := parseSize(s.arg)
+		if err != nil {
+			return o, usagef("--%s: %v", s.name, err)
+		}
+		*s.dst = int64(n)
 	}
 	if *noCache {
 		*c = c.NoCache()

@@ -6,11 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"golang.org/x/sys/unix"
 )
 
 // countingBackend counts the calls that cross to the cluster.
@@ -127,6 +130,20 @@ func TestCacheLayers(t *testing.T) {
 				t.Errorf("read-ahead: 8 MiB took %d reads from the cluster", r)
 			}
 
+			// The page cache dropped (as fio does before each job): the
+			// block cache answers a reread.
+			dropPageCache(t, big)
+			b.reads.Store(0)
+			if got := readAll(t, big); !bytes.Equal(got, bigData) {
+				t.Fatal("big file differs after the page cache was dropped")
+			}
+			if r := b.reads.Load(); tc.on && r != 0 {
+				t.Errorf("block cache: reread after the page cache was dropped took %d reads, want 0", r)
+			}
+			if r := b.reads.Load(); !tc.on && r == 0 {
+				t.Error("no-cache: reread after dropping the page cache read nothing from the cluster")
+			}
+
 			for i := 0; i < 20; i++ {
 				writeFile(t, filepath.Join(mnt, "f"+string(rune('a'+i))), nil)
 			}
@@ -147,10 +164,60 @@ func TestCacheLayers(t *testing.T) {
 	}
 }
 
+// dropPageCache drops the kernel's cached pages of p.
+func dropPageCache(t *testing.T, p string) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // longCache is the default configuration with attribute and entry
 // timeouts that cannot expire during a slow (race-detector) run.
 func longCache() Config {
 	c := DefaultConfig()
 	c.AttrTimeout, c.EntryTimeout = time.Hour, time.Hour
 	return c
+}
+
+// TestDirtyLimit: the mount lifts the kernel's strict per-FUSE dirty
+// limit to Config.DirtyLimit through its bdi in sysfs (root only).
+func TestDirtyLimit(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root may change a bdi's limits")
+	}
+	cfg := DefaultConfig()
+	cfg.DirtyLimit = 512 << 20
+	mnt := mountT(t, newMemBackend(), cfg)
+	var st unix.Stat_t
+	if err := unix.Stat(mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	bdi := filepath.Join("/sys/class/bdi", strconv.Itoa(int(unix.Major(st.Dev)))+":"+strconv.Itoa(int(unix.Minor(st.Dev))))
+	if _, err := os.Stat(filepath.Join(bdi, "max_bytes")); err != nil {
+		t.Skipf("kernel without per-bdi byte limits: %v", err)
+	}
+	read := func(name string) int64 {
+		b, err := os.ReadFile(filepath.Join(bdi, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if s := read("strict_limit"); s != 0 {
+		t.Errorf("strict_limit %d, want 0", s)
+	}
+	// The kernel keeps the limit as a ratio and rounds it.
+	if m := read("max_bytes"); m < cfg.DirtyLimit*9/10 || m > cfg.DirtyLimit*11/10 {
+		t.Errorf("max_bytes %d, want about %d", m, cfg.DirtyLimit)
+	}
 }

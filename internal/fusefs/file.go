@@ -315,27 +315,37 @@ func (h *handle) fetchBlocks(ctx context.Context, dest []byte, off int64, wgen u
 
 // fetch reads from the cluster, widening a sequential read to ReadAhead.
 func (h *handle) fetch(ctx context.Context, dest []byte, off int64, sequential bool, gen, wgen uint64) (fuse.ReadResult, syscall.Errno) {
-	want := len(dest)
+	lo, want := off, len(dest)
 	if ra := h.n.m.cfg.ReadAhead; sequential && ra > want {
 		want = ra
 	}
+	c := h.n.m.cache
+	if c != nil && sequential {
+		// Whole cache blocks, so that the block cache keeps all of it.
+		lo = off &^ (cacheBlockSize - 1)
+		want = int((off + int64(want) - lo + cacheBlockSize - 1) &^ (cacheBlockSize - 1))
+	}
 	buf := dest
-	if want > len(dest) {
+	if lo != off || want > len(dest) {
 		buf = make([]byte, want)
 	}
-	k, err := h.f.ReadAt(ctx, buf, off)
+	k, err := h.f.ReadAt(ctx, buf, lo)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, errno(err)
 	}
-	if c := h.n.m.cache; c != nil {
-		c.fill(h.n.StableAttr().Ino, wgen, off, buf[:k], k < want)
+	if c != nil {
+		c.fill(h.n.StableAttr().Ino, wgen, lo, buf[:k], k < want)
 	}
-	if want > len(dest) {
+	if len(buf) > len(dest) || lo != off {
 		h.mu.Lock()
-		h.ra = window{off: off, data: buf[:k], eof: k < want, gen: gen, next: h.ra.next}
+		h.ra = window{off: lo, data: buf[:k], eof: k < want, gen: gen, next: h.ra.next}
 		h.mu.Unlock()
 	}
-	return fuse.ReadResultData(buf[:min(k, len(dest))]), 0
+	start := int(off - lo)
+	if start >= k {
+		return fuse.ReadResultData(nil), 0
+	}
+	return fuse.ReadResultData(buf[start:min(k, start+len(dest))]), 0
 }
 
 // flushDirty pushes buffered writes of the node, if there are any.

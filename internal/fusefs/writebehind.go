@@ -172,7 +172,7 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 			w.size -= len(last.data)
 			keep := int(off - last.off)
 			if end >= last.end() {
-				last.data = appendGrow(last.data[:keep], p)
+				last.data = appendGrow(last.data[:keep], p, w.limit)
 			} else {
 				copy(last.data[keep:], p)
 			}
@@ -202,9 +202,16 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 // appendGrow appends p to b, at least doubling b's capacity when it must
 // grow: a sequential writer's extent is then copied about once in all,
 // where append's gentler growth for large slices copies it several times.
-func appendGrow(b, p []byte) []byte {
+// Once an extent reaches a quarter of the buffer's limit it grows straight
+// to the largest size a batch reaches (limit plus one more write), so the
+// kernel's 1 MiB write-back requests fill it without further copies.
+func appendGrow(b, p []byte, limit int) []byte {
 	if need := len(b) + len(p); need > cap(b) {
-		nb := make([]byte, len(b), max(need, 2*cap(b), 64<<10))
+		c := max(need, 2*cap(b), 64<<10)
+		if c > limit/4 {
+			c = max(need, limit+len(p))
+		}
+		nb := make([]byte, len(b), c)
 		copy(nb, b)
 		b = nb
 	}
