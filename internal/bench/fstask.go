@@ -184,18 +184,23 @@ func writeFile(ctx context.Context, c *client.Client, name string, buf []byte, s
 	if err != nil {
 		return 0, 0, err
 	}
-	n, ops, err := writeAll(f, buf, size)
+	n, ops, err := writeAll(f, buf, size, nil)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return n, ops, err
 }
 
-// writeAll writes size bytes to f in len(buf) writes.
-func writeAll(f *client.File, buf []byte, size int64) (int64, int64, error) {
+// writeAll writes size bytes to f in len(buf) writes, timing each in ot
+// unless it is nil.
+func writeAll(f *client.File, buf []byte, size int64, ot *opTimer) (int64, int64, error) {
 	var n, ops int64
 	for n < size {
+		t := time.Now()
 		k, err := f.Write(buf[:min(int64(len(buf)), size-n)])
+		if ot != nil {
+			ot.since(t)
+		}
 		n, ops = n+int64(k), ops+1
 		if err != nil {
 			return n, ops, err
@@ -215,15 +220,20 @@ type writeTask struct {
 
 func (w *writeTask) run(ctx context.Context) (Result, error) {
 	buf := payload(w.io, 2)
-	return timed(func() (int64, int64, error) {
-		n, ops, err := writeAll(w.f, buf, w.bytes)
+	var ot opTimer
+	res, err := timed(func() (int64, int64, error) {
+		n, ops, err := writeAll(w.f, buf, w.bytes, &ot)
 		f := w.f
 		w.f = nil
+		t := time.Now()
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
+		ot.since(t)
 		return n, ops, err
 	})
+	res.OpsMS = ot.ms
+	return res, err
 }
 
 func (w *writeTask) close() error {
@@ -245,16 +255,21 @@ type appendTask struct {
 
 func (a *appendTask) run(ctx context.Context) (Result, error) {
 	rec := payload(a.io, 3)
-	return timed(func() (int64, int64, error) {
+	var ot opTimer
+	res, err := timed(func() (int64, int64, error) {
 		var n, ops int64
 		for n < a.bytes {
+			t := time.Now()
 			if _, err := a.f.Append(rec); err != nil {
 				return n, ops, err
 			}
+			ot.since(t)
 			n, ops = n+int64(len(rec)), ops+1
 		}
 		return n, ops, nil
 	})
+	res.OpsMS = ot.ms
+	return res, err
 }
 
 func (a *appendTask) close() error {
@@ -307,12 +322,15 @@ func (r *readTask) open(ctx context.Context, name string) error {
 
 func (r *readTask) run(ctx context.Context) (Result, error) {
 	buf := make([]byte, r.io)
-	return timed(func() (int64, int64, error) {
+	var ot opTimer
+	res, err := timed(func() (int64, int64, error) {
 		var n, ops int64
 		for n < r.bytes {
 			i := r.rng.IntN(len(r.files))
 			off := r.rng.Int64N(r.sizes[i]/r.io) * r.io
+			t := time.Now()
 			k, err := r.files[i].ReadAt(buf, off)
+			ot.since(t)
 			n, ops = n+int64(k), ops+1
 			if err != nil {
 				return n, ops, err
@@ -320,6 +338,8 @@ func (r *readTask) run(ctx context.Context) (Result, error) {
 		}
 		return n, ops, nil
 	})
+	res.OpsMS = ot.ms
+	return res, err
 }
 
 func (r *readTask) close() error {

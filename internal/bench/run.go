@@ -27,7 +27,10 @@ type Point struct {
 	Efficiency float64 `json:"efficiency"` // Aggregate / Limit
 	// Placement is where the replicas of the files the point wrote are.
 	Placement *Placement `json:"placement,omitempty"`
-	Err       string     `json:"error,omitempty"`
+	// ClientRuns is each client's own run: when it started and ended
+	// (seconds from the point's start) and how long each operation took.
+	ClientRuns []ClientRun `json:"client_runs,omitempty"`
+	Err        string      `json:"error,omitempty"`
 }
 
 // Report is the outcome of a run.
@@ -288,6 +291,13 @@ func (s *session) task(w Workload, n, i int) Task {
 	return t
 }
 
+// ClientRun is one client's part of a point.
+type ClientRun struct {
+	Start float64   `json:"start_s"` // from the first client's start
+	End   float64   `json:"end_s"`
+	OpsMS []float64 `json:"ops_ms,omitempty"`
+}
+
 // measure fills in the rates from the clients' results.
 func (p *Point) measure(res []Result) {
 	first, last := res[0].StartNS, res[0].EndNS
@@ -300,6 +310,9 @@ func (p *Point) measure(res []Result) {
 		}
 	}
 	p.Seconds = float64(last-first) / 1e9
+	for _, r := range res {
+		p.ClientRuns = append(p.ClientRuns, ClientRun{Start: float64(r.StartNS-first) / 1e9, End: float64(r.EndNS-first) / 1e9, OpsMS: r.OpsMS})
+	}
 	p.Aggregate = float64(p.Bytes) / p.Seconds / 1e6
 	p.PerClient = p.Aggregate / float64(p.Clients)
 	p.Efficiency = p.Aggregate / p.Limit

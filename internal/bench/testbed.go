@@ -29,7 +29,27 @@ type TestbedConfig struct {
 	// chunkserver's egress with its data (see docs/bench-notes.md).
 	Queue int
 	MTU   int
+	// HostQueue is the queueing discipline under each host NIC's shaper:
+	// QueueFQ (the default) or QueueFIFO. Switch ports and the
+	// inter-switch link are always one FIFO, as in the paper's switches.
+	HostQueue string
 }
+
+// Host queueing disciplines (TestbedConfig.HostQueue).
+const (
+	// QueueFQ is flow queueing, what Linux puts on a NIC by default
+	// (fq_codel): each flow waits in its own queue and the queues take
+	// turns, so the ACKs a forwarding chunkserver sends upstream do not
+	// wait behind the data it forwards downstream. This kernel has no
+	// fq_codel, so it is built from what it has: an htb class at the NIC
+	// rate with fqBuckets children taking turns a frame at a time, TCP
+	// packets hashed to them by port (see shapeHost). A child under its
+	// fair share is served first, as fq_codel serves a flow that has
+	// just become active first.
+	QueueFQ = "fq"
+	// QueueFIFO is one FIFO per NIC (a plain tbf), as the switch ports.
+	QueueFIFO = "fifo"
+)
 
 // DefaultTestbedConfig returns the paper's topology at 1/10 of its rates:
 // 16 chunkservers and 16 clients with 10 Mbit/s NICs, a 100 Mbit/s link.
@@ -42,6 +62,7 @@ func DefaultTestbedConfig() TestbedConfig {
 		Link:         100 * Mbit,
 		Queue:        256 << 10,
 		MTU:          1500,
+		HostQueue:    QueueFQ,
 	}
 }
 
@@ -60,6 +81,8 @@ func (c TestbedConfig) Validate() error {
 		return fmt.Errorf("testbed queue of %d bytes out of range (two frames to 64 MiB)", c.Queue)
 	case c.MTU < 576 || c.MTU > 65000:
 		return fmt.Errorf("testbed MTU %d out of range 576-65000", c.MTU)
+	case c.HostQueue != QueueFQ && c.HostQueue != QueueFIFO:
+		return fmt.Errorf("testbed host queue %q is neither %q nor %q", c.HostQueue, QueueFQ, QueueFIFO)
 	}
 	return nil
 }
@@ -221,13 +244,14 @@ func (tb *Testbed) ipAll(ctx context.Context, ns string, cmds ...[]string) error
 }
 
 // Shape (re)sets the rate of every NIC, both directions, and of the
-// inter-switch link, both directions. Each egress queue is a token bucket
-// (tbf) whose buffer holds cfg.Queue bytes.
+// inter-switch link, both directions. Each switch port's egress queue is a
+// token bucket (tbf) whose buffer holds cfg.Queue bytes; each host NIC's is
+// shaped the same way, its queue per cfg.HostQueue.
 func (tb *Testbed) Shape(ctx context.Context, nic, link Rate) error {
 	hosts := append([]Host{tb.Master}, tb.Chunkservers...)
 	hosts = append(hosts, tb.Clients...)
 	for _, h := range hosts {
-		if err := tb.shapeDev(ctx, h.NS, nicName, nic); err != nil {
+		if err := tb.shapeHost(ctx, h.NS, nic); err != nil {
 			return err
 		}
 		if err := tb.shapeDev(ctx, tb.switchNS, h.Port, nic); err != nil {
@@ -245,6 +269,60 @@ func (tb *Testbed) shapeDev(ctx context.Context, ns, dev string, r Rate) error {
 		"rate", r.TCArg(), "burst", fmt.Sprint(tbfBurst(r, tb.cfg.MTU)),
 		"limit", fmt.Sprint(tb.cfg.Queue))
 	return err
+}
+
+// fqBuckets is how many flow queues a host NIC has under QueueFQ.
+const fqBuckets = 16
+
+// shapeHost shapes the egress of host namespace ns's NIC to rate r. Under
+// QueueFQ: an htb root with one class at r, fqBuckets children each
+// guaranteed r/fqBuckets and allowed all of r, taking turns a frame
+// (quantum) at a time, each with a FIFO of cfg.Queue bytes; a u32 hash
+// table sends each TCP packet to a child by bits 1-4 of its destination
+// port (the low bit is skipped: Linux picks even ports for outgoing
+// connections), so the data a chunkserver forwards to the next one
+// (destination port 7001) and the ACKs it returns upstream (to an
+// ephemeral port) are in different queues, as are flows to different
+// readers. Other packets (ARP) go to the first child. The whole
+// configuration goes through one tc -batch run.
+func (tb *Testbed) shapeHost(ctx context.Context, ns string, r Rate) error {
+	if tb.cfg.HostQueue == QueueFIFO {
+		return tb.shapeDev(ctx, ns, nicName, r)
+	}
+	in := strings.Join(fqCommands(nicName, r, tb.cfg.Queue, tb.cfg.MTU), "\n") + "\n"
+	_, err := tb.cmd.runInput(ctx, in, "tc", "-n", ns, "-batch", "-")
+	return err
+}
+
+// fqCommands returns the tc commands (without the leading "tc") that set up
+// QueueFQ on dev.
+func fqCommands(dev string, r Rate, queue, mtu int) []string {
+	frame := mtu + 14
+	burst := tbfBurst(r, mtu)
+	child := max(Rate(float64(r)/fqBuckets), 8000)
+	cmds := []string{
+		// A root of another kind and handle first, so that the htb below
+		// is made afresh (a replace of an htb would keep its classes).
+		fmt.Sprintf("qdisc replace dev %s root handle 9: pfifo", dev),
+		fmt.Sprintf("qdisc replace dev %s root handle 1: htb default %x", dev, 0x10),
+		fmt.Sprintf("class add dev %s parent 1: classid 1:1 htb rate %s ceil %s burst %d cburst %d quantum %d",
+			dev, r.TCArg(), r.TCArg(), burst, burst, frame),
+	}
+	for i := range fqBuckets {
+		cmds = append(cmds,
+			fmt.Sprintf("class add dev %s parent 1:1 classid 1:%x htb rate %s ceil %s burst %d cburst %d quantum %d prio 0",
+				dev, 0x10+i, child.TCArg(), r.TCArg(), burst, burst, frame),
+			fmt.Sprintf("qdisc add dev %s parent 1:%x handle %x: bfifo limit %d", dev, 0x10+i, 0x10+i, queue))
+	}
+	cmds = append(cmds,
+		fmt.Sprintf("filter add dev %s parent 1: prio 1 handle 2: protocol ip u32 divisor %d", dev, fqBuckets),
+		// Offset 20 of an IP packet without options is the TCP source and
+		// destination ports; the mask takes bits 1-4 of the destination.
+		fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x0000001e at 20 link 2:", dev))
+	for i := range fqBuckets {
+		cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht 2:%x: match u32 0 0 flowid 1:%x", dev, i, 0x10+i))
+	}
+	return cmds
 }
 
 // tbfBurst is the token bucket's depth in bytes: a millisecond at the rate,

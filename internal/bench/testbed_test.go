@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -23,6 +24,10 @@ func (r *recorder) run(_ context.Context, name string, args ...string) (string, 
 		return "", errors.New("injected failure")
 	}
 	return r.output[line], nil
+}
+
+func (r *recorder) runInput(ctx context.Context, input, name string, args ...string) (string, error) {
+	return r.run(ctx, name, append(args, "<<", input)...)
 }
 
 func (r *recorder) count(sub string) int {
@@ -60,7 +65,7 @@ func TestTestbedTopology(t *testing.T) {
 		"ip -n cfsb-m addr add 198.18.0.1/16 dev eth0",
 		"tc -n cfsb-sw qdisc replace dev trcs root tbf rate 100000000bit",
 		"tc -n cfsb-sw qdisc replace dev trcl root tbf rate 100000000bit",
-		"tc -n cfsb-cl02 qdisc replace dev eth0 root tbf rate 10000000bit",
+		"tc -n cfsb-cl02 -batch - << qdisc replace dev eth0 root handle 9: pfifo\nqdisc replace dev eth0 root handle 1: htb",
 		"tc -n cfsb-sw qdisc replace dev cl02 root tbf rate 10000000bit",
 	} {
 		if rec.count(want) != 1 {
@@ -105,6 +110,57 @@ func TestCleanupRemovesOnlyPrefixed(t *testing.T) {
 	}
 	if rec.count("ip netns del cfsb-cs01") != 1 || rec.count("ip netns del cfsb-sw") != 1 || rec.count("other-ns") != 0 {
 		t.Errorf("cleanup commands: %q", rec.cmds)
+	}
+}
+
+// TestHostQueues checks the two host queueing disciplines: fq gives every
+// host NIC an htb at the NIC rate with fqBuckets children, each with its own
+// FIFO of the configured size, and a hash filter over them; fifo gives it
+// the same plain tbf as a switch port. Switch ports are a tbf either way.
+func TestHostQueues(t *testing.T) {
+	cmds := fqCommands("eth0", 10*Mbit, 128<<10, 1500)
+	joined := strings.Join(cmds, "\n")
+	count := func(sub string) int { return strings.Count(joined, sub) }
+	if n := count("htb rate 625000bit ceil 10000000bit"); n != fqBuckets {
+		t.Errorf("%d flow queues at a sixteenth of the rate, want %d:\n%s", n, fqBuckets, joined)
+	}
+	if n := count("bfifo limit 131072"); n != fqBuckets {
+		t.Errorf("%d FIFOs of the queue size, want %d", n, fqBuckets)
+	}
+	if n := count("ht 2:"); n != fqBuckets {
+		t.Errorf("%d hash buckets mapped, want %d", n, fqBuckets)
+	}
+	for _, want := range []string{
+		"class add dev eth0 parent 1: classid 1:1 htb rate 10000000bit ceil 10000000bit",
+		"hashkey mask 0x0000001e at 20 link 2:",
+		"u32 divisor 16",
+	} {
+		if count(want) != 1 {
+			t.Errorf("missing or repeated: %s", want)
+		}
+	}
+	// Every bucket's flowid is a class that exists.
+	for i := range fqBuckets {
+		class := fmt.Sprintf("classid 1:%x ", 0x10+i)
+		flow := fmt.Sprintf("ht 2:%x: match u32 0 0 flowid 1:%x", i, 0x10+i)
+		if count(class) != 1 || count(flow) != 1 {
+			t.Errorf("bucket %d: class %q ×%d, filter %q ×%d", i, class, count(class), flow, count(flow))
+		}
+	}
+
+	rec := &recorder{}
+	cfg := DefaultTestbedConfig()
+	cfg.Chunkservers, cfg.Clients, cfg.HostQueue = 1, 1, QueueFIFO
+	tb := newTestbed(cfg, rec, slog.New(slog.DiscardHandler))
+	if err := tb.Build(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rec.count("-batch") != 0 || rec.count("tc -n cfsb-cl01 qdisc replace dev eth0 root tbf rate 10000000bit") != 1 {
+		t.Errorf("fifo host queue: %q", rec.cmds)
+	}
+	cfg.HostQueue = "red"
+	if cfg.Validate() == nil {
+		t.Error("unknown host queue accepted")
 	}
 }
 

@@ -79,6 +79,23 @@ type Result struct {
 	PhasesMS map[string]float64 `json:"phases_ms,omitempty"`
 	// Placement is what a locate task found.
 	Placement *Placement `json:"placement,omitempty"`
+	// OpsMS is how long each operation took, in milliseconds, in order
+	// (at most maxOpTimes; a write task's last entry is its Close), to
+	// show where a client waited.
+	OpsMS []float64 `json:"ops_ms,omitempty"`
+}
+
+// maxOpTimes bounds Result.OpsMS.
+const maxOpTimes = 4096
+
+// opTimer collects Result.OpsMS.
+type opTimer struct{ ms []float64 }
+
+// since records an operation that began at t.
+func (o *opTimer) since(t time.Time) {
+	if len(o.ms) < maxOpTimes {
+		o.ms = append(o.ms, float64(time.Since(t).Microseconds())/1000)
+	}
 }
 
 // Seconds is the worker's own elapsed time.
