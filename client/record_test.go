@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"slices"
 	"testing"
 	"testing/iotest"
 )
@@ -146,4 +148,38 @@ func FuzzRecordReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAppendChainSharedByAppenders checks that appenders on different hosts
+// push a chunk's records along the same chain (ties broken by the chunk, not
+// the client), that nearer replicas still come first, that different chunks
+// start at different replicas, and that the caller's slice is left alone.
+func TestAppendChainSharedByAppenders(t *testing.T) {
+	a := &nearness{local: []net.IP{net.ParseIP("10.9.0.1")}, seed: 1}
+	b := &nearness{local: []net.IP{net.ParseIP("10.8.0.1")}, seed: 99}
+	addrs := []string{"10.1.0.1:7001", "10.2.0.1:7001", "10.3.0.1:7001"}
+	orig := slices.Clone(addrs)
+	heads := map[string]bool{}
+	for h := range uint64(64) {
+		ca, cb := a.appendChain(addrs, h), b.appendChain(addrs, h)
+		if !slices.Equal(ca, cb) {
+			t.Fatalf("chunk %d: chains %v and %v differ between clients", h, ca, cb)
+		}
+		if s := slices.Sorted(slices.Values(ca)); !slices.Equal(s, orig) {
+			t.Fatalf("chunk %d: chain %v is not a permutation of %v", h, ca, orig)
+		}
+		heads[ca[0]] = true
+	}
+	if !slices.Equal(addrs, orig) {
+		t.Errorf("appendChain reordered its argument: %v", addrs)
+	}
+	if len(heads) < 2 {
+		t.Errorf("every chunk's chain starts at the same replica: %v", heads)
+	}
+	near := &nearness{local: []net.IP{net.ParseIP("10.3.0.9")}, seed: 5}
+	for h := range uint64(16) {
+		if c := near.appendChain(addrs, h); c[0] != "10.3.0.1:7001" {
+			t.Errorf("chunk %d: chain %v does not start at the replica on this subnet", h, c)
+		}
+	}
 }
