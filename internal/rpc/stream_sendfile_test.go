@@ -32,7 +32,9 @@ func (f *fileHandler) path(h chunkfs.Handle) string {
 }
 
 func (f *fileHandler) add(t *testing.T, h chunkfs.Handle, data []byte) {
+	f.mu.Lock()
 	f.chunks[h] = memChunk{version: 1, data: data}
+	f.mu.Unlock()
 	if err := os.WriteFile(f.path(h), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,9 @@ func TestReadSendfileChangedFile(t *testing.T) {
 	h := newFileHandler(t)
 	data := testData(1<<20, 8)
 	h.add(t, 1, data)
+	h.mu.Lock()
 	h.chunks[2] = memChunk{version: 1, data: data, corrupt: true}
+	h.mu.Unlock()
 	addr, _ := startStream(t, h)
 	c := NewDataClient()
 	defer c.Close()
