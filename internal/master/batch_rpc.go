@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/chunkfs/chunkfs"
@@ -212,6 +213,12 @@ func (b *batch) mutate(ctx context.Context) {
 		wg.Add(1)
 		go func() { // cutting a chunk calls its replicas: do those in parallel
 			defer wg.Done()
+			defer func() { // outside the RPC guard's goroutine: guard here
+				if p := recover(); p != nil {
+					b.m.cfg.Logger.Error("batch: panic cutting a chunk", "path", mu.cmd.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					b.results[mu.i] = errorResult(chunkfs.E("truncate", mu.cmd.Path, chunkfs.KindOther, "internal error"))
+				}
+			}()
 			if err := b.m.settle(ctx, mu.cmd, mu.r); err != nil {
 				b.results[mu.i] = errorResult(err)
 				return
