@@ -179,14 +179,19 @@ func readBlockLocked(c *chunk, f File, b int64, buf []byte) ([]byte, error) {
 // writeLocked writes p at off ≤ c.length, updating the block checksums:
 // blocks p covers wholly are summed from p, blocks p extends at their end
 // are updated incrementally, and any other block p touches is read,
-// verified and re-summed. It goes segment by segment, summing each just
-// before writing it, so the data passes through memory once while hot.
+// verified and re-summed. Without known sums it goes segment by segment,
+// summing each just before writing it, so the data passes through memory
+// once while hot; with them (a push's frame checksums) p is not summed
+// here, so it is written with one call.
 func writeLocked(c *chunk, f File, off int64, p []byte, known []uint32) error {
 	end := off + int64(len(p))
 	newLen := max(c.length, end)
 	sums := c.sums
 	for segStart := off; segStart < end; {
-		segEnd := min(end, (segStart/writeSegment+1)*writeSegment)
+		segEnd := end
+		if known == nil {
+			segEnd = min(end, (segStart/writeSegment+1)*writeSegment)
+		}
 		for b := segStart / BlockSize; b*BlockSize < segEnd; b++ {
 			sum, err := blockSumLocked(c, f, b, off, p, newLen, known)
 			if err != nil {

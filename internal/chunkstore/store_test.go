@@ -365,4 +365,31 @@ func TestWriteWithSums(t *testing.T) {
 	if err := s.Verify(3); err != nil {
 		t.Fatalf("sums used at an unaligned offset: %v", err)
 	}
+	// A write with known sums larger than a segment (written in one call),
+	// ending inside a block of older data (read, merged, re-summed), and one
+	// extending the chunk by a short last block.
+	r := rand.New(rand.NewPCG(8, 8))
+	s.Create(4, 1)
+	want := randBytes(r, 1<<20+100)
+	if err := s.Write(4, 0, want); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		off int64
+		n   int
+	}{{2 * BlockSize, 300<<10 + 7}, {BlockSize * 16, 200 << 10}} {
+		q := randBytes(r, w.n)
+		if err := s.WriteWithSums(4, w.off, q, checksum.Blocks(nil, q)); err != nil {
+			t.Fatal(err)
+		}
+		if end := w.off + int64(w.n); end > int64(len(want)) {
+			want = append(want, make([]byte, end-int64(len(want)))...)
+		}
+		copy(want[w.off:], q)
+		got := make([]byte, len(want)+10)
+		n, err := s.Read(4, 0, got)
+		if err != io.EOF || !bytes.Equal(got[:n], want) {
+			t.Fatalf("after writing %d bytes at %d with their sums: read %d bytes, %v, equal %v", w.n, w.off, n, err, bytes.Equal(got[:n], want))
+		}
+	}
 }
