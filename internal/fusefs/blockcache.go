@@ -35,6 +35,7 @@ type blockCache struct {
 type cachedFile struct {
 	ver     version
 	wgen    uint64 // bumped by every change: fills read before it are dropped
+	tail    int64  // index of the file's last, short block if cached, or -1
 	writers int    // handles of this mount open for writing
 	handles int    // handles of this mount open
 	blocks  map[int64]*list.Element
@@ -55,7 +56,7 @@ func newBlockCache(limit int64) *blockCache {
 func (c *blockCache) fileLocked(ino uint64) *cachedFile {
 	f := c.files[ino]
 	if f == nil {
-		f = &cachedFile{blocks: map[int64]*list.Element{}}
+		f = &cachedFile{blocks: map[int64]*list.Element{}, tail: -1}
 		c.files[ino] = f
 	}
 	return f
@@ -180,6 +181,9 @@ func (c *blockCache) fill(ino, wgen uint64, off int64, data []byte, eof bool) {
 		b := &cacheBlock{ino: ino, idx: i, data: append([]byte(nil), data[lo-off:hi-off]...)}
 		f.blocks[i] = c.lru.PushFront(b)
 		c.size += int64(len(b.data))
+		if len(b.data) < cacheBlockSize {
+			f.tail = i
+		}
 	}
 	for c.size > c.limit {
 		c.evictLocked(c.lru.Back(), true)
@@ -187,7 +191,9 @@ func (c *blockCache) fill(ino, wgen uint64, off int64, data []byte, eof bool) {
 }
 
 // write applies a write of p at off to the cached blocks of ino: blocks
-// it lies within are updated, blocks it extends are dropped.
+// it covers whole are stored (write-through: what this mount wrote is what
+// its readers read next), blocks it lies within are updated, and blocks
+// it extends are dropped.
 func (c *blockCache) write(ino uint64, p []byte, off int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -196,23 +202,47 @@ func (c *blockCache) write(ino uint64, p []byte, off int64) {
 		return
 	}
 	f.wgen++
-	if len(f.blocks) == 0 || len(p) == 0 {
+	if len(p) == 0 {
 		return
 	}
 	end := off + int64(len(p))
+	if e := f.blocks[f.tail]; e != nil && end > f.tail*cacheBlockSize+int64(len(e.Value.(*cacheBlock).data)) {
+		// The file grows past its cached last block, which would
+		// otherwise still say the file ends there.
+		c.evictLocked(e, false)
+	}
 	for i := off / cacheBlockSize; i*cacheBlockSize < end; i++ {
+		bo := i * cacheBlockSize
+		lo, hi := max(off, bo), min(end, bo+cacheBlockSize)
 		e := f.blocks[i]
+		if lo == bo && hi == bo+cacheBlockSize {
+			if e != nil {
+				b := e.Value.(*cacheBlock)
+				c.size += int64(cacheBlockSize - len(b.data))
+				b.data = append(b.data[:0], p[lo-off:hi-off]...)
+				if f.tail == i {
+					f.tail = -1
+				}
+				c.lru.MoveToFront(e)
+			} else {
+				b := &cacheBlock{ino: ino, idx: i, data: append(make([]byte, 0, cacheBlockSize), p[lo-off:hi-off]...)}
+				f.blocks[i] = c.lru.PushFront(b)
+				c.size += cacheBlockSize
+			}
+			continue
+		}
 		if e == nil {
 			continue
 		}
 		b := e.Value.(*cacheBlock)
-		lo := max(off, i*cacheBlockSize)
-		hi := min(end, i*cacheBlockSize+cacheBlockSize)
-		if hi-i*cacheBlockSize > int64(len(b.data)) {
+		if hi-bo > int64(len(b.data)) {
 			c.evictLocked(e, false) // the write extends the file's last block
 			continue
 		}
-		copy(b.data[lo-i*cacheBlockSize:], p[lo-off:hi-off])
+		copy(b.data[lo-bo:], p[lo-off:hi-off])
+	}
+	for c.size > c.limit {
+		c.evictLocked(c.lru.Back(), true)
 	}
 }
 
@@ -240,6 +270,9 @@ func (c *blockCache) evictLocked(e *list.Element, forget bool) {
 	c.size -= int64(len(b.data))
 	if f := c.files[b.ino]; f != nil {
 		delete(f.blocks, b.idx)
+		if f.tail == b.idx {
+			f.tail = -1
+		}
 		if forget && len(f.blocks) == 0 && f.handles == 0 {
 			delete(c.files, b.ino)
 		}

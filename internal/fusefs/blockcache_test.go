@@ -29,7 +29,11 @@ func TestBlockCacheModel(t *testing.T) {
 	for step := 0; step < 5000; step++ {
 		switch r.IntN(4) {
 		case 0: // write inside the file or extending it
-			off := int64(r.IntN(len(model) + 100))
+			off := int64(r.IntN(len(model) + 2*cacheBlockSize)) // sparse growth too
+			if len(model) > 8*cacheBlockSize {
+				model = model[:len(model)/2] // a truncation
+				c.drop(ino)
+			}
 			p := make([]byte, 1+r.IntN(3*cacheBlockSize/2))
 			src := noise[r.IntN(256):]
 			copy(p, src[:min(len(src), len(p))])
