@@ -84,6 +84,7 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	write := fs.Int64("write-size", 0, "write size in bytes (default 1 MiB, as in the paper)")
 	queue := fs.Int("queue", 0, "bytes of buffer of each switch port and NIC queue (default 256 KiB)")
 	hostQueue := fs.String("host-queue", bench.QueueFQ, "queueing under each host NIC's shaper: fq (flow queueing, Linux's default) or fifo")
+	tcp := fs.String("tcp", "", "TCP congestion control of the testbed's hosts (default reno; \"inherit\": what a new namespace gets from the machine)")
 	chunkSize := fs.Int64("chunk-size", 0, "chunk size passed to the master (default: the master's)")
 	calibrate := fs.Bool("calibrate", true, "first measure raw TCP across the testbed for every N")
 	probe := fs.Bool("probe", true, "time each step of one client's writes and appends on the idle cluster")
@@ -124,6 +125,13 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	setIf(&cfg.WriteSize, *write)
 	setIf(&cfg.Testbed.Queue, *queue)
 	cfg.Testbed.HostQueue = *hostQueue
+	switch *tcp {
+	case "":
+	case "inherit":
+		cfg.Testbed.TCP = ""
+	default:
+		cfg.Testbed.TCP = *tcp
+	}
 	if *chunkSize > 0 {
 		cfg.MasterArgs = append(cfg.MasterArgs, "--chunk-size", strconv.FormatInt(*chunkSize, 10))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -33,6 +34,11 @@ type TestbedConfig struct {
 	// QueueFQ (the default) or QueueFIFO. Switch ports and the
 	// inter-switch link are always one FIFO, as in the paper's switches.
 	HostQueue string
+	// TCP is the congestion control every host's TCP uses, set in its
+	// namespace (net.ipv4.tcp_congestion_control); "" keeps what a new
+	// namespace inherits from the machine. Namespaces may only pick from
+	// net.ipv4.tcp_allowed_congestion_control.
+	TCP string
 }
 
 // Host queueing disciplines (TestbedConfig.HostQueue).
@@ -63,8 +69,17 @@ func DefaultTestbedConfig() TestbedConfig {
 		Queue:        256 << 10,
 		MTU:          1500,
 		HostQueue:    QueueFQ,
+		TCP:          DefaultTCP,
 	}
 }
+
+// DefaultTCP is the testbed hosts' congestion control: Reno, loss-based
+// like the TCP of the paper's hosts and like Linux's default (cubic, which
+// a namespace here may not pick). This machine's own default, BBR (v1),
+// paced by a minimum RTT measured while the switch queues were empty,
+// starves a chain whose ACKs queue behind data at a switch port: with it
+// the contended points lose 10-15 points (docs/bench-notes.md).
+const DefaultTCP = "reno"
 
 // Validate reports whether the configuration can be built.
 func (c TestbedConfig) Validate() error {
@@ -81,6 +96,8 @@ func (c TestbedConfig) Validate() error {
 		return fmt.Errorf("testbed queue of %d bytes out of range (two frames to 64 MiB)", c.Queue)
 	case c.MTU < 576 || c.MTU > 65000:
 		return fmt.Errorf("testbed MTU %d out of range 576-65000", c.MTU)
+	case len(c.TCP) > 16 || strings.Trim(c.TCP, "abcdefghijklmnopqrstuvwxyz0123456789_") != "":
+		return fmt.Errorf("testbed TCP congestion control %q is not a plain name", c.TCP)
 	case c.HostQueue != QueueFQ && c.HostQueue != QueueFIFO:
 		return fmt.Errorf("testbed host queue %q is neither %q nor %q", c.HostQueue, QueueFQ, QueueFIFO)
 	}
@@ -217,6 +234,13 @@ func (tb *Testbed) addHost(ctx context.Context, h Host, bridge string) error {
 	}
 	if err := tb.ipAll(ctx, tb.switchNS, []string{"link", "set", "dev", h.Port, "master", bridge, "up"}); err != nil {
 		return err
+	}
+	if tb.cfg.TCP != "" {
+		// nsenter, not ip netns exec: see startIn.
+		if _, err := tb.cmd.run(ctx, "nsenter", "--net="+filepath.Join("/run/netns", h.NS), "--",
+			"sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control="+tb.cfg.TCP); err != nil {
+			return err
+		}
 	}
 	return tb.ipAll(ctx, h.NS,
 		[]string{"addr", "add", fmt.Sprintf("%s/%d", h.Addr, prefixLen), "dev", nicName},

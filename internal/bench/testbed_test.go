@@ -72,6 +72,12 @@ func TestTestbedTopology(t *testing.T) {
 			t.Errorf("missing or repeated: %s", want)
 		}
 	}
+	if n := rec.count("nsenter --net=/run/netns/cfsb-cs02 -- sysctl -q -w net.ipv4.tcp_congestion_control=reno"); n != 1 {
+		t.Errorf("chunkserver 2's TCP set %d times, want once", n)
+	}
+	if n := rec.count("tcp_congestion_control"); n != 6 {
+		t.Errorf("TCP set in %d namespaces, want 6 (every host)", n)
+	}
 	// Every NIC is shaped both ways (6 hosts × 2) and the link both ways.
 	if n := rec.count("qdisc replace"); n != 14 {
 		t.Errorf("%d shaped queues, want 14", n)
@@ -182,6 +188,8 @@ func TestTestbedConfigValidate(t *testing.T) {
 		func(c *TestbedConfig) { c.NIC = 0 },
 		func(c *TestbedConfig) { c.Queue = 0 },
 		func(c *TestbedConfig) { c.MTU = 100 },
+		func(c *TestbedConfig) { c.TCP = "reno; reboot" },
+		func(c *TestbedConfig) { c.TCP = "../x" },
 	}
 	for i, mutate := range bad {
 		c := DefaultTestbedConfig()
