@@ -31,7 +31,7 @@ func benchFio(b *testing.B, job string, env []string) {
 		b.Run(v.name, func(b *testing.B) {
 			mnt := mountCluster(b, tc, v.cfg)
 			dir := filepath.Join(mnt, v.name)
-			if err := os.Mkdir(dir, 0o755); err != nil {
+			if err := os.MkdirAll(dir, 0o755); err != nil { // -count reuses the cluster
 				b.Fatal(err)
 			}
 			runFio(b, jf, dir, env)
