@@ -31,7 +31,10 @@ func benchVariants() []benchVariant {
 		{"no-md-cache", off(func(c *Config) { c.AttrTimeout, c.EntryTimeout = 0, 0 })},
 		{"no-read-ahead", off(func(c *Config) { c.ReadAhead = 0 })},
 		{"no-write-behind", off(func(c *Config) { c.WriteBehind = 0 })},
+		{"no-writeback-cache", off(func(c *Config) { c.WritebackCache = false })},
+		{"no-dirty-limit", off(func(c *Config) { c.DirtyLimit = 0 })},
 		{"no-io-cache", off(func(c *Config) { c.KeepCache = false })},
+		{"no-block-cache", off(func(c *Config) { c.CacheSize = 0 })},
 		{"no-quick-read", off(func(c *Config) { c.QuickRead = 0 })},
 		{"no-cache", DefaultConfig().NoCache()},
 	}
