@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -119,4 +120,70 @@ func BenchmarkStatHandler(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "stats/s")
+}
+
+// BenchmarkBatchStat and BenchmarkBatchCreate measure the master's side of
+// batching without the client library: two connections, each with two
+// senders of Batch calls of 32 ops (as the client's lanes send for 64
+// callers). b.N counts ops, not calls.
+func BenchmarkBatchStat(b *testing.B) {
+	tm := startMaster(b, "", nil)
+	tm.c.Mkdir(bg, &pb.MkdirRequest{Caller: root, Path: "/a/b/c", Mode: 0o777, Parents: true})
+	for i := range 100 {
+		tm.create(root, fmt.Sprintf("/a/b/c/f%d", i))
+	}
+	benchBatches(b, tm, "stats/s", func(i int64) *pb.MetaOp {
+		return statOp(root, fmt.Sprintf("/a/b/c/f%d", i%100))
+	})
+}
+
+func BenchmarkBatchCreate(b *testing.B) {
+	tm := startMaster(b, "", nil)
+	const dirs = 64
+	for d := range dirs {
+		tm.c.Mkdir(bg, &pb.MkdirRequest{Caller: root, Path: fmt.Sprintf("/d%02d", d), Mode: 0o777})
+	}
+	benchBatches(b, tm, "creates/s", func(i int64) *pb.MetaOp {
+		return createOp(root, fmt.Sprintf("/d%02d/f%d", i%dirs, i), false)
+	})
+}
+
+func benchBatches(b *testing.B, tm *testMaster, unit string, op func(int64) *pb.MetaOp) {
+	const senders, perBatch = 4, 32
+	clients := benchClients(b, tm.addr, 2)
+	var next atomic.Int64
+	b.ResetTimer()
+	cpu := cpuTime()
+	defer reportCPU(b, cpu)
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := clients[s%len(clients)]
+			for {
+				first := next.Add(perBatch) - perBatch
+				if first >= int64(b.N) {
+					return
+				}
+				req := &pb.BatchRequest{}
+				for i := first; i < min(first+perBatch, int64(b.N)); i++ {
+					req.Ops = append(req.Ops, op(i))
+				}
+				resp, err := c.Batch(bg, req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for _, r := range resp.Results {
+					if r.GetError() != nil {
+						b.Error(r.GetError())
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit)
 }
