@@ -298,16 +298,21 @@ func (tb *Testbed) shapeDev(ctx context.Context, ns, dev string, r Rate) error {
 // fqBuckets is how many flow queues a host NIC has under QueueFQ.
 const fqBuckets = 16
 
+// fqChild is the flow queue of a packet whose destination port hashes to
+// d and source port to s: for each d a different permutation of the
+// queues, so that flows sharing one port spread over all of them.
+func fqChild(d, s int) int { return (d + 5*s) % fqBuckets }
+
 // shapeHost shapes the egress of host namespace ns's NIC to rate r. Under
 // QueueFQ: an htb root with one class at r, fqBuckets children each
 // guaranteed r/fqBuckets and allowed all of r, taking turns a frame
-// (quantum) at a time, each with a FIFO of cfg.Queue bytes; a u32 hash
-// table sends each TCP packet to a child by bits 1-4 of its destination
-// port (the low bit is skipped: Linux picks even ports for outgoing
-// connections), so the data a chunkserver forwards to the next one
-// (destination port 7001) and the ACKs it returns upstream (to an
-// ephemeral port) are in different queues, as are flows to different
-// readers. Other packets (ARP) go to the first child. The whole
+// (quantum) at a time, each with a FIFO of cfg.Queue bytes; u32 hash
+// tables send each TCP packet to a child by bits 1-4 of its destination
+// and source ports (the low bit is skipped: Linux picks even ports for
+// outgoing connections), so the data a chunkserver forwards to the next
+// one and the ACKs it returns upstream are in different queues, as are
+// flows to different readers and a client's data and RPCs to one
+// chunkserver. Other packets (ARP) go to the first child. The whole
 // configuration goes through one tc -batch run.
 func (tb *Testbed) shapeHost(ctx context.Context, ns string, r Rate) error {
 	if tb.cfg.HostQueue == QueueFIFO {
@@ -338,13 +343,26 @@ func fqCommands(dev string, r Rate, queue, mtu int) []string {
 				dev, 0x10+i, child.TCArg(), r.TCArg(), burst, burst, frame),
 			fmt.Sprintf("qdisc add dev %s parent 1:%x handle %x: bfifo limit %d", dev, 0x10+i, 0x10+i, queue))
 	}
-	cmds = append(cmds,
-		fmt.Sprintf("filter add dev %s parent 1: prio 1 handle 2: protocol ip u32 divisor %d", dev, fqBuckets),
-		// Offset 20 of an IP packet without options is the TCP source and
-		// destination ports; the mask takes bits 1-4 of the destination.
-		fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x0000001e at 20 link 2:", dev))
+	// Two levels of u32 hash tables: table 2 by the destination port,
+	// each of its buckets linking to a table (handles 3, 4, …) by the
+	// source port, whose buckets name the child. A flow is its pair of
+	// ports, as for fq_codel (the addresses add little here: a host's
+	// flows to one peer differ by port), so a client's data and its RPCs
+	// to the same chunkserver (one port, multiplexed) are apart. Offset 20
+	// of an IP packet without options is the TCP source and destination
+	// ports; each mask takes bits 1-4 of one of them.
+	cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 handle 2: protocol ip u32 divisor %d", dev, fqBuckets))
 	for i := range fqBuckets {
-		cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht 2:%x: match u32 0 0 flowid 1:%x", dev, i, 0x10+i))
+		cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 handle %x: protocol ip u32 divisor %d", dev, 3+i, fqBuckets))
+	}
+	cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x0000001e at 20 link 2:", dev))
+	for i := range fqBuckets {
+		cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht 2:%x: match u32 0 0 hashkey mask 0x001e0000 at 20 link %x:", dev, i, 3+i))
+	}
+	for i := range fqBuckets {
+		for j := range fqBuckets {
+			cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht %x:%x: match u32 0 0 flowid 1:%x", dev, 3+i, j, 0x10+fqChild(i, j)))
+		}
 	}
 	return cmds
 }

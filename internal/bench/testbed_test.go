@@ -133,24 +133,46 @@ func TestHostQueues(t *testing.T) {
 	if n := count("bfifo limit 131072"); n != fqBuckets {
 		t.Errorf("%d FIFOs of the queue size, want %d", n, fqBuckets)
 	}
-	if n := count("ht 2:"); n != fqBuckets {
-		t.Errorf("%d hash buckets mapped, want %d", n, fqBuckets)
+	if n := count("u32 divisor 16"); n != 1+fqBuckets {
+		t.Errorf("%d hash tables, want %d", n, 1+fqBuckets)
 	}
 	for _, want := range []string{
 		"class add dev eth0 parent 1: classid 1:1 htb rate 10000000bit ceil 10000000bit",
 		"hashkey mask 0x0000001e at 20 link 2:",
-		"u32 divisor 16",
+		"handle 2: protocol ip u32 divisor 16",
 	} {
 		if count(want) != 1 {
 			t.Errorf("missing or repeated: %s", want)
 		}
 	}
-	// Every bucket's flowid is a class that exists.
+	// Every pair of port hashes leads to a class that exists, each class
+	// from as many pairs, and each class once for a given destination.
+	perClass := map[string]int{}
 	for i := range fqBuckets {
-		class := fmt.Sprintf("classid 1:%x ", 0x10+i)
-		flow := fmt.Sprintf("ht 2:%x: match u32 0 0 flowid 1:%x", i, 0x10+i)
-		if count(class) != 1 || count(flow) != 1 {
-			t.Errorf("bucket %d: class %q ×%d, filter %q ×%d", i, class, count(class), flow, count(flow))
+		if count(fmt.Sprintf("ht 2:%x: match u32 0 0 hashkey mask 0x001e0000 at 20 link %x:", i, 3+i)) != 1 {
+			t.Errorf("destination bucket %d does not link to its source table", i)
+		}
+		seen := map[string]bool{}
+		for j := range fqBuckets {
+			prefix := fmt.Sprintf("ht %x:%x: match u32 0 0 flowid ", 3+i, j)
+			k := strings.Index(joined, prefix)
+			if k < 0 {
+				t.Fatalf("no filter for ports (%d, %d)", i, j)
+			}
+			class := strings.Fields(joined[k+len(prefix):])[0]
+			if count("classid "+class+" ") != 1 {
+				t.Errorf("ports (%d, %d) go to %s, which is not a class", i, j, class)
+			}
+			perClass[class]++
+			seen[class] = true
+		}
+		if len(seen) != fqBuckets {
+			t.Errorf("destination bucket %d reaches %d classes, want %d", i, len(seen), fqBuckets)
+		}
+	}
+	for c, n := range perClass {
+		if n != fqBuckets {
+			t.Errorf("class %s gets %d port pairs, want %d", c, n, fqBuckets)
 		}
 	}
 
