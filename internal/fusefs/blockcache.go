@@ -24,7 +24,7 @@ const cacheBlockSize = 128 << 10
 // after a close pushed them, the cluster's new version is recorded as the
 // blocks' own.
 type blockCache struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // guards everything below, and every cachedFile and cacheBlock
 	limit int64
 	size  int64
 	files map[uint64]*cachedFile

@@ -48,7 +48,7 @@ type fileState struct {
 
 // files is the per-inode state of one mount.
 type files struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // guards byIno, nextGen and every fileState
 	byIno   map[uint64]*fileState
 	nextGen uint64
 }
@@ -57,19 +57,19 @@ func newFiles() *files { return &files{byIno: map[uint64]*fileState{}, nextGen: 
 
 // lookedUp returns the generation the kernel should use for fi, starting a
 // new one when the file changed and this mount does not have it open.
-func (fs *files) lookedUp(fi *chunkfs.FileInfo) uint64 {
+func (t *files) lookedUp(fi *chunkfs.FileInfo) uint64 {
 	v := versionOf(fi)
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	s := fs.byIno[fi.Inode]
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.byIno[fi.Inode]
 	switch {
 	case s == nil:
-		s = &fileState{gen: fs.nextGen, known: v}
-		fs.nextGen++
-		fs.byIno[fi.Inode] = s
+		s = &fileState{gen: t.nextGen, known: v}
+		t.nextGen++
+		t.byIno[fi.Inode] = s
 	case s.open == 0 && (s.stale || s.known != v):
-		s.gen, s.known, s.stale = fs.nextGen, v, false
-		fs.nextGen++
+		s.gen, s.known, s.stale = t.nextGen, v, false
+		t.nextGen++
 		s.retryNewer, s.retry = s.retry, false
 	}
 	return s.gen
@@ -79,15 +79,15 @@ func (fs *files) lookedUp(fi *chunkfs.FileInfo) uint64 {
 // version is v. It returns stale when the kernel must look the file up
 // again (the open then fails with ESTALE), and otherwise whether the
 // kernel's pages may be kept; it counts the open.
-func (fs *files) opened(ino, gen uint64, v version) (keep, stale bool) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	s := fs.byIno[ino]
+func (t *files) opened(ino, gen uint64, v version) (keep, stale bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.byIno[ino]
 	if s == nil {
 		// Forgotten while the kernel still used it (go-fuse may report a
 		// forget early): nothing is known of its pages.
 		s = &fileState{gen: gen}
-		fs.byIno[ino] = s
+		t.byIno[ino] = s
 	}
 	if s.open > 0 {
 		s.open++
@@ -110,30 +110,30 @@ func (fs *files) opened(ino, gen uint64, v version) (keep, stale bool) {
 }
 
 // closed uncounts an open of inode ino.
-func (fs *files) closed(ino uint64) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if s := fs.byIno[ino]; s != nil && s.open > 0 {
+func (t *files) closed(ino uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.byIno[ino]; s != nil && s.open > 0 {
 		s.open--
 	}
 }
 
 // wrote records v, read from the cluster after this mount pushed the
 // writes of generation gen, as the version its kernel inode caches.
-func (fs *files) wrote(ino, gen uint64, v version) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if s := fs.byIno[ino]; s != nil && s.gen == gen {
+func (t *files) wrote(ino, gen uint64, v version) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.byIno[ino]; s != nil && s.gen == gen {
 		s.known = v
 	}
 }
 
 // forgot drops the state of inode ino when the kernel forgot generation
 // gen and nothing of the mount has the file open.
-func (fs *files) forgot(ino, gen uint64) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if s := fs.byIno[ino]; s != nil && s.gen == gen && s.open == 0 {
-		delete(fs.byIno, ino)
+func (t *files) forgot(ino, gen uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.byIno[ino]; s != nil && s.gen == gen && s.open == 0 {
+		delete(t.byIno, ino)
 	}
 }
