@@ -95,15 +95,6 @@ func raiseDirtyLimit(dir string, limit int64) error {
 			return err
 		}
 	}
-	// A share of its own, too: the kernel starts writing a device's dirty
-	// pages back in the background as soon as they exceed its share of
-	// the background threshold, and a new mount's share is nearly nothing.
-	// Without it, writes are pushed while the writer runs instead of at
-	// close or after 30 s. The shares reserved by all devices must stay
-	// under 100 %, so this one may be refused.
-	if err := os.WriteFile(bdi+"min_bytes", []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
-		return fmt.Errorf("%smin_bytes: %w (writes are pushed in the background early)", bdi, err)
-	}
 	return nil
 }
 
