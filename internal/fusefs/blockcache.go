@@ -111,6 +111,16 @@ func (c *blockCache) pushed(ino uint64, v version) {
 	}
 }
 
+// retimed records that this mount changed only the times of ino, from
+// version before to after: blocks valid for before stay valid.
+func (c *blockCache) retimed(ino uint64, before, after version) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.files[ino]; f != nil && f.ver == before {
+		f.ver = after
+	}
+}
+
 // generation returns the change count of ino, to be passed to fill.
 func (c *blockCache) generation(ino uint64) uint64 {
 	c.mu.Lock()

@@ -12,8 +12,10 @@
 // Config field: attribute and entry timeouts and readdir-primed lookups
 // (md-cache, stat-prefetch), read-ahead, write-behind, the kernel page
 // cache kept across opens of an unchanged file (io-cache) and small files
-// read whole on open (quick-read). docs/fuse-notes.md weighs each one's
-// consistency cost.
+// read whole on open (quick-read), plus the kernel's write-back cache
+// (with close-to-open kept by per-version FUSE generations, writeback.go)
+// and a block cache in the mount's memory (blockcache.go).
+// docs/fuse-notes.md weighs each one's consistency cost.
 package fusefs
 
 import (

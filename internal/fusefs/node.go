@@ -154,6 +154,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if a.Size != nil {
 		n.bump()
 	}
+	before := n.timesOnly(cctx, a)
 	fi, err := n.m.b.SetAttr(cctx, callerOf(ctx), n.path(), a)
 	if a.Size != nil && n.m.cache != nil {
 		n.m.cache.drop(n.StableAttr().Ino)
@@ -161,10 +162,40 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if err != nil {
 		return errno(err)
 	}
+	if before.ok {
+		n.retimed(before, versionOf(fi))
+	}
 	n.sawAttr(fi)
 	fillAttr(fi, &out.Attr)
 	out.SetTimeout(n.m.cfg.AttrTimeout)
 	return 0
+}
+
+// timesOnly returns the file's version before a setattr that changes
+// only its times (as the kernel's write-back cache sends its own mtime
+// after writes), or no version for any other setattr or node.
+func (n *node) timesOnly(ctx context.Context, a SetAttr) version {
+	if a.MTime == nil || a.Size != nil || a.Perm != nil || a.UID != nil || a.GID != nil ||
+		n.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG || (n.m.cache == nil && !n.m.writeback()) {
+		return version{}
+	}
+	fi, err := n.m.b.Stat(ctx, chunkfs.Root, n.path())
+	if err != nil {
+		return version{}
+	}
+	return versionOf(fi)
+}
+
+// retimed follows a change of times made through this mount: what the
+// caches hold for the version before it holds for the version after it.
+func (n *node) retimed(before, after version) {
+	st := n.StableAttr()
+	if n.m.writeback() {
+		n.m.files.retimed(st.Ino, st.Gen, before, after)
+	}
+	if n.m.cache != nil {
+		n.m.cache.retimed(st.Ino, before, after)
+	}
 }
 
 // setAttrOf lists the changes a FUSE setattr asks for.

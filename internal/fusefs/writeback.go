@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"sync"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -40,11 +41,17 @@ type fileState struct {
 	// stale is set by an open that found the file changed: the next
 	// lookup starts a new generation.
 	stale bool
-	// retry is set by that ESTALE and passed on to the new generation's
-	// first open, which is the kernel's retry and is accepted.
-	retry      bool
-	retryNewer bool // the current generation was made for the retry
+	// estaleGen is the generation an open refused with ESTALE, until
+	// estaleUntil: the first open of a newer generation in that time is
+	// the kernel's retry, whose lookup came after the refusal, and is
+	// accepted whatever the version (a second ESTALE would fail the open).
+	estaleGen   uint64
+	estaleUntil time.Time
 }
+
+// retryWindow bounds how long after an ESTALE an open of a newer
+// generation is taken for the kernel's retry.
+const retryWindow = 2 * time.Second
 
 // files is the per-inode state of one mount.
 type files struct {
@@ -70,7 +77,6 @@ func (t *files) lookedUp(fi *chunkfs.FileInfo) uint64 {
 	case s.open == 0 && (s.stale || s.known != v):
 		s.gen, s.known, s.stale = t.nextGen, v, false
 		t.nextGen++
-		s.retryNewer, s.retry = s.retry, false
 	}
 	return s.gen
 }
@@ -93,18 +99,19 @@ func (t *files) opened(ino, gen uint64, v version) (keep, stale bool) {
 		s.open++
 		return true, false // share the inode and its pages
 	}
+	now := time.Now()
 	if gen != s.gen || s.known != v {
-		if gen == s.gen && s.retryNewer {
+		if gen == s.gen && s.estaleGen != 0 && s.estaleGen != gen && now.Before(s.estaleUntil) {
 			// The kernel's retry: this inode was made by a lookup that
 			// started after the first attempt.
-			s.retryNewer = false
+			s.estaleGen = 0
 			s.open++
 			return s.known == v, false
 		}
-		s.stale, s.retry = true, true
+		s.stale, s.estaleGen, s.estaleUntil = true, gen, now.Add(retryWindow)
 		return false, true
 	}
-	s.retryNewer = false
+	s.estaleGen = 0
 	s.open++
 	return true, false
 }
@@ -133,7 +140,21 @@ func (t *files) wrote(ino, gen uint64, v version) {
 func (t *files) forgot(ino, gen uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s := t.byIno[ino]; s != nil && s.gen == gen && s.open == 0 {
+	// The kernel forgets the generation a retry's first lookup returned
+	// (its nodeid differed from the dentry's); the retry must still be
+	// recognised.
+	if s := t.byIno[ino]; s != nil && s.gen == gen && s.open == 0 && (s.estaleGen == 0 || time.Now().After(s.estaleUntil)) {
 		delete(t.byIno, ino)
+	}
+}
+
+// retimed records that this mount changed only the times of generation
+// gen, from version before to after: if its kernel inode held before, it
+// holds after (the kernel keeps its own mtime anyway).
+func (t *files) retimed(ino, gen uint64, before, after version) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.byIno[ino]; s != nil && s.gen == gen && s.known == before {
+		s.known = after
 	}
 }
