@@ -151,6 +151,10 @@ func (c *Client) readInTurn(ctx context.Context, path string, loc *chunkLoc, rep
 	best := -1 // bytes of buf filled by the longest short answer so far
 	var tmp []byte
 	for j, addr := range replicas {
+		if err := ctx.Err(); err != nil && j > 0 {
+			// Cancelled: a short answer so far must not read as zeros.
+			return own, &chunkfs.Error{Op: "read", Path: path, Kind: chunkfs.KindUnavailable, Err: err}
+		}
 		dst := buf
 		if best >= 0 {
 			if tmp == nil {

@@ -164,6 +164,21 @@ func TestParallelReadCanceled(t *testing.T) {
 	}
 }
 
+// TestReadCanceledAfterShortAnswer: a replica answers short (so the others
+// must be asked too) and the read is cancelled before they are; the region
+// fails rather than reading as zeros past the short answer.
+func TestReadCanceledAfterShortAnswer(t *testing.T) {
+	const size = 1 << 20
+	c, f, loc := newFakeClient(map[string]int{"a": 1000, "b": size, "c": size})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.onServe = func(*fakeReplicas) { cancel() }
+	buf := make([]byte, 4096)
+	if _, err := c.readInTurn(ctx, "/f", loc, loc.replicas, 0, buf); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled after a short answer: %v, want context.Canceled", err)
+	}
+}
+
 // TestSmallReadOneReplica: a region under parallelReadMin goes to the
 // first replica alone.
 func TestSmallReadOneReplica(t *testing.T) {
