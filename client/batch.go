@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -28,11 +29,10 @@ import (
 
 const (
 	defaultMetaBatch = 256
-	maxMetaBatch     = 1024 // the master's limit
+	maxMetaBatch     = rpc.MaxBatchOps
 	readsInFlight    = 1
 	writesInFlight   = 1
-	batchMaxBytes    = 1 << 20 // half of what the master accepts
-	batchOpOverhead  = 64      // the master's fixed charge per op
+	batchMaxBytes    = rpc.MaxBatchBytes / 2
 )
 
 // masterAPI is what the client calls on the master: the methods of
@@ -110,7 +110,7 @@ func (l *lane) do(ctx context.Context, op *pb.MetaOp) (*pb.MetaResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: err}
 	}
-	c := &call{ctx: ctx, op: op, size: opSize(op), done: make(chan struct{})}
+	c := &call{ctx: ctx, op: op, size: rpc.BatchOpSize(op), done: make(chan struct{})}
 	l.mu.Lock()
 	if l.sending < l.inFlight {
 		l.sending++
@@ -288,28 +288,6 @@ func batchContext(calls []*call) (context.Context, context.CancelFunc) {
 		}
 	}
 	return context.WithDeadline(context.Background(), latest)
-}
-
-// opSize is an op's size by the master's measure of a batch's bytes.
-func opSize(op *pb.MetaOp) int {
-	n := batchOpOverhead
-	switch o := op.GetOp().(type) {
-	case *pb.MetaOp_Stat:
-		n += len(o.Stat.GetPath()) + 4*len(o.Stat.GetCaller().GetGids())
-	case *pb.MetaOp_Create:
-		n += len(o.Create.GetPath()) + len(o.Create.GetSymlinkTarget()) + 4*len(o.Create.GetCaller().GetGids())
-	case *pb.MetaOp_Mkdir:
-		n += len(o.Mkdir.GetPath()) + 4*len(o.Mkdir.GetCaller().GetGids())
-	case *pb.MetaOp_Delete:
-		n += len(o.Delete.GetPath()) + 4*len(o.Delete.GetCaller().GetGids())
-	case *pb.MetaOp_Rename:
-		n += len(o.Rename.GetSrc()) + len(o.Rename.GetDst()) + 4*len(o.Rename.GetCaller().GetGids())
-	case *pb.MetaOp_SetAttr:
-		n += len(o.SetAttr.GetPath()) + 4*len(o.SetAttr.GetCaller().GetGids())
-	case *pb.MetaOp_CommitLength:
-		n += len(o.CommitLength.GetPath()) + 4*len(o.CommitLength.GetCaller().GetGids())
-	}
-	return n
 }
 
 // unaryCall sends op as its own RPC and wraps the answer as a batch result.

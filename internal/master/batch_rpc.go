@@ -9,17 +9,13 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
-// Limits of one Batch call. Over them the whole call fails (KindTooLarge,
-// an InvalidArgument status) and nothing is done. The byte bound keeps the
-// batch's log commands well inside one log entry.
-const (
-	MaxBatchOps   = 1024
-	MaxBatchBytes = 2 << 20 // paths, link targets and group lists, plus opOverhead per op
-	opOverhead    = 64
-)
+// A Batch call over rpc.MaxBatchOps or rpc.MaxBatchBytes fails whole
+// (KindTooLarge, an InvalidArgument status) and nothing is done. The byte
+// bound keeps the batch's log commands well inside one log entry.
 
 // Batch runs independent metadata operations in one call, as if each had
 // been its own unary call made concurrently: each is validated and
@@ -27,11 +23,11 @@ const (
 // error, changing nothing. Stats are answered under the namespace's read
 // lock; the mutations are logged together, in one log entry (one fsync).
 func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResponse, error) {
-	if n := len(req.Ops); n > MaxBatchOps {
-		return nil, chunkfs.E("batch", "", chunkfs.KindTooLarge, fmt.Sprintf("%d operations; at most %d in one batch", n, MaxBatchOps))
+	if n := len(req.Ops); n > rpc.MaxBatchOps {
+		return nil, chunkfs.E("batch", "", chunkfs.KindTooLarge, fmt.Sprintf("%d operations; at most %d in one batch", n, rpc.MaxBatchOps))
 	}
-	if n := batchBytes(req.Ops); n > MaxBatchBytes {
-		return nil, chunkfs.E("batch", "", chunkfs.KindTooLarge, fmt.Sprintf("%d bytes of operations; at most %d in one batch", n, MaxBatchBytes))
+	if n := batchBytes(req.Ops); n > rpc.MaxBatchBytes {
+		return nil, chunkfs.E("batch", "", chunkfs.KindTooLarge, fmt.Sprintf("%d bytes of operations; at most %d in one batch", n, rpc.MaxBatchBytes))
 	}
 	b := &batch{m: m, results: make([]*pb.MetaResult, len(req.Ops)), stats: make([]batchStat, 0, len(req.Ops))}
 	for i, op := range req.Ops {
@@ -46,28 +42,11 @@ func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResp
 	return resp, nil
 }
 
-// batchBytes is the size of ops' variable-length fields, plus a fixed
-// overhead per op.
+// batchBytes is ops' size by rpc.BatchOpSize.
 func batchBytes(ops []*pb.MetaOp) int {
 	n := 0
 	for _, op := range ops {
-		n += opOverhead
-		switch o := op.GetOp().(type) {
-		case *pb.MetaOp_Stat:
-			n += len(o.Stat.GetPath()) + 4*len(o.Stat.GetCaller().GetGids())
-		case *pb.MetaOp_Create:
-			n += len(o.Create.GetPath()) + len(o.Create.GetSymlinkTarget()) + 4*len(o.Create.GetCaller().GetGids())
-		case *pb.MetaOp_Mkdir:
-			n += len(o.Mkdir.GetPath()) + 4*len(o.Mkdir.GetCaller().GetGids())
-		case *pb.MetaOp_Delete:
-			n += len(o.Delete.GetPath()) + 4*len(o.Delete.GetCaller().GetGids())
-		case *pb.MetaOp_Rename:
-			n += len(o.Rename.GetSrc()) + len(o.Rename.GetDst()) + 4*len(o.Rename.GetCaller().GetGids())
-		case *pb.MetaOp_SetAttr:
-			n += len(o.SetAttr.GetPath()) + 4*len(o.SetAttr.GetCaller().GetGids())
-		case *pb.MetaOp_CommitLength:
-			n += len(o.CommitLength.GetPath()) + 4*len(o.CommitLength.GetCaller().GetGids())
-		}
+		n += rpc.BatchOpSize(op)
 	}
 	return n
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"google.golang.org/protobuf/proto"
 )
@@ -140,13 +141,13 @@ func TestBatchPermissionsPerOp(t *testing.T) {
 func TestBatchLimits(t *testing.T) {
 	tm := startMaster(t, "", nil)
 	before := tm.m.StateID()
-	many := make([]*pb.MetaOp, MaxBatchOps+1)
+	many := make([]*pb.MetaOp, rpc.MaxBatchOps+1)
 	for i := range many {
 		many[i] = createOp(root, fmt.Sprintf("/f%d", i), false)
 	}
 	long := "/" + strings.Repeat("x", 255)
 	var big []*pb.MetaOp
-	for range MaxBatchBytes/(len(long)+opOverhead) + 1 {
+	for range rpc.MaxBatchBytes/(len(long)+rpc.BatchOpOverhead) + 1 {
 		big = append(big, createOp(root, long, false))
 	}
 	for _, ops := range [][]*pb.MetaOp{many, big} {
@@ -159,7 +160,7 @@ func TestBatchLimits(t *testing.T) {
 		t.Error("a refused batch changed the namespace")
 	}
 	// Exactly at the count limit is fine; an empty batch answers nothing.
-	resp := tm.batch(many[:MaxBatchOps]...)
+	resp := tm.batch(many[:rpc.MaxBatchOps]...)
 	for i, r := range resp.Results {
 		if resultKind(r) != ok {
 			t.Fatalf("op %d: %v", i, r)
