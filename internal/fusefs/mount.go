@@ -30,6 +30,7 @@ import (
 	"syscall"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -52,7 +53,7 @@ func Mount(ctx context.Context, dir string, b Backend, cfg Config, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	m := &mount{b: b, cfg: cfg, log: log, files: newFiles()}
+	m := &mount{b: b, cfg: cfg, log: log, files: newFiles(clock.Real{})}
 	if cfg.CacheSize > 0 {
 		m.cache = newBlockCache(cfg.CacheSize)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
 )
 
 // With the kernel's write-back cache (Config.WritebackCache) the kernel
@@ -55,12 +56,15 @@ const retryWindow = 2 * time.Second
 
 // files is the per-inode state of one mount.
 type files struct {
-	mu      sync.Mutex // guards byIno, nextGen and every fileState
+	clk     clock.Clock // times the retry window
+	mu      sync.Mutex  // guards byIno, nextGen and every fileState
 	byIno   map[uint64]*fileState
 	nextGen uint64
 }
 
-func newFiles() *files { return &files{byIno: map[uint64]*fileState{}, nextGen: 1} }
+func newFiles(clk clock.Clock) *files {
+	return &files{clk: clk, byIno: map[uint64]*fileState{}, nextGen: 1}
+}
 
 // lookedUp returns the generation the kernel should use for fi, starting a
 // new one when the file changed and this mount does not have it open.
@@ -99,7 +103,7 @@ func (t *files) opened(ino, gen uint64, v version) (keep, stale bool) {
 		s.open++
 		return true, false // share the inode and its pages
 	}
-	now := time.Now()
+	now := t.clk.Now()
 	if gen != s.gen || s.known != v {
 		if gen == s.gen && s.estaleGen != 0 && s.estaleGen != gen && now.Before(s.estaleUntil) {
 			// The kernel's retry: this inode was made by a lookup that
@@ -143,7 +147,7 @@ func (t *files) forgot(ino, gen uint64) {
 	// The kernel forgets the generation a retry's first lookup returned
 	// (its nodeid differed from the dentry's); the retry must still be
 	// recognised.
-	if s := t.byIno[ino]; s != nil && s.gen == gen && s.open == 0 && (s.estaleGen == 0 || time.Now().After(s.estaleUntil)) {
+	if s := t.byIno[ino]; s != nil && s.gen == gen && s.open == 0 && (s.estaleGen == 0 || t.clk.Now().After(s.estaleUntil)) {
 		delete(t.byIno, ino)
 	}
 }
