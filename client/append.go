@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"hash/fnv"
-	"slices"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
@@ -86,7 +84,11 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 		}
 	}()
 	id := chunkfs.DataID(randomUint64())
-	if err := c.data.Push(ctx, c.near.appendChain(loc.replicas, uint64(loc.handle)), id, frame); err != nil {
+	// loc.replicas is the master's chain (nearness.locate), the same for
+	// every appender: the replicas forward in one direction only. With
+	// orders that differ per client, two replicas forward to each other at
+	// once and each one's ACKs queue behind the data going the same way.
+	if err := c.data.Push(ctx, loc.replicas, id, frame); err != nil {
 		return 0, err
 	}
 	cs, err := c.pool.ChunkServer(loc.primary)
@@ -113,47 +115,4 @@ func (c *Client) lastChunk(ctx context.Context, path string) (int64, error) {
 		return fi.Chunks - 1, nil
 	}
 	return fi.Length / c.chunkSize, nil
-}
-
-// appendChain returns the order in which an append pushes its record along
-// addrs, the replicas of chunk handle: nearest first, as for any push, but
-// with ties broken by the chunk alone, not by this client. Every appender
-// to a chunk then sends along the same chain, so the replicas forward in
-// one direction only: with orders that differ per client, two replicas
-// forward to each other at once and each one's ACKs queue behind the data
-// going the same way.
-func (n *nearness) appendChain(addrs []string, handle uint64) []string {
-	type hop struct {
-		addr string
-		dist int
-		hash uint32
-	}
-	hops := make([]hop, len(addrs))
-	for i, a := range addrs {
-		h := fnv.New32a()
-		var b [8]byte
-		for j := range b {
-			b[j] = byte(handle >> (8 * j))
-		}
-		h.Write(b[:])
-		h.Write([]byte(a))
-		hops[i] = hop{addr: a, dist: n.distance(a), hash: h.Sum32()}
-	}
-	slices.SortStableFunc(hops, func(x, y hop) int {
-		if x.dist != y.dist {
-			return x.dist - y.dist
-		}
-		switch {
-		case x.hash < y.hash:
-			return -1
-		case x.hash > y.hash:
-			return 1
-		}
-		return 0
-	})
-	out := make([]string, len(hops))
-	for i, h := range hops {
-		out[i] = h.addr
-	}
-	return out
 }

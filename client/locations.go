@@ -116,7 +116,7 @@ func (lc *locationCache) store(path string, first, length int64, chunks []*pb.Ch
 		if cl.Index < first || cl.Index >= first+int64(lc.batch) {
 			continue
 		}
-		fl.chunks[cl.Index] = lc.c.near.locate(cl)
+		fl.chunks[cl.Index] = lc.c.near.locateForReads(cl)
 		fl.expires[cl.Index] = exp
 	}
 }
@@ -176,8 +176,11 @@ func (lc *locationCache) dropPrefix(path string) {
 
 // nearness orders replicas by network distance from this client: addresses
 // on this host first, then the same /24 (IPv4) or /64 (IPv6), then the rest.
-// Ties are broken by a hash of the client and chunk, so many clients spread
-// their reads over the replicas while one client keeps using the same one.
+// Among replicas at one distance, writes keep the master's order (the chain
+// it balanced over the servers; every writer of a chunk then pushes along
+// the same chain), and reads break ties by a hash of the client and chunk,
+// so many clients spread their small reads over the replicas while one
+// client keeps using the same one.
 type nearness struct {
 	local []net.IP
 	seed  uint64
@@ -194,18 +197,32 @@ func newNearness() *nearness {
 	return n
 }
 
-// locate converts a wire location, ordering its replicas.
+// locate converts a wire location for writing: replicas nearest first,
+// equidistant ones in the master's order, which is the chain the data is
+// pushed along. The master orders a new chunk's replicas so that, over a
+// burst of new chunks, each server is last (forwards nothing) in its share
+// of chains (internal/master/chain_order.go); with an order per client a
+// third of the servers forwarded every chain they were in.
 func (n *nearness) locate(cl *pb.ChunkLocation) *chunkLoc {
 	loc := &chunkLoc{
 		index: cl.Index, handle: chunkfs.Handle(cl.Handle), version: chunkfs.Version(cl.Version),
 		replicas: slices.Clone(cl.Replicas), primary: cl.Primary,
 		leaseLeft: time.Duration(cl.LeaseExpiryMs) * time.Millisecond,
 	}
+	slices.SortStableFunc(loc.replicas, func(a, b string) int { return n.distance(a) - n.distance(b) })
+	return loc
+}
+
+// locateForReads converts a wire location for reading: nearest first, ties
+// broken per client and chunk (order).
+func (n *nearness) locateForReads(cl *pb.ChunkLocation) *chunkLoc {
+	loc := n.locate(cl)
 	n.order(loc.replicas, uint64(cl.Handle))
 	return loc
 }
 
-// order sorts addrs nearest first.
+// order sorts addrs nearest first, ties broken by a hash of the client's
+// seed, salt and the address.
 func (n *nearness) order(addrs []string, salt uint64) {
 	key := func(a string) (int, uint32) {
 		h := fnv.New32a()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,7 @@ func (c *Client) readChunk(ctx context.Context, path string, idx, co int64, buf 
 			}
 		}
 		c.locs.drop(path)
+		c.log.Debug("chunkfs read: region failed, looking up again", "path", path, "chunk", idx, "err", err)
 		if !r.again(ctx, err) {
 			return err
 		}
@@ -75,14 +77,22 @@ type chunkReader interface {
 	Read(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte) (int, error)
 }
 
-// Regions of at least parallelReadMin bytes are read in pieces of
-// readPieceSize from all replicas at once: each replica takes the next piece
-// when it finishes one, so a replica that other readers keep busy serves
-// less of the region and an idle one more. Smaller regions go to one
-// replica, nearest first.
+// Regions of at least parallelReadMin bytes are read in pieces from all
+// replicas at once: each replica takes the next piece when it finishes one,
+// so a replica that other readers keep busy serves less of the region and an
+// idle one more. Smaller regions go to one replica, nearest first.
+//
+// A piece is at most readPieceSize. Towards the end of a region the pieces
+// shrink (pieceSched): a replica's next piece is its share of what is left,
+// by the rates the replicas achieved on their last pieces, and at least
+// readPieceMin. With fixed pieces the last one often went to a replica that
+// other readers kept slow, and the region waited a second or more for it
+// while the other replicas idled (the GFS read benchmark, docs/bench-notes.md).
 const (
 	parallelReadMin = 1 << 20
 	readPieceSize   = 512 << 10
+	readPieceMin    = 128 << 10
+	readPieceAlign  = 64 << 10 // piece sizes are multiples of this (a checksum block)
 )
 
 // readReplicas fills buf from chunk loc at offset co: a small region from
@@ -95,6 +105,88 @@ func (c *Client) readReplicas(ctx context.Context, path string, loc *chunkLoc, c
 	return c.readParallel(ctx, path, loc, co, buf)
 }
 
+// pieceSched hands out the pieces of a region to the workers of
+// readParallel, one per replica.
+type pieceSched struct {
+	mu     sync.Mutex
+	next   int       // the first byte not handed out yet
+	end    int       // the region's length
+	rate   []float64 // bytes/s each worker achieved on its last piece; 0: none yet
+	active []bool    // workers still taking pieces
+}
+
+func newPieceSched(size, workers int) *pieceSched {
+	s := &pieceSched{end: size, rate: make([]float64, workers), active: make([]bool, workers)}
+	for i := range s.active {
+		s.active[i] = true
+	}
+	return s
+}
+
+// take returns worker w's next piece [lo, hi), or lo == hi when none is
+// left.
+func (s *pieceSched) take(w int) (lo, hi int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lo = s.next
+	if rem := s.end - s.next; rem > 0 {
+		s.next += s.sizeLocked(w, rem)
+	}
+	return lo, s.next
+}
+
+// sizeLocked is worker w's next piece when rem bytes are left: its share of
+// rem by the workers' rates (a worker that has not finished a piece yet
+// counts as the average of those that have, or all as equals), rounded up
+// to readPieceAlign, within [readPieceMin, readPieceSize]; a remainder
+// under readPieceMin goes with it rather than alone.
+func (s *pieceSched) sizeLocked(w, rem int) int {
+	var known float64
+	n, workers := 0, 0
+	for i, a := range s.active {
+		if a || i == w {
+			workers++
+			if s.rate[i] > 0 {
+				known += s.rate[i]
+				n++
+			}
+		}
+	}
+	avg := 1.0
+	if n > 0 {
+		avg = known / float64(n)
+	}
+	mine := s.rate[w]
+	if mine <= 0 {
+		mine = avg
+	}
+	sum := known + avg*float64(workers-n)
+	size := int(float64(rem) * mine / sum)
+	size = (size + readPieceAlign - 1) / readPieceAlign * readPieceAlign
+	size = min(max(size, readPieceMin), readPieceSize)
+	if rem-size < readPieceMin {
+		size = rem
+	}
+	return size
+}
+
+// done records that worker w read n bytes in d.
+func (s *pieceSched) done(w, n int, d time.Duration) {
+	if n <= 0 || d <= 0 {
+		return
+	}
+	s.mu.Lock()
+	s.rate[w] = float64(n) / d.Seconds()
+	s.mu.Unlock()
+}
+
+// stop records that worker w takes no more pieces.
+func (s *pieceSched) stop(w int) {
+	s.mu.Lock()
+	s.active[w] = false
+	s.mu.Unlock()
+}
+
 // readParallel reads buf in pieces, one worker per replica taking pieces in
 // order until none is left. A piece whose replica fails is read from the
 // others in turn, and that worker stops taking pieces unless it is the last
@@ -103,8 +195,7 @@ func (c *Client) readReplicas(ctx context.Context, path string, loc *chunkLoc, c
 func (c *Client) readParallel(ctx context.Context, path string, loc *chunkLoc, co int64, buf []byte) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pieces := (len(buf) + readPieceSize - 1) / readPieceSize
-	var next atomic.Int64 // the next piece to take
+	sched := newPieceSched(len(buf), len(loc.replicas))
 	var working atomic.Int32
 	working.Store(int32(len(loc.replicas)))
 	var errOnce sync.Once
@@ -113,21 +204,27 @@ func (c *Client) readParallel(ctx context.Context, path string, loc *chunkLoc, c
 	for i := range loc.replicas {
 		order := append(slices.Clone(loc.replicas[i:]), loc.replicas[:i]...)
 		wg.Go(func() {
+			defer sched.stop(i)
 			for {
-				k := int(next.Add(1) - 1)
-				if k >= pieces {
+				lo, hi := sched.take(i)
+				if lo == hi {
 					return
 				}
 				if err := ctx.Err(); err != nil { // ours after a failure, or the caller's
 					errOnce.Do(func() { first = &chunkfs.Error{Op: "read", Path: path, Kind: chunkfs.KindUnavailable, Err: err} })
 					return
 				}
-				lo := k * readPieceSize
-				hi := min(lo+readPieceSize, len(buf))
+				// Real time, not c.clock: the rates are the network's.
+				t0 := time.Now()
 				own, err := c.readInTurn(ctx, path, loc, order, co+int64(lo), buf[lo:hi])
+				took := time.Since(t0)
+				c.tracePiece(ctx, loc, order[0], lo, hi-lo, t0, took, own, err)
 				if err != nil {
 					errOnce.Do(func() { first = err; cancel() })
 					return
+				}
+				if own {
+					sched.done(i, hi-lo, took)
 				}
 				if !own && working.Add(-1) > 0 {
 					return // its replica failed: leave the rest to the others
@@ -139,6 +236,25 @@ func (c *Client) readParallel(ctx context.Context, path string, loc *chunkLoc, c
 	}
 	wg.Wait()
 	return first
+}
+
+// tracePiece logs, at debug level, how one piece of a parallel read went:
+// the chunk, the replica first asked, the piece's index and size, when it
+// began and how long it took, and whether that replica served it. The
+// benchmark's workers collect these records (internal/bench).
+func (c *Client) tracePiece(ctx context.Context, loc *chunkLoc, replica string, off, n int, t0 time.Time, took time.Duration, own bool, err error) {
+	if !c.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.Uint64("handle", uint64(loc.handle)), slog.String("replica", replica),
+		slog.Int("offset", off), slog.Int("bytes", n),
+		slog.Int64("start_ns", t0.UnixNano()), slog.Duration("took", took), slog.Bool("own", own),
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("err", err.Error()))
+	}
+	c.log.LogAttrs(ctx, slog.LevelDebug, "chunkfs read: piece", attrs...)
 }
 
 // readInTurn fills buf from the replicas in order until one answers in

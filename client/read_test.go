@@ -21,8 +21,9 @@ type fakeReplicas struct {
 	gate   map[string]chan struct{} // replicas whose first read waits for it
 	perMiB map[string]time.Duration // time a replica takes per MiB served
 
-	mu      sync.Mutex // guards served, tries
+	mu      sync.Mutex // guards served, bytes, tries
 	served  map[string]int
+	bytes   map[string]int
 	tries   map[string]int
 	onServe func(f *fakeReplicas) // called with mu held after each success
 }
@@ -56,6 +57,7 @@ func (f *fakeReplicas) Read(ctx context.Context, addr string, _ chunkfs.Handle, 
 	}
 	f.mu.Lock()
 	f.served[addr]++
+	f.bytes[addr] += n
 	if f.onServe != nil {
 		f.onServe(f)
 	}
@@ -68,7 +70,7 @@ func (f *fakeReplicas) Read(ctx context.Context, addr string, _ chunkfs.Handle, 
 
 func newFakeClient(lengths map[string]int) (*Client, *fakeReplicas, *chunkLoc) {
 	f := &fakeReplicas{length: lengths, fail: map[string]chunkfs.Kind{}, gate: map[string]chan struct{}{},
-		served: map[string]int{}, tries: map[string]int{}}
+		served: map[string]int{}, bytes: map[string]int{}, tries: map[string]int{}}
 	c := &Client{reader: f, log: slog.New(slog.DiscardHandler)}
 	loc := &chunkLoc{handle: 1, version: 1, replicas: []string{"a", "b", "c"}}
 	return c, f, loc
@@ -92,11 +94,11 @@ func checkBytes(t *testing.T, buf []byte, off int64, dataEnd int64) {
 func TestParallelReadBalances(t *testing.T) {
 	const size = 4 << 20
 	c, f, loc := newFakeClient(map[string]int{"a": size, "b": size, "c": size})
-	pieces := size / readPieceSize
 	g := make(chan struct{})
 	f.gate["a"] = g
 	f.onServe = func(f *fakeReplicas) {
-		if f.served["a"] == 0 && f.served["b"]+f.served["c"] == pieces-1 {
+		// a's first piece is a full one: the rest is left when it starts.
+		if f.served["a"] == 0 && f.bytes["b"]+f.bytes["c"] == size-readPieceSize {
 			close(g)
 		}
 	}
@@ -105,8 +107,68 @@ func TestParallelReadBalances(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkBytes(t, buf, 0, size)
-	if f.served["a"] != 1 || f.served["b"]+f.served["c"] != pieces-1 {
-		t.Fatalf("pieces served: %v, want a: 1 (it was stuck), b+c: %d", f.served, pieces-1)
+	if f.served["a"] != 1 || f.bytes["a"] != readPieceSize {
+		t.Fatalf("pieces served: %v, bytes %v; want a: one piece (it was stuck)", f.served, f.bytes)
+	}
+}
+
+// TestPieceSchedEqualRates: with replicas answering at one rate, a region
+// is cut into full pieces first and smaller ones towards its end, every
+// piece aligned and within bounds, covering the region exactly once.
+func TestPieceSchedEqualRates(t *testing.T) {
+	const size = 4 << 20
+	s := newPieceSched(size, 3)
+	var sizes []int
+	next := 0
+	for w := 0; ; w = (w + 1) % 3 {
+		lo, hi := s.take(w)
+		if lo == hi {
+			break
+		}
+		if lo != next {
+			t.Fatalf("piece [%d, %d) after %d", lo, hi, next)
+		}
+		next = hi
+		sizes = append(sizes, hi-lo)
+		s.done(w, hi-lo, time.Duration(hi-lo)*time.Microsecond) // 1 MB/s each
+	}
+	if next != size {
+		t.Fatalf("pieces cover %d bytes, want %d", next, size)
+	}
+	for i, n := range sizes {
+		if n%readPieceAlign != 0 || n < readPieceMin || n > readPieceSize+readPieceMin {
+			t.Fatalf("piece %d of %d bytes: sizes %v", i, n, sizes)
+		}
+		if i > 0 && n > sizes[i-1] {
+			t.Fatalf("pieces grow: %v", sizes)
+		}
+	}
+	if sizes[0] != readPieceSize || sizes[len(sizes)-1] >= readPieceSize {
+		t.Fatalf("sizes %v: want full pieces first, smaller ones last", sizes)
+	}
+}
+
+// TestPieceSchedSlowReplica: towards the end of a region a replica four
+// times slower than the others gets a piece about a quarter of theirs, and
+// a worker that stopped no longer counts.
+func TestPieceSchedSlowReplica(t *testing.T) {
+	s := newPieceSched(2<<20, 3)
+	s.next = 1 << 20 // 1 MiB left
+	s.done(0, 1, time.Second/4)
+	s.done(1, 1, time.Second)
+	s.done(2, 1, time.Second)
+	if _, hi := s.take(1); hi != 1<<20+readPieceMin+64<<10 {
+		t.Fatalf("slow replica's piece ends at %d, want %d (1/6 of 1 MiB, aligned)", hi, 1<<20+readPieceMin+64<<10)
+	}
+	lo, hi := s.take(0)
+	if hi-lo != readPieceSize {
+		t.Fatalf("fast replica's piece: %d bytes, want %d", hi-lo, readPieceSize)
+	}
+	s.stop(0)
+	s.stop(1)
+	lo, hi = s.take(2)
+	if hi != 2<<20 {
+		t.Fatalf("the last worker left got [%d, %d), want the rest up to %d", lo, hi, 2<<20)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"testing/iotest"
+
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 func testID(n byte) RecordID {
@@ -150,36 +152,33 @@ func FuzzRecordReader(f *testing.F) {
 	})
 }
 
-// TestAppendChainSharedByAppenders checks that appenders on different hosts
-// push a chunk's records along the same chain (ties broken by the chunk, not
-// the client), that nearer replicas still come first, that different chunks
-// start at different replicas, and that the caller's slice is left alone.
-func TestAppendChainSharedByAppenders(t *testing.T) {
+// TestWriteChainKeepsMasterOrder checks that writers and appenders on
+// different hosts push a chunk's data along the master's order (the chain
+// it balanced) when the replicas are equidistant, that nearer replicas still
+// come first, that the wire location is left alone, and that reads still
+// spread ties per client.
+func TestWriteChainKeepsMasterOrder(t *testing.T) {
 	a := &nearness{local: []net.IP{net.ParseIP("10.9.0.1")}, seed: 1}
 	b := &nearness{local: []net.IP{net.ParseIP("10.8.0.1")}, seed: 99}
 	addrs := []string{"10.1.0.1:7001", "10.2.0.1:7001", "10.3.0.1:7001"}
 	orig := slices.Clone(addrs)
-	heads := map[string]bool{}
+	readFirsts := map[string]bool{}
 	for h := range uint64(64) {
-		ca, cb := a.appendChain(addrs, h), b.appendChain(addrs, h)
-		if !slices.Equal(ca, cb) {
-			t.Fatalf("chunk %d: chains %v and %v differ between clients", h, ca, cb)
+		cl := &pb.ChunkLocation{Handle: h, Replicas: addrs}
+		ca, cb := a.locate(cl).replicas, b.locate(cl).replicas
+		if !slices.Equal(ca, orig) || !slices.Equal(cb, orig) {
+			t.Fatalf("chunk %d: chains %v and %v, want the master's %v", h, ca, cb, orig)
 		}
-		if s := slices.Sorted(slices.Values(ca)); !slices.Equal(s, orig) {
-			t.Fatalf("chunk %d: chain %v is not a permutation of %v", h, ca, orig)
-		}
-		heads[ca[0]] = true
+		readFirsts[a.locateForReads(cl).replicas[0]] = true
 	}
 	if !slices.Equal(addrs, orig) {
-		t.Errorf("appendChain reordered its argument: %v", addrs)
+		t.Errorf("locate reordered the wire location: %v", addrs)
 	}
-	if len(heads) < 2 {
-		t.Errorf("every chunk's chain starts at the same replica: %v", heads)
+	if len(readFirsts) < 2 {
+		t.Errorf("reads of every chunk start at the same replica: %v", readFirsts)
 	}
 	near := &nearness{local: []net.IP{net.ParseIP("10.3.0.9")}, seed: 5}
-	for h := range uint64(16) {
-		if c := near.appendChain(addrs, h); c[0] != "10.3.0.1:7001" {
-			t.Errorf("chunk %d: chain %v does not start at the replica on this subnet", h, c)
-		}
+	if c := near.locate(&pb.ChunkLocation{Replicas: addrs}).replicas; !slices.Equal(c, []string{"10.3.0.1:7001", "10.1.0.1:7001", "10.2.0.1:7001"}) {
+		t.Errorf("chain %v: want the replica on this subnet first, then the master's order", c)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -27,11 +28,15 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 	case OpLocate:
 		return &locateTask{master: t.Master, files: t.Files}, nil
 	}
-	c, err := dialClient(ctx, t.Master, int(t.IOSize))
+	var trace *traceHandler
+	if t.Op == OpRead {
+		trace = &traceHandler{}
+	}
+	c, err := dialClient(ctx, t.Master, int(t.IOSize), trace)
 	if err != nil {
 		return nil, err
 	}
-	r, err := setupFSTask(ctx, c, t)
+	r, err := setupFSTask(ctx, c, t, trace)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -39,7 +44,7 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 	return r, nil
 }
 
-func setupFSTask(ctx context.Context, c *client.Client, t Task) (runner, error) {
+func setupFSTask(ctx context.Context, c *client.Client, t Task, trace *traceHandler) (runner, error) {
 	if err := makeParents(ctx, c, t); err != nil {
 		return nil, err
 	}
@@ -47,7 +52,7 @@ func setupFSTask(ctx context.Context, c *client.Client, t Task) (runner, error) 
 	case OpPrepare:
 		return &prepareTask{c: c, files: t.Files, size: t.Bytes, io: t.IOSize}, nil
 	case OpRead:
-		return newReadTask(ctx, c, t)
+		return newReadTask(ctx, c, t, trace)
 	case OpWrite:
 		f, err := c.Create(ctx, t.Path)
 		if err != nil {
@@ -94,10 +99,13 @@ func makeParents(ctx context.Context, c *client.Client, t Task) error {
 
 // dialClient connects to the master with a write buffer of one operation, so
 // that each of the workload's writes is one mutation, as in the paper.
-func dialClient(ctx context.Context, master string, writeBuffer int) (*client.Client, error) {
+func dialClient(ctx context.Context, master string, writeBuffer int, trace *traceHandler) (*client.Client, error) {
 	cfg := client.DefaultConfig()
 	cfg.Master = master
 	cfg.WriteBuffer = writeBuffer
+	if trace != nil {
+		cfg.Logger = slog.New(trace)
+	}
 	return client.New(ctx, cfg)
 }
 
@@ -289,10 +297,11 @@ type readTask struct {
 	bytes int64
 	io    int64
 	rng   *rand.Rand
+	trace *traceHandler // the client's read events; may be nil
 }
 
-func newReadTask(ctx context.Context, c *client.Client, t Task) (*readTask, error) {
-	r := &readTask{c: c, bytes: t.Bytes, io: t.IOSize, rng: rand.New(rand.NewPCG(uint64(t.Seed), 0x9e3779b97f4a7c15))}
+func newReadTask(ctx context.Context, c *client.Client, t Task, trace *traceHandler) (*readTask, error) {
+	r := &readTask{c: c, trace: trace, bytes: t.Bytes, io: t.IOSize, rng: rand.New(rand.NewPCG(uint64(t.Seed), 0x9e3779b97f4a7c15))}
 	for _, name := range t.Files {
 		if err := r.open(ctx, name); err != nil {
 			r.closeFiles()
@@ -323,6 +332,9 @@ func (r *readTask) open(ctx context.Context, name string) error {
 func (r *readTask) run(ctx context.Context) (Result, error) {
 	buf := make([]byte, r.io)
 	var ot opTimer
+	if r.trace != nil {
+		r.trace.take() // setup's reads are not part of the run
+	}
 	res, err := timed(func() (int64, int64, error) {
 		var n, ops int64
 		for n < r.bytes {
@@ -339,6 +351,9 @@ func (r *readTask) run(ctx context.Context) (Result, error) {
 		return n, ops, nil
 	})
 	res.OpsMS = ot.ms
+	if r.trace != nil {
+		res.Events = r.trace.take()
+	}
 	return res, err
 }
 

@@ -296,6 +296,9 @@ type ClientRun struct {
 	Start float64   `json:"start_s"` // from the first client's start
 	End   float64   `json:"end_s"`
 	OpsMS []float64 `json:"ops_ms,omitempty"`
+	// Events: the steps inside its operations (reads: every piece of a
+	// region), start times from the first client's start.
+	Events []Event `json:"events,omitempty"`
 }
 
 // measure fills in the rates from the clients' results.
@@ -311,7 +314,12 @@ func (p *Point) measure(res []Result) {
 	}
 	p.Seconds = float64(last-first) / 1e9
 	for _, r := range res {
-		p.ClientRuns = append(p.ClientRuns, ClientRun{Start: float64(r.StartNS-first) / 1e9, End: float64(r.EndNS-first) / 1e9, OpsMS: r.OpsMS})
+		ev := make([]Event, len(r.Events))
+		for i, e := range r.Events {
+			e.StartMS -= float64(first) / 1e6
+			ev[i] = e
+		}
+		p.ClientRuns = append(p.ClientRuns, ClientRun{Start: float64(r.StartNS-first) / 1e9, End: float64(r.EndNS-first) / 1e9, OpsMS: r.OpsMS, Events: ev})
 	}
 	p.Aggregate = float64(p.Bytes) / p.Seconds / 1e6
 	p.PerClient = p.Aggregate / float64(p.Clients)

@@ -83,6 +83,9 @@ type Result struct {
 	// (at most maxOpTimes; a write task's last entry is its Close), to
 	// show where a client waited.
 	OpsMS []float64 `json:"ops_ms,omitempty"`
+	// Events are the steps inside the operations that the client library
+	// logs (reads: every piece of a region), start times in Unix ms.
+	Events []Event `json:"events,omitempty"`
 }
 
 // maxOpTimes bounds Result.OpsMS.

@@ -28,6 +28,7 @@ type server struct {
 	garbage        []chunkfs.Handle                   // to tell it to delete
 	doubt          map[chunkfs.Handle]uint64          // replicas whose Lease or Truncate call failed, not yet checked: when (registry.doubts)
 	recent         placement.Recency                  // its decaying count of chunks created on it
+	forwards       placement.Recency                  // its decaying count of new chunks' chains it forwards in (chain_order.go)
 }
 
 // chunkInfo is the in-memory part of a chunk: where it lives and its lease.
@@ -186,7 +187,8 @@ func (r *registry) liveLocked() []*server {
 }
 
 // chooseLocked picks up to n live servers for a new replica, excluding
-// those in skip, and counts the creations.
+// those in skip, and counts the creations; they come in the order writers
+// should push along (orderChainLocked).
 func (r *registry) chooseLocked(cfg placement.Config, n int, now time.Time, skip []*server) ([]*server, error) {
 	var live []*server
 	for _, s := range r.liveLocked() {
@@ -207,6 +209,7 @@ func (r *registry) chooseLocked(cfg placement.Config, n int, now time.Time, skip
 		out[i] = live[j]
 		live[j].recent.Add(now, cfg.RecentHalfLife)
 	}
+	r.orderChainLocked(out, now, cfg.RecentHalfLife)
 	return out, nil
 }
 
