@@ -2,11 +2,13 @@ package rpc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -38,6 +40,8 @@ type dataConn struct {
 	addr         string
 	conn         net.Conn
 	r            *bufio.Reader
+	raw          syscall.RawConn // the TCP socket, for scatter reads; nil if none
+	sc           *scatter        // scatter-read state, made on first use
 	hdr          [frameHeaderSize]byte
 	stop         func() bool   // cancels the context watch
 	frameTimeout time.Duration // when forwarding: per-frame deadline
@@ -76,7 +80,7 @@ func (c *DataClient) get(ctx context.Context, addr string) (*dataConn, error) {
 		conn.Close()
 		return nil, unavailable("dial", addr, err)
 	}
-	dc := &dataConn{c: c, addr: addr, conn: conn, r: bufio.NewReaderSize(conn, readBuffer)}
+	dc := &dataConn{c: c, addr: addr, conn: conn, r: bufio.NewReaderSize(conn, readBuffer), raw: rawTCP(conn)}
 	dc.arm(ctx)
 	return dc, nil
 }
@@ -185,7 +189,7 @@ func (c *DataClient) readOnce(ctx context.Context, addr string, req *readRequest
 		dc.close()
 		return 0, unavailable("read", addr, err)
 	}
-	n, err := dc.receiveRead(p)
+	n, err := dc.receiveRead(p, req.off)
 	var remote *chunkfs.Error
 	switch {
 	case err == nil:
@@ -230,31 +234,56 @@ func InTransit(err error) bool {
 	return errors.As(err, &perr) && perr.checksum
 }
 
-// receiveRead reads the data frames answering a read into p, then its end.
-func (dc *dataConn) receiveRead(p []byte) (int, error) {
-	n := 0
-	for {
-		h, err := readHeader(dc.r, dc.hdr[:])
-		if err != nil {
+// receiveRead reads the data frames answering a read of len(p) bytes at
+// chunk offset off into p, then its end: with scatter reads as long as the
+// answer has the expected layout (receiveScatter), then frame by frame.
+func (dc *dataConn) receiveRead(p []byte, off int64) (int, error) {
+	n, r := 0, io.Reader(dc.r)
+	var h frameHeader
+	var rest *bytes.Reader // bytes the scatter reads took past h
+	have := false          // h is the next frame's header
+	if dc.raw != nil && len(p) > 0 && dc.r.Buffered() == 0 {
+		var extra []byte
+		var err error
+		if n, h, extra, err = dc.receiveScatter(p, off); err != nil {
 			return n, err
 		}
+		have = true
+		if len(extra) > 0 {
+			rest = bytes.NewReader(extra)
+			r = io.MultiReader(rest, dc.r)
+		}
+	}
+	for {
+		if !have {
+			var err error
+			if h, err = readHeader(r, dc.hdr[:]); err != nil {
+				return n, err
+			}
+		}
+		have = false
 		if h.typ != frameData {
-			return n, dc.readEnd(h, n == len(p))
+			err := dc.readEnd(r, h, n == len(p))
+			if rest != nil && rest.Len() > 0 {
+				return n, protocolError("bytes after the end of a read's answer")
+			}
+			return n, err
 		}
 		if h.length > len(p)-n {
 			return n, protocolError("read answered with more data than asked")
 		}
-		if err := readPayload(dc.r, h, p[n:n+h.length]); err != nil {
+		if err := readPayload(r, h, p[n:n+h.length]); err != nil {
 			return n, err
 		}
 		n += h.length
 	}
 }
 
-// readEnd decodes the frame that ends a read's answer.
-func (dc *dataConn) readEnd(h frameHeader, full bool) error {
+// readEnd decodes the frame that ends a read's answer, whose header is h,
+// reading its payload from r.
+func (dc *dataConn) readEnd(r io.Reader, h frameHeader, full bool) error {
 	payload := make([]byte, h.length)
-	if err := readPayload(dc.r, h, payload); err != nil {
+	if err := readPayload(r, h, payload); err != nil {
 		return err
 	}
 	switch {

@@ -25,6 +25,69 @@ type ChunkFiler interface {
 	ChunkFile(h chunkfs.Handle) (*os.File, error)
 }
 
+// ChunkOpener is implemented by a StreamHandler that can open a chunk once
+// for a whole read request, instead of finding and opening it again for
+// every piece: the server then reads and verifies the pieces with the
+// returned OpenChunk, and sends them from its File with sendfile when it
+// has one (see ChunkFiler).
+type ChunkOpener interface {
+	// OpenChunk opens chunk h, whose replica version must be at least v,
+	// for reading.
+	OpenChunk(h chunkfs.Handle, v chunkfs.Version) (OpenChunk, error)
+}
+
+// OpenChunk is a chunk opened for one read request, used by one goroutine
+// at a time.
+type OpenChunk interface {
+	// ReadChunk is StreamHandler.ReadChunk of the opened chunk.
+	ReadChunk(off int64, p []byte, sums []uint32) (int, []uint32, error)
+	// File returns the chunk's data file, whose offsets are chunk offsets,
+	// or nil when it has none. It stays open until Close.
+	File() *os.File
+	Close() error
+}
+
+// handlerChunk reads a chunk through StreamHandler.ReadChunk, and sends
+// from the file ChunkFiler opens, if any.
+type handlerChunk struct {
+	h    StreamHandler
+	hd   chunkfs.Handle
+	v    chunkfs.Version
+	file *os.File
+}
+
+func (c *handlerChunk) ReadChunk(off int64, p []byte, sums []uint32) (int, []uint32, error) {
+	return c.h.ReadChunk(c.hd, c.v, off, p, sums)
+}
+
+func (c *handlerChunk) File() *os.File { return c.file }
+
+func (c *handlerChunk) Close() error {
+	if c.file != nil {
+		return c.file.Close()
+	}
+	return nil
+}
+
+// openChunk opens the chunk a read request names. Its File is nil when the
+// data is to be sent from memory: the handler keeps no files, the
+// connection is not TCP, or sendfile is off.
+func (c *streamConn) openChunk(req *readRequest) (OpenChunk, *os.File, error) {
+	if o, ok := c.s.h.(ChunkOpener); ok {
+		oc, err := o.OpenChunk(req.handle, req.version)
+		if err != nil {
+			return nil, nil, err
+		}
+		var file *os.File
+		if c.canSendfile() {
+			file = oc.File()
+		}
+		return oc, file, nil
+	}
+	hc := &handlerChunk{h: c.s.h, hd: req.handle, v: req.version, file: c.chunkFile(req.handle)}
+	return hc, hc.file, nil
+}
+
 // serveRead answers a read request with verified data frames. Each frame
 // that is a whole checksum block carries the block's stored checksum, so
 // data is checked end to end without being summed again on the server. A
@@ -34,16 +97,17 @@ func (c *streamConn) serveRead(req *readRequest) error {
 	if c.pieces[0] == nil {
 		c.pieces = [2]*readPiece{{buf: make([]byte, pieceSize)}, {buf: make([]byte, pieceSize)}}
 	}
-	file := c.chunkFile(req.handle)
-	if file != nil {
-		defer file.Close()
+	oc, file, err := c.openChunk(req)
+	if err != nil {
+		return c.reply(frameError, encodeError(err))
 	}
+	defer oc.Close()
 	free := make(chan *readPiece, 2)
 	free <- c.pieces[0]
 	free <- c.pieces[1]
 	filled := make(chan *readPiece)
 	stop := make(chan struct{})
-	go c.readPieces(req, free, filled, stop)
+	go c.readPieces(req, oc, free, filled, stop)
 	defer func() {
 		close(stop)
 		for range filled { // wait for the reader to let go of the pieces
@@ -70,19 +134,26 @@ func (c *streamConn) serveRead(req *readRequest) error {
 // reports whatever is wrong).
 func (c *streamConn) chunkFile(h chunkfs.Handle) *os.File {
 	fh, ok := c.s.h.(ChunkFiler)
-	if !ok || c.s.cfg.NoSendfile {
+	if !ok || !c.canSendfile() {
 		return nil
-	}
-	if c.raw == nil {
-		if c.raw = rawTCP(c.conn); c.raw == nil {
-			return nil
-		}
 	}
 	f, err := fh.ChunkFile(h)
 	if err != nil {
 		return nil
 	}
 	return f
+}
+
+// canSendfile reports whether reads may be sent with sendfile on this
+// connection: it is TCP and sendfile is not turned off.
+func (c *streamConn) canSendfile() bool {
+	if c.s.cfg.NoSendfile {
+		return false
+	}
+	if c.raw == nil {
+		c.raw = rawTCP(c.conn)
+	}
+	return c.raw != nil
 }
 
 // readPiece is one piece of a read, filled from disk.
@@ -101,7 +172,7 @@ const pieceSize = 256 << 10
 
 // readPieces fills pieces in order until the request is done, a read fails,
 // or stop is closed; it closes filled when it returns.
-func (c *streamConn) readPieces(req *readRequest, free <-chan *readPiece, filled chan<- *readPiece, stop <-chan struct{}) {
+func (c *streamConn) readPieces(req *readRequest, oc OpenChunk, free <-chan *readPiece, filled chan<- *readPiece, stop <-chan struct{}) {
 	defer close(filled)
 	pos, end := req.off, req.off+int64(req.length)
 	for pos < end {
@@ -114,7 +185,7 @@ func (c *streamConn) readPieces(req *readRequest, free <-chan *readPiece, filled
 		// Pieces after the first start on a piece boundary, so on a block one.
 		n := min(end, (pos/pieceSize+1)*pieceSize) - pos
 		p.off = pos
-		p.n, p.sums, p.err = c.s.h.ReadChunk(req.handle, req.version, pos, p.buf[:n], p.sums[:0])
+		p.n, p.sums, p.err = oc.ReadChunk(pos, p.buf[:n], p.sums[:0])
 		select {
 		case filled <- p:
 		case <-stop:
@@ -127,30 +198,35 @@ func (c *streamConn) readPieces(req *readRequest, free <-chan *readPiece, filled
 	}
 }
 
-// sendFrames sends p, the verified chunk data at off, as data frames,
-// using sums[i] as the checksum of frame i where there is one: from file
-// with sendfile when file is not nil, else from p in one system call.
+// sendFrames sends p, the verified chunk data at off, as data frames that
+// end on checksum-block boundaries of the chunk (so a reader can tell
+// where each frame of an answer ends: see receiveRead), using sums[i] as
+// the checksum of frame i where there is one (sums are the block sums when
+// off is block-aligned): from file with sendfile when file is not nil,
+// else from p in one system call.
 func (c *streamConn) sendFrames(p []byte, sums []uint32, file *os.File, off int64) error {
-	nf := int(checksum.NumBlocks(int64(len(p))))
+	nf := int(checksum.NumBlocks(int64(len(p)))) + 1
 	if cap(c.hdrs) < nf*frameHeaderSize {
 		c.hdrs = make([]byte, nf*frameHeaderSize)
 	}
-	hdrs := c.hdrs[:nf*frameHeaderSize]
+	hdrs := c.hdrs[:0]
 	bufs := c.bufs[:0]
 	lens := c.lens[:0]
-	for i := 0; len(p) > 0; i++ {
-		n := min(len(p), chunkfs.MaxFrameSize)
+	for i, pos := 0, off; len(p) > 0; i++ {
+		n := min(len(p), frameLen(pos))
 		var sum uint32
 		if i < len(sums) {
 			sum = sums[i]
 		} else {
 			sum = checksum.Sum(p[:n])
 		}
-		h := hdrs[i*frameHeaderSize : (i+1)*frameHeaderSize]
+		hdrs = hdrs[:len(hdrs)+frameHeaderSize]
+		h := hdrs[len(hdrs)-frameHeaderSize:]
 		putHeader(h, frameData, n, sum)
 		bufs = append(bufs, h, p[:n])
 		lens = append(lens, n)
 		p = p[n:]
+		pos += int64(n)
 	}
 	c.bufs, c.lens = bufs[:0], lens[:0]
 	c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
@@ -160,4 +236,10 @@ func (c *streamConn) sendFrames(p []byte, sums []uint32, file *os.File, off int6
 	}
 	_, err := bufs.WriteTo(c.conn) // consumes bufs, dropping its references to p
 	return err
+}
+
+// frameLen is the largest data frame of a read answer that starts at chunk
+// offset off: up to the next checksum-block boundary.
+func frameLen(off int64) int {
+	return int(chunkfs.BlockSize - off%chunkfs.BlockSize)
 }
