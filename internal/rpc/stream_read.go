@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -92,19 +93,27 @@ func (c *streamConn) openChunk(req *readRequest) (OpenChunk, *os.File, error) {
 // that is a whole checksum block carries the block's stored checksum, so
 // data is checked end to end without being summed again on the server. A
 // goroutine reads and verifies the next piece from disk while the current
-// one is being sent.
+// one is being sent; a request of one piece is answered without it.
 func (c *streamConn) serveRead(req *readRequest) error {
-	if c.pieces[0] == nil {
-		c.pieces = [2]*readPiece{{buf: make([]byte, pieceSize)}, {buf: make([]byte, pieceSize)}}
-	}
 	oc, file, err := c.openChunk(req)
 	if err != nil {
 		return c.reply(frameError, encodeError(err))
 	}
 	defer oc.Close()
+	first := piecePool.Get().(*readPiece)
+	defer piecePool.Put(first)
+	if end := req.off + int64(req.length); end <= pieceEnd(req.off) {
+		first.readAt(oc, req.off, end)
+		if err := c.sendPiece(first, file); err != errMore {
+			return err
+		}
+		return c.reply(frameOK, []byte{0})
+	}
+	second := piecePool.Get().(*readPiece)
+	defer piecePool.Put(second)
 	free := make(chan *readPiece, 2)
-	free <- c.pieces[0]
-	free <- c.pieces[1]
+	free <- first
+	free <- second
 	filled := make(chan *readPiece)
 	stop := make(chan struct{})
 	go c.readPieces(req, oc, free, filled, stop)
@@ -114,18 +123,32 @@ func (c *streamConn) serveRead(req *readRequest) error {
 		}
 	}()
 	for p := range filled {
-		if p.err != nil && !errors.Is(p.err, io.EOF) {
-			return c.reply(frameError, encodeError(p.err))
-		}
-		if err := c.sendFrames(p.buf[:p.n], p.sums, file, p.off); err != nil {
+		if err := c.sendPiece(p, file); err != errMore {
 			return err
-		}
-		if errors.Is(p.err, io.EOF) {
-			return c.reply(frameOK, []byte{1})
 		}
 		free <- p
 	}
 	return c.reply(frameOK, []byte{0})
+}
+
+// errMore is sendPiece's answer when the request goes on after the piece.
+var errMore = errors.New("more pieces")
+
+// sendPiece sends piece p of a read's answer, and the answer's end when p
+// ends it (the chunk ended or a read failed); else it returns errMore, or
+// whatever failed. A piece that fills the request does not end the answer:
+// the caller sends ok.
+func (c *streamConn) sendPiece(p *readPiece, file *os.File) error {
+	if p.err != nil && !errors.Is(p.err, io.EOF) {
+		return c.reply(frameError, encodeError(p.err))
+	}
+	if err := c.sendFrames(p.buf[:p.n], p.sums, file, p.off); err != nil {
+		return err
+	}
+	if errors.Is(p.err, io.EOF) {
+		return c.reply(frameOK, []byte{1})
+	}
+	return errMore
 }
 
 // chunkFile opens the data file to send chunk h's bytes from, or returns
@@ -167,8 +190,26 @@ type readPiece struct {
 
 // pieceSize is how much chunk data the server reads from disk at a time:
 // small enough that the data is still in cache when it is verified and
-// sent, large enough to take few system calls.
-const pieceSize = 256 << 10
+// sent, large enough to take few system calls and hand-offs between the
+// reading and the sending goroutine (256 KiB pieces took a third more
+// context switches than 512 KiB ones and ~5 % more CPU; docs).
+const pieceSize = 512 << 10
+
+// piecePool recycles the pieces of all connections: a connection holds
+// two only while it answers a read.
+var piecePool = sync.Pool{New: func() any { return &readPiece{buf: make([]byte, pieceSize)} }}
+
+// pieceEnd is the end of the piece that starts at chunk offset off: the
+// next multiple of pieceSize, so every piece after a read's first starts
+// on a piece boundary, which is a block one.
+func pieceEnd(off int64) int64 { return (off/pieceSize + 1) * pieceSize }
+
+// readAt fills p with the verified chunk data of oc from off up to end
+// (at most one piece).
+func (p *readPiece) readAt(oc OpenChunk, off, end int64) {
+	p.off = off
+	p.n, p.sums, p.err = oc.ReadChunk(off, p.buf[:end-off], p.sums[:0])
+}
 
 // readPieces fills pieces in order until the request is done, a read fails,
 // or stop is closed; it closes filled when it returns.
@@ -182,10 +223,7 @@ func (c *streamConn) readPieces(req *readRequest, oc OpenChunk, free <-chan *rea
 		case <-stop:
 			return
 		}
-		// Pieces after the first start on a piece boundary, so on a block one.
-		n := min(end, (pos/pieceSize+1)*pieceSize) - pos
-		p.off = pos
-		p.n, p.sums, p.err = oc.ReadChunk(pos, p.buf[:n], p.sums[:0])
+		p.readAt(oc, pos, min(end, pieceEnd(pos)))
 		select {
 		case filled <- p:
 		case <-stop:

@@ -170,16 +170,15 @@ func (s *StreamServer) serveConn(conn net.Conn) {
 // streamConn is the server side of one connection; it is used by one
 // goroutine.
 type streamConn struct {
-	s      *StreamServer
-	conn   net.Conn
-	r      *bufio.Reader
-	hdr    [frameHeaderSize]byte
-	req    []byte          // request payload buffer
-	pieces [2]*readPiece   // read buffers
-	hdrs   []byte          // headers of the frames being sent
-	bufs   net.Buffers     // their writev vector
-	lens   []int           // their payload lengths
-	raw    syscall.RawConn // the TCP socket for sendfile; nil until a read needs it
+	s    *StreamServer
+	conn net.Conn
+	r    *bufio.Reader
+	hdr  [frameHeaderSize]byte
+	req  []byte          // request payload buffer
+	hdrs []byte          // headers of the frames being sent
+	bufs net.Buffers     // their writev vector
+	lens []int           // their payload lengths
+	raw  syscall.RawConn // the TCP socket for sendfile; nil until a read needs it
 }
 
 func (c *streamConn) serve() error {
