@@ -38,11 +38,15 @@ func errno(err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
+	if errors.Is(err, context.Canceled) {
+		// The kernel interrupted the request (a signal reached the
+		// caller, FUSE_INTERRUPT): EINTR lets the caller retry, as
+		// Go's os package and SA_RESTART callers do; EIO would be a
+		// failure the cluster never had.
+		return syscall.EINTR
+	}
 	var e *chunkfs.Error
 	if !errors.As(err, &e) {
-		if errors.Is(err, context.Canceled) {
-			return syscall.EINTR
-		}
 		return syscall.EIO
 	}
 	if n, ok := errnos[e.Kind]; ok {

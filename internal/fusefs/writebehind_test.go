@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"syscall"
 	"testing"
@@ -184,5 +185,10 @@ func TestErrnoTable(t *testing.T) {
 	}
 	if errno(chunkfs.E("x", "/", chunkfs.KindNotEmpty, "")) != syscall.ENOTEMPTY {
 		t.Error("NotEmpty is not ENOTEMPTY")
+	}
+	// An interrupted request, however the cancellation was wrapped.
+	interrupted := &chunkfs.Error{Op: "truncate", Kind: chunkfs.KindUnavailable, Err: fmt.Errorf("rpc: %w", context.Canceled)}
+	if errno(interrupted) != syscall.EINTR || errno(context.Canceled) != syscall.EINTR {
+		t.Errorf("a cancelled call is %v, want EINTR", errno(interrupted))
 	}
 }

@@ -170,7 +170,12 @@ func Err(err error) error {
 		}
 	}
 	switch st.Code() {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
+	case codes.Canceled:
+		// Keep context.Canceled in the chain: a caller that gave up
+		// (an interrupted system call on a mount) must be told apart
+		// from a server that failed.
+		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: fmt.Errorf("%s: %w", st.Message(), context.Canceled)}
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
 		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: errors.New(st.Message())}
 	case codes.NotFound:
 		return &chunkfs.Error{Kind: chunkfs.KindNotExist, Err: errors.New(st.Message())}

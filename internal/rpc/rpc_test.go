@@ -41,4 +41,11 @@ func TestErrTransport(t *testing.T) {
 	if Err(nil) != nil || Status(nil) != nil {
 		t.Error("nil must stay nil")
 	}
+	// A call its caller cancelled says so, as well as being unavailable.
+	if err := Err(status.Error(codes.Canceled, "x")); !errors.Is(err, context.Canceled) || chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+		t.Errorf("canceled: %v (kind %v), want context.Canceled of kind unavailable", err, chunkfs.KindOf(err))
+	}
+	if err := Err(status.Error(codes.Unavailable, "x")); errors.Is(err, context.Canceled) {
+		t.Errorf("unavailable: %v is context.Canceled", err)
+	}
 }
