@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -155,4 +156,62 @@ func TestReadScatterLayouts(t *testing.T) {
 			t.Fatal("bytes after an answer were not noticed")
 		}
 	}
+}
+
+// FuzzReceiveRead feeds arbitrary bytes to a client as the answer to a
+// read: it must never panic, fill more than it asked for, or succeed short.
+func FuzzReceiveRead(f *testing.F) {
+	answer := func(off, n int, frames func(int, int) []int) []byte {
+		data := testData(off+n, 4)
+		var out []byte
+		for _, l := range frames(off, n) {
+			out = appendFrame(out, frameData, data[off:off+l])
+			off += l
+		}
+		return appendFrame(out, frameOK, []byte{0})
+	}
+	blocks := func(off, n int) []int {
+		var ls []int
+		for n > 0 {
+			l := min(n, frameLen(int64(off)))
+			ls, off, n = append(ls, l), off+l, n-l
+		}
+		return ls
+	}
+	f.Add(uint32(0), uint32(100), answer(0, 100, blocks))
+	f.Add(uint32(65000), uint32(200000), answer(65000, 200000, blocks))
+	f.Add(uint32(0), uint32(3000), answer(0, 3000, func(_, n int) []int { return []int{1000, 1000, 1000} }))
+	f.Add(uint32(10), uint32(70000), appendFrame(nil, frameError, []byte{byte(3), 'x'}))
+	f.Fuzz(func(t *testing.T, off, n uint32, a []byte) {
+		n %= 1 << 20
+		if n == 0 {
+			return
+		}
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lis.Close()
+		go func() {
+			conn, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			io.ReadFull(conn, make([]byte, len(StreamMagic)+frameHeaderSize+28))
+			conn.Write(a)
+		}()
+		c := NewDataClient()
+		defer c.Close()
+		p := make([]byte, n)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		got, err := c.Read(ctx, lis.Addr().String(), 1, 1, int64(off), p)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d at %d hangs on an answer of %d bytes: %v", n, off, len(a), err)
+		}
+		if got > int(n) || (err == nil && got != int(n)) {
+			t.Fatalf("read %d: got %d, err %v", n, got, err)
+		}
+	})
 }
