@@ -76,9 +76,3 @@ func (c *openChunk) Close() error {
 	c.end()
 	return c.r.Close()
 }
-
-// ChunkFile opens chunk h's data file, when the store has one, so that the
-// stream server sends verified ranges of it with sendfile.
-func (h streamHandler) ChunkFile(hd chunkfs.Handle) (*os.File, error) {
-	return h.s.store.DataFile(hd)
-}

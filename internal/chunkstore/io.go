@@ -429,25 +429,3 @@ func (s *Store) Verify(h chunkfs.Handle) error {
 		}
 	}
 }
-
-// DataFile opens chunk h's data file for reading when the store keeps its
-// chunks in the operating system's file system, so that a server can send
-// a range of it with sendfile once Read has verified that range; it
-// returns nil and no error for any other FS. The file's bytes are not
-// checked: a caller sends only ranges it has just verified, with their
-// checksums, so that the receiver checks them again.
-func (s *Store) DataFile(h chunkfs.Handle) (*os.File, error) {
-	if _, ok := s.cfg.FS.(OS); !ok {
-		return nil, nil
-	}
-	c, err := s.get("read", h)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := s.usableLocked("read", c); err != nil {
-		return nil, err
-	}
-	return os.Open(s.path(c, ".data"))
-}

@@ -393,3 +393,78 @@ func TestWriteWithSums(t *testing.T) {
 		}
 	}
 }
+
+// TestReader reads through a Reader as through the store, across writes,
+// a truncate, corruption and deletion, and hands out its file only on the
+// operating system's file system.
+func TestReader(t *testing.T) {
+	m := NewMemFS(1 << 30)
+	s := openStore(t, m, "/d")
+	s.Create(7, 2)
+	p := randBytes(rand.New(rand.NewPCG(5, 5)), 3*BlockSize+100)
+	s.Write(7, 0, p)
+	r, err := s.OpenReader(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if in := r.Info(); in.Version != 2 || in.Length != int64(len(p)) {
+		t.Fatalf("Info = %+v", in)
+	}
+	if r.File() != nil {
+		t.Fatal("a MemFS chunk has an OS file")
+	}
+	buf := make([]byte, 2*BlockSize)
+	n, sums, err := r.ReadWithSums(BlockSize, buf, nil)
+	if err != nil || n != len(buf) || !bytes.Equal(buf, p[BlockSize:3*BlockSize]) || len(sums) != 2 || sums[1] != sumOf(p[2*BlockSize:3*BlockSize]) {
+		t.Fatalf("ReadWithSums = %d, %d sums, %v", n, len(sums), err)
+	}
+	s.Write(7, 10, []byte("changed")) // seen by the open reader
+	if n, _, err := r.ReadWithSums(0, buf[:20], nil); err != nil || string(buf[10:17]) != "changed" || n != 20 {
+		t.Fatalf("after a write: %q, %v", buf[:20], err)
+	}
+	s.Truncate(7, 100)
+	if n, _, err := r.ReadWithSums(50, buf, nil); err != io.EOF || n != 50 {
+		t.Fatalf("after a truncate: %d, %v", n, err)
+	}
+	if _, _, err := r.ReadWithSums(-1, buf, nil); chunkfs.KindOf(err) != chunkfs.KindInvalid {
+		t.Fatalf("negative offset: %v", err)
+	}
+	m.Corrupt("/d/07/0000000000000007.data", 5)
+	if _, _, err := r.ReadWithSums(0, buf[:10], nil); chunkfs.KindOf(err) != chunkfs.KindChecksum {
+		t.Fatalf("corrupt: %v", err)
+	}
+	if _, err := s.OpenReader(7); chunkfs.KindOf(err) != chunkfs.KindChecksum {
+		t.Fatalf("open of a corrupt chunk: %v", err)
+	}
+	s.Create(8, 1)
+	s.Write(8, 0, p[:100])
+	r8, err := s.OpenReader(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r8.Close()
+	s.Delete(8)
+	s.Create(8, 1) // a new chunk of the same handle is not the reader's
+	if _, _, err := r8.ReadWithSums(0, buf[:10], nil); chunkfs.KindOf(err) != chunkfs.KindNotExist {
+		t.Fatalf("deleted: %v", err)
+	}
+	if _, err := s.OpenReader(9); chunkfs.KindOf(err) != chunkfs.KindNotExist {
+		t.Fatalf("missing: %v", err)
+	}
+
+	disk := openStore(t, nil, t.TempDir())
+	disk.Create(1, 1)
+	disk.Write(1, 0, p)
+	ro, err := disk.OpenReader(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if ro.File() == nil {
+		t.Fatal("an OS chunk has no file")
+	}
+	if _, err := ro.File().ReadAt(buf[:100], 0); err != nil || !bytes.Equal(buf[:100], p[:100]) {
+		t.Fatalf("file: %v", err)
+	}
+}
