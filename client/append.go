@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
@@ -88,9 +90,11 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 	// every appender: the replicas forward in one direction only. With
 	// orders that differ per client, two replicas forward to each other at
 	// once and each one's ACKs queue behind the data going the same way.
+	t0 := time.Now() // real time, for the step timings in the debug log
 	if err := c.data.Push(ctx, loc.replicas, id, frame); err != nil {
 		return 0, err
 	}
+	t1 := time.Now()
 	cs, err := c.pool.ChunkServer(loc.primary)
 	if err != nil {
 		return 0, err
@@ -99,6 +103,15 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 		Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
 		Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize,
 	})
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		attrs := []slog.Attr{slog.Uint64("handle", uint64(loc.handle)), slog.String("replica", loc.replicas[0]),
+			slog.Int("bytes", len(frame)), slog.Int64("start_ns", t0.UnixNano()),
+			slog.Duration("took", time.Since(t0)), slog.Duration("push", t1.Sub(t0)), slog.Duration("append", time.Since(t1))}
+		if err != nil {
+			attrs = append(attrs, slog.String("err", err.Error()))
+		}
+		c.log.LogAttrs(ctx, slog.LevelDebug, "chunkfs append: attempt", attrs...)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -29,7 +29,7 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 		return &locateTask{master: t.Master, files: t.Files}, nil
 	}
 	var trace *traceHandler
-	if t.Op == OpRead {
+	if t.Op == OpRead || t.Op == OpAppend {
 		trace = &traceHandler{}
 	}
 	c, err := dialClient(ctx, t.Master, int(t.IOSize), trace)
@@ -64,7 +64,7 @@ func setupFSTask(ctx context.Context, c *client.Client, t Task, trace *traceHand
 		if err != nil {
 			return nil, err
 		}
-		return &appendTask{c: c, f: f, bytes: t.Bytes, io: t.IOSize}, nil
+		return &appendTask{c: c, f: f, bytes: t.Bytes, io: t.IOSize, trace: trace}, nil
 	case OpProbe:
 		for _, name := range []string{t.Path, t.Path + ".log"} {
 			f, err := c.Create(ctx, name)
@@ -259,11 +259,15 @@ type appendTask struct {
 	f     *client.File
 	bytes int64
 	io    int64
+	trace *traceHandler // the client's append attempts; may be nil
 }
 
 func (a *appendTask) run(ctx context.Context) (Result, error) {
 	rec := payload(a.io, 3)
 	var ot opTimer
+	if a.trace != nil {
+		a.trace.take()
+	}
 	res, err := timed(func() (int64, int64, error) {
 		var n, ops int64
 		for n < a.bytes {
@@ -277,6 +281,9 @@ func (a *appendTask) run(ctx context.Context) (Result, error) {
 		return n, ops, nil
 	})
 	res.OpsMS = ot.ms
+	if a.trace != nil {
+		res.Events = a.trace.take()
+	}
 	return res, err
 }
 

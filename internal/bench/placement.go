@@ -17,6 +17,11 @@ import (
 type Placement struct {
 	Chunks   int            `json:"chunks"`
 	Replicas map[string]int `json:"replicas"` // chunkserver address → replicas it holds
+	// Forwards counts, per chunkserver, the chunks whose replicas the
+	// master lists it in but not last: in the chain the master orders and
+	// writers follow (internal/master/chain_order.go), it forwards their
+	// data to the next replica.
+	Forwards map[string]int `json:"forwards,omitempty"`
 }
 
 // Busiest returns the most replicas any one chunkserver holds.
@@ -55,7 +60,7 @@ func (l *locateTask) run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	start := time.Now()
-	pl := &Placement{Replicas: map[string]int{}}
+	pl := &Placement{Replicas: map[string]int{}, Forwards: map[string]int{}}
 	caller := &pb.Caller{Uid: chunkfs.Root.UID, Gids: chunkfs.Root.GIDs}
 	for _, f := range l.files {
 		if err := locateFile(ctx, m, caller, f, pl); err != nil {
@@ -74,8 +79,11 @@ func locateFile(ctx context.Context, m pb.MasterClient, caller *pb.Caller, f str
 		}
 		for _, c := range resp.Chunks {
 			pl.Chunks++
-			for _, r := range c.Replicas {
+			for i, r := range c.Replicas {
 				pl.Replicas[r]++
+				if i < len(c.Replicas)-1 {
+					pl.Forwards[r]++
+				}
 			}
 		}
 		if len(resp.Chunks) == 0 || resp.Info == nil || resp.Chunks[len(resp.Chunks)-1].Index+1 >= resp.Info.Chunks {

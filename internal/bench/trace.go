@@ -10,7 +10,8 @@ import (
 
 // Event is one step inside a client operation, taken from the client
 // library's debug log: a piece of a parallel region read (which replica,
-// when, how long), a replica that failed, a region looked up again. It
+// when, how long), a replica that failed, a region looked up again, an
+// append attempt (its push and Append RPC). It
 // shows where a slow operation spent its time.
 type Event struct {
 	What    string  `json:"what"`              // the log message, less its "chunkfs " prefix
@@ -22,13 +23,15 @@ type Event struct {
 	Bytes   int     `json:"bytes,omitempty"`   // the piece's size
 	Other   bool    `json:"other,omitempty"`   // served by another replica than Replica
 	Err     string  `json:"err,omitempty"`     // the failure, if any
+	// Steps are the parts of an append attempt (push, append), in ms.
+	Steps map[string]float64 `json:"steps,omitempty"`
 }
 
 // maxEvents bounds the events one worker reports.
 const maxEvents = 16384
 
 // traceHandler is a slog.Handler that keeps the client library's debug
-// records about reads as Events (at most maxEvents) and drops the rest.
+// records about reads and appends as Events (at most maxEvents) and drops the rest.
 type traceHandler struct {
 	mu     sync.Mutex
 	events []Event
@@ -39,7 +42,7 @@ func (h *traceHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *traceHandler) WithGroup(string) slog.Handler            { return h }
 
 func (h *traceHandler) Handle(_ context.Context, r slog.Record) error {
-	if !strings.HasPrefix(r.Message, "chunkfs read") {
+	if !strings.HasPrefix(r.Message, "chunkfs read") && !strings.HasPrefix(r.Message, "chunkfs append") {
 		return nil
 	}
 	e := Event{What: strings.TrimPrefix(r.Message, "chunkfs "), StartMS: float64(r.Time.UnixNano()) / 1e6}
@@ -69,6 +72,13 @@ func (h *traceHandler) Handle(_ context.Context, r slog.Record) error {
 		case "took":
 			if v.Kind() == slog.KindDuration {
 				e.MS = float64(v.Duration()) / float64(time.Millisecond)
+			}
+		case "push", "append":
+			if v.Kind() == slog.KindDuration {
+				if e.Steps == nil {
+					e.Steps = make(map[string]float64, 2)
+				}
+				e.Steps[a.Key] = float64(v.Duration()) / float64(time.Millisecond)
 			}
 		case "own":
 			if v.Kind() == slog.KindBool {
