@@ -109,7 +109,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if e := checkName(name); e != 0 {
 		return nil, nil, 0, e
 	}
-	cctx, cancel := n.m.call(ctx)
+	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	excl, trunc := flags&syscall.O_EXCL != 0, flags&syscall.O_TRUNC != 0
 	f, fi, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), excl, trunc)
@@ -376,7 +376,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		}
 		return uint32(len(data)), 0
 	}
-	cctx, cancel := h.n.m.call(ctx)
+	cctx, cancel := h.n.m.mutation(ctx)
 	defer cancel()
 	k, err := h.f.WriteAt(cctx, data, off)
 	if err != nil {
@@ -396,7 +396,7 @@ var _ = (gofs.FileFlusher)((*handle)(nil))
 // recorded as the one the kernel caches (see writeback.go).
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
 	n := h.n
-	cctx, cancel := n.m.call(ctx)
+	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	if !n.m.writeback() {
 		if h.wb == nil {
@@ -438,7 +438,7 @@ var _ = (gofs.FileFsyncer)((*handle)(nil))
 
 // Fsync pushes buffered writes and makes every replica sync them.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	cctx, cancel := h.n.m.call(ctx)
+	cctx, cancel := h.n.m.mutation(ctx)
 	defer cancel()
 	if h.n.m.writeback() {
 		// The kernel sent the dirty pages on any of the file's handles.

@@ -31,6 +31,17 @@ func (m *mount) call(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(ctx, m.cfg.OpTimeout)
 }
 
+// mutation returns the context for a call that changes the cluster. It
+// ignores the kernel's interrupts (FUSE_INTERRUPT, when a signal reaches
+// the caller): a change already sent may be applied whatever the caller
+// does, and answering EINTR or EIO for a change that happened would
+// mislead it. OpTimeout still bounds the call, and a fatal signal ends the
+// caller's wait in the kernel anyway. Reads and look-ups use call and stay
+// interruptible.
+func (m *mount) mutation(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
+}
+
 // node is a file, directory or symbolic link of the mount. It is named by
 // its path, which go-fuse's tree keeps current across renames.
 type node struct {
@@ -145,7 +156,7 @@ var _ = (gofs.NodeSetattrer)((*node)(nil))
 // are pushed first: a truncation or a utimens (tar sets mtime on the open
 // file) orders after them, and the size answered is the file's.
 func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	cctx, cancel := n.m.call(ctx)
+	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	a := setAttrOf(in)
 	if err := n.flushAll(cctx); err != nil {
@@ -232,7 +243,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if e := checkName(name); e != 0 {
 		return nil, e
 	}
-	cctx, cancel := n.m.call(ctx)
+	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	fi, err := n.m.b.Mkdir(cctx, callerOf(ctx), n.child(name), goPerm(mode))
 	if err != nil {
@@ -257,7 +268,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) remove(ctx context.Context, name string) syscall.Errno {
-	cctx, cancel := n.m.call(ctx)
+	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	if err := n.m.b.Remove(cctx, callerOf(ctx), n.child(name)); err != nil {
 		return errno(err)
@@ -286,7 +297,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if !ok {
 		return syscall.EXDEV
 	}
-	cctx, cancel := n.m.call(ctx)
+	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	if c := n.GetChild(name); c != nil {
 		if ch, ok := c.Operations().(*node); ok {
@@ -308,7 +319,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if len(target) > chunkfs.MaxSymlinkLen {
 		return nil, syscall.ENAMETOOLONG
 	}
-	cctx, cancel := n.m.call(ctx)
+	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	fi, err := n.m.b.Symlink(cctx, callerOf(ctx), target, n.child(name))
 	if err != nil {
@@ -349,7 +360,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	if e := checkName(name); e != 0 {
 		return nil, e
 	}
-	cctx, cancel := n.m.call(ctx)
+	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	f, fi, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false)
 	if err != nil {
