@@ -103,20 +103,35 @@ func (c *streamConn) serveRead(req *readRequest) error {
 	first := piecePool.Get().(*readPiece)
 	defer piecePool.Put(first)
 	if end := req.off + int64(req.length); end <= pieceEnd(req.off) {
-		first.readAt(oc, req.off, end)
+		first.readAt(oc, first.buf, req.off, end)
 		if err := c.sendPiece(first, file); err != errMore {
 			return err
 		}
 		return c.reply(frameOK, []byte{0})
 	}
-	second := piecePool.Get().(*readPiece)
-	defer piecePool.Put(second)
-	free := make(chan *readPiece, 2)
-	free <- first
-	free <- second
-	filled := make(chan *readPiece)
+	// From memory, a piece is sent from its buffer, so two buffers take
+	// turns. From a file, only the verified range and its frame sums are
+	// sent on, so the reader reads every piece into one buffer and may run
+	// up to sendfileAhead pieces ahead of the sender.
+	var scratch []byte
+	pieces := []*readPiece{first}
+	if file == nil {
+		second := piecePool.Get().(*readPiece)
+		defer piecePool.Put(second)
+		pieces = append(pieces, second)
+	} else {
+		scratch = first.buf
+		for range sendfileAhead - 1 {
+			pieces = append(pieces, &readPiece{})
+		}
+	}
+	free := make(chan *readPiece, len(pieces))
+	for _, p := range pieces {
+		free <- p
+	}
+	filled := make(chan *readPiece, len(pieces))
 	stop := make(chan struct{})
-	go c.readPieces(req, oc, free, filled, stop)
+	go c.readPieces(req, oc, scratch, free, filled, stop)
 	defer func() {
 		close(stop)
 		for range filled { // wait for the reader to let go of the pieces
@@ -131,18 +146,27 @@ func (c *streamConn) serveRead(req *readRequest) error {
 	return c.reply(frameOK, []byte{0})
 }
 
+// sendfileAhead is how many verified pieces may wait to be sent with
+// sendfile: the reader keeps verifying while the sender waits for the
+// socket, and the sender finds pieces ready when it can send again.
+const sendfileAhead = 4
+
 // errMore is sendPiece's answer when the request goes on after the piece.
 var errMore = errors.New("more pieces")
 
 // sendPiece sends piece p of a read's answer, and the answer's end when p
 // ends it (the chunk ended or a read failed); else it returns errMore, or
 // whatever failed. A piece that fills the request does not end the answer:
-// the caller sends ok.
+// the caller sends ok. With a file, p's buffer is not used.
 func (c *streamConn) sendPiece(p *readPiece, file *os.File) error {
 	if p.err != nil && !errors.Is(p.err, io.EOF) {
 		return c.reply(frameError, encodeError(p.err))
 	}
-	if err := c.sendFrames(p.buf[:p.n], p.sums, file, p.off); err != nil {
+	var data []byte
+	if file == nil {
+		data = p.buf[:p.n]
+	}
+	if err := c.sendFrames(data, p.n, p.sums, file, p.off); err != nil {
 		return err
 	}
 	if errors.Is(p.err, io.EOF) {
@@ -204,16 +228,42 @@ var piecePool = sync.Pool{New: func() any { return &readPiece{buf: make([]byte, 
 // on a piece boundary, which is a block one.
 func pieceEnd(off int64) int64 { return (off/pieceSize + 1) * pieceSize }
 
-// readAt fills p with the verified chunk data of oc from off up to end
-// (at most one piece).
-func (p *readPiece) readAt(oc OpenChunk, off, end int64) {
+// readAt reads the verified chunk data of oc from off up to end (at most
+// one piece) into buf, and sets p to describe it, with the checksum of
+// every frame it will be sent in (frameSums).
+func (p *readPiece) readAt(oc OpenChunk, buf []byte, off, end int64) {
 	p.off = off
-	p.n, p.sums, p.err = oc.ReadChunk(off, p.buf[:end-off], p.sums[:0])
+	p.n, p.sums, p.err = oc.ReadChunk(off, buf[:end-off], p.sums[:0])
+	if p.err == nil || errors.Is(p.err, io.EOF) {
+		p.sums = frameSums(buf[:p.n], off, p.sums)
+	}
+}
+
+// frameSums returns the checksums of the data frames that p, chunk data at
+// off, is sent in (see sendFrames): sums, the block sums ReadChunk gave,
+// for the frames that are whole blocks of an aligned piece, and computed
+// for the others.
+func frameSums(p []byte, off int64, sums []uint32) []uint32 {
+	if off%chunkfs.BlockSize != 0 {
+		sums = sums[:0]
+	}
+	i := 0
+	for pos := off; len(p) > 0; i++ {
+		n := min(len(p), frameLen(pos))
+		if i >= len(sums) {
+			sums = append(sums, checksum.Sum(p[:n]))
+		}
+		p = p[n:]
+		pos += int64(n)
+	}
+	return sums[:i]
 }
 
 // readPieces fills pieces in order until the request is done, a read fails,
 // or stop is closed; it closes filled when it returns.
-func (c *streamConn) readPieces(req *readRequest, oc OpenChunk, free <-chan *readPiece, filled chan<- *readPiece, stop <-chan struct{}) {
+// A piece is read into scratch when it is not nil, else into its own
+// buffer.
+func (c *streamConn) readPieces(req *readRequest, oc OpenChunk, scratch []byte, free <-chan *readPiece, filled chan<- *readPiece, stop <-chan struct{}) {
 	defer close(filled)
 	pos, end := req.off, req.off+int64(req.length)
 	for pos < end {
@@ -223,7 +273,11 @@ func (c *streamConn) readPieces(req *readRequest, oc OpenChunk, free <-chan *rea
 		case <-stop:
 			return
 		}
-		p.readAt(oc, pos, min(end, pieceEnd(pos)))
+		buf := p.buf
+		if scratch != nil {
+			buf = scratch
+		}
+		p.readAt(oc, buf, pos, min(end, pieceEnd(pos)))
 		select {
 		case filled <- p:
 		case <-stop:
@@ -236,40 +290,34 @@ func (c *streamConn) readPieces(req *readRequest, oc OpenChunk, free <-chan *rea
 	}
 }
 
-// sendFrames sends p, the verified chunk data at off, as data frames that
-// end on checksum-block boundaries of the chunk (so a reader can tell
-// where each frame of an answer ends: see receiveRead), using sums[i] as
-// the checksum of frame i where there is one (sums are the block sums when
-// off is block-aligned): from file with sendfile when file is not nil,
-// else from p in one system call.
-func (c *streamConn) sendFrames(p []byte, sums []uint32, file *os.File, off int64) error {
-	nf := int(checksum.NumBlocks(int64(len(p)))) + 1
-	if cap(c.hdrs) < nf*frameHeaderSize {
-		c.hdrs = make([]byte, nf*frameHeaderSize)
+// sendFrames sends the n bytes of verified chunk data at off as data
+// frames that end on checksum-block boundaries of the chunk (so a reader
+// can tell where each frame of an answer ends: see receiveRead), whose
+// checksums are sums (frameSums): from file with sendfile when file is
+// not nil, else from p, the data, in one system call.
+func (c *streamConn) sendFrames(p []byte, n int, sums []uint32, file *os.File, off int64) error {
+	if cap(c.hdrs) < len(sums)*frameHeaderSize {
+		c.hdrs = make([]byte, len(sums)*frameHeaderSize)
 	}
 	hdrs := c.hdrs[:0]
 	bufs := c.bufs[:0]
 	lens := c.lens[:0]
-	for i, pos := 0, off; len(p) > 0; i++ {
-		n := min(len(p), frameLen(pos))
-		var sum uint32
-		if i < len(sums) {
-			sum = sums[i]
-		} else {
-			sum = checksum.Sum(p[:n])
-		}
+	for i, pos := 0, off; n > 0; i++ {
+		l := min(n, frameLen(pos))
 		hdrs = hdrs[:len(hdrs)+frameHeaderSize]
 		h := hdrs[len(hdrs)-frameHeaderSize:]
-		putHeader(h, frameData, n, sum)
-		bufs = append(bufs, h, p[:n])
-		lens = append(lens, n)
-		p = p[n:]
-		pos += int64(n)
+		putHeader(h, frameData, l, sums[i])
+		lens = append(lens, l)
+		if file == nil {
+			bufs = append(bufs, h, p[:l])
+			p = p[l:]
+		}
+		n -= l
+		pos += int64(l)
 	}
 	c.bufs, c.lens = bufs[:0], lens[:0]
 	c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
 	if file != nil {
-		clear(bufs)
 		return sendFileFrames(c.raw, file, off, hdrs, lens)
 	}
 	_, err := bufs.WriteTo(c.conn) // consumes bufs, dropping its references to p
