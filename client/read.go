@@ -135,11 +135,16 @@ func (s *pieceSched) take(w int) (lo, hi int) {
 	return lo, s.next
 }
 
-// sizeLocked is worker w's next piece when rem bytes are left: its share of
-// rem by the workers' rates (a worker that has not finished a piece yet
-// counts as the average of those that have, or all as equals), rounded up
-// to readPieceAlign, within [readPieceMin, readPieceSize]; a remainder
-// under readPieceMin goes with it rather than alone.
+// sizeLocked is worker w's next piece when rem bytes are left: half its
+// share of rem by the workers' rates (a worker that has not finished a
+// piece yet counts as the average of those that have, or all as equals),
+// rounded up to readPieceAlign, within [readPieceMin, readPieceSize]; a
+// remainder under readPieceMin goes with it rather than alone. Half, so
+// that each worker comes back once more before the end with a rate
+// measured meanwhile: a whole share sized by a rate that then changed
+// (another reader arriving at that replica) decides the region's end
+// alone. (A whole share: reads N = 8 87.4/86.1/90.3 %; half: 90.6/88.0/89.1
+// %, the idle tail's p90 0.34 s against 0.28 s.)
 func (s *pieceSched) sizeLocked(w, rem int) int {
 	var known float64
 	n, workers := 0, 0
@@ -161,7 +166,7 @@ func (s *pieceSched) sizeLocked(w, rem int) int {
 		mine = avg
 	}
 	sum := known + avg*float64(workers-n)
-	size := int(float64(rem) * mine / sum)
+	size := int(float64(rem) * mine / sum / 2)
 	size = (size + readPieceAlign - 1) / readPieceAlign * readPieceAlign
 	size = min(max(size, readPieceMin), readPieceSize)
 	if rem-size < readPieceMin {

@@ -149,26 +149,36 @@ func TestPieceSchedEqualRates(t *testing.T) {
 }
 
 // TestPieceSchedSlowReplica: towards the end of a region a replica four
-// times slower than the others gets a piece about a quarter of theirs, and
-// a worker that stopped no longer counts.
+// times slower than another gets a piece a quarter of its (or the
+// minimum), and a worker that stopped no longer counts.
 func TestPieceSchedSlowReplica(t *testing.T) {
 	s := newPieceSched(2<<20, 3)
 	s.next = 1 << 20 // 1 MiB left
 	s.done(0, 1, time.Second/4)
 	s.done(1, 1, time.Second)
 	s.done(2, 1, time.Second)
-	if _, hi := s.take(1); hi != 1<<20+readPieceMin+64<<10 {
-		t.Fatalf("slow replica's piece ends at %d, want %d (1/6 of 1 MiB, aligned)", hi, 1<<20+readPieceMin+64<<10)
+	if _, hi := s.take(1); hi != 1<<20+readPieceMin {
+		t.Fatalf("slow replica's piece ends at %d, want %d (1/12 of 1 MiB is under the minimum)", hi, 1<<20+readPieceMin)
 	}
 	lo, hi := s.take(0)
-	if hi-lo != readPieceSize {
-		t.Fatalf("fast replica's piece: %d bytes, want %d", hi-lo, readPieceSize)
+	if hi-lo != 320<<10 {
+		t.Fatalf("fast replica's piece: %d bytes, want %d (1/3 of the 896 KiB left, aligned)", hi-lo, 320<<10)
 	}
 	s.stop(0)
 	s.stop(1)
-	lo, hi = s.take(2)
-	if hi != 2<<20 {
-		t.Fatalf("the last worker left got [%d, %d), want the rest up to %d", lo, hi, 2<<20)
+	end := hi
+	for {
+		lo, hi := s.take(2)
+		if lo == hi {
+			break
+		}
+		if lo != end || hi-lo > (2<<20-lo+1)/2+readPieceAlign && hi != 2<<20 {
+			t.Fatalf("the last worker left got [%d, %d) after %d", lo, hi, end)
+		}
+		end = hi
+	}
+	if end != 2<<20 {
+		t.Fatalf("the last worker left read up to %d, want %d", end, 2<<20)
 	}
 }
 

@@ -28,7 +28,7 @@ type Event struct {
 }
 
 // maxEvents bounds the events one worker reports.
-const maxEvents = 16384
+const maxEvents = 4096
 
 // traceHandler is a slog.Handler that keeps the client library's debug
 // records about reads and appends as Events (at most maxEvents) and drops the rest.

@@ -51,7 +51,7 @@ func startWorker(cfg Config, h Host, task Task, logDir, label string) (*workerPr
 		return nil, err
 	}
 	w := &workerProc{p: p, in: inW, outFile: outR, out: bufio.NewScanner(outR), log: log, label: label}
-	w.out.Buffer(make([]byte, 64<<10), 1<<20)
+	w.out.Buffer(make([]byte, 64<<10), maxReportLine)
 	line, err := json.Marshal(task)
 	if err == nil {
 		_, err = fmt.Fprintf(inW, "%s\n", line)
@@ -157,3 +157,8 @@ func driveWorkers(ws []*workerProc) ([]Result, error) {
 	}
 	return res, errors.Join(errs...)
 }
+
+// maxReportLine bounds a line a worker reports: a result with its
+// operation times (maxOpTimes) and events (maxEvents, ~160 bytes each in
+// JSON) fits with room to spare.
+const maxReportLine = 4 << 20
