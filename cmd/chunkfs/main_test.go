@@ -210,20 +210,22 @@ func TestPutGetCatRoundTrip(t *testing.T) {
 }
 
 func TestAppendRecords(t *testing.T) {
+	// New files on every run: the cluster outlives one run with -count.
+	records, blocks := fmt.Sprintf("/records-%d.log", time.Now().UnixNano()), fmt.Sprintf("/blocks-%d.log", time.Now().UnixNano())
 	var in strings.Builder
 	for i := range 500 {
 		fmt.Fprintf(&in, "record-%d\n", i)
 	}
-	ok(t, in.String(), "append", "/records.log")
-	out := ok(t, "", "records", "/records.log")
+	ok(t, in.String(), "append", records)
+	out := ok(t, "", "records", records)
 	if out != in.String() {
 		t.Fatalf("records printed %d lines, want 500", strings.Count(out, "\n"))
 	}
-	ok(t, "abcdefghij", "append", "--record-size", "4", "/blocks.log")
-	if out := ok(t, "", "records", "/blocks.log"); out != "abcd\nefgh\nij\n" {
+	ok(t, "abcdefghij", "append", "--record-size", "4", blocks)
+	if out := ok(t, "", "records", blocks); out != "abcd\nefgh\nij\n" {
 		t.Fatalf("records of blocks = %q", out)
 	}
-	if out := ok(t, "", "records", "--json", "/blocks.log"); !strings.Contains(out, `"data":"abcd"`) {
+	if out := ok(t, "", "records", "--json", blocks); !strings.Contains(out, `"data":"abcd"`) {
 		t.Fatalf("records --json = %s", out)
 	}
 }
