@@ -216,11 +216,12 @@ type readPiece struct {
 // small enough that the data is still in cache when it is verified and
 // sent, large enough to take few system calls and hand-offs between the
 // reading and the sending goroutine (256 KiB pieces took a third more
-// context switches than 512 KiB ones and ~5 % more CPU; docs).
+// context switches than 512 KiB ones and ~5 % more CPU; see
+// docs/chunkserver-notes.md).
 const pieceSize = 512 << 10
 
-// piecePool recycles the pieces of all connections: a connection holds
-// two only while it answers a read.
+// piecePool recycles the piece buffers of all connections: a connection
+// holds one or two only while it answers a read.
 var piecePool = sync.Pool{New: func() any { return &readPiece{buf: make([]byte, pieceSize)} }}
 
 // pieceEnd is the end of the piece that starts at chunk offset off: the
