@@ -105,18 +105,46 @@ func (c *Client) readReplicas(ctx context.Context, path string, loc *chunkLoc, c
 	return c.readParallel(ctx, path, loc, co, buf)
 }
 
+// A piece still unread rescueAfter after it was asked for, and rescueMargin
+// times as long as an idle replica would take for all of it at the rate
+// that replica just achieved, is read again from the idle replica once the
+// region has nothing else left (see pieceSched.idle). Seen on the GFS
+// testbed: a 512 KiB piece taking 8.7 s on a replica whose flow had
+// stalled, while the other two replicas had finished the rest of the
+// region in 4.3 s; a hedge at once for every slow piece cost more than it
+// saved (client-notes.md), so only a piece far behind is rescued, when the
+// reader's NIC is otherwise idle.
+const (
+	rescueAfter  = time.Second
+	rescueMargin = 4
+)
+
 // pieceSched hands out the pieces of a region to the workers of
-// readParallel, one per replica.
+// readParallel, one per replica, and tracks the pieces being read.
 type pieceSched struct {
-	mu     sync.Mutex
-	next   int       // the first byte not handed out yet
-	end    int       // the region's length
-	rate   []float64 // bytes/s each worker achieved on its last piece; 0: none yet
-	active []bool    // workers still taking pieces
+	mu      sync.Mutex
+	next    int       // the first byte not handed out yet
+	end     int       // the region's length
+	rate    []float64 // bytes/s each worker achieved on its last piece; 0: none yet
+	active  []bool    // workers still taking pieces
+	flights map[int]*pieceFlight
+	changed chan struct{} // closed and replaced when a flight ends
+}
+
+// pieceFlight is a piece being read by the worker it was handed to.
+type pieceFlight struct {
+	lo, hi  int
+	worker  int
+	start   time.Time
+	cancel  context.CancelFunc // cancels the first request
+	done    chan struct{}      // closed once the first request has returned
+	rescue  context.CancelFunc // cancels the rescue, once there is one
+	claimed bool               // an answer is in buf, or about to be
 }
 
 func newPieceSched(size, workers int) *pieceSched {
-	s := &pieceSched{end: size, rate: make([]float64, workers), active: make([]bool, workers)}
+	s := &pieceSched{end: size, rate: make([]float64, workers), active: make([]bool, workers),
+		flights: make(map[int]*pieceFlight), changed: make(chan struct{})}
 	for i := range s.active {
 		s.active[i] = true
 	}
@@ -133,6 +161,68 @@ func (s *pieceSched) take(w int) (lo, hi int) {
 		s.next += s.sizeLocked(w, rem)
 	}
 	return lo, s.next
+}
+
+// fly records that worker w reads [lo, hi) now, cancelled by cancel.
+func (s *pieceSched) fly(w, lo, hi int, now time.Time, cancel context.CancelFunc) *pieceFlight {
+	f := &pieceFlight{lo: lo, hi: hi, worker: w, start: now, cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	s.flights[lo] = f
+	s.mu.Unlock()
+	return f
+}
+
+// claim reports whether the caller's answer to f is the one kept: the
+// first to claim it wins. A piece claimed is no longer in flight.
+func (s *pieceSched) claim(f *pieceFlight) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.claimed {
+		return false
+	}
+	f.claimed = true
+	delete(s.flights, f.lo)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return true
+}
+
+// idle is what worker w does when no piece is left to take: rescue a
+// piece far behind (f), or wait until one ends or a moment passes (wait),
+// or stop, when nothing is in flight (both nil).
+func (s *pieceSched) idle(w int, now time.Time) (f *pieceFlight, wait <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.flights) == 0 {
+		return nil, nil
+	}
+	if r := s.rate[w]; r > 0 {
+		for _, g := range s.flights {
+			if g.worker == w || g.rescue != nil {
+				continue
+			}
+			age := now.Sub(g.start)
+			if age >= rescueAfter && age.Seconds() >= rescueMargin*float64(g.hi-g.lo)/r {
+				g.rescue = func() {} // set for real by the rescuer; marks the piece taken
+				return g, nil
+			}
+		}
+	}
+	return nil, s.changed
+}
+
+// rescuing records the cancel function of f's rescue.
+func (s *pieceSched) rescuing(f *pieceFlight, cancel context.CancelFunc) {
+	s.mu.Lock()
+	f.rescue = cancel
+	s.mu.Unlock()
+}
+
+// rescueCancel returns f's rescue's cancel function.
+func (s *pieceSched) rescueCancel(f *pieceFlight) context.CancelFunc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return f.rescue
 }
 
 // sizeLocked is worker w's next piece when rem bytes are left: half its
@@ -193,10 +283,12 @@ func (s *pieceSched) stop(w int) {
 }
 
 // readParallel reads buf in pieces, one worker per replica taking pieces in
-// order until none is left. A piece whose replica fails is read from the
-// others in turn, and that worker stops taking pieces unless it is the last
-// one still working; the first piece that no replica can serve fails the
-// whole region (the caller looks the chunk up again and retries).
+// order until none is left, then waiting for the pieces still being read
+// and rescuing one far behind (rescueAfter). A piece whose replica fails is
+// read from the others in turn, and that worker stops taking pieces unless
+// it is the last one still working; the first piece that no replica can
+// serve fails the whole region (the caller looks the chunk up again and
+// retries).
 func (c *Client) readParallel(ctx context.Context, path string, loc *chunkLoc, co int64, buf []byte) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -205,27 +297,56 @@ func (c *Client) readParallel(ctx context.Context, path string, loc *chunkLoc, c
 	working.Store(int32(len(loc.replicas)))
 	var errOnce sync.Once
 	var first error // the first failure; written once, read after Wait
+	fail := func(err error) { errOnce.Do(func() { first = err; cancel() }) }
 	var wg sync.WaitGroup
 	for i := range loc.replicas {
 		order := append(slices.Clone(loc.replicas[i:]), loc.replicas[:i]...)
 		wg.Go(func() {
 			defer sched.stop(i)
 			for {
-				lo, hi := sched.take(i)
-				if lo == hi {
+				if err := ctx.Err(); err != nil { // ours after a failure, or the caller's
+					fail(&chunkfs.Error{Op: "read", Path: path, Kind: chunkfs.KindUnavailable, Err: err})
 					return
 				}
-				if err := ctx.Err(); err != nil { // ours after a failure, or the caller's
-					errOnce.Do(func() { first = &chunkfs.Error{Op: "read", Path: path, Kind: chunkfs.KindUnavailable, Err: err} })
-					return
+				lo, hi := sched.take(i)
+				if lo == hi {
+					f, wait := sched.idle(i, time.Now())
+					switch {
+					case f != nil:
+						if !c.rescuePiece(ctx, path, loc, order, co, buf, sched, f) {
+							return // its replica failed too: the first request goes on
+						}
+					case wait != nil:
+						select {
+						case <-wait:
+						case <-time.After(rescueAfter / 10):
+						case <-ctx.Done():
+						}
+					default:
+						return
+					}
+					continue
 				}
 				// Real time, not c.clock: the rates are the network's.
 				t0 := time.Now()
-				own, err := c.readInTurn(ctx, path, loc, order, co+int64(lo), buf[lo:hi])
+				pctx, pcancel := context.WithCancel(ctx)
+				f := sched.fly(i, lo, hi, t0, pcancel)
+				own, err := c.readInTurn(pctx, path, loc, order, co+int64(lo), buf[lo:hi])
 				took := time.Since(t0)
-				c.tracePiece(ctx, loc, order[0], lo, hi-lo, t0, took, own, err)
+				won := sched.claim(f)
+				close(f.done)
+				pcancel()
+				if !won {
+					// A rescue has the piece (and cancelled this request).
+					c.tracePiece(ctx, loc, order[0], lo, hi-lo, t0, took, own, "rescued elsewhere", err)
+					continue
+				}
+				if rc := sched.rescueCancel(f); rc != nil {
+					rc()
+				}
+				c.tracePiece(ctx, loc, order[0], lo, hi-lo, t0, took, own, "", err)
 				if err != nil {
-					errOnce.Do(func() { first = err; cancel() })
+					fail(err)
 					return
 				}
 				if own {
@@ -243,11 +364,38 @@ func (c *Client) readParallel(ctx context.Context, path string, loc *chunkLoc, c
 	return first
 }
 
+// rescuePiece reads the piece of f again, from order (the idle worker's replica
+// first), into a buffer of its own. If it answers before the first request,
+// that request is cancelled and, once it has returned (so that it writes
+// to buf no more), the answer is copied into buf. It reports whether the
+// worker should go on: its replica served the rescue, or the first request
+// answered first.
+func (c *Client) rescuePiece(ctx context.Context, path string, loc *chunkLoc, order []string, co int64, buf []byte, sched *pieceSched, f *pieceFlight) bool {
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	sched.rescuing(f, rcancel)
+	tmp := make([]byte, f.hi-f.lo)
+	t0 := time.Now()
+	own, err := c.readInTurn(rctx, path, loc, order, co+int64(f.lo), tmp)
+	note := "rescue"
+	if err == nil && sched.claim(f) {
+		f.cancel()
+		<-f.done
+		copy(buf[f.lo:f.hi], tmp)
+		note = "rescue, kept"
+	}
+	c.tracePiece(ctx, loc, order[0], f.lo, f.hi-f.lo, t0, time.Since(t0), own, note, err)
+	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+		return true // the first request answered first and cancelled this one
+	}
+	return err == nil && own
+}
+
 // tracePiece logs, at debug level, how one piece of a parallel read went:
 // the chunk, the replica first asked, the piece's index and size, when it
 // began and how long it took, and whether that replica served it. The
 // benchmark's workers collect these records (internal/bench).
-func (c *Client) tracePiece(ctx context.Context, loc *chunkLoc, replica string, off, n int, t0 time.Time, took time.Duration, own bool, err error) {
+func (c *Client) tracePiece(ctx context.Context, loc *chunkLoc, replica string, off, n int, t0 time.Time, took time.Duration, own bool, note string, err error) {
 	if !c.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
@@ -255,6 +403,9 @@ func (c *Client) tracePiece(ctx context.Context, loc *chunkLoc, replica string, 
 		slog.Uint64("handle", uint64(loc.handle)), slog.String("replica", replica),
 		slog.Int("offset", off), slog.Int("bytes", n),
 		slog.Int64("start_ns", t0.UnixNano()), slog.Duration("took", took), slog.Bool("own", own),
+	}
+	if note != "" {
+		attrs = append(attrs, slog.String("note", note))
 	}
 	if err != nil {
 		attrs = append(attrs, slog.String("err", err.Error()))

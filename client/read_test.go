@@ -112,6 +112,59 @@ func TestParallelReadBalances(t *testing.T) {
 	}
 }
 
+// TestParallelReadRescuesStuckPiece: a replica that never answers its
+// first piece does not hold the region up: once the others have read the
+// rest, one of them reads that piece again, the stuck request is cancelled,
+// and the region is whole.
+func TestParallelReadRescuesStuckPiece(t *testing.T) {
+	const size = 2 << 20
+	c, f, loc := newFakeClient(map[string]int{"a": size, "b": size, "c": size})
+	f.gate["a"] = make(chan struct{}) // never closed: a's first read waits for its context
+	buf := make([]byte, size)
+	if err := c.readReplicas(context.Background(), "/f", loc, 0, buf); err != nil {
+		t.Fatal(err)
+	}
+	checkBytes(t, buf, 0, size)
+	if f.served["a"] != 0 || f.tries["a"] != 1 || f.bytes["b"]+f.bytes["c"] != size {
+		t.Fatalf("served %v, bytes %v, tries %v: want a asked once, never answering, b and c serving all", f.served, f.bytes, f.tries)
+	}
+}
+
+// TestPieceSchedRescueRule: an idle worker rescues only a piece that is
+// both rescueAfter old and rescueMargin times what it would take itself,
+// never its own, and each piece once; with nothing in flight it stops.
+func TestPieceSchedRescueRule(t *testing.T) {
+	s := newPieceSched(1<<20, 3)
+	now := time.Unix(100, 0)
+	if f, wait := s.idle(1, now); f != nil || wait != nil {
+		t.Fatal("nothing in flight, yet the worker does not stop")
+	}
+	f := s.fly(0, 0, 512<<10, now, func() {})
+	s.done(1, 1<<20, time.Second) // 1 MiB/s: 0.5 s for the piece
+	if g, wait := s.idle(1, now.Add(1900*time.Millisecond)); g != nil || wait == nil {
+		t.Fatal("rescued a piece under rescueMargin times the idle replica's time")
+	}
+	if g, _ := s.idle(0, now.Add(time.Hour)); g != nil {
+		t.Fatal("a worker rescued its own piece")
+	}
+	if g, _ := s.idle(2, now.Add(time.Hour)); g != nil {
+		t.Fatal("a worker with no rate yet rescued a piece")
+	}
+	if g, _ := s.idle(1, now.Add(2100*time.Millisecond)); g != f {
+		t.Fatal("a piece 4 times late was not rescued")
+	}
+	s.done(2, 1<<20, time.Second)
+	if g, _ := s.idle(2, now.Add(time.Hour)); g != nil {
+		t.Fatal("a piece was rescued twice")
+	}
+	if !s.claim(f) || s.claim(f) {
+		t.Fatal("a piece claimed twice, or not at all")
+	}
+	if g, wait := s.idle(1, now.Add(time.Hour)); g != nil || wait != nil {
+		t.Fatal("nothing in flight after the claim, yet the worker does not stop")
+	}
+}
+
 // TestPieceSchedEqualRates: with replicas answering at one rate, a region
 // is cut into full pieces first and smaller ones towards its end, every
 // piece aligned and within bounds, covering the region exactly once.

@@ -84,6 +84,7 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	write := fs.Int64("write-size", 0, "write size in bytes (default 1 MiB, as in the paper)")
 	queue := fs.Int("queue", 0, "bytes of buffer of each switch port and NIC queue (default 256 KiB)")
 	hostQueue := fs.String("host-queue", bench.QueueFQ, "queueing under each host NIC's shaper: fq (flow queueing, Linux's default) or fifo")
+	fqBuckets := fs.Int("fq-buckets", 0, "flow queues under each host NIC's shaper with --host-queue fq: a power of two, 4-64 (default 16)")
 	tcp := fs.String("tcp", "", "TCP congestion control of the testbed's hosts (default reno; \"inherit\": what a new namespace gets from the machine)")
 	chunkSize := fs.Int64("chunk-size", 0, "chunk size passed to the master (default: the master's)")
 	calibrate := fs.Bool("calibrate", true, "first measure raw TCP across the testbed for every N")
@@ -125,6 +126,7 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	setIf(&cfg.WriteSize, *write)
 	setIf(&cfg.Testbed.Queue, *queue)
 	cfg.Testbed.HostQueue = *hostQueue
+	cfg.Testbed.FQBuckets = *fqBuckets
 	switch *tcp {
 	case "":
 	case "inherit":

@@ -34,6 +34,12 @@ type TestbedConfig struct {
 	// QueueFQ (the default) or QueueFIFO. Switch ports and the
 	// inter-switch link are always one FIFO, as in the paper's switches.
 	HostQueue string
+	// FQBuckets is how many flow queues a host NIC has under QueueFQ: a
+	// power of two, 4-64 (default 16). fq_codel has 1024; fewer means
+	// flows collide in a queue more often (two of four flows through one
+	// NIC share a queue a third of the time with 16). Zero means the
+	// default.
+	FQBuckets int
 	// TCP is the congestion control every host's TCP uses, set in its
 	// namespace (net.ipv4.tcp_congestion_control); "" keeps what a new
 	// namespace inherits from the machine. Namespaces may only pick from
@@ -100,6 +106,8 @@ func (c TestbedConfig) Validate() error {
 		return fmt.Errorf("testbed TCP congestion control %q is not a plain name", c.TCP)
 	case c.HostQueue != QueueFQ && c.HostQueue != QueueFIFO:
 		return fmt.Errorf("testbed host queue %q is neither %q nor %q", c.HostQueue, QueueFQ, QueueFIFO)
+	case c.FQBuckets != 0 && (c.FQBuckets < 4 || c.FQBuckets > 64 || c.FQBuckets&(c.FQBuckets-1) != 0):
+		return fmt.Errorf("testbed flow queues %d: want a power of two from 4 to 64", c.FQBuckets)
 	}
 	return nil
 }
@@ -295,13 +303,22 @@ func (tb *Testbed) shapeDev(ctx context.Context, ns, dev string, r Rate) error {
 	return err
 }
 
-// fqBuckets is how many flow queues a host NIC has under QueueFQ.
+// fqBuckets is how many flow queues a host NIC has under QueueFQ by
+// default (TestbedConfig.FQBuckets).
 const fqBuckets = 16
 
-// fqChild is the flow queue of a packet whose destination port hashes to
-// d and source port to s: for each d a different permutation of the
-// queues, so that flows sharing one port spread over all of them.
-func fqChild(d, s int) int { return (d + 5*s) % fqBuckets }
+// buckets returns the configured number of flow queues.
+func (c TestbedConfig) buckets() int {
+	if c.FQBuckets == 0 {
+		return fqBuckets
+	}
+	return c.FQBuckets
+}
+
+// fqChild is the flow queue, of b, of a packet whose destination port
+// hashes to d and source port to s: for each d a different permutation of
+// the queues, so that flows sharing one port spread over all of them.
+func fqChild(d, s, b int) int { return (d + 5*s) % b }
 
 // shapeHost shapes the egress of host namespace ns's NIC to rate r. Under
 // QueueFQ: an htb root with one class at r, fqBuckets children each
@@ -318,17 +335,18 @@ func (tb *Testbed) shapeHost(ctx context.Context, ns string, r Rate) error {
 	if tb.cfg.HostQueue == QueueFIFO {
 		return tb.shapeDev(ctx, ns, nicName, r)
 	}
-	in := strings.Join(fqCommands(nicName, r, tb.cfg.Queue, tb.cfg.MTU), "\n") + "\n"
+	in := strings.Join(fqCommands(nicName, r, tb.cfg.Queue, tb.cfg.MTU, tb.cfg.buckets()), "\n") + "\n"
 	_, err := tb.cmd.runInput(ctx, in, "tc", "-n", ns, "-batch", "-")
 	return err
 }
 
 // fqCommands returns the tc commands (without the leading "tc") that set up
-// QueueFQ on dev.
-func fqCommands(dev string, r Rate, queue, mtu int) []string {
+// QueueFQ with b flow queues (a power of two, at most 256) on dev.
+func fqCommands(dev string, r Rate, queue, mtu, b int) []string {
 	frame := mtu + 14
 	burst := tbfBurst(r, mtu)
-	child := max(Rate(float64(r)/fqBuckets), 8000)
+	child := max(Rate(float64(r)/float64(b)), 8000)
+	mask := uint32(b-1) << 1 // bits 1… of a port: Linux picks even ports for outgoing connections
 	cmds := []string{
 		// A root of another kind and handle first, so that the htb below
 		// is made afresh (a replace of an htb would keep its classes).
@@ -337,7 +355,7 @@ func fqCommands(dev string, r Rate, queue, mtu int) []string {
 		fmt.Sprintf("class add dev %s parent 1: classid 1:1 htb rate %s ceil %s burst %d cburst %d quantum %d",
 			dev, r.TCArg(), r.TCArg(), burst, burst, frame),
 	}
-	for i := range fqBuckets {
+	for i := range b {
 		cmds = append(cmds,
 			fmt.Sprintf("class add dev %s parent 1:1 classid 1:%x htb rate %s ceil %s burst %d cburst %d quantum %d prio 0",
 				dev, 0x10+i, child.TCArg(), r.TCArg(), burst, burst, frame),
@@ -350,18 +368,18 @@ func fqCommands(dev string, r Rate, queue, mtu int) []string {
 	// flows to one peer differ by port), so a client's data and its RPCs
 	// to the same chunkserver (one port, multiplexed) are apart. Offset 20
 	// of an IP packet without options is the TCP source and destination
-	// ports; each mask takes bits 1-4 of one of them.
-	cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 handle 2: protocol ip u32 divisor %d", dev, fqBuckets))
-	for i := range fqBuckets {
-		cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 handle %x: protocol ip u32 divisor %d", dev, 3+i, fqBuckets))
+	// ports; each mask takes bits 1-k of one of them, for b = 2^k queues.
+	cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 handle 2: protocol ip u32 divisor %d", dev, b))
+	for i := range b {
+		cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 handle %x: protocol ip u32 divisor %d", dev, 3+i, b))
 	}
-	cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x0000001e at 20 link 2:", dev))
-	for i := range fqBuckets {
-		cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht 2:%x: match u32 0 0 hashkey mask 0x001e0000 at 20 link %x:", dev, i, 3+i))
+	cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x%08x at 20 link 2:", dev, mask))
+	for i := range b {
+		cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht 2:%x: match u32 0 0 hashkey mask 0x%08x at 20 link %x:", dev, i, mask<<16, 3+i))
 	}
-	for i := range fqBuckets {
-		for j := range fqBuckets {
-			cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht %x:%x: match u32 0 0 flowid 1:%x", dev, 3+i, j, 0x10+fqChild(i, j)))
+	for i := range b {
+		for j := range b {
+			cmds = append(cmds, fmt.Sprintf("filter add dev %s parent 1: prio 1 protocol ip u32 ht %x:%x: match u32 0 0 flowid 1:%x", dev, 3+i, j, 0x10+fqChild(i, j, b)))
 		}
 	}
 	return cmds

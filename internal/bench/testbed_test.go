@@ -124,7 +124,7 @@ func TestCleanupRemovesOnlyPrefixed(t *testing.T) {
 // FIFO of the configured size, and a hash filter over them; fifo gives it
 // the same plain tbf as a switch port. Switch ports are a tbf either way.
 func TestHostQueues(t *testing.T) {
-	cmds := fqCommands("eth0", 10*Mbit, 128<<10, 1500)
+	cmds := fqCommands("eth0", 10*Mbit, 128<<10, 1500, fqBuckets)
 	joined := strings.Join(cmds, "\n")
 	count := func(sub string) int { return strings.Count(joined, sub) }
 	if n := count("htb rate 625000bit ceil 10000000bit"); n != fqBuckets {

@@ -23,6 +23,10 @@ type Event struct {
 	Bytes   int     `json:"bytes,omitempty"`   // the piece's size
 	Other   bool    `json:"other,omitempty"`   // served by another replica than Replica
 	Err     string  `json:"err,omitempty"`     // the failure, if any
+	// Note marks a rescued piece: "rescue" (read again from an idle
+	// replica), "rescue, kept" (and that answer won), "rescued elsewhere"
+	// (the first request, cancelled).
+	Note string `json:"note,omitempty"`
 	// Steps are the parts of an append attempt (push, append), in ms.
 	Steps map[string]float64 `json:"steps,omitempty"`
 }
@@ -86,6 +90,8 @@ func (h *traceHandler) Handle(_ context.Context, r slog.Record) error {
 			}
 		case "err":
 			e.Err = v.String()
+		case "note":
+			e.Note = v.String()
 		}
 		return true
 	})
