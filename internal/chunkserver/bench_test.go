@@ -99,28 +99,30 @@ func (r *refStream) report(b *testing.B, ours time.Duration, total int64) {
 	b.ReportMetric(100*got/ref, "pct-of-ref")
 }
 
-// benchCluster starts 3 chunkservers, with their data on /dev/shm if it
-// exists (or CHUNKFS_BENCH_DIR).
+// benchCluster starts 3 chunkservers, with their data in benchDirs.
 func benchCluster(b *testing.B) *testCluster {
+	return newTestClusterIn(b, []string{benchDir(b), benchDir(b), benchDir(b)})
+}
+
+// benchDir returns a new directory for a benchmark's chunk data, removed
+// when it ends: under CHUNKFS_BENCH_DIR if set, else on /dev/shm if it
+// exists, else the test's temporary directory.
+func benchDir(b *testing.B) string {
 	base := os.Getenv("CHUNKFS_BENCH_DIR")
 	if base == "" {
 		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 			base = "/dev/shm"
 		}
 	}
-	var dirs []string
-	for range 3 {
-		d := b.TempDir()
-		if base != "" {
-			var err error
-			if d, err = os.MkdirTemp(base, "chunkfs-bench-"); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { os.RemoveAll(d) })
-		}
-		dirs = append(dirs, d)
+	if base == "" {
+		return b.TempDir()
 	}
-	return newTestClusterIn(b, dirs)
+	d, err := os.MkdirTemp(base, "chunkfs-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(d) })
+	return d
 }
 
 // timed runs fn for every iteration, then the reference for the same bytes,

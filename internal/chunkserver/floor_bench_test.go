@@ -1,7 +1,9 @@
 package chunkserver
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -44,18 +46,18 @@ func BenchmarkFloorSpliceWrite3Replicas(b *testing.B) { benchFloorMode(b, true, 
 func BenchmarkFloorSpliceChain3(b *testing.B) { benchFloorMode(b, false, true) }
 
 // relay is one replica of the floor: it accepts one connection per
-// iteration, passes what it reads to next (if any) and into a new file,
-// and reports on done when it has stored benchChunk bytes.
+// iteration, passes what it reads to next (if any) and into a new file at
+// path, and reports on done when it has stored benchChunk bytes.
 type relay struct {
 	lis    net.Listener
 	next   net.Conn // nil for the last replica
-	dir    string
+	path   string
 	files  bool
 	splice bool
 	done   chan error
 }
 
-func (r *relay) serve(iter int) {
+func (r *relay) serve() {
 	conn, err := r.lis.Accept()
 	if err != nil {
 		r.done <- err
@@ -64,7 +66,7 @@ func (r *relay) serve(iter int) {
 	defer conn.Close()
 	var f *os.File
 	if r.files {
-		if f, err = os.Create(filepath.Join(r.dir, "chunk"+string(rune('a'+iter%26)))); err != nil {
+		if f, err = os.Create(r.path); err != nil {
 			r.done <- err
 			return
 		}
@@ -113,12 +115,6 @@ func (r *relay) serve(iter int) {
 }
 
 func benchFloorMode(b *testing.B, files, splice bool) {
-	base := os.Getenv("CHUNKFS_BENCH_DIR")
-	if base == "" {
-		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-			base = "/dev/shm"
-		}
-	}
 	relays := make([]*relay, 3)
 	for i := range relays {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -126,14 +122,7 @@ func benchFloorMode(b *testing.B, files, splice bool) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { lis.Close() })
-		dir := b.TempDir()
-		if base != "" {
-			if dir, err = os.MkdirTemp(base, "chunkfs-floor-"); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { os.RemoveAll(dir) })
-		}
-		relays[i] = &relay{lis: lis, dir: dir, files: files, splice: splice, done: make(chan error, 1)}
+		relays[i] = &relay{lis: lis, path: filepath.Join(benchDir(b), "chunk"), files: files, splice: splice, done: make(chan error, 1)}
 	}
 	data := randBytes(rand.New(rand.NewPCG(4, 4)), benchOp)
 	var conns []net.Conn
@@ -145,12 +134,12 @@ func benchFloorMode(b *testing.B, files, splice bool) {
 		}
 		conns = conns[:0]
 		for _, r := range relays {
-			if err := removeAll(r.dir); err != nil {
+			if err := os.Remove(r.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				b.Fatal(err)
 			}
 		}
 		for k := len(relays) - 1; k >= 0; k-- {
-			go relays[k].serve(i)
+			go relays[k].serve()
 			if k == 0 {
 				break
 			}
@@ -172,29 +161,12 @@ func benchFloorMode(b *testing.B, files, splice bool) {
 			}
 		}
 		c.Close()
-		for k, r := range relays {
+		for _, r := range relays {
 			if err := <-r.done; err != nil {
 				b.Fatal(err)
 			}
-			if k+1 < len(relays) {
-				r.next.Close() // the next relay sees EOF after the last byte
-			}
 		}
 	})
-}
-
-// removeAll empties dir.
-func removeAll(dir string) error {
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range es {
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // spliceToFile moves benchChunk bytes from conn into f, and on to r.next
