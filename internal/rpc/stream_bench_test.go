@@ -210,7 +210,28 @@ func (f fileChunks) ReadChunk(h chunkfs.Handle, _ chunkfs.Version, off int64, p 
 	return n, sums, err
 }
 
-func (f fileChunks) ChunkFile(h chunkfs.Handle) (*os.File, error) { return os.Open(f.path(h)) }
+func (f fileChunks) OpenChunk(h chunkfs.Handle, v chunkfs.Version) (OpenChunk, error) {
+	file, err := os.Open(f.path(h))
+	if err != nil {
+		return nil, chunkfs.E("read", "", chunkfs.KindNotExist, err.Error())
+	}
+	return openFile{file}, nil
+}
+
+// openFile is a chunk of fileChunks, opened for one read.
+type openFile struct{ f *os.File }
+
+func (o openFile) ReadChunk(off int64, p []byte, sums []uint32) (int, []uint32, error) {
+	n, err := o.f.ReadAt(p, off)
+	if off%chunkfs.BlockSize == 0 {
+		sums = checksum.Blocks(sums, p[:n])
+	}
+	return n, sums, err
+}
+
+func (o openFile) File() *os.File { return o.f }
+
+func (o openFile) Close() error { return o.f.Close() }
 
 // BenchmarkStreamReadFile reads a 64 MiB chunk file (on /dev/shm when it
 // exists) in 8 MiB requests from two servers in turn, one sending from the

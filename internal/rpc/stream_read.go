@@ -11,26 +11,16 @@ import (
 	"github.com/chunkfs/chunkfs/internal/checksum"
 )
 
-// ChunkFiler is implemented by a StreamHandler whose chunks are files of
-// the operating system. The server then still reads and verifies each
-// piece of a read with ReadChunk, but sends the piece from the file with
-// sendfile, which hands the page-cache pages to the socket, instead of
+// ChunkOpener is implemented by a StreamHandler that can open a chunk once
+// for a whole read request, instead of finding and opening it again for
+// every piece: the server then reads and verifies the pieces with the
+// returned OpenChunk, and, when it has a File, sends them from it with
+// sendfile, which hands the page-cache pages to the socket instead of
 // copying the verified buffer into it: one copy of every byte fewer. The
 // frames carry the checksums of the verified bytes, so should the file
 // change between the check and the send (a concurrent overwrite of the
 // range), the receiver sees a frame fail its checksum in transit and reads
 // again.
-type ChunkFiler interface {
-	// ChunkFile opens chunk h's data file for reading, or returns nil when
-	// the chunk has none. Chunk offsets are file offsets.
-	ChunkFile(h chunkfs.Handle) (*os.File, error)
-}
-
-// ChunkOpener is implemented by a StreamHandler that can open a chunk once
-// for a whole read request, instead of finding and opening it again for
-// every piece: the server then reads and verifies the pieces with the
-// returned OpenChunk, and sends them from its File with sendfile when it
-// has one (see ChunkFiler).
 type ChunkOpener interface {
 	// OpenChunk opens chunk h, whose replica version must be at least v,
 	// for reading.
@@ -48,27 +38,21 @@ type OpenChunk interface {
 	Close() error
 }
 
-// handlerChunk reads a chunk through StreamHandler.ReadChunk, and sends
-// from the file ChunkFiler opens, if any.
+// handlerChunk reads a chunk of a handler that is no ChunkOpener through
+// StreamHandler.ReadChunk, piece by piece; it has no file.
 type handlerChunk struct {
-	h    StreamHandler
-	hd   chunkfs.Handle
-	v    chunkfs.Version
-	file *os.File
+	h  StreamHandler
+	hd chunkfs.Handle
+	v  chunkfs.Version
 }
 
 func (c *handlerChunk) ReadChunk(off int64, p []byte, sums []uint32) (int, []uint32, error) {
 	return c.h.ReadChunk(c.hd, c.v, off, p, sums)
 }
 
-func (c *handlerChunk) File() *os.File { return c.file }
+func (c *handlerChunk) File() *os.File { return nil }
 
-func (c *handlerChunk) Close() error {
-	if c.file != nil {
-		return c.file.Close()
-	}
-	return nil
-}
+func (c *handlerChunk) Close() error { return nil }
 
 // openChunk opens the chunk a read request names. Its File is nil when the
 // data is to be sent from memory: the handler keeps no files, the
@@ -85,8 +69,7 @@ func (c *streamConn) openChunk(req *readRequest) (OpenChunk, *os.File, error) {
 		}
 		return oc, file, nil
 	}
-	hc := &handlerChunk{h: c.s.h, hd: req.handle, v: req.version, file: c.chunkFile(req.handle)}
-	return hc, hc.file, nil
+	return &handlerChunk{h: c.s.h, hd: req.handle, v: req.version}, nil, nil
 }
 
 // serveRead answers a read request with verified data frames. Each frame
@@ -173,22 +156,6 @@ func (c *streamConn) sendPiece(p *readPiece, file *os.File) error {
 		return c.reply(frameOK, []byte{1})
 	}
 	return errMore
-}
-
-// chunkFile opens the data file to send chunk h's bytes from, or returns
-// nil when they are to be sent from memory: the handler keeps no files,
-// the connection is not TCP, or the file does not open (ReadChunk then
-// reports whatever is wrong).
-func (c *streamConn) chunkFile(h chunkfs.Handle) *os.File {
-	fh, ok := c.s.h.(ChunkFiler)
-	if !ok || !c.canSendfile() {
-		return nil
-	}
-	f, err := fh.ChunkFile(h)
-	if err != nil {
-		return nil
-	}
-	return f
 }
 
 // canSendfile reports whether reads may be sent with sendfile on this

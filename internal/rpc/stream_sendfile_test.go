@@ -12,10 +12,11 @@ import (
 	"github.com/chunkfs/chunkfs"
 )
 
-// fileHandler is a memHandler whose chunks are also files, so reads are
-// sent from the files with sendfile (ChunkFiler). tamper, when set, flips a
-// byte of the file after each piece has been verified, as an overwrite
-// racing the send would.
+// fileHandler is a memHandler whose chunks are also files, opened once per
+// read request (ChunkOpener, as the chunkserver does), so reads are sent
+// from the files with sendfile. tamper, when set, flips a byte of the file
+// after each piece has been verified, as an overwrite racing the send
+// would.
 type fileHandler struct {
 	*memHandler
 	dir    string
@@ -40,10 +41,24 @@ func (f *fileHandler) add(t *testing.T, h chunkfs.Handle, data []byte) {
 	}
 }
 
-func (f *fileHandler) ChunkFile(h chunkfs.Handle) (*os.File, error) {
+func (f *fileHandler) OpenChunk(h chunkfs.Handle, v chunkfs.Version) (OpenChunk, error) {
+	file, err := os.Open(f.path(h))
+	if err != nil {
+		return nil, chunkfs.E("read", "", chunkfs.KindNotExist, err.Error())
+	}
 	f.opened.Add(1)
-	return os.Open(f.path(h))
+	return &fileChunk{handlerChunk: handlerChunk{h: f, hd: h, v: v}, file: file}, nil
 }
+
+// fileChunk is a chunk read through its handler and sent from its file.
+type fileChunk struct {
+	handlerChunk
+	file *os.File
+}
+
+func (c *fileChunk) File() *os.File { return c.file }
+
+func (c *fileChunk) Close() error { return c.file.Close() }
 
 func (f *fileHandler) ReadChunk(h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, sums []uint32) (int, []uint32, error) {
 	n, sums, err := f.memHandler.ReadChunk(h, v, off, p, sums)
@@ -57,58 +72,38 @@ func (f *fileHandler) ReadChunk(h chunkfs.Handle, v chunkfs.Version, off int64, 
 	return n, sums, err
 }
 
-// openerHandler is a fileHandler that opens a chunk once per read
-// request (ChunkOpener), as the chunkserver does.
-type openerHandler struct{ *fileHandler }
-
-func (o openerHandler) OpenChunk(h chunkfs.Handle, v chunkfs.Version) (OpenChunk, error) {
-	f, err := o.ChunkFile(h)
-	if err != nil {
-		return nil, chunkfs.E("read", "", chunkfs.KindNotExist, err.Error())
-	}
-	return &handlerChunk{h: o.fileHandler, hd: h, v: v, file: f}, nil
-}
-
 // TestReadSendfile reads ranges of a chunk kept in a file: aligned and
-// not, across pieces, and past the end; every byte arrives as stored,
-// from a handler opening the file per request (ChunkFiler) and from one
-// opening the chunk (ChunkOpener).
+// not, across pieces, and past the end; every byte arrives as stored.
 func TestReadSendfile(t *testing.T) {
 	data := testData(3<<20+12345, 7)
-	for _, opener := range []bool{false, true} {
-		fh := newFileHandler(t)
-		fh.add(t, 1, data)
-		var h StreamHandler = fh
-		if opener {
-			h = openerHandler{fh}
-		}
-		addr, _ := startStream(t, h)
-		c := NewDataClient()
-		defer c.Close()
-		for _, r := range []struct {
-			off int64
-			n   int
-		}{{0, len(data)}, {0, 64 << 10}, {1000, 200000}, {256<<10 - 5, 300 << 10}, {512<<10 - 5, 3 << 20}, {1, 2<<20 + 7}, {int64(len(data)) - 70000, 70000}, {int64(len(data)) - 100, 5000}} {
-			p := make([]byte, r.n)
-			n, err := c.Read(context.Background(), addr, 1, 1, r.off, p)
-			want := data[r.off:min(int(r.off)+r.n, len(data))]
-			if len(want) < r.n {
-				if err != io.EOF {
-					t.Errorf("opener %v: read %d at %d: %v, want io.EOF", opener, r.n, r.off, err)
-				}
-			} else if err != nil {
-				t.Errorf("opener %v: read %d at %d: %v", opener, r.n, r.off, err)
+	fh := newFileHandler(t)
+	fh.add(t, 1, data)
+	addr, _ := startStream(t, fh)
+	c := NewDataClient()
+	defer c.Close()
+	for _, r := range []struct {
+		off int64
+		n   int
+	}{{0, len(data)}, {0, 64 << 10}, {1000, 200000}, {256<<10 - 5, 300 << 10}, {512<<10 - 5, 3 << 20}, {1, 2<<20 + 7}, {int64(len(data)) - 70000, 70000}, {int64(len(data)) - 100, 5000}} {
+		p := make([]byte, r.n)
+		n, err := c.Read(context.Background(), addr, 1, 1, r.off, p)
+		want := data[r.off:min(int(r.off)+r.n, len(data))]
+		if len(want) < r.n {
+			if err != io.EOF {
+				t.Errorf("read %d at %d: %v, want io.EOF", r.n, r.off, err)
 			}
-			if !bytes.Equal(p[:n], want) {
-				t.Errorf("opener %v: read %d at %d: %d bytes, not the stored ones", opener, r.n, r.off, n)
-			}
+		} else if err != nil {
+			t.Errorf("read %d at %d: %v", r.n, r.off, err)
 		}
-		if fh.opened.Load() == 0 {
-			t.Errorf("opener %v: no read was sent from the chunk's file", opener)
+		if !bytes.Equal(p[:n], want) {
+			t.Errorf("read %d at %d: %d bytes, not the stored ones", r.n, r.off, n)
 		}
-		if _, err := c.Read(context.Background(), addr, 9, 1, 0, make([]byte, 10)); chunkfs.KindOf(err) != chunkfs.KindNotExist {
-			t.Errorf("opener %v: read of a missing chunk: %v", opener, err)
-		}
+	}
+	if fh.opened.Load() == 0 {
+		t.Error("no read was sent from the chunk's file")
+	}
+	if _, err := c.Read(context.Background(), addr, 9, 1, 0, make([]byte, 10)); chunkfs.KindOf(err) != chunkfs.KindNotExist {
+		t.Errorf("read of a missing chunk: %v", err)
 	}
 }
 
@@ -118,8 +113,9 @@ func TestReadSendfile(t *testing.T) {
 // data corrupt.
 func TestReadSendfileChangedFile(t *testing.T) {
 	h := newFileHandler(t)
-	data := testData(1<<20, 8)
+	data := testData(3<<20, 8) // several pieces: the reader verifies ahead of the sender
 	h.add(t, 1, data)
+	h.add(t, 2, data)
 	h.mu.Lock()
 	h.chunks[2] = memChunk{version: 1, data: data, corrupt: true}
 	h.mu.Unlock()
@@ -137,28 +133,6 @@ func TestReadSendfileChangedFile(t *testing.T) {
 	}
 	h.tamper.Store(false)
 	h.add(t, 1, data)
-	p := make([]byte, len(data))
-	if _, err := c.Read(context.Background(), addr, 1, 1, 0, p); err != nil || !bytes.Equal(p, data) {
-		t.Fatalf("read after the change: %v", err)
-	}
-}
-
-// TestReadSendfileChangedFileOpener is TestReadSendfileChangedFile through
-// a ChunkOpener, whose reader verifies pieces ahead of the sender.
-func TestReadSendfileChangedFileOpener(t *testing.T) {
-	fh := newFileHandler(t)
-	data := testData(3<<20, 8)
-	fh.add(t, 1, data)
-	addr, _ := startStream(t, openerHandler{fh})
-	c := NewDataClient()
-	defer c.Close()
-	fh.tamper.Store(true)
-	_, err := c.Read(context.Background(), addr, 1, 1, 0, make([]byte, len(data)))
-	if chunkfs.KindOf(err) != chunkfs.KindChecksum || !InTransit(err) {
-		t.Fatalf("read of a range changed after its check: %v, want KindChecksum in transit", err)
-	}
-	fh.tamper.Store(false)
-	fh.add(t, 1, data)
 	p := make([]byte, len(data))
 	if _, err := c.Read(context.Background(), addr, 1, 1, 0, p); err != nil || !bytes.Equal(p, data) {
 		t.Fatalf("read after the change: %v", err)

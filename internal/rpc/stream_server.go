@@ -43,7 +43,7 @@ type StreamConfig struct {
 	Client *DataClient
 	Logger *slog.Logger
 	// NoSendfile sends reads from memory even when the handler keeps its
-	// chunks in files (see ChunkFiler).
+	// chunks in files (see ChunkOpener).
 	NoSendfile bool
 }
 
