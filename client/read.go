@@ -138,7 +138,8 @@ type pieceFlight struct {
 	start   time.Time
 	cancel  context.CancelFunc // cancels the first request
 	done    chan struct{}      // closed once the first request has returned
-	rescue  context.CancelFunc // cancels the rescue, once there is one
+	rescued bool               // an idle worker took it to read again
+	rescue  context.CancelFunc // cancels that rescue, once it has begun
 	claimed bool               // an answer is in buf, or about to be
 }
 
@@ -198,12 +199,12 @@ func (s *pieceSched) idle(w int, now time.Time) (f *pieceFlight, wait <-chan str
 	}
 	if r := s.rate[w]; r > 0 {
 		for _, g := range s.flights {
-			if g.worker == w || g.rescue != nil {
+			if g.worker == w || g.rescued {
 				continue
 			}
 			age := now.Sub(g.start)
 			if age >= rescueAfter && age.Seconds() >= rescueMargin*float64(g.hi-g.lo)/r {
-				g.rescue = func() {} // set for real by the rescuer; marks the piece taken
+				g.rescued = true
 				return g, nil
 			}
 		}
@@ -218,7 +219,8 @@ func (s *pieceSched) rescuing(f *pieceFlight, cancel context.CancelFunc) {
 	s.mu.Unlock()
 }
 
-// rescueCancel returns f's rescue's cancel function.
+// rescueCancel returns f's rescue's cancel function, nil when there is
+// none (yet).
 func (s *pieceSched) rescueCancel(f *pieceFlight) context.CancelFunc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
