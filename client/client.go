@@ -64,6 +64,15 @@ type Config struct {
 	// the chunkservers; a buffer is also flushed at chunk boundaries, on
 	// Sync, Close, Seek and before reads. 0 disables buffering.
 	WriteBuffer int
+	// WriteBehind is how many bytes of a File's writes may be on their way
+	// to the replicas at once: up to WriteBehind/WriteBuffer flushes (at
+	// least two) push their data in parallel while the application goes on
+	// writing, and apply it in order. Several flushes in flight keep the
+	// NIC busy across chunks: a file written in small buffers over many
+	// chunks pushes to several replica chains at once, so one chain slowed
+	// by other writers does not hold the writer to its rate. 0 means two
+	// flushes.
+	WriteBehind int
 	// LocationTTL is how long chunk locations stay cached.
 	LocationTTL time.Duration
 	// LookupBatch is how many consecutive chunks one location look-up asks for.
@@ -84,7 +93,8 @@ type Config struct {
 	MetaBatch int
 }
 
-// DefaultConfig returns the defaults: umask 022, an 8 MiB write buffer, locations
+// DefaultConfig returns the defaults: umask 022, an 8 MiB write buffer and
+// 16 MiB of writes in flight per file, locations
 // cached for 30 s and looked up 16 chunks at a time, a 60 s retry budget, up
 // to 256 metadata calls per request to the master, and the current
 // process's user as the caller.
@@ -93,6 +103,7 @@ func DefaultConfig() Config {
 		Caller:       processCaller(),
 		Umask:        0o022,
 		WriteBuffer:  8 << 20,
+		WriteBehind:  16 << 20,
 		LocationTTL:  30 * time.Second,
 		LookupBatch:  16,
 		RetryTimeout: 60 * time.Second,
@@ -118,6 +129,8 @@ func (c Config) Validate() error {
 		return errors.New("client config: Master address is empty")
 	case c.WriteBuffer < 0 || c.WriteBuffer > 256<<20:
 		return fmt.Errorf("client config: WriteBuffer %d not in [0, 256 MiB]", c.WriteBuffer)
+	case c.WriteBehind < 0 || c.WriteBehind > 1<<30:
+		return fmt.Errorf("client config: WriteBehind %d not in [0, 1 GiB]", c.WriteBehind)
 	case c.LocationTTL <= 0:
 		return errors.New("client config: LocationTTL must be positive")
 	case c.LookupBatch < 1 || c.LookupBatch > 1024:

@@ -522,26 +522,29 @@ func TestFlushAppliesAfterThePrevious(t *testing.T) {
 }
 
 // TestManyFlushesInOrder: a stream of writes through a small buffer (many
-// flushes, two in flight) over a region written before reads back as the
-// last data written.
+// flushes, two or many in flight) over a region written before reads back
+// as the last data written.
 func TestManyFlushesInOrder(t *testing.T) {
 	tc, c, ctx := newCluster(t)
-	wc := newClient(t, tc, func(cfg *client.Config) { cfg.WriteBuffer = 48 << 10 })
-	writeFile(t, ctx, c, "/many", randomBytes(13, 2*chunk))
-	data := randomBytes(14, 3*chunk+12345)
-	f, err := wc.OpenFile(ctx, "/many", os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for off := 0; off < len(data); off += 10000 {
-		if _, err := f.Write(data[off:min(off+10000, len(data))]); err != nil {
+	for _, behind := range []int{0, 1 << 20} {
+		wc := newClient(t, tc, func(cfg *client.Config) { cfg.WriteBuffer, cfg.WriteBehind = 48<<10, behind })
+		name := fmt.Sprintf("/many-%d", behind)
+		writeFile(t, ctx, c, name, randomBytes(13, 2*chunk))
+		data := randomBytes(uint64(14+behind), 3*chunk+12345)
+		f, err := wc.OpenFile(ctx, name, os.O_WRONLY, 0)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := readFile(t, ctx, c, "/many"); !bytes.Equal(got, data) {
-		t.Fatalf("read %d bytes; differ from the %d written", len(got), len(data))
+		for off := 0; off < len(data); off += 10000 {
+			if _, err := f.Write(data[off:min(off+10000, len(data))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, ctx, c, name); !bytes.Equal(got, data) {
+			t.Fatalf("WriteBehind %d: read %d bytes; differ from the %d written", behind, len(got), len(data))
+		}
 	}
 }

@@ -17,8 +17,8 @@ import (
 //
 // Writes are buffered (Config.WriteBuffer) and sent at chunk boundaries
 // and when the buffer fills, in the background while the next buffer fills
-// (at most two flushes in flight: the newer one's push overlaps the older
-// one's apply, and they apply in order), and on Sync, Close, Seek, Stat,
+// (up to Config.WriteBehind bytes, at least two flushes, in flight: they
+// push their data at once and apply it in order), and on Sync, Close, Seek, Stat,
 // Truncate and reads, which wait for them. An error sending buffered data is returned by
 // the next Write (or whichever call waits for that flush), and again by Sync
 // and Close: it is never lost. Data is
@@ -275,10 +275,16 @@ func (f *File) flushLocked() error {
 	return f.waitLocked()
 }
 
-// maxFlights is how many flushes may be in flight at once: two, so the next
+// maxFlights is how many flushes a file may have in flight at once:
+// Config.WriteBehind / Config.WriteBuffer, at least two (so the next
 // flush's push overlaps the previous one's Write RPC and CommitLength and
-// the NIC stays busy across flushes.
-const maxFlights = 2
+// the NIC stays busy across flushes) and at most 64.
+func (c *Client) maxFlights() int {
+	if c.cfg.WriteBuffer == 0 {
+		return 2
+	}
+	return min(max(c.cfg.WriteBehind/c.cfg.WriteBuffer, 2), 64)
+}
 
 // startFlushLocked starts sending the write buffer in the background, after
 // waiting for the oldest flush if maxFlights are in flight; a stream of
@@ -286,7 +292,7 @@ const maxFlights = 2
 // applies its data only after the previous one has finished, and not at
 // all if that one failed.
 func (f *File) startFlushLocked() error {
-	for len(f.flights) >= maxFlights {
+	for len(f.flights) >= f.c.maxFlights() {
 		if err := f.waitOldestLocked(); err != nil {
 			return err
 		}

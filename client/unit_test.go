@@ -21,6 +21,8 @@ func TestConfigValidate(t *testing.T) {
 	bad := []func(*Config){
 		func(c *Config) { c.Master = "" },
 		func(c *Config) { c.WriteBuffer = -1 },
+		func(c *Config) { c.WriteBehind = -1 },
+		func(c *Config) { c.WriteBehind = 1<<30 + 1 },
 		func(c *Config) { c.LocationTTL = 0 },
 		func(c *Config) { c.LookupBatch = 0 },
 		func(c *Config) { c.RetryTimeout = 0 },
@@ -32,6 +34,24 @@ func TestConfigValidate(t *testing.T) {
 		mutate(&c)
 		if c.Validate() == nil {
 			t.Errorf("bad config %d accepted", i)
+		}
+	}
+}
+
+// TestMaxFlights: WriteBehind / WriteBuffer flushes may be in flight, at
+// least two and at most 64.
+func TestMaxFlights(t *testing.T) {
+	for _, tt := range []struct{ buffer, behind, want int }{
+		{8 << 20, 16 << 20, 2}, // the defaults
+		{1 << 20, 16 << 20, 16},
+		{1 << 20, 0, 2},
+		{4 << 20, 6 << 20, 2},
+		{48 << 10, 1 << 30, 64},
+		{0, 16 << 20, 2}, // write-through
+	} {
+		c := &Client{cfg: Config{WriteBuffer: tt.buffer, WriteBehind: tt.behind}}
+		if got := c.maxFlights(); got != tt.want {
+			t.Errorf("WriteBuffer %d, WriteBehind %d: %d flushes in flight, want %d", tt.buffer, tt.behind, got, tt.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -17,16 +18,22 @@ const (
 
 // cluster is the chunkfs master and chunkservers running in the testbed.
 type cluster struct {
-	master string // host:port
+	master    string // host:port
+	chunkSize int64  // 0: the master's default
 	procs  []*proc
 	logs   []*os.File
 }
 
-// startCluster starts the master and one chunkserver per chunkserver host,
-// each writing its data under dir and its log beside it.
-func startCluster(tb *Testbed, cfg Config, dir string) (*cluster, error) {
-	c := &cluster{master: net.JoinHostPort(tb.Master.Addr.String(), masterPort)}
-	argv := append([]string{cfg.Binary, "master", "--dir", filepath.Join(dir, "master"), "--listen", c.master}, cfg.MasterArgs...)
+// startCluster starts the master of a new file system with chunks of
+// chunkSize bytes (0: the master's default) and one chunkserver per
+// chunkserver host, each writing its data under dir and its log beside it.
+func startCluster(tb *Testbed, cfg Config, dir string, chunkSize int64) (*cluster, error) {
+	c := &cluster{master: net.JoinHostPort(tb.Master.Addr.String(), masterPort), chunkSize: chunkSize}
+	argv := []string{cfg.Binary, "master", "--dir", filepath.Join(dir, "master"), "--listen", c.master}
+	if chunkSize > 0 {
+		argv = append(argv, "--chunk-size", strconv.FormatInt(chunkSize, 10))
+	}
+	argv = append(argv, cfg.MasterArgs...)
 	if err := c.start("master", tb.Master.NS, argv, dir); err != nil {
 		return nil, errors.Join(err, c.stop())
 	}

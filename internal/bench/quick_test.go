@@ -45,6 +45,15 @@ func TestQuickRun(t *testing.T) {
 		if p.Efficiency <= 0.25 || p.Efficiency > 1.05 || p.Bytes < int64(p.Clients)*cfg.ioSize(p.Workload) {
 			t.Errorf("%s N=%d: %.3f MB/s of a %.3f MB/s limit, %d bytes: not sane", p.Workload, p.Clients, p.Aggregate, p.Limit, p.Bytes)
 		}
+		if p.Workload == Writes {
+			// Each writer's file is on the writes' own file system, of
+			// WriteChunkSize chunks.
+			perClient := p.Bytes / int64(p.Clients)
+			want := p.Clients * int((perClient+cfg.WriteChunkSize-1)/cfg.WriteChunkSize)
+			if p.Placement == nil || p.Placement.Chunks != want {
+				t.Errorf("writes N=%d: placement %v, want %d chunks of %d bytes", p.Clients, p.Placement, want, cfg.WriteChunkSize)
+			}
+		}
 	}
 	if len(rep.Network) != len(cfg.Clients) {
 		t.Errorf("%d network calibration points, want %d", len(rep.Network), len(cfg.Clients))

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"text/tabwriter"
+
+	"github.com/chunkfs/chunkfs"
 )
 
 // WriteTable prints the report as an aligned table, one row a point, with
@@ -26,13 +29,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.ReadSet != nil {
 		fmt.Fprintf(w, "read set: %s\n", r.ReadSet)
 	}
-	fmt.Fprintln(tw, "workload\tN\tMB\tseconds\taggregate MB/s\tper client MB/s\tslowest client MB/s\tlimit MB/s\tefficiency\tGFS paper\treplicas: servers, busiest\t")
+	fmt.Fprintln(tw, "workload\tchunk\tN\tMB\tseconds\taggregate MB/s\tper client MB/s\tslowest client MB/s\tlimit MB/s\tefficiency\tGFS paper\treplicas: servers, busiest\t")
 	for _, p := range r.Points {
 		if p.Err != "" {
-			fmt.Fprintf(tw, "%s\t%d\t\t\t\t\t\t%.3f\tFAILED: %s\t\t\n", p.Workload, p.Clients, p.Limit, p.Err)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t\t\t\t\t\t%.3f\tFAILED: %s\t\t\n", p.Workload, chunkLabel(p.ChunkSize), p.Clients, p.Limit, p.Err)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f%%\t%s\t%s\t\n", p.Workload, p.Clients,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\t%.1f%%\t%s\t%s\t\n", p.Workload, chunkLabel(p.ChunkSize), p.Clients,
 			float64(p.Bytes)/1e6, p.Seconds, p.Aggregate, p.PerClient, p.Slowest, p.Limit, 100*p.Efficiency, paperEfficiency(p.Workload, p.Clients), spread(p.Placement))
 	}
 	return tw.Flush()
@@ -64,14 +67,23 @@ func spread(p *Placement) string {
 	return fmt.Sprintf("%d, %d", len(p.Replicas), p.Busiest())
 }
 
-var csvHeader = []string{"workload", "clients", "bytes", "seconds", "aggregate_mbps", "per_client_mbps", "slowest_client_mbps", "limit_mbps", "efficiency", "error"}
+// chunkLabel names a point's chunk size (0: the master's default).
+func chunkLabel(n int64) string {
+	n = cmp.Or(n, chunkfs.DefaultChunkSize)
+	if n%MiB == 0 {
+		return fmt.Sprintf("%d MiB", n/MiB)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}
+
+var csvHeader = []string{"workload", "chunk_size", "clients", "bytes", "seconds", "aggregate_mbps", "per_client_mbps", "slowest_client_mbps", "limit_mbps", "efficiency", "error"}
 
 // WriteCSV writes one row a point, with a header.
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write(csvHeader)
 	for _, p := range r.Points {
-		cw.Write([]string{string(p.Workload), strconv.Itoa(p.Clients), strconv.FormatInt(p.Bytes, 10),
+		cw.Write([]string{string(p.Workload), strconv.FormatInt(cmp.Or(p.ChunkSize, chunkfs.DefaultChunkSize), 10), strconv.Itoa(p.Clients), strconv.FormatInt(p.Bytes, 10),
 			ff(p.Seconds), ff(p.Aggregate), ff(p.PerClient), ff(p.Slowest), ff(p.Limit), ff(p.Efficiency), p.Err})
 	}
 	cw.Flush()

@@ -22,6 +22,9 @@ func sampleReport() *Report {
 	for _, w := range Workloads {
 		for i, n := range []int{1, 2, 4, 8, 16} {
 			p := Point{Workload: w, Clients: n, Aggregate: measured[w][i], Limit: net.Limit(w, n), Seconds: 10}
+			if w == Writes {
+				p.ChunkSize = MiB
+			}
 			p.PerClient = p.Aggregate / float64(n)
 			p.Efficiency = p.Aggregate / p.Limit
 			p.Bytes = int64(p.Aggregate * 1e7)
@@ -58,12 +61,20 @@ func TestWriteTableCSVJSON(t *testing.T) {
 	if !strings.Contains(tab.String(), "75.2%") || !strings.Contains(tab.String(), "FAILED: worker 3") {
 		t.Errorf("table lacks the reads N=16 efficiency or the failed point:\n%s", tab.String())
 	}
+	for _, row := range []string{"reads  64 MiB  16", "writes   1 MiB   1"} {
+		if !strings.Contains(tab.String(), row) {
+			t.Errorf("table lacks the chunk size in %q:\n%s", row, tab.String())
+		}
+	}
 	if err := r.WriteCSV(&c); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&c).ReadAll()
 	if err != nil || len(rows) != len(r.Points)+1 || rows[0][0] != "workload" {
 		t.Fatalf("CSV: %d rows, err %v", len(rows), err)
+	}
+	if rows[1][1] != "67108864" || rows[6][1] != "1048576" {
+		t.Errorf("CSV chunk sizes %q (reads) and %q (writes), want the default and 1 MiB", rows[1][1], rows[6][1])
 	}
 	if err := r.WriteJSON(&j); err != nil {
 		t.Fatal(err)

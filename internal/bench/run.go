@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"time"
 )
 
@@ -25,6 +24,9 @@ type Point struct {
 	Slowest    float64 `json:"slowest_client_mbps"`
 	Limit      float64 `json:"limit_mbps"`
 	Efficiency float64 `json:"efficiency"` // Aggregate / Limit
+	// ChunkSize is the chunk size of the cluster the point ran on (0: the
+	// master's default).
+	ChunkSize int64 `json:"chunk_size,omitempty"`
 	// Placement is where the replicas of the files the point wrote are.
 	Placement *Placement `json:"placement,omitempty"`
 	// ClientRuns is each client's own run: when it started and ended
@@ -122,26 +124,22 @@ func runIn(ctx context.Context, cfg Config, dir string, log *slog.Logger) (rep *
 	}
 	defer func() { err = errors.Join(err, tb.Close()) }()
 	if cfg.NetworkOnly {
-		cfg.Calibrate, cfg.Workloads = true, nil
-		s := &session{cfg: cfg, tb: tb, dir: dir, log: log}
-		return s.run(ctx)
+		cfg.Calibrate, cfg.Probe, cfg.Workloads = true, false, nil
 	}
-	cl, err := startCluster(tb, cfg, dir)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, cl.stop()) }()
-	s := &session{cfg: cfg, tb: tb, cl: cl, dir: dir, log: log}
+	s := &session{cfg: cfg, tb: tb, dir: dir, log: log}
+	defer func() { err = errors.Join(err, s.stopCluster()) }()
 	return s.run(ctx)
 }
 
-// session is one run against a started cluster.
+// session is one run on a built testbed.
 type session struct {
 	cfg Config
 	tb  *Testbed
-	cl  *cluster // nil for a network-only run
 	dir string
 	log *slog.Logger
+
+	cl       *cluster // the running cluster; nil before the first and for a network-only run
+	clusters int      // how many have been started
 
 	readSetPlacement *Placement
 }
@@ -150,11 +148,6 @@ func (s *session) run(ctx context.Context) (*Report, error) {
 	net := s.cfg.Network()
 	rep := &Report{Started: time.Now().UTC(), Scale: s.cfg.Scale, NICMbit: float64(net.NIC / Mbit),
 		LinkMbit: float64(net.Link / Mbit), Servers: net.Chunkservers, Replicas: net.Replicas}
-	if s.cl != nil {
-		if err := s.waitCluster(ctx); err != nil {
-			return rep, err
-		}
-	}
 	if s.cfg.Calibrate {
 		np, err := s.calibrate(ctx)
 		if err != nil {
@@ -162,20 +155,26 @@ func (s *session) run(ctx context.Context) (*Report, error) {
 		}
 		rep.Network = np
 	}
-	if s.cfg.Probe && s.cl != nil {
+	if s.cfg.Probe {
+		if err := s.useCluster(ctx, s.cfg.ChunkSize); err != nil {
+			return rep, err
+		}
 		p, err := s.probe(ctx)
 		if err != nil {
 			return rep, err
 		}
 		rep.Probe = p
 	}
-	if slices.Contains(s.cfg.Workloads, Reads) {
-		if err := s.prepareReadSet(ctx); err != nil {
+	for _, w := range s.cfg.Workloads {
+		if err := s.useCluster(ctx, s.cfg.chunkSize(w)); err != nil {
 			return rep, err
 		}
-	}
-	rep.ReadSet = s.readSetPlacement
-	for _, w := range s.cfg.Workloads {
+		if w == Reads {
+			if err := s.prepareReadSet(ctx); err != nil {
+				return rep, err
+			}
+			rep.ReadSet = s.readSetPlacement
+		}
 		for _, n := range s.cfg.Clients {
 			p := s.point(ctx, w, n)
 			rep.Points = append(rep.Points, p)
@@ -188,6 +187,40 @@ func (s *session) run(ctx context.Context) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// useCluster makes sure the running cluster has chunks of chunkSize bytes
+// (0: the master's default): it keeps the one running if it has, else
+// stops it and starts a fresh one, with empty disks, in its own directory.
+func (s *session) useCluster(ctx context.Context, chunkSize int64) error {
+	if s.cl != nil && s.cl.chunkSize == chunkSize {
+		return nil
+	}
+	if err := s.stopCluster(); err != nil {
+		return err
+	}
+	s.clusters++
+	dir := filepath.Join(s.dir, fmt.Sprintf("cluster%d", s.clusters))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	s.log.Info("starting a cluster", "chunk size", chunkSize, "dir", dir)
+	cl, err := startCluster(s.tb, s.cfg, dir, chunkSize)
+	if err != nil {
+		return err
+	}
+	s.cl = cl
+	return s.waitCluster(ctx)
+}
+
+// stopCluster stops the running cluster, if any.
+func (s *session) stopCluster() error {
+	if s.cl == nil {
+		return nil
+	}
+	err := s.cl.stop()
+	s.cl = nil
+	return err
 }
 
 // waitCluster waits until the master sees every chunkserver.
@@ -257,7 +290,7 @@ func (s *session) prepareReadSet(ctx context.Context) error {
 
 // point measures workload w with n clients.
 func (s *session) point(ctx context.Context, w Workload, n int) Point {
-	p := Point{Workload: w, Clients: n, Limit: s.cfg.Network().Limit(w, n)}
+	p := Point{Workload: w, Clients: n, Limit: s.cfg.Network().Limit(w, n), ChunkSize: s.cfg.chunkSize(w)}
 	s.log.Info("running", "workload", w, "clients", n, "limit MB/s", fmt.Sprintf("%.3f", p.Limit))
 	tasks := make([]Task, n)
 	for i := range tasks {
