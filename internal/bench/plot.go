@@ -44,7 +44,8 @@ func (r *Report) WritePNG(w io.Writer) error {
 	img := image.NewRGBA(image.Rect(0, 0, max(1, len(panels))*panelW, panelH))
 	draw.Draw(img, img.Bounds(), image.NewUniform(white), image.Point{}, draw.Src)
 	for i, wl := range panels {
-		r.drawPanel(img, image.Pt(i*panelW, 0), wl, fmt.Sprintf("(%c) %s", 'a'+i, panelTitle[wl]))
+		title := fmt.Sprintf("(%c) %s, %s chunks", 'a'+i, panelTitle[wl], chunkLabel(r.series(wl)[0].ChunkSize))
+		r.drawPanel(img, image.Pt(i*panelW, 0), wl, title)
 	}
 	return png.Encode(w, img)
 }
