@@ -20,8 +20,8 @@ const (
 type cluster struct {
 	master    string // host:port
 	chunkSize int64  // 0: the master's default
-	procs  []*proc
-	logs   []*os.File
+	procs     []*proc
+	logs      []*os.File
 }
 
 // startCluster starts the master of a new file system with chunks of
