@@ -123,3 +123,30 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestBenchChunkSizeFlags: --chunk-size sets the reads' and appends' file
+// system, --write-chunk-size the writes' (default 1 MiB, 0: the same);
+// negative sizes are refused.
+func TestBenchChunkSizeFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args         []string
+		chunk, write int64
+		bad          bool
+	}{
+		{nil, 0, 1 << 20, false},
+		{[]string{"--chunk-size", "8388608"}, 8 << 20, 1 << 20, false},
+		{[]string{"--write-chunk-size", "0"}, 0, 0, false},
+		{[]string{"--write-chunk-size", "4194304", "--quick"}, 0, 4 << 20, false},
+		{[]string{"--write-chunk-size", "-5"}, 0, 0, true},
+		{[]string{"--chunk-size", "-1"}, 0, 0, true},
+	} {
+		cfg, _, _, err := benchFlags(tc.args)
+		if (err != nil) != tc.bad {
+			t.Errorf("%v: err %v, want failure %v", tc.args, err, tc.bad)
+			continue
+		}
+		if !tc.bad && (cfg.ChunkSize != tc.chunk || cfg.WriteChunkSize != tc.write) {
+			t.Errorf("%v: chunk sizes %d and %d, want %d and %d", tc.args, cfg.ChunkSize, cfg.WriteChunkSize, tc.chunk, tc.write)
+		}
+	}
+}
