@@ -139,6 +139,7 @@ func TestBenchChunkSizeFlags(t *testing.T) {
 		{[]string{"--write-chunk-size", "4194304", "--quick"}, 0, 4 << 20, false},
 		{[]string{"--write-chunk-size", "-5"}, 0, 0, true},
 		{[]string{"--chunk-size", "-1"}, 0, 0, true},
+		{[]string{"--write-chunk-size", "1M"}, 0, 0, true},
 	} {
 		cfg, _, _, err := benchFlags(tc.args)
 		if (err != nil) != tc.bad {
