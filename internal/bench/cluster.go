@@ -19,21 +19,18 @@ const (
 // cluster is the chunkfs master and chunkservers running in the testbed.
 type cluster struct {
 	master    string // host:port
-	chunkSize int64  // 0: the master's default
+	chunkSize int64
 	procs     []*proc
 	logs      []*os.File
 }
 
 // startCluster starts the master of a new file system with chunks of
-// chunkSize bytes (0: the master's default) and one chunkserver per
+// chunkSize bytes and one chunkserver per
 // chunkserver host, each writing its data under dir and its log beside it.
 func startCluster(tb *Testbed, cfg Config, dir string, chunkSize int64) (*cluster, error) {
 	c := &cluster{master: net.JoinHostPort(tb.Master.Addr.String(), masterPort), chunkSize: chunkSize}
-	argv := []string{cfg.Binary, "master", "--dir", filepath.Join(dir, "master"), "--listen", c.master}
-	if chunkSize > 0 {
-		argv = append(argv, "--chunk-size", strconv.FormatInt(chunkSize, 10))
-	}
-	argv = append(argv, cfg.MasterArgs...)
+	argv := append([]string{cfg.Binary, "master", "--dir", filepath.Join(dir, "master"), "--listen", c.master,
+		"--chunk-size", strconv.FormatInt(chunkSize, 10)}, cfg.MasterArgs...)
 	if err := c.start("master", tb.Master.NS, argv, dir); err != nil {
 		return nil, errors.Join(err, c.stop())
 	}

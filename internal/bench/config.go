@@ -28,7 +28,7 @@ type Config struct {
 	RecordSize int64 // one record append
 	Replicas   int   // the cluster's replication factor, for the limits
 	// ChunkSize is the chunk size of the file system the reads and record
-	// appends run on (0: the master's default, 64 MiB, as in the paper).
+	// appends run on (0: chunkfs.DefaultChunkSize, 64 MiB, as in the paper).
 	ChunkSize int64
 	// WriteChunkSize is the chunk size of the file system the writes run
 	// on (0: ChunkSize). Each workload whose chunk size differs from the
@@ -135,8 +135,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: %d replicas need as many chunkservers (have %d)", c.Replicas, c.Testbed.Chunkservers)
 	case !validChunkSize(c.ChunkSize) || !validChunkSize(c.WriteChunkSize):
 		return fmt.Errorf("bench: chunk sizes %d and %d must be multiples of 64 KiB up to 4 GiB (0: the master's default)", c.ChunkSize, c.WriteChunkSize)
-	case slices.Contains(c.Workloads, Appends) && c.RecordSize > chunkfs.MaxRecordSize(c.appendChunkSize())-client.RecordHeaderSize:
-		return fmt.Errorf("bench: a %d-byte record and its header do not fit in a quarter of a %d-byte chunk", c.RecordSize, c.appendChunkSize())
+	case slices.Contains(c.Workloads, Appends) && c.RecordSize > chunkfs.MaxRecordSize(c.chunkSize(Appends))-client.RecordHeaderSize:
+		return fmt.Errorf("bench: a %d-byte record and its header do not fit in a quarter of a %d-byte chunk", c.RecordSize, c.chunkSize(Appends))
 	case c.Binary == "" || len(c.WorkerArgv) == 0:
 		return errors.New("bench: no chunkfs binary or no worker command")
 	}
@@ -163,18 +163,12 @@ func (c Config) ioSize(w Workload) int64 {
 	}
 }
 
-// chunkSize is the chunk size of the file system workload w runs on; 0
-// means the master's default.
+// chunkSize is the chunk size of the file system workload w runs on.
 func (c Config) chunkSize(w Workload) int64 {
 	if w == Writes && c.WriteChunkSize != 0 {
 		return c.WriteChunkSize
 	}
-	return c.ChunkSize
-}
-
-// appendChunkSize is the chunk size the appends run with.
-func (c Config) appendChunkSize() int64 {
-	return cmp.Or(c.chunkSize(Appends), chunkfs.DefaultChunkSize)
+	return cmp.Or(c.ChunkSize, chunkfs.DefaultChunkSize)
 }
 
 func validChunkSize(n int64) bool {

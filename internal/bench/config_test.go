@@ -3,6 +3,7 @@ package bench
 import (
 	"testing"
 
+	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
 )
 
@@ -43,8 +44,8 @@ func TestChunkSizeOfWorkload(t *testing.T) {
 	if got := c.chunkSize(Writes); got != MiB {
 		t.Errorf("writes run on %d-byte chunks, want 1 MiB", got)
 	}
-	if c.chunkSize(Reads) != 0 || c.chunkSize(Appends) != 0 {
-		t.Errorf("reads and appends run on %d- and %d-byte chunks, want the master's default", c.chunkSize(Reads), c.chunkSize(Appends))
+	if c.chunkSize(Reads) != chunkfs.DefaultChunkSize || c.chunkSize(Appends) != chunkfs.DefaultChunkSize {
+		t.Errorf("reads and appends run on %d- and %d-byte chunks, want the default 64 MiB", c.chunkSize(Reads), c.chunkSize(Appends))
 	}
 	c.WriteChunkSize, c.ChunkSize = 0, 8*MiB
 	if got := c.chunkSize(Writes); got != 8*MiB {

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"text/tabwriter"
-
-	"github.com/chunkfs/chunkfs"
 )
 
 // WriteTable prints the report as an aligned table, one row a point, with
@@ -67,9 +64,8 @@ func spread(p *Placement) string {
 	return fmt.Sprintf("%d, %d", len(p.Replicas), p.Busiest())
 }
 
-// chunkLabel names a point's chunk size (0: the master's default).
+// chunkLabel names a chunk size.
 func chunkLabel(n int64) string {
-	n = cmp.Or(n, chunkfs.DefaultChunkSize)
 	if n%MiB == 0 {
 		return fmt.Sprintf("%d MiB", n/MiB)
 	}
@@ -83,7 +79,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write(csvHeader)
 	for _, p := range r.Points {
-		cw.Write([]string{string(p.Workload), strconv.FormatInt(cmp.Or(p.ChunkSize, chunkfs.DefaultChunkSize), 10), strconv.Itoa(p.Clients), strconv.FormatInt(p.Bytes, 10),
+		cw.Write([]string{string(p.Workload), strconv.FormatInt(p.ChunkSize, 10), strconv.Itoa(p.Clients), strconv.FormatInt(p.Bytes, 10),
 			ff(p.Seconds), ff(p.Aggregate), ff(p.PerClient), ff(p.Slowest), ff(p.Limit), ff(p.Efficiency), p.Err})
 	}
 	cw.Flush()

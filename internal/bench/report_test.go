@@ -22,6 +22,7 @@ func sampleReport() *Report {
 	for _, w := range Workloads {
 		for i, n := range []int{1, 2, 4, 8, 16} {
 			p := Point{Workload: w, Clients: n, Aggregate: measured[w][i], Limit: net.Limit(w, n), Seconds: 10}
+			p.ChunkSize = 64 * MiB
 			if w == Writes {
 				p.ChunkSize = MiB
 			}
@@ -31,7 +32,7 @@ func sampleReport() *Report {
 			r.Points = append(r.Points, p)
 		}
 	}
-	r.Points = append(r.Points, Point{Workload: Appends, Clients: 32, Limit: 12.5, Err: "worker 3: unavailable"})
+	r.Points = append(r.Points, Point{Workload: Appends, Clients: 32, Limit: 12.5, ChunkSize: 64 * MiB, Err: "worker 3: unavailable"})
 	return r
 }
 

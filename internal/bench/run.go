@@ -24,9 +24,8 @@ type Point struct {
 	Slowest    float64 `json:"slowest_client_mbps"`
 	Limit      float64 `json:"limit_mbps"`
 	Efficiency float64 `json:"efficiency"` // Aggregate / Limit
-	// ChunkSize is the chunk size of the cluster the point ran on (0: the
-	// master's default).
-	ChunkSize int64 `json:"chunk_size,omitempty"`
+	// ChunkSize is the chunk size of the cluster the point ran on.
+	ChunkSize int64 `json:"chunk_size"`
 	// Placement is where the replicas of the files the point wrote are.
 	Placement *Placement `json:"placement,omitempty"`
 	// ClientRuns is each client's own run: when it started and ended
@@ -156,7 +155,7 @@ func (s *session) run(ctx context.Context) (*Report, error) {
 		rep.Network = np
 	}
 	if s.cfg.Probe {
-		if err := s.useCluster(ctx, s.cfg.ChunkSize); err != nil {
+		if err := s.useCluster(ctx, s.cfg.chunkSize(Reads)); err != nil {
 			return rep, err
 		}
 		p, err := s.probe(ctx)
@@ -189,8 +188,8 @@ func (s *session) run(ctx context.Context) (*Report, error) {
 	return rep, nil
 }
 
-// useCluster makes sure the running cluster has chunks of chunkSize bytes
-// (0: the master's default): it keeps the one running if it has, else
+// useCluster makes sure the running cluster has chunks of chunkSize bytes:
+// it keeps the one running if it has, else
 // stops it and starts a fresh one, with empty disks, in its own directory.
 func (s *session) useCluster(ctx context.Context, chunkSize int64) error {
 	if s.cl != nil && s.cl.chunkSize == chunkSize {
