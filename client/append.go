@@ -75,6 +75,16 @@ func (c *Client) appendRecord(ctx context.Context, path string, frame []byte, id
 	}
 }
 
+// A record of reserveMin bytes or more has room reserved for it at the
+// primary before its data is pushed, so that one that will not fit in the
+// chunk is refused before it crosses the network. Without it, with N
+// appenders on a chunk, the up to N records in flight when it fills were
+// all pushed to its replicas for nothing: on the GFS testbed (16 appenders,
+// 1 MiB records) a chunk switch cost 13 s of the last chunk's servers'
+// input. A small record is pushed at once: losing its push costs less than
+// the round trip that reserving takes.
+const reserveMin = 64 << 10
+
 func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx int64) (off int64, err error) {
 	loc, chunkSize, err := c.prepareCached(ctx, path, idx, true)
 	if err != nil {
@@ -91,14 +101,22 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 	// orders that differ per client, two replicas forward to each other at
 	// once and each one's ACKs queue behind the data going the same way.
 	t0 := time.Now() // real time, for the step timings in the debug log
-	if err := c.data.Push(ctx, loc.replicas, id, frame); err != nil {
-		return 0, err
-	}
-	t1 := time.Now()
 	cs, err := c.pool.ChunkServer(loc.primary)
 	if err != nil {
 		return 0, err
 	}
+	if len(frame) >= reserveMin {
+		if _, err := cs.Reserve(ctx, &pb.ReserveRequest{
+			Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
+			Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize,
+		}); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.data.Push(ctx, loc.replicas, id, frame); err != nil {
+		return 0, err
+	}
+	t1 := time.Now()
 	resp, err := cs.Append(ctx, &pb.AppendRequest{
 		Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
 		Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize,

@@ -180,6 +180,121 @@ func TestConcurrentAppenders(t *testing.T) {
 	}
 }
 
+// TestConcurrentLargeAppenders: 8 appenders of records large enough to be
+// reserved before their push, on 1 MiB chunks. A record that does not fit
+// is refused when it reserves, never after its data was pushed: no Append
+// fails with KindChunkFull. Every acknowledged record is read back whole
+// exactly once, across chunks that now may end short of full.
+func TestConcurrentLargeAppenders(t *testing.T) {
+	tc, c, ctx := newCluster(t, chunkfstest.ChunkSize(1<<20))
+	f, err := c.Create(ctx, "/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	attempts := &appendAttempts{}
+	const appenders, each = 8, 10
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	errs := make(chan error, appenders)
+	for a := range appenders {
+		ac := newClient(t, tc, func(cfg *client.Config) { cfg.Logger = slog.New(attempts) })
+		wg.Go(func() {
+			f, err := ac.OpenFile(ctx, "/log", os.O_WRONLY, 0)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			for i := range each {
+				n := 64<<10 + (a*7919+i*104729)%(ac.MaxRecord()-64<<10+1)
+				rec := randomBytes(uint64(a*1000+i), n)
+				if _, err := f.Append(rec); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				acked[string(rec)] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := attempts.count(); n < appenders*each {
+		t.Fatalf("%d append attempts logged, want at least %d", n, appenders*each)
+	}
+	if full := attempts.full(); full > 0 {
+		t.Fatalf("%d appends were refused as chunk full after their data was pushed", full)
+	}
+	fi, err := c.Stat(ctx, "/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Chunks < 3 {
+		t.Fatalf("log spans %d chunks; want several, so that chunks filled while records were in flight", fi.Chunks)
+	}
+	r, err := c.Open(ctx, "/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rr := client.NewRecordReader(r, c.MaxRecord())
+	seen := map[string]bool{}
+	for {
+		rec, err := rr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(rec.Data)
+		if !acked[s] || seen[s] {
+			t.Fatalf("read a %d-byte record never appended or read before", len(s))
+		}
+		seen[s] = true
+	}
+	if len(seen) != len(acked) || len(acked) != appenders*each {
+		t.Fatalf("read %d records of %d acknowledged, want %d", len(seen), len(acked), appenders*each)
+	}
+}
+
+// appendAttempts counts the client's "append: attempt" debug records and
+// those whose Append was refused as chunk full.
+type appendAttempts struct {
+	mu           sync.Mutex
+	total, fulls int
+}
+
+func (l *appendAttempts) Enabled(context.Context, slog.Level) bool { return true }
+func (l *appendAttempts) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *appendAttempts) WithGroup(string) slog.Handler            { return l }
+func (l *appendAttempts) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "chunkfs append: attempt" {
+		return nil
+	}
+	full := false
+	r.Attrs(func(a slog.Attr) bool {
+		full = full || (a.Key == "err" && strings.Contains(a.Value.String(), "does not fit"))
+		return true
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total++
+	if full {
+		l.fulls++
+	}
+	return nil
+}
+
+func (l *appendAttempts) count() int { l.mu.Lock(); defer l.mu.Unlock(); return l.total }
+func (l *appendAttempts) full() int  { l.mu.Lock(); defer l.mu.Unlock(); return l.fulls }
+
 // TestCorruptReplica: a byte flipped in one replica — the one the client
 // reads first — is detected (a checksum failure, reported to the master)
 // and the read still returns the right data from another replica.

@@ -79,7 +79,7 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	scale := fs.Float64("scale", 0.1, "network rates relative to the paper's (100 Mbit/s NICs, 1 Gbit/s link)")
 	clients := fs.String("clients", "", "values of N, comma-separated (default 1,2,4,8,16; --quick: 1,2)")
 	workloads := fs.String("workloads", "reads,writes,appends", "workloads to run, comma-separated")
-	duration := fs.Duration("duration", 0, "about how long each point takes at its limit (default 20s; --quick: 2s)")
+	duration := fs.Duration("duration", 0, "about how long each point takes at its limit (default 80s, the paper's; --quick: 2s)")
 	record := fs.Int64("record-size", 0, "record append size in bytes (default 1 MiB)")
 	write := fs.Int64("write-size", 0, "write size in bytes (default 1 MiB, as in the paper)")
 	queue := fs.Int("queue", 0, "bytes of buffer of each switch port and NIC queue (default 256 KiB)")

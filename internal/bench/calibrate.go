@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 )
 
 // NetPoint is what raw TCP achieves across the testbed: N streams at once,
@@ -68,10 +69,15 @@ func (s *session) startSinks(hosts []Host) ([]*workerProc, error) {
 	return ws, nil
 }
 
+// calibrateMax bounds how long each raw TCP measurement takes at its limit
+// (half of Config.Duration, at most this): the streams are steady, and
+// longer ones would only lengthen a default run.
+const calibrateMax = 20 * time.Second
+
 // calibrateN runs n TCP streams, client i to sink i mod k.
 func (s *session) calibrateN(ctx context.Context, n, k int) (NetPoint, error) {
 	limit := s.cfg.Network().Limit(Reads, n)
-	bytes := int64(limit / float64(n) * 1e6 * s.cfg.Duration.Seconds() / 2)
+	bytes := int64(limit / float64(n) * 1e6 * min(s.cfg.Duration/2, calibrateMax).Seconds())
 	tasks := make([]Task, n)
 	for i := range tasks {
 		addr := net.JoinHostPort(s.tb.Chunkservers[i%k].Addr.String(), calibratePort)

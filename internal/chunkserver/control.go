@@ -118,8 +118,9 @@ func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteRes
 }
 
 // Append appends pushed data as one record at an offset the primary picks.
-// A record that does not fit makes every replica pad the chunk to its full
-// size and fails with KindChunkFull.
+// A record that does not fit fails with KindChunkFull; unless other
+// records hold reservations in the chunk (Reserve), every replica first pads
+// the chunk to its full size.
 func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.AppendResponse, error) {
 	done, err := c.s.enter()
 	if err != nil {
@@ -127,43 +128,115 @@ func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.Append
 	}
 	defer done()
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
-	switch {
-	case req.ChunkSize <= 0 || req.ChunkSize > c.s.cfg.MaxChunkSize:
-		return nil, invalid("append", h, "chunk size out of range")
-	case req.Length < 0 || req.Length > chunkfs.MaxRecordSize(req.ChunkSize) || req.Length > rpc.MaxPushSize:
-		return nil, chunkfs.E("append", chunkName(h), chunkfs.KindTooLarge, "record larger than a quarter of a chunk")
+	if err := checkRecord("append", h, req.Length, req.ChunkSize, c.s.cfg.MaxChunkSize); err != nil {
+		return nil, err
 	}
 	if err := checkSecondaries("append", h, req.Secondaries); err != nil {
 		return nil, err
 	}
+	id := chunkfs.DataID(req.DataId)
 	var off int64
-	full := false
+	var full error
 	err = c.s.mutatePrimary(ctx, h, v, req.Secondaries, func(st *chunkState) (*pb.ApplyRequest, error) {
 		in, err := c.s.store.Info(h)
 		if err != nil {
 			return nil, err
 		}
+		others := st.reservedLocked(v, id, c.s.cfg.Clock.Now())
+		delete(st.reserved, id) // used up, whatever the outcome
 		off = in.Length
-		m := &pb.ApplyRequest{Handle: req.Handle, Version: req.Version, Offset: off, DataId: req.DataId, Length: req.Length}
-		if off+req.Length > req.ChunkSize {
-			full = true
-			m = &pb.ApplyRequest{Handle: req.Handle, Version: req.Version, Offset: off, Length: max(0, req.ChunkSize-off), Pad: true}
+		if off+req.Length+others <= req.ChunkSize {
+			return &pb.ApplyRequest{Handle: req.Handle, Version: req.Version, Offset: off, DataId: req.DataId, Length: req.Length}, nil
 		}
-		return m, nil
+		var pad *pb.ApplyRequest
+		pad, full = chunkFull("append", h, req.Version, off, others, req.ChunkSize)
+		return pad, nil
 	})
 	switch {
 	case err != nil:
 		return nil, err
-	case full:
-		return nil, chunkfs.E("append", chunkName(h), chunkfs.KindChunkFull, "record does not fit; chunk padded")
+	case full != nil:
+		return nil, full
 	}
 	return &pb.AppendResponse{Offset: off}, nil
 }
 
+// Reserve reserves room in the chunk for a record about to be pushed, or
+// refuses it with KindChunkFull (padding the chunk, as Append does, when no
+// other record holds a reservation), so that a record that will not fit is
+// never pushed.
+func (c *control) Reserve(ctx context.Context, req *pb.ReserveRequest) (*pb.ReserveResponse, error) {
+	done, err := c.s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
+	if err := checkRecord("reserve", h, req.Length, req.ChunkSize, c.s.cfg.MaxChunkSize); err != nil {
+		return nil, err
+	}
+	if err := checkSecondaries("reserve", h, req.Secondaries); err != nil {
+		return nil, err
+	}
+	id := chunkfs.DataID(req.DataId)
+	var full error
+	err = c.s.mutatePrimary(ctx, h, v, req.Secondaries, func(st *chunkState) (*pb.ApplyRequest, error) {
+		in, err := c.s.store.Info(h)
+		if err != nil {
+			return nil, err
+		}
+		now := c.s.cfg.Clock.Now()
+		others := st.reservedLocked(v, id, now)
+		switch {
+		case in.Length+req.Length+others <= req.ChunkSize && len(st.reserved) < maxReservations:
+			st.reserveLocked(v, id, req.Length, now)
+			return nil, nil
+		case in.Length+req.Length+others <= req.ChunkSize:
+			full = chunkfs.E("reserve", chunkName(h), chunkfs.KindChunkFull, fmt.Sprintf("%d reservations outstanding", len(st.reserved)))
+			return nil, nil
+		}
+		var pad *pb.ApplyRequest
+		pad, full = chunkFull("reserve", h, req.Version, in.Length, others, req.ChunkSize)
+		return pad, nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case full != nil:
+		return nil, full
+	}
+	return &pb.ReserveResponse{}, nil
+}
+
+// chunkFull is the answer to a record that does not fit in a chunk of
+// length bytes with others bytes reserved: the padding to apply when no
+// reservation is outstanding, and KindChunkFull. With reservations it is not
+// padded, so that the reserved records still fit; the chunk may then end
+// short of its size, the rest reading as zeros up to the file's length.
+func chunkFull(op string, h chunkfs.Handle, version uint64, length, others, chunkSize int64) (*pb.ApplyRequest, error) {
+	if others > 0 {
+		return nil, chunkfs.E(op, chunkName(h), chunkfs.KindChunkFull, fmt.Sprintf("record does not fit beside %d reserved bytes", others))
+	}
+	pad := &pb.ApplyRequest{Handle: uint64(h), Version: version, Offset: length, Length: max(0, chunkSize-length), Pad: true}
+	return pad, chunkfs.E(op, chunkName(h), chunkfs.KindChunkFull, "record does not fit; chunk padded")
+}
+
+// checkRecord checks a record's length against its chunk's size.
+func checkRecord(op string, h chunkfs.Handle, length, chunkSize, maxChunkSize int64) error {
+	switch {
+	case chunkSize <= 0 || chunkSize > maxChunkSize:
+		return invalid(op, h, "chunk size out of range")
+	case length < 0 || length > chunkfs.MaxRecordSize(chunkSize) || length > rpc.MaxPushSize:
+		return chunkfs.E(op, chunkName(h), chunkfs.KindTooLarge, "record larger than a quarter of a chunk")
+	}
+	return nil
+}
+
 // mutatePrimary runs one mutation as chunk h's primary: with the chunk's
 // order lock held it checks the lease and version, lets plan decide the
-// mutation, assigns it a serial number and applies it here and on every
-// secondary in parallel, answering once all have applied it.
+// mutation (none: plan returns nil), assigns it a serial number and applies
+// it here and on every secondary in parallel, answering once all have
+// applied it.
 func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, secondaries []string, plan func(*chunkState) (*pb.ApplyRequest, error)) error {
 	st := s.state(h)
 	st.order.Lock()
@@ -175,8 +248,8 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 		return err
 	}
 	m, err := plan(st)
-	if err != nil {
-		return err
+	if err != nil || m == nil {
+		return err // nil, nil: nothing to apply
 	}
 	data, sums, release, err := s.mutationData(m)
 	if err != nil {

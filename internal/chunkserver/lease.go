@@ -15,6 +15,9 @@ type chunkState struct {
 	// assigns a serial number and every replica applies the mutation; a
 	// secondary while it applies one.
 	order sync.Mutex
+	// reserved is the room reserved for records about to be appended
+	// (ReserveRequest), by data ID; guarded by order.
+	reserved map[chunkfs.DataID]reservation
 
 	mu           sync.Mutex // guards the fields below
 	leaseVersion chunkfs.Version
@@ -120,6 +123,49 @@ func (st *chunkState) extend(now, until time.Time) {
 	if !st.leaseUntil.IsZero() && now.Before(st.leaseUntil) && until.After(st.leaseUntil) {
 		st.leaseUntil = until
 	}
+}
+
+// A reservation is room in a chunk for one record whose data is being
+// pushed; the record's Append uses it up.
+type reservation struct {
+	length  int64
+	version chunkfs.Version
+	until   time.Time // it lapses then, if its Append never comes
+}
+
+// Reservations last reserveTTL: an unused one (its client failed between
+// reserving and appending) only keeps its room from the others until then.
+// A chunk holds at most maxReservations, so that reserving tiny records
+// cannot grow a primary's memory without bound; one more is refused as if
+// the chunk were full.
+const (
+	reserveTTL      = 2 * time.Minute
+	maxReservations = 4096
+)
+
+// reservedLocked returns the room reserved in the chunk at version v by
+// records other than id, dropping the reservations that lapsed or belong
+// to another version. st.order must be held.
+func (st *chunkState) reservedLocked(v chunkfs.Version, id chunkfs.DataID, now time.Time) int64 {
+	var sum int64
+	for k, r := range st.reserved {
+		switch {
+		case r.version != v || !now.Before(r.until):
+			delete(st.reserved, k)
+		case k != id:
+			sum += r.length
+		}
+	}
+	return sum
+}
+
+// reserveLocked reserves length bytes for record id at version v.
+// st.order must be held.
+func (st *chunkState) reserveLocked(v chunkfs.Version, id chunkfs.DataID, length int64, now time.Time) {
+	if st.reserved == nil {
+		st.reserved = make(map[chunkfs.DataID]reservation)
+	}
+	st.reserved[id] = reservation{length: length, version: v, until: now.Add(reserveTTL)}
 }
 
 func chunkName(h chunkfs.Handle) string { return fmt.Sprintf("chunk %016x", uint64(h)) }

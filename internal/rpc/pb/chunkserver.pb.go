@@ -262,8 +262,9 @@ func (*WriteResponse) Descriptor() ([]byte, []int) {
 }
 
 // AppendRequest (client → primary) appends pushed data as one record; the
-// primary chooses the offset. If the record does not fit, every replica pads
-// the chunk to its full size and the error kind is ChunkFull.
+// primary chooses the offset. If the record does not fit, the error kind is
+// ChunkFull, and unless other records hold reservations (ReserveRequest)
+// every replica pads the chunk to its full size.
 type AppendRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Handle        uint64                 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
@@ -392,6 +393,134 @@ func (x *AppendResponse) GetOffset() int64 {
 	return 0
 }
 
+// ReserveRequest (client → primary), sent before a record's data is
+// pushed, reserves room for it in the chunk, so that a record that will not
+// fit is refused before its data crosses the network (with many appenders,
+// every record in flight when a chunk fills would otherwise be pushed to
+// the full chunk's replicas for nothing). The Append with the same data_id
+// uses the reservation; one unused expires. A record that does not fit
+// beside the room already reserved is refused with ChunkFull; if nothing
+// else is reserved the chunk is also padded, as by Append.
+type ReserveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Handle        uint64                 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	DataId        uint64                 `protobuf:"varint,3,opt,name=data_id,json=dataId,proto3" json:"data_id,omitempty"`
+	Length        int64                  `protobuf:"varint,4,opt,name=length,proto3" json:"length,omitempty"`
+	Secondaries   []string               `protobuf:"bytes,5,rep,name=secondaries,proto3" json:"secondaries,omitempty"`
+	ChunkSize     int64                  `protobuf:"varint,6,opt,name=chunk_size,json=chunkSize,proto3" json:"chunk_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReserveRequest) Reset() {
+	*x = ReserveRequest{}
+	mi := &file_chunkserver_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReserveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReserveRequest) ProtoMessage() {}
+
+func (x *ReserveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReserveRequest.ProtoReflect.Descriptor instead.
+func (*ReserveRequest) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ReserveRequest) GetHandle() uint64 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
+func (x *ReserveRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ReserveRequest) GetDataId() uint64 {
+	if x != nil {
+		return x.DataId
+	}
+	return 0
+}
+
+func (x *ReserveRequest) GetLength() int64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *ReserveRequest) GetSecondaries() []string {
+	if x != nil {
+		return x.Secondaries
+	}
+	return nil
+}
+
+func (x *ReserveRequest) GetChunkSize() int64 {
+	if x != nil {
+		return x.ChunkSize
+	}
+	return 0
+}
+
+type ReserveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReserveResponse) Reset() {
+	*x = ReserveResponse{}
+	mi := &file_chunkserver_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReserveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReserveResponse) ProtoMessage() {}
+
+func (x *ReserveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReserveResponse.ProtoReflect.Descriptor instead.
+func (*ReserveResponse) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{7}
+}
+
 // ApplyRequest (primary → secondary) applies one mutation in serial order.
 type ApplyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -408,7 +537,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_chunkserver_proto_msgTypes[6]
+	mi := &file_chunkserver_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +549,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[6]
+	mi := &file_chunkserver_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +562,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{6}
+	return file_chunkserver_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ApplyRequest) GetHandle() uint64 {
@@ -493,7 +622,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_chunkserver_proto_msgTypes[7]
+	mi := &file_chunkserver_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +634,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[7]
+	mi := &file_chunkserver_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +647,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{7}
+	return file_chunkserver_proto_rawDescGZIP(), []int{9}
 }
 
 // SyncRequest (client → primary, primary → secondaries) makes the replica fsync.
@@ -533,7 +662,7 @@ type SyncRequest struct {
 
 func (x *SyncRequest) Reset() {
 	*x = SyncRequest{}
-	mi := &file_chunkserver_proto_msgTypes[8]
+	mi := &file_chunkserver_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +674,7 @@ func (x *SyncRequest) String() string {
 func (*SyncRequest) ProtoMessage() {}
 
 func (x *SyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[8]
+	mi := &file_chunkserver_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +687,7 @@ func (x *SyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRequest.ProtoReflect.Descriptor instead.
 func (*SyncRequest) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{8}
+	return file_chunkserver_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SyncRequest) GetHandle() uint64 {
@@ -590,7 +719,7 @@ type SyncResponse struct {
 
 func (x *SyncResponse) Reset() {
 	*x = SyncResponse{}
-	mi := &file_chunkserver_proto_msgTypes[9]
+	mi := &file_chunkserver_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +731,7 @@ func (x *SyncResponse) String() string {
 func (*SyncResponse) ProtoMessage() {}
 
 func (x *SyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[9]
+	mi := &file_chunkserver_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +744,7 @@ func (x *SyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncResponse.ProtoReflect.Descriptor instead.
 func (*SyncResponse) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{9}
+	return file_chunkserver_proto_rawDescGZIP(), []int{11}
 }
 
 // TruncateRequest (master → every replica) cuts a chunk to length, after the
@@ -631,7 +760,7 @@ type TruncateRequest struct {
 
 func (x *TruncateRequest) Reset() {
 	*x = TruncateRequest{}
-	mi := &file_chunkserver_proto_msgTypes[10]
+	mi := &file_chunkserver_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +772,7 @@ func (x *TruncateRequest) String() string {
 func (*TruncateRequest) ProtoMessage() {}
 
 func (x *TruncateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[10]
+	mi := &file_chunkserver_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +785,7 @@ func (x *TruncateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateRequest.ProtoReflect.Descriptor instead.
 func (*TruncateRequest) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{10}
+	return file_chunkserver_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TruncateRequest) GetHandle() uint64 {
@@ -688,7 +817,7 @@ type TruncateResponse struct {
 
 func (x *TruncateResponse) Reset() {
 	*x = TruncateResponse{}
-	mi := &file_chunkserver_proto_msgTypes[11]
+	mi := &file_chunkserver_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +829,7 @@ func (x *TruncateResponse) String() string {
 func (*TruncateResponse) ProtoMessage() {}
 
 func (x *TruncateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[11]
+	mi := &file_chunkserver_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +842,7 @@ func (x *TruncateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateResponse.ProtoReflect.Descriptor instead.
 func (*TruncateResponse) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{11}
+	return file_chunkserver_proto_rawDescGZIP(), []int{13}
 }
 
 type ChunkInfoRequest struct {
@@ -725,7 +854,7 @@ type ChunkInfoRequest struct {
 
 func (x *ChunkInfoRequest) Reset() {
 	*x = ChunkInfoRequest{}
-	mi := &file_chunkserver_proto_msgTypes[12]
+	mi := &file_chunkserver_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +866,7 @@ func (x *ChunkInfoRequest) String() string {
 func (*ChunkInfoRequest) ProtoMessage() {}
 
 func (x *ChunkInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[12]
+	mi := &file_chunkserver_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +879,7 @@ func (x *ChunkInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkInfoRequest.ProtoReflect.Descriptor instead.
 func (*ChunkInfoRequest) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{12}
+	return file_chunkserver_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ChunkInfoRequest) GetHandle() uint64 {
@@ -772,7 +901,7 @@ type ChunkInfoResponse struct {
 
 func (x *ChunkInfoResponse) Reset() {
 	*x = ChunkInfoResponse{}
-	mi := &file_chunkserver_proto_msgTypes[13]
+	mi := &file_chunkserver_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -784,7 +913,7 @@ func (x *ChunkInfoResponse) String() string {
 func (*ChunkInfoResponse) ProtoMessage() {}
 
 func (x *ChunkInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[13]
+	mi := &file_chunkserver_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -797,7 +926,7 @@ func (x *ChunkInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkInfoResponse.ProtoReflect.Descriptor instead.
 func (*ChunkInfoResponse) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{13}
+	return file_chunkserver_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ChunkInfoResponse) GetVersion() uint64 {
@@ -837,7 +966,7 @@ type DeleteChunksRequest struct {
 
 func (x *DeleteChunksRequest) Reset() {
 	*x = DeleteChunksRequest{}
-	mi := &file_chunkserver_proto_msgTypes[14]
+	mi := &file_chunkserver_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +978,7 @@ func (x *DeleteChunksRequest) String() string {
 func (*DeleteChunksRequest) ProtoMessage() {}
 
 func (x *DeleteChunksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[14]
+	mi := &file_chunkserver_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +991,7 @@ func (x *DeleteChunksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteChunksRequest.ProtoReflect.Descriptor instead.
 func (*DeleteChunksRequest) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{14}
+	return file_chunkserver_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteChunksRequest) GetHandles() []uint64 {
@@ -880,7 +1009,7 @@ type DeleteChunksResponse struct {
 
 func (x *DeleteChunksResponse) Reset() {
 	*x = DeleteChunksResponse{}
-	mi := &file_chunkserver_proto_msgTypes[15]
+	mi := &file_chunkserver_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +1021,7 @@ func (x *DeleteChunksResponse) String() string {
 func (*DeleteChunksResponse) ProtoMessage() {}
 
 func (x *DeleteChunksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_chunkserver_proto_msgTypes[15]
+	mi := &file_chunkserver_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +1034,7 @@ func (x *DeleteChunksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteChunksResponse.ProtoReflect.Descriptor instead.
 func (*DeleteChunksResponse) Descriptor() ([]byte, []int) {
-	return file_chunkserver_proto_rawDescGZIP(), []int{15}
+	return file_chunkserver_proto_rawDescGZIP(), []int{17}
 }
 
 var File_chunkserver_proto protoreflect.FileDescriptor
@@ -938,7 +1067,16 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\n" +
 	"chunk_size\x18\x06 \x01(\x03R\tchunkSize\"(\n" +
 	"\x0eAppendResponse\x12\x16\n" +
-	"\x06offset\x18\x01 \x01(\x03R\x06offset\"\xb3\x01\n" +
+	"\x06offset\x18\x01 \x01(\x03R\x06offset\"\xb4\x01\n" +
+	"\x0eReserveRequest\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x17\n" +
+	"\adata_id\x18\x03 \x01(\x04R\x06dataId\x12\x16\n" +
+	"\x06length\x18\x04 \x01(\x03R\x06length\x12 \n" +
+	"\vsecondaries\x18\x05 \x03(\tR\vsecondaries\x12\x1d\n" +
+	"\n" +
+	"chunk_size\x18\x06 \x01(\x03R\tchunkSize\"\x11\n" +
+	"\x0fReserveResponse\"\xb3\x01\n" +
 	"\fApplyRequest\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x16\n" +
@@ -967,11 +1105,12 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\blease_ms\x18\x04 \x01(\x03R\aleaseMs\"/\n" +
 	"\x13DeleteChunksRequest\x12\x18\n" +
 	"\ahandles\x18\x01 \x03(\x04R\ahandles\"\x16\n" +
-	"\x14DeleteChunksResponse2\xa7\x04\n" +
+	"\x14DeleteChunksResponse2\xeb\x04\n" +
 	"\vChunkServer\x12<\n" +
 	"\x05Lease\x12\x18.chunkfs.v1.LeaseRequest\x1a\x19.chunkfs.v1.LeaseResponse\x12<\n" +
 	"\x05Write\x12\x18.chunkfs.v1.WriteRequest\x1a\x19.chunkfs.v1.WriteResponse\x12?\n" +
-	"\x06Append\x12\x19.chunkfs.v1.AppendRequest\x1a\x1a.chunkfs.v1.AppendResponse\x12<\n" +
+	"\x06Append\x12\x19.chunkfs.v1.AppendRequest\x1a\x1a.chunkfs.v1.AppendResponse\x12B\n" +
+	"\aReserve\x12\x1a.chunkfs.v1.ReserveRequest\x1a\x1b.chunkfs.v1.ReserveResponse\x12<\n" +
 	"\x05Apply\x12\x18.chunkfs.v1.ApplyRequest\x1a\x19.chunkfs.v1.ApplyResponse\x129\n" +
 	"\x04Sync\x12\x17.chunkfs.v1.SyncRequest\x1a\x18.chunkfs.v1.SyncResponse\x12E\n" +
 	"\bTruncate\x12\x1b.chunkfs.v1.TruncateRequest\x1a\x1c.chunkfs.v1.TruncateResponse\x12H\n" +
@@ -990,7 +1129,7 @@ func file_chunkserver_proto_rawDescGZIP() []byte {
 	return file_chunkserver_proto_rawDescData
 }
 
-var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_chunkserver_proto_goTypes = []any{
 	(*LeaseRequest)(nil),         // 0: chunkfs.v1.LeaseRequest
 	(*LeaseResponse)(nil),        // 1: chunkfs.v1.LeaseResponse
@@ -998,36 +1137,40 @@ var file_chunkserver_proto_goTypes = []any{
 	(*WriteResponse)(nil),        // 3: chunkfs.v1.WriteResponse
 	(*AppendRequest)(nil),        // 4: chunkfs.v1.AppendRequest
 	(*AppendResponse)(nil),       // 5: chunkfs.v1.AppendResponse
-	(*ApplyRequest)(nil),         // 6: chunkfs.v1.ApplyRequest
-	(*ApplyResponse)(nil),        // 7: chunkfs.v1.ApplyResponse
-	(*SyncRequest)(nil),          // 8: chunkfs.v1.SyncRequest
-	(*SyncResponse)(nil),         // 9: chunkfs.v1.SyncResponse
-	(*TruncateRequest)(nil),      // 10: chunkfs.v1.TruncateRequest
-	(*TruncateResponse)(nil),     // 11: chunkfs.v1.TruncateResponse
-	(*ChunkInfoRequest)(nil),     // 12: chunkfs.v1.ChunkInfoRequest
-	(*ChunkInfoResponse)(nil),    // 13: chunkfs.v1.ChunkInfoResponse
-	(*DeleteChunksRequest)(nil),  // 14: chunkfs.v1.DeleteChunksRequest
-	(*DeleteChunksResponse)(nil), // 15: chunkfs.v1.DeleteChunksResponse
+	(*ReserveRequest)(nil),       // 6: chunkfs.v1.ReserveRequest
+	(*ReserveResponse)(nil),      // 7: chunkfs.v1.ReserveResponse
+	(*ApplyRequest)(nil),         // 8: chunkfs.v1.ApplyRequest
+	(*ApplyResponse)(nil),        // 9: chunkfs.v1.ApplyResponse
+	(*SyncRequest)(nil),          // 10: chunkfs.v1.SyncRequest
+	(*SyncResponse)(nil),         // 11: chunkfs.v1.SyncResponse
+	(*TruncateRequest)(nil),      // 12: chunkfs.v1.TruncateRequest
+	(*TruncateResponse)(nil),     // 13: chunkfs.v1.TruncateResponse
+	(*ChunkInfoRequest)(nil),     // 14: chunkfs.v1.ChunkInfoRequest
+	(*ChunkInfoResponse)(nil),    // 15: chunkfs.v1.ChunkInfoResponse
+	(*DeleteChunksRequest)(nil),  // 16: chunkfs.v1.DeleteChunksRequest
+	(*DeleteChunksResponse)(nil), // 17: chunkfs.v1.DeleteChunksResponse
 }
 var file_chunkserver_proto_depIdxs = []int32{
 	0,  // 0: chunkfs.v1.ChunkServer.Lease:input_type -> chunkfs.v1.LeaseRequest
 	2,  // 1: chunkfs.v1.ChunkServer.Write:input_type -> chunkfs.v1.WriteRequest
 	4,  // 2: chunkfs.v1.ChunkServer.Append:input_type -> chunkfs.v1.AppendRequest
-	6,  // 3: chunkfs.v1.ChunkServer.Apply:input_type -> chunkfs.v1.ApplyRequest
-	8,  // 4: chunkfs.v1.ChunkServer.Sync:input_type -> chunkfs.v1.SyncRequest
-	10, // 5: chunkfs.v1.ChunkServer.Truncate:input_type -> chunkfs.v1.TruncateRequest
-	12, // 6: chunkfs.v1.ChunkServer.ChunkInfo:input_type -> chunkfs.v1.ChunkInfoRequest
-	14, // 7: chunkfs.v1.ChunkServer.DeleteChunks:input_type -> chunkfs.v1.DeleteChunksRequest
-	1,  // 8: chunkfs.v1.ChunkServer.Lease:output_type -> chunkfs.v1.LeaseResponse
-	3,  // 9: chunkfs.v1.ChunkServer.Write:output_type -> chunkfs.v1.WriteResponse
-	5,  // 10: chunkfs.v1.ChunkServer.Append:output_type -> chunkfs.v1.AppendResponse
-	7,  // 11: chunkfs.v1.ChunkServer.Apply:output_type -> chunkfs.v1.ApplyResponse
-	9,  // 12: chunkfs.v1.ChunkServer.Sync:output_type -> chunkfs.v1.SyncResponse
-	11, // 13: chunkfs.v1.ChunkServer.Truncate:output_type -> chunkfs.v1.TruncateResponse
-	13, // 14: chunkfs.v1.ChunkServer.ChunkInfo:output_type -> chunkfs.v1.ChunkInfoResponse
-	15, // 15: chunkfs.v1.ChunkServer.DeleteChunks:output_type -> chunkfs.v1.DeleteChunksResponse
-	8,  // [8:16] is the sub-list for method output_type
-	0,  // [0:8] is the sub-list for method input_type
+	6,  // 3: chunkfs.v1.ChunkServer.Reserve:input_type -> chunkfs.v1.ReserveRequest
+	8,  // 4: chunkfs.v1.ChunkServer.Apply:input_type -> chunkfs.v1.ApplyRequest
+	10, // 5: chunkfs.v1.ChunkServer.Sync:input_type -> chunkfs.v1.SyncRequest
+	12, // 6: chunkfs.v1.ChunkServer.Truncate:input_type -> chunkfs.v1.TruncateRequest
+	14, // 7: chunkfs.v1.ChunkServer.ChunkInfo:input_type -> chunkfs.v1.ChunkInfoRequest
+	16, // 8: chunkfs.v1.ChunkServer.DeleteChunks:input_type -> chunkfs.v1.DeleteChunksRequest
+	1,  // 9: chunkfs.v1.ChunkServer.Lease:output_type -> chunkfs.v1.LeaseResponse
+	3,  // 10: chunkfs.v1.ChunkServer.Write:output_type -> chunkfs.v1.WriteResponse
+	5,  // 11: chunkfs.v1.ChunkServer.Append:output_type -> chunkfs.v1.AppendResponse
+	7,  // 12: chunkfs.v1.ChunkServer.Reserve:output_type -> chunkfs.v1.ReserveResponse
+	9,  // 13: chunkfs.v1.ChunkServer.Apply:output_type -> chunkfs.v1.ApplyResponse
+	11, // 14: chunkfs.v1.ChunkServer.Sync:output_type -> chunkfs.v1.SyncResponse
+	13, // 15: chunkfs.v1.ChunkServer.Truncate:output_type -> chunkfs.v1.TruncateResponse
+	15, // 16: chunkfs.v1.ChunkServer.ChunkInfo:output_type -> chunkfs.v1.ChunkInfoResponse
+	17, // 17: chunkfs.v1.ChunkServer.DeleteChunks:output_type -> chunkfs.v1.DeleteChunksResponse
+	9,  // [9:18] is the sub-list for method output_type
+	0,  // [0:9] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name
@@ -1044,7 +1187,7 @@ func file_chunkserver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chunkserver_proto_rawDesc), len(file_chunkserver_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

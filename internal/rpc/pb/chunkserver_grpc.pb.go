@@ -26,6 +26,7 @@ const (
 	ChunkServer_Lease_FullMethodName        = "/chunkfs.v1.ChunkServer/Lease"
 	ChunkServer_Write_FullMethodName        = "/chunkfs.v1.ChunkServer/Write"
 	ChunkServer_Append_FullMethodName       = "/chunkfs.v1.ChunkServer/Append"
+	ChunkServer_Reserve_FullMethodName      = "/chunkfs.v1.ChunkServer/Reserve"
 	ChunkServer_Apply_FullMethodName        = "/chunkfs.v1.ChunkServer/Apply"
 	ChunkServer_Sync_FullMethodName         = "/chunkfs.v1.ChunkServer/Sync"
 	ChunkServer_Truncate_FullMethodName     = "/chunkfs.v1.ChunkServer/Truncate"
@@ -40,6 +41,7 @@ type ChunkServerClient interface {
 	Lease(ctx context.Context, in *LeaseRequest, opts ...grpc.CallOption) (*LeaseResponse, error)
 	Write(ctx context.Context, in *WriteRequest, opts ...grpc.CallOption) (*WriteResponse, error)
 	Append(ctx context.Context, in *AppendRequest, opts ...grpc.CallOption) (*AppendResponse, error)
+	Reserve(ctx context.Context, in *ReserveRequest, opts ...grpc.CallOption) (*ReserveResponse, error)
 	Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*ApplyResponse, error)
 	Sync(ctx context.Context, in *SyncRequest, opts ...grpc.CallOption) (*SyncResponse, error)
 	Truncate(ctx context.Context, in *TruncateRequest, opts ...grpc.CallOption) (*TruncateResponse, error)
@@ -79,6 +81,16 @@ func (c *chunkServerClient) Append(ctx context.Context, in *AppendRequest, opts 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AppendResponse)
 	err := c.cc.Invoke(ctx, ChunkServer_Append_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *chunkServerClient) Reserve(ctx context.Context, in *ReserveRequest, opts ...grpc.CallOption) (*ReserveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReserveResponse)
+	err := c.cc.Invoke(ctx, ChunkServer_Reserve_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +154,7 @@ type ChunkServerServer interface {
 	Lease(context.Context, *LeaseRequest) (*LeaseResponse, error)
 	Write(context.Context, *WriteRequest) (*WriteResponse, error)
 	Append(context.Context, *AppendRequest) (*AppendResponse, error)
+	Reserve(context.Context, *ReserveRequest) (*ReserveResponse, error)
 	Apply(context.Context, *ApplyRequest) (*ApplyResponse, error)
 	Sync(context.Context, *SyncRequest) (*SyncResponse, error)
 	Truncate(context.Context, *TruncateRequest) (*TruncateResponse, error)
@@ -165,6 +178,9 @@ func (UnimplementedChunkServerServer) Write(context.Context, *WriteRequest) (*Wr
 }
 func (UnimplementedChunkServerServer) Append(context.Context, *AppendRequest) (*AppendResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Append not implemented")
+}
+func (UnimplementedChunkServerServer) Reserve(context.Context, *ReserveRequest) (*ReserveResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Reserve not implemented")
 }
 func (UnimplementedChunkServerServer) Apply(context.Context, *ApplyRequest) (*ApplyResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Apply not implemented")
@@ -252,6 +268,24 @@ func _ChunkServer_Append_Handler(srv interface{}, ctx context.Context, dec func(
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ChunkServerServer).Append(ctx, req.(*AppendRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ChunkServer_Reserve_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReserveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ChunkServerServer).Reserve(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ChunkServer_Reserve_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ChunkServerServer).Reserve(ctx, req.(*ReserveRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -364,6 +398,10 @@ var ChunkServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Append",
 			Handler:    _ChunkServer_Append_Handler,
+		},
+		{
+			MethodName: "Reserve",
+			Handler:    _ChunkServer_Reserve_Handler,
 		},
 		{
 			MethodName: "Apply",
