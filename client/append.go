@@ -100,7 +100,7 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 	// every appender: the replicas forward in one direction only. With
 	// orders that differ per client, two replicas forward to each other at
 	// once and each one's ACKs queue behind the data going the same way.
-	t0 := time.Now() // real time, for the step timings in the debug log
+	tr := time.Now() // real time, for the step timings in the debug log
 	cs, err := c.pool.ChunkServer(loc.primary)
 	if err != nil {
 		return 0, err
@@ -113,18 +113,31 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 			return 0, err
 		}
 	}
+	t0 := time.Now()
 	if err := c.data.Push(ctx, loc.replicas, id, frame); err != nil {
 		return 0, err
 	}
 	t1 := time.Now()
+	fresh, _, err := c.leaseAfterPush(ctx, path, idx, loc, true)
+	if err != nil {
+		return 0, err
+	}
+	if fresh.primary != loc.primary {
+		// The lease moved: the reservation stayed with the old primary,
+		// and the record is checked as an unreserved one.
+		if cs, err = c.pool.ChunkServer(fresh.primary); err != nil {
+			return 0, err
+		}
+	}
+	loc = fresh
 	resp, err := cs.Append(ctx, &pb.AppendRequest{
 		Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
 		Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize,
 	})
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		attrs := []slog.Attr{slog.Uint64("handle", uint64(loc.handle)), slog.String("replica", loc.replicas[0]),
-			slog.Int("bytes", len(frame)), slog.Int64("start_ns", t0.UnixNano()),
-			slog.Duration("took", time.Since(t0)), slog.Duration("push", t1.Sub(t0)), slog.Duration("append", time.Since(t1))}
+			slog.Int("bytes", len(frame)), slog.Int64("start_ns", tr.UnixNano()),
+			slog.Duration("took", time.Since(tr)), slog.Duration("reserve", t0.Sub(tr)), slog.Duration("push", t1.Sub(t0)), slog.Duration("append", time.Since(t1))}
 		if err != nil {
 			attrs = append(attrs, slog.String("err", err.Error()))
 		}

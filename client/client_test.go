@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -17,6 +19,8 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/chunkfstest"
 	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // chunk is the chunk size of the test clusters: small, so that tests cross
@@ -548,3 +552,81 @@ func TestManyFlushesInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseLapsesDuringPush: a flush whose turn to apply comes after the
+// lease it pushed under has lapsed (a long push, flushes ahead of it)
+// applies under a fresh lease from the master, without failing and pushing
+// again.
+func TestLeaseLapsesDuringPush(t *testing.T) {
+	tc, c, ctx := newCluster(t)
+	failed := &messageCounter{msg: "chunkfs write: attempt failed"}
+	wc := newClient(t, tc, func(cfg *client.Config) { cfg.Logger = slog.New(failed) })
+	writeFile(t, ctx, c, "/lapse", randomBytes(20, 1000))
+	gate := make(chan struct{})
+	errc := make(chan error, 1)
+	data := randomBytes(21, 100000)
+	go func() { errc <- client.WriteAfter(ctx, wc, "/lapse", data, 0, gate, nil) }()
+	chunks, err := c.Chunks(ctx, "/lapse")
+	if err != nil || len(chunks) != 1 {
+		t.Fatalf("chunks of /lapse: %v, %v", chunks, err)
+	}
+	// Wait until neither the replicas nor the master hold a lease (the
+	// master's lasts a little longer): the test cluster's last 2 s and
+	// are extended only while the chunk is mutated.
+	pool := rpc.NewPool()
+	defer pool.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for leased := true; leased; {
+		if time.Now().After(deadline) {
+			t.Fatal("the lease did not lapse")
+		}
+		leased = false
+		for i := range tc.Chunkservers() {
+			cs, err := pool.ChunkServer(tc.ChunkserverAddr(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := cs.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: chunks[0].Handle})
+			if err == nil && info.Primary {
+				leased = true
+			}
+		}
+		if now, err := c.Chunks(ctx, "/lapse"); err != nil || now[0].Primary != "" {
+			leased = true
+		}
+		if leased {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	close(gate)
+	if err := <-errc; err != nil {
+		t.Fatalf("write after the lease lapsed: %v", err)
+	}
+	if n := failed.count(); n != 0 {
+		t.Fatalf("%d write attempts failed (and pushed again) after the lease lapsed", n)
+	}
+	if got := readFile(t, ctx, c, "/lapse"); !bytes.Equal(got, data) {
+		t.Fatal("read back other bytes than were written")
+	}
+}
+
+// messageCounter counts log records with one message.
+type messageCounter struct {
+	msg string
+	mu  sync.Mutex
+	n   int
+}
+
+func (l *messageCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (l *messageCounter) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *messageCounter) WithGroup(string) slog.Handler            { return l }
+func (l *messageCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == l.msg {
+		l.mu.Lock()
+		l.n++
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+func (l *messageCounter) count() int { l.mu.Lock(); defer l.mu.Unlock(); return l.n }

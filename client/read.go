@@ -479,20 +479,26 @@ func (c *Client) reportCorrupt(h chunkfs.Handle, addr string) {
 	}()
 }
 
-// retrier paces retries with exponential back-off within RetryTimeout.
+// retrier paces retries with exponential back-off for RetryTimeout from
+// the first failure: time an attempt spent moving data before it failed
+// (a push queued behind many others on a slow network) is not retrying.
 type retrier struct {
 	c        *Client
-	deadline time.Time
+	deadline time.Time // zero until the first failure
 	wait     time.Duration
 }
 
 func (c *Client) newRetrier() *retrier {
-	return &retrier{c: c, deadline: c.clock.Now().Add(c.cfg.RetryTimeout), wait: 20 * time.Millisecond}
+	return &retrier{c: c, wait: 20 * time.Millisecond}
 }
 
 // again reports whether to retry after err, sleeping first.
 func (r *retrier) again(ctx context.Context, err error) bool {
-	if !retryable(err) || ctx.Err() != nil || !r.c.clock.Now().Before(r.deadline) {
+	now := r.c.clock.Now()
+	if r.deadline.IsZero() {
+		r.deadline = now.Add(r.c.cfg.RetryTimeout)
+	}
+	if !retryable(err) || ctx.Err() != nil || !now.Before(r.deadline) {
 		return false
 	}
 	select {

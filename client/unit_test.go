@@ -1,13 +1,16 @@
 package client
 
 import (
+	"context"
 	"net"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
@@ -132,4 +135,40 @@ func FuzzCheckPath(f *testing.F) {
 			t.Fatalf("checkPath(%q) accepted a long name", p)
 		}
 	})
+}
+
+// TestRetrierCountsFromFirstFailure: RetryTimeout runs from the first
+// failure, not from the operation's start, so an attempt that spent long
+// moving data before it failed is still retried.
+func TestRetrierCountsFromFirstFailure(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	c := &Client{cfg: Config{RetryTimeout: time.Minute}, clock: clk}
+	r := c.newRetrier()
+	clk.Advance(5 * time.Minute) // the first attempt's long push
+	failed := chunkfs.E("write", "/f", chunkfs.KindNotPrimary, "no valid lease")
+	again := func() bool {
+		out := make(chan bool)
+		go func() { out <- r.again(context.Background(), failed) }()
+		for {
+			select {
+			case ok := <-out:
+				return ok
+			default:
+			}
+			if clk.Waiters() > 0 {
+				clk.Advance(time.Second) // the back-off
+			}
+			runtime.Gosched()
+		}
+	}
+	if !again() {
+		t.Fatal("not retried after a first attempt longer than RetryTimeout")
+	}
+	clk.Advance(time.Minute)
+	if again() {
+		t.Fatal("retried after RetryTimeout of failures")
+	}
+	if r2 := c.newRetrier(); r2.again(context.Background(), chunkfs.E("write", "/f", chunkfs.KindInvalid, "bad")) {
+		t.Fatal("retried an error that is not retryable")
+	}
 }

@@ -77,10 +77,10 @@ func (h *traceHandler) Handle(_ context.Context, r slog.Record) error {
 			if v.Kind() == slog.KindDuration {
 				e.MS = float64(v.Duration()) / float64(time.Millisecond)
 			}
-		case "push", "append":
+		case "reserve", "push", "append":
 			if v.Kind() == slog.KindDuration {
 				if e.Steps == nil {
-					e.Steps = make(map[string]float64, 2)
+					e.Steps = make(map[string]float64, 3)
 				}
 				e.Steps[a.Key] = float64(v.Duration()) / float64(time.Millisecond)
 			}
