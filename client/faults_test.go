@@ -146,30 +146,7 @@ func TestConcurrentAppenders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := c.Open(ctx, "/log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	rr := client.NewRecordReader(r, c.MaxRecord())
-	seen := map[string]bool{}
-	for {
-		rec, err := rr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := string(rec.Data)
-		if _, ok := acked[s]; !ok {
-			t.Fatalf("read a record never appended: %.40q", s)
-		}
-		if seen[s] {
-			t.Fatalf("record returned twice: %.40q", s)
-		}
-		seen[s] = true
-	}
+	seen := readRecords(t, ctx, c, "/log", func(s string) bool { _, ok := acked[s]; return ok })
 	for rec, off := range acked {
 		if !seen[rec] {
 			t.Errorf("acknowledged record at %d not read back: %.40q", off, rec)
@@ -238,7 +215,18 @@ func TestConcurrentLargeAppenders(t *testing.T) {
 	if fi.Chunks < 3 {
 		t.Fatalf("log spans %d chunks; want several, so that chunks filled while records were in flight", fi.Chunks)
 	}
-	r, err := c.Open(ctx, "/log")
+	seen := readRecords(t, ctx, c, "/log", func(s string) bool { return acked[s] })
+	if len(seen) != len(acked) || len(acked) != appenders*each {
+		t.Fatalf("read %d records of %d acknowledged, want %d", len(seen), len(acked), appenders*each)
+	}
+}
+
+// readRecords reads every record of path with a RecordReader, failing the
+// test on a record that appended does not know or that comes twice; it
+// returns the records read.
+func readRecords(t *testing.T, ctx context.Context, c *client.Client, path string, appended func(string) bool) map[string]bool {
+	t.Helper()
+	r, err := c.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,19 +236,19 @@ func TestConcurrentLargeAppenders(t *testing.T) {
 	for {
 		rec, err := rr.Next()
 		if err == io.EOF {
-			break
+			return seen
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := string(rec.Data)
-		if !acked[s] || seen[s] {
-			t.Fatalf("read a %d-byte record never appended or read before", len(s))
+		if !appended(s) {
+			t.Fatalf("read a %d-byte record never appended: %.40q", len(s), s)
+		}
+		if seen[s] {
+			t.Fatalf("record returned twice: %.40q", s)
 		}
 		seen[s] = true
-	}
-	if len(seen) != len(acked) || len(acked) != appenders*each {
-		t.Fatalf("read %d records of %d acknowledged, want %d", len(seen), len(acked), appenders*each)
 	}
 }
 

@@ -122,41 +122,15 @@ func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteRes
 // records hold reservations in the chunk (Reserve), every replica first pads
 // the chunk to its full size.
 func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.AppendResponse, error) {
-	done, err := c.s.enter()
+	var off int64
+	err := c.placeRecord(ctx, "append", req.Handle, req.Version, req.DataId, req.Length, req.ChunkSize, req.Secondaries,
+		func(st *chunkState, end int64, _ time.Time) (*pb.ApplyRequest, error) {
+			delete(st.reserved, chunkfs.DataID(req.DataId)) // used up
+			off = end
+			return &pb.ApplyRequest{Handle: req.Handle, Version: req.Version, Offset: end, DataId: req.DataId, Length: req.Length}, nil
+		})
 	if err != nil {
 		return nil, err
-	}
-	defer done()
-	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
-	if err := checkRecord("append", h, req.Length, req.ChunkSize, c.s.cfg.MaxChunkSize); err != nil {
-		return nil, err
-	}
-	if err := checkSecondaries("append", h, req.Secondaries); err != nil {
-		return nil, err
-	}
-	id := chunkfs.DataID(req.DataId)
-	var off int64
-	var full error
-	err = c.s.mutatePrimary(ctx, h, v, req.Secondaries, func(st *chunkState) (*pb.ApplyRequest, error) {
-		in, err := c.s.store.Info(h)
-		if err != nil {
-			return nil, err
-		}
-		others := st.reservedLocked(v, id, c.s.cfg.Clock.Now())
-		delete(st.reserved, id) // used up, whatever the outcome
-		off = in.Length
-		if off+req.Length+others <= req.ChunkSize {
-			return &pb.ApplyRequest{Handle: req.Handle, Version: req.Version, Offset: off, DataId: req.DataId, Length: req.Length}, nil
-		}
-		var pad *pb.ApplyRequest
-		pad, full = chunkFull("append", h, req.Version, off, others, req.ChunkSize)
-		return pad, nil
-	})
-	switch {
-	case err != nil:
-		return nil, err
-	case full != nil:
-		return nil, full
 	}
 	return &pb.AppendResponse{Offset: off}, nil
 }
@@ -166,46 +140,60 @@ func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.Append
 // other record holds a reservation), so that a record that will not fit is
 // never pushed.
 func (c *control) Reserve(ctx context.Context, req *pb.ReserveRequest) (*pb.ReserveResponse, error) {
-	done, err := c.s.enter()
+	err := c.placeRecord(ctx, "reserve", req.Handle, req.Version, req.DataId, req.Length, req.ChunkSize, req.Secondaries,
+		func(st *chunkState, _ int64, now time.Time) (*pb.ApplyRequest, error) {
+			if len(st.reserved) >= maxReservations {
+				return nil, chunkfs.E("reserve", chunkName(chunkfs.Handle(req.Handle)), chunkfs.KindChunkFull, fmt.Sprintf("%d reservations outstanding", len(st.reserved)))
+			}
+			st.reserveLocked(chunkfs.Version(req.Version), chunkfs.DataID(req.DataId), req.Length, now)
+			return nil, nil
+		})
 	if err != nil {
 		return nil, err
 	}
+	return &pb.ReserveResponse{}, nil
+}
+
+// placeRecord checks a request (op) about a record of length bytes, data
+// id, for chunk h, then, as the chunk's primary with its order lock held,
+// places it: if it fits beside the room other records reserved, fits gets
+// the chunk's length and returns the mutation to apply (nil: none) or an
+// error; if not, the answer is KindChunkFull, the chunk padded when no
+// other record holds a reservation, and the record's own is dropped.
+func (c *control) placeRecord(ctx context.Context, op string, handle, version, id uint64, length, chunkSize int64, secondaries []string,
+	fits func(st *chunkState, end int64, now time.Time) (*pb.ApplyRequest, error)) error {
+	done, err := c.s.enter()
+	if err != nil {
+		return err
+	}
 	defer done()
-	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
-	if err := checkRecord("reserve", h, req.Length, req.ChunkSize, c.s.cfg.MaxChunkSize); err != nil {
-		return nil, err
+	h, v := chunkfs.Handle(handle), chunkfs.Version(version)
+	if err := checkRecord(op, h, length, chunkSize, c.s.cfg.MaxChunkSize); err != nil {
+		return err
 	}
-	if err := checkSecondaries("reserve", h, req.Secondaries); err != nil {
-		return nil, err
+	if err := checkSecondaries(op, h, secondaries); err != nil {
+		return err
 	}
-	id := chunkfs.DataID(req.DataId)
 	var full error
-	err = c.s.mutatePrimary(ctx, h, v, req.Secondaries, func(st *chunkState) (*pb.ApplyRequest, error) {
+	err = c.s.mutatePrimary(ctx, h, v, secondaries, func(st *chunkState) (*pb.ApplyRequest, error) {
 		in, err := c.s.store.Info(h)
 		if err != nil {
 			return nil, err
 		}
 		now := c.s.cfg.Clock.Now()
-		others := st.reservedLocked(v, id, now)
-		switch {
-		case in.Length+req.Length+others <= req.ChunkSize && len(st.reserved) < maxReservations:
-			st.reserveLocked(v, id, req.Length, now)
-			return nil, nil
-		case in.Length+req.Length+others <= req.ChunkSize:
-			full = chunkfs.E("reserve", chunkName(h), chunkfs.KindChunkFull, fmt.Sprintf("%d reservations outstanding", len(st.reserved)))
-			return nil, nil
+		others := st.reservedLocked(v, chunkfs.DataID(id), now)
+		if in.Length+length+others <= chunkSize {
+			return fits(st, in.Length, now)
 		}
+		delete(st.reserved, chunkfs.DataID(id))
 		var pad *pb.ApplyRequest
-		pad, full = chunkFull("reserve", h, req.Version, in.Length, others, req.ChunkSize)
+		pad, full = chunkFull(op, h, version, in.Length, others, chunkSize)
 		return pad, nil
 	})
-	switch {
-	case err != nil:
-		return nil, err
-	case full != nil:
-		return nil, full
+	if err != nil {
+		return err
 	}
-	return &pb.ReserveResponse{}, nil
+	return full
 }
 
 // chunkFull is the answer to a record that does not fit in a chunk of

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -174,69 +173,5 @@ func TestReserveRefusals(t *testing.T) {
 		if n := tc.chunkLength(i, 1); n != 0 {
 			t.Fatalf("chunk on server %d is %d bytes after refusals, want 0", i, n)
 		}
-	}
-}
-
-// TestConcurrentReservedAppends has 16 appenders reserve, push and append
-// records to a file of small chunks: no record whose room was reserved is
-// refused at its Append, every acknowledged record is whole at its offset
-// on every replica, and the replicas are identical.
-func TestConcurrentReservedAppends(t *testing.T) {
-	const chunkSize = 256 << 10
-	tc := newTestCluster(t, 3)
-	var mu sync.Mutex // guards last
-	last := chunkfs.Handle(1)
-	tc.grant(last, 1)
-	type ack struct {
-		h   chunkfs.Handle
-		off int64
-		rec []byte
-	}
-	acks := make(chan ack, 16*20)
-	var wg sync.WaitGroup
-	for w := range 16 {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(w), 4))
-			for seq := 0; seq < 20; seq++ {
-				rec := record(r, w, seq)
-				for {
-					mu.Lock()
-					h := last
-					mu.Unlock()
-					off, reserved, err := tc.reserveAndAppend(h, 1, chunkSize, rec)
-					if err == nil {
-						acks <- ack{h, off, rec}
-						break
-					}
-					if chunkfs.KindOf(err) != chunkfs.KindChunkFull || reserved {
-						t.Errorf("append (reserved %v): %v", reserved, err)
-						return
-					}
-					mu.Lock()
-					if last == h {
-						last++
-						tc.grant(last, 1)
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(acks)
-	chunks := map[chunkfs.Handle][]byte{}
-	for h := chunkfs.Handle(1); h <= last; h++ {
-		chunks[h] = tc.sameReplicas(h, 1)
-	}
-	n := 0
-	for a := range acks {
-		n++
-		c := chunks[a.h]
-		if a.off+int64(len(a.rec)) > int64(len(c)) || !bytes.Equal(c[a.off:a.off+int64(len(a.rec))], a.rec) {
-			t.Fatalf("acknowledged record at chunk %d offset %d is not there whole", a.h, a.off)
-		}
-	}
-	if n != 16*20 || last < 2 {
-		t.Fatalf("%d records acknowledged over %d chunks; want 320 over several", n, last)
 	}
 }

@@ -154,10 +154,19 @@ func record(r *rand.Rand, writer, seq int) []byte {
 }
 
 // TestConcurrentAppends has 16 appenders append records to a file of small
-// chunks (the test plays the master, adding a chunk when one is full);
-// every acknowledged record is then found whole at its offset on every
-// replica, and the replicas are identical.
+// chunks (the test plays the master, adding a chunk when one is full),
+// pushing each record at once or reserving its room first: every
+// acknowledged record is then found whole at its offset on every replica,
+// and the replicas are identical. Without reservations every chunk but the
+// last is padded full; with them, no record whose room was reserved is
+// refused at its Append.
 func TestConcurrentAppends(t *testing.T) {
+	for _, reserve := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reserve=%v", reserve), func(t *testing.T) { concurrentAppends(t, reserve) })
+	}
+}
+
+func concurrentAppends(t *testing.T, reserve bool) {
 	const chunkSize = 256 << 10
 	tc := newTestCluster(t, 3)
 	var mu sync.Mutex // guards last
@@ -171,9 +180,7 @@ func TestConcurrentAppends(t *testing.T) {
 	acks := make(chan ack, 16*20)
 	var wg sync.WaitGroup
 	for w := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 3))
 			for seq := 0; seq < 20; seq++ {
 				rec := record(r, w, seq)
@@ -181,13 +188,20 @@ func TestConcurrentAppends(t *testing.T) {
 					mu.Lock()
 					h := last
 					mu.Unlock()
-					off, err := tc.appendRecord(h, 1, chunkSize, rec)
+					var off int64
+					var reserved bool
+					var err error
+					if reserve {
+						off, reserved, err = tc.reserveAndAppend(h, 1, chunkSize, rec)
+					} else {
+						off, err = tc.appendRecord(h, 1, chunkSize, rec)
+					}
 					if err == nil {
 						acks <- ack{h, off, rec}
 						break
 					}
-					if chunkfs.KindOf(err) != chunkfs.KindChunkFull {
-						t.Errorf("append: %v", err)
+					if chunkfs.KindOf(err) != chunkfs.KindChunkFull || reserved {
+						t.Errorf("append (room reserved: %v): %v", reserved, err)
 						return
 					}
 					mu.Lock()
@@ -198,14 +212,14 @@ func TestConcurrentAppends(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(acks)
 	chunks := map[chunkfs.Handle][]byte{}
 	for h := chunkfs.Handle(1); h <= last; h++ {
 		chunks[h] = tc.sameReplicas(h, 1)
-		if h < last && len(chunks[h]) != chunkSize {
+		if !reserve && h < last && len(chunks[h]) != chunkSize {
 			t.Errorf("full chunk %d is %d bytes, not padded to %d", h, len(chunks[h]), chunkSize)
 		}
 	}
