@@ -75,7 +75,7 @@ func (c *Client) appendRecord(ctx context.Context, path string, frame []byte, id
 	}
 }
 
-// A record of reserveMin bytes or more has room reserved for it at the
+// A record of ReserveMin bytes or more (framed) has room reserved for it at the
 // primary before its data is pushed, so that one that will not fit in the
 // chunk is refused before it crosses the network. Without it, with N
 // appenders on a chunk, the up to N records in flight when it fills were
@@ -83,7 +83,7 @@ func (c *Client) appendRecord(ctx context.Context, path string, frame []byte, id
 // 1 MiB records) a chunk switch wasted 15 MiB, 12.6 s of the last chunk's
 // servers' input. A small record is pushed at once: losing its push costs
 // less than the round trip that reserving takes.
-const reserveMin = 64 << 10
+const ReserveMin = 64 << 10
 
 func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx int64) (off int64, err error) {
 	loc, chunkSize, err := c.prepareCached(ctx, path, idx, true)
@@ -105,7 +105,7 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 	if err != nil {
 		return 0, err
 	}
-	if len(frame) >= reserveMin {
+	if len(frame) >= ReserveMin {
 		if _, err := cs.Reserve(ctx, &pb.ReserveRequest{
 			Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
 			Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize,

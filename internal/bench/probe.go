@@ -27,6 +27,7 @@ const (
 	phasePrepare = "prepare (master)"
 	phasePush1   = "push to 1 replica"
 	phasePush2   = "push to 2 replicas"
+	phaseReserve = "reserve (primary)"
 	phasePush    = "push along the chain"
 	phaseWrite   = "write (primary+secondaries)"
 	phaseAppend  = "append (primary+secondaries)"
@@ -112,10 +113,6 @@ func (pr *prober) round(ctx context.Context, path string, off int64, appending b
 			return err
 		}
 	}
-	id := chunkfs.DataID(rand.Uint64())
-	if err := pr.time(phasePush, func() error { return pr.data.Push(ctx, loc.Replicas, id, pr.buf) }); err != nil {
-		return err
-	}
 	cs, err := pr.pool.ChunkServer(loc.Primary)
 	if err != nil {
 		return err
@@ -127,6 +124,19 @@ func (pr *prober) round(ctx context.Context, path string, off int64, appending b
 		}
 	}
 	n := int64(len(pr.buf))
+	id := chunkfs.DataID(rand.Uint64())
+	if appending && n >= client.ReserveMin {
+		if err := pr.time(phaseReserve, func() error {
+			_, err := cs.Reserve(ctx, &pb.ReserveRequest{Handle: loc.Handle, Version: loc.Version, DataId: uint64(id),
+				Length: n, Secondaries: secondaries, ChunkSize: chunkSize})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if err := pr.time(phasePush, func() error { return pr.data.Push(ctx, loc.Replicas, id, pr.buf) }); err != nil {
+		return err
+	}
 	if appending {
 		err = pr.time(phaseAppend, func() error {
 			resp, err := cs.Append(ctx, &pb.AppendRequest{Handle: loc.Handle, Version: loc.Version, DataId: uint64(id),
@@ -185,7 +195,7 @@ func (p *Probe) String() string {
 		fmt.Fprintf(&b, "  = %.0f ms → at most %.0f%% of the NIC\n", total, 100*p.WireMS/total)
 	}
 	line("write", phasePrepare, phasePush, phaseWrite, phaseCommit)
-	line("append", phasePrepare, phasePush, phaseAppend, phaseCommit)
+	line("append", phasePrepare, phaseReserve, phasePush, phaseAppend, phaseCommit)
 	fmt.Fprintf(&b, "  push to 1 replica %.0f ms, to 2 %.0f ms, to 3 %.0f ms: each hop of the chain adds %.0f ms\n",
 		p.PhasesMS[phasePush1], p.PhasesMS[phasePush2], p.PhasesMS[phasePush], (p.PhasesMS[phasePush]-p.PhasesMS[phasePush1])/2)
 	return b.String()
