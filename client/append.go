@@ -113,12 +113,12 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 			return 0, err
 		}
 	}
-	t0 := time.Now()
+	t0, pushed := time.Now(), c.clock.Now()
 	if err := c.data.Push(ctx, loc.replicas, id, frame); err != nil {
 		return 0, err
 	}
 	t1 := time.Now()
-	fresh, _, err := c.leaseAfterPush(ctx, path, idx, loc, true)
+	fresh, err := c.leaseAfterPush(ctx, path, idx, loc, pushed, true)
 	if err != nil {
 		return 0, err
 	}

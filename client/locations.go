@@ -20,6 +20,7 @@ type chunkLoc struct {
 	replicas  []string
 	primary   string
 	leaseLeft time.Duration // lease time remaining when the master answered
+	trusted   time.Time     // writes: the client trusts the lease until then (prepareCached)
 }
 
 // fileLocs is what the cache knows about one file.

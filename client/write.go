@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
@@ -75,13 +76,14 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 		}
 	}()
 	id := chunkfs.DataID(randomUint64())
+	pushed := c.clock.Now()
 	if err := c.data.Push(ctx, loc.replicas, id, data); err != nil {
 		return false, err
 	}
 	if err := after.wait(ctx); err != nil {
 		return true, err
 	}
-	if loc, _, err = c.leaseAfterPush(ctx, path, idx, loc, false); err != nil {
+	if loc, err = c.leaseAfterPush(ctx, path, idx, loc, pushed, false); err != nil {
 		return false, err
 	}
 	cs, err := c.pool.ChunkServer(loc.primary)
@@ -120,29 +122,36 @@ func (c *Client) prepareCached(ctx context.Context, path string, idx int64, appe
 	if err != nil {
 		return nil, 0, err
 	}
-	if loc.leaseLeft > leaseMargin {
-		c.leases.put(path, idx, loc, cs, now.Add(loc.leaseLeft-leaseMargin))
+	loc.trusted = now.Add(loc.leaseLeft - leaseMargin)
+	if loc.trusted.After(now) {
+		c.leases.put(path, idx, loc, cs, loc.trusted)
 	}
 	return loc, cs, nil
 }
 
-// leaseAfterPush returns the lease to apply data pushed under loc with:
-// loc while the client still trusts it, else a fresh one from the master.
-// A push can outlast the lease it began under (many flushes in flight on a
-// slow network: on the GFS testbed 16 writers' 1 MiB flushes each took
-// ~40 s, and one that passed the 60 s lease failed its write). The pushed
-// data waits in the replicas' buffers whatever the lease, so a new lease on
-// the same replicas (perhaps another primary, a newer version) applies it;
-// if the replicas changed, the caller has to push again (KindStale).
-func (c *Client) leaseAfterPush(ctx context.Context, path string, idx int64, loc *chunkLoc, appending bool) (*chunkLoc, int64, error) {
-	fresh, cs, err := c.prepareCached(ctx, path, idx, appending)
+// leaseAfterPush returns the lease to apply data pushed under loc with,
+// the push having begun at pushed: loc while the client still trusts it or
+// the push took less than leaseMargin (the time a write is allowed), else a
+// fresh one from the master. A push can outlast the lease it began under
+// (many flushes in flight on a slow network: on the GFS testbed 16
+// writers' 1 MiB flushes each took ~40 s, and one that passed the 60 s
+// lease failed its write). The pushed data waits in the replicas' buffers
+// whatever the lease, so a new lease on the same replicas (perhaps another
+// primary, a newer version) applies it; if the replicas changed, the
+// caller has to push again (KindStale).
+func (c *Client) leaseAfterPush(ctx context.Context, path string, idx int64, loc *chunkLoc, pushed time.Time, appending bool) (*chunkLoc, error) {
+	now := c.clock.Now()
+	if now.Before(loc.trusted) || now.Sub(pushed) < leaseMargin {
+		return loc, nil
+	}
+	fresh, _, err := c.prepareCached(ctx, path, idx, appending)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	if fresh != loc && !sameReplicas(fresh.replicas, loc.replicas) {
-		return nil, 0, chunkfs.E("write", path, chunkfs.KindStale, "the chunk's replicas changed while its data was pushed")
+	if !sameReplicas(fresh.replicas, loc.replicas) {
+		return nil, chunkfs.E("write", path, chunkfs.KindStale, "the chunk's replicas changed while its data was pushed")
 	}
-	return fresh, cs, nil
+	return fresh, nil
 }
 
 // sameReplicas reports whether a and b name the same replicas, in any
