@@ -106,47 +106,19 @@ func TestConcurrentAppenders(t *testing.T) {
 	}
 	f.Close()
 	const appenders, each = 16, 40
-	var mu sync.Mutex
-	acked := map[string]int64{}
-	var wg sync.WaitGroup
-	errs := make(chan error, appenders)
-	for a := range appenders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ac, err := tc.NewClient()
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer ac.Close()
-			f, err := ac.OpenFile(ctx, "/log", os.O_WRONLY, 0)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer f.Close()
-			for i := range each {
-				rec := fmt.Sprintf("appender %02d record %03d %s", a, i, strings.Repeat("x", (a*7+i*13)%5000))
-				off, err := f.Append([]byte(rec))
-				if err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				acked[rec] = off
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	clients := make([]*client.Client, appenders)
+	for a := range clients {
+		ac, err := tc.NewClient()
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { ac.Close() })
+		clients[a] = ac
 	}
-	seen := readRecords(t, ctx, c, "/log", func(s string) bool { _, ok := acked[s]; return ok })
+	acked := appendConcurrently(t, ctx, clients, "/log", each, func(a, i int) []byte {
+		return fmt.Appendf(nil, "appender %02d record %03d %s", a, i, strings.Repeat("x", (a*7+i*13)%5000))
+	})
+	seen := readRecords(t, ctx, c, "/log", acked)
 	for rec, off := range acked {
 		if !seen[rec] {
 			t.Errorf("acknowledged record at %d not read back: %.40q", off, rec)
@@ -171,37 +143,13 @@ func TestConcurrentLargeAppenders(t *testing.T) {
 	f.Close()
 	attempts := &appendAttempts{}
 	const appenders, each = 8, 10
-	var mu sync.Mutex
-	acked := map[string]bool{}
-	var wg sync.WaitGroup
-	errs := make(chan error, appenders)
-	for a := range appenders {
-		ac := newClient(t, tc, func(cfg *client.Config) { cfg.Logger = slog.New(attempts) })
-		wg.Go(func() {
-			f, err := ac.OpenFile(ctx, "/log", os.O_WRONLY, 0)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer f.Close()
-			for i := range each {
-				n := 64<<10 + (a*7919+i*104729)%(ac.MaxRecord()-64<<10+1)
-				rec := randomBytes(uint64(a*1000+i), n)
-				if _, err := f.Append(rec); err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				acked[string(rec)] = true
-				mu.Unlock()
-			}
-		})
+	clients := make([]*client.Client, appenders)
+	for a := range clients {
+		clients[a] = newClient(t, tc, func(cfg *client.Config) { cfg.Logger = slog.New(attempts) })
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	acked := appendConcurrently(t, ctx, clients, "/log", each, func(a, i int) []byte {
+		return randomBytes(uint64(a*1000+i), 64<<10+(a*7919+i*104729)%(c.MaxRecord()-64<<10+1))
+	})
 	if n := attempts.count(); n < appenders*each {
 		t.Fatalf("%d append attempts logged, want at least %d", n, appenders*each)
 	}
@@ -215,16 +163,54 @@ func TestConcurrentLargeAppenders(t *testing.T) {
 	if fi.Chunks < 3 {
 		t.Fatalf("log spans %d chunks; want several, so that chunks filled while records were in flight", fi.Chunks)
 	}
-	seen := readRecords(t, ctx, c, "/log", func(s string) bool { return acked[s] })
+	seen := readRecords(t, ctx, c, "/log", acked)
 	if len(seen) != len(acked) || len(acked) != appenders*each {
 		t.Fatalf("read %d records of %d acknowledged, want %d", len(seen), len(acked), appenders*each)
 	}
 }
 
+// appendConcurrently has every client append each records to path at
+// once, record(a, i) being client a's i-th, and returns the acknowledged
+// records with their offsets; a failed append fails the test.
+func appendConcurrently(t *testing.T, ctx context.Context, clients []*client.Client, path string, each int, record func(a, i int) []byte) map[string]int64 {
+	t.Helper()
+	var mu sync.Mutex
+	acked := map[string]int64{}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(clients))
+	for a, ac := range clients {
+		wg.Go(func() {
+			f, err := ac.OpenFile(ctx, path, os.O_WRONLY, 0)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			for i := range each {
+				rec := record(a, i)
+				off, err := f.Append(rec)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				acked[string(rec)] = off
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return acked
+}
+
 // readRecords reads every record of path with a RecordReader, failing the
-// test on a record that appended does not know or that comes twice; it
-// returns the records read.
-func readRecords(t *testing.T, ctx context.Context, c *client.Client, path string, appended func(string) bool) map[string]bool {
+// test on a record not in appended or that comes twice; it returns the
+// records read.
+func readRecords(t *testing.T, ctx context.Context, c *client.Client, path string, appended map[string]int64) map[string]bool {
 	t.Helper()
 	r, err := c.Open(ctx, path)
 	if err != nil {
@@ -242,7 +228,7 @@ func readRecords(t *testing.T, ctx context.Context, c *client.Client, path strin
 			t.Fatal(err)
 		}
 		s := string(rec.Data)
-		if !appended(s) {
+		if _, ok := appended[s]; !ok {
 			t.Fatalf("read a %d-byte record never appended: %.40q", len(s), s)
 		}
 		if seen[s] {
