@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -66,26 +67,34 @@ func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, dat
 // writeOnce makes one attempt of writeChunk; earlier reports that err is
 // after's failure (or the context ending while waiting for it).
 func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data []byte, after *flight) (earlier bool, err error) {
+	var steps [4]time.Time // real time at the end of prepare, push, wait for after, lease; for the debug log
+	tr := time.Now()
 	loc, _, err := c.prepareCached(ctx, path, idx, false)
 	if err != nil {
 		return false, err
 	}
+	first := loc
 	defer func() {
 		if err != nil && !earlier {
 			c.leases.drop(path, idx)
 		}
+		c.logWrite(ctx, first, len(data), tr, steps, err)
 	}()
+	steps[0] = time.Now()
 	id := chunkfs.DataID(randomUint64())
 	pushed := c.clock.Now()
 	if err := c.data.Push(ctx, loc.replicas, id, data); err != nil {
 		return false, err
 	}
+	steps[1] = time.Now()
 	if err := after.wait(ctx); err != nil {
 		return true, err
 	}
+	steps[2] = time.Now()
 	if loc, err = c.leaseAfterPush(ctx, path, idx, loc, pushed, false); err != nil {
 		return false, err
 	}
+	steps[3] = time.Now()
 	cs, err := c.pool.ChunkServer(loc.primary)
 	if err != nil {
 		return false, err
@@ -95,6 +104,34 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 		DataId: uint64(id), Length: int64(len(data)), Secondaries: secondaries(loc),
 	})
 	return false, err
+}
+
+// logWrite records a write attempt's steps at debug level: prepare (the
+// lease), push (along the chain), wait (for the previous flush), lease
+// (renewed after a long push) and write (applied on every replica); steps
+// not reached are left out.
+func (c *Client) logWrite(ctx context.Context, loc *chunkLoc, n int, start time.Time, steps [4]time.Time, err error) {
+	if !c.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := []slog.Attr{slog.Uint64("handle", uint64(loc.handle)), slog.String("replica", loc.replicas[0]),
+		slog.Int("bytes", n), slog.Int64("start_ns", start.UnixNano()), slog.Duration("took", time.Since(start))}
+	prev := start
+	for i, name := range []string{"prepare", "push", "wait", "lease", "write"} {
+		end := time.Now()
+		if i < len(steps) {
+			end = steps[i]
+		}
+		if end.IsZero() {
+			break
+		}
+		attrs = append(attrs, slog.Duration(name, end.Sub(prev)))
+		prev = end
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("err", err.Error()))
+	}
+	c.log.LogAttrs(ctx, slog.LevelDebug, "chunkfs write: attempt", attrs...)
 }
 
 // prepare asks the master for a primary of chunk idx, allocating the chunk

@@ -29,7 +29,7 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 		return &locateTask{master: t.Master, files: t.Files}, nil
 	}
 	var trace *traceHandler
-	if t.Op == OpRead || t.Op == OpAppend {
+	if t.Op == OpRead || t.Op == OpWrite || t.Op == OpAppend {
 		trace = &traceHandler{}
 	}
 	c, err := dialClient(ctx, t.Master, int(t.IOSize), trace)
@@ -58,7 +58,7 @@ func setupFSTask(ctx context.Context, c *client.Client, t Task, trace *traceHand
 		if err != nil {
 			return nil, err
 		}
-		return &writeTask{c: c, f: f, bytes: t.Bytes, io: t.IOSize}, nil
+		return &writeTask{c: c, f: f, bytes: t.Bytes, io: t.IOSize, trace: trace}, nil
 	case OpAppend:
 		f, err := c.OpenFile(ctx, t.Path, os.O_WRONLY|os.O_CREATE, 0o644)
 		if err != nil {
@@ -224,10 +224,14 @@ type writeTask struct {
 	f     *client.File
 	bytes int64
 	io    int64
+	trace *traceHandler // the client's write attempts; may be nil
 }
 
 func (w *writeTask) run(ctx context.Context) (Result, error) {
 	buf := payload(w.io, 2)
+	if w.trace != nil {
+		w.trace.take() // the Create's
+	}
 	var ot opTimer
 	res, err := timed(func() (int64, int64, error) {
 		n, ops, err := writeAll(w.f, buf, w.bytes, &ot)
@@ -241,6 +245,9 @@ func (w *writeTask) run(ctx context.Context) (Result, error) {
 		return n, ops, err
 	})
 	res.OpsMS = ot.ms
+	if w.trace != nil {
+		res.Events = w.trace.take()
+	}
 	return res, err
 }
 

@@ -27,7 +27,8 @@ type Event struct {
 	// replica), "rescue, kept" (and that answer won), "rescued elsewhere"
 	// (the first request, cancelled).
 	Note string `json:"note,omitempty"`
-	// Steps are the parts of an append attempt (push, append), in ms.
+	// Steps are the parts of a write or append attempt (prepare, reserve,
+	// push, wait, lease, write, append), in ms.
 	Steps map[string]float64 `json:"steps,omitempty"`
 }
 
@@ -35,7 +36,7 @@ type Event struct {
 const maxEvents = 4096
 
 // traceHandler is a slog.Handler that keeps the client library's debug
-// records about reads and appends as Events (at most maxEvents) and drops the rest.
+// records about reads, writes and appends as Events (at most maxEvents) and drops the rest.
 type traceHandler struct {
 	mu     sync.Mutex
 	events []Event
@@ -46,7 +47,7 @@ func (h *traceHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *traceHandler) WithGroup(string) slog.Handler            { return h }
 
 func (h *traceHandler) Handle(_ context.Context, r slog.Record) error {
-	if !strings.HasPrefix(r.Message, "chunkfs read") && !strings.HasPrefix(r.Message, "chunkfs append") {
+	if !strings.HasPrefix(r.Message, "chunkfs read") && !strings.HasPrefix(r.Message, "chunkfs append") && !strings.HasPrefix(r.Message, "chunkfs write") {
 		return nil
 	}
 	e := Event{What: strings.TrimPrefix(r.Message, "chunkfs "), StartMS: float64(r.Time.UnixNano()) / 1e6}
@@ -77,10 +78,10 @@ func (h *traceHandler) Handle(_ context.Context, r slog.Record) error {
 			if v.Kind() == slog.KindDuration {
 				e.MS = float64(v.Duration()) / float64(time.Millisecond)
 			}
-		case "reserve", "push", "append":
+		case "reserve", "push", "append", "prepare", "wait", "lease", "write":
 			if v.Kind() == slog.KindDuration {
 				if e.Steps == nil {
-					e.Steps = make(map[string]float64, 3)
+					e.Steps = make(map[string]float64, 5)
 				}
 				e.Steps[a.Key] = float64(v.Duration()) / float64(time.Millisecond)
 			}

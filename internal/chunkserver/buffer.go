@@ -13,9 +13,12 @@ import (
 
 // buffer holds pushed data, keyed by data ID, until a write or append
 // applies it. Its total size is bounded: a push that does not fit after
-// dropping expired data is refused. Data expires a fixed time after it
-// arrived, and is consumed by the mutation that applies it (a client that
-// retries pushes again). Memory is recycled through size-class pools, so a
+// dropping expired data is refused. Data expires a fixed time after the
+// last of it arrived, however long the push took (a push still arriving is
+// bounded by its connection's frame timeout, not by the expiry: on a
+// congested network a push can take longer than the expiry, and the data
+// is no less wanted for it), and is consumed by the mutation that applies
+// it (a client that retries pushes again). Memory is recycled through size-class pools, so a
 // steady stream of pushes neither zeroes nor faults in fresh pages.
 type buffer struct {
 	clock  clock.Clock
@@ -37,9 +40,9 @@ const (
 // pushed is one buffered push.
 type pushed struct {
 	data  []byte
-	sums  []uint32 // block checksums from the frames, or nil
-	at    time.Time
-	ready bool // the whole data has arrived
+	sums  []uint32  // block checksums from the frames, or nil
+	at    time.Time // when the whole data arrived
+	ready bool      // the whole data has arrived
 }
 
 func newBuffer(c clock.Clock, limit int64, expiry time.Duration) *buffer {
@@ -96,7 +99,7 @@ func (b *buffer) reserve(id chunkfs.DataID, n int64) ([]byte, func(sums []uint32
 	if size > b.limit-b.used {
 		return nil, nil, chunkfs.E("push", "", chunkfs.KindUnavailable, fmt.Sprintf("push buffer full (%d of %d bytes in use)", b.used, b.limit))
 	}
-	e := &pushed{data: b.alloc(n), at: b.clock.Now()}
+	e := &pushed{data: b.alloc(n)}
 	b.entries[id] = e
 	b.used += int64(cap(e.data))
 	return e.data, func(sums []uint32, ok bool) { b.finish(id, e, sums, ok) }, nil
@@ -112,7 +115,7 @@ func (b *buffer) finish(id chunkfs.DataID, e *pushed, sums []uint32, ok bool) {
 		return
 	}
 	if ok {
-		e.ready, e.sums = true, sums
+		e.ready, e.sums, e.at = true, sums, b.clock.Now()
 	} else {
 		b.dropLocked(id)
 	}
@@ -131,10 +134,10 @@ func (b *buffer) dropLocked(id chunkfs.DataID) {
 	}
 }
 
-// expireLocked drops data older than the expiry.
+// expireLocked drops data that arrived longer than the expiry ago.
 func (b *buffer) expireLocked(now time.Time) {
 	for id, e := range b.entries {
-		if now.Sub(e.at) >= b.expiry {
+		if e.ready && now.Sub(e.at) >= b.expiry {
 			b.dropLocked(id)
 		}
 	}

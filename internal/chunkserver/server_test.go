@@ -473,6 +473,38 @@ func TestBufferBoundAndExpiry(t *testing.T) {
 	}
 }
 
+// A push slower than the expiry is kept, and its data expires the expiry
+// after the last of it arrived, not after the push began.
+func TestBufferExpiryCountsFromArrival(t *testing.T) {
+	c := clock.NewFake(time.Unix(0, 0))
+	b := newBuffer(c, 1<<20, time.Minute)
+	_, done, err := b.reserve(1, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(90 * time.Second) // a congested network: the push takes 90 s
+	b.expire()
+	done(nil, true)
+	c.Advance(time.Minute - time.Second)
+	b.expire()
+	if _, _, release, err := b.take(1, 64<<10); err != nil {
+		t.Fatalf("data 59 s after it arrived, 149 s after its push began: %v", err)
+	} else {
+		release()
+	}
+	_, done, _ = b.reserve(2, 64<<10)
+	c.Advance(10 * time.Second)
+	done(nil, true)
+	c.Advance(time.Minute)
+	b.expire()
+	if _, _, _, err := b.take(2, 64<<10); chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+		t.Fatalf("data held a minute after it arrived: %v", err)
+	}
+	if b.usage() != 0 {
+		t.Fatalf("%d bytes held after expiry", b.usage())
+	}
+}
+
 func TestBufferSizeClasses(t *testing.T) {
 	for _, tc := range []struct {
 		n    int64

@@ -16,7 +16,12 @@ package rpc
 // carrying length bytes. The replica forwards each frame to the next address
 // as soon as it has checked it (cut-through), keeps the data in its buffer,
 // and answers with an ok frame once it and every replica after it hold the
-// data, or an error frame.
+// data, or an error frame. While the push lasts, a replica that forwards it
+// sends a wait frame (empty) upstream every third of its frame timeout: on
+// a congested network the data a hop has sent may take longer than a frame
+// timeout to drain down the chain, and the wait frames tell the hop (or
+// client) above that the chain is alive, so it waits for the answer as long
+// as they keep coming, and a frame timeout after the last one.
 //
 // READ  client → replica: a read frame {handle u64, version u64, offset i64,
 // length u32}; the replica answers with data frames of verified chunk data
@@ -65,6 +70,7 @@ const (
 	frameData
 	frameOK
 	frameError
+	frameWait
 	frameTypeEnd
 )
 
@@ -80,6 +86,8 @@ func (t frameType) String() string {
 		return "ok"
 	case frameError:
 		return "error"
+	case frameWait:
+		return "wait"
 	}
 	return fmt.Sprintf("frame type %d", uint8(t))
 }

@@ -44,7 +44,7 @@ type dataConn struct {
 	sc           *scatter        // scatter-read state, made on first use
 	hdr          [frameHeaderSize]byte
 	stop         func() bool   // cancels the context watch
-	frameTimeout time.Duration // when forwarding: per-frame deadline
+	frameTimeout time.Duration // of each write and answer frame of a push; 0: the whole request has one deadline
 	err          error         // sticky forwarding error
 }
 
@@ -56,8 +56,9 @@ func unavailable(op, addr string, err error) error {
 	return &chunkfs.Error{Op: op, Path: addr, Kind: chunkfs.KindUnavailable, Err: err}
 }
 
-// get returns an idle connection to addr or dials a new one.
-func (c *DataClient) get(ctx context.Context, addr string) (*dataConn, error) {
+// get returns an idle connection to addr or dials a new one, armed for
+// ctx (see arm).
+func (c *DataClient) get(ctx context.Context, addr string, perFrame bool) (*dataConn, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -67,7 +68,7 @@ func (c *DataClient) get(ctx context.Context, addr string) (*dataConn, error) {
 		dc := l[len(l)-1]
 		c.idle[addr] = l[:len(l)-1]
 		c.mu.Unlock()
-		dc.arm(ctx)
+		dc.arm(ctx, perFrame)
 		return dc, nil
 	}
 	c.mu.Unlock()
@@ -81,16 +82,22 @@ func (c *DataClient) get(ctx context.Context, addr string) (*dataConn, error) {
 		return nil, unavailable("dial", addr, err)
 	}
 	dc := &dataConn{c: c, addr: addr, conn: conn, r: bufio.NewReaderSize(conn, readBuffer), raw: rawTCP(conn)}
-	dc.arm(ctx)
+	dc.arm(ctx, perFrame)
 	return dc, nil
 }
 
-// arm gives the connection ctx's deadline (or DefaultTimeout), then aborts
-// its I/O if ctx ends first. In that order, so a cancellation is never
-// overwritten by the deadline.
-func (dc *dataConn) arm(ctx context.Context) {
+// arm gives the connection ctx's deadline, then aborts its I/O if ctx ends
+// first. In that order, so a cancellation is never overwritten by the
+// deadline. Without a deadline in ctx, a request is bounded by
+// DefaultTimeout: as a whole, or, when perFrame (pushes, whose data may
+// take longer than that to drain through a congested chain), each write
+// and each wait for an answer frame.
+func (dc *dataConn) arm(ctx context.Context, perFrame bool) {
 	d, ok := ctx.Deadline()
-	if !ok {
+	switch {
+	case !ok && perFrame:
+		d, dc.frameTimeout = time.Time{}, DefaultTimeout
+	case !ok:
 		d = time.Now().Add(DefaultTimeout)
 	}
 	dc.conn.SetDeadline(d)
@@ -181,7 +188,7 @@ func (c *DataClient) Read(ctx context.Context, addr string, h chunkfs.Handle, v 
 
 // readOnce makes one read request of len(p) bytes.
 func (c *DataClient) readOnce(ctx context.Context, addr string, req *readRequest, p []byte) (int, error) {
-	dc, err := c.get(ctx, addr)
+	dc, err := c.get(ctx, addr, false)
 	if err != nil {
 		return 0, err
 	}

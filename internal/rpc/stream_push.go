@@ -16,6 +16,7 @@ import (
 // replica or of one further down, and a frame that failed its checksum, are
 // reported once the whole data has been received, so the connection stays
 // in step; a broken stream (bad header, I/O error) closes the connection.
+// Until it answers, it sends wait frames upstream (sendWaits).
 func (c *streamConn) servePush(req *pushRequest) error {
 	buf, done, err := c.s.h.BeginPush(req.id, req.length)
 	var next *dataConn
@@ -24,8 +25,10 @@ func (c *streamConn) servePush(req *pushRequest) error {
 	} else {
 		next, err = c.openNext(req)
 	}
+	stopWaits := c.sendWaits()
 	sums, bad, rerr := c.receive(req.length, buf, next)
 	if rerr != nil {
+		stopWaits()
 		done(nil, false)
 		if next != nil {
 			next.close()
@@ -38,7 +41,9 @@ func (c *streamConn) servePush(req *pushRequest) error {
 	if next != nil {
 		// Read the next hop's answer even after a bad frame (which it got
 		// too and reports as well), so its connection stays in step.
-		if ferr := next.finishPush(req.chain[0]); err == nil {
+		ferr := next.finishPush(req.chain[0])
+		stopWaits()
+		if err == nil {
 			err = ferr
 		}
 	}
@@ -51,6 +56,36 @@ func (c *streamConn) servePush(req *pushRequest) error {
 	return c.reply(frameOK, nil)
 }
 
+// sendWaits sends a wait frame upstream every third of the frame timeout
+// until the returned function is called, which returns once the last one
+// is written: the push's answer goes after them. A failed write stops the
+// frames; the push itself then fails on its own.
+func (c *streamConn) sendWaits() (stop func()) {
+	quit, exited := make(chan struct{}), make(chan struct{})
+	every := c.s.cfg.FrameTimeout / 3
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		frame := appendFrame(nil, frameWait, nil)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
+			if _, err := c.conn.Write(frame); err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-exited
+	}
+}
+
 // openNext opens the push to the next replica of the chain, if any.
 func (c *streamConn) openNext(req *pushRequest) (*dataConn, error) {
 	if len(req.chain) == 0 {
@@ -61,9 +96,9 @@ func (c *streamConn) openNext(req *pushRequest) (*dataConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Instead of one deadline for the whole push, each frame forwarded and
-	// the final answer must come within the frame timeout.
-	dc.conn.SetDeadline(time.Time{})
+	// Instead of one deadline for the whole push (the context has none),
+	// each piece forwarded and each answer frame must come within this
+	// server's frame timeout.
 	dc.frameTimeout = c.s.cfg.FrameTimeout
 	return dc, nil
 }
@@ -167,9 +202,12 @@ func (c *DataClient) startPush(ctx context.Context, addr string, req *pushReques
 	if err != nil {
 		return nil, err
 	}
-	dc, err := c.get(ctx, addr)
+	dc, err := c.get(ctx, addr, true)
 	if err != nil {
 		return nil, err
+	}
+	if dc.frameTimeout > 0 {
+		dc.conn.SetWriteDeadline(time.Now().Add(dc.frameTimeout))
 	}
 	if _, err := dc.conn.Write(appendFrame(nil, framePush, payload)); err != nil {
 		dc.close()
@@ -202,6 +240,9 @@ func (dc *dataConn) sendData(p []byte) error {
 	const batch = 16
 	var hdrs [batch * frameHeaderSize]byte
 	for len(p) > 0 {
+		if dc.frameTimeout > 0 {
+			dc.conn.SetWriteDeadline(time.Now().Add(dc.frameTimeout))
+		}
 		bufs := make(net.Buffers, 0, 2*batch)
 		for i := 0; i < batch && len(p) > 0; i++ {
 			n := min(len(p), chunkfs.MaxFrameSize)
@@ -217,20 +258,32 @@ func (dc *dataConn) sendData(p []byte) error {
 	return nil
 }
 
-// finishPush reads the answer to a push and returns the connection to the
-// pool, or closes it after a failure.
+// finishPush reads the answer to a push, skipping wait frames (each one
+// renews the frame timeout), and returns the connection to the pool, or
+// closes it after a failure.
 func (dc *dataConn) finishPush(path string) error {
 	if dc.err != nil {
 		dc.close()
 		return dc.err
 	}
-	if dc.frameTimeout > 0 {
-		dc.conn.SetReadDeadline(time.Now().Add(dc.frameTimeout))
-	}
-	h, payload, err := dc.readFrame()
-	if err != nil {
-		dc.close()
-		return streamFailure("push", dc.addr, err)
+	var h frameHeader
+	var payload []byte
+	for {
+		if dc.frameTimeout > 0 {
+			dc.conn.SetReadDeadline(time.Now().Add(dc.frameTimeout))
+		}
+		var err error
+		h, payload, err = dc.readFrame()
+		if err == nil && h.typ == frameWait && h.length != 0 {
+			err = protocolError("wait frame of %d bytes", h.length)
+		}
+		if err != nil {
+			dc.close()
+			return streamFailure("push", dc.addr, err)
+		}
+		if h.typ != frameWait {
+			break
+		}
 	}
 	switch h.typ {
 	case frameOK:

@@ -90,13 +90,19 @@ func (m *memHandler) ReadChunk(h chunkfs.Handle, v chunkfs.Version, off int64, p
 // server beside it.
 func startStream(t testing.TB, h StreamHandler) (addr string, srv *StreamServer) {
 	t.Helper()
+	return startStreamTimeout(t, h, 5*time.Second)
+}
+
+// startStreamTimeout is startStream with the given frame timeout.
+func startStreamTimeout(t testing.TB, h StreamHandler, frameTimeout time.Duration) (addr string, srv *StreamServer) {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultStreamConfig()
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	cfg.FrameTimeout = 5 * time.Second
+	cfg.FrameTimeout = frameTimeout
 	srv, err = NewStreamServer(h, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -529,5 +535,135 @@ func TestPushBadFrameReported(t *testing.T) {
 	}
 	if ha.get(2) == nil || hb.get(2) == nil {
 		t.Fatal("the good push is missing on a replica")
+	}
+}
+
+// fakeHop is the last replica of a chain played by the test: it takes one
+// push, reads its data, and then calls answer with the connection.
+func fakeHop(t *testing.T, answer func(net.Conn)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		lis.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		conn, err := lis.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		r := bufio.NewReader(conn)
+		var hdr [frameHeaderSize]byte
+		io.ReadFull(r, hdr[:len(StreamMagic)])
+		h, err := readHeader(r, hdr[:])
+		if err != nil {
+			return
+		}
+		p := make([]byte, h.length)
+		io.ReadFull(r, p)
+		req, err := decodePush(p)
+		if err != nil {
+			return
+		}
+		for got := 0; got < int(req.length); {
+			h, err := readHeader(r, hdr[:])
+			if err != nil {
+				return
+			}
+			io.ReadFull(r, make([]byte, h.length))
+			got += h.length
+		}
+		answer(conn)
+	}()
+	return lis.Addr().String()
+}
+
+// waitThenAnswer sends wait frames every interval for total, then t.
+func waitThenAnswer(interval, total time.Duration, typ frameType) func(net.Conn) {
+	return func(conn net.Conn) {
+		for start := time.Now(); time.Since(start) < total; time.Sleep(interval) {
+			if _, err := conn.Write(appendFrame(nil, frameWait, nil)); err != nil {
+				return
+			}
+		}
+		conn.Write(appendFrame(nil, typ, nil))
+	}
+}
+
+// TestPushWaitsWhileChainIsAlive: a replica whose next hop takes longer
+// than its frame timeout to answer, but sends wait frames meanwhile, waits
+// for the answer and sends wait frames upstream itself, so a push through a
+// congested chain succeeds however long it takes to drain.
+func TestPushWaitsWhileChainIsAlive(t *testing.T) {
+	const frameTimeout = 600 * time.Millisecond
+	h := newMemHandler()
+	a, _ := startStreamTimeout(t, h, frameTimeout)
+	last := fakeHop(t, waitThenAnswer(frameTimeout/4, 4*frameTimeout, frameOK))
+	conn, err := net.Dial("tcp", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	data := testData(100_000, 5)
+	req, _ := (&pushRequest{id: 9, length: int64(len(data)), chain: []string{last}}).encode()
+	conn.Write(append(append([]byte(StreamMagic), appendFrame(nil, framePush, req)...), appendFrame(nil, frameData, data[:chunkfs.MaxFrameSize])...))
+	conn.Write(appendFrame(nil, frameData, data[chunkfs.MaxFrameSize:]))
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	r := bufio.NewReader(conn)
+	waits := 0
+	for {
+		var hdr [frameHeaderSize]byte
+		fh, err := readHeader(r, hdr[:])
+		if err != nil {
+			t.Fatalf("answer after %d wait frames: %v", waits, err)
+		}
+		if fh.typ == frameWait {
+			waits++
+			continue
+		}
+		if fh.typ != frameOK {
+			p := make([]byte, fh.length)
+			io.ReadFull(r, p)
+			t.Fatalf("answer after %d wait frames: %v frame: %v", waits, fh.typ, decodeError("push", a, p))
+		}
+		break
+	}
+	// The answer took 4 frame timeouts; the replica waits every third of one.
+	if waits < 6 {
+		t.Errorf("%d wait frames upstream while the chain drained, want ≥ 6", waits)
+	}
+	if !bytes.Equal(h.get(9), data) {
+		t.Error("replica does not hold the data")
+	}
+}
+
+// TestPushClientSkipsWaitFrames: the client pushing to a chain that answers
+// late, after wait frames, gets its success; a chain that goes silent for
+// a frame timeout fails the push, and the client gets KindUnavailable.
+func TestPushClientSkipsWaitFrames(t *testing.T) {
+	const frameTimeout = 600 * time.Millisecond
+	a, _ := startStreamTimeout(t, newMemHandler(), frameTimeout)
+	c := NewDataClient()
+	defer c.Close()
+	alive := fakeHop(t, waitThenAnswer(frameTimeout/4, 3*frameTimeout, frameOK))
+	if err := c.Push(context.Background(), []string{a, alive}, 1, testData(200_000, 1)); err != nil {
+		t.Fatalf("push through a chain that sent wait frames: %v", err)
+	}
+	release := make(chan struct{})
+	silent := fakeHop(t, func(net.Conn) { <-release })
+	defer close(release)
+	start := time.Now()
+	err := c.Push(context.Background(), []string{a, silent}, 2, testData(200_000, 2))
+	if chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+		t.Fatalf("push through a silent chain: %v, want KindUnavailable", err)
+	}
+	if d := time.Since(start); d < frameTimeout {
+		t.Errorf("silent chain failed after %v, before the frame timeout %v", d, frameTimeout)
 	}
 }
