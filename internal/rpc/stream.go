@@ -41,8 +41,10 @@ import (
 	"github.com/chunkfs/chunkfs/internal/checksum"
 )
 
-// StreamMagic opens every data-stream connection.
-const StreamMagic = "CKD1"
+// StreamMagic opens every data-stream connection. Its last byte is the
+// protocol's version: 2 added wait frames. A peer of another version is
+// turned away at the first bytes (the mux logs them), not mid-request.
+const StreamMagic = "CKD2"
 
 // Stream limits.
 const (
