@@ -2,11 +2,13 @@ package client
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"path"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,5 +172,69 @@ func TestRetrierCountsFromFirstFailure(t *testing.T) {
 	}
 	if r2 := c.newRetrier(); r2.again(context.Background(), chunkfs.E("write", "/f", chunkfs.KindInvalid, "bad")) {
 		t.Fatal("retried an error that is not retryable")
+	}
+}
+
+// endingMaster answers PrepareWrite with a lease that ends in 1 ms, then,
+// after the client has waited it out, with a new one.
+type endingMaster struct {
+	masterAPI
+	clk   *clock.Fake
+	mu    sync.Mutex
+	calls []time.Time
+}
+
+func (m *endingMaster) PrepareWrite(context.Context, *pb.PrepareWriteRequest) (*pb.PrepareWriteResponse, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, m.clk.Now())
+	v, left := uint64(5), int64(1)
+	if len(m.calls) > 1 {
+		v, left = 6, 60000
+	}
+	return &pb.PrepareWriteResponse{ChunkSize: 1 << 20, Chunk: &pb.ChunkLocation{
+		Handle: 9, Version: v, Primary: "p:1", Replicas: []string{"p:1", "s:1"}, LeaseExpiryMs: left,
+	}}, nil
+}
+
+// TestPrepareWaitsOutEndingLease: a lease the master says is about to end
+// is not used; the client waits until the master can grant a new one and
+// asks again.
+func TestPrepareWaitsOutEndingLease(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	m := &endingMaster{clk: clk}
+	c := &Client{clock: clk, master: m, leases: newLeaseCache(), near: &nearness{}, log: slog.New(slog.DiscardHandler)}
+	type result struct {
+		loc *chunkLoc
+		err error
+	}
+	out := make(chan result, 1)
+	go func() {
+		loc, _, err := c.prepareCached(context.Background(), "/f", 0, false)
+		out <- result{loc, err}
+	}()
+	var r result
+	for done := false; !done; {
+		select {
+		case r = <-out:
+			done = true
+		default:
+			if clk.Waiters() > 0 {
+				clk.Advance(100 * time.Millisecond)
+			}
+			runtime.Gosched()
+		}
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.loc.version != 6 {
+		t.Fatalf("used lease version %d, want the new lease's 6", r.loc.version)
+	}
+	if len(m.calls) != 2 || m.calls[1].Sub(m.calls[0]) < leaseMargin {
+		t.Fatalf("asked the master at %v, want twice, %v apart at least", m.calls, leaseMargin)
+	}
+	if loc, _, ok := c.leases.get("/f", 0, clk.Now()); !ok || loc.version != 6 {
+		t.Fatal("the new lease is not cached")
 	}
 }

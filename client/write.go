@@ -149,22 +149,47 @@ func (c *Client) prepare(ctx context.Context, path string, idx int64, appending 
 }
 
 // prepareCached is prepare for writes, using a lease the client already
-// knows of while it holds.
+// knows of while it holds. A lease the master says ends within leaseEnding
+// is waited out (and leaseMargin more, the master's own slack being less),
+// so that the next answer is a new lease: the master counts a lease from
+// after its grant and a little longer, the primary from when the grant
+// reached it, so at its end the master may still name a primary whose
+// lease is over, and a mutation sent under it fails and is pushed again.
+// (Seen on the GFS testbed: a write whose push took 43 s and its wait for
+// the previous flush 17 s renewed its lease 60 s after the grant, got the
+// same one, and the primary refused it.)
 func (c *Client) prepareCached(ctx context.Context, path string, idx int64, appending bool) (*chunkLoc, int64, error) {
-	now := c.clock.Now()
-	if loc, cs, ok := c.leases.get(path, idx, now); ok {
-		return loc, cs, nil
+	for waits := 0; ; waits++ {
+		now := c.clock.Now()
+		if loc, cs, ok := c.leases.get(path, idx, now); ok {
+			return loc, cs, nil
+		}
+		loc, cs, err := c.prepare(ctx, path, idx, appending)
+		if err != nil {
+			return nil, 0, err
+		}
+		loc.trusted = now.Add(loc.leaseLeft - leaseMargin)
+		if loc.trusted.After(now) {
+			c.leases.put(path, idx, loc, cs, loc.trusted)
+		}
+		if loc.leaseLeft >= leaseEnding || waits == maxLeaseWaits {
+			return loc, cs, nil
+		}
+		select {
+		case <-c.clock.After(loc.leaseLeft + leaseMargin):
+		case <-ctx.Done():
+			return nil, 0, &chunkfs.Error{Op: "write", Path: path, Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
+		}
 	}
-	loc, cs, err := c.prepare(ctx, path, idx, appending)
-	if err != nil {
-		return nil, 0, err
-	}
-	loc.trusted = now.Add(loc.leaseLeft - leaseMargin)
-	if loc.trusted.After(now) {
-		c.leases.put(path, idx, loc, cs, loc.trusted)
-	}
-	return loc, cs, nil
 }
+
+// leaseEnding is how little time left makes a lease not worth using, and
+// maxLeaseWaits how many such leases prepareCached waits out before it
+// uses one anyway (the write then fails and is retried as any other).
+const (
+	leaseEnding   = 500 * time.Millisecond
+	maxLeaseWaits = 2
+)
 
 // leaseAfterPush returns the lease to apply data pushed under loc with,
 // the push having begun at pushed: loc while the client still trusts it or

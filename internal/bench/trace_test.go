@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// TestTraceHandlerKeepsReadAndAppendEvents: the client library's debug
-// records about read pieces and append attempts become Events with their
+// TestTraceHandlerKeepsClientEvents: the client library's debug records
+// about read pieces and write and append attempts become Events with their
 // fields; other records are dropped; the count is bounded.
-func TestTraceHandlerKeepsReadAndAppendEvents(t *testing.T) {
+func TestTraceHandlerKeepsClientEvents(t *testing.T) {
 	h := &traceHandler{}
 	log := slog.New(h)
 	t0 := time.Unix(1700000000, 500_000_000)
@@ -22,10 +22,13 @@ func TestTraceHandlerKeepsReadAndAppendEvents(t *testing.T) {
 		slog.Bool("own", false), slog.String("err", "boom"))
 	log.LogAttrs(context.Background(), slog.LevelDebug, "chunkfs append: attempt",
 		slog.Duration("push", 900*time.Millisecond), slog.Duration("append", 4*time.Millisecond))
-	log.Info("chunkfs write: something else")
+	log.LogAttrs(context.Background(), slog.LevelDebug, "chunkfs write: attempt",
+		slog.Duration("prepare", 2*time.Millisecond), slog.Duration("push", 800*time.Millisecond),
+		slog.Duration("wait", 0), slog.Duration("lease", 0), slog.Duration("write", 3*time.Millisecond))
+	log.Info("chunkfs mount: something else")
 	ev := h.take()
-	if len(ev) != 2 {
-		t.Fatalf("events %+v, want 2", ev)
+	if len(ev) != 3 {
+		t.Fatalf("events %+v, want 3", ev)
 	}
 	want := Event{What: "read: piece", StartMS: float64(t0.UnixNano()) / 1e6, MS: 1500, Replica: "198.18.1.3:7001",
 		Handle: 12, Offset: 1 << 19, Bytes: 1 << 17, Other: true, Err: "boom"}
@@ -34,6 +37,9 @@ func TestTraceHandlerKeepsReadAndAppendEvents(t *testing.T) {
 	}
 	if ev[1].What != "append: attempt" || ev[1].Steps["push"] != 900 || ev[1].Steps["append"] != 4 {
 		t.Fatalf("append event %+v", ev[1])
+	}
+	if w := ev[2]; w.What != "write: attempt" || len(w.Steps) != 5 || w.Steps["prepare"] != 2 || w.Steps["push"] != 800 || w.Steps["write"] != 3 {
+		t.Fatalf("write event %+v", w)
 	}
 	if len(h.take()) != 0 {
 		t.Fatal("take did not forget the events")

@@ -84,8 +84,8 @@ type Result struct {
 	// show where a client waited.
 	OpsMS []float64 `json:"ops_ms,omitempty"`
 	// Events are the steps inside the operations that the client library
-	// logs (reads: every piece of a region; appends: every attempt), start
-	// times in Unix ms.
+	// logs (reads: every piece of a region; writes and appends: every
+	// attempt, with its steps), start times in Unix ms.
 	Events []Event `json:"events,omitempty"`
 }
 
