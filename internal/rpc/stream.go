@@ -16,7 +16,7 @@ package rpc
 // carrying length bytes. The replica forwards each frame to the next address
 // as soon as it has checked it (cut-through), keeps the data in its buffer,
 // and answers with an ok frame once it and every replica after it hold the
-// data, or an error frame. While the push lasts, a replica that forwards it
+// data, or an error frame. While the push lasts, every replica handling it
 // sends a wait frame (empty) upstream every third of its frame timeout: on
 // a congested network the data a hop has sent may take longer than a frame
 // timeout to drain down the chain, and the wait frames tell the hop (or

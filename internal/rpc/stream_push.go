@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -59,30 +60,31 @@ func (c *streamConn) servePush(req *pushRequest) error {
 // sendWaits sends a wait frame upstream every third of the frame timeout
 // until the returned function is called, which returns once the last one
 // is written: the push's answer goes after them. A failed write stops the
-// frames; the push itself then fails on its own.
+// frames; the push itself then fails on its own. A timer, not a goroutine:
+// most pushes end before the first frame is due, and cost one timer.
 func (c *streamConn) sendWaits() (stop func()) {
-	quit, exited := make(chan struct{}), make(chan struct{})
 	every := c.s.cfg.FrameTimeout / 3
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		frame := appendFrame(nil, frameWait, nil)
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-			}
-			c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
-			if _, err := c.conn.Write(frame); err != nil {
-				return
-			}
+	var mu sync.Mutex // serialises the frames with stop
+	stopped := false
+	var t *time.Timer
+	mu.Lock() // the first frame waits for t to be set
+	defer mu.Unlock()
+	t = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
-	}()
+		c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
+		if _, err := c.conn.Write(appendFrame(nil, frameWait, nil)); err == nil {
+			t.Reset(every)
+		}
+	})
 	return func() {
-		close(quit)
-		<-exited
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
 	}
 }
 
