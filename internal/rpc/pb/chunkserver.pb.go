@@ -1037,6 +1037,123 @@ func (*DeleteChunksResponse) Descriptor() ([]byte, []int) {
 	return file_chunkserver_proto_rawDescGZIP(), []int{17}
 }
 
+// CloneRequest (master → the target of a re-replication) makes the target
+// pull chunk handle at version from the source chunkserver over the data
+// stream, verify every block's CRC32C, store it at version and fsync it.
+// The call answers once the replica is stored, or with the error that
+// stopped it (nothing is kept then). Clones are throttled by the target.
+type CloneRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Handle        uint64                 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Source        string                 `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`  // data-stream address of a replica holding version
+	Length        int64                  `protobuf:"varint,4,opt,name=length,proto3" json:"length,omitempty"` // the source replica's length as the master knows it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloneRequest) Reset() {
+	*x = CloneRequest{}
+	mi := &file_chunkserver_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloneRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloneRequest) ProtoMessage() {}
+
+func (x *CloneRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloneRequest.ProtoReflect.Descriptor instead.
+func (*CloneRequest) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CloneRequest) GetHandle() uint64 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
+func (x *CloneRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *CloneRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *CloneRequest) GetLength() int64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+type CloneResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Length        int64                  `protobuf:"varint,1,opt,name=length,proto3" json:"length,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloneResponse) Reset() {
+	*x = CloneResponse{}
+	mi := &file_chunkserver_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloneResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloneResponse) ProtoMessage() {}
+
+func (x *CloneResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloneResponse.ProtoReflect.Descriptor instead.
+func (*CloneResponse) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CloneResponse) GetLength() int64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
 var File_chunkserver_proto protoreflect.FileDescriptor
 
 const file_chunkserver_proto_rawDesc = "" +
@@ -1105,7 +1222,14 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\blease_ms\x18\x04 \x01(\x03R\aleaseMs\"/\n" +
 	"\x13DeleteChunksRequest\x12\x18\n" +
 	"\ahandles\x18\x01 \x03(\x04R\ahandles\"\x16\n" +
-	"\x14DeleteChunksResponse2\xeb\x04\n" +
+	"\x14DeleteChunksResponse\"p\n" +
+	"\fCloneRequest\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x16\n" +
+	"\x06source\x18\x03 \x01(\tR\x06source\x12\x16\n" +
+	"\x06length\x18\x04 \x01(\x03R\x06length\"'\n" +
+	"\rCloneResponse\x12\x16\n" +
+	"\x06length\x18\x01 \x01(\x03R\x06length2\xa9\x05\n" +
 	"\vChunkServer\x12<\n" +
 	"\x05Lease\x12\x18.chunkfs.v1.LeaseRequest\x1a\x19.chunkfs.v1.LeaseResponse\x12<\n" +
 	"\x05Write\x12\x18.chunkfs.v1.WriteRequest\x1a\x19.chunkfs.v1.WriteResponse\x12?\n" +
@@ -1115,7 +1239,8 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x04Sync\x12\x17.chunkfs.v1.SyncRequest\x1a\x18.chunkfs.v1.SyncResponse\x12E\n" +
 	"\bTruncate\x12\x1b.chunkfs.v1.TruncateRequest\x1a\x1c.chunkfs.v1.TruncateResponse\x12H\n" +
 	"\tChunkInfo\x12\x1c.chunkfs.v1.ChunkInfoRequest\x1a\x1d.chunkfs.v1.ChunkInfoResponse\x12Q\n" +
-	"\fDeleteChunks\x12\x1f.chunkfs.v1.DeleteChunksRequest\x1a .chunkfs.v1.DeleteChunksResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
+	"\fDeleteChunks\x12\x1f.chunkfs.v1.DeleteChunksRequest\x1a .chunkfs.v1.DeleteChunksResponse\x12<\n" +
+	"\x05Clone\x12\x18.chunkfs.v1.CloneRequest\x1a\x19.chunkfs.v1.CloneResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
 var (
 	file_chunkserver_proto_rawDescOnce sync.Once
@@ -1129,7 +1254,7 @@ func file_chunkserver_proto_rawDescGZIP() []byte {
 	return file_chunkserver_proto_rawDescData
 }
 
-var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_chunkserver_proto_goTypes = []any{
 	(*LeaseRequest)(nil),         // 0: chunkfs.v1.LeaseRequest
 	(*LeaseResponse)(nil),        // 1: chunkfs.v1.LeaseResponse
@@ -1149,6 +1274,8 @@ var file_chunkserver_proto_goTypes = []any{
 	(*ChunkInfoResponse)(nil),    // 15: chunkfs.v1.ChunkInfoResponse
 	(*DeleteChunksRequest)(nil),  // 16: chunkfs.v1.DeleteChunksRequest
 	(*DeleteChunksResponse)(nil), // 17: chunkfs.v1.DeleteChunksResponse
+	(*CloneRequest)(nil),         // 18: chunkfs.v1.CloneRequest
+	(*CloneResponse)(nil),        // 19: chunkfs.v1.CloneResponse
 }
 var file_chunkserver_proto_depIdxs = []int32{
 	0,  // 0: chunkfs.v1.ChunkServer.Lease:input_type -> chunkfs.v1.LeaseRequest
@@ -1160,17 +1287,19 @@ var file_chunkserver_proto_depIdxs = []int32{
 	12, // 6: chunkfs.v1.ChunkServer.Truncate:input_type -> chunkfs.v1.TruncateRequest
 	14, // 7: chunkfs.v1.ChunkServer.ChunkInfo:input_type -> chunkfs.v1.ChunkInfoRequest
 	16, // 8: chunkfs.v1.ChunkServer.DeleteChunks:input_type -> chunkfs.v1.DeleteChunksRequest
-	1,  // 9: chunkfs.v1.ChunkServer.Lease:output_type -> chunkfs.v1.LeaseResponse
-	3,  // 10: chunkfs.v1.ChunkServer.Write:output_type -> chunkfs.v1.WriteResponse
-	5,  // 11: chunkfs.v1.ChunkServer.Append:output_type -> chunkfs.v1.AppendResponse
-	7,  // 12: chunkfs.v1.ChunkServer.Reserve:output_type -> chunkfs.v1.ReserveResponse
-	9,  // 13: chunkfs.v1.ChunkServer.Apply:output_type -> chunkfs.v1.ApplyResponse
-	11, // 14: chunkfs.v1.ChunkServer.Sync:output_type -> chunkfs.v1.SyncResponse
-	13, // 15: chunkfs.v1.ChunkServer.Truncate:output_type -> chunkfs.v1.TruncateResponse
-	15, // 16: chunkfs.v1.ChunkServer.ChunkInfo:output_type -> chunkfs.v1.ChunkInfoResponse
-	17, // 17: chunkfs.v1.ChunkServer.DeleteChunks:output_type -> chunkfs.v1.DeleteChunksResponse
-	9,  // [9:18] is the sub-list for method output_type
-	0,  // [0:9] is the sub-list for method input_type
+	18, // 9: chunkfs.v1.ChunkServer.Clone:input_type -> chunkfs.v1.CloneRequest
+	1,  // 10: chunkfs.v1.ChunkServer.Lease:output_type -> chunkfs.v1.LeaseResponse
+	3,  // 11: chunkfs.v1.ChunkServer.Write:output_type -> chunkfs.v1.WriteResponse
+	5,  // 12: chunkfs.v1.ChunkServer.Append:output_type -> chunkfs.v1.AppendResponse
+	7,  // 13: chunkfs.v1.ChunkServer.Reserve:output_type -> chunkfs.v1.ReserveResponse
+	9,  // 14: chunkfs.v1.ChunkServer.Apply:output_type -> chunkfs.v1.ApplyResponse
+	11, // 15: chunkfs.v1.ChunkServer.Sync:output_type -> chunkfs.v1.SyncResponse
+	13, // 16: chunkfs.v1.ChunkServer.Truncate:output_type -> chunkfs.v1.TruncateResponse
+	15, // 17: chunkfs.v1.ChunkServer.ChunkInfo:output_type -> chunkfs.v1.ChunkInfoResponse
+	17, // 18: chunkfs.v1.ChunkServer.DeleteChunks:output_type -> chunkfs.v1.DeleteChunksResponse
+	19, // 19: chunkfs.v1.ChunkServer.Clone:output_type -> chunkfs.v1.CloneResponse
+	10, // [10:20] is the sub-list for method output_type
+	0,  // [0:10] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name
@@ -1187,7 +1316,7 @@ func file_chunkserver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chunkserver_proto_rawDesc), len(file_chunkserver_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

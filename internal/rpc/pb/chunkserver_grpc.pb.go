@@ -32,6 +32,7 @@ const (
 	ChunkServer_Truncate_FullMethodName     = "/chunkfs.v1.ChunkServer/Truncate"
 	ChunkServer_ChunkInfo_FullMethodName    = "/chunkfs.v1.ChunkServer/ChunkInfo"
 	ChunkServer_DeleteChunks_FullMethodName = "/chunkfs.v1.ChunkServer/DeleteChunks"
+	ChunkServer_Clone_FullMethodName        = "/chunkfs.v1.ChunkServer/Clone"
 )
 
 // ChunkServerClient is the client API for ChunkServer service.
@@ -47,6 +48,7 @@ type ChunkServerClient interface {
 	Truncate(ctx context.Context, in *TruncateRequest, opts ...grpc.CallOption) (*TruncateResponse, error)
 	ChunkInfo(ctx context.Context, in *ChunkInfoRequest, opts ...grpc.CallOption) (*ChunkInfoResponse, error)
 	DeleteChunks(ctx context.Context, in *DeleteChunksRequest, opts ...grpc.CallOption) (*DeleteChunksResponse, error)
+	Clone(ctx context.Context, in *CloneRequest, opts ...grpc.CallOption) (*CloneResponse, error)
 }
 
 type chunkServerClient struct {
@@ -147,6 +149,16 @@ func (c *chunkServerClient) DeleteChunks(ctx context.Context, in *DeleteChunksRe
 	return out, nil
 }
 
+func (c *chunkServerClient) Clone(ctx context.Context, in *CloneRequest, opts ...grpc.CallOption) (*CloneResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CloneResponse)
+	err := c.cc.Invoke(ctx, ChunkServer_Clone_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ChunkServerServer is the server API for ChunkServer service.
 // All implementations must embed UnimplementedChunkServerServer
 // for forward compatibility.
@@ -160,6 +172,7 @@ type ChunkServerServer interface {
 	Truncate(context.Context, *TruncateRequest) (*TruncateResponse, error)
 	ChunkInfo(context.Context, *ChunkInfoRequest) (*ChunkInfoResponse, error)
 	DeleteChunks(context.Context, *DeleteChunksRequest) (*DeleteChunksResponse, error)
+	Clone(context.Context, *CloneRequest) (*CloneResponse, error)
 	mustEmbedUnimplementedChunkServerServer()
 }
 
@@ -196,6 +209,9 @@ func (UnimplementedChunkServerServer) ChunkInfo(context.Context, *ChunkInfoReque
 }
 func (UnimplementedChunkServerServer) DeleteChunks(context.Context, *DeleteChunksRequest) (*DeleteChunksResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DeleteChunks not implemented")
+}
+func (UnimplementedChunkServerServer) Clone(context.Context, *CloneRequest) (*CloneResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Clone not implemented")
 }
 func (UnimplementedChunkServerServer) mustEmbedUnimplementedChunkServerServer() {}
 func (UnimplementedChunkServerServer) testEmbeddedByValue()                     {}
@@ -380,6 +396,24 @@ func _ChunkServer_DeleteChunks_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ChunkServer_Clone_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CloneRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ChunkServerServer).Clone(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ChunkServer_Clone_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ChunkServerServer).Clone(ctx, req.(*CloneRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ChunkServer_ServiceDesc is the grpc.ServiceDesc for ChunkServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -422,6 +456,10 @@ var ChunkServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteChunks",
 			Handler:    _ChunkServer_DeleteChunks_Handler,
+		},
+		{
+			MethodName: "Clone",
+			Handler:    _ChunkServer_Clone_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1779,21 +1779,84 @@ func (x *ChunkReplica) GetLength() int64 {
 	return 0
 }
 
+// Disk is one file system holding a chunkserver's data directories.
+type Disk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`              // names the file system across the cluster (host and fsid): shared disks are counted once
+	Capacity      int64                  `protobuf:"varint,2,opt,name=capacity,proto3" json:"capacity,omitempty"` // bytes
+	Free          int64                  `protobuf:"varint,3,opt,name=free,proto3" json:"free,omitempty"`         // bytes available to the chunkserver
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Disk) Reset() {
+	*x = Disk{}
+	mi := &file_master_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Disk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Disk) ProtoMessage() {}
+
+func (x *Disk) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Disk.ProtoReflect.Descriptor instead.
+func (*Disk) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *Disk) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Disk) GetCapacity() int64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *Disk) GetFree() int64 {
+	if x != nil {
+		return x.Free
+	}
+	return 0
+}
+
 type RegisterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`     // stable chunkserver ID (kept in its data directory)
 	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"` // host:port clients and peers reach it on
 	Rack          string                 `protobuf:"bytes,3,opt,name=rack,proto3" json:"rack,omitempty"`
-	Capacity      int64                  `protobuf:"varint,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
-	Used          int64                  `protobuf:"varint,5,opt,name=used,proto3" json:"used,omitempty"`
-	Chunks        []*ChunkReplica        `protobuf:"bytes,6,rep,name=chunks,proto3" json:"chunks,omitempty"` // full chunk report
+	Capacity      int64                  `protobuf:"varint,4,opt,name=capacity,proto3" json:"capacity,omitempty"` // bytes of its distinct disks
+	Used          int64                  `protobuf:"varint,5,opt,name=used,proto3" json:"used,omitempty"`         // bytes of chunk data held
+	Chunks        []*ChunkReplica        `protobuf:"bytes,6,rep,name=chunks,proto3" json:"chunks,omitempty"`      // full chunk report
+	Free          int64                  `protobuf:"varint,7,opt,name=free,proto3" json:"free,omitempty"`         // bytes free on its distinct disks
+	Disks         []*Disk                `protobuf:"bytes,8,rep,name=disks,proto3" json:"disks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterRequest) Reset() {
 	*x = RegisterRequest{}
-	mi := &file_master_proto_msgTypes[26]
+	mi := &file_master_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1805,7 +1868,7 @@ func (x *RegisterRequest) String() string {
 func (*RegisterRequest) ProtoMessage() {}
 
 func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[26]
+	mi := &file_master_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1818,7 +1881,7 @@ func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{26}
+	return file_master_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RegisterRequest) GetId() string {
@@ -1863,6 +1926,20 @@ func (x *RegisterRequest) GetChunks() []*ChunkReplica {
 	return nil
 }
 
+func (x *RegisterRequest) GetFree() int64 {
+	if x != nil {
+		return x.Free
+	}
+	return 0
+}
+
+func (x *RegisterRequest) GetDisks() []*Disk {
+	if x != nil {
+		return x.Disks
+	}
+	return nil
+}
+
 type RegisterResponse struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	StateId             uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
@@ -1875,7 +1952,7 @@ type RegisterResponse struct {
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_master_proto_msgTypes[27]
+	mi := &file_master_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1887,7 +1964,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[27]
+	mi := &file_master_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1900,7 +1977,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{27}
+	return file_master_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RegisterResponse) GetStateId() uint64 {
@@ -1941,13 +2018,15 @@ type HeartbeatRequest struct {
 	Sample        []*ChunkReplica        `protobuf:"bytes,6,rep,name=sample,proto3" json:"sample,omitempty"`                                         // a slice of held chunks, for GC
 	ExtendLeases  []uint64               `protobuf:"varint,7,rep,packed,name=extend_leases,json=extendLeases,proto3" json:"extend_leases,omitempty"` // handles this server is primary for and still mutating
 	Corrupt       []uint64               `protobuf:"varint,8,rep,packed,name=corrupt,proto3" json:"corrupt,omitempty"`                               // handles that failed checksums
+	Free          int64                  `protobuf:"varint,9,opt,name=free,proto3" json:"free,omitempty"`                                            // bytes free on its distinct disks
+	Disks         []*Disk                `protobuf:"bytes,10,rep,name=disks,proto3" json:"disks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_master_proto_msgTypes[28]
+	mi := &file_master_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2038,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[28]
+	mi := &file_master_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2051,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{28}
+	return file_master_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -2031,6 +2110,20 @@ func (x *HeartbeatRequest) GetCorrupt() []uint64 {
 	return nil
 }
 
+func (x *HeartbeatRequest) GetFree() int64 {
+	if x != nil {
+		return x.Free
+	}
+	return 0
+}
+
+func (x *HeartbeatRequest) GetDisks() []*Disk {
+	if x != nil {
+		return x.Disks
+	}
+	return nil
+}
+
 type HeartbeatResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
@@ -2044,7 +2137,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_master_proto_msgTypes[29]
+	mi := &file_master_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2056,7 +2149,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[29]
+	mi := &file_master_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2069,7 +2162,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{29}
+	return file_master_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HeartbeatResponse) GetStateId() uint64 {
@@ -2118,7 +2211,7 @@ type ReportCorruptRequest struct {
 
 func (x *ReportCorruptRequest) Reset() {
 	*x = ReportCorruptRequest{}
-	mi := &file_master_proto_msgTypes[30]
+	mi := &file_master_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2223,7 @@ func (x *ReportCorruptRequest) String() string {
 func (*ReportCorruptRequest) ProtoMessage() {}
 
 func (x *ReportCorruptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[30]
+	mi := &file_master_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2236,7 @@ func (x *ReportCorruptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCorruptRequest.ProtoReflect.Descriptor instead.
 func (*ReportCorruptRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{30}
+	return file_master_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReportCorruptRequest) GetReporter() string {
@@ -2176,7 +2269,7 @@ type ReportCorruptResponse struct {
 
 func (x *ReportCorruptResponse) Reset() {
 	*x = ReportCorruptResponse{}
-	mi := &file_master_proto_msgTypes[31]
+	mi := &file_master_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2188,7 +2281,7 @@ func (x *ReportCorruptResponse) String() string {
 func (*ReportCorruptResponse) ProtoMessage() {}
 
 func (x *ReportCorruptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[31]
+	mi := &file_master_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2201,7 +2294,7 @@ func (x *ReportCorruptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCorruptResponse.ProtoReflect.Descriptor instead.
 func (*ReportCorruptResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{31}
+	return file_master_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReportCorruptResponse) GetStateId() uint64 {
@@ -2219,7 +2312,7 @@ type ClusterReportRequest struct {
 
 func (x *ClusterReportRequest) Reset() {
 	*x = ClusterReportRequest{}
-	mi := &file_master_proto_msgTypes[32]
+	mi := &file_master_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2324,7 @@ func (x *ClusterReportRequest) String() string {
 func (*ClusterReportRequest) ProtoMessage() {}
 
 func (x *ClusterReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[32]
+	mi := &file_master_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2337,7 @@ func (x *ClusterReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterReportRequest.ProtoReflect.Descriptor instead.
 func (*ClusterReportRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{32}
+	return file_master_proto_rawDescGZIP(), []int{33}
 }
 
 type ChunkServerStatus struct {
@@ -2258,13 +2351,15 @@ type ChunkServerStatus struct {
 	Chunks          int64                  `protobuf:"varint,7,opt,name=chunks,proto3" json:"chunks,omitempty"`
 	Alive           bool                   `protobuf:"varint,8,opt,name=alive,proto3" json:"alive,omitempty"`
 	LastHeartbeatMs int64                  `protobuf:"varint,9,opt,name=last_heartbeat_ms,json=lastHeartbeatMs,proto3" json:"last_heartbeat_ms,omitempty"` // milliseconds since the last heartbeat
+	Free            int64                  `protobuf:"varint,10,opt,name=free,proto3" json:"free,omitempty"`
+	Disks           []*Disk                `protobuf:"bytes,11,rep,name=disks,proto3" json:"disks,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ChunkServerStatus) Reset() {
 	*x = ChunkServerStatus{}
-	mi := &file_master_proto_msgTypes[33]
+	mi := &file_master_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2276,7 +2371,7 @@ func (x *ChunkServerStatus) String() string {
 func (*ChunkServerStatus) ProtoMessage() {}
 
 func (x *ChunkServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[33]
+	mi := &file_master_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2289,7 +2384,7 @@ func (x *ChunkServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkServerStatus.ProtoReflect.Descriptor instead.
 func (*ChunkServerStatus) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{33}
+	return file_master_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ChunkServerStatus) GetId() string {
@@ -2355,6 +2450,20 @@ func (x *ChunkServerStatus) GetLastHeartbeatMs() int64 {
 	return 0
 }
 
+func (x *ChunkServerStatus) GetFree() int64 {
+	if x != nil {
+		return x.Free
+	}
+	return 0
+}
+
+func (x *ChunkServerStatus) GetDisks() []*Disk {
+	if x != nil {
+		return x.Disks
+	}
+	return nil
+}
+
 type ClusterReportResponse struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	StateId         uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
@@ -2371,7 +2480,7 @@ type ClusterReportResponse struct {
 
 func (x *ClusterReportResponse) Reset() {
 	*x = ClusterReportResponse{}
-	mi := &file_master_proto_msgTypes[34]
+	mi := &file_master_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2383,7 +2492,7 @@ func (x *ClusterReportResponse) String() string {
 func (*ClusterReportResponse) ProtoMessage() {}
 
 func (x *ClusterReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[34]
+	mi := &file_master_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2396,7 +2505,7 @@ func (x *ClusterReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterReportResponse.ProtoReflect.Descriptor instead.
 func (*ClusterReportResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{34}
+	return file_master_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ClusterReportResponse) GetStateId() uint64 {
@@ -2476,7 +2585,7 @@ type MetaOp struct {
 
 func (x *MetaOp) Reset() {
 	*x = MetaOp{}
-	mi := &file_master_proto_msgTypes[35]
+	mi := &file_master_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2488,7 +2597,7 @@ func (x *MetaOp) String() string {
 func (*MetaOp) ProtoMessage() {}
 
 func (x *MetaOp) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[35]
+	mi := &file_master_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2501,7 +2610,7 @@ func (x *MetaOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaOp.ProtoReflect.Descriptor instead.
 func (*MetaOp) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{35}
+	return file_master_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *MetaOp) GetOp() isMetaOp_Op {
@@ -2641,7 +2750,7 @@ type MetaResult struct {
 
 func (x *MetaResult) Reset() {
 	*x = MetaResult{}
-	mi := &file_master_proto_msgTypes[36]
+	mi := &file_master_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2653,7 +2762,7 @@ func (x *MetaResult) String() string {
 func (*MetaResult) ProtoMessage() {}
 
 func (x *MetaResult) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[36]
+	mi := &file_master_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2666,7 +2775,7 @@ func (x *MetaResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaResult.ProtoReflect.Descriptor instead.
 func (*MetaResult) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{36}
+	return file_master_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MetaResult) GetResult() isMetaResult_Result {
@@ -2812,7 +2921,7 @@ type BatchRequest struct {
 
 func (x *BatchRequest) Reset() {
 	*x = BatchRequest{}
-	mi := &file_master_proto_msgTypes[37]
+	mi := &file_master_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2824,7 +2933,7 @@ func (x *BatchRequest) String() string {
 func (*BatchRequest) ProtoMessage() {}
 
 func (x *BatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[37]
+	mi := &file_master_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2837,7 +2946,7 @@ func (x *BatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
 func (*BatchRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{37}
+	return file_master_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *BatchRequest) GetOps() []*MetaOp {
@@ -2857,7 +2966,7 @@ type BatchResponse struct {
 
 func (x *BatchResponse) Reset() {
 	*x = BatchResponse{}
-	mi := &file_master_proto_msgTypes[38]
+	mi := &file_master_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2869,7 +2978,7 @@ func (x *BatchResponse) String() string {
 func (*BatchResponse) ProtoMessage() {}
 
 func (x *BatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[38]
+	mi := &file_master_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2882,7 +2991,7 @@ func (x *BatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
 func (*BatchResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{38}
+	return file_master_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *BatchResponse) GetStateId() uint64 {
@@ -3047,19 +3156,25 @@ const file_master_proto_rawDesc = "" +
 	"\fChunkReplica\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x16\n" +
-	"\x06length\x18\x03 \x01(\x03R\x06length\"\xab\x01\n" +
+	"\x06length\x18\x03 \x01(\x03R\x06length\"F\n" +
+	"\x04Disk\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\bcapacity\x18\x02 \x01(\x03R\bcapacity\x12\x12\n" +
+	"\x04free\x18\x03 \x01(\x03R\x04free\"\xe7\x01\n" +
 	"\x0fRegisterRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
 	"\x04rack\x18\x03 \x01(\tR\x04rack\x12\x1a\n" +
 	"\bcapacity\x18\x04 \x01(\x03R\bcapacity\x12\x12\n" +
 	"\x04used\x18\x05 \x01(\x03R\x04used\x120\n" +
-	"\x06chunks\x18\x06 \x03(\v2\x18.chunkfs.v1.ChunkReplicaR\x06chunks\"\x91\x01\n" +
+	"\x06chunks\x18\x06 \x03(\v2\x18.chunkfs.v1.ChunkReplicaR\x06chunks\x12\x12\n" +
+	"\x04free\x18\a \x01(\x03R\x04free\x12&\n" +
+	"\x05disks\x18\b \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\"\x91\x01\n" +
 	"\x10RegisterResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x18\n" +
 	"\agarbage\x18\x02 \x03(\x04R\agarbage\x12\x14\n" +
 	"\x05stale\x18\x03 \x03(\x04R\x05stale\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x04 \x01(\x03R\x13heartbeatIntervalMs\"\xeb\x01\n" +
+	"\x15heartbeat_interval_ms\x18\x04 \x01(\x03R\x13heartbeatIntervalMs\"\xa7\x02\n" +
 	"\x10HeartbeatRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1a\n" +
@@ -3068,7 +3183,10 @@ const file_master_proto_rawDesc = "" +
 	"\x04load\x18\x05 \x01(\x05R\x04load\x120\n" +
 	"\x06sample\x18\x06 \x03(\v2\x18.chunkfs.v1.ChunkReplicaR\x06sample\x12#\n" +
 	"\rextend_leases\x18\a \x03(\x04R\fextendLeases\x12\x18\n" +
-	"\acorrupt\x18\b \x03(\x04R\acorrupt\"\x9f\x01\n" +
+	"\acorrupt\x18\b \x03(\x04R\acorrupt\x12\x12\n" +
+	"\x04free\x18\t \x01(\x03R\x04free\x12&\n" +
+	"\x05disks\x18\n" +
+	" \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\"\x9f\x01\n" +
 	"\x11HeartbeatResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x1e\n" +
 	"\n" +
@@ -3083,7 +3201,7 @@ const file_master_proto_rawDesc = "" +
 	"\areplica\x18\x03 \x01(\tR\areplica\"2\n" +
 	"\x15ReportCorruptResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\"\x16\n" +
-	"\x14ClusterReportRequest\"\xe9\x01\n" +
+	"\x14ClusterReportRequest\"\xa5\x02\n" +
 	"\x11ChunkServerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -3093,7 +3211,10 @@ const file_master_proto_rawDesc = "" +
 	"\x04load\x18\x06 \x01(\x05R\x04load\x12\x16\n" +
 	"\x06chunks\x18\a \x01(\x03R\x06chunks\x12\x14\n" +
 	"\x05alive\x18\b \x01(\bR\x05alive\x12*\n" +
-	"\x11last_heartbeat_ms\x18\t \x01(\x03R\x0flastHeartbeatMs\"\x9b\x02\n" +
+	"\x11last_heartbeat_ms\x18\t \x01(\x03R\x0flastHeartbeatMs\x12\x12\n" +
+	"\x04free\x18\n" +
+	" \x01(\x03R\x04free\x12&\n" +
+	"\x05disks\x18\v \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\"\x9b\x02\n" +
 	"\x15ClusterReportResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
 	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.ChunkServerStatusR\aservers\x12\x14\n" +
@@ -3159,7 +3280,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_master_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: chunkfs.v1.Caller
 	(*FileInfo)(nil),              // 1: chunkfs.v1.FileInfo
@@ -3187,20 +3308,21 @@ var file_master_proto_goTypes = []any{
 	(*ClusterInfoRequest)(nil),    // 23: chunkfs.v1.ClusterInfoRequest
 	(*ClusterInfoResponse)(nil),   // 24: chunkfs.v1.ClusterInfoResponse
 	(*ChunkReplica)(nil),          // 25: chunkfs.v1.ChunkReplica
-	(*RegisterRequest)(nil),       // 26: chunkfs.v1.RegisterRequest
-	(*RegisterResponse)(nil),      // 27: chunkfs.v1.RegisterResponse
-	(*HeartbeatRequest)(nil),      // 28: chunkfs.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 29: chunkfs.v1.HeartbeatResponse
-	(*ReportCorruptRequest)(nil),  // 30: chunkfs.v1.ReportCorruptRequest
-	(*ReportCorruptResponse)(nil), // 31: chunkfs.v1.ReportCorruptResponse
-	(*ClusterReportRequest)(nil),  // 32: chunkfs.v1.ClusterReportRequest
-	(*ChunkServerStatus)(nil),     // 33: chunkfs.v1.ChunkServerStatus
-	(*ClusterReportResponse)(nil), // 34: chunkfs.v1.ClusterReportResponse
-	(*MetaOp)(nil),                // 35: chunkfs.v1.MetaOp
-	(*MetaResult)(nil),            // 36: chunkfs.v1.MetaResult
-	(*BatchRequest)(nil),          // 37: chunkfs.v1.BatchRequest
-	(*BatchResponse)(nil),         // 38: chunkfs.v1.BatchResponse
-	(*ErrorDetail)(nil),           // 39: chunkfs.v1.ErrorDetail
+	(*Disk)(nil),                  // 26: chunkfs.v1.Disk
+	(*RegisterRequest)(nil),       // 27: chunkfs.v1.RegisterRequest
+	(*RegisterResponse)(nil),      // 28: chunkfs.v1.RegisterResponse
+	(*HeartbeatRequest)(nil),      // 29: chunkfs.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),     // 30: chunkfs.v1.HeartbeatResponse
+	(*ReportCorruptRequest)(nil),  // 31: chunkfs.v1.ReportCorruptRequest
+	(*ReportCorruptResponse)(nil), // 32: chunkfs.v1.ReportCorruptResponse
+	(*ClusterReportRequest)(nil),  // 33: chunkfs.v1.ClusterReportRequest
+	(*ChunkServerStatus)(nil),     // 34: chunkfs.v1.ChunkServerStatus
+	(*ClusterReportResponse)(nil), // 35: chunkfs.v1.ClusterReportResponse
+	(*MetaOp)(nil),                // 36: chunkfs.v1.MetaOp
+	(*MetaResult)(nil),            // 37: chunkfs.v1.MetaResult
+	(*BatchRequest)(nil),          // 38: chunkfs.v1.BatchRequest
+	(*BatchResponse)(nil),         // 39: chunkfs.v1.BatchResponse
+	(*ErrorDetail)(nil),           // 40: chunkfs.v1.ErrorDetail
 }
 var file_master_proto_depIdxs = []int32{
 	0,  // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
@@ -3222,62 +3344,65 @@ var file_master_proto_depIdxs = []int32{
 	16, // 16: chunkfs.v1.PrepareWriteResponse.chunk:type_name -> chunkfs.v1.ChunkLocation
 	0,  // 17: chunkfs.v1.CommitLengthRequest.caller:type_name -> chunkfs.v1.Caller
 	25, // 18: chunkfs.v1.RegisterRequest.chunks:type_name -> chunkfs.v1.ChunkReplica
-	25, // 19: chunkfs.v1.HeartbeatRequest.sample:type_name -> chunkfs.v1.ChunkReplica
-	33, // 20: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
-	6,  // 21: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
-	4,  // 22: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
-	2,  // 23: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
-	12, // 24: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
-	10, // 25: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
-	14, // 26: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
-	21, // 27: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
-	39, // 28: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
-	7,  // 29: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
-	5,  // 30: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
-	3,  // 31: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
-	13, // 32: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
-	11, // 33: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
-	15, // 34: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
-	22, // 35: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
-	35, // 36: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
-	36, // 37: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
-	2,  // 38: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
-	4,  // 39: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
-	6,  // 40: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
-	8,  // 41: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
-	10, // 42: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
-	12, // 43: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
-	14, // 44: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
-	17, // 45: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
-	19, // 46: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
-	21, // 47: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
-	23, // 48: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
-	32, // 49: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
-	30, // 50: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
-	37, // 51: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
-	26, // 52: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
-	28, // 53: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
-	3,  // 54: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
-	5,  // 55: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
-	7,  // 56: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
-	9,  // 57: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
-	11, // 58: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
-	13, // 59: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
-	15, // 60: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
-	18, // 61: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
-	20, // 62: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
-	22, // 63: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
-	24, // 64: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
-	34, // 65: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
-	31, // 66: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
-	38, // 67: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
-	27, // 68: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
-	29, // 69: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
-	54, // [54:70] is the sub-list for method output_type
-	38, // [38:54] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	26, // 19: chunkfs.v1.RegisterRequest.disks:type_name -> chunkfs.v1.Disk
+	25, // 20: chunkfs.v1.HeartbeatRequest.sample:type_name -> chunkfs.v1.ChunkReplica
+	26, // 21: chunkfs.v1.HeartbeatRequest.disks:type_name -> chunkfs.v1.Disk
+	26, // 22: chunkfs.v1.ChunkServerStatus.disks:type_name -> chunkfs.v1.Disk
+	34, // 23: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
+	6,  // 24: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
+	4,  // 25: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
+	2,  // 26: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
+	12, // 27: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
+	10, // 28: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
+	14, // 29: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
+	21, // 30: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
+	40, // 31: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
+	7,  // 32: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
+	5,  // 33: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
+	3,  // 34: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
+	13, // 35: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
+	11, // 36: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
+	15, // 37: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
+	22, // 38: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
+	36, // 39: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
+	37, // 40: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
+	2,  // 41: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
+	4,  // 42: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
+	6,  // 43: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
+	8,  // 44: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
+	10, // 45: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
+	12, // 46: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
+	14, // 47: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
+	17, // 48: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
+	19, // 49: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
+	21, // 50: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
+	23, // 51: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
+	33, // 52: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
+	31, // 53: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
+	38, // 54: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
+	27, // 55: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
+	29, // 56: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
+	3,  // 57: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
+	5,  // 58: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
+	7,  // 59: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
+	9,  // 60: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
+	11, // 61: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
+	13, // 62: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
+	15, // 63: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
+	18, // 64: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
+	20, // 65: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
+	22, // 66: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
+	24, // 67: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
+	35, // 68: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
+	32, // 69: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
+	39, // 70: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
+	28, // 71: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
+	30, // 72: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
+	57, // [57:73] is the sub-list for method output_type
+	41, // [41:57] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -3287,7 +3412,7 @@ func file_master_proto_init() {
 	}
 	file_errors_proto_init()
 	file_master_proto_msgTypes[14].OneofWrappers = []any{}
-	file_master_proto_msgTypes[35].OneofWrappers = []any{
+	file_master_proto_msgTypes[36].OneofWrappers = []any{
 		(*MetaOp_Stat)(nil),
 		(*MetaOp_Create)(nil),
 		(*MetaOp_Mkdir)(nil),
@@ -3296,7 +3421,7 @@ func file_master_proto_init() {
 		(*MetaOp_SetAttr)(nil),
 		(*MetaOp_CommitLength)(nil),
 	}
-	file_master_proto_msgTypes[36].OneofWrappers = []any{
+	file_master_proto_msgTypes[37].OneofWrappers = []any{
 		(*MetaResult_Error)(nil),
 		(*MetaResult_Stat)(nil),
 		(*MetaResult_Create)(nil),
@@ -3312,7 +3437,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
