@@ -102,8 +102,9 @@ func (s *Server) heartbeatLoop(master string) {
 
 // register sends a full chunk report (corrupt replicas left out).
 func (s *Server) register(master string) error {
-	total, used := s.space()
-	req := &pb.RegisterRequest{Id: s.id, Addr: s.Addr(), Rack: s.cfg.Rack, Capacity: total, Used: used}
+	sp := s.space()
+	req := &pb.RegisterRequest{Id: s.id, Addr: s.Addr(), Rack: s.cfg.Rack,
+		Capacity: sp.capacity, Used: sp.used, Free: sp.free, Disks: sp.disks}
 	for _, in := range s.store.List() {
 		if !in.Corrupt {
 			req.Chunks = append(req.Chunks, replica(in))
@@ -125,13 +126,26 @@ func (s *Server) register(master string) error {
 	return nil
 }
 
-// space returns the capacity and the bytes of chunk data held.
-func (s *Server) space() (total, used int64) {
-	total, _, err := s.store.Space()
+// spaceReport is what a chunkserver tells the master of its space.
+type spaceReport struct {
+	capacity, free int64 // of its distinct disks
+	used           int64 // bytes of chunk data held
+	disks          []*pb.Disk
+}
+
+// space reports the server's disks and the bytes of chunk data held.
+func (s *Server) space() spaceReport {
+	r := spaceReport{used: s.store.Used()}
+	disks, err := s.store.Disks()
 	if err != nil {
 		s.log.Warn("disk space", "err", err)
 	}
-	return total, s.store.Used()
+	for _, d := range disks {
+		r.capacity += d.Total
+		r.free += d.Free
+		r.disks = append(r.disks, &pb.Disk{Id: d.ID, Capacity: d.Total, Free: d.Free})
+	}
+	return r
 }
 
 // heartbeat sends one heartbeat; it returns false if the master wants a
@@ -156,9 +170,10 @@ func (s *Server) heartbeat(master string) bool {
 }
 
 func (s *Server) heartbeatRequest() *pb.HeartbeatRequest {
-	total, used := s.space()
+	sp := s.space()
 	all := s.store.List()
-	req := &pb.HeartbeatRequest{Id: s.id, Addr: s.Addr(), Capacity: total, Used: used, Load: s.load.Load(),
+	req := &pb.HeartbeatRequest{Id: s.id, Addr: s.Addr(), Capacity: sp.capacity, Used: sp.used,
+		Free: sp.free, Disks: sp.disks, Load: s.load.Load(),
 		Sample: s.reporter.sample(all, s.cfg.ReportSize)}
 	now := s.cfg.Clock.Now()
 	for _, in := range all {

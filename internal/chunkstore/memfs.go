@@ -2,6 +2,7 @@ package chunkstore
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -97,15 +98,16 @@ func (m *MemFS) ReadDir(name string) ([]string, error) {
 	return names, nil
 }
 
-// Space reports the configured capacity, less the bytes held.
-func (m *MemFS) Space(dir string) (total, free int64, err error) {
+// Space reports the configured capacity, less the bytes held; every
+// directory of one MemFS is on one disk.
+func (m *MemFS) Space(dir string) (Disk, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	used := int64(0)
 	for _, n := range m.files {
 		used += int64(len(n.data))
 	}
-	return m.space, max(0, m.space-used), nil
+	return Disk{ID: fmt.Sprintf("memfs:%p", m), Total: m.space, Free: max(0, m.space-used)}, nil
 }
 
 // Pending returns the number of operations not yet made durable by Sync.

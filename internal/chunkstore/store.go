@@ -391,17 +391,23 @@ func (s *Store) Used() int64 {
 	return n
 }
 
-// Space returns the total and free bytes of the data directories' file
-// systems (summed; directories on one file system are counted once each).
-func (s *Store) Space() (total, free int64, err error) {
+// Disks returns the distinct file systems holding the data directories,
+// in the order of the directories: directories on one file system give one
+// Disk.
+func (s *Store) Disks() ([]Disk, error) {
+	var disks []Disk
+	seen := make(map[string]bool, len(s.cfg.Dirs))
 	for _, d := range s.cfg.Dirs {
-		t, f, err := s.cfg.FS.Space(d)
+		disk, err := s.cfg.FS.Space(d)
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
-		total, free = total+t, free+f
+		if !seen[disk.ID] {
+			seen[disk.ID] = true
+			disks = append(disks, disk)
+		}
 	}
-	return total, free, nil
+	return disks, nil
 }
 
 // Delete removes chunk h and its files.

@@ -1,6 +1,7 @@
 package chunkstore
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -15,8 +16,18 @@ type FS interface {
 	MkdirAll(name string, perm fs.FileMode) error
 	// ReadDir returns the names in directory name, in no particular order.
 	ReadDir(name string) ([]string, error)
-	// Space returns the total and free bytes of the file system holding dir.
-	Space(dir string) (total, free int64, err error)
+	// Space describes the file system holding dir.
+	Space(dir string) (Disk, error)
+}
+
+// Disk is one file system holding data directories: its identity, size
+// and the bytes free to the store.
+type Disk struct {
+	// ID names the file system across a cluster (the host and the file
+	// system's ID), so a disk several directories or servers share is
+	// counted once.
+	ID          string
+	Total, Free int64
 }
 
 // File is an open file of an FS.
@@ -67,11 +78,17 @@ func (OS) ReadDir(name string) ([]string, error) {
 	return names, err
 }
 
-// Space reports the size and free space of dir's file system (statfs).
-func (OS) Space(dir string) (total, free int64, err error) {
+// Space reports the identity, size and free space of dir's file system
+// (statfs); the identity is the host name and the file system ID.
+func (OS) Space(dir string) (Disk, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, 0, err
+		return Disk{}, err
 	}
-	return int64(st.Blocks) * int64(st.Bsize), int64(st.Bavail) * int64(st.Bsize), nil
+	host, _ := os.Hostname()
+	return Disk{
+		ID:    fmt.Sprintf("%s:%x:%x", host, uint32(st.Fsid.X__val[0]), uint32(st.Fsid.X__val[1])),
+		Total: int64(st.Blocks) * int64(st.Bsize),
+		Free:  int64(st.Bavail) * int64(st.Bsize),
+	}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/placement"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Bounds on what the registry keeps and hands out.
@@ -15,12 +16,15 @@ const (
 	maxQueuedGarbage    = 1 << 20 // per chunkserver
 	maxGarbagePerAnswer = 10000
 	maxDoubts           = 1 << 20 // per chunkserver
+	maxDisks            = 256     // per chunkserver
 )
 
 // server is what the master knows of one chunkserver. Never persisted.
 type server struct {
 	id, addr, rack string
-	capacity, used int64
+	capacity, used int64 // bytes of its distinct disks; bytes of chunk data it holds
+	free           int64 // bytes free on its distinct disks
+	disks          []disk
 	load           int32
 	lastBeat       time.Time
 	alive          bool
@@ -29,6 +33,30 @@ type server struct {
 	doubt          map[chunkfs.Handle]uint64          // replicas whose Lease or Truncate call failed, not yet checked: when (registry.doubts)
 	recent         placement.Recency                  // its decaying count of chunks created on it
 	forwards       placement.Recency                  // its decaying count of new chunks' chains it forwards in (chain_order.go)
+}
+
+// disk is one file system a chunkserver keeps data on; servers sharing a
+// file system report the same id.
+type disk struct {
+	id             string
+	capacity, free int64
+}
+
+// disksFrom converts a server's reported disks, keeping at most maxDisks.
+func disksFrom(in []*pb.Disk) []disk {
+	out := make([]disk, 0, min(len(in), maxDisks))
+	for _, d := range in[:min(len(in), maxDisks)] {
+		out = append(out, disk{id: d.Id, capacity: d.Capacity, free: d.Free})
+	}
+	return out
+}
+
+func disksTo(in []disk) []*pb.Disk {
+	out := make([]*pb.Disk, len(in))
+	for i, d := range in {
+		out[i] = &pb.Disk{Id: d.id, Capacity: d.capacity, Free: d.free}
+	}
+	return out
 }
 
 // chunkInfo is the in-memory part of a chunk: where it lives and its lease.

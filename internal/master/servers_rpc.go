@@ -136,6 +136,7 @@ func (m *Master) registerLocked(req *pb.RegisterRequest) (*server, map[chunkfs.H
 		r.servers[req.Id] = s
 	}
 	s.addr, s.rack, s.capacity, s.used = req.Addr, req.Rack, req.Capacity, req.Used
+	s.free, s.disks = req.Free, disksFrom(req.Disks)
 	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.Chunks))
 	s.doubt = nil
 	s.alive, s.lastBeat = true, m.cfg.Clock.Now()
@@ -169,6 +170,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			return
 		}
 		s.capacity, s.used, s.load, s.lastBeat = req.Capacity, req.Used, req.Load, now
+		s.free, s.disks = req.Free, disksFrom(req.Disks)
 		resp.Garbage, verify = m.sampleLocked(ns, s, req)
 		resp.Extended = m.extendLocked(s, req.ExtendLeases, now)
 	})
@@ -354,6 +356,7 @@ func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest
 			resp.Servers = append(resp.Servers, &pb.ChunkServerStatus{
 				Id: s.id, Addr: s.addr, Rack: s.rack, Capacity: s.capacity, Used: s.used, Load: s.load,
 				Chunks: int64(len(s.chunks)), Alive: s.alive, LastHeartbeatMs: now.Sub(s.lastBeat).Milliseconds(),
+				Free: s.free, Disks: disksTo(s.disks),
 			})
 		}
 	})
