@@ -414,3 +414,67 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+func TestTailAndRecordsFollowRecords(t *testing.T) {
+	ok(t, "one\ntwo\n", "append", "/follow.rec")
+	if out := ok(t, "", "tail", "/follow.rec"); out != "one\ntwo\n" {
+		t.Fatalf("tail of a record file = %q, want its records", out)
+	}
+	if out := ok(t, "", "tail", "--raw", "-c", "4", "/follow.rec"); len(out) != 4 || !strings.HasSuffix(out, "two") {
+		t.Fatalf("tail --raw -c 4 = %q, want the last 4 raw bytes (a CRC byte and \"two\")", out)
+	}
+	want := "one\ntwo\n"
+	for i, args := range [][]string{
+		{"tail", "-f", "--interval", "20ms", "/follow.rec"},
+		{"records", "-f", "--interval", "20ms", "/follow.rec"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, binary, args...)
+		cmd.Env = append(os.Environ(), "CHUNKFS_MASTER="+testCluster.MasterAddr())
+		var out syncBuffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, &out, want)
+		more := fmt.Sprintf("more %d\n", i)
+		ok(t, more, "append", "/follow.rec")
+		want += more
+		waitFor(t, &out, want)
+		cmd.Process.Signal(os.Interrupt)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%v after Ctrl-C: %v", args, err)
+		}
+		cancel()
+	}
+	ok(t, "", "rm", "/follow.rec")
+}
+
+func TestNamesAreQuoted(t *testing.T) {
+	ok(t, "", "mkdir", "-p", "/quoted")
+	ok(t, "x", "put", "-", "/quoted/a\nb")
+	ok(t, "x", "put", "-", "/quoted/\x1b[31mred")
+	got := ok(t, "", "ls", "/quoted")
+	if got != "$'\\x1b[31mred'\n$'a\\nb'\n" {
+		t.Fatalf("ls of control-character names = %q", got)
+	}
+	if !strings.Contains(ok(t, "", "ls", "--json", "/quoted"), `"name": "a\nb"`) {
+		t.Fatal("ls --json does not carry the name exactly")
+	}
+}
+
+func TestQuoteName(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":      "plain",
+		"with space": "with space",
+		"é ünïcode":  "é ünïcode",
+		"tab\there":  `$'tab\there'`,
+		"it's\n":     `$'it\'s\n'`,
+		"bad\xffutf": `$'bad\xffutf'`,
+		"\x7f":       `$'\x7f'`,
+	} {
+		if got := quoteName(in); got != want {
+			t.Errorf("quoteName(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
