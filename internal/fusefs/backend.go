@@ -54,6 +54,10 @@ type File interface {
 	Sync(ctx context.Context) error
 	// Close releases the file.
 	Close() error
+	// Moved tells the file that the mount renamed it to path (no I/O
+	// through it runs meanwhile): a Backend that names open files by
+	// path names it there from now on.
+	Moved(path string) error
 }
 
 // SetAttr lists attribute changes; nil fields stay as they are.

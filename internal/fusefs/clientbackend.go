@@ -25,8 +25,18 @@ const maxCallers = 256
 // when it is made. Files are opened with a context that outlives the FUSE
 // request (the client keeps it for the file's I/O); the client's
 // RetryTimeout bounds their calls instead.
+//
+// Access to a file is decided at open, as open(2) does: the caller's
+// client creates the file or checks the caller's right against its mode,
+// and the open file's I/O then goes through one client acting as the
+// superuser (io), so that a descriptor keeps the right it was opened with
+// whatever the file's mode says later (a file created 0444 is written
+// through the descriptor that created it; see docs/architecture.md,
+// "Access is decided at open"). Every change of what a path names made
+// through a caller's client makes io forget its cached locations of it.
 type ClientBackend struct {
 	cfg client.Config
+	io  *client.Client // the I/O of every open file
 
 	mu      sync.Mutex // guards clients
 	clients map[string]*client.Client
@@ -38,13 +48,21 @@ var _ Backend = (*ClientBackend)(nil)
 // fails if the master does not answer before ctx ends.
 //
 // The client's own write buffer only gathers one WriteAt of the mount
-// into large writes: it is raised to at least 4 MiB.
+// into large writes: it is raised to at least 4 MiB. The client's umask
+// is cleared: the kernel has applied the calling process's umask to every
+// mode the mount passes on.
 func NewClientBackend(ctx context.Context, cfg client.Config) (*ClientBackend, error) {
 	cfg.WriteBuffer = max(cfg.WriteBuffer, 4<<20)
+	cfg.Umask = 0
 	b := &ClientBackend{cfg: cfg, clients: map[string]*client.Client{}}
 	if _, err := b.client(ctx, cfg.Caller); err != nil {
 		return nil, err
 	}
+	io, err := b.client(ctx, chunkfs.Root)
+	if err != nil {
+		return nil, err
+	}
+	b.io = io
 	return b, nil
 }
 
@@ -137,41 +155,71 @@ func (b *ClientBackend) Mkdir(ctx context.Context, caller chunkfs.Caller, path s
 	return c.Stat(ctx, path)
 }
 
-// Create makes and opens a file.
+// Create makes a file as the caller and opens it for I/O. A file that
+// exists already is opened as Open does, which checks the caller's right
+// to write it, and truncated if asked.
 func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, error) {
-	flag := os.O_RDWR | os.O_CREATE
-	if exclusive {
-		flag |= os.O_EXCL
-	}
-	if truncate {
-		flag |= os.O_TRUNC
-	}
-	return b.open(ctx, caller, path, flag, perm)
-}
-
-// Open opens an existing file.
-func (b *ClientBackend) Open(ctx context.Context, caller chunkfs.Caller, path string, write bool) (File, *chunkfs.FileInfo, error) {
-	flag := os.O_RDONLY
-	if write {
-		flag = os.O_RDWR
-	}
-	return b.open(ctx, caller, path, flag, 0)
-}
-
-func (b *ClientBackend) open(ctx context.Context, caller chunkfs.Caller, path string, flag int, perm fs.FileMode) (File, *chunkfs.FileInfo, error) {
 	c, err := b.client(ctx, caller)
 	if err != nil {
 		return nil, nil, err
 	}
-	// The file keeps this context for all its I/O: it must outlive the
-	// request that opened it.
-	f, err := c.OpenFile(context.WithoutCancel(ctx), path, flag, perm)
+	made, err := c.OpenFile(ctx, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+	if chunkfs.KindOf(err) == chunkfs.KindExist && !exclusive {
+		return b.openExisting(ctx, c, caller, path, truncate)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	made.Close() // nothing written: no call to the cluster
+	b.io.Forget(path)
+	fi, err := c.Stat(ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.openIO(ctx, path, os.O_RDWR, fi)
+}
+
+// openExisting opens an existing file for writing as Create found it,
+// emptying it when truncate is set.
+func (b *ClientBackend) openExisting(ctx context.Context, c *client.Client, caller chunkfs.Caller, path string, truncate bool) (File, *chunkfs.FileInfo, error) {
+	f, fi, err := b.Open(ctx, caller, path, true)
+	if err != nil || !truncate || fi.Length == 0 {
+		return f, fi, err
+	}
+	if fi, err = b.SetAttr(ctx, caller, path, SetAttr{Size: new(int64)}); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// Open checks that the caller may read the file (or write it, when write
+// is set) and opens it for I/O.
+func (b *ClientBackend) Open(ctx context.Context, caller chunkfs.Caller, path string, write bool) (File, *chunkfs.FileInfo, error) {
+	c, err := b.client(ctx, caller)
 	if err != nil {
 		return nil, nil, err
 	}
 	fi, err := c.Stat(ctx, path)
 	if err != nil {
-		f.Close()
+		return nil, nil, err
+	}
+	flag, want := os.O_RDONLY, chunkfs.AccessRead
+	if write {
+		flag, want = os.O_RDWR, chunkfs.AccessWrite
+	}
+	if !caller.Allows(fi.FileMode, fi.UID, fi.GID, want) {
+		return nil, nil, chunkfs.E("open", path, chunkfs.KindPermission, "")
+	}
+	return b.openIO(ctx, path, flag, fi)
+}
+
+// openIO opens path for the I/O of a descriptor whose access was decided.
+func (b *ClientBackend) openIO(ctx context.Context, path string, flag int, fi *chunkfs.FileInfo) (File, *chunkfs.FileInfo, error) {
+	// The file keeps this context for all its I/O: it must outlive the
+	// request that opened it.
+	f, err := b.io.OpenFile(context.WithoutCancel(ctx), path, flag, 0)
+	if err != nil {
 		return nil, nil, err
 	}
 	return clientFile{f: f, write: flag&(os.O_WRONLY|os.O_RDWR) != 0}, fi, nil
@@ -183,7 +231,11 @@ func (b *ClientBackend) Remove(ctx context.Context, caller chunkfs.Caller, path 
 	if err != nil {
 		return err
 	}
-	return c.Remove(ctx, path)
+	if err := c.Remove(ctx, path); err != nil {
+		return err
+	}
+	b.io.Forget(path)
+	return nil
 }
 
 // Rename moves src to dst. The client has no "no replace" rename, so
@@ -202,7 +254,12 @@ func (b *ClientBackend) Rename(ctx context.Context, caller chunkfs.Caller, src, 
 			return err
 		}
 	}
-	return c.Rename(ctx, src, dst)
+	if err := c.Rename(ctx, src, dst); err != nil {
+		return err
+	}
+	b.io.Forget(src)
+	b.io.Forget(dst)
+	return nil
 }
 
 // SetAttr applies a's changes one call at a time (mode, owner, times,
@@ -211,6 +268,9 @@ func (b *ClientBackend) SetAttr(ctx context.Context, caller chunkfs.Caller, path
 	c, err := b.client(ctx, caller)
 	if err != nil {
 		return nil, err
+	}
+	if a.Size != nil {
+		defer b.io.Forget(path)
 	}
 	for _, step := range setAttrSteps(c, path, a) {
 		if err := step(ctx); err != nil {
@@ -329,3 +389,6 @@ func (f clientFile) Sync(ctx context.Context) error {
 }
 
 func (f clientFile) Close() error { return f.f.Close() }
+
+// Moved re-points the file at its new path after the mount renamed it.
+func (f clientFile) Moved(path string) error { return f.f.Moved(path) }

@@ -17,7 +17,8 @@ import (
 type handle struct {
 	n     *node
 	f     File
-	write bool // opened for writing
+	name  string // the path f names (guarded by n.mu and names.io held exclusively)
+	write bool   // opened for writing
 	wb    *writeBehind
 	// counted: the open is counted in the mount's per-inode state
 	// (write-back cache), and Release uncounts it.
@@ -72,7 +73,17 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	cctx, cancel := n.m.call(ctx)
 	defer cancel()
-	f, fi, err := n.m.b.Open(cctx, callerOf(ctx), n.path(), write)
+	// Until the handle is counted, a rename must not change what the
+	// path names.
+	n.m.names.io.RLock()
+	locked := true
+	defer func() {
+		if locked {
+			n.m.names.io.RUnlock()
+		}
+	}()
+	p := n.path()
+	f, fi, err := n.m.b.Open(cctx, callerOf(ctx), p, write)
 	if err != nil {
 		return nil, 0, errno(err)
 	}
@@ -92,7 +103,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	} else {
 		fuseFlags = n.opened(fi, true)
 	}
-	h := n.newHandle(f, write)
+	h := n.newHandle(f, p, write)
+	locked = false
+	n.m.names.io.RUnlock()
 	h.counted = n.m.writeback()
 	n.cacheOpened(fi, write)
 	if fuseFlags&fuse.FOPEN_KEEP_CACHE == 0 && flags&syscall.O_ACCMODE != syscall.O_WRONLY {
@@ -112,7 +125,10 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	excl, trunc := flags&syscall.O_EXCL != 0, flags&syscall.O_TRUNC != 0
-	f, fi, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), excl, trunc)
+	n.m.names.io.RLock() // until the handle is counted (see Open)
+	defer n.m.names.io.RUnlock()
+	p := n.child(name)
+	f, fi, err := n.m.b.Create(cctx, callerOf(ctx), p, goPerm(mode), excl, trunc)
 	if err != nil {
 		return nil, nil, 0, errno(err)
 	}
@@ -121,7 +137,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if cn.m.writeback() {
 		st := ch.StableAttr()
 		keep, _ := cn.m.files.opened(st.Ino, st.Gen, versionOf(fi)) // never stale: entry just made it current
-		h := cn.newHandle(f, true)
+		h := cn.newHandle(f, p, true)
 		h.counted = true
 		cn.cacheOpened(fi, true)
 		var fl uint32
@@ -130,7 +146,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		}
 		return ch, h, fl, 0
 	}
-	h := cn.newHandle(f, true)
+	h := cn.newHandle(f, p, true)
 	cn.cacheOpened(fi, true)
 	return ch, h, cn.opened(fi, false), 0
 }
@@ -143,13 +159,19 @@ func (n *node) cacheOpened(fi *chunkfs.FileInfo, write bool) {
 	}
 }
 
-func (n *node) newHandle(f File, write bool) *handle {
-	h := &handle{n: n, f: f, write: write}
+// newHandle counts a handle of f, opened at path p. The names' io is
+// held shared.
+func (n *node) newHandle(f File, p string, write bool) *handle {
+	f = namedFile{File: f, s: n.m.names}
+	h := &handle{n: n, f: f, name: p, write: write}
 	if write && n.m.cfg.WriteBehind > 0 {
 		h.wb = newWriteBehind(f, n.m.cfg.WriteBehind, n.m.cfg.FlushSize, n.m.cfg.OpTimeout)
 	}
 	n.mu.Lock()
 	n.handles[h] = struct{}{}
+	if len(n.handles) == 1 {
+		n.m.names.opened(n)
+	}
 	n.mu.Unlock()
 	return h
 }
@@ -478,12 +500,19 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 	}
 	h.n.mu.Lock()
 	delete(h.n.handles, h)
+	last := len(h.n.handles) == 0
+	if last {
+		h.n.m.names.closed(h.n)
+	}
 	h.n.mu.Unlock()
 	if !h.counted && h.write {
 		h.n.remember(cctx)
 	}
 	if c := h.n.m.cache; c != nil {
 		c.closed(h.n.StableAttr().Ino, h.write)
+	}
+	if last {
+		h.n.unhide(cctx)
 	}
 	if err != nil {
 		h.n.m.log.Warn("release", "path", h.n.path(), "err", err)

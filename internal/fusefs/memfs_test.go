@@ -325,3 +325,10 @@ func (f *memFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error)
 
 func (f *memFile) Sync(ctx context.Context) error { return nil }
 func (f *memFile) Close() error                   { return nil }
+
+func (f *memFile) Moved(path string) error {
+	f.b.mu.Lock()
+	defer f.b.mu.Unlock()
+	f.path = path
+	return nil
+}

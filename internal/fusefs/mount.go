@@ -53,7 +53,7 @@ func Mount(ctx context.Context, dir string, b Backend, cfg Config, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	m := &mount{b: b, cfg: cfg, log: log, files: newFiles(clock.Real{})}
+	m := &mount{b: b, cfg: cfg, log: log, files: newFiles(clock.Real{}), names: newNames()}
 	if cfg.CacheSize > 0 {
 		m.cache = newBlockCache(cfg.CacheSize)
 	}

@@ -21,6 +21,7 @@ type mount struct {
 	log   *slog.Logger
 	files *files      // per-inode generations, with the write-back cache
 	cache *blockCache // nil without Config.CacheSize
+	names *names      // the paths open files name
 }
 
 // writeback reports whether the kernel's write-back cache is on.
@@ -43,16 +44,18 @@ func (m *mount) mutation(ctx context.Context) (context.Context, context.CancelFu
 }
 
 // node is a file, directory or symbolic link of the mount. It is named by
-// its path, which go-fuse's tree keeps current across renames.
+// its path, which go-fuse's tree keeps current across renames, or by the
+// hidden name it was given when unlinked while open (names.go).
 type node struct {
 	gofs.Inode
 	m *mount
 
-	mu      sync.Mutex           // guards handles, cached and gen
-	handles map[*handle]struct{} // open file handles
-	cached  version              // version of the file the kernel's page cache holds
-	gen     uint64               // bumped by every write or truncate through this mount
-	written atomic.Bool          // written since the last close recorded the version
+	mu      sync.Mutex             // guards handles (and each one's name), cached and gen
+	handles map[*handle]struct{}   // open file handles
+	cached  version                // version of the file the kernel's page cache holds
+	gen     uint64                 // bumped by every write or truncate through this mount
+	written atomic.Bool            // written since the last close recorded the version
+	hidden  atomic.Pointer[string] // the hidden path of a file unlinked while open
 }
 
 // version identifies the contents of a file for io-cache: unchanged size
@@ -70,7 +73,12 @@ func versionOf(fi *chunkfs.FileInfo) version {
 func (m *mount) newNode() *node { return &node{m: m, handles: map[*handle]struct{}{}} }
 
 // path returns the node's absolute path in the cluster.
-func (n *node) path() string { return "/" + n.Path(nil) }
+func (n *node) path() string {
+	if hp := n.hidden.Load(); hp != nil {
+		return *hp
+	}
+	return "/" + n.Path(nil)
+}
 
 func (n *node) child(name string) string { return path.Join(n.path(), name) }
 
@@ -146,6 +154,9 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 	}
 	n.sawAttr(fi)
 	fillAttr(fi, &out.Attr)
+	if n.hidden.Load() != nil {
+		out.Attr.Nlink = 0 // unlinked while open
+	}
 	out.SetTimeout(n.m.cfg.AttrTimeout)
 	return 0
 }
@@ -159,6 +170,13 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	a := setAttrOf(in)
+	caller := callerOf(ctx)
+	if h, ok := f.(*handle); ok && h.write && a.Perm == nil && a.UID == nil && a.GID == nil {
+		// ftruncate(2), or the kernel writing back its own mtime: the
+		// right of the open descriptor, as the kernel has checked
+		// (default_permissions), not the file's mode now.
+		caller = chunkfs.Root
+	}
 	if err := n.flushAll(cctx); err != nil {
 		return errno(err)
 	}
@@ -166,7 +184,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		n.bump()
 	}
 	before := n.timesOnly(cctx, a)
-	fi, err := n.m.b.SetAttr(cctx, callerOf(ctx), n.path(), a)
+	fi, err := n.m.b.SetAttr(cctx, caller, n.path(), a)
 	if a.Size != nil && n.m.cache != nil {
 		n.m.cache.drop(n.StableAttr().Ino)
 	}
@@ -262,8 +280,18 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 var _ = (gofs.NodeUnlinker)((*node)(nil))
 
 // Unlink removes a file or symbolic link; the kernel has checked it is not
-// a directory.
+// a directory. A file this mount has open gets a hidden name instead, kept
+// until its last release (names.go).
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	if n.openChild(name) != nil {
+		cctx, cancel := n.m.mutation(ctx)
+		defer cancel()
+		n.m.names.io.Lock()
+		defer n.m.names.io.Unlock()
+		if c := n.openChild(name); c != nil {
+			return errno(n.hide(cctx, callerOf(ctx), name, c))
+		}
+	}
 	return n.remove(ctx, name)
 }
 
@@ -283,8 +311,9 @@ var _ = (gofs.NodeRenamer)((*node)(nil))
 
 // Rename moves a child, replacing the target atomically unless
 // RENAME_NOREPLACE. RENAME_EXCHANGE is not supported (EINVAL, as on file
-// systems without it). Writes buffered for the file are pushed first, as
-// they name it by path.
+// systems without it). Open files at or below the source are re-pointed
+// at their new paths; a target this mount has open is hidden first, so
+// that its descriptors keep working (names.go).
 func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	const noReplace, exchange = 1, 2 // RENAME_NOREPLACE, RENAME_EXCHANGE
 	if flags&exchange != 0 || flags&^(noReplace|exchange) != 0 {
@@ -299,14 +328,38 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	}
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
-	if c := n.GetChild(name); c != nil {
-		if ch, ok := c.Operations().(*node); ok {
-			if err := ch.flushAll(cctx); err != nil {
-				return errno(err)
-			}
+	caller, src, dst := callerOf(ctx), n.child(name), np.child(newName)
+	n.m.names.io.Lock()
+	defer n.m.names.io.Unlock()
+	var hidden *node
+	if c := np.openChild(newName); c != nil && flags&noReplace == 0 && c != n.openChild(name) {
+		if err := np.hide(cctx, caller, newName, c); err != nil {
+			return errno(err)
 		}
+		hidden = c
 	}
-	return errno(n.m.b.Rename(cctx, callerOf(ctx), n.child(name), np.child(newName), flags&noReplace != 0))
+	if err := n.m.b.Rename(cctx, caller, src, dst, flags&noReplace != 0); err != nil {
+		if hidden != nil {
+			np.unhideBack(cctx, caller, newName, hidden)
+		}
+		return errno(err)
+	}
+	return errno(n.m.names.moved(src, dst))
+}
+
+// unhideBack gives hidden child c of n its name back after the rename it
+// was hidden for failed.
+func (n *node) unhideBack(ctx context.Context, caller chunkfs.Caller, name string, c *node) {
+	hp := c.hidden.Load()
+	dst := n.child(name)
+	if err := n.m.b.Rename(ctx, caller, *hp, dst, true); err != nil {
+		n.m.log.Warn("rename hidden file back", "path", *hp, "err", err)
+		return
+	}
+	c.hidden.Store(nil)
+	if err := n.m.names.moved(*hp, dst); err != nil {
+		n.m.log.Warn("rename hidden file back", "path", dst, "err", err)
+	}
 }
 
 var _ = (gofs.NodeSymlinker)((*node)(nil))

@@ -43,6 +43,7 @@ func (f *bytesFile) WriteAt(ctx context.Context, p []byte, off int64) (int, erro
 
 func (f *bytesFile) Sync(ctx context.Context) error { return nil }
 func (f *bytesFile) Close() error                   { return nil }
+func (f *bytesFile) Moved(path string) error        { return nil }
 
 func (f *bytesFile) contents() []byte {
 	f.mu.Lock()

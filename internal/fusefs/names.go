@@ -1,0 +1,195 @@
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// An open file lives through its inode whatever happens to its name. The
+// cluster names files by path, so the mount keeps the paths its open files
+// name current (see docs/architecture.md, "Open files outlive their
+// names"):
+//
+//   - a rename through the mount re-points every open file at or below
+//     the source to its new path (File.Moved), with no I/O running
+//     meanwhile;
+//   - an unlink, or a rename over the name, of a file this mount has open
+//     renames it to a hidden name in the same directory instead (NFS's
+//     "silly rename": .fuse_hidden<inode><n>), and the last release of
+//     the file removes that name. fstat reports nlink 0 meanwhile.
+//
+// Another mount's unlink still takes the data away: only the master could
+// keep an inode alive for every mount's open descriptors.
+
+// hiddenPrefix starts the names of files unlinked while open.
+const hiddenPrefix = ".fuse_hidden"
+
+// names owns the paths the mount's open files name in the cluster.
+type names struct {
+	// io is held shared by every call through an open file (namedFile)
+	// and by an open until its handle is counted, and exclusively while
+	// a rename or a hiding changes what paths open files name.
+	io sync.RWMutex
+
+	mu   sync.Mutex         // guards open
+	open map[*node]struct{} // nodes with open handles
+	seq  atomic.Uint32      // numbers hidden names
+}
+
+func newNames() *names { return &names{open: map[*node]struct{}{}} }
+
+// opened and closed count nodes with open handles in or out.
+func (s *names) opened(n *node) {
+	s.mu.Lock()
+	s.open[n] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *names) closed(n *node) {
+	s.mu.Lock()
+	delete(s.open, n)
+	s.mu.Unlock()
+}
+
+// moved re-points every open file at or below src to the same place
+// below dst, after the cluster renamed src to dst. s.io is held.
+func (s *names) moved(src, dst string) error {
+	s.mu.Lock()
+	nodes := make([]*node, 0, len(s.open))
+	for n := range s.open {
+		nodes = append(nodes, n)
+	}
+	s.mu.Unlock()
+	var first error
+	for _, n := range nodes {
+		if err := n.moved(src, dst); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// rebase returns p moved from below src to below dst, or false when p is
+// not src or below it.
+func rebase(p, src, dst string) (string, bool) {
+	if p == src {
+		return dst, true
+	}
+	if rest, ok := strings.CutPrefix(p, src+"/"); ok && src != "/" {
+		return path.Join(dst, rest), true
+	}
+	return "", false
+}
+
+// namedFile is an open file whose calls hold the mount's names shared, so
+// that no call names a path a rename is changing.
+type namedFile struct {
+	File
+	s *names
+}
+
+func (f namedFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	f.s.io.RLock()
+	defer f.s.io.RUnlock()
+	return f.File.ReadAt(ctx, p, off)
+}
+
+func (f namedFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	f.s.io.RLock()
+	defer f.s.io.RUnlock()
+	return f.File.WriteAt(ctx, p, off)
+}
+
+func (f namedFile) Sync(ctx context.Context) error {
+	f.s.io.RLock()
+	defer f.s.io.RUnlock()
+	return f.File.Sync(ctx)
+}
+
+func (f namedFile) Close() error {
+	f.s.io.RLock()
+	defer f.s.io.RUnlock()
+	return f.File.Close()
+}
+
+// moved re-points n's open files after the cluster renamed src to dst,
+// if n's path was at or below src. The names' io is held.
+func (n *node) moved(src, dst string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var first error
+	for h := range n.handles {
+		if p, ok := rebase(h.name, src, dst); ok {
+			h.name = p
+			if err := h.f.Moved(p); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	if hp := n.hidden.Load(); hp != nil {
+		if p, ok := rebase(*hp, src, dst); ok {
+			n.hidden.Store(&p)
+		}
+	}
+	return first
+}
+
+// isOpen reports whether the mount has n open.
+func (n *node) isOpen() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.handles) > 0
+}
+
+// openChild returns n's child called name if it is a regular file the
+// mount has open.
+func (n *node) openChild(name string) *node {
+	c := n.GetChild(name)
+	if c == nil || c.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil
+	}
+	cn, ok := c.Operations().(*node)
+	if !ok || !cn.isOpen() {
+		return nil
+	}
+	return cn
+}
+
+// hide renames child c of n, called name and open on this mount, to a
+// hidden name, as the caller (who needs the rights unlink needs), and
+// re-points its open files there. The names' io is held.
+func (n *node) hide(ctx context.Context, caller chunkfs.Caller, name string, c *node) error {
+	src := n.child(name)
+	var err error
+	for range 8 {
+		hidden := n.child(fmt.Sprintf("%s%016x%08x", hiddenPrefix, c.StableAttr().Ino, n.m.names.seq.Add(1)))
+		err = n.m.b.Rename(ctx, caller, src, hidden, true)
+		if chunkfs.KindOf(err) == chunkfs.KindExist {
+			continue // another mount's hidden file: try the next number
+		}
+		if err != nil {
+			return err
+		}
+		c.hidden.Store(&hidden)
+		return n.m.names.moved(src, hidden)
+	}
+	return err
+}
+
+// unhide removes n's hidden name at its last release.
+func (n *node) unhide(ctx context.Context) {
+	hp := n.hidden.Load()
+	if hp == nil || n.isOpen() {
+		return
+	}
+	if err := n.m.b.Remove(ctx, chunkfs.Root, *hp); err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
+		n.m.log.Warn("remove hidden file", "path", *hp, "err", err)
+	}
+}
