@@ -45,8 +45,12 @@ const (
 	MaxReplication = 16
 	// MaxNameLen bounds one component of a path, in bytes.
 	MaxNameLen = 255
-	// MaxPathLen bounds a whole path, in bytes.
-	MaxPathLen = 4096
+	// MaxPathLen bounds a whole path in the cluster, in bytes: four
+	// times Linux's PATH_MAX, which bounds only the path one system call
+	// is given. A FUSE mount's process may hand a PATH_MAX relative path
+	// to a call from a directory deep in the tree, and the cluster sees
+	// the two together.
+	MaxPathLen = 16 << 10
 	// MaxSymlinkLen bounds a symbolic link's target, in bytes.
 	MaxSymlinkLen = 4096
 	// LeaseDuration is how long a primary holds a chunk lease unless extended.

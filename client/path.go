@@ -2,6 +2,7 @@ package client
 
 import (
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/chunkfs/chunkfs"
@@ -18,7 +19,7 @@ func checkPath(op, p string) (string, error) {
 	case !strings.HasPrefix(p, "/"):
 		return "", chunkfs.E(op, p, chunkfs.KindInvalid, "path must be absolute (start with /)")
 	case len(p) > chunkfs.MaxPathLen:
-		return "", chunkfs.E(op, p[:64]+"…", chunkfs.KindTooLarge, "path longer than 4096 bytes")
+		return "", chunkfs.E(op, p[:64]+"…", chunkfs.KindTooLarge, "path longer than "+strconv.Itoa(chunkfs.MaxPathLen)+" bytes")
 	case strings.IndexByte(p, 0) >= 0:
 		return "", chunkfs.E(op, p, chunkfs.KindInvalid, "path contains a NUL byte")
 	}

@@ -24,12 +24,12 @@ func TestCheckPath(t *testing.T) {
 		}
 	}
 	bad := map[string]chunkfs.Kind{
-		"":                               chunkfs.KindInvalid,
-		"a/b":                            chunkfs.KindInvalid,
-		"./a":                            chunkfs.KindInvalid,
-		"/a\x00b":                        chunkfs.KindInvalid,
-		"/" + strings.Repeat("n", 256):   chunkfs.KindTooLarge,
-		"/" + strings.Repeat("a/", 2100): chunkfs.KindTooLarge,
+		"":                             chunkfs.KindInvalid,
+		"a/b":                          chunkfs.KindInvalid,
+		"./a":                          chunkfs.KindInvalid,
+		"/a\x00b":                      chunkfs.KindInvalid,
+		"/" + strings.Repeat("n", 256): chunkfs.KindTooLarge,
+		"/" + strings.Repeat("a/", chunkfs.MaxPathLen/2+1): chunkfs.KindTooLarge,
 	}
 	for in, kind := range bad {
 		_, err := checkPath("op", in)

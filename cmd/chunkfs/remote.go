@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,7 +130,7 @@ func tempName(dst string) string {
 // sent: a name over chunkfs.MaxNameLen or a path over chunkfs.MaxPathLen.
 func checkTarget(p string) error {
 	if len(p) > chunkfs.MaxPathLen {
-		return chunkfs.E("create", p[:64]+"…", chunkfs.KindTooLarge, "path longer than 4096 bytes")
+		return chunkfs.E("create", p[:64]+"…", chunkfs.KindTooLarge, "path longer than "+strconv.Itoa(chunkfs.MaxPathLen)+" bytes")
 	}
 	for _, name := range strings.Split(p, "/") {
 		if len(name) > chunkfs.MaxNameLen {

@@ -43,19 +43,38 @@ func (d *dirHandle) load(ctx context.Context) syscall.Errno {
 
 var _ = (gofs.FileReaddirenter)((*dirHandle)(nil))
 
-// Readdirent returns the next entry; offsets are positions in the listing.
+// dots is how many entries come before the listing: "." and "..".
+const dots = 2
+
+// Readdirent returns the next entry: ".", "..", then the listing.
+// Offsets are positions in that sequence.
 func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
-	if d.pos >= len(d.entries) {
+	if d.pos >= dots+len(d.entries) {
 		return nil, 0
 	}
-	fi := d.entries[d.pos]
 	d.pos++
+	if d.pos <= dots {
+		return d.dot(d.pos), 0
+	}
+	fi := d.entries[d.pos-dots-1]
 	return &fuse.DirEntry{
 		Name: fi.FileName,
 		Ino:  fi.Inode,
 		Mode: unixMode(fi.FileMode),
 		Off:  uint64(d.pos),
 	}, 0
+}
+
+// dot returns "." (pos 1) or ".." (pos 2); the root is its own parent.
+func (d *dirHandle) dot(pos int) *fuse.DirEntry {
+	e := &fuse.DirEntry{Name: ".", Ino: d.n.StableAttr().Ino, Mode: syscall.S_IFDIR, Off: uint64(pos)}
+	if pos == 2 {
+		e.Name = ".."
+		if _, p := d.n.Parent(); p != nil {
+			e.Ino = p.StableAttr().Ino
+		}
+	}
+	return e
 }
 
 var _ = (gofs.FileSeekdirer)((*dirHandle)(nil))
@@ -65,7 +84,7 @@ func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	if off == 0 {
 		return d.load(ctx)
 	}
-	if off > uint64(len(d.entries)) {
+	if off > uint64(dots+len(d.entries)) {
 		return syscall.EINVAL
 	}
 	d.pos = int(off)
@@ -75,12 +94,12 @@ func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 var _ = (gofs.FileLookuper)((*dirHandle)(nil))
 
 // Lookup answers READDIRPLUS from the listing: name is always the entry
-// Readdirent returned last.
+// Readdirent returned last (go-fuse looks up neither "." nor "..").
 func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if d.pos == 0 || d.entries[d.pos-1].FileName != name {
+	if d.pos <= dots || d.entries[d.pos-dots-1].FileName != name {
 		return d.n.Lookup(ctx, name, out)
 	}
-	fi := *d.entries[d.pos-1]
+	fi := *d.entries[d.pos-dots-1]
 	return d.n.entry(ctx, &fi, out), 0
 }
 

@@ -119,7 +119,7 @@ var _ = (gofs.NodeCreater)((*node)(nil))
 // Create makes and opens a file. mode has the caller's umask applied by
 // the kernel, and is used exactly: 0000 stays 0000.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	if e := checkName(name); e != 0 {
+	if e := n.checkChild(name); e != 0 {
 		return nil, nil, 0, e
 	}
 	cctx, cancel := n.m.mutation(ctx)

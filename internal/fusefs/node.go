@@ -82,9 +82,11 @@ func (n *node) path() string {
 
 func (n *node) child(name string) string { return path.Join(n.path(), name) }
 
-// checkName rejects a name no Linux file system accepts.
-func checkName(name string) syscall.Errno {
-	if len(name) > chunkfs.MaxNameLen {
+// checkChild rejects a name no Linux file system accepts, and a child
+// whose whole path in the cluster would be longer than the cluster takes:
+// ENAMETOOLONG either way, as a local file system answers.
+func (n *node) checkChild(name string) syscall.Errno {
+	if len(name) > chunkfs.MaxNameLen || len(n.child(name)) > chunkfs.MaxPathLen {
 		return syscall.ENAMETOOLONG
 	}
 	return 0
@@ -130,7 +132,7 @@ var _ = (gofs.NodeLookuper)((*node)(nil))
 
 // Lookup finds a child by name.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if e := checkName(name); e != 0 {
+	if e := n.checkChild(name); e != 0 {
 		return nil, e
 	}
 	cctx, cancel := n.m.call(ctx)
@@ -258,7 +260,7 @@ var _ = (gofs.NodeMkdirer)((*node)(nil))
 // Mkdir makes a directory. The kernel has applied the caller's umask to
 // mode already; the daemon's own umask plays no part.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if e := checkName(name); e != 0 {
+	if e := n.checkChild(name); e != 0 {
 		return nil, e
 	}
 	cctx, cancel := n.m.mutation(ctx)
@@ -319,12 +321,12 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if flags&exchange != 0 || flags&^(noReplace|exchange) != 0 {
 		return syscall.EINVAL
 	}
-	if e := checkName(newName); e != 0 {
-		return e
-	}
 	np, ok := newParent.(*node)
 	if !ok {
 		return syscall.EXDEV
+	}
+	if e := np.checkChild(newName); e != 0 {
+		return e
 	}
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
@@ -366,7 +368,7 @@ var _ = (gofs.NodeSymlinker)((*node)(nil))
 
 // Symlink makes a symbolic link.
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if e := checkName(name); e != 0 {
+	if e := n.checkChild(name); e != 0 {
 		return nil, e
 	}
 	if len(target) > chunkfs.MaxSymlinkLen {
@@ -410,7 +412,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	if mode&syscall.S_IFMT != syscall.S_IFREG {
 		return nil, syscall.EPERM
 	}
-	if e := checkName(name); e != 0 {
+	if e := n.checkChild(name); e != 0 {
 		return nil, e
 	}
 	cctx, cancel := n.m.mutation(ctx)

@@ -66,7 +66,7 @@ func testCreateReadOnlyAsUser(t *testing.T, dir string) {
 	dfd := openDir(t, dir)
 	data := []byte("hello\n")
 	err := asUser(65534, 65534, func() error {
-		fd, err := unix.Openat(dfd, "obj", unix.O_CREAT|unix.O_EXCL|unix.O_RDWR, 0o444)
+		fd, err := openat(dfd, "obj", unix.O_CREAT|unix.O_EXCL|unix.O_RDWR, 0o444)
 		if err != nil {
 			return fmt.Errorf("open: %w", err)
 		}
@@ -74,11 +74,11 @@ func testCreateReadOnlyAsUser(t *testing.T, dir string) {
 			unix.Close(fd)
 			return fmt.Errorf("write: %d, %v", k, err)
 		}
-		if err := unix.Fsync(fd); err != nil {
+		if err := again(func() error { return unix.Fsync(fd) }); err != nil {
 			unix.Close(fd)
 			return fmt.Errorf("fsync: %w", err)
 		}
-		if err := unix.Ftruncate(fd, 5); err != nil {
+		if err := again(func() error { return unix.Ftruncate(fd, 5) }); err != nil {
 			unix.Close(fd)
 			return fmt.Errorf("ftruncate: %w", err)
 		}
@@ -86,7 +86,7 @@ func testCreateReadOnlyAsUser(t *testing.T, dir string) {
 			return fmt.Errorf("close: %w", err)
 		}
 		// Access is decided at open: a new open for writing is refused.
-		if fd, err := unix.Openat(dfd, "obj", unix.O_WRONLY, 0); !errors.Is(err, unix.EACCES) {
+		if fd, err := openat(dfd, "obj", unix.O_WRONLY, 0); !errors.Is(err, unix.EACCES) {
 			if err == nil {
 				unix.Close(fd)
 			}

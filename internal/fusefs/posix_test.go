@@ -41,6 +41,9 @@ var posixCases = map[string]func(t *testing.T, dir string){
 	"UnlinkOpenFile":       testUnlinkOpenFile,
 	"RenameOverOpenFile":   testRenameOverOpenFile,
 	"RenameOpenFile":       testRenameOpenFile,
+	"ModesExact":           testModesExact,
+	"LongRelativePath":     testLongRelativePath,
+	"ReadDirDots":          testReadDirDots,
 }
 
 // goFusePosix lists the cases of go-fuse's posixtest suite chunkfs must

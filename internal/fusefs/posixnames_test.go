@@ -1,0 +1,181 @@
+package fusefs
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// testModesExact: the caller's umask is applied once (by the kernel), so
+// group and other write bits survive when the umask allows them.
+func testModesExact(t *testing.T, dir string) {
+	for _, c := range []struct {
+		umask      int
+		file, mdir os.FileMode
+	}{{0, 0o777, 0o777}, {0o002, 0o775, 0o775}} {
+		old := syscall.Umask(c.umask)
+		f, d := filepath.Join(dir, "f"), filepath.Join(dir, "d")
+		fh, err := os.OpenFile(f, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o777)
+		if err == nil {
+			err = fh.Close()
+		}
+		if err == nil {
+			err = os.Mkdir(d, 0o777)
+		}
+		syscall.Umask(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range map[string]os.FileMode{f: c.file, d: c.mdir} {
+			if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+				t.Errorf("umask %03o: %s has mode %v (%v), want %v", c.umask, filepath.Base(p), fi.Mode().Perm(), err, want)
+			}
+		}
+		os.Remove(f)
+		os.Remove(d)
+	}
+}
+
+// testLongRelativePath: a relative path of PATH_MAX-1 bytes given from a
+// directory below the mount's root works (the cluster sees the directory's
+// path too), and a path the cluster cannot hold is ENAMETOOLONG.
+func testLongRelativePath(t *testing.T, dir string) {
+	dfd := openDir(t, dir)
+	comp := strings.Repeat("d", 254)
+	var rel string
+	for range 16 {
+		rel += comp
+		if err := again(func() error { return unix.Mkdirat(dfd, rel, 0o755) }); err != nil {
+			t.Fatalf("mkdirat %d bytes: %v", len(rel), err)
+		}
+		rel += "/"
+	}
+	rel += strings.Repeat("f", 4095-len(rel))
+	fd, err := openat(dfd, rel, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatalf("create a %d-byte relative path: %v", len(rel), err)
+	}
+	if _, err := unix.Write(fd, []byte("deep")); err != nil {
+		t.Errorf("write: %v", err)
+	}
+	if err := unix.Close(fd); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	var st unix.Stat_t
+	if err := again(func() error { return unix.Fstatat(dfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil || st.Size != 4 {
+		t.Errorf("stat: size %d, %v", st.Size, err)
+	}
+	if err := again(func() error { return unix.Unlinkat(dfd, rel, 0) }); err != nil {
+		t.Errorf("unlink: %v", err)
+	}
+	// Deeper than the cluster's path limit, one directory at a time.
+	fd = dfd
+	for depth := 0; ; depth++ {
+		err := again(func() error { return unix.Mkdirat(fd, comp, 0o755) })
+		if err == unix.ENAMETOOLONG {
+			return
+		}
+		if err != nil && err != unix.EEXIST {
+			t.Fatalf("mkdir at depth %d: %v, want success or ENAMETOOLONG", depth, err)
+		}
+		if depth*255 > 2*maxPathForTest {
+			t.Fatalf("mkdir at depth %d still succeeds", depth)
+		}
+		next, err := openat(fd, comp, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatalf("open at depth %d: %v", depth, err)
+		}
+		fd = next
+		defer unix.Close(next)
+	}
+}
+
+// again runs a system call until it is not interrupted, as Go's os
+// package does: the Go runtime's preemption signals interrupt FUSE
+// requests, whose look-ups and opens then answer EINTR.
+func again(call func() error) error {
+	for {
+		if err := call(); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// openat is unix.Openat, again after EINTR.
+func openat(dfd int, p string, flags int, mode uint32) (int, error) {
+	var fd int
+	err := again(func() error {
+		var err error
+		fd, err = unix.Openat(dfd, p, flags, mode)
+		return err
+	})
+	return fd, err
+}
+
+// maxPathForTest is the cluster's path limit the test expects to reach.
+const maxPathForTest = 16 << 10
+
+// testReadDirDots: readdir lists "." and ".." (with the right inode
+// numbers) before the entries.
+func testReadDirDots(t *testing.T, dir string) {
+	writeFile(t, filepath.Join(dir, "f"), nil)
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents := rawReadDir(t, dir)
+	names := make([]string, 0, len(ents))
+	for n := range ents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if strings.Join(names, " ") != ". .. d f" {
+		t.Fatalf("readdir lists %v, want [. .. d f]", names)
+	}
+	for name, p := range map[string]string{".": dir, "..": filepath.Dir(dir)} {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if ents[name] != st.Ino {
+			t.Errorf("%s has inode %d, want %d", name, ents[name], st.Ino)
+		}
+	}
+}
+
+// rawReadDir lists dir with getdents64 (Go's os and unix helpers drop "."
+// and ".."): name → inode number.
+func rawReadDir(t *testing.T, dir string) map[string]uint64 {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	out := map[string]uint64{}
+	buf := make([]byte, 8192)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return out
+		}
+		for b := buf[:n]; len(b) > 0; {
+			ino := binary.NativeEndian.Uint64(b[0:])
+			reclen := binary.NativeEndian.Uint16(b[16:])
+			name := b[19:reclen]
+			if i := strings.IndexByte(string(name), 0); i >= 0 {
+				name = name[:i]
+			}
+			out[string(name)] = ino
+			b = b[reclen:]
+		}
+	}
+}
