@@ -114,6 +114,10 @@ type FileInfo struct {
 	Replication int    // replicas per chunk (files only)
 	Target      string // symbolic link target
 	Chunks      int64  // number of chunks (files only)
+	// Nlink is the number of names the inode has, as st_nlink counts
+	// them: 1 for a file or symbolic link, 2 plus its subdirectories
+	// for a directory (its entry, its ".", and each subdirectory's "..").
+	Nlink uint32
 }
 
 var _ fs.FileInfo = (*FileInfo)(nil)

@@ -69,9 +69,12 @@ func fillAttr(fi *chunkfs.FileInfo, a *fuse.Attr) {
 	}
 	a.Blocks = (uint64(fi.Length) + 511) / 512
 	a.Blksize = blockSize
-	a.Nlink = 1
-	if fi.FileMode.IsDir() {
-		a.Nlink = 2
+	a.Nlink = fi.Nlink
+	if a.Nlink == 0 { // a backend that does not count links
+		a.Nlink = 1
+		if fi.FileMode.IsDir() {
+			a.Nlink = 2
+		}
 	}
 	a.Owner = fuse.Owner{Uid: fi.UID, Gid: fi.GID}
 	setTime(&a.Mtime, &a.Mtimensec, fi.MTime)

@@ -58,8 +58,23 @@ func (b *memBackend) Stat(ctx context.Context, c chunkfs.Caller, p string) (*chu
 	if err != nil {
 		return nil, err
 	}
+	return b.infoLocked(p, n), nil
+}
+
+// infoLocked describes node n at p, counting a directory's links as the
+// cluster does.
+func (b *memBackend) infoLocked(p string, n *memNode) *chunkfs.FileInfo {
 	fi := n.fi
-	return &fi, nil
+	fi.Nlink = 1
+	if fi.IsDir() {
+		fi.Nlink = 2
+		for q, k := range b.nodes {
+			if q != "/" && path.Dir(q) == p && k.fi.IsDir() {
+				fi.Nlink++
+			}
+		}
+	}
+	return &fi
 }
 
 func (b *memBackend) ReadDir(ctx context.Context, c chunkfs.Caller, p string) ([]*chunkfs.FileInfo, error) {
@@ -75,8 +90,7 @@ func (b *memBackend) ReadDir(ctx context.Context, c chunkfs.Caller, p string) ([
 	var out []*chunkfs.FileInfo
 	for q, n := range b.nodes {
 		if q != "/" && path.Dir(q) == p {
-			fi := n.fi
-			out = append(out, &fi)
+			out = append(out, b.infoLocked(q, n))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].FileName < out[j].FileName })

@@ -44,6 +44,7 @@ var posixCases = map[string]func(t *testing.T, dir string){
 	"ModesExact":           testModesExact,
 	"LongRelativePath":     testLongRelativePath,
 	"ReadDirDots":          testReadDirDots,
+	"DirNlink":             testDirNlink,
 }
 
 // goFusePosix lists the cases of go-fuse's posixtest suite chunkfs must

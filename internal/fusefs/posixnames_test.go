@@ -179,3 +179,54 @@ func rawReadDir(t *testing.T, dir string) map[string]uint64 {
 		}
 	}
 }
+
+// testDirNlink: a directory has 2 links plus one per subdirectory, kept
+// current by mkdir, rmdir and rename.
+func testDirNlink(t *testing.T, dir string) {
+	d, e := filepath.Join(dir, "d"), filepath.Join(dir, "e")
+	for _, p := range []string{d, e, filepath.Join(d, "a"), filepath.Join(d, "b")} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(d, "f"), nil)
+	wantNlink(t, d, 4)
+	wantNlink(t, filepath.Join(d, "a"), 2)
+	wantNlink(t, filepath.Join(d, "f"), 1)
+	wantNlink(t, dir, 4)
+	if err := os.Remove(filepath.Join(d, "a")); err != nil {
+		t.Fatal(err)
+	}
+	wantNlink(t, d, 3)
+	if err := os.Rename(filepath.Join(d, "b"), filepath.Join(e, "b")); err != nil {
+		t.Fatal(err)
+	}
+	wantNlink(t, d, 2)
+	wantNlink(t, e, 3)
+	// A listing's attributes (READDIRPLUS) count the same.
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range es {
+		fi, err := en.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]uint64{"d": 2, "e": 3}[en.Name()]
+		if got := fi.Sys().(*syscall.Stat_t).Nlink; got != want {
+			t.Errorf("listed %s has nlink %d, want %d", en.Name(), got, want)
+		}
+	}
+}
+
+func wantNlink(t *testing.T, p string, want uint64) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Nlink != want {
+		t.Errorf("%s has nlink %d, want %d", filepath.Base(p), st.Nlink, want)
+	}
+}

@@ -51,6 +51,7 @@ func setFileInfo(p *pb.FileInfo, fi chunkfs.FileInfo) {
 	p.Replication = uint32(fi.Replication)
 	p.Target = fi.Target
 	p.Chunks = fi.Chunks
+	p.Nlink = fi.Nlink
 }
 
 // modeArg keeps the permission, setuid, setgid and sticky bits of a mode.

@@ -98,7 +98,7 @@ func (c *checker) dir(n *inode, p string) {
 		c.fail(p, "bad directory")
 		return
 	}
-	prev, count := "", 0
+	prev, count, dirs := "", 0, 0
 	for _, blk := range n.ext.kids.blocks {
 		if len(blk) == 0 {
 			c.fail(p, "empty block")
@@ -112,6 +112,9 @@ func (c *checker) dir(n *inode, p string) {
 				c.fail(p, "entry %q has a wrong parent", k.name)
 			}
 			prev = k.name
+			if k.isDir() {
+				dirs++
+			}
 			c.node(k, join(p, k.name))
 			if c.err != nil {
 				return
@@ -120,6 +123,9 @@ func (c *checker) dir(n *inode, p string) {
 	}
 	if count != n.ext.kids.Len() {
 		c.fail(p, "holds %d entries, counted %d", count, n.ext.kids.Len())
+	}
+	if dirs != n.ext.kids.Dirs() {
+		c.fail(p, "holds %d directories, counted %d", dirs, n.ext.kids.Dirs())
 	}
 }
 

@@ -8,14 +8,28 @@ import "sort"
 const maxBlock = 512
 
 // children is a directory's entries sorted by name, in blocks: each block is
-// sorted, blocks are in order, and no block is empty.
+// sorted, blocks are in order, and no block is empty. It counts the
+// entries that are directories, for the directory's link count.
 type children struct {
 	blocks [][]*inode
 	n      int
+	dirs   int
 }
 
 // Len returns the number of entries.
 func (c *children) Len() int { return c.n }
+
+// Dirs returns the number of entries that are directories.
+func (c *children) Dirs() int { return c.dirs }
+
+// counted adds delta to the count of entries, and to that of directories
+// when n is one.
+func (c *children) counted(n *inode, delta int) {
+	c.n += delta
+	if n.isDir() {
+		c.dirs += delta
+	}
+}
 
 // block returns the index of the block where name is or would be inserted.
 func (c *children) block(name string) int {
@@ -52,7 +66,7 @@ func (c *children) get(name string) *inode {
 
 // insert adds n, which must not be present.
 func (c *children) insert(n *inode) {
-	c.n++
+	c.counted(n, 1)
 	if len(c.blocks) == 0 {
 		c.blocks = [][]*inode{{n}}
 		return
@@ -84,8 +98,8 @@ func (c *children) remove(name string) bool {
 	if !ok {
 		return false
 	}
-	c.n--
 	blk := c.blocks[b]
+	c.counted(blk[i], -1)
 	copy(blk[i:], blk[i+1:])
 	blk[len(blk)-1] = nil
 	blk = blk[:len(blk)-1]
@@ -123,7 +137,7 @@ func (c *children) all(fn func(*inode) bool) { c.after("", fn) }
 // appendSorted adds n after every entry; its name must sort after them all.
 // Restoring a snapshot builds lists this way, in full blocks.
 func (c *children) appendSorted(n *inode) {
-	c.n++
+	c.counted(n, 1)
 	last := len(c.blocks) - 1
 	if last < 0 || len(c.blocks[last]) >= maxBlock/2 {
 		c.blocks = append(c.blocks, make([]*inode, 0, maxBlock/2))

@@ -72,6 +72,10 @@ func (n *inode) info() chunkfs.FileInfo {
 		CTime:       time.Unix(0, n.ctime),
 		Replication: int(n.repl),
 		Chunks:      int64(len(n.chunks)),
+		Nlink:       1,
+	}
+	if n.isDir() {
+		fi.Nlink = 2 + uint32(n.ext.kids.Dirs())
 	}
 	if n.parent == nil {
 		fi.FileName = "/"

@@ -93,6 +93,7 @@ type FileInfo struct {
 	Replication   uint32                 `protobuf:"varint,10,opt,name=replication,proto3" json:"replication,omitempty"`
 	Target        string                 `protobuf:"bytes,11,opt,name=target,proto3" json:"target,omitempty"`
 	Chunks        int64                  `protobuf:"varint,12,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	Nlink         uint32                 `protobuf:"varint,13,opt,name=nlink,proto3" json:"nlink,omitempty"` // 1 for a file or link, 2 + subdirectories for a directory
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -207,6 +208,13 @@ func (x *FileInfo) GetTarget() string {
 func (x *FileInfo) GetChunks() int64 {
 	if x != nil {
 		return x.Chunks
+	}
+	return 0
+}
+
+func (x *FileInfo) GetNlink() uint32 {
+	if x != nil {
+		return x.Nlink
 	}
 	return 0
 }
@@ -3016,7 +3024,7 @@ const file_master_proto_rawDesc = "" +
 	"chunkfs.v1\x1a\ferrors.proto\".\n" +
 	"\x06Caller\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\rR\x03uid\x12\x12\n" +
-	"\x04gids\x18\x02 \x03(\rR\x04gids\"\xa7\x02\n" +
+	"\x04gids\x18\x02 \x03(\rR\x04gids\"\xbd\x02\n" +
 	"\bFileInfo\x12\x14\n" +
 	"\x05inode\x18\x01 \x01(\x04R\x05inode\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -3030,7 +3038,8 @@ const file_master_proto_rawDesc = "" +
 	"\vreplication\x18\n" +
 	" \x01(\rR\vreplication\x12\x16\n" +
 	"\x06target\x18\v \x01(\tR\x06target\x12\x16\n" +
-	"\x06chunks\x18\f \x01(\x03R\x06chunks\"|\n" +
+	"\x06chunks\x18\f \x01(\x03R\x06chunks\x12\x14\n" +
+	"\x05nlink\x18\r \x01(\rR\x05nlink\"|\n" +
 	"\fMkdirRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
