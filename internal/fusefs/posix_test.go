@@ -48,15 +48,15 @@ var posixCases = map[string]func(t *testing.T, dir string){
 }
 
 // goFusePosix lists the cases of go-fuse's posixtest suite chunkfs must
-// pass. Left out: hard links (Link, LinkUnlinkRename, NlinkZero), xattrs,
-// locks, fallocate and lseek of holes (not supported: they fail with a
-// clear errno), and the cases that keep using a file after unlinking it
-// (FstatDeleted), which a path-named GFS file cannot do.
+// pass. Left out: hard links (Link, LinkUnlinkRename), xattrs, locks,
+// fallocate and lseek of holes (not supported: they fail with a clear
+// errno).
 var goFusePosix = []string{
-	"AppendWrite", "DirSeek", "FdLeak", "FileBasic", "FileLarge", "MkdirRmdir",
-	"OpenAt", "ParallelFileOpen", "ReadDirBasic", "ReadDirConsistency",
-	"RenameOpenDir", "RenameOverwriteDestExist", "RenameOverwriteDestNoExist",
-	"SetattrSymlink", "SymlinkReadlink", "TruncateFile", "TruncateNoFile",
+	"AppendWrite", "DirSeek", "FdLeak", "FileBasic", "FileLarge", "FstatDeleted",
+	"MkdirRmdir", "NlinkZero", "OpenAt", "ParallelFileOpen", "ReadDirBasic",
+	"ReadDirConsistency", "RenameOpenDir", "RenameOverwriteDestExist",
+	"RenameOverwriteDestNoExist", "SetattrSymlink", "SymlinkReadlink",
+	"TruncateFile", "TruncateNoFile",
 }
 
 // runPOSIX runs both suites on the mount at mnt.
