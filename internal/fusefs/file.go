@@ -501,8 +501,8 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.n.mu.Lock()
 	delete(h.n.handles, h)
 	last := len(h.n.handles) == 0
-	if last {
-		h.n.m.names.closed(h.n)
+	if last && h.n.hidden.Load() == nil {
+		h.n.m.names.closed(h.n) // a hidden node: once its name is gone
 	}
 	h.n.mu.Unlock()
 	if !h.counted && h.write {

@@ -183,13 +183,26 @@ func (n *node) hide(ctx context.Context, caller chunkfs.Caller, name string, c *
 	return err
 }
 
-// unhide removes n's hidden name at its last release.
+// unhide removes n's hidden name at its last release, and then stops
+// counting n as open: until then a rename of its directory re-points the
+// hidden name. The names' io is held shared meanwhile, so no rename runs
+// between the look at the name and its removal.
 func (n *node) unhide(ctx context.Context) {
-	hp := n.hidden.Load()
-	if hp == nil || n.isOpen() {
+	if n.hidden.Load() == nil {
 		return
 	}
+	n.m.names.io.RLock()
+	defer n.m.names.io.RUnlock()
+	if n.isOpen() {
+		return // opened again (through /proc/PID/fd): a later release
+	}
+	hp := n.hidden.Load()
 	if err := n.m.b.Remove(ctx, chunkfs.Root, *hp); err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
 		n.m.log.Warn("remove hidden file", "path", *hp, "err", err)
 	}
+	n.mu.Lock()
+	if len(n.handles) == 0 {
+		n.m.names.closed(n)
+	}
+	n.mu.Unlock()
 }
