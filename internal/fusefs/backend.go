@@ -31,8 +31,10 @@ type Backend interface {
 	Open(ctx context.Context, c chunkfs.Caller, path string, write bool) (File, *chunkfs.FileInfo, error)
 	// Remove removes a file, a symbolic link or an empty directory.
 	Remove(ctx context.Context, c chunkfs.Caller, path string) error
-	// Rename moves src to dst atomically, replacing dst unless noReplace.
-	Rename(ctx context.Context, c chunkfs.Caller, src, dst string, noReplace bool) error
+	// Rename moves src to dst atomically, replacing dst; with
+	// RenameNoReplace it fails with KindExist if dst exists, and with
+	// RenameExchange it swaps src and dst, which must both exist.
+	Rename(ctx context.Context, c chunkfs.Caller, src, dst string, how RenameHow) error
 	// SetAttr changes the attributes set in a, atomically.
 	SetAttr(ctx context.Context, c chunkfs.Caller, path string, a SetAttr) (*chunkfs.FileInfo, error)
 	// Symlink makes a symbolic link at path pointing to target.
@@ -59,6 +61,17 @@ type File interface {
 	// path names it there from now on.
 	Moved(path string) error
 }
+
+// RenameHow is how a rename treats an existing target, as rename(2)'s
+// RENAME_NOREPLACE and RENAME_EXCHANGE.
+type RenameHow uint8
+
+// The ways of RenameHow.
+const (
+	RenameReplace   RenameHow = iota // replace the target
+	RenameNoReplace                  // fail if the target exists
+	RenameExchange                   // swap source and target
+)
 
 // SetAttr lists attribute changes; nil fields stay as they are.
 type SetAttr struct {

@@ -238,23 +238,21 @@ func (b *ClientBackend) Remove(ctx context.Context, caller chunkfs.Caller, path 
 	return nil
 }
 
-// Rename moves src to dst. The client has no "no replace" rename, so
-// noReplace checks first: another client may create dst in between.
-func (b *ClientBackend) Rename(ctx context.Context, caller chunkfs.Caller, src, dst string, noReplace bool) error {
+// Rename moves src to dst, or swaps them, in one call to the master.
+func (b *ClientBackend) Rename(ctx context.Context, caller chunkfs.Caller, src, dst string, how RenameHow) error {
 	c, err := b.client(ctx, caller)
 	if err != nil {
 		return err
 	}
-	if noReplace {
-		_, err := c.Stat(ctx, dst)
-		if err == nil {
-			return chunkfs.E("rename", dst, chunkfs.KindExist, "")
-		}
-		if chunkfs.KindOf(err) != chunkfs.KindNotExist {
-			return err
-		}
+	switch how {
+	case RenameNoReplace:
+		err = c.RenameNoReplace(ctx, src, dst)
+	case RenameExchange:
+		err = c.Exchange(ctx, src, dst)
+	default:
+		err = c.Rename(ctx, src, dst)
 	}
-	if err := c.Rename(ctx, src, dst); err != nil {
+	if err != nil {
 		return err
 	}
 	b.io.Forget(src)

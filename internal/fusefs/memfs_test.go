@@ -185,7 +185,7 @@ func (b *memBackend) hasChildrenLocked(p string) bool {
 	return false
 }
 
-func (b *memBackend) Rename(ctx context.Context, c chunkfs.Caller, src, dst string, noReplace bool) error {
+func (b *memBackend) Rename(ctx context.Context, c chunkfs.Caller, src, dst string, how RenameHow) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.getLocked("rename", src)
@@ -198,9 +198,12 @@ func (b *memBackend) Rename(ctx context.Context, c chunkfs.Caller, src, dst stri
 	if _, err := b.getLocked("rename", path.Dir(dst)); err != nil {
 		return err
 	}
+	if how == RenameExchange {
+		return b.exchangeLocked(src, dst)
+	}
 	if old, ok := b.nodes[dst]; ok {
 		switch {
-		case noReplace:
+		case how == RenameNoReplace:
 			return chunkfs.E("rename", dst, chunkfs.KindExist, "")
 		case old.fi.IsDir() && !n.fi.IsDir():
 			return chunkfs.E("rename", dst, chunkfs.KindIsDir, "")
@@ -210,18 +213,44 @@ func (b *memBackend) Rename(ctx context.Context, c chunkfs.Caller, src, dst stri
 			return chunkfs.E("rename", dst, chunkfs.KindNotEmpty, "")
 		}
 	}
-	moved := map[string]*memNode{}
+	b.moveLocked(b.takeLocked(src), src, dst)
+	n.fi.FileName = path.Base(dst)
+	return nil
+}
+
+// exchangeLocked swaps the trees at a and b.
+func (b *memBackend) exchangeLocked(a, bp string) error {
+	na, nb := b.nodes[a], b.nodes[bp]
+	if nb == nil {
+		return chunkfs.E("rename", bp, chunkfs.KindNotExist, "")
+	}
+	if strings.HasPrefix(a, bp+"/") {
+		return chunkfs.E("rename", a, chunkfs.KindInvalid, "below the other")
+	}
+	ta, tb := b.takeLocked(a), b.takeLocked(bp)
+	b.moveLocked(ta, a, bp)
+	b.moveLocked(tb, bp, a)
+	na.fi.FileName, nb.fi.FileName = path.Base(bp), path.Base(a)
+	return nil
+}
+
+// takeLocked removes the tree at p and returns it by path.
+func (b *memBackend) takeLocked(p string) map[string]*memNode {
+	t := map[string]*memNode{}
 	for q, m := range b.nodes {
-		if q == src || strings.HasPrefix(q, src+"/") {
-			moved[dst+strings.TrimPrefix(q, src)] = m
+		if q == p || strings.HasPrefix(q, p+"/") {
+			t[q] = m
 			delete(b.nodes, q)
 		}
 	}
-	for q, m := range moved {
-		b.nodes[q] = m
+	return t
+}
+
+// moveLocked puts tree t, taken from src, at dst.
+func (b *memBackend) moveLocked(t map[string]*memNode, src, dst string) {
+	for q, m := range t {
+		b.nodes[dst+strings.TrimPrefix(q, src)] = m
 	}
-	n.fi.FileName = path.Base(dst)
-	return nil
 }
 
 func (b *memBackend) SetAttr(ctx context.Context, c chunkfs.Caller, p string, a SetAttr) (*chunkfs.FileInfo, error) {

@@ -58,9 +58,14 @@ func (s *names) closed(n *node) {
 	s.mu.Unlock()
 }
 
-// moved re-points every open file at or below src to the same place
-// below dst, after the cluster renamed src to dst. s.io is held.
-func (s *names) moved(src, dst string) error {
+// move is one rename's change of paths: from and what was below it are
+// now at to and below it.
+type move struct{ from, to string }
+
+// moved re-points every open file at or below a move's from to the same
+// place below its to, after the cluster made the moves at once (an
+// exchange is two). s.io is held.
+func (s *names) moved(moves ...move) error {
 	s.mu.Lock()
 	nodes := make([]*node, 0, len(s.open))
 	for n := range s.open {
@@ -69,21 +74,23 @@ func (s *names) moved(src, dst string) error {
 	s.mu.Unlock()
 	var first error
 	for _, n := range nodes {
-		if err := n.moved(src, dst); err != nil && first == nil {
+		if err := n.moved(moves); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
 }
 
-// rebase returns p moved from below src to below dst, or false when p is
-// not src or below it.
-func rebase(p, src, dst string) (string, bool) {
-	if p == src {
-		return dst, true
-	}
-	if rest, ok := strings.CutPrefix(p, src+"/"); ok && src != "/" {
-		return path.Join(dst, rest), true
+// rebase returns p after the first of moves that concerns it, or false
+// when none does.
+func rebase(p string, moves []move) (string, bool) {
+	for _, m := range moves {
+		if p == m.from {
+			return m.to, true
+		}
+		if rest, ok := strings.CutPrefix(p, m.from+"/"); ok && m.from != "/" {
+			return path.Join(m.to, rest), true
+		}
 	}
 	return "", false
 }
@@ -119,14 +126,14 @@ func (f namedFile) Close() error {
 	return f.File.Close()
 }
 
-// moved re-points n's open files after the cluster renamed src to dst,
-// if n's path was at or below src. The names' io is held.
-func (n *node) moved(src, dst string) error {
+// moved re-points n's open files after the cluster made moves, if n's
+// path was concerned. The names' io is held.
+func (n *node) moved(moves []move) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var first error
 	for h := range n.handles {
-		if p, ok := rebase(h.name, src, dst); ok {
+		if p, ok := rebase(h.name, moves); ok {
 			h.name = p
 			if err := h.f.Moved(p); err != nil && first == nil {
 				first = err
@@ -134,7 +141,7 @@ func (n *node) moved(src, dst string) error {
 		}
 	}
 	if hp := n.hidden.Load(); hp != nil {
-		if p, ok := rebase(*hp, src, dst); ok {
+		if p, ok := rebase(*hp, moves); ok {
 			n.hidden.Store(&p)
 		}
 	}
@@ -170,7 +177,7 @@ func (n *node) hide(ctx context.Context, caller chunkfs.Caller, name string, c *
 	var err error
 	for range 8 {
 		hidden := n.child(fmt.Sprintf("%s%016x%08x", hiddenPrefix, c.StableAttr().Ino, n.m.names.seq.Add(1)))
-		err = n.m.b.Rename(ctx, caller, src, hidden, true)
+		err = n.m.b.Rename(ctx, caller, src, hidden, RenameNoReplace)
 		if chunkfs.KindOf(err) == chunkfs.KindExist {
 			continue // another mount's hidden file: try the next number
 		}
@@ -178,7 +185,7 @@ func (n *node) hide(ctx context.Context, caller chunkfs.Caller, name string, c *
 			return err
 		}
 		c.hidden.Store(&hidden)
-		return n.m.names.moved(src, hidden)
+		return n.m.names.moved(move{src, hidden})
 	}
 	return err
 }

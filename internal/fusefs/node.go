@@ -312,13 +312,14 @@ func (n *node) remove(ctx context.Context, name string) syscall.Errno {
 var _ = (gofs.NodeRenamer)((*node)(nil))
 
 // Rename moves a child, replacing the target atomically unless
-// RENAME_NOREPLACE. RENAME_EXCHANGE is not supported (EINVAL, as on file
-// systems without it). Open files at or below the source are re-pointed
-// at their new paths; a target this mount has open is hidden first, so
-// that its descriptors keep working (names.go).
+// RENAME_NOREPLACE, or swaps it with the target (RENAME_EXCHANGE), in one
+// call to the master. Open files at or below the source (and the target,
+// for an exchange) are re-pointed at their new paths; a target this mount
+// has open is hidden first, so that its descriptors keep working
+// (names.go).
 func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	const noReplace, exchange = 1, 2 // RENAME_NOREPLACE, RENAME_EXCHANGE
-	if flags&exchange != 0 || flags&^(noReplace|exchange) != 0 {
+	how, ok := renameHow(flags)
+	if !ok {
 		return syscall.EINVAL
 	}
 	np, ok := newParent.(*node)
@@ -334,19 +335,36 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	n.m.names.io.Lock()
 	defer n.m.names.io.Unlock()
 	var hidden *node
-	if c := np.openChild(newName); c != nil && flags&noReplace == 0 && c != n.openChild(name) {
+	if c := np.openChild(newName); c != nil && how == RenameReplace && c != n.openChild(name) {
 		if err := np.hide(cctx, caller, newName, c); err != nil {
 			return errno(err)
 		}
 		hidden = c
 	}
-	if err := n.m.b.Rename(cctx, caller, src, dst, flags&noReplace != 0); err != nil {
+	if err := n.m.b.Rename(cctx, caller, src, dst, how); err != nil {
 		if hidden != nil {
 			np.unhideBack(cctx, caller, newName, hidden)
 		}
 		return errno(err)
 	}
-	return errno(n.m.names.moved(src, dst))
+	if how == RenameExchange {
+		return errno(n.m.names.moved(move{src, dst}, move{dst, src}))
+	}
+	return errno(n.m.names.moved(move{src, dst}))
+}
+
+// renameHow reads rename(2)'s flags; false for flags it does not know.
+func renameHow(flags uint32) (RenameHow, bool) {
+	const noReplace, exchange = 1, 2 // RENAME_NOREPLACE, RENAME_EXCHANGE
+	switch flags {
+	case 0:
+		return RenameReplace, true
+	case noReplace:
+		return RenameNoReplace, true
+	case exchange:
+		return RenameExchange, true
+	}
+	return 0, false
 }
 
 // unhideBack gives hidden child c of n its name back after the rename it
@@ -354,12 +372,12 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 func (n *node) unhideBack(ctx context.Context, caller chunkfs.Caller, name string, c *node) {
 	hp := c.hidden.Load()
 	dst := n.child(name)
-	if err := n.m.b.Rename(ctx, caller, *hp, dst, true); err != nil {
+	if err := n.m.b.Rename(ctx, caller, *hp, dst, RenameNoReplace); err != nil {
 		n.m.log.Warn("rename hidden file back", "path", *hp, "err", err)
 		return
 	}
 	c.hidden.Store(nil)
-	if err := n.m.names.moved(*hp, dst); err != nil {
+	if err := n.m.names.moved(move{*hp, dst}); err != nil {
 		n.m.log.Warn("rename hidden file back", "path", dst, "err", err)
 	}
 }

@@ -45,6 +45,8 @@ var posixCases = map[string]func(t *testing.T, dir string){
 	"LongRelativePath":     testLongRelativePath,
 	"ReadDirDots":          testReadDirDots,
 	"DirNlink":             testDirNlink,
+	"RenameExchange":       testRenameExchange,
+	"RenameNoReplace":      testRenameNoReplace,
 }
 
 // goFusePosix lists the cases of go-fuse's posixtest suite chunkfs must
@@ -198,10 +200,10 @@ func testRenameOverExisting(t *testing.T, dir string) {
 	_, err := os.Stat(a)
 	wantErrno(t, "stat renamed source", err, syscall.ENOENT)
 	writeFile(t, a, []byte("x"))
-	err = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
-	wantErrno(t, "rename exchange", err, syscall.EINVAL)
 	err = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_NOREPLACE)
 	wantErrno(t, "rename noreplace", err, syscall.EEXIST)
+	err = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE|unix.RENAME_NOREPLACE)
+	wantErrno(t, "rename exchange and noreplace", err, syscall.EINVAL)
 }
 
 func testMkdirRmdir(t *testing.T, dir string) {

@@ -230,3 +230,72 @@ func wantNlink(t *testing.T, p string, want uint64) {
 		t.Errorf("%s has nlink %d, want %d", filepath.Base(p), st.Nlink, want)
 	}
 }
+
+// renameat2 is unix.Renameat2 on two paths, again after EINTR.
+func renameat2(a, b string, flags uint) error {
+	return again(func() error { return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, flags) })
+}
+
+// testRenameExchange: RENAME_EXCHANGE swaps two names atomically, of the
+// same or different types, keeps open files working under their new
+// names, and refuses a missing target or a directory with an entry below
+// it.
+func testRenameExchange(t *testing.T, dir string) {
+	a, b, d := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "d")
+	writeFile(t, a, []byte("first"))
+	writeFile(t, b, []byte("second"))
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(d, "inner"), []byte("in d"))
+	f, err := os.OpenFile(a, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := renameat2(a, b, unix.RENAME_EXCHANGE); err != nil {
+		t.Fatalf("exchange a and b: %v", err)
+	}
+	if ga, gb := readFile(t, a), readFile(t, b); string(ga) != "second" || string(gb) != "first" {
+		t.Errorf("after the exchange a holds %q and b %q, want second and first", ga, gb)
+	}
+	// The open file, once a, is b now.
+	checkThrough(t, f, []byte("first"))
+	dropCaches(t)
+	if got := readFile(t, b); string(got) != "first and after" {
+		t.Errorf("b holds %q, want %q", got, "first and after")
+	}
+	if err := renameat2(a, d, unix.RENAME_EXCHANGE); err != nil {
+		t.Fatalf("exchange a file and a directory: %v", err)
+	}
+	if fi, err := os.Stat(a); err != nil || !fi.IsDir() {
+		t.Errorf("a after the exchange with d: %v, %v; want a directory", fi, err)
+	}
+	if got := readFile(t, filepath.Join(a, "inner")); string(got) != "in d" {
+		t.Errorf("a/inner holds %q", got)
+	}
+	if got := readFile(t, d); string(got) != "second" {
+		t.Errorf("d holds %q, want second", got)
+	}
+	wantNlink(t, dir, 3)
+	wantErrno(t, "exchange with a missing target", renameat2(b, filepath.Join(dir, "missing"), unix.RENAME_EXCHANGE), syscall.ENOENT)
+	wantErrno(t, "exchange a directory with its entry", renameat2(a, filepath.Join(a, "inner"), unix.RENAME_EXCHANGE), syscall.EINVAL)
+	wantErrno(t, "exchange an entry with its directory", renameat2(filepath.Join(a, "inner"), a, unix.RENAME_EXCHANGE), syscall.EINVAL)
+}
+
+// testRenameNoReplace: RENAME_NOREPLACE moves to a free name and refuses
+// an existing one, leaving both files as they were.
+func testRenameNoReplace(t *testing.T, dir string) {
+	a, b, c := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
+	writeFile(t, a, []byte("a"))
+	writeFile(t, b, []byte("b"))
+	wantErrno(t, "noreplace over b", renameat2(a, b, unix.RENAME_NOREPLACE), syscall.EEXIST)
+	if ga, gb := readFile(t, a), readFile(t, b); string(ga) != "a" || string(gb) != "b" {
+		t.Errorf("after a refused rename a holds %q and b %q", ga, gb)
+	}
+	if err := renameat2(a, c, unix.RENAME_NOREPLACE); err != nil {
+		t.Fatalf("noreplace to a free name: %v", err)
+	}
+	if got := readFile(t, c); string(got) != "a" {
+		t.Errorf("c holds %q", got)
+	}
+}

@@ -140,8 +140,13 @@ func renameCommand(req *pb.RenameRequest) (*namespace.Command, error) {
 		return nil, err
 	}
 	cmd := &namespace.Command{Op: namespace.OpRename, Caller: c, Path: req.Src, Target: req.Dst}
-	if req.NoReplace {
+	switch {
+	case req.NoReplace && req.Exchange:
+		return nil, chunkfs.E("rename", req.Src, chunkfs.KindInvalid, "no-replace and exchange together")
+	case req.NoReplace:
 		cmd.Flags = namespace.FlagNoReplace
+	case req.Exchange:
+		cmd.Flags = namespace.FlagExchange
 	}
 	return cmd, nil
 }

@@ -16,7 +16,7 @@ const (
 	OpInit         Op = iota + 1 // set chunk size (Length) and default replication, once
 	OpMkdir                      // Path, Mode, FlagParents
 	OpCreate                     // Path, Mode, Replication, FlagExclusive, FlagTruncate, Target
-	OpRename                     // Path → Target, FlagNoReplace
+	OpRename                     // Path → Target, FlagNoReplace or FlagExchange
 	OpDelete                     // Path, FlagRecursive, FlagDirOnly, FlagFileOnly
 	OpSetAttr                    // Path, Set mask and the fields it names
 	OpAllocChunk                 // Path, Length = chunk index; FlagAppend
@@ -53,9 +53,14 @@ const (
 	FlagAppend                      // alloc: record append; index must be last or next
 )
 
-// FlagTouch (commit length: set mtime) shares a bit with FlagParents; the
-// operations never overlap.
-const FlagTouch = FlagParents
+// FlagTouch (commit length: set mtime) shares a bit with FlagParents, and
+// FlagExchange (rename: swap source and target, both of which must exist,
+// as rename(2)'s RENAME_EXCHANGE) one with FlagRecursive; the operations
+// never overlap.
+const (
+	FlagTouch    = FlagParents
+	FlagExchange = FlagRecursive
+)
 
 // SetAttr mask bits: which fields of a Command an OpSetAttr changes.
 const (

@@ -22,6 +22,9 @@ func (ns *Namespace) rename(c *Command) Result {
 	if sn.isDir() && isUnder(dst, src) && dst != src {
 		return fail(op, src, chunkfs.KindInvalid, "cannot move a directory into itself: "+printable(dst))
 	}
+	if c.Flags&FlagExchange != 0 {
+		return ns.exchange(c, sp, sn)
+	}
 	dp, dn, err := ns.resolve(op, &c.Caller, dst)
 	if err != nil {
 		return Result{Err: err}
@@ -42,6 +45,43 @@ func (ns *Namespace) rename(c *Command) Result {
 	ns.link(dp, sn, c.Time)
 	r.Info = sn.info()
 	return r
+}
+
+// exchange swaps sn (in sp) with the entry at c.Target: each takes the
+// other's name and directory, atomically (RENAME_EXCHANGE).
+func (ns *Namespace) exchange(c *Command, sp, sn *inode) Result {
+	const op = "rename"
+	src, dst := c.Path, c.Target
+	dp, dn, err := ns.existing(op, &c.Caller, dst)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if dn == sn {
+		return Result{Info: sn.info()}
+	}
+	if dn.isDir() && isUnder(src, dst) {
+		return fail(op, dst, chunkfs.KindInvalid, "cannot exchange a directory with an entry below it: "+printable(src))
+	}
+	if !mayMove(&c.Caller, sp, sn, dp) || !mayMove(&c.Caller, dp, dn, sp) {
+		return fail(op, src, chunkfs.KindPermission, "")
+	}
+	ns.unlink(sn, c.Time)
+	ns.unlink(dn, c.Time)
+	sn.name, dn.name = dn.name, sn.name
+	sn.ctime, dn.ctime = c.Time, c.Time
+	ns.link(dp, sn, c.Time)
+	ns.link(sp, dn, c.Time)
+	return Result{Info: sn.info()}
+}
+
+// mayMove reports whether c may move n out of directory from into
+// directory to: the rights to remove it from from and to add to to, and
+// write permission on a directory that changes parent (its "..").
+func mayMove(c *chunkfs.Caller, from, n, to *inode) bool {
+	if !mayRemove(c, from, n) || !may(c, to, accessWrite|accessExec) {
+		return false
+	}
+	return !n.isDir() || from == to || may(c, n, accessWrite)
 }
 
 // checkRename decides whether c may move sn (in sp) to its destination in

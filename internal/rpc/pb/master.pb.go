@@ -745,6 +745,7 @@ type RenameRequest struct {
 	Src           string                 `protobuf:"bytes,2,opt,name=src,proto3" json:"src,omitempty"`
 	Dst           string                 `protobuf:"bytes,3,opt,name=dst,proto3" json:"dst,omitempty"`
 	NoReplace     bool                   `protobuf:"varint,4,opt,name=no_replace,json=noReplace,proto3" json:"no_replace,omitempty"` // fail with Exist instead of replacing dst
+	Exchange      bool                   `protobuf:"varint,5,opt,name=exchange,proto3" json:"exchange,omitempty"`                    // swap src and dst, which must both exist (RENAME_EXCHANGE)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -803,6 +804,13 @@ func (x *RenameRequest) GetDst() string {
 func (x *RenameRequest) GetNoReplace() bool {
 	if x != nil {
 		return x.NoReplace
+	}
+	return false
+}
+
+func (x *RenameRequest) GetExchange() bool {
+	if x != nil {
+		return x.Exchange
 	}
 	return false
 }
@@ -3078,13 +3086,14 @@ const file_master_proto_rawDesc = "" +
 	"\fListResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12.\n" +
 	"\aentries\x18\x02 \x03(\v2\x14.chunkfs.v1.FileInfoR\aentries\x12\x12\n" +
-	"\x04more\x18\x03 \x01(\bR\x04more\"~\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\"\x9a\x01\n" +
 	"\rRenameRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x10\n" +
 	"\x03src\x18\x02 \x01(\tR\x03src\x12\x10\n" +
 	"\x03dst\x18\x03 \x01(\tR\x03dst\x12\x1d\n" +
 	"\n" +
-	"no_replace\x18\x04 \x01(\bR\tnoReplace\"+\n" +
+	"no_replace\x18\x04 \x01(\bR\tnoReplace\x12\x1a\n" +
+	"\bexchange\x18\x05 \x01(\bR\bexchange\"+\n" +
 	"\x0eRenameResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\"\xa5\x01\n" +
 	"\rDeleteRequest\x12*\n" +
