@@ -26,6 +26,10 @@ func unixMode(m fs.FileMode) uint32 {
 		u |= syscall.S_IFDIR
 	case m&fs.ModeSymlink != 0:
 		u |= syscall.S_IFLNK
+	case m&fs.ModeNamedPipe != 0:
+		u |= syscall.S_IFIFO
+	case m&fs.ModeSocket != 0:
+		u |= syscall.S_IFSOCK
 	default:
 		u |= syscall.S_IFREG
 	}

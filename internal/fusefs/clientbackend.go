@@ -309,6 +309,15 @@ func setAttrSteps(c *client.Client, path string, a SetAttr) []func(context.Conte
 	return steps
 }
 
+// Mknod makes a fifo or socket and describes it.
+func (b *ClientBackend) Mknod(ctx context.Context, caller chunkfs.Caller, path string, mode fs.FileMode) (*chunkfs.FileInfo, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	return c.Mknod(ctx, path, mode)
+}
+
 // Symlink makes a symbolic link and describes it.
 func (b *ClientBackend) Symlink(ctx context.Context, caller chunkfs.Caller, target, path string) (*chunkfs.FileInfo, error) {
 	c, err := b.client(ctx, caller)

@@ -308,6 +308,17 @@ func (b *memBackend) Symlink(ctx context.Context, c chunkfs.Caller, target, p st
 	return &fi, nil
 }
 
+func (b *memBackend) Mknod(ctx context.Context, c chunkfs.Caller, p string, mode fs.FileMode) (*chunkfs.FileInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.addLocked("mknod", p, mode, c)
+	if err != nil {
+		return nil, err
+	}
+	fi := n.fi
+	return &fi, nil
+}
+
 func (b *memBackend) Readlink(ctx context.Context, c chunkfs.Caller, p string) (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"path"
 	"sync"
@@ -424,12 +425,36 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 
 var _ = (gofs.NodeMknoder)((*node)(nil))
 
-// Mknod makes regular files only; devices, fifos and sockets fail with
-// EPERM, as mknod(2) does where the file system does not support the type.
+// Mknod makes regular files, fifos and sockets; fifos and sockets are
+// metadata-only inodes, whose traffic the kernel carries itself. Device
+// nodes fail with EPERM, as mknod(2) does where the file system does not
+// support the type: the cluster keeps no device numbers.
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if mode&syscall.S_IFMT != syscall.S_IFREG {
+	var typ fs.FileMode
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFREG:
+		return n.mknodFile(ctx, name, mode, out)
+	case syscall.S_IFIFO:
+		typ = fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		typ = fs.ModeSocket
+	default:
 		return nil, syscall.EPERM
 	}
+	if e := n.checkChild(name); e != 0 {
+		return nil, e
+	}
+	cctx, cancel := n.m.mutation(ctx)
+	defer cancel()
+	fi, err := n.m.b.Mknod(cctx, callerOf(ctx), n.child(name), typ|goPerm(mode))
+	if err != nil {
+		return nil, errno(err)
+	}
+	return n.entry(ctx, fi, out), 0
+}
+
+// mknodFile makes an empty regular file, as mknod(2) with S_IFREG does.
+func (n *node) mknodFile(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if e := n.checkChild(name); e != 0 {
 		return nil, e
 	}

@@ -2,6 +2,9 @@ package fusefs
 
 import (
 	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -298,4 +301,69 @@ func testRenameNoReplace(t *testing.T, dir string) {
 	if got := readFile(t, c); string(got) != "a" {
 		t.Errorf("c holds %q", got)
 	}
+}
+
+// testFifoAndSocket: mkfifo and a Unix socket's bind make metadata-only
+// inodes of their type and mode, through which the kernel carries data;
+// they list, rename and unlink like files.
+func testFifoAndSocket(t *testing.T, dir string) {
+	fifo := filepath.Join(dir, "fifo")
+	if err := again(func() error { return unix.Mkfifo(fifo, 0o640) }); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode() != os.ModeNamedPipe|0o640 {
+		t.Errorf("fifo: %v, %v; want a named pipe, mode 0640", fi.Mode(), err)
+	}
+	fd, err := openat(unix.AT_FDCWD, fifo, unix.O_RDWR|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatalf("open fifo: %v", err)
+	}
+	buf := make([]byte, 16)
+	if _, err := unix.Write(fd, []byte("through")); err != nil {
+		t.Errorf("write fifo: %v", err)
+	} else if k, err := unix.Read(fd, buf); err != nil || string(buf[:k]) != "through" {
+		t.Errorf("read fifo: %q, %v", buf[:k], err)
+	}
+	unix.Close(fd)
+	// sun_path holds 108 bytes: bind through the directory's descriptor.
+	dfd := openDir(t, dir)
+	sock := fmt.Sprintf("/proc/self/fd/%d/sock", dfd)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatalf("listen on a socket in the mount: %v", err)
+	}
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Write([]byte("hello"))
+			c.Close()
+		}
+	}()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	got, err := io.ReadAll(c)
+	c.Close()
+	if err != nil || string(got) != "hello" {
+		t.Errorf("read from the socket: %q, %v", got, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "sock")); err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Errorf("sock: %v, %v; want a socket", fi.Mode(), err)
+	}
+	if err := os.Rename(fifo, fifo+"2"); err != nil {
+		t.Errorf("rename fifo: %v", err)
+	}
+	if names := listNames(t, dir); strings.Join(names, " ") != "fifo2 sock" {
+		t.Errorf("directory lists %v", names)
+	}
+	for _, p := range []string{fifo + "2", filepath.Join(dir, "sock")} {
+		if err := os.Remove(p); err != nil {
+			t.Errorf("remove %s: %v", filepath.Base(p), err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "f2"), 0o600); err != nil {
+		t.Errorf("mkfifo f2: %v", err)
+	}
+	wantErrno(t, "mkfifo over an existing name", syscall.Mkfifo(filepath.Join(dir, "f2"), 0o600), syscall.EEXIST)
 }

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"io/fs"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
@@ -59,7 +60,10 @@ func createCommand(req *pb.CreateRequest) (*namespace.Command, error) {
 	if len(req.SymlinkTarget) > chunkfs.MaxSymlinkLen {
 		return nil, chunkfs.E("create", req.Path, chunkfs.KindTooLarge, "symbolic link target too long")
 	}
-	cmd := &namespace.Command{Op: namespace.OpCreate, Caller: c, Path: req.Path, Mode: modeArg(req.Mode),
+	// The type bits of a fifo or socket pass: they are metadata-only
+	// inodes (the namespace checks the combination).
+	mode := modeArg(req.Mode) | req.Mode&uint32(fs.ModeNamedPipe|fs.ModeSocket)
+	cmd := &namespace.Command{Op: namespace.OpCreate, Caller: c, Path: req.Path, Mode: mode,
 		Replication: req.Replication, Target: req.SymlinkTarget}
 	if req.Exclusive {
 		cmd.Flags |= namespace.FlagExclusive

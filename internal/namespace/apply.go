@@ -226,16 +226,17 @@ func (ns *Namespace) create(c *Command) Result {
 		return fail(op, p, chunkfs.KindPermission, "")
 	}
 	_, name := split(p)
-	mode := permBits(c.Mode)
+	mode := permBits(c.Mode) | fs.FileMode(c.Mode)&specialTypes
 	if c.Target != "" {
 		mode = fs.ModeSymlink | 0o777
 	}
 	n = ns.newInode(c, parent, name, mode)
-	if c.Target != "" {
+	switch {
+	case c.Target != "":
 		n.ext.target = c.Target
 		n.length = int64(len(c.Target))
 		ns.bytes += n.length
-	} else {
+	case !n.isSpecial():
 		n.repl = ns.replication(c.Replication)
 	}
 	return Result{Info: n.info(), Created: true}
@@ -250,6 +251,8 @@ func (ns *Namespace) checkNewFile(op string, c *Command) error {
 		return chunkfs.E(op, c.Path, chunkfs.KindTooLarge, "symbolic link target too long")
 	case containsNUL(c.Target):
 		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "symbolic link target contains a NUL byte")
+	case fs.FileMode(c.Mode)&specialTypes == specialTypes || fs.FileMode(c.Mode)&specialTypes != 0 && c.Target != "":
+		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "a fifo, a socket or a symbolic link, not two")
 	}
 	return nil
 }

@@ -133,6 +133,9 @@ func (c *checker) file(n *inode, p string) {
 	if n.ext != nil || n.length < 0 || n.repl > chunkfs.MaxReplication {
 		c.fail(p, "bad file fields")
 	}
+	if n.isSpecial() && (n.length != 0 || n.chunks != nil || n.mode&specialTypes == specialTypes) {
+		c.fail(p, "bad fifo or socket")
+	}
 	if k := len(n.chunks); k > 0 && n.chunks[k-1].handle == 0 {
 		c.fail(p, "trailing hole in the chunk list")
 	}

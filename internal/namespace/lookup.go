@@ -175,6 +175,8 @@ func fileOnly(op, p string, n *inode) error {
 		return chunkfs.E(op, p, chunkfs.KindIsDir, "")
 	case n.isSymlink():
 		return chunkfs.E(op, p, chunkfs.KindInvalid, "is a symbolic link")
+	case n.isSpecial():
+		return chunkfs.E(op, p, chunkfs.KindInvalid, "is a fifo or socket")
 	}
 	return nil
 }

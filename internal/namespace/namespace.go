@@ -69,6 +69,12 @@ func (n *inode) isDir() bool     { return n.mode&fs.ModeDir != 0 }
 func (n *inode) isSymlink() bool { return n.mode&fs.ModeSymlink != 0 }
 func (n *inode) isFile() bool    { return n.mode&fs.ModeType == 0 }
 
+// specialTypes are the types of metadata-only inodes: fifos and sockets
+// have a name, an owner, a mode and times, and never a chunk.
+const specialTypes = fs.ModeNamedPipe | fs.ModeSocket
+
+func (n *inode) isSpecial() bool { return n.mode&specialTypes != 0 }
+
 // Namespace is the whole replicated metadata state.
 type Namespace struct {
 	root         *inode

@@ -238,7 +238,7 @@ func (s *snapReader) inode(ns *Namespace, parent *inode, depth int) *inode {
 		n.length = int64(len(n.ext.target))
 		ns.files++
 		ns.bytes += n.length
-	case 0:
+	case 0, fs.ModeNamedPipe, fs.ModeSocket:
 		s.file(ns, n)
 	default:
 		s.fail("unknown file type %v", n.mode.Type())
