@@ -276,3 +276,52 @@ func listNames(t *testing.T, dir string) []string {
 	}
 	return names
 }
+
+// testRenameWhileWriting: renames of an open file and of its directory,
+// and unlinks of other open files, race with writes through the open
+// file; every write lands, at the file's last name.
+func testRenameWhileWriting(t *testing.T, dir string) {
+	if err := os.Mkdir(filepath.Join(dir, "d0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := openRW(t, filepath.Join(dir, "d0", "f0"))
+	const rounds = 20
+	block := bytes.Repeat([]byte{'x'}, 64<<10)
+	done := make(chan error, 1)
+	go func() {
+		for i := range rounds * 4 {
+			if _, err := f.WriteAt(block, int64(i)*int64(len(block))); err != nil {
+				done <- fmt.Errorf("write %d: %w", i, err)
+				return
+			}
+		}
+		done <- f.Sync()
+	}()
+	d, name := "d0", "f0"
+	for i := range rounds {
+		nd, nn := fmt.Sprintf("d%d", i+1), fmt.Sprintf("f%d", i+1)
+		if err := os.Rename(filepath.Join(dir, d, name), filepath.Join(dir, d, nn)); err != nil {
+			t.Fatalf("rename the file: %v", err)
+		}
+		if err := os.Rename(filepath.Join(dir, d), filepath.Join(dir, nd)); err != nil {
+			t.Fatalf("rename the directory: %v", err)
+		}
+		d, name = nd, nn
+		g := openRW(t, filepath.Join(dir, d, "other"))
+		if err := os.Remove(filepath.Join(dir, d, "other")); err != nil {
+			t.Fatalf("unlink an open file: %v", err)
+		}
+		g.Close()
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	dropCaches(t)
+	got := readFile(t, filepath.Join(dir, d, name))
+	if len(got) != rounds*4*len(block) || bytes.Count(got, []byte{'x'}) != len(got) {
+		t.Errorf("%s/%s holds %d bytes (%d x), want %d x", d, name, len(got), bytes.Count(got, []byte{'x'}), rounds*4*len(block))
+	}
+}

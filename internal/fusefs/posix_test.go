@@ -48,6 +48,7 @@ var posixCases = map[string]func(t *testing.T, dir string){
 	"RenameExchange":       testRenameExchange,
 	"RenameNoReplace":      testRenameNoReplace,
 	"FifoAndSocket":        testFifoAndSocket,
+	"RenameWhileWriting":   testRenameWhileWriting,
 }
 
 // goFusePosix lists the cases of go-fuse's posixtest suite chunkfs must
