@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -148,6 +149,16 @@ func (n *node) moved(moves []move) error {
 	return first
 }
 
+// setHidden records that n is now named by the hidden path p.
+func (n *node) setHidden(p string) {
+	n.mu.Lock()
+	if n.gone == nil {
+		n.gone = make(chan struct{})
+	}
+	n.mu.Unlock()
+	n.hidden.Store(&p)
+}
+
 // isOpen reports whether the mount has n open.
 func (n *node) isOpen() bool {
 	n.mu.Lock()
@@ -184,10 +195,48 @@ func (n *node) hide(ctx context.Context, caller chunkfs.Caller, name string, c *
 		if err != nil {
 			return err
 		}
-		c.hidden.Store(&hidden)
+		c.setHidden(hidden)
 		return n.m.names.moved(move{src, hidden})
 	}
 	return err
+}
+
+// releaseWait bounds how long an rmdir waits for the releases that remove
+// hidden names from its directory: the kernel sends a release just after
+// the last close(2) returns, so a longer wait means a file still open.
+const releaseWait = 2 * time.Second
+
+// awaitHidden waits until the hidden files of this mount directly in dir
+// have had their names removed, if dir holds nothing else; it reports
+// whether it waited for any.
+func (s *names) awaitHidden(ctx context.Context, dir string) bool {
+	s.mu.Lock()
+	var hidden []*node
+	for n := range s.open {
+		if hp := n.hidden.Load(); hp != nil && path.Dir(*hp) == dir {
+			hidden = append(hidden, n)
+		}
+	}
+	s.mu.Unlock()
+	var gone []chan struct{}
+	for _, n := range hidden {
+		n.mu.Lock()
+		gone = append(gone, n.gone)
+		n.mu.Unlock()
+	}
+	if len(gone) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, releaseWait)
+	defer cancel()
+	for _, g := range gone {
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // unhide removes n's hidden name at its last release, and then stops
@@ -210,6 +259,7 @@ func (n *node) unhide(ctx context.Context) {
 	n.mu.Lock()
 	if len(n.handles) == 0 {
 		n.m.names.closed(n)
+		n.goneOnce.Do(func() { close(n.gone) })
 	}
 	n.mu.Unlock()
 }

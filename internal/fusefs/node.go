@@ -57,6 +57,10 @@ type node struct {
 	gen     uint64                 // bumped by every write or truncate through this mount
 	written atomic.Bool            // written since the last close recorded the version
 	hidden  atomic.Pointer[string] // the hidden path of a file unlinked while open
+	// gone is closed once a hidden node's name is removed (made by
+	// hide, under mu; closed once).
+	gone     chan struct{}
+	goneOnce sync.Once
 }
 
 // version identifies the contents of a file for io-cache: unchanged size
@@ -275,9 +279,16 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 
 var _ = (gofs.NodeRmdirer)((*node)(nil))
 
-// Rmdir removes an empty directory; the kernel has checked it is one.
+// Rmdir removes an empty directory; the kernel has checked it is one. A
+// directory that holds only hidden names of files this mount had open is
+// removed once their releases, which the kernel sends just after the last
+// close, have removed them (names.go).
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return n.remove(ctx, name)
+	e := n.remove(ctx, name)
+	if e == syscall.ENOTEMPTY && n.m.names.awaitHidden(ctx, n.child(name)) {
+		e = n.remove(ctx, name)
+	}
+	return e
 }
 
 var _ = (gofs.NodeUnlinker)((*node)(nil))
