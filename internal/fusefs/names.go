@@ -39,9 +39,12 @@ type names struct {
 	// a rename or a hiding changes what paths open files name.
 	io sync.RWMutex
 
-	mu   sync.Mutex         // guards open
-	open map[*node]struct{} // nodes with open handles
-	seq  atomic.Uint32      // numbers hidden names
+	// mu guards open; a node's mu, when both are held, is taken first.
+	mu sync.Mutex
+	// open holds the nodes with open handles, and hidden nodes until
+	// their hidden name is removed.
+	open map[*node]struct{}
+	seq  atomic.Uint32 // numbers hidden names
 }
 
 func newNames() *names { return &names{open: map[*node]struct{}{}} }
