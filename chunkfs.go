@@ -118,6 +118,9 @@ type FileInfo struct {
 	// them: 1 for a file or symbolic link, 2 plus its subdirectories
 	// for a directory (its entry, its ".", and each subdirectory's "..").
 	Nlink uint32
+	// Rdev is a device node's device number, in Linux's encoding
+	// (major and minor, as stat's st_rdev).
+	Rdev uint32
 }
 
 var _ fs.FileInfo = (*FileInfo)(nil)

@@ -8,24 +8,28 @@ import (
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
-// Mknod makes a fifo (mode has fs.ModeNamedPipe) or a Unix domain socket
-// (fs.ModeSocket) at path, with the permission bits of mode less
-// Config.Umask, and describes it. Both are metadata-only: a name, an
-// owner, a mode and times, never data in the cluster (a FUSE mount's
-// kernel carries a fifo's or socket's traffic itself). Device nodes are
-// not supported.
-func (c *Client) Mknod(ctx context.Context, path string, mode fs.FileMode) (*chunkfs.FileInfo, error) {
+// Mknod makes a fifo (mode has fs.ModeNamedPipe), a Unix domain socket
+// (fs.ModeSocket) or a device node (fs.ModeDevice, with fs.ModeCharDevice
+// for a character device; dev is its number in Linux's encoding, as
+// unix.Mkdev makes it) at path, with the permission bits of mode less
+// Config.Umask, and describes it. All are metadata-only: a name, an
+// owner, a mode, times and the device number, never data in the cluster
+// (the kernel of the machine that opens one carries its traffic).
+func (c *Client) Mknod(ctx context.Context, path string, mode fs.FileMode, dev uint32) (*chunkfs.FileInfo, error) {
 	path, err := checkPath("mknod", path)
 	if err != nil {
 		return nil, err
 	}
 	typ := mode.Type()
-	if typ != fs.ModeNamedPipe && typ != fs.ModeSocket {
-		return nil, chunkfs.E("mknod", path, chunkfs.KindInvalid, "only fifos and sockets")
+	switch {
+	case typ != fs.ModeNamedPipe && typ != fs.ModeSocket && typ != fs.ModeDevice && typ != fs.ModeDevice|fs.ModeCharDevice:
+		return nil, chunkfs.E("mknod", path, chunkfs.KindInvalid, "only fifos, sockets and devices")
+	case dev != 0 && typ&fs.ModeDevice == 0:
+		return nil, chunkfs.E("mknod", path, chunkfs.KindInvalid, "a device number for a device node only")
 	}
 	resp, err := c.master.Create(ctx, &pb.CreateRequest{
 		Caller: c.caller, Path: path, Exclusive: true,
-		Mode: uint32(typ | mode&modeBits&^c.cfg.Umask),
+		Mode: uint32(typ | mode&modeBits&^c.cfg.Umask), Rdev: dev,
 	})
 	if err != nil {
 		return nil, wrapOp("mknod", path, err)

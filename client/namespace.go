@@ -268,6 +268,6 @@ func fileInfo(p *pb.FileInfo) *chunkfs.FileInfo {
 		Inode: p.Inode, FileName: p.Name, Length: p.Length, FileMode: fs.FileMode(p.Mode),
 		UID: p.Uid, GID: p.Gid,
 		MTime: time.Unix(0, p.MtimeNs), ATime: time.Unix(0, p.AtimeNs), CTime: time.Unix(0, p.CtimeNs),
-		Replication: int(p.Replication), Target: p.Target, Chunks: p.Chunks, Nlink: p.Nlink,
+		Replication: int(p.Replication), Target: p.Target, Chunks: p.Chunks, Nlink: p.Nlink, Rdev: p.Rdev,
 	}
 }

@@ -30,6 +30,10 @@ func unixMode(m fs.FileMode) uint32 {
 		u |= syscall.S_IFIFO
 	case m&fs.ModeSocket != 0:
 		u |= syscall.S_IFSOCK
+	case m&fs.ModeCharDevice != 0:
+		u |= syscall.S_IFCHR
+	case m&fs.ModeDevice != 0:
+		u |= syscall.S_IFBLK
 	default:
 		u |= syscall.S_IFREG
 	}
@@ -80,6 +84,7 @@ func fillAttr(fi *chunkfs.FileInfo, a *fuse.Attr) {
 			a.Nlink = 2
 		}
 	}
+	a.Rdev = fi.Rdev
 	a.Owner = fuse.Owner{Uid: fi.UID, Gid: fi.GID}
 	setTime(&a.Mtime, &a.Mtimensec, fi.MTime)
 	setTime(&a.Atime, &a.Atimensec, fi.ATime)

@@ -37,9 +37,10 @@ type Backend interface {
 	Rename(ctx context.Context, c chunkfs.Caller, src, dst string, how RenameHow) error
 	// SetAttr changes the attributes set in a, atomically.
 	SetAttr(ctx context.Context, c chunkfs.Caller, path string, a SetAttr) (*chunkfs.FileInfo, error)
-	// Mknod makes a fifo or a socket (the type bits of mode) with exactly
-	// the permission bits of mode: a metadata-only inode.
-	Mknod(ctx context.Context, c chunkfs.Caller, path string, mode fs.FileMode) (*chunkfs.FileInfo, error)
+	// Mknod makes a fifo, a socket or a device node of number dev (the
+	// type bits of mode) with exactly the permission bits of mode: a
+	// metadata-only inode.
+	Mknod(ctx context.Context, c chunkfs.Caller, path string, mode fs.FileMode, dev uint32) (*chunkfs.FileInfo, error)
 	// Symlink makes a symbolic link at path pointing to target.
 	Symlink(ctx context.Context, c chunkfs.Caller, target, path string) (*chunkfs.FileInfo, error)
 	// Readlink returns the target of the symbolic link at path.

@@ -309,13 +309,13 @@ func setAttrSteps(c *client.Client, path string, a SetAttr) []func(context.Conte
 	return steps
 }
 
-// Mknod makes a fifo or socket and describes it.
-func (b *ClientBackend) Mknod(ctx context.Context, caller chunkfs.Caller, path string, mode fs.FileMode) (*chunkfs.FileInfo, error) {
+// Mknod makes a fifo, socket or device node and describes it.
+func (b *ClientBackend) Mknod(ctx context.Context, caller chunkfs.Caller, path string, mode fs.FileMode, dev uint32) (*chunkfs.FileInfo, error) {
 	c, err := b.client(ctx, caller)
 	if err != nil {
 		return nil, err
 	}
-	return c.Mknod(ctx, path, mode)
+	return c.Mknod(ctx, path, mode, dev)
 }
 
 // Symlink makes a symbolic link and describes it.

@@ -308,13 +308,14 @@ func (b *memBackend) Symlink(ctx context.Context, c chunkfs.Caller, target, p st
 	return &fi, nil
 }
 
-func (b *memBackend) Mknod(ctx context.Context, c chunkfs.Caller, p string, mode fs.FileMode) (*chunkfs.FileInfo, error) {
+func (b *memBackend) Mknod(ctx context.Context, c chunkfs.Caller, p string, mode fs.FileMode, dev uint32) (*chunkfs.FileInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.addLocked("mknod", p, mode, c)
 	if err != nil {
 		return nil, err
 	}
+	n.fi.Rdev = dev
 	fi := n.fi
 	return &fi, nil
 }

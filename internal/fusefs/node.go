@@ -436,10 +436,10 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 
 var _ = (gofs.NodeMknoder)((*node)(nil))
 
-// Mknod makes regular files, fifos and sockets; fifos and sockets are
-// metadata-only inodes, whose traffic the kernel carries itself. Device
-// nodes fail with EPERM, as mknod(2) does where the file system does not
-// support the type: the cluster keeps no device numbers.
+// Mknod makes regular files, fifos, sockets and device nodes; all but
+// regular files are metadata-only inodes, whose traffic the kernel
+// carries itself (the kernel has checked that the caller may make a
+// device node).
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	var typ fs.FileMode
 	switch mode & syscall.S_IFMT {
@@ -449,15 +449,22 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 		typ = fs.ModeNamedPipe
 	case syscall.S_IFSOCK:
 		typ = fs.ModeSocket
+	case syscall.S_IFCHR:
+		typ = fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		typ = fs.ModeDevice
 	default:
-		return nil, syscall.EPERM
+		return nil, syscall.EINVAL
+	}
+	if typ&fs.ModeDevice == 0 {
+		dev = 0
 	}
 	if e := n.checkChild(name); e != 0 {
 		return nil, e
 	}
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
-	fi, err := n.m.b.Mknod(cctx, callerOf(ctx), n.child(name), typ|goPerm(mode))
+	fi, err := n.m.b.Mknod(cctx, callerOf(ctx), n.child(name), typ|goPerm(mode), dev)
 	if err != nil {
 		return nil, errno(err)
 	}

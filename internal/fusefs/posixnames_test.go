@@ -1,9 +1,12 @@
 package fusefs
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/client"
 	"golang.org/x/sys/unix"
 )
 
@@ -366,4 +371,82 @@ func testFifoAndSocket(t *testing.T, dir string) {
 		t.Errorf("mkfifo f2: %v", err)
 	}
 	wantErrno(t, "mkfifo over an existing name", syscall.Mkfifo(filepath.Join(dir, "f2"), 0o600), syscall.EEXIST)
+}
+
+// testDeviceNodes: mknod of a character or block device makes a
+// metadata-only inode of its type, mode and device number; only the
+// superuser may make one.
+func testDeviceNodes(t *testing.T, dir string) {
+	if os.Getuid() != 0 {
+		t.Skip("mknod of a device needs root")
+	}
+	defer syscall.Umask(syscall.Umask(0))
+	for _, c := range []struct {
+		name string
+		mode uint32
+		dev  uint64
+	}{{"null", unix.S_IFCHR | 0o666, unix.Mkdev(1, 3)}, {"loop", unix.S_IFBLK | 0o660, unix.Mkdev(7, 200)}} {
+		p := filepath.Join(dir, c.name)
+		if err := again(func() error { return unix.Mknod(p, c.mode, int(c.dev)) }); err != nil {
+			t.Fatalf("mknod %s: %v", c.name, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode != c.mode || st.Rdev != c.dev || st.Size != 0 {
+			t.Errorf("%s: mode %o rdev %x size %d, want mode %o rdev %x size 0", c.name, st.Mode, st.Rdev, st.Size, c.mode, c.dev)
+		}
+	}
+	if err := os.Rename(filepath.Join(dir, "null"), filepath.Join(dir, "null2")); err != nil {
+		t.Errorf("rename a device node: %v", err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	dfd := openDir(t, dir)
+	err := asUser(65534, 65534, func() error {
+		return again(func() error { return unix.Mknodat(dfd, "mine", unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))) })
+	})
+	wantErrno(t, "mknod of a device by a user", err, syscall.EPERM)
+	for _, name := range []string{"null2", "loop"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Errorf("remove %s: %v", name, err)
+		}
+	}
+}
+
+// TestDeviceNodeNeedsRoot: the master, not only the kernel, refuses a
+// device node to an ordinary user (a library client bypasses the kernel).
+func TestDeviceNodeNeedsRoot(t *testing.T) {
+	tc := newTestCluster(t)
+	ctx := context.Background()
+	connect := func(caller chunkfs.Caller) *client.Client {
+		cc := client.DefaultConfig()
+		cc.Master, cc.Caller = tc.MasterAddr(), caller
+		c, err := client.New(ctx, cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	root, user := connect(chunkfs.Root), connect(chunkfs.Caller{UID: 65534, GIDs: []uint32{65534}})
+	if err := root.Mkdir(ctx, "/pub", 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.Chmod(ctx, "/pub", 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := user.Mknod(ctx, "/pub/fifo", fs.ModeNamedPipe|0o600, 0); err != nil {
+		t.Fatalf("mknod of a fifo as uid 65534: %v", err)
+	}
+	_, err := user.Mknod(ctx, "/pub/dev", fs.ModeDevice|fs.ModeCharDevice|0o666, uint32(unix.Mkdev(1, 3)))
+	if !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("mknod of a device as uid 65534: %v, want a permission error", err)
+	}
+	fi, err := root.Mknod(ctx, "/pub/dev", fs.ModeDevice|fs.ModeCharDevice|0o666, uint32(unix.Mkdev(1, 3)))
+	if err != nil || fi.Rdev != uint32(unix.Mkdev(1, 3)) || fi.FileMode.Type() != fs.ModeDevice|fs.ModeCharDevice {
+		t.Errorf("mknod of a device as root: %+v, %v", fi, err)
+	}
 }

@@ -52,6 +52,7 @@ func setFileInfo(p *pb.FileInfo, fi chunkfs.FileInfo) {
 	p.Target = fi.Target
 	p.Chunks = fi.Chunks
 	p.Nlink = fi.Nlink
+	p.Rdev = fi.Rdev
 }
 
 // modeArg keeps the permission, setuid, setgid and sticky bits of a mode.

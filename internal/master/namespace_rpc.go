@@ -60,11 +60,12 @@ func createCommand(req *pb.CreateRequest) (*namespace.Command, error) {
 	if len(req.SymlinkTarget) > chunkfs.MaxSymlinkLen {
 		return nil, chunkfs.E("create", req.Path, chunkfs.KindTooLarge, "symbolic link target too long")
 	}
-	// The type bits of a fifo or socket pass: they are metadata-only
-	// inodes (the namespace checks the combination).
-	mode := modeArg(req.Mode) | req.Mode&uint32(fs.ModeNamedPipe|fs.ModeSocket)
+	// The type bits of a fifo, socket or device node pass: they are
+	// metadata-only inodes (the namespace checks the combination); a
+	// device's number travels as the command's length.
+	mode := modeArg(req.Mode) | req.Mode&uint32(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice)
 	cmd := &namespace.Command{Op: namespace.OpCreate, Caller: c, Path: req.Path, Mode: mode,
-		Replication: req.Replication, Target: req.SymlinkTarget}
+		Replication: req.Replication, Target: req.SymlinkTarget, Length: int64(req.Rdev)}
 	if req.Exclusive {
 		cmd.Flags |= namespace.FlagExclusive
 	}

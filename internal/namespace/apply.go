@@ -225,6 +225,11 @@ func (ns *Namespace) create(c *Command) Result {
 	if !may(&c.Caller, parent, accessWrite|accessExec) {
 		return fail(op, p, chunkfs.KindPermission, "")
 	}
+	if fs.FileMode(c.Mode)&fs.ModeDevice != 0 && !isRoot(&c.Caller) {
+		// As mknod(2) without CAP_MKNOD: a device node would open a
+		// device on every machine that mounts the cluster with devices.
+		return fail(op, p, chunkfs.KindPermission, "only the superuser may make a device node")
+	}
 	_, name := split(p)
 	mode := permBits(c.Mode) | fs.FileMode(c.Mode)&specialTypes
 	if c.Target != "" {
@@ -236,6 +241,8 @@ func (ns *Namespace) create(c *Command) Result {
 		n.ext.target = c.Target
 		n.length = int64(len(c.Target))
 		ns.bytes += n.length
+	case n.isDevice():
+		n.ext = &ext{rdev: uint32(c.Length)}
 	case !n.isSpecial():
 		n.repl = ns.replication(c.Replication)
 	}
@@ -251,8 +258,10 @@ func (ns *Namespace) checkNewFile(op string, c *Command) error {
 		return chunkfs.E(op, c.Path, chunkfs.KindTooLarge, "symbolic link target too long")
 	case containsNUL(c.Target):
 		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "symbolic link target contains a NUL byte")
-	case fs.FileMode(c.Mode)&specialTypes == specialTypes || fs.FileMode(c.Mode)&specialTypes != 0 && c.Target != "":
-		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "a fifo, a socket or a symbolic link, not two")
+	case !validSpecial(fs.FileMode(c.Mode)) || fs.FileMode(c.Mode)&specialTypes != 0 && c.Target != "":
+		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "one type: a fifo, a socket, a device or a symbolic link")
+	case c.Length < 0 || c.Length > 1<<32-1 || c.Length != 0 && fs.FileMode(c.Mode)&fs.ModeDevice == 0:
+		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "a device number, for a device node only, of 32 bits")
 	}
 	return nil
 }

@@ -86,6 +86,11 @@ func (c *checker) node(n *inode, p string) {
 		if n.ext == nil || n.length != int64(len(n.ext.target)) || n.chunks != nil {
 			c.fail(p, "bad symbolic link")
 		}
+	case n.isDevice():
+		c.files++
+		if n.ext == nil || n.ext.target != "" || n.ext.kids.Len() != 0 || n.length != 0 || n.chunks != nil || !validSpecial(n.mode) {
+			c.fail(p, "bad device node")
+		}
 	default:
 		c.files++
 		c.bytes += n.length
@@ -133,7 +138,7 @@ func (c *checker) file(n *inode, p string) {
 	if n.ext != nil || n.length < 0 || n.repl > chunkfs.MaxReplication {
 		c.fail(p, "bad file fields")
 	}
-	if n.isSpecial() && (n.length != 0 || n.chunks != nil || n.mode&specialTypes == specialTypes) {
+	if n.isSpecial() && (n.length != 0 || n.chunks != nil || !validSpecial(n.mode)) {
 		c.fail(p, "bad fifo or socket")
 	}
 	if k := len(n.chunks); k > 0 && n.chunks[k-1].handle == 0 {

@@ -83,6 +83,9 @@ func (n *inode) info() chunkfs.FileInfo {
 	if n.isSymlink() {
 		fi.Target = n.ext.target
 	}
+	if n.isDevice() {
+		fi.Rdev = n.ext.rdev
+	}
 	return fi
 }
 

@@ -59,21 +59,34 @@ type inode struct {
 	repl   uint8
 }
 
-// ext holds what only directories and symbolic links need.
+// ext holds what only directories, symbolic links and device nodes need.
 type ext struct {
 	kids   children
 	target string
+	rdev   uint32 // a device node's device number (Linux's encoding)
 }
 
 func (n *inode) isDir() bool     { return n.mode&fs.ModeDir != 0 }
 func (n *inode) isSymlink() bool { return n.mode&fs.ModeSymlink != 0 }
 func (n *inode) isFile() bool    { return n.mode&fs.ModeType == 0 }
 
-// specialTypes are the types of metadata-only inodes: fifos and sockets
-// have a name, an owner, a mode and times, and never a chunk.
-const specialTypes = fs.ModeNamedPipe | fs.ModeSocket
+// specialTypes are the types of metadata-only inodes: fifos, sockets and
+// device nodes have a name, an owner, a mode and times (and a device
+// number), and never a chunk.
+const specialTypes = fs.ModeNamedPipe | fs.ModeSocket | fs.ModeDevice | fs.ModeCharDevice
 
 func (n *inode) isSpecial() bool { return n.mode&specialTypes != 0 }
+func (n *inode) isDevice() bool  { return n.mode&fs.ModeDevice != 0 }
+
+// validSpecial reports whether the special type bits of m name one type
+// (a char device is ModeDevice|ModeCharDevice) or none.
+func validSpecial(m fs.FileMode) bool {
+	switch m & specialTypes {
+	case 0, fs.ModeNamedPipe, fs.ModeSocket, fs.ModeDevice, fs.ModeDevice | fs.ModeCharDevice:
+		return true
+	}
+	return false
+}
 
 // Namespace is the whole replicated metadata state.
 type Namespace struct {

@@ -84,6 +84,8 @@ func (s *snapWriter) inode(n *inode) {
 		})
 	case n.isSymlink():
 		s.string(n.ext.target)
+	case n.isDevice():
+		s.uvarint(uint64(n.ext.rdev))
 	default:
 		s.varint(n.length)
 		s.uvarint(uint64(n.repl))
@@ -240,6 +242,9 @@ func (s *snapReader) inode(ns *Namespace, parent *inode, depth int) *inode {
 		ns.bytes += n.length
 	case 0, fs.ModeNamedPipe, fs.ModeSocket:
 		s.file(ns, n)
+	case fs.ModeDevice, fs.ModeDevice | fs.ModeCharDevice:
+		n.ext = &ext{rdev: uint32(s.uvarint(1<<32 - 1))}
+		ns.files++
 	default:
 		s.fail("unknown file type %v", n.mode.Type())
 	}

@@ -94,6 +94,7 @@ type FileInfo struct {
 	Target        string                 `protobuf:"bytes,11,opt,name=target,proto3" json:"target,omitempty"`
 	Chunks        int64                  `protobuf:"varint,12,opt,name=chunks,proto3" json:"chunks,omitempty"`
 	Nlink         uint32                 `protobuf:"varint,13,opt,name=nlink,proto3" json:"nlink,omitempty"` // 1 for a file or link, 2 + subdirectories for a directory
+	Rdev          uint32                 `protobuf:"varint,14,opt,name=rdev,proto3" json:"rdev,omitempty"`   // a device node's device number (Linux's encoding)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -215,6 +216,13 @@ func (x *FileInfo) GetChunks() int64 {
 func (x *FileInfo) GetNlink() uint32 {
 	if x != nil {
 		return x.Nlink
+	}
+	return 0
+}
+
+func (x *FileInfo) GetRdev() uint32 {
+	if x != nil {
+		return x.Rdev
 	}
 	return 0
 }
@@ -348,6 +356,7 @@ type CreateRequest struct {
 	Exclusive     bool                   `protobuf:"varint,5,opt,name=exclusive,proto3" json:"exclusive,omitempty"`                             // fail with Exist if the path exists (O_EXCL)
 	Truncate      bool                   `protobuf:"varint,6,opt,name=truncate,proto3" json:"truncate,omitempty"`                               // an existing file is truncated to 0 (O_TRUNC)
 	SymlinkTarget string                 `protobuf:"bytes,7,opt,name=symlink_target,json=symlinkTarget,proto3" json:"symlink_target,omitempty"` // non-empty: create a symbolic link instead
+	Rdev          uint32                 `protobuf:"varint,8,opt,name=rdev,proto3" json:"rdev,omitempty"`                                       // a device node's device number (mode has ModeDevice)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -429,6 +438,13 @@ func (x *CreateRequest) GetSymlinkTarget() string {
 		return x.SymlinkTarget
 	}
 	return ""
+}
+
+func (x *CreateRequest) GetRdev() uint32 {
+	if x != nil {
+		return x.Rdev
+	}
+	return 0
 }
 
 type CreateResponse struct {
@@ -3032,7 +3048,7 @@ const file_master_proto_rawDesc = "" +
 	"chunkfs.v1\x1a\ferrors.proto\".\n" +
 	"\x06Caller\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\rR\x03uid\x12\x12\n" +
-	"\x04gids\x18\x02 \x03(\rR\x04gids\"\xbd\x02\n" +
+	"\x04gids\x18\x02 \x03(\rR\x04gids\"\xd1\x02\n" +
 	"\bFileInfo\x12\x14\n" +
 	"\x05inode\x18\x01 \x01(\x04R\x05inode\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -3047,7 +3063,8 @@ const file_master_proto_rawDesc = "" +
 	" \x01(\rR\vreplication\x12\x16\n" +
 	"\x06target\x18\v \x01(\tR\x06target\x12\x16\n" +
 	"\x06chunks\x18\f \x01(\x03R\x06chunks\x12\x14\n" +
-	"\x05nlink\x18\r \x01(\rR\x05nlink\"|\n" +
+	"\x05nlink\x18\r \x01(\rR\x05nlink\x12\x12\n" +
+	"\x04rdev\x18\x0e \x01(\rR\x04rdev\"|\n" +
 	"\fMkdirRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -3055,7 +3072,7 @@ const file_master_proto_rawDesc = "" +
 	"\aparents\x18\x04 \x01(\bR\aparents\"T\n" +
 	"\rMkdirResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
-	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\"\xe6\x01\n" +
+	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\"\xfa\x01\n" +
 	"\rCreateRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -3063,7 +3080,8 @@ const file_master_proto_rawDesc = "" +
 	"\vreplication\x18\x04 \x01(\rR\vreplication\x12\x1c\n" +
 	"\texclusive\x18\x05 \x01(\bR\texclusive\x12\x1a\n" +
 	"\btruncate\x18\x06 \x01(\bR\btruncate\x12%\n" +
-	"\x0esymlink_target\x18\a \x01(\tR\rsymlinkTarget\"o\n" +
+	"\x0esymlink_target\x18\a \x01(\tR\rsymlinkTarget\x12\x12\n" +
+	"\x04rdev\x18\b \x01(\rR\x04rdev\"o\n" +
 	"\x0eCreateResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
 	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\x12\x18\n" +
