@@ -165,7 +165,7 @@ func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path 
 	}
 	made, err := c.OpenFile(ctx, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 	if chunkfs.KindOf(err) == chunkfs.KindExist && !exclusive {
-		return b.openExisting(ctx, c, caller, path, truncate)
+		return b.openExisting(ctx, caller, path, truncate)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -181,7 +181,7 @@ func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path 
 
 // openExisting opens an existing file for writing as Create found it,
 // emptying it when truncate is set.
-func (b *ClientBackend) openExisting(ctx context.Context, c *client.Client, caller chunkfs.Caller, path string, truncate bool) (File, *chunkfs.FileInfo, error) {
+func (b *ClientBackend) openExisting(ctx context.Context, caller chunkfs.Caller, path string, truncate bool) (File, *chunkfs.FileInfo, error) {
 	f, fi, err := b.Open(ctx, caller, path, true)
 	if err != nil || !truncate || fi.Length == 0 {
 		return f, fi, err

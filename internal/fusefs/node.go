@@ -58,7 +58,7 @@ type node struct {
 	written atomic.Bool            // written since the last close recorded the version
 	hidden  atomic.Pointer[string] // the hidden path of a file unlinked while open
 	// gone is closed once a hidden node's name is removed (made by
-	// hide, under mu; closed once).
+	// setHidden under mu, closed once).
 	gone     chan struct{}
 	goneOnce sync.Once
 }
