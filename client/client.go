@@ -41,6 +41,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -52,7 +54,10 @@ import (
 
 // Config configures a Client. Start from DefaultConfig.
 type Config struct {
-	// Master is the host:port of the master.
+	// Master is the host:port of the master, or of each master of a
+	// highly available group, separated by commas ("a:7070,b:7070,c:7070"):
+	// calls go to the leader, following "not the leader" answers and
+	// skipping masters that cannot be reached.
 	Master string
 	// Caller is the identity requests act as; DefaultConfig uses the
 	// process's user and groups.
@@ -127,6 +132,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Master == "":
 		return errors.New("client config: Master address is empty")
+	case slices.Contains(masterAddrs(c.Master), ""):
+		return fmt.Errorf("client config: Master %q has an empty address", c.Master)
 	case c.WriteBuffer < 0 || c.WriteBuffer > 256<<20:
 		return fmt.Errorf("client config: WriteBuffer %d not in [0, 256 MiB]", c.WriteBuffer)
 	case c.WriteBehind < 0 || c.WriteBehind > 1<<30:
@@ -194,7 +201,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.near = newNearness()
 	c.leases = newLeaseCache()
 	c.writerID = randomUint64()
-	m, err := c.pool.Master(cfg.Master)
+	m, err := c.dialMaster(cfg.Master)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -217,6 +224,29 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.chunkSize = info.ChunkSize
 	c.locs = newLocationCache(c, cfg.LocationTTL, cfg.LookupBatch)
 	return c, nil
+}
+
+// dialMaster returns the Master service at addrs: one master, or a group
+// whose leader calls find by themselves (rpc.MasterSet).
+func (c *Client) dialMaster(addrs string) (pb.MasterClient, error) {
+	list := masterAddrs(addrs)
+	if len(list) == 1 {
+		return c.pool.Master(list[0])
+	}
+	set, err := rpc.NewMasterSet(c.pool, list)
+	if err != nil {
+		return nil, err
+	}
+	return pb.NewMasterClient(set), nil
+}
+
+// masterAddrs splits a comma-separated list of master addresses.
+func masterAddrs(s string) []string {
+	list := strings.Split(s, ",")
+	for i := range list {
+		list[i] = strings.TrimSpace(list[i])
+	}
+	return list
 }
 
 // Close releases the client's connections. Files still open fail afterwards.

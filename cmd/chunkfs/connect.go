@@ -26,7 +26,7 @@ type clientFlags struct {
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	cf := &clientFlags{}
-	fs.StringVar(&cf.master, "master", "", "master address host:port (default $CHUNKFS_MASTER or "+defaultMaster+")")
+	fs.StringVar(&cf.master, "master", "", "master address host:port, or a group's masters comma-separated (default $CHUNKFS_MASTER or "+defaultMaster+")")
 	fs.DurationVar(&cf.retryTimeout, "retry-timeout", client.DefaultConfig().RetryTimeout,
 		"how long a read or write keeps retrying after failures (other replicas, a new primary) before it fails")
 	return cf

@@ -131,8 +131,13 @@ func Status(err error) error {
 	if e.Err != nil {
 		msg = e.Err.Error()
 	}
+	detail := &pb.ErrorDetail{Kind: uint32(e.Kind), Op: e.Op, Path: e.Path, Message: msg}
+	var hint *chunkfs.LeaderHint
+	if errors.As(err, &hint) {
+		detail.Leader = hint.Leader
+	}
 	st := status.New(code, e.Error())
-	if withDetail, err := st.WithDetails(&pb.ErrorDetail{Kind: uint32(e.Kind), Op: e.Op, Path: e.Path, Message: msg}); err == nil {
+	if withDetail, err := st.WithDetails(detail); err == nil {
 		st = withDetail
 	}
 	return st.Err()
@@ -163,7 +168,10 @@ func Err(err error) error {
 				k = chunkfs.KindOther
 			}
 			var inner error
-			if ed.Message != "" {
+			switch {
+			case k == chunkfs.KindNotLeader:
+				inner = &chunkfs.LeaderHint{Leader: ed.Leader}
+			case ed.Message != "":
 				inner = errors.New(ed.Message)
 			}
 			return &chunkfs.Error{Op: ed.Op, Path: ed.Path, Kind: k, Err: inner}
@@ -175,7 +183,9 @@ func Err(err error) error {
 		// (an interrupted system call on a mount) must be told apart
 		// from a server that failed.
 		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: fmt.Errorf("%s: %w", st.Message(), context.Canceled)}
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
+	case codes.Unavailable:
+		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: &unreachableError{msg: st.Message()}}
+	case codes.DeadlineExceeded, codes.Aborted:
 		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: errors.New(st.Message())}
 	case codes.NotFound:
 		return &chunkfs.Error{Kind: chunkfs.KindNotExist, Err: errors.New(st.Message())}
@@ -187,6 +197,20 @@ func Err(err error) error {
 		return &chunkfs.Error{Kind: chunkfs.KindNotSupported, Err: errors.New(st.Message())}
 	}
 	return &chunkfs.Error{Kind: chunkfs.KindOther, Err: errors.New(st.Message())}
+}
+
+// unreachableError is a call that failed in the transport (no server
+// answered), as opposed to a server's own KindUnavailable answer.
+type unreachableError struct{ msg string }
+
+func (u *unreachableError) Error() string { return u.msg }
+
+// Unreachable reports whether err is a call that reached no server: the
+// connection could not be made or broke. A caller with other servers to
+// try may try them.
+func Unreachable(err error) bool {
+	var u *unreachableError
+	return errors.As(err, &u)
 }
 
 var errPoolClosed = &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: errors.New("connection pool closed")}
