@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -259,3 +260,23 @@ func (l *Log) watchLeadership(ch <-chan bool) {
 		}
 	}
 }
+
+// streamLayer carries Raft over connections another layer accepts and
+// dials (a master's shared port).
+type streamLayer struct {
+	net.Listener
+	dial func(addr string, timeout time.Duration) (net.Conn, error)
+	addr string
+}
+
+func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return s.dial(string(addr), timeout)
+}
+
+// Addr is this node's advertised address, not the shared listener's.
+func (s *streamLayer) Addr() net.Addr { return raftAddr(s.addr) }
+
+type raftAddr string
+
+func (a raftAddr) Network() string { return "tcp" }
+func (a raftAddr) String() string  { return string(a) }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // group is a test group of masters' logs on loopback TCP, each with its
@@ -307,6 +308,66 @@ func TestGroupConfigValidation(t *testing.T) {
 	for _, n := range [][2]string{{"", "a:1"}, {"m", ""}, {string(make([]byte, 200)), "a:1"}} {
 		if err := checkNode(n[0], n[1]); chunkfs.KindOf(err) != chunkfs.KindInvalid {
 			t.Errorf("checkNode(%q, %q) = %v, want KindInvalid", n[0], n[1], err)
+		}
+	}
+}
+
+// A group whose Raft traffic shares each master's one port through
+// rpc.Mux, as masters run it.
+func TestGroupOverSharedPort(t *testing.T) {
+	var members []Member
+	var lns []net.Listener
+	for i := range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		members = append(members, Member{ID: fmt.Sprintf("m%d", i+1), Addr: ln.Addr().String(), Voter: true})
+	}
+	logs := make([]*Log, 3)
+	fsms := make([]*listFSM, 3)
+	for i, m := range members {
+		mux := rpc.NewMux(lns[i], slog.New(slog.DiscardHandler))
+		go mux.Serve()
+		t.Cleanup(func() { mux.Close() })
+		cfg := DefaultConfig(t.TempDir())
+		cfg.NodeID, cfg.BindAddr, cfg.Members = m.ID, m.Addr, members
+		cfg.Listener, cfg.Dial = mux.Raft(), rpc.DialRaft
+		cfg.ElectionTimeout, cfg.NoSync = 300*time.Millisecond, true
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		fsms[i] = &listFSM{}
+		l, err := Open(context.Background(), cfg, fsms[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[i] = l
+		t.Cleanup(func() { l.Close() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, err := logs[0].WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := logs[slices.IndexFunc(members, func(m Member) bool { return m.ID == id })]
+	var index uint64
+	for attempt := 0; ; attempt++ {
+		_, index, err = leader.Apply(ctx, []byte("shared"))
+		if err == nil || attempt > 50 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range logs {
+		if err := l.WaitApplied(ctx, index); err != nil {
+			t.Fatalf("%s: %v", members[i].ID, err)
+		}
+		if got := fsms[i].list(); !slices.Equal(got, []string{"shared"}) {
+			t.Fatalf("%s applied %q", members[i].ID, got)
 		}
 	}
 }

@@ -51,8 +51,14 @@ type Config struct {
 	// runs a single node on an in-process transport.
 	BindAddr string
 	// AdvertiseAddr is the Raft address other nodes reach this one on, when
-	// it differs from BindAddr (a wildcard bind address).
+	// it differs from BindAddr (a wildcard bind address, or Listener's).
 	AdvertiseAddr string
+	// Listener and Dial, when set, carry Raft instead of a port of its
+	// own: Listener accepts other nodes' connections (a master's port,
+	// shared through rpc.Mux) and Dial opens them (rpc.DialRaft). BindAddr
+	// is then only this node's address.
+	Listener net.Listener
+	Dial     func(addr string, timeout time.Duration) (net.Conn, error)
 	// Members are the initial voters of a new group, this node among them;
 	// every initial voter is started with the same list. Empty: a group of
 	// this node alone. Ignored once the log exists (the configuration is
@@ -112,6 +118,10 @@ func (c Config) Validate() error {
 		return errors.New("oplog: Logger is nil")
 	case c.Observer && c.BindAddr == "":
 		return errors.New("oplog: an observer needs BindAddr")
+	case (c.Listener == nil) != (c.Dial == nil):
+		return errors.New("oplog: Listener and Dial go together")
+	case c.Listener != nil && c.BindAddr == "" && c.AdvertiseAddr == "":
+		return errors.New("oplog: a shared Listener needs this node's address (BindAddr)")
 	}
 	return checkMembers(c)
 }
@@ -198,6 +208,14 @@ func (l *Log) open(notify chan bool) error {
 }
 
 func (l *Log) transport(out io.Writer) (raft.ServerAddress, raft.Transport, error) {
+	if l.cfg.Listener != nil {
+		addr := l.cfg.AdvertiseAddr
+		if addr == "" {
+			addr = l.cfg.BindAddr
+		}
+		t := raft.NewNetworkTransport(&streamLayer{Listener: l.cfg.Listener, dial: l.cfg.Dial, addr: addr}, 3, 10*time.Second, out)
+		return raft.ServerAddress(addr), t, nil
+	}
 	if l.cfg.BindAddr == "" {
 		addr, t := raft.NewInmemTransport(raft.ServerAddress(l.cfg.NodeID))
 		return addr, t, nil
