@@ -82,9 +82,10 @@ type Store struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex // guards chunks and perDir
+	mu     sync.Mutex // guards chunks, perDir and failed
 	chunks map[chunkfs.Handle]*chunk
-	perDir []int // chunks held in each data directory
+	perDir []int  // chunks held in each data directory
+	failed []bool // data directories that failed (see failDir)
 
 	incoming atomic.Uint64 // numbers the temporary files of Incoming replicas
 }
@@ -111,7 +112,7 @@ func Open(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, log: cfg.Logger, chunks: make(map[chunkfs.Handle]*chunk), perDir: make([]int, len(cfg.Dirs))}
+	s := &Store{cfg: cfg, log: cfg.Logger, chunks: make(map[chunkfs.Handle]*chunk), perDir: make([]int, len(cfg.Dirs)), failed: make([]bool, len(cfg.Dirs))}
 	for i, d := range cfg.Dirs {
 		if err := cfg.FS.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -182,8 +183,32 @@ func (s *Store) load(dir int, h chunkfs.Handle) {
 	} else {
 		c.version, c.length, c.sums = m.version, m.length, m.sums
 	}
+	if prev := s.chunks[h]; prev != nil {
+		// Two directories hold the handle (a clone replaced a replica of
+		// a directory that failed, and it works again): keep the newer.
+		keep, drop := newerReplica(prev, c)
+		s.log.Warn("chunk held in two data directories; keeping the newer", "chunk", name(h), "kept", s.cfg.Dirs[keep.dir], "removed", s.cfg.Dirs[drop.dir])
+		s.removeFiles(drop)
+		s.perDir[prev.dir]-- // counted again below if kept
+		c = keep
+	}
 	s.chunks[h] = c
-	s.perDir[dir]++
+	s.perDir[c.dir]++
+}
+
+// newerReplica orders two loaded replicas of one handle: a sound one
+// before a corrupt one, then the higher version.
+func newerReplica(a, b *chunk) (keep, drop *chunk) {
+	if a.corrupt.Load() != b.corrupt.Load() {
+		if a.corrupt.Load() {
+			return b, a
+		}
+		return a, b
+	}
+	if b.version > a.version {
+		return b, a
+	}
+	return a, b
 }
 
 func (s *Store) readMeta(c *chunk) (*meta, error) {
@@ -244,17 +269,33 @@ func (s *Store) Create(h chunkfs.Handle, v chunkfs.Version) error {
 		s.mu.Unlock()
 		return chunkfs.E("create", name(h), chunkfs.KindExist, "chunk exists")
 	}
-	c := &chunk{handle: h, dir: s.pickDirLocked(), version: v}
+	dir, err := s.pickDirLocked("create", h)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	c := &chunk{handle: h, dir: dir, version: v}
 	c.mu.Lock() // held until the files exist
 	defer c.mu.Unlock()
 	s.chunks[h] = c
 	s.perDir[c.dir]++
 	s.mu.Unlock()
-	err := s.createFiles(c)
-	if err != nil {
+	if err := s.createFiles(c); err != nil {
+		c.deleted = true
 		s.forget(c)
+		s.removeFiles(c)
+		return s.diskError("create", c, err)
 	}
-	return err
+	return nil
+}
+
+// removeFiles removes what is left of a chunk whose creation failed.
+func (s *Store) removeFiles(c *chunk) {
+	for _, suffix := range []string{".meta", ".data"} {
+		if err := s.cfg.FS.Remove(s.path(c, suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("remove files of a chunk not created", "chunk", name(c.handle), "err", err)
+		}
+	}
 }
 
 func (s *Store) createFiles(c *chunk) error {
@@ -272,16 +313,20 @@ func (s *Store) createFiles(c *chunk) error {
 	return f.Sync()
 }
 
-// pickDirLocked spreads chunks over the data directories: the one holding
-// the fewest chunks gets the next.
-func (s *Store) pickDirLocked() int {
-	best := 0
+// pickDirLocked spreads chunks over the data directories that have not
+// failed: the one holding the fewest chunks gets the next. With every
+// directory failed it fails with KindNoSpace.
+func (s *Store) pickDirLocked(op string, h chunkfs.Handle) (int, error) {
+	best := -1
 	for i, n := range s.perDir {
-		if n < s.perDir[best] {
+		if !s.failed[i] && (best < 0 || n < s.perDir[best]) {
 			best = i
 		}
 	}
-	return best
+	if best < 0 {
+		return 0, chunkfs.E(op, name(h), chunkfs.KindNoSpace, "every data directory has failed")
+	}
+	return best, nil
 }
 
 func (s *Store) forget(c *chunk) {
@@ -348,13 +393,6 @@ func (s *Store) usableLocked(op string, c *chunk) error {
 	return nil
 }
 
-// failLocked marks c corrupt after a failed disk operation: its files may
-// no longer match its metadata.
-func (s *Store) failLocked(op string, c *chunk, err error) error {
-	s.markCorrupt(c, err)
-	return &chunkfs.Error{Op: op, Path: name(c.handle), Kind: chunkfs.KindOther, Err: err}
-}
-
 func (s *Store) markCorrupt(c *chunk, err error) {
 	if !c.corrupt.Swap(true) {
 		s.log.Error("chunk corrupt", "chunk", name(c.handle), "err", err)
@@ -403,13 +441,19 @@ func (s *Store) Used() int64 {
 	return n
 }
 
-// Disks returns the distinct file systems holding the data directories,
-// in the order of the directories: directories on one file system give one
-// Disk.
+// Disks returns the distinct file systems holding the data directories
+// that have not failed, in the order of the directories: directories on
+// one file system give one Disk.
 func (s *Store) Disks() ([]Disk, error) {
 	var disks []Disk
 	seen := make(map[string]bool, len(s.cfg.Dirs))
-	for _, d := range s.cfg.Dirs {
+	s.mu.Lock()
+	failed := append([]bool(nil), s.failed...)
+	s.mu.Unlock()
+	for i, d := range s.cfg.Dirs {
+		if failed[i] {
+			continue // its space is no use
+		}
 		disk, err := s.cfg.FS.Space(d)
 		if err != nil {
 			return nil, err
