@@ -186,3 +186,28 @@ func TestDuplicateHandleAcrossDirs(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenLeavesOutAFailingDirectory(t *testing.T) {
+	m := NewMemFS(1 << 30)
+	s := openStore(t, m, "/a", "/b")
+	s.Create(1, 1) // in /a
+	s.Create(2, 1) // in /b
+	m.SetFault(func(op, name string) error {
+		if strings.HasPrefix(name, "/a") {
+			return syscall.EIO
+		}
+		return nil
+	})
+	s2 := openStore(t, m, "/a", "/b")
+	if f := s2.FailedDirs(); len(f) != 1 || f[0] != "/a" {
+		t.Fatalf("failed dirs %v", f)
+	}
+	if l := s2.List(); len(l) != 1 || l[0].Handle != 2 {
+		t.Fatalf("loaded %v", l)
+	}
+	cfg := DefaultConfig()
+	cfg.Dirs, cfg.FS = []string{"/a"}, m
+	if _, err := Open(cfg); err == nil {
+		t.Fatal("opened with its only directory failing")
+	}
+}

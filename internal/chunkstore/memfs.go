@@ -46,7 +46,8 @@ func NewMemFS(space int64) *MemFS {
 }
 
 // SetFault makes every later operation first call fault with its name
-// ("open", "read", "write", "truncate", "sync", "remove", "rename") and
+// ("open", "read", "write", "truncate", "sync", "remove", "rename",
+// "mkdir", "readdir") and
 // the file's; an error fails the operation, which then does nothing
 // (wrapped in a *fs.PathError, so errors.Is sees syscall.ENOSPC or
 // syscall.EIO). fault runs with the MemFS locked and must not call it.
@@ -138,13 +139,21 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	return nil
 }
 
-// MkdirAll does nothing: directories are implicit.
-func (m *MemFS) MkdirAll(name string, perm fs.FileMode) error { return nil }
+// MkdirAll does nothing but fail when a fault says so: directories are
+// implicit.
+func (m *MemFS) MkdirAll(name string, perm fs.FileMode) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.faultLocked("mkdir", path.Clean(name))
+}
 
 // ReadDir lists the files and implicit directories directly under name.
 func (m *MemFS) ReadDir(name string) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.faultLocked("readdir", path.Clean(name)); err != nil {
+		return nil, err
+	}
 	prefix := path.Clean(name) + "/"
 	seen := map[string]bool{}
 	for f := range m.files {

@@ -107,19 +107,28 @@ type chunk struct {
 
 // Open opens the store in cfg.Dirs, creating the directories as needed, and
 // loads every chunk's metadata. Chunks whose metadata is unreadable are
-// kept, marked corrupt, so that they are reported.
+// kept, marked corrupt, so that they are reported. A directory that fails
+// with a disk error (see isDiskFailure) is left out, failed, as long as
+// another one works.
 func Open(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, chunks: make(map[chunkfs.Handle]*chunk), perDir: make([]int, len(cfg.Dirs)), failed: make([]bool, len(cfg.Dirs))}
 	for i, d := range cfg.Dirs {
-		if err := cfg.FS.MkdirAll(d, 0o755); err != nil {
+		err := cfg.FS.MkdirAll(d, 0o755)
+		if err == nil {
+			err = s.loadDir(i)
+		}
+		if err != nil && (!isDiskFailure(err) || len(cfg.Dirs) == 1) {
 			return nil, err
 		}
-		if err := s.loadDir(i); err != nil {
-			return nil, err
+		if err != nil {
+			s.failDir(i, err) // the others serve on
 		}
+	}
+	if len(s.FailedDirs()) == len(cfg.Dirs) {
+		return nil, errors.New("chunkstore: every data directory has failed")
 	}
 	return s, nil
 }
