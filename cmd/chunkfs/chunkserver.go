@@ -85,6 +85,7 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 	fs.DurationVar(&c.ScrubInterval, "scrub", c.ScrubInterval, "verify one idle chunk every interval (0: never)")
 	fs.IntVar(&c.CloneStreams, "clone-streams", c.CloneStreams, "re-replication clones this server runs at once as a target; more are refused for the master to retry")
 	cloneRate := fs.String("clone-rate", size(int(c.CloneRate)), "bytes a second all clones into this server pull together, with a K, M or G suffix (0: unlimited)")
+	fs.DurationVar(&c.StreamIdle, "stream-idle", c.StreamIdle, "close a data-stream connection that sends no request for this long (clients reuse theirs for 15s)")
 	fs.BoolVar(&o.verbose, "v", false, "log debugging detail")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

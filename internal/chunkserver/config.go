@@ -28,6 +28,7 @@ type Config struct {
 	MaxChunkSize      int64         // largest chunk accepted
 	CloneStreams      int           // clones this server runs at once as a target; more are refused
 	CloneRate         int64         // bytes a second all its clones pull together; 0: unlimited
+	StreamIdle        time.Duration // a data-stream connection sending no request for this long is closed
 
 	FS     chunkstore.FS // file system of the data directories
 	Clock  clock.Clock
@@ -55,6 +56,7 @@ func DefaultConfig() Config {
 		MaxChunkSize:      1 << 30,
 		CloneStreams:      DefaultCloneStreams,
 		CloneRate:         DefaultCloneRate,
+		StreamIdle:        rpc.DefaultStreamIdle,
 		FS:                chunkstore.OS{},
 		Clock:             clock.Real{},
 		Logger:            slog.Default(),
@@ -66,7 +68,7 @@ func (c *Config) Validate() error {
 	switch {
 	case len(c.Dirs) == 0:
 		return errors.New("chunkserver: no data directory")
-	case c.HeartbeatInterval <= 0 || c.BufferExpiry <= 0 || c.RPCTimeout <= 0 || c.ScrubInterval < 0:
+	case c.HeartbeatInterval <= 0 || c.BufferExpiry <= 0 || c.RPCTimeout <= 0 || c.ScrubInterval < 0 || c.StreamIdle <= 0:
 		return errors.New("chunkserver: intervals and timeouts must be positive")
 	case c.CloneStreams <= 0 || c.CloneRate < 0:
 		return errors.New("chunkserver: clone streams must be positive and clone rate not negative")

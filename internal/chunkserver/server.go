@@ -160,7 +160,7 @@ func (s *Server) start(lis net.Listener) error {
 		s.addr = lis.Addr().String()
 	}
 	sc := rpc.DefaultStreamConfig()
-	sc.Client, sc.Logger = s.data, s.log
+	sc.Client, sc.Logger, sc.IdleTimeout = s.data, s.log, s.cfg.StreamIdle
 	stream, err := rpc.NewStreamServer(streamHandler{s}, sc)
 	if err != nil {
 		return err
