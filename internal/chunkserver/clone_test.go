@@ -288,3 +288,46 @@ func TestTokenBucket(t *testing.T) {
 		t.Errorf("unlimited bucket waits %v", d)
 	}
 }
+
+func TestCloneOfNewerSourceFails(t *testing.T) {
+	tc := newTestCluster(t, 2)
+	tc.writeOn(0, 6, 3, []byte("version three"))
+	if _, err := tc.clone(1, 6, 2, 0, 0); chunkfs.KindOf(err) != chunkfs.KindStale {
+		t.Fatalf("clone at 2 from a source at 3: %v, want KindStale", err)
+	}
+	tc.holdsNothing(1, 6)
+}
+
+// TestCloneCopiesWhatIsAppendedMeanwhile: a clone reads its source to the
+// end, so bytes appended while it runs are in the copy. (One appended
+// after its last read fails it: the source's length is checked again
+// before the copy is kept.)
+func TestCloneCopiesWhatIsAppendedMeanwhile(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	tc := newTunedCluster(t, dirs, func(c *Config) { c.CloneRate = 1 << 20 })
+	data := randBytes(rand.New(rand.NewPCG(9, 8)), 3<<20)
+	tc.writeOn(0, 3, 1, data)
+	grown := false
+	err := tc.driveClock(func() error {
+		_, err := tc.clone(1, 3, 1, 0, int64(len(data)))
+		return err
+	}, func() {
+		if !grown {
+			grown = true
+			id := tc.newID()
+			if err := tc.data.Push(context.Background(), tc.addrs[:1], id, []byte("appended")); err != nil {
+				t.Error(err)
+			}
+			req := &pb.WriteRequest{Handle: 3, Version: 1, Offset: int64(len(data)), DataId: uint64(id), Length: 8}
+			if _, err := tc.cs(0).Write(context.Background(), req); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("clone of a source that grew: %v", err)
+	}
+	if got := tc.replica(1, 3, 1); !bytes.Equal(got, append(data, "appended"...)) {
+		t.Fatalf("clone of %d bytes, want the %d appended to meanwhile", len(got), len(data)+8)
+	}
+}
