@@ -3,6 +3,9 @@ package chunkserver
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
+	"net"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/chunkstore"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -120,5 +124,22 @@ func TestFailingDiskLosesReplicasNotTheServer(t *testing.T) {
 	}
 	if got := tc.replica(0, 1, 1); string(got) != "onemore" { // applied where it could be
 		t.Fatalf("the other server's replica: %q", got)
+	}
+}
+
+// TestStreamIdleConnectionClosed: the server's data stream closes a
+// connection that sends its magic and then nothing for StreamIdle (the
+// socket's read deadline; the test's own 10 s only stops a hang).
+func TestStreamIdleConnectionClosed(t *testing.T) {
+	tc := newTunedCluster(t, []string{t.TempDir()}, func(c *Config) { c.StreamIdle = 100 * time.Millisecond })
+	conn, err := net.Dial("tcp", tc.addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, rpc.StreamMagic)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("idle data connection: %v, want it closed by the server", err)
 	}
 }

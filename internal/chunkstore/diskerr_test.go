@@ -154,6 +154,16 @@ func TestFailingDirectoryLosesItsReplicas(t *testing.T) {
 	if err != nil || len(disks) != 1 {
 		t.Fatalf("disks %v, %v", disks, err)
 	}
+	// The master has the lost replicas deleted: they go, though their
+	// files cannot be removed.
+	for _, h := range []chunkfs.Handle{1, 3} {
+		if err := s.Delete(h); err != nil {
+			t.Fatalf("delete from a failed directory: %v", err)
+		}
+	}
+	if got := s.Corrupt(); len(got) != 0 {
+		t.Fatalf("corrupt after deleting: %v", got)
+	}
 	// A read error fails the directory too.
 	m2 := NewMemFS(1 << 30)
 	s2 := openStore(t, m2, "/a")

@@ -488,8 +488,15 @@ func (s *Store) Delete(h chunkfs.Handle) error {
 	err1 := s.cfg.FS.Remove(s.path(c, ".meta"))
 	err2 := s.cfg.FS.Remove(s.path(c, ".data"))
 	for _, err := range []error{err1, err2} {
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		switch {
+		case err == nil || errors.Is(err, fs.ErrNotExist):
+		case isDiskFailure(err):
+			// Gone from the store all the same; its files stay on a disk
+			// that no longer works.
+			s.failDir(c.dir, err)
+			return nil
+		default:
+			return s.diskError("delete", c, err)
 		}
 	}
 	return nil
