@@ -9,8 +9,15 @@
 // read verifies the blocks it covers before returning a byte. A chunk whose
 // data or metadata fails a check is marked corrupt and never served again.
 //
+// A replica copied from another server (a clone) is built as an Incoming,
+// under temporary names, and appears whole or not at all. A full disk
+// fails a mutation with KindNoSpace and leaves the replica as it was; a
+// failing disk fails its data directory, whose replicas are then reported
+// corrupt, while the other directories serve on (diskerr.go).
+//
 // All disk access goes through the small FS interface, so tests can use
-// MemFS to simulate a crash in the middle of a write.
+// MemFS to simulate a crash in the middle of a write, or inject a full or
+// failing disk.
 package chunkstore
 
 import (
