@@ -110,7 +110,11 @@ func (s *Server) clone(ctx context.Context, h chunkfs.Handle, v chunkfs.Version,
 	st.order.Lock() // no mutation of the replica replaced runs meanwhile
 	defer st.order.Unlock()
 	info, err := in.Commit()
-	return info.Length, err
+	if err != nil {
+		return 0, err
+	}
+	s.reporter.forget(h) // a corrupt replica it replaced was reported; this one is new
+	return info.Length, nil
 }
 
 // sourceInfo asks the source about its replica of h, which must be at v

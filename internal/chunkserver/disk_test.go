@@ -84,6 +84,25 @@ func TestFullDiskReachesTheWriterAsNoSpace(t *testing.T) {
 			t.Fatalf("full server reports corrupt replicas %v", b.Corrupt)
 		}
 	}
+	// A record append, and a clone onto a full server, are refused alike.
+	fss[1].SetFault(func(op, name string) error {
+		if op == "write" && strings.Contains(name, ".data") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	tc.grant(2, 1)
+	if _, err := tc.appendRecord(2, 1, 64<<20, []byte("record")); chunkfs.KindOf(err) != chunkfs.KindNoSpace {
+		t.Fatalf("append with a secondary full: %v, want KindNoSpace", err)
+	}
+	tc.writeOn(0, 9, 1, []byte("to clone"))
+	if _, err := tc.clone(1, 9, 1, 0, 8); chunkfs.KindOf(err) != chunkfs.KindNoSpace {
+		t.Fatalf("clone onto a full server: %v, want KindNoSpace", err)
+	}
+	if _, err := tc.servers[1].store.Info(9); chunkfs.KindOf(err) != chunkfs.KindNotExist {
+		t.Fatalf("failed clone kept: %v", err)
+	}
+	fss[1].SetFault(nil)
 	// Once there is room again, writes go on and the replicas agree.
 	more := []byte("fits now too") // as long as the refused write: it covers it
 	if err := tc.write(1, 1, int64(len(data)), more); err != nil {
