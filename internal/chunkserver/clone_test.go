@@ -331,3 +331,27 @@ func TestCloneCopiesWhatIsAppendedMeanwhile(t *testing.T) {
 		t.Fatalf("clone of %d bytes, want the %d appended to meanwhile", len(got), len(data)+8)
 	}
 }
+
+// TestCloneReplacesCorruptReplica: a replica found corrupt is replaced by
+// a clone at its own version, and is no longer reported.
+func TestCloneReplacesCorruptReplica(t *testing.T) {
+	tc := newTestCluster(t, 2)
+	tc.grant(5, 1)
+	data := randBytes(rand.New(rand.NewPCG(5, 1)), 150000)
+	if err := tc.write(5, 1, 0, data); err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, chunkFile(t, tc.dirs[1], 5), 100)
+	if err := tc.servers[1].store.Verify(5); chunkfs.KindOf(err) != chunkfs.KindChecksum {
+		t.Fatalf("rot not found: %v", err)
+	}
+	if _, err := tc.clone(1, 5, 1, 0, int64(len(data))); err != nil {
+		t.Fatalf("clone over a corrupt replica: %v", err)
+	}
+	if got := tc.replica(1, 5, 1); !bytes.Equal(got, data) {
+		t.Fatal("replica not replaced")
+	}
+	if b := tc.beatOf(1); len(b.Corrupt) != 0 {
+		t.Fatalf("still reported corrupt: %v", b.Corrupt)
+	}
+}
