@@ -479,11 +479,15 @@ func (c *Client) readReplica(ctx context.Context, addr string, last bool, loc *c
 		return c.reader.Read(ctx, addr, loc.handle, loc.version, co, dst)
 	}
 	d := replicaTimeout(len(dst))
-	rctx, cancel := context.WithTimeout(ctx, d)
+	deadline := time.Now().Add(d) // real time, as the connection's deadline
+	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	n, err := c.reader.Read(rctx, addr, loc.handle, loc.version, co, dst)
+	// The connection's deadline may fire just before the context's timer:
+	// the clock decides, not which error came back.
+	late := rctx.Err() != nil || !time.Now().Before(deadline)
 	switch {
-	case err != nil && err != io.EOF && ctx.Err() == nil && rctx.Err() != nil:
+	case err != nil && err != io.EOF && ctx.Err() == nil && late:
 		c.suspects.mark(addr, c.clock.Now())
 		c.log.Info("chunkfs read: replica did not answer in time; trying another", "handle", loc.handle, "replica", addr, "deadline", d)
 		return n, chunkfs.E("read", addr, chunkfs.KindUnavailable, "no answer within "+d.String())
