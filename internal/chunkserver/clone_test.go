@@ -3,7 +3,9 @@ package chunkserver
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
+	"net"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -354,4 +356,31 @@ func TestCloneReplacesCorruptReplica(t *testing.T) {
 	if b := tc.beatOf(1); len(b.Corrupt) != 0 {
 		t.Fatalf("still reported corrupt: %v", b.Corrupt)
 	}
+}
+
+// TestCloneFromHungSource: a source that accepts connections and never
+// answers fails the clone within RPCTimeout and frees its slot.
+func TestCloneFromHungSource(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() {
+		for {
+			conn, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(io.Discard, conn) // reads, never answers
+		}
+	}()
+	tc := newTunedCluster(t, []string{t.TempDir()}, func(c *Config) { c.RPCTimeout, c.CloneStreams = 300*time.Millisecond, 1 })
+	for range 2 { // the second finds the slot free again
+		_, err := tc.cs(0).Clone(context.Background(), &pb.CloneRequest{Handle: 2, Version: 1, Source: lis.Addr().String(), Length: 1})
+		if chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+			t.Fatalf("clone from a hung source: %v, want KindUnavailable", err)
+		}
+	}
+	tc.holdsNothing(0, 2)
 }
