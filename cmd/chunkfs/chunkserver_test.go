@@ -9,11 +9,11 @@ import (
 )
 
 func TestChunkserverThrottleFlags(t *testing.T) {
-	o, err := chunkserverFlags([]string{"--dir", t.TempDir(), "--clone-streams", "3", "--clone-rate", "10M", "--stream-idle", "45s"})
+	o, err := chunkserverFlags([]string{"--dir", t.TempDir(), "--clone-streams", "3", "--clone-rate", "10M", "--stream-idle", "45s", "--reserve", "1G"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := o.cfg; c.CloneStreams != 3 || c.CloneRate != 10<<20 || c.StreamIdle != 45*time.Second {
+	if c := o.cfg; c.CloneStreams != 3 || c.CloneRate != 10<<20 || c.StreamIdle != 45*time.Second || c.Reserve != 1<<30 {
 		t.Fatalf("parsed %d streams, rate %d, idle %v", c.CloneStreams, c.CloneRate, c.StreamIdle)
 	}
 	o, err = chunkserverFlags([]string{"--dir", t.TempDir()})
@@ -27,6 +27,7 @@ func TestChunkserverThrottleFlags(t *testing.T) {
 		{"--clone-streams", "0"},
 		{"--clone-rate", "fast"},
 		{"--stream-idle", "0s"},
+		{"--reserve", "lots"},
 	} {
 		_, err := chunkserverFlags(append([]string{"--dir", t.TempDir()}, bad...))
 		var u *usageError

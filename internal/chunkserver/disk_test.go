@@ -162,3 +162,32 @@ func TestStreamIdleConnectionClosed(t *testing.T) {
 		t.Fatalf("idle data connection: %v, want it closed by the server", err)
 	}
 }
+
+// TestFullServerRefusesNewReplicas: below its reserve a server refuses to
+// create a chunk or take a clone, with KindNoSpace, so the master places
+// it elsewhere; the chunks it holds are written on.
+func TestFullServerRefusesNewReplicas(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	small := chunkstore.NewMemFS(100 << 20)
+	tc := newTunedCluster(t, dirs, func(c *Config) {
+		if c.Dirs[0] == dirs[0] {
+			c.FS = small
+		}
+	})
+	tc.writeOn(0, 1, 1, make([]byte, 40<<20)) // 60 MiB free: under the 64 MiB reserve
+	ctx := context.Background()
+	if _, err := tc.cs(0).Lease(ctx, &pb.LeaseRequest{Handle: 2, Version: 1, Create: true}); chunkfs.KindOf(err) != chunkfs.KindNoSpace {
+		t.Fatalf("new chunk on a full server: %v, want KindNoSpace", err)
+	}
+	tc.writeOn(1, 3, 1, []byte("elsewhere"))
+	if _, err := tc.clone(0, 3, 1, 1, 9); chunkfs.KindOf(err) != chunkfs.KindNoSpace {
+		t.Fatalf("clone onto a full server: %v, want KindNoSpace", err)
+	}
+	id := tc.newID()
+	if err := tc.data.Push(ctx, tc.addrs[:1], id, []byte("more")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.cs(0).Write(ctx, &pb.WriteRequest{Handle: 1, Version: 1, Offset: 40 << 20, DataId: uint64(id), Length: 4}); err != nil {
+		t.Fatalf("write to a chunk held: %v", err)
+	}
+}

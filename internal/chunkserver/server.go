@@ -73,7 +73,7 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	sc := chunkstore.DefaultConfig()
-	sc.Dirs, sc.FS, sc.MaxChunkSize, sc.Logger = cfg.Dirs, cfg.FS, cfg.MaxChunkSize, cfg.Logger
+	sc.Dirs, sc.FS, sc.MaxChunkSize, sc.Reserve, sc.Logger = cfg.Dirs, cfg.FS, cfg.MaxChunkSize, cfg.Reserve, cfg.Logger
 	store, err := chunkstore.Open(sc)
 	if err != nil {
 		return nil, err

@@ -221,3 +221,36 @@ func TestOpenLeavesOutAFailingDirectory(t *testing.T) {
 		t.Fatal("opened with its only directory failing")
 	}
 }
+
+func TestReserveRefusesNewReplicas(t *testing.T) {
+	m := NewMemFS(10 << 20)
+	cfg := DefaultConfig()
+	cfg.Dirs, cfg.FS, cfg.MaxChunkSize, cfg.Reserve = []string{"/a", "/b"}, m, 4<<20, 4<<20
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h := chunkfs.Handle(1); h <= 2; h++ {
+		if err := s.Create(h, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Write(h, 0, make([]byte, 3<<20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 4 MiB left, less the metadata: no new replica, created or cloned.
+	if err := s.Create(3, 1); chunkfs.KindOf(err) != chunkfs.KindNoSpace {
+		t.Fatalf("create below the reserve: %v, want KindNoSpace", err)
+	}
+	if _, err := s.BeginIncoming(4, 1); chunkfs.KindOf(err) != chunkfs.KindNoSpace {
+		t.Fatalf("clone below the reserve: %v, want KindNoSpace", err)
+	}
+	// Replicas held go on growing into the reserve.
+	if err := s.Write(1, 3<<20, make([]byte, 1<<20)); err != nil {
+		t.Fatalf("write to a replica held: %v", err)
+	}
+	s.Delete(2)
+	if err := s.Create(3, 1); err != nil {
+		t.Fatalf("create once there is room: %v", err)
+	}
+}

@@ -55,7 +55,8 @@ func (s *Store) BeginIncoming(h chunkfs.Handle, v chunkfs.Version) (*Incoming, e
 }
 
 // incomingDir checks that h at v may be built, and picks its data
-// directory: that of the replica it replaces, else the emptiest.
+// directory: that of the replica it replaces if it works and has room,
+// else the emptiest that does.
 func (s *Store) incomingDir(h chunkfs.Handle, v chunkfs.Version) (int, error) {
 	s.mu.Lock()
 	old := s.chunks[h]
@@ -72,7 +73,7 @@ func (s *Store) incomingDir(h chunkfs.Handle, v chunkfs.Version) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.failed[old.dir] {
+	if s.failed[old.dir] || !s.hasRoom(old.dir) {
 		return s.pickDirLocked("clone", h)
 	}
 	return old.dir, nil

@@ -46,6 +46,7 @@ type Config struct {
 	Dirs         []string // data directories; chunks are spread over them
 	FS           FS       // file system; OS{} by default
 	MaxChunkSize int64    // largest chunk accepted, in bytes
+	Reserve      int64    // bytes a disk keeps free: no new replica goes to one with less; 0: none
 	Logger       *slog.Logger
 }
 
@@ -65,6 +66,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("chunkstore: max chunk size %d is not a positive multiple of %d", c.MaxChunkSize, BlockSize)
 	case c.Logger == nil:
 		return errors.New("chunkstore: no logger")
+	case c.Reserve < 0:
+		return errors.New("chunkstore: negative reserve")
 	}
 	for _, d := range c.Dirs {
 		if d == "" {
@@ -330,19 +333,30 @@ func (s *Store) createFiles(c *chunk) error {
 }
 
 // pickDirLocked spreads chunks over the data directories that have not
-// failed: the one holding the fewest chunks gets the next. With every
-// directory failed it fails with KindNoSpace.
+// failed and have room (hasRoom): the one holding the fewest chunks gets
+// the next. With none left it fails with KindNoSpace.
 func (s *Store) pickDirLocked(op string, h chunkfs.Handle) (int, error) {
 	best := -1
 	for i, n := range s.perDir {
-		if !s.failed[i] && (best < 0 || n < s.perDir[best]) {
+		if !s.failed[i] && (best < 0 || n < s.perDir[best]) && s.hasRoom(i) {
 			best = i
 		}
 	}
 	if best < 0 {
-		return 0, chunkfs.E(op, name(h), chunkfs.KindNoSpace, "every data directory has failed")
+		return 0, chunkfs.E(op, name(h), chunkfs.KindNoSpace, fmt.Sprintf("no data directory that works has %d bytes free", s.cfg.Reserve))
 	}
 	return best, nil
+}
+
+// hasRoom reports whether data directory d's disk has more than Reserve
+// bytes free, so a new replica may go there. A disk whose space cannot be
+// told is taken to have room: its writes will say.
+func (s *Store) hasRoom(d int) bool {
+	if s.cfg.Reserve <= 0 {
+		return true
+	}
+	disk, err := s.cfg.FS.Space(s.cfg.Dirs[d])
+	return err != nil || disk.Free > s.cfg.Reserve
 }
 
 func (s *Store) forget(c *chunk) {
