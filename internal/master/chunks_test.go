@@ -147,7 +147,7 @@ func TestAppendAllocationIsIdempotent(t *testing.T) {
 }
 
 func TestRegisterStaleGarbageAndDeath(t *testing.T) {
-	tm := startMaster(t, "", nil)
+	tm := startMasterMin1(t, "", nil)
 	a, b := tm.startCS("a", "r0"), tm.startCS("b", "r1")
 	tm.create(alice, "/f")
 	h := tm.prepare(alice, "/f", 0, false).Chunk.Handle
@@ -240,14 +240,14 @@ func TestTruncateCutsReplicas(t *testing.T) {
 }
 
 func TestRestartWaitsOutOldLeases(t *testing.T) {
-	tm := startMaster(t, "", nil)
+	tm := startMasterMin1(t, "", nil)
 	tm.startCS("a", "")
 	tm.create(alice, "/old")
 	tm.prepare(alice, "/old", 0, false)
 	dir, clk := tm.cfg.Dir, tm.clock
 	tm.close()
 
-	tm2 := startMaster(t, dir, clk)
+	tm2 := startMasterMin1(t, dir, clk)
 	a := tm2.startCS("a2", "")
 	a.mu.Lock()
 	a.versions[1] = 1
@@ -285,9 +285,9 @@ func TestDeadPrimaryLeaseIsWaitedOut(t *testing.T) {
 		tm.beat(f)
 	}
 	tm.clock.Advance(2 * time.Second)
-	tm.m.reg.mu.Lock()
-	tm.m.reg.markDeadLocked(tm.clock.Now().Add(30*time.Second), 30*time.Second)
-	tm.m.reg.mu.Unlock()
+	tm.m.regMu.Lock()
+	tm.m.reg.markDead(tm.clock.Now().Add(30*time.Second), 30*time.Second)
+	tm.m.regMu.Unlock()
 	for _, f := range others {
 		tm.register(f, "")
 	}
@@ -351,7 +351,7 @@ func TestConcurrentChunkOperations(t *testing.T) {
 					tm.c.Delete(bg, &pb.DeleteRequest{Caller: alice, Path: p})
 				}
 				f := cs[(g+i)%len(cs)]
-				tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Sample: f.report(), ExtendLeases: []uint64{1, 2, 3}})
+				tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Free: 1 << 39, Sample: f.report(), ExtendLeases: []uint64{1, 2, 3}})
 				tm.c.GetChunks(bg, &pb.GetChunksRequest{Caller: alice, Path: p})
 				tm.c.ClusterReport(bg, &pb.ClusterReportRequest{})
 			}

@@ -1,0 +1,136 @@
+package master
+
+import (
+	"slices"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// leaseVerdict is what the registry tells a writer's lease request to do.
+type leaseVerdict int
+
+const (
+	leaseValid leaseVerdict = iota // the primary's lease is valid at the current version: use it
+	leaseWait                      // a lease given to an unreachable or stale primary may still be held: retry later
+	leaseGrant                     // grant a new lease, at a new version, to the replicas listed
+	leaseNone                      // no live replica at the current version
+)
+
+// leaseDecision is the registry's answer to grantable.
+type leaseDecision struct {
+	verdict  leaseVerdict
+	replicas []*server // for leaseGrant: the replicas to tell, the primary-to-be first
+	fenced   bool      // for leaseGrant: the grant moves the survivors of a shrunk replica set on
+}
+
+// grantable decides what a writer of chunk h, at logged version cur, gets
+// at now. A valid lease is used as it is unless the chunk is fenced (its
+// replica set shrank under the lease): then the survivors, the same primary
+// first, get the next version before any further write, so that a replica
+// that missed a mutation is stale by version when it comes back. A lease
+// held by a primary the master cannot use is waited out.
+func (r *registry) grantable(h chunkfs.Handle, cur chunkfs.Version, now time.Time) leaseDecision {
+	ci := r.chunks[h]
+	primary, _ := r.lease(h, now)
+	valid := primary != nil && primary.chunks[h] == cur
+	replicas := r.replicas(h, cur)
+	switch {
+	case valid && !ci.fence:
+		return leaseDecision{verdict: leaseValid}
+	case valid:
+		return leaseDecision{verdict: leaseGrant, replicas: r.grantOrder(replicas, primary), fenced: true}
+	case ci != nil && ci.primary != nil && now.Before(ci.expiry):
+		return leaseDecision{verdict: leaseWait}
+	case len(replicas) == 0:
+		return leaseDecision{verdict: leaseNone}
+	}
+	return leaseDecision{verdict: leaseGrant, replicas: r.grantOrder(replicas, nil)}
+}
+
+// grantOrder orders the replicas of a grant: first, primary when given,
+// then the least loaded (the first is named primary).
+func (r *registry) grantOrder(replicas []*server, primary *server) []*server {
+	order := slices.Clone(replicas)
+	slices.SortStableFunc(order, func(a, b *server) int {
+		switch {
+		case a == primary:
+			return -1
+		case b == primary:
+			return 1
+		}
+		return int(a.load) - int(b.load)
+	})
+	return order
+}
+
+// nextVersion returns a version above cur and above every version ever
+// told for h, so that no two grants share one.
+func (r *registry) nextVersion(h chunkfs.Handle, cur chunkfs.Version) chunkfs.Version {
+	if ci := r.chunks[h]; ci != nil {
+		cur = max(cur, ci.told)
+	}
+	return cur + 1
+}
+
+// noteTold records that version v of h has been sent to chunkservers.
+func (r *registry) noteTold(h chunkfs.Handle, v chunkfs.Version) {
+	ci := r.info(h)
+	ci.told = max(ci.told, v)
+}
+
+// recordTaken records the replicas whose calls succeeded at version v.
+func (r *registry) recordTaken(h chunkfs.Handle, v chunkfs.Version, order []*server, errs []error) {
+	for i, s := range order {
+		if errs[i] == nil {
+			r.addReplica(s, h, v)
+			r.clearDoubt(s, h)
+		}
+	}
+}
+
+// forgetFailed drops the replicas whose calls failed, in doubt: the call
+// may have reached them after all (see doubt).
+func (r *registry) forgetFailed(h chunkfs.Handle, order []*server, errs []error, now time.Time) {
+	for i, s := range order {
+		if errs[i] != nil {
+			r.doubt(s, h, now)
+		}
+	}
+}
+
+// recordLease notes that primary holds h's lease until expiry; the grant
+// that gave it moved every replica it counts to one version, so the chunk
+// is no longer fenced.
+func (r *registry) recordLease(h chunkfs.Handle, primary *server, expiry time.Time) {
+	ci := r.info(h)
+	ci.primary, ci.expiry, ci.fence = primary, expiry, false
+}
+
+// revoke forgets h's lease (a truncation's new version ends it).
+func (r *registry) revoke(h chunkfs.Handle) {
+	if ci := r.chunks[h]; ci != nil {
+		ci.primary, ci.fence = nil, false
+	}
+}
+
+// extend extends the valid leases s holds among handles to now+d and
+// returns those extended.
+func (r *registry) extend(s *server, handles []uint64, now time.Time, d time.Duration) []uint64 {
+	var out []uint64
+	for _, h := range handles {
+		ci := r.chunks[chunkfs.Handle(h)]
+		if ci != nil && ci.primary == s && now.Before(ci.expiry) {
+			ci.expiry = now.Add(d)
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// leaseOutstanding reports whether a lease on h might still be held, by a
+// live server or not.
+func (r *registry) leaseOutstanding(h chunkfs.Handle, now time.Time) bool {
+	ci := r.chunks[h]
+	return ci != nil && ci.primary != nil && now.Before(ci.expiry)
+}
