@@ -83,6 +83,8 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 	buffer := fs.String("buffer", size(int(c.BufferBytes)), "memory for pushed data awaiting a write")
 	fs.DurationVar(&c.BufferExpiry, "buffer-expiry", c.BufferExpiry, "pushed data not written within this is dropped")
 	fs.DurationVar(&c.ScrubInterval, "scrub", c.ScrubInterval, "verify one idle chunk every interval (0: never)")
+	fs.IntVar(&c.CloneStreams, "clone-streams", c.CloneStreams, "re-replication clones this server runs at once as a target; more are refused for the master to retry")
+	cloneRate := fs.String("clone-rate", size(int(c.CloneRate)), "bytes a second all clones into this server pull together, with a K, M or G suffix (0: unlimited)")
 	fs.BoolVar(&o.verbose, "v", false, "log debugging detail")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -112,6 +114,10 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 		return o, usagef("--buffer: %v", err)
 	}
 	c.BufferBytes = int64(n)
+	if n, err = parseSize(*cloneRate); err != nil {
+		return o, usagef("--clone-rate: %v", err)
+	}
+	c.CloneRate = int64(n)
 	if err := c.Validate(); err != nil {
 		return o, usagef("%v", err)
 	}

@@ -41,14 +41,15 @@ const idFile = "chunkserver.id"
 
 // Server is a chunkserver.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	id    string
-	store *chunkstore.Store
-	buf   *buffer
-	peers *rpc.Pool // masters and other chunkservers
-	data  *rpc.DataClient
-	load  atomic.Int32 // operations in flight
+	cfg    Config
+	log    *slog.Logger
+	id     string
+	store  *chunkstore.Store
+	buf    *buffer
+	peers  *rpc.Pool // masters and other chunkservers
+	data   *rpc.DataClient
+	load   atomic.Int32 // operations in flight
+	clones *cloneLimiter
 
 	handlers sync.WaitGroup // gRPC handlers in flight; Close waits for them
 
@@ -86,6 +87,7 @@ func Open(cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger.With("chunkserver", id), id: id, store: store,
 		buf:   newBuffer(cfg.Clock, cfg.BufferBytes, cfg.BufferExpiry),
 		peers: rpc.NewPool(), data: rpc.NewDataClient(),
+		clones: newCloneLimiter(cfg.Clock, cfg.CloneStreams, cfg.CloneRate),
 		chunks: make(map[chunkfs.Handle]*chunkState), ctx: ctx, cancel: cancel,
 	}
 	s.reporter.init(s)

@@ -76,6 +76,33 @@ func (m *MemFS) Remove(name string) error {
 	return nil
 }
 
+// Rename moves a file, replacing newname. The rename is durable at once
+// (as OS.Rename makes it): the file's durable contents move with it, and
+// its logged operations follow it to the new name.
+func (m *MemFS) Rename(oldname, newname string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	oldname, newname = path.Clean(oldname), path.Clean(newname)
+	n, ok := m.files[oldname]
+	if !ok {
+		return &fs.PathError{Op: "rename", Path: oldname, Err: fs.ErrNotExist}
+	}
+	delete(m.files, oldname)
+	m.files[newname] = n
+	log := m.log[:0]
+	for _, op := range m.log {
+		switch op.name {
+		case newname:
+			continue // the replaced file's pending operations go with it
+		case oldname:
+			op.name = newname
+		}
+		log = append(log, op)
+	}
+	m.log = log
+	return nil
+}
+
 // MkdirAll does nothing: directories are implicit.
 func (m *MemFS) MkdirAll(name string, perm fs.FileMode) error { return nil }
 

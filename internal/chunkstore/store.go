@@ -85,6 +85,8 @@ type Store struct {
 	mu     sync.Mutex // guards chunks and perDir
 	chunks map[chunkfs.Handle]*chunk
 	perDir []int // chunks held in each data directory
+
+	incoming atomic.Uint64 // numbers the temporary files of Incoming replicas
 }
 
 // chunk is one replica. Its fields other than handle and dir are guarded by
@@ -137,10 +139,20 @@ func (s *Store) loadDir(i int) error {
 		for _, name := range names {
 			if h, ok := parseMetaName(name); ok {
 				s.load(i, h)
+			} else if isIncoming(name) {
+				s.removeIncoming(filepath.Join(s.cfg.Dirs[i], fan, name))
 			}
 		}
 	}
 	return nil
+}
+
+// removeIncoming removes a temporary file of a replica whose building a
+// crash interrupted.
+func (s *Store) removeIncoming(p string) {
+	if err := s.cfg.FS.Remove(p); err != nil {
+		s.log.Warn("remove unfinished incoming replica", "file", p, "err", err)
+	}
 }
 
 func isHex(s string) bool {
