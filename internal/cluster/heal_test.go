@@ -1,0 +1,317 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/master"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+)
+
+const healChunk = 256 << 10
+
+// cloneLog records the master's clone events in order.
+type cloneLog struct {
+	mu     sync.Mutex // guards events
+	events []master.CloneEvent
+}
+
+func (l *cloneLog) add(e master.CloneEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *cloneLog) all() []master.CloneEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events)
+}
+
+// startHeal starts n chunkservers with 256 KiB chunks and returns the
+// cluster, a client, the clone log and a context.
+func startHeal(t *testing.T, n int, mutate func(*master.Config)) (*Cluster, *client.Client, *cloneLog, context.Context) {
+	t.Helper()
+	log := &cloneLog{}
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.Chunkservers = n
+	cfg.ChunkSize = healChunk
+	cfg.Master = func(mc *master.Config) {
+		mc.Placement.MinFree = 0
+		mc.OnClone = log.add
+		if mutate != nil {
+			mutate(mc)
+		}
+	}
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	ccfg := client.DefaultConfig()
+	ccfg.Master = c.MasterAddr()
+	ccfg.Caller = chunkfs.Root
+	cl, err := client.New(ctx, ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return c, cl, log, ctx
+}
+
+func healBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func put(t *testing.T, ctx context.Context, c *client.Client, p string, data []byte) {
+	t.Helper()
+	f, err := c.Create(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(ctx context.Context, c *client.Client, p string) ([]byte, error) {
+	f, err := c.Open(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// waitHealed waits until fsck of / finds every chunk with its full
+// replication and no clone is in flight.
+func waitHealed(t *testing.T, ctx context.Context, c *client.Client) *client.FsckReport {
+	t.Helper()
+	for {
+		r, err := c.Fsck(ctx, "/")
+		rep, rerr := c.ClusterReport(ctx)
+		if err == nil && rerr == nil && r.Healthy == r.Chunks && rep.BeingCloned == 0 && rep.UnderReplicated == 0 {
+			return r
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not healed: fsck %+v (%v), report %+v (%v)", r, err, rep, rerr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// serverIndex returns the index of the chunkserver at addr.
+func serverIndex(c *Cluster, addr string) int {
+	for i := range c.Chunkservers() {
+		if c.ChunkserverAddr(i) == addr {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestOverwriteWithSecondaryDownIsNeverUndone is the scenario: a
+// secondary is killed, the chunk is overwritten and synced, the secondary
+// comes back with its old copy at the old version. Every read, from every
+// replica and every new client, returns the new bytes: the survivors moved
+// to a new version before the write was acknowledged, so the old copy is
+// stale, deleted, and replaced by a clone.
+func TestOverwriteWithSecondaryDownIsNeverUndone(t *testing.T) {
+	c, cl, _, ctx := startHeal(t, 3, nil)
+	old := healBytes(1, 2*healChunk)
+	put(t, ctx, cl, "/f", old)
+	chunks, err := cl.Chunks(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := -1
+	for _, a := range chunks[0].Replicas {
+		if a != chunks[0].Primary {
+			victim = serverIndex(c, a)
+			break
+		}
+	}
+	if err := c.StopChunkserver(victim); err != nil {
+		t.Fatal(err)
+	}
+	fresh := healBytes(2, 64<<10)
+	f, err := cl.OpenFile(ctx, "/f", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(fresh, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RestartChunkserver(victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitAlive(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clone(fresh), old[len(fresh):]...)
+	for i := range 6 {
+		rc, err := newDefaultClient(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := get(ctx, rc, "/f")
+		rc.Close()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("read %d after the secondary came back: %d bytes, err %v, new bytes: %v", i, len(got), err, err == nil && bytes.Equal(got[:len(fresh)], fresh))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitHealed(t, ctx, cl)
+	chunks, _ = cl.Chunks(ctx, "/f")
+	dc := rpc.NewDataClient()
+	defer dc.Close()
+	buf := make([]byte, healChunk)
+	for _, addr := range chunks[0].Replicas {
+		n, err := dc.Read(ctx, addr, chunkfs.Handle(chunks[0].Handle), chunkfs.Version(chunks[0].Version), 0, buf)
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Fatalf("replica %s: %v", addr, err)
+		}
+		if !bytes.Equal(buf[:n], want[:healChunk]) {
+			t.Errorf("replica %s holds other bytes than the acknowledged overwrite", addr)
+		}
+	}
+	if chunks[0].Version < 2 {
+		t.Errorf("chunk version %d: the survivors were not moved on", chunks[0].Version)
+	}
+}
+
+func newDefaultClient(ctx context.Context, c *Cluster) (*client.Client, error) {
+	cfg := client.DefaultConfig()
+	cfg.Master = c.MasterAddr()
+	cfg.Caller = chunkfs.Root
+	return client.New(ctx, cfg)
+}
+
+// TestOneOfFourKilledHeals: with one chunkserver of four gone, every chunk
+// is cloned back to three replicas on the others, and reads back intact.
+func TestOneOfFourKilledHeals(t *testing.T) {
+	c, cl, log, ctx := startHeal(t, 4, nil)
+	files := map[string][]byte{}
+	for i := range 8 {
+		p := fmt.Sprintf("/f%d", i)
+		files[p] = healBytes(uint64(10+i), 2*healChunk-1000)
+		put(t, ctx, cl, p, files[p])
+	}
+	if err := c.StopChunkserver(3); err != nil {
+		t.Fatal(err)
+	}
+	dead := c.ChunkserverAddr(3)
+	// Wait for the death to be noticed, then for the healing.
+	for {
+		rep, err := cl.ClusterReport(ctx)
+		if err == nil && rep.UnderReplicated+rep.BeingCloned > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the dead server was never noticed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := waitHealed(t, ctx, cl)
+	if r.Chunks != 16 {
+		t.Errorf("fsck saw %d chunks, want 16", r.Chunks)
+	}
+	for p, want := range files {
+		chunks, err := cl.Chunks(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range chunks {
+			if len(ch.Replicas) != 3 || slices.Contains(ch.Replicas, dead) {
+				t.Errorf("%s chunk %d: replicas %v", p, ch.Index, ch.Replicas)
+			}
+		}
+		if got, err := get(ctx, cl, p); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes, %v", p, len(got), err)
+		}
+	}
+	clones := 0
+	for _, e := range log.all() {
+		if e.Done && e.Err == nil {
+			clones++
+		}
+	}
+	t.Logf("%d clones", clones)
+}
+
+// TestTwoOfFiveKilledOneReplicaChunksFirst: with two of five chunkservers
+// gone, the chunks left with one replica are all healed before any clone
+// of a chunk with two starts (once the second death is known).
+func TestTwoOfFiveKilledOneReplicaChunksFirst(t *testing.T) {
+	c, cl, log, ctx := startHeal(t, 5, func(mc *master.Config) { mc.MaxClonesPerServer = 1 })
+	for i := range 30 {
+		put(t, ctx, cl, fmt.Sprintf("/g%02d", i), healBytes(uint64(100+i), healChunk/2))
+	}
+	if err := c.StopChunkserver(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopChunkserver(1); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		rep, err := cl.ClusterReport(ctx)
+		if err == nil && rep.UnderReplicated == 0 && rep.BeingCloned == 0 && rep.Repaired > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("not healed: %+v", rep)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitHealed(t, ctx, cl)
+	events := log.all()
+	first := slices.IndexFunc(events, func(e master.CloneEvent) bool { return !e.Done && e.Live == 1 })
+	if first < 0 {
+		t.Fatal("no chunk was left with one replica; the test proves nothing")
+	}
+	ones := map[chunkfs.Handle]bool{}
+	for _, e := range events[first:] {
+		if !e.Done && e.Live == 1 {
+			ones[e.Handle] = true
+		}
+	}
+	healed := map[chunkfs.Handle]bool{}
+	for i, e := range events[first:] {
+		switch {
+		case e.Done && e.Live == 1 && e.Err == nil:
+			healed[e.Handle] = true
+		case !e.Done && e.Live >= 2 && len(healed) < len(ones):
+			t.Fatalf("event %d: clone of two-replica chunk %d started with %d of %d one-replica chunks healed", first+i, e.Handle, len(healed), len(ones))
+		}
+	}
+	t.Logf("%d one-replica chunks healed first; %d events", len(ones), len(events))
+}
