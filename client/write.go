@@ -242,8 +242,20 @@ func secondaries(loc *chunkLoc) []string {
 }
 
 // commitLength tells the master the file has data up to length.
+//
+// A commit only ever raises the length, so one the master is unavailable
+// for (restarting, say) is retried until RetryTimeout: the data is on
+// every replica already.
 func (c *Client) commitLength(ctx context.Context, path string, length int64) error {
-	resp, err := c.master.CommitLength(ctx, &pb.CommitLengthRequest{Caller: c.caller, Path: path, Length: length, Touch: true})
+	r := c.newRetrier()
+	var resp *pb.CommitLengthResponse
+	var err error
+	for {
+		resp, err = c.master.CommitLength(ctx, &pb.CommitLengthRequest{Caller: c.caller, Path: path, Length: length, Touch: true})
+		if err == nil || chunkfs.KindOf(err) != chunkfs.KindUnavailable || !r.again(ctx, err) {
+			break
+		}
+	}
 	if err != nil {
 		return wrapOp("write", path, err)
 	}

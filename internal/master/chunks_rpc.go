@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -93,6 +94,15 @@ func (m *Master) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) 
 	})
 	if resp.Chunk.Primary == "" {
 		return nil, chunkfs.E(op, req.Path, chunkfs.KindUnavailable, "lease lost; retry")
+	}
+	if need := m.cfg.minReplicas(fi.Replication); len(resp.Chunk.Replicas) < need {
+		// A grant some replicas failed left fewer than the minimum: the
+		// write waits for the chunk to be healed (it goes first).
+		m.regMu.Lock()
+		m.reg.block(ch.Handle, now)
+		m.regMu.Unlock()
+		return nil, chunkfs.E(op, req.Path, chunkfs.KindUnavailable,
+			fmt.Sprintf("the chunk has %d live replicas, below the minimum of %d; it is being re-replicated", len(resp.Chunk.Replicas), need))
 	}
 	return resp, nil
 }

@@ -2,6 +2,8 @@ package master
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -360,5 +362,72 @@ func TestConcurrentChunkOperations(t *testing.T) {
 	wg.Wait()
 	if err := tm.m.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMinimumReplicas: a new chunk goes only to servers with room; with
+// fewer than the minimum (2) able to take it, the write fails with
+// KindNoSpace, and a chunk left with one live replica takes no write.
+func TestMinimumReplicas(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	a, b, c := tm.startCS("a", "r0"), tm.startCS("b", "r1"), tm.startCS("c", "r2")
+	full := func(f *fakeCS) {
+		if _, err := tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Used: 1 << 30, Free: 1 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full(c)
+	tm.create(alice, "/f")
+	pw := tm.prepare(alice, "/f", 0, false)
+	if len(pw.Chunk.Replicas) != 2 || slices.Contains(pw.Chunk.Replicas, c.addr) {
+		t.Fatalf("placed on %v with c full", pw.Chunk.Replicas)
+	}
+	full(b)
+	tm.create(alice, "/g")
+	if _, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/g"}); kindOf(err) != chunkfs.KindNoSpace {
+		t.Fatalf("new chunk with one server with room: %v", err)
+	}
+	// b dies: /f's chunk has one live replica and takes no write.
+	tm.clock.Advance(20 * time.Second)
+	tm.beat(a)
+	tm.beat(c)
+	tm.clock.Advance(15 * time.Second)
+	tm.beat(a)
+	tm.beat(c)
+	tm.m.checkLiveness()
+	if _, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f"}); kindOf(err) != chunkfs.KindUnavailable {
+		t.Fatalf("write to a chunk with one replica: %v", err)
+	}
+}
+
+// TestSafeMode: a master started on a namespace with data creates no
+// chunk until the chunkservers have reported them, then leaves by itself.
+func TestSafeMode(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	cs := []*fakeCS{tm.startCS("a", ""), tm.startCS("b", ""), tm.startCS("c", "")}
+	tm.create(alice, "/f")
+	tm.prepare(alice, "/f", 0, false)
+	if _, err := tm.c.CommitLength(bg, &pb.CommitLengthRequest{Caller: alice, Path: "/f", Length: 100}); err != nil {
+		t.Fatal(err)
+	}
+	dir, clk := tm.cfg.Dir, tm.clock
+	tm.close()
+	tm2 := startMaster(t, dir, clk)
+	tm2.create(alice, "/g")
+	_, err := tm2.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/g"})
+	if kindOf(err) != chunkfs.KindUnavailable || !strings.Contains(err.Error(), "safe mode") {
+		t.Fatalf("chunk created with no chunkserver known: %v", err)
+	}
+	rep, _ := tm2.c.ClusterReport(bg, &pb.ClusterReportRequest{})
+	if !rep.SafeMode || rep.SafeModeReason == "" {
+		t.Errorf("report: safe mode %v %q", rep.SafeMode, rep.SafeModeReason)
+	}
+	tm2.register(cs[0], "")
+	tm2.register(cs[1], "")
+	if rep, _ := tm2.c.ClusterReport(bg, &pb.ClusterReportRequest{}); rep.SafeMode {
+		t.Fatalf("still in safe mode with the chunk located on 2 servers: %q", rep.SafeModeReason)
+	}
+	if _, err := tm2.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/g"}); err != nil {
+		t.Fatalf("after safe mode: %v", err)
 	}
 }

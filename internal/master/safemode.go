@@ -9,8 +9,10 @@ import (
 
 // Safe mode. After a start the master knows every chunk from its log but
 // none of their locations: chunkservers report them as they register.
-// Until at least SafeModeThreshold of the known chunks have a live
-// replica reported, and at least safeModeServers chunkservers are live,
+// Until at least SafeModeThreshold of the known chunks that hold committed
+// data have a live replica reported (a chunk past its file's length may
+// never have been placed: a crash between its allocation and its creation
+// leaves it with no replica, and its next writer places it again), and at least safeModeServers chunkservers are live,
 // the master creates no chunk (a chunk placed now would land on the few
 // servers that happen to have registered, or on none) and plans no
 // re-replication (every chunk looks under-replicated). Reads and writes to
@@ -49,7 +51,11 @@ func (m *Master) updateSafeMode() {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
 		live = len(m.reg.live())
+		size := ns.ChunkSize()
 		ns.EachChunk(func(h chunkfs.Handle, v chunkfs.Version, _ int) {
+			if idx, length, _, _ := ns.ChunkFile(h); idx*size >= length {
+				return // holds no committed byte: may never have been placed
+			}
 			total++
 			if m.reg.health(h, v).live > 0 {
 				located++
