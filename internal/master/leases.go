@@ -133,8 +133,13 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no replica to grant the lease to")
 	}
 	m.regMu.Lock()
-	m.reg.noteTold(ch.Handle, ch.Version)
+	m.reg.beginCalls(ch.Handle, ch.Version)
 	m.regMu.Unlock()
+	defer func() {
+		m.regMu.Lock()
+		m.reg.endCalls(ch.Handle)
+		m.regMu.Unlock()
+	}()
 	leaseMs := m.cfg.LeaseDuration.Milliseconds()
 	errs := m.callLease(ctx, ch, order, create, leaseMs)
 	primary := order[0]
@@ -247,10 +252,15 @@ func (m *Master) cutChunk(ctx context.Context, p string, cut namespace.Cut) erro
 	}
 	m.regMu.Lock()
 	cut.Version = m.reg.nextVersion(cut.Handle, cur)
-	m.reg.noteTold(cut.Handle, cut.Version)
+	m.reg.beginCalls(cut.Handle, cut.Version)
 	replicas := m.reg.replicas(cut.Handle, cur)
 	m.reg.revoke(cut.Handle)
 	m.regMu.Unlock()
+	defer func() {
+		m.regMu.Lock()
+		m.reg.endCalls(cut.Handle)
+		m.regMu.Unlock()
+	}()
 	errs := m.callTruncate(ctx, cut, replicas)
 	if !slices.Contains(errs, nil) {
 		return chunkfs.E("truncate", p, chunkfs.KindUnavailable, "no live replica of the chunk holding the new end could be cut; retry the truncation")

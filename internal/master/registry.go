@@ -73,6 +73,7 @@ type chunkInfo struct {
 	clone   *pendingClone // the clone in flight, nil when none
 	blocked time.Time     // when a writer last waited on the chunk for want of replicas
 	corrupt int           // corrupt replicas reported and not yet replaced by a clone
+	busy    int           // grants or cuts in flight: their replicas are not all recorded yet
 }
 
 // pendingClone is a re-replication in flight: target pulls version v
@@ -155,7 +156,7 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 
 // gc deletes h's record once nothing in it matters.
 func (r *registry) gc(h chunkfs.Handle, ci *chunkInfo) {
-	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 && ci.clone == nil {
+	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 && ci.clone == nil && ci.busy == 0 {
 		delete(r.chunks, h)
 	}
 }

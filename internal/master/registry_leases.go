@@ -79,6 +79,23 @@ func (r *registry) noteTold(h chunkfs.Handle, v chunkfs.Version) {
 	ci.told = max(ci.told, v)
 }
 
+// beginCalls notes that calls telling h's replicas a new version (a grant
+// or a cut) are in flight, at version v; until endCalls, the chunk's
+// replica set is in motion and re-replication leaves it alone (a clone
+// planned now could target a server the grant is creating it on).
+func (r *registry) beginCalls(h chunkfs.Handle, v chunkfs.Version) {
+	r.noteTold(h, v)
+	r.chunks[h].busy++
+}
+
+// endCalls undoes beginCalls.
+func (r *registry) endCalls(h chunkfs.Handle) {
+	if ci := r.chunks[h]; ci != nil {
+		ci.busy--
+		r.gc(h, ci)
+	}
+}
+
 // recordTaken records the replicas whose calls succeeded at version v.
 func (r *registry) recordTaken(h chunkfs.Handle, v chunkfs.Version, order []*server, errs []error) {
 	for i, s := range order {

@@ -65,6 +65,9 @@ func (r *registry) plan(cfg placement.Config, lookup chunkLookup, maxClones int,
 			level = min(level, ci.clone.live)
 			continue
 		}
+		if ci.busy > 0 {
+			continue
+		}
 		switch {
 		case live == 0 || r.leaseOutstanding(h, now):
 		case live < want:
@@ -160,7 +163,9 @@ func (r *registry) cloneDone(h chunkfs.Handle, pc *pendingClone, length int64, e
 	t := pc.target
 	ok := err == nil && exists && cur == pc.version && t.alive && r.servers[t.id] == t
 	if !ok {
-		if r.servers[t.id] == t {
+		// What the target stored is garbage, unless it holds a counted
+		// replica of its own (then the clone did not touch it).
+		if _, has := t.chunks[h]; !has && r.servers[t.id] == t {
 			r.queueGarbage(t, h)
 		}
 		return false
