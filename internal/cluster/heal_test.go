@@ -434,3 +434,69 @@ func TestMasterRestartUnderWrites(t *testing.T) {
 	}
 	t.Logf("%d writes acknowledged (%d begun after the restart), %d failed", len(acked), after, failed)
 }
+
+// TestKilledPrimaryMovesLeaseFast: with 30 s leases, a writer whose
+// primary is killed goes on within 5 s: it names the primary to the
+// master, which probes it, finds it gone, and grants the lease to the
+// other replicas at a new version (the old primary is fenced off).
+func TestKilledPrimaryMovesLeaseFast(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.ChunkSize = healChunk
+	cfg.Lease = 30 * time.Second
+	cfg.DeadAfter = 20 * time.Second
+	cfg.Master = func(mc *master.Config) { mc.Placement.MinFree = 0 }
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := newDefaultClient(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	f, err := cl.Create(ctx, "/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	first := healBytes(3, 64<<10)
+	if _, err := f.WriteAt(first, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := cl.Chunks(ctx, "/p")
+	if err != nil || len(chunks) != 1 || chunks[0].Primary == "" {
+		t.Fatalf("chunks %+v, %v", chunks, err)
+	}
+	old := chunks[0]
+	if err := c.StopChunkserver(serverIndex(c, old.Primary)); err != nil {
+		t.Fatal(err)
+	}
+	second := healBytes(4, 64<<10)
+	start := time.Now()
+	if _, err := f.WriteAt(second, 64<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if took > 5*time.Second {
+		t.Errorf("the write after the primary died took %v", took)
+	}
+	chunks, _ = cl.Chunks(ctx, "/p")
+	if chunks[0].Version <= old.Version || slices.Contains(chunks[0].Replicas, old.Primary) {
+		t.Errorf("after the move: %+v (before %+v)", chunks[0], old)
+	}
+	got, err := get(ctx, cl, "/p")
+	if err != nil || !bytes.Equal(got, append(slices.Clone(first), second...)) {
+		t.Errorf("read back %d bytes, %v", len(got), err)
+	}
+	t.Logf("writer delayed %v by the primary's death", took.Round(time.Millisecond))
+}

@@ -78,7 +78,10 @@ func (m *Master) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.ensureLease(ctx, req.Path, ch, fi.Replication); err != nil {
+	if len(req.Suspect) > maxAddrLen {
+		return nil, chunkfs.E(op, req.Path, chunkfs.KindInvalid, "suspect address too long")
+	}
+	if err := m.ensureLease(ctx, req.Path, ch, fi.Replication, req.Suspect); err != nil {
 		return nil, err
 	}
 	now := m.cfg.Clock.Now()

@@ -77,7 +77,12 @@ func (m *Master) placeChunk(ctx context.Context, p string, ch namespace.Chunk, r
 // shrank, that fences the lost replicas). A chunk with fewer live replicas
 // than the minimum takes no write until it is healed; it goes first in the
 // repair queue.
-func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, repl int) error {
+//
+// A writer that names the primary it failed with (suspect) has the master
+// probe it: a primary that does not answer within probeTimeout loses the
+// lease at once (registry.dropPrimary), so the writer waits seconds, not
+// a lease.
+func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, repl int, suspect string) error {
 	mu := &m.leaseMu[handleStripe(ch.Handle)]
 	mu.Lock()
 	defer mu.Unlock()
@@ -85,6 +90,10 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 	cur := m.currentVersion(ch.Handle)
 	if cur == 0 {
 		return chunkfs.E("prepare write", p, chunkfs.KindNotExist, "chunk was deleted")
+	}
+	if suspect != "" {
+		m.probePrimary(ctx, ch.Handle, cur, suspect)
+		now = m.cfg.Clock.Now()
 	}
 	m.regMu.Lock()
 	d := m.reg.grantable(ch.Handle, cur, now)
@@ -117,6 +126,32 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 		m.cfg.Logger.Info("replica set shrank under a lease; moving the survivors to a new version", "handle", ch.Handle, "version", ch.Version, "replicas", len(d.replicas))
 	}
 	return m.grant(ctx, p, ch, d.replicas, false, false, 1)
+}
+
+// probeTimeout bounds the master's check of a primary a writer reports.
+func (m *Master) probeTimeout() time.Duration { return min(m.cfg.RPCTimeout, 2*time.Second) }
+
+// probePrimary checks that the primary at addr of chunk h (at logged
+// version cur), reported by a writer, answers for the chunk at that
+// version; if it does not, its lease is dropped.
+func (m *Master) probePrimary(ctx context.Context, h chunkfs.Handle, cur chunkfs.Version, addr string) {
+	m.regMu.Lock()
+	primary := m.reg.primaryAt(h, addr, m.cfg.Clock.Now())
+	m.regMu.Unlock()
+	if primary == nil {
+		return // not the primary (any more): nothing to move
+	}
+	pctx, cancel := context.WithTimeout(ctx, m.probeTimeout())
+	v, err := m.replicaVersion(pctx, addr, h)
+	cancel()
+	if err == nil && v == cur {
+		return
+	}
+	m.pool.Forget(addr)
+	m.regMu.Lock()
+	m.reg.dropPrimary(h, primary, m.cfg.Clock.Now())
+	m.regMu.Unlock()
+	m.cfg.Logger.Warn("primary reported unreachable and did not answer; moving the lease", "handle", h, "primary", addr, "err", err, "version", v)
 }
 
 // grant tells replicas (in order: the first is named primary) that ch has

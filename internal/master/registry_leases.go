@@ -151,3 +151,29 @@ func (r *registry) leaseOutstanding(h chunkfs.Handle, now time.Time) bool {
 	ci := r.chunks[h]
 	return ci != nil && ci.primary != nil && now.Before(ci.expiry)
 }
+
+// primaryAt returns h's recorded primary (live or not) while its lease may
+// be held at now and its address is addr; nil otherwise.
+func (r *registry) primaryAt(h chunkfs.Handle, addr string, now time.Time) *server {
+	ci := r.chunks[h]
+	if ci == nil || ci.primary == nil || ci.primary.addr != addr || !now.Before(ci.expiry) {
+		return nil
+	}
+	return ci.primary
+}
+
+// dropPrimary forgets h's lease and, in doubt, its replica on primary,
+// after a writer reported the primary unreachable and the master's probe
+// confirmed it. The next grant goes to the other replicas at a new version;
+// a primary that is alive after all cannot complete a write at the old
+// version any more, since every secondary applies only at its own version.
+func (r *registry) dropPrimary(h chunkfs.Handle, primary *server, now time.Time) {
+	ci := r.chunks[h]
+	if ci == nil || ci.primary != primary {
+		return
+	}
+	ci.primary, ci.fence = nil, false
+	if _, ok := primary.chunks[h]; ok {
+		r.doubt(primary, h, now)
+	}
+}

@@ -38,6 +38,7 @@ import (
 //	done 1 ok|fail        chunk 1's clone in flight ends
 //	health 1              "live=N cloning=B corrupt=N"
 //	register c 1:1 2:1    a full report: "stale=[...] garbage=[...]"
+//	unreachable 1 a       a writer reported chunk 1's primary a, and the probe failed
 //	corrupt a 1           a's replica of chunk 1 failed its checksum
 //	delete 1              the chunk is deleted
 //	garbage a             what a is told to delete at its next heartbeat
@@ -271,6 +272,11 @@ func (s *registryScenario) run(f []string) {
 			s.t.Fatal(err)
 		}
 		s.printf("stale=%v garbage=%v", d.stale, d.garbage)
+	case "unreachable":
+		h := s.handle(f[1])
+		if p := r.primaryAt(h, s.server(f[2]).addr, s.now); p != nil {
+			r.dropPrimary(h, p, s.now)
+		}
 	case "corrupt":
 		r.corrupt(s.server(f[1]), s.handle(f[2]), s.now)
 	case "delete":

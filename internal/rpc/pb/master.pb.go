@@ -1357,11 +1357,15 @@ func (x *GetChunksResponse) GetChunkSize() int64 {
 // PrepareWriteRequest makes sure chunk index of the file exists (allocating
 // it and any earlier holes) and that it has a primary with a valid lease.
 type PrepareWriteRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
-	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	Index         int64                  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
-	Append        bool                   `protobuf:"varint,4,opt,name=append,proto3" json:"append,omitempty"` // record append: index must be the last chunk or the one after it
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Caller *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path   string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Index  int64                  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	Append bool                   `protobuf:"varint,4,opt,name=append,proto3" json:"append,omitempty"` // record append: index must be the last chunk or the one after it
+	// suspect is the primary the client's last attempt on this chunk failed
+	// with; the master probes it and, if it does not answer, moves the lease
+	// to the other replicas at a new version instead of waiting it out.
+	Suspect       string `protobuf:"bytes,5,opt,name=suspect,proto3" json:"suspect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1422,6 +1426,13 @@ func (x *PrepareWriteRequest) GetAppend() bool {
 		return x.Append
 	}
 	return false
+}
+
+func (x *PrepareWriteRequest) GetSuspect() string {
+	if x != nil {
+		return x.Suspect
+	}
+	return ""
 }
 
 type PrepareWriteResponse struct {
@@ -3462,12 +3473,13 @@ const file_master_proto_rawDesc = "" +
 	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\x121\n" +
 	"\x06chunks\x18\x03 \x03(\v2\x19.chunkfs.v1.ChunkLocationR\x06chunks\x12\x1d\n" +
 	"\n" +
-	"chunk_size\x18\x04 \x01(\x03R\tchunkSize\"\x83\x01\n" +
+	"chunk_size\x18\x04 \x01(\x03R\tchunkSize\"\x9d\x01\n" +
 	"\x13PrepareWriteRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x03R\x05index\x12\x16\n" +
-	"\x06append\x18\x04 \x01(\bR\x06append\"\x97\x01\n" +
+	"\x06append\x18\x04 \x01(\bR\x06append\x12\x18\n" +
+	"\asuspect\x18\x05 \x01(\tR\asuspect\"\x97\x01\n" +
 	"\x14PrepareWriteResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12/\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x19.chunkfs.v1.ChunkLocationR\x05chunk\x12\x1d\n" +
