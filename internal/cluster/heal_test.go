@@ -500,3 +500,108 @@ func TestKilledPrimaryMovesLeaseFast(t *testing.T) {
 	}
 	t.Logf("writer delayed %v by the primary's death", took.Round(time.Millisecond))
 }
+
+// TestCorruptReplicaReplaced: a replica with a flipped byte is found by a
+// read, reported, deleted, and replaced by a clone of a good one.
+func TestCorruptReplicaReplaced(t *testing.T) {
+	c, cl, _, ctx := startHeal(t, 4, nil)
+	data := healBytes(5, healChunk)
+	put(t, ctx, cl, "/c", data)
+	chunks, err := cl.Chunks(ctx, "/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := chunks[0]
+	bad := serverIndex(c, ch.Replicas[0])
+	if err := c.CorruptReplica(bad, chunkfs.Handle(ch.Handle), 1000); err != nil {
+		t.Fatal(err)
+	}
+	// Reads go to the nearest replica first; read until one has met the
+	// bad block (each fresh client may pick another).
+	dc := rpc.NewDataClient()
+	defer dc.Close()
+	buf := make([]byte, healChunk)
+	if _, err := dc.Read(ctx, ch.Replicas[0], chunkfs.Handle(ch.Handle), chunkfs.Version(ch.Version), 0, buf); chunkfs.KindOf(err) != chunkfs.KindChecksum {
+		t.Fatalf("reading the corrupt replica: %v", err)
+	}
+	for {
+		got, err := get(ctx, cl, "/c")
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read with a corrupt replica: %d bytes, %v", len(got), err)
+		}
+		now, _ := cl.Chunks(ctx, "/c")
+		if !slices.Contains(now[0].Replicas, ch.Replicas[0]) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the corrupt replica was never dropped")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitHealed(t, ctx, cl)
+	chunks, _ = cl.Chunks(ctx, "/c")
+	if len(chunks[0].Replicas) != 3 {
+		t.Fatalf("replicas after the repair: %v", chunks[0].Replicas)
+	}
+	for _, addr := range chunks[0].Replicas {
+		n, err := dc.Read(ctx, addr, chunkfs.Handle(ch.Handle), chunkfs.Version(chunks[0].Version), 0, buf)
+		if (err != nil && !errors.Is(err, io.EOF)) || !bytes.Equal(buf[:n], data) {
+			t.Errorf("replica %s after the repair: %d bytes, %v", addr, n, err)
+		}
+	}
+}
+
+// TestReturningServerTrimmed: a server that comes back after its chunks
+// were cloned elsewhere makes them over-replicated; the excess replicas
+// are removed, leaving every chunk at three.
+func TestReturningServerTrimmed(t *testing.T) {
+	c, cl, _, ctx := startHeal(t, 4, nil)
+	for i := range 6 {
+		put(t, ctx, cl, fmt.Sprintf("/t%d", i), healBytes(uint64(200+i), healChunk))
+	}
+	if err := c.StopChunkserver(2); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		rep, err := cl.ClusterReport(ctx)
+		if err == nil && rep.Repaired > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no clone after a death")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitHealed(t, ctx, cl)
+	if err := c.RestartChunkserver(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitAlive(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		over := 0
+		for i := range 6 {
+			chunks, err := cl.Chunks(ctx, fmt.Sprintf("/t%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ch := range chunks {
+				if len(ch.Replicas) < 3 {
+					t.Fatalf("chunk %d fell to %v while trimming", ch.Handle, ch.Replicas)
+				}
+				if len(ch.Replicas) > 3 {
+					over++
+				}
+			}
+		}
+		rep, _ := cl.ClusterReport(ctx)
+		if over == 0 && rep != nil && rep.UnderReplicated == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d chunks still over-replicated", over)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
