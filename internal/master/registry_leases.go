@@ -108,10 +108,16 @@ func (r *registry) recordTaken(h chunkfs.Handle, v chunkfs.Version, order []*ser
 
 // forgetFailed drops the replicas whose calls failed, in doubt: the call
 // may have reached them after all (see doubt).
+//
+// A server that failed for want of space is full until its next
+// heartbeat says otherwise: no further replica is placed on it meanwhile.
 func (r *registry) forgetFailed(h chunkfs.Handle, order []*server, errs []error, now time.Time) {
 	for i, s := range order {
 		if errs[i] != nil {
 			r.doubt(s, h, now)
+			if chunkfs.KindOf(errs[i]) == chunkfs.KindNoSpace {
+				s.free = 0
+			}
 		}
 	}
 }

@@ -121,7 +121,8 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	for _, s := range r.live() {
 		_, has := s.chunks[h]
 		_, doubted := s.doubt[h]
-		if !has && !doubted {
+		// A server still to be told to delete h could delete the clone.
+		if !has && !doubted && !slices.Contains(s.garbage, h) {
 			others = append(others, s)
 		}
 	}

@@ -289,3 +289,19 @@ func (s *registryScenario) run(f []string) {
 		s.t.Fatalf("unknown registry command %q", f[0])
 	}
 }
+
+// TestNoSpaceMarksFull: a server whose Lease call failed for want of
+// space gets no new replica until its next heartbeat reports room.
+func TestNoSpaceMarksFull(t *testing.T) {
+	r := registryOf(3)
+	now := time.Unix(2000, 0)
+	order := []*server{r.servers["cs01"], r.servers["cs02"]}
+	r.forgetFailed(7, order, []error{chunkfs.E("lease", "", chunkfs.KindNoSpace, "disk full"), nil}, now)
+	cfg := placement.DefaultConfig()
+	for range 10 {
+		got, err := r.choose(cfg, 3, now, nil)
+		if err != nil || len(got) != 2 || slices.Contains(got, order[0]) {
+			t.Fatalf("chose %v (%v) with cs01 full", names(got), err)
+		}
+	}
+}
