@@ -98,6 +98,11 @@ type registry struct {
 	rng     *rand.Rand
 	doubts  uint64 // counts doubt calls, to tell a doubt from a later one
 
+	// dirty holds the chunks whose replica set changed since plan last
+	// found them healthy: plan looks only at these, and at every chunk
+	// on a full sweep.
+	dirty map[chunkfs.Handle]struct{}
+
 	repaired int64        // clones completed
 	recent   []repairDone // clones completed in the last minute, oldest first (repairRate)
 }
@@ -113,6 +118,7 @@ func newRegistry(seed uint64) *registry {
 		servers: make(map[string]*server),
 		byAddr:  make(map[string]*server),
 		chunks:  make(map[chunkfs.Handle]*chunkInfo),
+		dirty:   make(map[chunkfs.Handle]struct{}),
 		rng:     rand.New(rand.NewPCG(seed, 0x636b6673)),
 	}
 }
@@ -123,6 +129,7 @@ func (r *registry) info(h chunkfs.Handle) *chunkInfo {
 	if ci == nil {
 		ci = &chunkInfo{}
 		r.chunks[h] = ci
+		r.dirty[h] = struct{}{}
 	}
 	return ci
 }
@@ -130,6 +137,7 @@ func (r *registry) info(h chunkfs.Handle) *chunkInfo {
 // addReplica records that s holds version v of h.
 func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
 	s.chunks[h] = v
+	r.dirty[h] = struct{}{}
 	ci := r.info(h)
 	if !slices.Contains(ci.holders, s) {
 		ci.holders = append(ci.holders, s)
@@ -148,6 +156,7 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 	}
 	n := len(ci.holders)
 	ci.holders = slices.DeleteFunc(ci.holders, func(x *server) bool { return x == s })
+	r.dirty[h] = struct{}{}
 	if len(ci.holders) < n && ci.primary != nil && now.Before(ci.expiry) {
 		ci.fence = true
 	}

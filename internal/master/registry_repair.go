@@ -51,30 +51,48 @@ const blockedFor = time.Minute
 // miss a write; a chunk a writer is blocked on gets no lease, so it is not
 // delayed). A chunk with no live replica is missing: there is nothing to
 // clone from.
-func (r *registry) plan(cfg placement.Config, lookup chunkLookup, maxClones int, now time.Time) ([]cloneOrder, []trimOrder) {
+//
+// It looks at the chunks whose replica set changed since it last found
+// them healthy (a chunk's set changes only in this registry), or at every
+// chunk when full is set: the master sweeps everything now and then, for
+// changes of a file's replication.
+func (r *registry) plan(cfg placement.Config, lookup chunkLookup, maxClones int, now time.Time, full bool) ([]cloneOrder, []trimOrder) {
 	var needs []placement.Repair
 	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting
 	var trims []trimOrder
-	for h, ci := range r.chunks {
+	examine := func(h chunkfs.Handle, ci *chunkInfo) {
 		v, want, _, ok := lookup(h)
 		if !ok {
-			continue
+			delete(r.dirty, h)
+			return
 		}
 		live := len(r.replicas(h, v))
-		if ci.clone != nil {
-			level = min(level, ci.clone.live)
-			continue
-		}
-		if ci.busy > 0 {
-			continue
-		}
 		switch {
-		case live == 0 || r.leaseOutstanding(h, now):
+		case ci.clone != nil:
+			level = min(level, ci.clone.live)
+		case ci.busy > 0 || live == 0 || r.leaseOutstanding(h, now):
+			r.dirty[h] = struct{}{} // look again next time
 		case live < want:
+			r.dirty[h] = struct{}{}
 			needs = append(needs, placement.Repair{Handle: uint64(h), Live: live, Want: want, Blocked: r.blocked(ci, now)})
 			level = min(level, live)
 		case live > want:
 			trims = append(trims, r.trim(h, v, want, now)...)
+		default:
+			delete(r.dirty, h)
+		}
+	}
+	if full {
+		for h, ci := range r.chunks {
+			examine(h, ci)
+		}
+	} else {
+		for h := range r.dirty {
+			if ci := r.chunks[h]; ci != nil {
+				examine(h, ci)
+			} else {
+				delete(r.dirty, h)
+			}
 		}
 	}
 	placement.RepairOrder(needs)

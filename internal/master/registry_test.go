@@ -26,6 +26,7 @@ import (
 //	full d / room d       d's free space is nil / plenty
 //	chunk 1 v=1 want=3    a chunk of the namespace (length 1000 unless len=N)
 //	version 1 2           the log moves chunk 1 to version 2
+//	want 1 4              chunk 1's file's replication becomes 4
 //	holds 1 a b           a and b hold chunk 1 at its logged version
 //	lease 1 a [60s]       a holds chunk 1's lease for 10s (or as given)
 //	grantable 1           the lease decision: valid, wait, none or grant A,B [fenced]
@@ -33,7 +34,7 @@ import (
 //	advance 10s           move the clock
 //	beat a b              heartbeats (no sample)
 //	dead                  declare servers silent for 30s dead: "dead A B"
-//	plan                  plan repairs: "clone H vV live=N SRC->DST", "trim H SRV"
+//	plan [full]           plan repairs: "clone H vV live=N SRC->DST", "trim H SRV"
 //	                      (ties between equal targets go by the registry's seeded rng)
 //	done 1 ok|fail        chunk 1's clone in flight ends
 //	health 1              "live=N cloning=B corrupt=N"
@@ -170,6 +171,9 @@ func (s *registryScenario) run(f []string) {
 			}
 		}
 		s.chunks[s.handle(f[1])] = c
+	case "want":
+		n, _ := strconv.Atoi(f[2])
+		s.chunks[s.handle(f[1])].want = n
 	case "version":
 		n, _ := strconv.ParseUint(f[2], 10, 64)
 		s.chunks[s.handle(f[1])].v = chunkfs.Version(n)
@@ -231,7 +235,7 @@ func (s *registryScenario) run(f []string) {
 			s.printf("dead %s", strings.ReplaceAll(names(dead), ",", " "))
 		}
 	case "plan":
-		clones, trims := r.plan(placement.DefaultConfig(), s.lookup, 2, s.now)
+		clones, trims := r.plan(placement.DefaultConfig(), s.lookup, 2, s.now, len(f) > 1 && f[1] == "full")
 		slices.SortFunc(clones, func(a, b cloneOrder) int { return int(a.handle) - int(b.handle) })
 		for _, c := range clones {
 			s.printf("clone %d v%d live=%d %s->%s", c.handle, c.version, c.live, c.source.id, c.target.id)

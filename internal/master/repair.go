@@ -15,19 +15,24 @@ func (m *Master) repairLoop() {
 	defer m.bg.Done()
 	t := m.cfg.Clock.NewTicker(m.cfg.RepairInterval)
 	defer t.Stop()
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-m.stop:
 			return
 		case <-t.C():
-			m.repairOnce()
+			m.repairOnce(n%fullSweepEvery == 0)
 		}
 	}
 }
 
+// fullSweepEvery is how many repair rounds pass between two that look at
+// every chunk rather than those whose replicas changed (registry.plan):
+// the sweep finds chunks whose file's replication was raised.
+const fullSweepEvery = 30
+
 // repairOnce runs one round of planning: nothing while in safe mode, when
 // locations are still being learnt.
-func (m *Master) repairOnce() {
+func (m *Master) repairOnce(full bool) {
 	m.updateSafeMode()
 	if safe, _ := m.safeModeStatus(); safe {
 		return
@@ -38,7 +43,7 @@ func (m *Master) repairOnce() {
 	m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		orders, trims = m.reg.plan(m.cfg.Placement, lookupIn(ns), m.cfg.MaxClonesPerServer, now)
+		orders, trims = m.reg.plan(m.cfg.Placement, lookupIn(ns), m.cfg.MaxClonesPerServer, now, full)
 	})
 	for _, t := range trims {
 		m.cfg.Logger.Info("trimming an excess replica", "handle", t.handle, "server", t.server.id)
