@@ -161,6 +161,7 @@ type Client struct {
 	pool      *rpc.Pool
 	data      *rpc.DataClient
 	reader    chunkReader // reads chunk data: data, but for unit tests
+	suspects  suspects    // replicas that recently did not answer a read in time
 	locs      *locationCache
 	leases    *leaseCache
 	near      *nearness

@@ -69,6 +69,9 @@ func (s *Server) checkClone(req *pb.CloneRequest) error {
 // clone pulls chunk h at v from source into a new replica and returns its
 // length. The source must hold at least want bytes.
 func (s *Server) clone(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, source string, want int64) (int64, error) {
+	if _, err := s.sourceInfo(ctx, h, v, source); err != nil {
+		return 0, err
+	}
 	in, err := s.store.BeginIncoming(h, v)
 	if err != nil {
 		return 0, err
@@ -96,11 +99,46 @@ func (s *Server) clone(ctx context.Context, h chunkfs.Handle, v chunkfs.Version,
 	if in.Length() < want {
 		return 0, chunkfs.E("clone", chunkName(h), chunkfs.KindStale, fmt.Sprintf("source %s holds %d bytes, fewer than the %d expected", source, in.Length(), want))
 	}
+	after, err := s.sourceInfo(ctx, h, v, source)
+	if err != nil {
+		return 0, err
+	}
+	if after.Length != in.Length() {
+		return 0, chunkfs.E("clone", chunkName(h), chunkfs.KindStale, fmt.Sprintf("source %s changed during the clone (%d bytes, %d copied)", source, after.Length, in.Length()))
+	}
 	st := s.state(h)
 	st.order.Lock() // no mutation of the replica replaced runs meanwhile
 	defer st.order.Unlock()
 	info, err := in.Commit()
-	return info.Length, err
+	if err != nil {
+		return 0, err
+	}
+	s.reporter.forget(h) // a corrupt replica it replaced was reported; this one is new
+	return info.Length, nil
+}
+
+// sourceInfo asks the source about its replica of h, which must be at v
+// exactly: a newer one would be copied under an older version's name.
+// Asked before the copy and after it, so that a replica that grew
+// meanwhile (the master let it be appended to at v during the clone) fails
+// the clone rather than leaving a copy that misses the append; an
+// overwrite in place at v is not seen, so the master clones only chunks
+// no lease is writing.
+func (s *Server) sourceInfo(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, source string) (*pb.ChunkInfoResponse, error) {
+	cs, err := s.peers.ChunkServer(source)
+	if err != nil {
+		return nil, sourceError(h, source, err)
+	}
+	ctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	info, err := cs.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h)})
+	if err != nil {
+		return nil, sourceError(h, source, err)
+	}
+	if chunkfs.Version(info.Version) != v {
+		return nil, chunkfs.E("clone", chunkName(h)+" from "+source, chunkfs.KindStale, fmt.Sprintf("source holds version %d, not %d", info.Version, v))
+	}
+	return info, nil
 }
 
 // readPiece reads one piece from the source with a deadline of its own,

@@ -3,8 +3,10 @@ package chunkserver
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -287,4 +289,98 @@ func TestTokenBucket(t *testing.T) {
 	if d := free.take(t0, 1<<40); d != 0 {
 		t.Errorf("unlimited bucket waits %v", d)
 	}
+}
+
+func TestCloneOfNewerSourceFails(t *testing.T) {
+	tc := newTestCluster(t, 2)
+	tc.writeOn(0, 6, 3, []byte("version three"))
+	if _, err := tc.clone(1, 6, 2, 0, 0); chunkfs.KindOf(err) != chunkfs.KindStale {
+		t.Fatalf("clone at 2 from a source at 3: %v, want KindStale", err)
+	}
+	tc.holdsNothing(1, 6)
+}
+
+// TestCloneCopiesWhatIsAppendedMeanwhile: a clone reads its source to the
+// end, so bytes appended while it runs are in the copy. (One appended
+// after its last read fails it: the source's length is checked again
+// before the copy is kept.)
+func TestCloneCopiesWhatIsAppendedMeanwhile(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	tc := newTunedCluster(t, dirs, func(c *Config) { c.CloneRate = 1 << 20 })
+	data := randBytes(rand.New(rand.NewPCG(9, 8)), 3<<20)
+	tc.writeOn(0, 3, 1, data)
+	grown := false
+	err := tc.driveClock(func() error {
+		_, err := tc.clone(1, 3, 1, 0, int64(len(data)))
+		return err
+	}, func() {
+		if !grown {
+			grown = true
+			id := tc.newID()
+			if err := tc.data.Push(context.Background(), tc.addrs[:1], id, []byte("appended")); err != nil {
+				t.Error(err)
+			}
+			req := &pb.WriteRequest{Handle: 3, Version: 1, Offset: int64(len(data)), DataId: uint64(id), Length: 8}
+			if _, err := tc.cs(0).Write(context.Background(), req); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("clone of a source that grew: %v", err)
+	}
+	if got := tc.replica(1, 3, 1); !bytes.Equal(got, append(data, "appended"...)) {
+		t.Fatalf("clone of %d bytes, want the %d appended to meanwhile", len(got), len(data)+8)
+	}
+}
+
+// TestCloneReplacesCorruptReplica: a replica found corrupt is replaced by
+// a clone at its own version, and is no longer reported.
+func TestCloneReplacesCorruptReplica(t *testing.T) {
+	tc := newTestCluster(t, 2)
+	tc.grant(5, 1)
+	data := randBytes(rand.New(rand.NewPCG(5, 1)), 150000)
+	if err := tc.write(5, 1, 0, data); err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, chunkFile(t, tc.dirs[1], 5), 100)
+	if err := tc.servers[1].store.Verify(5); chunkfs.KindOf(err) != chunkfs.KindChecksum {
+		t.Fatalf("rot not found: %v", err)
+	}
+	if _, err := tc.clone(1, 5, 1, 0, int64(len(data))); err != nil {
+		t.Fatalf("clone over a corrupt replica: %v", err)
+	}
+	if got := tc.replica(1, 5, 1); !bytes.Equal(got, data) {
+		t.Fatal("replica not replaced")
+	}
+	if b := tc.beatOf(1); len(b.Corrupt) != 0 {
+		t.Fatalf("still reported corrupt: %v", b.Corrupt)
+	}
+}
+
+// TestCloneFromHungSource: a source that accepts connections and never
+// answers fails the clone within RPCTimeout and frees its slot.
+func TestCloneFromHungSource(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() {
+		for {
+			conn, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(io.Discard, conn) // reads, never answers
+		}
+	}()
+	tc := newTunedCluster(t, []string{t.TempDir()}, func(c *Config) { c.RPCTimeout, c.CloneStreams = 300*time.Millisecond, 1 })
+	for range 2 { // the second finds the slot free again
+		_, err := tc.cs(0).Clone(context.Background(), &pb.CloneRequest{Handle: 2, Version: 1, Source: lis.Addr().String(), Length: 1})
+		if chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+			t.Fatalf("clone from a hung source: %v, want KindUnavailable", err)
+		}
+	}
+	tc.holdsNothing(0, 2)
 }

@@ -28,6 +28,8 @@ type Config struct {
 	MaxChunkSize      int64         // largest chunk accepted
 	CloneStreams      int           // clones this server runs at once as a target; more are refused
 	CloneRate         int64         // bytes a second all its clones pull together; 0: unlimited
+	StreamIdle        time.Duration // a data-stream connection sending no request for this long is closed
+	Reserve           int64         // bytes each disk keeps free: no new replica (chunk or clone) goes to one with less
 
 	FS     chunkstore.FS // file system of the data directories
 	Clock  clock.Clock
@@ -43,6 +45,12 @@ const (
 	DefaultCloneRate    = 50 << 20
 )
 
+// DefaultReserve is the free space each disk keeps: one 64 MiB chunk, so
+// a replica created on it can be filled, and a disk that is full refuses
+// new replicas (KindNoSpace) rather than accepting chunks it cannot
+// store.
+const DefaultReserve = 64 << 20
+
 // DefaultConfig returns defaults; Dirs and Masters must still be set.
 func DefaultConfig() Config {
 	return Config{
@@ -55,6 +63,8 @@ func DefaultConfig() Config {
 		MaxChunkSize:      1 << 30,
 		CloneStreams:      DefaultCloneStreams,
 		CloneRate:         DefaultCloneRate,
+		StreamIdle:        rpc.DefaultStreamIdle,
+		Reserve:           DefaultReserve,
 		FS:                chunkstore.OS{},
 		Clock:             clock.Real{},
 		Logger:            slog.Default(),
@@ -66,10 +76,10 @@ func (c *Config) Validate() error {
 	switch {
 	case len(c.Dirs) == 0:
 		return errors.New("chunkserver: no data directory")
-	case c.HeartbeatInterval <= 0 || c.BufferExpiry <= 0 || c.RPCTimeout <= 0 || c.ScrubInterval < 0:
+	case c.HeartbeatInterval <= 0 || c.BufferExpiry <= 0 || c.RPCTimeout <= 0 || c.ScrubInterval < 0 || c.StreamIdle <= 0:
 		return errors.New("chunkserver: intervals and timeouts must be positive")
-	case c.CloneStreams <= 0 || c.CloneRate < 0:
-		return errors.New("chunkserver: clone streams must be positive and clone rate not negative")
+	case c.CloneStreams <= 0 || c.CloneRate < 0 || c.Reserve < 0:
+		return errors.New("chunkserver: clone streams must be positive, clone rate and reserve not negative")
 	case c.ReportSize <= 0:
 		return errors.New("chunkserver: report size must be positive")
 	case c.BufferBytes < rpc.MaxPushSize:

@@ -73,7 +73,7 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	sc := chunkstore.DefaultConfig()
-	sc.Dirs, sc.FS, sc.MaxChunkSize, sc.Logger = cfg.Dirs, cfg.FS, cfg.MaxChunkSize, cfg.Logger
+	sc.Dirs, sc.FS, sc.MaxChunkSize, sc.Reserve, sc.Logger = cfg.Dirs, cfg.FS, cfg.MaxChunkSize, cfg.Reserve, cfg.Logger
 	store, err := chunkstore.Open(sc)
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (s *Server) start(lis net.Listener) error {
 		s.addr = lis.Addr().String()
 	}
 	sc := rpc.DefaultStreamConfig()
-	sc.Client, sc.Logger = s.data, s.log
+	sc.Client, sc.Logger, sc.IdleTimeout = s.data, s.log, s.cfg.StreamIdle
 	stream, err := rpc.NewStreamServer(streamHandler{s}, sc)
 	if err != nil {
 		return err

@@ -44,18 +44,19 @@ func (s *Store) BeginIncoming(h chunkfs.Handle, v chunkfs.Version) (*Incoming, e
 	}
 	in := &Incoming{s: s, c: &chunk{handle: h, dir: dir, version: v}, tmp: fmt.Sprintf(".%d", s.incoming.Add(1))}
 	if err := s.cfg.FS.MkdirAll(filepath.Dir(s.path(in.c, "")), 0o755); err != nil {
-		return nil, s.diskError("clone", h, err)
+		return nil, s.diskError("clone", in.c, err)
 	}
 	f, err := s.cfg.FS.OpenFile(in.path(incomingData), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return nil, s.diskError("clone", h, err)
+		return nil, s.diskError("clone", in.c, err)
 	}
 	in.f = f
 	return in, nil
 }
 
 // incomingDir checks that h at v may be built, and picks its data
-// directory: that of the replica it replaces, else the emptiest.
+// directory: that of the replica it replaces if it works and has room,
+// else the emptiest that does.
 func (s *Store) incomingDir(h chunkfs.Handle, v chunkfs.Version) (int, error) {
 	s.mu.Lock()
 	old := s.chunks[h]
@@ -63,12 +64,17 @@ func (s *Store) incomingDir(h chunkfs.Handle, v chunkfs.Version) (int, error) {
 	if old == nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.pickDirLocked(), nil
+		return s.pickDirLocked("clone", h)
 	}
 	old.mu.RLock()
 	defer old.mu.RUnlock()
 	if err := replaceableLocked(old, v); err != nil {
 		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed[old.dir] || !s.hasRoom(old.dir) {
+		return s.pickDirLocked("clone", h)
 	}
 	return old.dir, nil
 }
@@ -103,7 +109,7 @@ func (in *Incoming) Write(p []byte) error {
 		return chunkfs.E("clone", name(c.handle), chunkfs.KindTooLarge, "beyond the largest chunk size")
 	}
 	if _, err := in.f.WriteAt(p, c.length); err != nil {
-		return in.s.diskError("clone", c.handle, err)
+		return in.s.diskError("clone", c, err)
 	}
 	for len(p) > 0 {
 		b := c.length / BlockSize
@@ -135,7 +141,7 @@ func (in *Incoming) Commit() (Info, error) {
 		err = cerr
 	}
 	if err != nil {
-		err = s.diskError("clone", c.handle, err)
+		err = s.diskError("clone", c, err)
 	} else {
 		err = in.writeMeta()
 	}
@@ -154,17 +160,17 @@ func (in *Incoming) writeMeta() error {
 	s, c := in.s, in.c
 	f, err := s.cfg.FS.OpenFile(in.path(incomingMeta), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return s.diskError("clone", c.handle, err)
+		return s.diskError("clone", c, err)
 	}
 	defer f.Close()
 	m := meta{handle: c.handle, version: c.version, length: c.length, sums: c.sums}
 	buf := m.encode(make([]byte, 0, metaHeader+4+4*len(c.sums)))
 	if _, err := f.WriteAt(buf, 0); err != nil {
-		return s.diskError("clone", c.handle, err)
+		return s.diskError("clone", c, err)
 	}
 	c.metaSize = len(buf)
 	if err := f.Sync(); err != nil {
-		return s.diskError("clone", c.handle, err)
+		return s.diskError("clone", c, err)
 	}
 	return nil
 }
@@ -207,7 +213,10 @@ func (s *Store) install(c *chunk, data, meta string) error {
 			old.deleted = false
 			s.markCorrupt(old, err) // its files may be half replaced
 		}
-		return s.diskError("clone", c.handle, err)
+		return s.diskError("clone", c, err)
+	}
+	if old != nil && old.dir != c.dir {
+		s.removeFiles(old) // best effort: its directory has failed
 	}
 	return nil
 }
