@@ -7,7 +7,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/placement"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Bounds on what the registry keeps and hands out.
@@ -41,23 +40,6 @@ type server struct {
 type disk struct {
 	id             string
 	capacity, free int64
-}
-
-// disksFrom converts a server's reported disks, keeping at most maxDisks.
-func disksFrom(in []*pb.Disk) []disk {
-	out := make([]disk, 0, min(len(in), maxDisks))
-	for _, d := range in[:min(len(in), maxDisks)] {
-		out = append(out, disk{id: d.Id, capacity: d.Capacity, free: d.Free})
-	}
-	return out
-}
-
-func disksTo(in []disk) []*pb.Disk {
-	out := make([]*pb.Disk, len(in))
-	for i, d := range in {
-		out[i] = &pb.Disk{Id: d.id, Capacity: d.capacity, Free: d.free}
-	}
-	return out
 }
 
 // chunkInfo is the in-memory part of a chunk: where it lives and its lease.

@@ -139,10 +139,10 @@ func (r *registry) revoke(h chunkfs.Handle) {
 
 // extend extends the valid leases s holds among handles to now+d and
 // returns those extended.
-func (r *registry) extend(s *server, handles []uint64, now time.Time, d time.Duration) []uint64 {
-	var out []uint64
+func (r *registry) extend(s *server, handles []chunkfs.Handle, now time.Time, d time.Duration) []chunkfs.Handle {
+	var out []chunkfs.Handle
 	for _, h := range handles {
-		ci := r.chunks[chunkfs.Handle(h)]
+		ci := r.chunks[h]
 		if ci != nil && ci.primary == s && now.Before(ci.expiry) {
 			ci.expiry = now.Add(d)
 			out = append(out, h)

@@ -6,16 +6,44 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // versionOf returns a chunk's logged version and whether it exists
 // (namespace.ChunkVersion).
 type versionOf func(chunkfs.Handle) (chunkfs.Version, bool)
 
+// figures is what a chunkserver says of itself in each report.
+type figures struct {
+	id, addr, rack       string
+	capacity, used, free int64
+	load                 int32
+	disks                []disk
+}
+
+// replica is one replica a chunkserver reports: its chunk and version.
+type replica struct {
+	handle  chunkfs.Handle
+	version chunkfs.Version
+}
+
+// fullReport is a chunkserver's registration: itself and every replica.
+type fullReport struct {
+	figures
+	chunks []replica
+}
+
+// beat is a chunkserver's heartbeat: itself, a sample of its replicas,
+// those it found corrupt and the leases it asks to extend.
+type beat struct {
+	figures
+	sample  []replica
+	corrupt []chunkfs.Handle
+	extend  []chunkfs.Handle
+}
+
 // registered is the registry's answer to a full report.
 type registered struct {
-	garbage, stale []uint64          // replicas the server must delete
+	garbage, stale []chunkfs.Handle  // replicas the server must delete
 	ahead          []namespace.Chunk // replicas ahead of the log: their version is to be logged
 	redial         string            // an address whose connection must be dropped and redialled
 }
@@ -35,27 +63,27 @@ type registered struct {
 // A server that registers again has restarted or lost the master: its old
 // connection is dropped (redial), since gRPC's reconnection back-off would
 // keep calls to it failing for many seconds.
-func (r *registry) register(req *pb.RegisterRequest, version versionOf, now time.Time) (registered, error) {
+func (r *registry) register(req fullReport, version versionOf, now time.Time) (registered, error) {
 	var out registered
 	s, known, doubt, err := r.reset(req, now)
 	if err != nil {
 		return out, err
 	}
 	if known != nil {
-		out.redial = req.Addr
+		out.redial = req.addr
 	}
-	for _, c := range req.Chunks {
-		h, v := chunkfs.Handle(c.Handle), chunkfs.Version(c.Version)
+	for _, c := range req.chunks {
+		h, v := c.handle, c.version
 		v = max(v, known[h]) // the report may predate a call that raised it
 		cur, ok := version(h)
 		switch {
 		case !ok:
-			out.garbage = append(out.garbage, c.Handle)
+			out.garbage = append(out.garbage, h)
 		case v < cur && doubt[h] != 0:
 			r.doubt(s, h, now)
 		case v < cur:
-			out.stale = append(out.stale, c.Handle)
-		case chunkfs.Version(c.Version) > cur:
+			out.stale = append(out.stale, h)
+		case c.version > cur:
 			out.ahead = append(out.ahead, namespace.Chunk{Handle: h, Version: v})
 			fallthrough
 		default:
@@ -68,10 +96,10 @@ func (r *registry) register(req *pb.RegisterRequest, version versionOf, now time
 // reset creates or resets the record of the server in req. It returns what
 // was recorded for that server before (nil for a new one): the versions of
 // its replicas and the replicas in doubt.
-func (r *registry) reset(req *pb.RegisterRequest, now time.Time) (*server, map[chunkfs.Handle]chunkfs.Version, map[chunkfs.Handle]uint64, error) {
+func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Handle]chunkfs.Version, map[chunkfs.Handle]uint64, error) {
 	var known map[chunkfs.Handle]chunkfs.Version
 	var doubt map[chunkfs.Handle]uint64
-	if s := r.servers[req.Id]; s != nil {
+	if s := r.servers[req.id]; s != nil {
 		known, doubt = maps.Clone(s.chunks), s.doubt
 		if known == nil {
 			known = map[chunkfs.Handle]chunkfs.Version{}
@@ -79,9 +107,9 @@ func (r *registry) reset(req *pb.RegisterRequest, now time.Time) (*server, map[c
 		r.dropServer(s, now)
 		delete(r.byAddr, s.addr)
 	} else if len(r.servers) >= maxServerCount {
-		return nil, nil, nil, chunkfs.E("register", req.Id, chunkfs.KindNoSpace, "too many chunkservers")
+		return nil, nil, nil, chunkfs.E("register", req.id, chunkfs.KindNoSpace, "too many chunkservers")
 	}
-	if old := r.byAddr[req.Addr]; old != nil && old.id != req.Id {
+	if old := r.byAddr[req.addr]; old != nil && old.id != req.id {
 		old.alive = false
 		r.dropServer(old, now)
 		delete(r.servers, old.id)
@@ -89,40 +117,40 @@ func (r *registry) reset(req *pb.RegisterRequest, now time.Time) (*server, map[c
 			known = map[chunkfs.Handle]chunkfs.Version{}
 		}
 	}
-	s := r.servers[req.Id]
+	s := r.servers[req.id]
 	if s == nil {
-		s = &server{id: req.Id}
-		r.servers[req.Id] = s
+		s = &server{id: req.id}
+		r.servers[req.id] = s
 	}
-	s.addr, s.rack, s.capacity, s.used = req.Addr, req.Rack, req.Capacity, req.Used
-	s.free, s.disks = req.Free, disksFrom(req.Disks)
-	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.Chunks))
+	s.addr, s.rack, s.capacity, s.used = req.addr, req.rack, req.capacity, req.used
+	s.free, s.disks = req.free, req.disks
+	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.chunks))
 	s.doubt = nil
 	s.alive, s.lastBeat = true, now
-	r.byAddr[req.Addr] = s
+	r.byAddr[req.addr] = s
 	return s, known, doubt, nil
 }
 
 // beaten is the registry's answer to a heartbeat.
 type beaten struct {
 	reregister bool
-	garbage    []uint64         // replicas the server must delete
+	garbage    []chunkfs.Handle // replicas the server must delete
 	verify     []chunkfs.Handle // replicas in doubt to check with the server (verifyDoubts)
-	extended   []uint64         // leases extended
+	extended   []chunkfs.Handle // leases extended
 }
 
 // heartbeat records a chunkserver's figures, checks its sample and corrupt
 // list and extends the leases it asks for, by leaseFor from now.
-func (r *registry) heartbeat(req *pb.HeartbeatRequest, version versionOf, now time.Time, leaseFor time.Duration) beaten {
-	s := r.servers[req.Id]
-	if s == nil || !s.alive || s.addr != req.Addr {
+func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFor time.Duration) beaten {
+	s := r.servers[req.id]
+	if s == nil || !s.alive || s.addr != req.addr {
 		return beaten{reregister: true}
 	}
-	s.capacity, s.used, s.load, s.lastBeat = req.Capacity, req.Used, req.Load, now
-	s.free, s.disks = req.Free, disksFrom(req.Disks)
+	s.capacity, s.used, s.load, s.lastBeat = req.capacity, req.used, req.load, now
+	s.free, s.disks = req.free, req.disks
 	var out beaten
 	out.garbage, out.verify = r.sample(s, req, version, now)
-	out.extended = r.extend(s, req.ExtendLeases, now, leaseFor)
+	out.extended = r.extend(s, req.extend, now, leaseFor)
 	return out
 }
 
@@ -133,14 +161,14 @@ const maxVerifyPerBeat = 16
 // server should delete, with the garbage queued for it, and the sampled
 // replicas in doubt whose old version must be checked with the server
 // before they may be condemned.
-func (r *registry) sample(s *server, req *pb.HeartbeatRequest, version versionOf, now time.Time) (garbage []uint64, verify []chunkfs.Handle) {
-	for _, h := range req.Corrupt {
-		if !r.corrupt(s, chunkfs.Handle(h), now) {
-			r.condemn(s, chunkfs.Handle(h), now)
+func (r *registry) sample(s *server, req beat, version versionOf, now time.Time) (garbage []chunkfs.Handle, verify []chunkfs.Handle) {
+	for _, h := range req.corrupt {
+		if !r.corrupt(s, h, now) {
+			r.condemn(s, h, now)
 		}
 	}
-	for _, c := range req.Sample {
-		h := chunkfs.Handle(c.Handle)
+	for _, c := range req.sample {
+		h := c.handle
 		cur, ok := version(h)
 		_, known := s.chunks[h]
 		_, doubted := s.doubt[h]
@@ -149,7 +177,7 @@ func (r *registry) sample(s *server, req *pb.HeartbeatRequest, version versionOf
 		// the master does not count; and if that is because its call
 		// failed (the call may have reached it anyway), only after the
 		// server confirms the old version.
-		switch v := chunkfs.Version(c.Version); {
+		switch v := c.version; {
 		case !ok || (v < cur && !known && !doubted):
 			r.condemn(s, h, now)
 		case v < cur && doubted:
@@ -166,14 +194,14 @@ func (r *registry) sample(s *server, req *pb.HeartbeatRequest, version versionOf
 
 // takeGarbage hands out (once each) up to maxGarbagePerAnswer of the
 // deletions queued for s.
-func (r *registry) takeGarbage(s *server) []uint64 {
+func (r *registry) takeGarbage(s *server) []chunkfs.Handle {
 	n := min(len(s.garbage), maxGarbagePerAnswer)
-	out := make([]uint64, 0, n)
+	out := make([]chunkfs.Handle, 0, n)
 	seen := make(map[chunkfs.Handle]bool, n)
 	for _, h := range s.garbage[:n] {
 		if !seen[h] {
 			seen[h] = true
-			out = append(out, uint64(h))
+			out = append(out, h)
 		}
 	}
 	s.garbage = s.garbage[n:]
@@ -203,12 +231,12 @@ func (r *registry) doubtGens(id string, handles []chunkfs.Handle) []uint64 {
 // deleted chunk) is garbage and returned, one ahead of the log is left to a
 // registration to adopt. A replica the server could not describe, or that a
 // later call put in doubt again, stays in doubt.
-func (r *registry) settle(id, addr string, handles []chunkfs.Handle, gens []uint64, versions []chunkfs.Version, errs []error, version versionOf, now time.Time) []uint64 {
+func (r *registry) settle(id, addr string, handles []chunkfs.Handle, gens []uint64, versions []chunkfs.Version, errs []error, version versionOf, now time.Time) []chunkfs.Handle {
 	s := r.servers[id]
 	if s == nil || !s.alive || s.addr != addr {
 		return nil
 	}
-	var garbage []uint64
+	var garbage []chunkfs.Handle
 	for i, h := range handles {
 		if g, ok := s.doubt[h]; !ok || g != gens[i] {
 			continue // settled meanwhile, or in doubt again
@@ -222,7 +250,7 @@ func (r *registry) settle(id, addr string, handles []chunkfs.Handle, gens []uint
 		case !ok || v < cur:
 			r.clearDoubt(s, h)
 			r.dropReplica(s, h, now)
-			garbage = append(garbage, uint64(h))
+			garbage = append(garbage, h)
 		case v == cur:
 			r.clearDoubt(s, h)
 			r.addReplica(s, h, v)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/placement"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // TestRegistryScenarios runs the transcripts in testdata/registry against
@@ -150,7 +149,7 @@ func (s *registryScenario) run(f []string) {
 			if !ok {
 				rack = "r-" + name
 			}
-			if _, err := r.register(&pb.RegisterRequest{Id: name, Addr: name + ":1", Rack: rack, Capacity: 1 << 40, Free: 1 << 39}, s.version, s.now); err != nil {
+			if _, err := r.register(fullReport{figures: figures{id: name, addr: name + ":1", rack: rack, capacity: 1 << 40, free: 1 << 39}}, s.version, s.now); err != nil {
 				s.t.Fatal(err)
 			}
 		}
@@ -226,7 +225,7 @@ func (s *registryScenario) run(f []string) {
 	case "beat":
 		for _, name := range f[1:] {
 			sv := s.server(name)
-			if b := r.heartbeat(&pb.HeartbeatRequest{Id: sv.id, Addr: sv.addr, Capacity: sv.capacity, Free: sv.free}, s.version, s.now, 10*time.Second); b.reregister {
+			if b := r.heartbeat(beat{figures: figures{id: sv.id, addr: sv.addr, capacity: sv.capacity, free: sv.free}}, s.version, s.now, 10*time.Second); b.reregister {
 				s.printf("%s: reregister", name)
 			}
 		}
@@ -265,11 +264,11 @@ func (s *registryScenario) run(f []string) {
 		hl := r.health(h, s.chunks[h].v)
 		s.printf("live=%d cloning=%v corrupt=%d", hl.live, hl.cloning, hl.corrupt)
 	case "register":
-		req := &pb.RegisterRequest{Id: f[1], Addr: f[1] + ":1", Rack: "r-" + f[1], Capacity: 1 << 40, Free: 1 << 39}
+		req := fullReport{figures: figures{id: f[1], addr: f[1] + ":1", rack: "r-" + f[1], capacity: 1 << 40, free: 1 << 39}}
 		for _, hv := range f[2:] {
 			hs, vs, _ := strings.Cut(hv, ":")
 			v, _ := strconv.ParseUint(vs, 10, 64)
-			req.Chunks = append(req.Chunks, &pb.ChunkReplica{Handle: uint64(s.handle(hs)), Version: v})
+			req.chunks = append(req.chunks, replica{handle: s.handle(hs), version: chunkfs.Version(v)})
 		}
 		d, err := r.register(req, s.version, s.now)
 		if err != nil {

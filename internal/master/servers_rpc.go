@@ -47,7 +47,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		d, err = m.reg.register(req, ns.ChunkVersion, m.cfg.Clock.Now())
+		d, err = m.reg.register(reportFrom(req), ns.ChunkVersion, m.cfg.Clock.Now())
 	})
 	if err != nil {
 		return nil, err
@@ -56,7 +56,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 		m.pool.Forget(d.redial)
 	}
 	m.updateSafeMode()
-	resp.Garbage, resp.Stale = d.garbage, d.stale
+	resp.Garbage, resp.Stale = handlesTo(d.garbage), handlesTo(d.stale)
 	if id, err := m.adopt(context.WithoutCancel(ctx), d.ahead); err != nil {
 		return nil, err
 	} else if id > 0 {
@@ -105,9 +105,9 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		d = m.reg.heartbeat(req, ns.ChunkVersion, now, m.cfg.LeaseDuration+m.leaseSlack())
+		d = m.reg.heartbeat(beatFrom(req), ns.ChunkVersion, now, m.cfg.LeaseDuration+m.leaseSlack())
 	})
-	resp.Reregister, resp.Garbage, resp.Extended = d.reregister, d.garbage, d.extended
+	resp.Reregister, resp.Garbage, resp.Extended = d.reregister, handlesTo(d.garbage), handlesTo(d.extended)
 	if len(d.verify) > 0 {
 		resp.Garbage = append(resp.Garbage, m.verifyDoubts(ctx, req.Id, req.Addr, d.verify)...)
 	}
@@ -138,7 +138,7 @@ func (m *Master) verifyDoubts(ctx context.Context, id, addr string, handles []ch
 	m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		garbage = m.reg.settle(id, addr, handles, gens, versions, errs, ns.ChunkVersion, m.cfg.Clock.Now())
+		garbage = handlesTo(m.reg.settle(id, addr, handles, gens, versions, errs, ns.ChunkVersion, m.cfg.Clock.Now()))
 	})
 	return garbage
 }
