@@ -431,3 +431,47 @@ func TestSafeMode(t *testing.T) {
 		t.Fatalf("after safe mode: %v", err)
 	}
 }
+
+// TestFsck: per file chunk health with totals; a chunk with data and no
+// live replica is missing, one past the file's end is not.
+func TestFsck(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	cs := []*fakeCS{tm.startCS("a", "r0"), tm.startCS("b", "r1"), tm.startCS("c", "r2")}
+	if _, err := tm.c.Mkdir(bg, &pb.MkdirRequest{Caller: alice, Path: "/d", Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	tm.create(alice, "/d/f")
+	tm.prepare(alice, "/d/f", 0, false)
+	if _, err := tm.c.CommitLength(bg, &pb.CommitLengthRequest{Caller: alice, Path: "/d/f", Length: 100}); err != nil {
+		t.Fatal(err)
+	}
+	tm.create(alice, "/e")
+	tm.prepare(alice, "/e", 0, false) // placed, never written
+	fsck := func() *pb.FsckResponse {
+		r, err := tm.c.Fsck(bg, &pb.FsckRequest{Caller: alice, Path: "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := fsck(); r.FilesChecked != 2 || r.Chunks != 2 || r.Healthy != 2 || r.Missing != 0 || r.Files[0].Path != "/d/f" {
+		t.Fatalf("healthy cluster: %+v", r)
+	}
+	tm.clock.Advance(20 * time.Second)
+	tm.beat(cs[0])
+	tm.clock.Advance(15 * time.Second)
+	tm.beat(cs[0])
+	tm.m.checkLiveness() // b and c dead
+	if r := fsck(); r.UnderReplicated != 2 || r.Missing != 0 {
+		t.Fatalf("one replica left: %+v", r)
+	}
+	tm.clock.Advance(35 * time.Second)
+	tm.m.checkLiveness() // a dead too
+	r := fsck()
+	if r.Missing != 1 || r.Healthy != 1 || r.Files[0].Missing != 1 {
+		t.Fatalf("no replica left: %+v", r)
+	}
+	if rep, _ := tm.c.ClusterReport(bg, &pb.ClusterReportRequest{}); rep.Missing != 1 {
+		t.Errorf("report: missing %d", rep.Missing)
+	}
+}

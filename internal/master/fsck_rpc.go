@@ -14,7 +14,9 @@ const maxFsckFiles = 100000
 
 // Fsck checks the replication of every chunk of the files under a path
 // (like hdfs fsck): per file, its chunks that are healthy, under-replicated
-// (fewer live current replicas than its replication) and missing (none),
+// (fewer live current replicas than its replication) and missing (none,
+// for a chunk holding committed bytes; one past its file's length with no
+// replica has nothing to lose and counts as healthy),
 // and the corrupt replicas reported and not yet replaced; with totals. The
 // caller needs the permissions a listing and a read of each file need;
 // what it may not see is skipped.
@@ -105,6 +107,8 @@ func (f *fsckWalk) file(p string, fi chunkfs.FileInfo) error {
 			h := f.m.reg.health(ch.Handle, ch.Version)
 			out.Chunks++
 			switch {
+			case h.live == 0 && ch.Index*f.ns.ChunkSize() >= fi.Length:
+				out.Healthy++ // holds no committed byte: nothing to lose
 			case h.live == 0:
 				out.Missing++
 			case h.live < fi.Replication:

@@ -53,8 +53,8 @@ func (m *Master) updateSafeMode() {
 		live = len(m.reg.live())
 		size := ns.ChunkSize()
 		ns.EachChunk(func(h chunkfs.Handle, v chunkfs.Version, _ int) {
-			if idx, length, _, _ := ns.ChunkFile(h); idx*size >= length {
-				return // holds no committed byte: may never have been placed
+			if !holdsData(ns, h, size) {
+				return // may never have been placed
 			}
 			total++
 			if m.reg.health(h, v).live > 0 {
@@ -80,4 +80,14 @@ func (m *Master) updateSafeMode() {
 		m.safe = false
 		m.cfg.Logger.Info("left safe mode", "chunks", total, "located", located, "chunkservers", live)
 	}
+}
+
+// holdsData reports whether chunk h holds committed bytes: it starts
+// before its file's length. A chunk past it may legitimately have no
+// replica (a crash between its allocation and its creation, or a
+// creation that failed), and its next writer places it again, so it is
+// neither missing nor waited for.
+func holdsData(ns *namespace.Namespace, h chunkfs.Handle, size int64) bool {
+	idx, length, _, ok := ns.ChunkFile(h)
+	return ok && idx*size < length
 }

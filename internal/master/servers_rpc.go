@@ -185,9 +185,11 @@ func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest
 		resp.Files, resp.Directories, resp.Chunks, resp.Bytes, resp.ChunkSize = c.Files, c.Dirs, c.Chunks, c.Bytes, ns.ChunkSize()
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
+		size := ns.ChunkSize()
 		ns.EachChunk(func(h chunkfs.Handle, v chunkfs.Version, repl int) {
 			hl := m.reg.health(h, v)
 			switch {
+			case hl.live == 0 && !holdsData(ns, h, size):
 			case hl.live == 0:
 				resp.Missing++
 			case hl.live < repl:
