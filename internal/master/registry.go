@@ -147,7 +147,7 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 
 // gc deletes h's record once nothing in it matters.
 func (r *registry) gc(h chunkfs.Handle, ci *chunkInfo) {
-	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 && ci.clone == nil && ci.busy == 0 {
+	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 && ci.clone == nil && ci.busy == 0 && ci.corrupt == 0 {
 		delete(r.chunks, h)
 	}
 }

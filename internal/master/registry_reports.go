@@ -163,8 +163,10 @@ const maxVerifyPerBeat = 16
 // before they may be condemned.
 func (r *registry) sample(s *server, req beat, version versionOf, now time.Time) (garbage []chunkfs.Handle, verify []chunkfs.Handle) {
 	for _, h := range req.corrupt {
-		if !r.corrupt(s, h, now) {
-			r.condemn(s, h, now)
+		if _, ok := version(h); ok {
+			r.corrupt(s, h, now)
+		} else {
+			r.condemn(s, h, now) // its chunk is gone
 		}
 	}
 	for _, c := range req.sample {
@@ -261,16 +263,36 @@ func (r *registry) settle(id, addr string, handles []chunkfs.Handle, gens []uint
 	return garbage
 }
 
-// corrupt forgets s's replica of h, which failed its checksum, and has s
-// delete it; re-replication makes a good copy from the others. It reports
-// whether s held it.
+// corrupt forgets s's replica of h, which failed its checksum (it is
+// never counted again), and has s delete it — unless no other live replica
+// of h exists: then it is kept on s's disk (s serves it no more), since its
+// other blocks may be all that is left of the chunk, and deleted once a
+// good copy exists (s lists it as corrupt in every heartbeat until then).
+// It reports whether s's replica was counted until now.
 func (r *registry) corrupt(s *server, h chunkfs.Handle, now time.Time) bool {
-	if _, ok := s.chunks[h]; !ok {
-		return false
+	_, held := s.chunks[h]
+	r.dropReplica(s, h, now)
+	r.clearDoubt(s, h)
+	if held {
+		r.info(h).corrupt++
 	}
-	r.condemn(s, h, now)
-	if ci := r.chunks[h]; ci != nil {
-		ci.corrupt++
+	if r.liveHolders(h) > 0 {
+		r.queueGarbage(s, h)
 	}
-	return true
+	return held
+}
+
+// liveHolders counts the live servers holding a counted replica of h.
+func (r *registry) liveHolders(h chunkfs.Handle) int {
+	ci := r.chunks[h]
+	if ci == nil {
+		return 0
+	}
+	n := 0
+	for _, s := range ci.holders {
+		if s.alive {
+			n++
+		}
+	}
+	return n
 }
