@@ -26,6 +26,9 @@ func runAdmin(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(ops) > 0 && ops[0] == "fsck" {
+		return runFsck(ctx, e, cf, *asJSON, ops[1:])
+	}
 	if len(ops) != 1 || ops[0] != "report" {
 		return usagef("unknown admin command %q; known: report", fmt.Sprint(ops))
 	}

@@ -57,6 +57,11 @@ func masterFlags(args []string) (master.Config, string, error) {
 	repl := fs.Int("replication", cfg.DefaultReplication, "default replicas per chunk for a new file system")
 	lease := fs.Duration("lease", cfg.LeaseDuration, "chunk lease duration")
 	deadAfter := fs.Duration("dead-after", cfg.DeadAfter, "declare a chunkserver dead after this long without a heartbeat")
+	minRepl := fs.Int("min-replicas", cfg.MinReplicas, "fewest replicas a write is acknowledged with when fewer than a file's replication can take it")
+	reserve := fs.Int64("reserve", cfg.Placement.MinFree, "free bytes a chunkserver keeps: one with less gets no new replica")
+	safeThreshold := fs.Float64("safe-mode-threshold", cfg.SafeModeThreshold, "fraction of chunks with data that must be located before leaving safe mode after a start")
+	safeServers := fs.Int("safe-mode-servers", cfg.SafeModeMinServers, "live chunkservers safe mode waits for (0: --min-replicas)")
+	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver, as source or target")
 	verbose := fs.Bool("v", false, "log informational messages")
 	fs.Usage = func() {
 		fmt.Fprintf(&out, "Usage: chunkfs master --dir DIR --listen HOST:PORT [--chunk-size N] [--replication N]\n\nFlags:\n")
@@ -81,6 +86,8 @@ func masterFlags(args []string) (master.Config, string, error) {
 		level = slog.LevelInfo
 	}
 	cfg.Dir, cfg.ChunkSize, cfg.DefaultReplication, cfg.LeaseDuration, cfg.DeadAfter = *dir, *chunkSize, *repl, *lease, *deadAfter
+	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones
+	cfg.SafeModeThreshold, cfg.SafeModeMinServers = *safeThreshold, *safeServers
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	if err := cfg.Validate(); err != nil {
 		return cfg, "", usagef("%v", err)

@@ -37,6 +37,9 @@ type Config struct {
 	// missing or empty entry picks a free port on 127.0.0.1.
 	ChunkserverAddrs []string
 	Logger           *slog.Logger
+	// Master, when set, adjusts the master's configuration before each
+	// start (tests: minimum replicas, clone hooks, clocks).
+	Master func(*master.Config)
 }
 
 // DefaultConfig is a small test cluster: 3 chunkservers, 1 MiB chunks, fast
@@ -160,7 +163,11 @@ func (c *Cluster) startMaster() error {
 	mc.LeaseDuration = c.cfg.Lease
 	mc.HeartbeatInterval = c.cfg.Heartbeat
 	mc.DeadAfter = c.cfg.DeadAfter
+	mc.RepairInterval = c.cfg.Heartbeat
 	mc.Logger = c.log.With("role", "master")
+	if c.cfg.Master != nil {
+		c.cfg.Master(&mc)
+	}
 	m, err := master.Open(mc)
 	if err != nil {
 		ln.Close()
@@ -234,6 +241,10 @@ func (c *Cluster) StopChunkserver(i int) error {
 	defer c.mu.Unlock()
 	return stop(c.cs[i])
 }
+
+// stopNoLock stops chunkserver i without holding c.mu, so that tests can
+// stop several at the same moment; no other call may touch node i then.
+func (c *Cluster) stopNoLock(i int) error { return stop(c.cs[i]) }
 
 // RestartChunkserver starts chunkserver i again on the same address and
 // data directory, stopping it first if it runs.

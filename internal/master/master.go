@@ -44,7 +44,12 @@ type Master struct {
 	state *state
 	log   *oplog.Log
 	pool  *rpc.Pool
-	reg   *registry
+	regMu sync.Mutex // guards reg: every call into it
+	reg   *registry  // chunkservers, replicas, leases, clones: the one owner of that state
+
+	safeMu  sync.Mutex // guards safe and safeWhy
+	safe    bool       // in safe mode: no chunk is created (safemode.go)
+	safeWhy string     // what safe mode waits for
 
 	allocMu   [stripes]sync.Mutex // serialise chunk allocation per file (by path hash)
 	leaseMu   [stripes]sync.Mutex // serialise lease grants per chunk (by handle)
@@ -78,14 +83,16 @@ func Open(cfg Config) (*Master, error) {
 		return nil, err
 	}
 	m := &Master{cfg: cfg, lock: lock, state: newState(), pool: rpc.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
-	m.reg = newRegistry(cfg)
+	m.reg = newRegistry(uint64(cfg.Clock.Now().UnixNano()))
+	m.safe, m.safeWhy = true, "no chunkserver has registered"
 	if err := m.openLog(); err != nil {
 		m.pool.Close()
 		lock.Close()
 		return nil, err
 	}
-	m.bg.Add(1)
+	m.bg.Add(2)
 	go m.livenessLoop()
+	go m.repairLoop()
 	return m, nil
 }
 

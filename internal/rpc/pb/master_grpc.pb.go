@@ -36,6 +36,7 @@ const (
 	Master_ClusterInfo_FullMethodName   = "/chunkfs.v1.Master/ClusterInfo"
 	Master_ClusterReport_FullMethodName = "/chunkfs.v1.Master/ClusterReport"
 	Master_ReportCorrupt_FullMethodName = "/chunkfs.v1.Master/ReportCorrupt"
+	Master_Fsck_FullMethodName          = "/chunkfs.v1.Master/Fsck"
 	Master_Batch_FullMethodName         = "/chunkfs.v1.Master/Batch"
 	Master_Register_FullMethodName      = "/chunkfs.v1.Master/Register"
 	Master_Heartbeat_FullMethodName     = "/chunkfs.v1.Master/Heartbeat"
@@ -58,6 +59,7 @@ type MasterClient interface {
 	ClusterInfo(ctx context.Context, in *ClusterInfoRequest, opts ...grpc.CallOption) (*ClusterInfoResponse, error)
 	ClusterReport(ctx context.Context, in *ClusterReportRequest, opts ...grpc.CallOption) (*ClusterReportResponse, error)
 	ReportCorrupt(ctx context.Context, in *ReportCorruptRequest, opts ...grpc.CallOption) (*ReportCorruptResponse, error)
+	Fsck(ctx context.Context, in *FsckRequest, opts ...grpc.CallOption) (*FsckResponse, error)
 	// Batch runs several metadata operations in one call; each succeeds or
 	// fails alone. Over the limits the whole call fails with InvalidArgument.
 	Batch(ctx context.Context, in *BatchRequest, opts ...grpc.CallOption) (*BatchResponse, error)
@@ -203,6 +205,16 @@ func (c *masterClient) ReportCorrupt(ctx context.Context, in *ReportCorruptReque
 	return out, nil
 }
 
+func (c *masterClient) Fsck(ctx context.Context, in *FsckRequest, opts ...grpc.CallOption) (*FsckResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FsckResponse)
+	err := c.cc.Invoke(ctx, Master_Fsck_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *masterClient) Batch(ctx context.Context, in *BatchRequest, opts ...grpc.CallOption) (*BatchResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(BatchResponse)
@@ -250,6 +262,7 @@ type MasterServer interface {
 	ClusterInfo(context.Context, *ClusterInfoRequest) (*ClusterInfoResponse, error)
 	ClusterReport(context.Context, *ClusterReportRequest) (*ClusterReportResponse, error)
 	ReportCorrupt(context.Context, *ReportCorruptRequest) (*ReportCorruptResponse, error)
+	Fsck(context.Context, *FsckRequest) (*FsckResponse, error)
 	// Batch runs several metadata operations in one call; each succeeds or
 	// fails alone. Over the limits the whole call fails with InvalidArgument.
 	Batch(context.Context, *BatchRequest) (*BatchResponse, error)
@@ -303,6 +316,9 @@ func (UnimplementedMasterServer) ClusterReport(context.Context, *ClusterReportRe
 }
 func (UnimplementedMasterServer) ReportCorrupt(context.Context, *ReportCorruptRequest) (*ReportCorruptResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ReportCorrupt not implemented")
+}
+func (UnimplementedMasterServer) Fsck(context.Context, *FsckRequest) (*FsckResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Fsck not implemented")
 }
 func (UnimplementedMasterServer) Batch(context.Context, *BatchRequest) (*BatchResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Batch not implemented")
@@ -568,6 +584,24 @@ func _Master_ReportCorrupt_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_Fsck_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FsckRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).Fsck(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_Fsck_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).Fsck(ctx, req.(*FsckRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Master_Batch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(BatchRequest)
 	if err := dec(in); err != nil {
@@ -680,6 +714,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReportCorrupt",
 			Handler:    _Master_ReportCorrupt_Handler,
+		},
+		{
+			MethodName: "Fsck",
+			Handler:    _Master_Fsck_Handler,
 		},
 		{
 			MethodName: "Batch",
