@@ -164,7 +164,8 @@ type Client struct {
 	log       *slog.Logger
 	clock     clock.Clock
 	caller    *pb.Caller
-	master    masterAPI // batches concurrent metadata calls (batch.go)
+	master    masterAPI       // batches concurrent metadata calls (batch.go)
+	mc        pb.MasterClient // the master (or group) itself, for calls never batched
 	pool      *rpc.Pool
 	data      *rpc.DataClient
 	reader    chunkReader // reads chunk data: data, but for unit tests
@@ -211,7 +212,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if batch == 0 {
 		batch = defaultMetaBatch
 	}
-	c.master = newBatcher(m, batch)
+	c.master, c.mc = newBatcher(m, batch), m
 	info, err := m.ClusterInfo(ctx, &pb.ClusterInfoRequest{})
 	if err != nil {
 		c.Close()

@@ -163,7 +163,7 @@ func (l *Log) WaitLeader(ctx context.Context) (string, error) {
 func (l *Log) Members() ([]Member, error) {
 	f := l.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
-		return nil, translate(err)
+		return nil, l.translate(err)
 	}
 	var out []Member
 	for _, s := range f.Configuration().Servers {
@@ -228,7 +228,7 @@ func (l *Log) TransferLeadership(id string) error {
 
 func (l *Log) membership(f raft.Future) error {
 	if err := f.Error(); err != nil {
-		return translate(err)
+		return l.translate(err)
 	}
 	return nil
 }

@@ -311,13 +311,38 @@ func (l *Log) ApplyAll(ctx context.Context, cmds [][]byte) ([]any, uint64, error
 	return l.submit(ctx, cmds)
 }
 
-func translate(err error) error {
+// translate turns a Raft error into a *chunkfs.Error: KindNotLeader,
+// naming the leader's address when one is known (in a group sharing each
+// master's port, the address clients use), or KindUnavailable.
+func (l *Log) translate(err error) error {
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
-		return &chunkfs.Error{Op: "log", Kind: chunkfs.KindNotLeader, Err: err}
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		_, addr := l.LeaderID()
+		if !l.cfg.multiNode() || l.cfg.Listener == nil {
+			addr = "" // a Raft address of its own is no client address
+		}
+		return &chunkfs.Error{Op: "log", Kind: chunkfs.KindNotLeader, Err: &chunkfs.LeaderHint{Leader: addr}}
 	default:
 		return &chunkfs.Error{Op: "log", Kind: chunkfs.KindUnavailable, Err: err}
 	}
+}
+
+// Barrier waits until every entry committed before the call is applied
+// on this node, which must lead. A new leader calls it before answering
+// from its state.
+func (l *Log) Barrier(ctx context.Context) error {
+	if err := l.raft.Barrier(timeout(ctx)).Error(); err != nil {
+		return l.translate(err)
+	}
+	return nil
+}
+
+// VerifyLeader confirms with a quorum that this node still leads.
+func (l *Log) VerifyLeader() error {
+	if err := l.raft.VerifyLeader().Error(); err != nil {
+		return l.translate(err)
+	}
+	return nil
 }
 
 // LastApplied returns the index of the last entry applied to the FSM: the

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -34,22 +35,31 @@ type Server = grpc.Server
 // ClientConn is a gRPC client connection.
 type ClientConn = grpc.ClientConn
 
+// Guard decides, before a handler runs, whether a call may reach it: a
+// non-nil error is the call's answer. Method is the full gRPC method name
+// ("/chunkfs.v1.Master/Create"); MethodName gives its last part.
+type Guard func(ctx context.Context, method string, req any) error
+
+// MethodName returns the last part of a full gRPC method name.
+func MethodName(full string) string { return full[strings.LastIndexByte(full, '/')+1:] }
+
 // NewServer returns a gRPC server whose handlers are guarded: a panic in a
 // handler is logged and answered as an internal error, never crashing the
-// process, and errors are translated by Status.
-func NewServer(log *slog.Logger) *grpc.Server {
+// process, guards may refuse a call before its handler, and errors are
+// translated by Status.
+func NewServer(log *slog.Logger, guards ...Guard) *grpc.Server {
 	if log == nil {
 		log = slog.Default()
 	}
 	return grpc.NewServer(
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
-		grpc.UnaryInterceptor(unaryGuard(log)),
+		grpc.UnaryInterceptor(unaryGuard(log, guards)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
 }
 
-func unaryGuard(log *slog.Logger) grpc.UnaryServerInterceptor {
+func unaryGuard(log *slog.Logger, guards []Guard) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -57,6 +67,11 @@ func unaryGuard(log *slog.Logger) grpc.UnaryServerInterceptor {
 				resp, err = nil, status.Error(codes.Internal, "internal error")
 			}
 		}()
+		for _, g := range guards {
+			if err := g(ctx, info.FullMethod, req); err != nil {
+				return nil, Status(err)
+			}
+		}
 		resp, err = handler(ctx, req)
 		if err != nil {
 			err = Status(err)
