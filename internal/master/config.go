@@ -61,8 +61,8 @@ type Config struct {
 	// (the client then asks another master).
 	ReadWait time.Duration
 
-	Clock             clock.Clock
-	Logger            *slog.Logger
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // CloneEvent reports a clone started (Done false) or ended.
