@@ -203,7 +203,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.near = newNearness()
 	c.leases = newLeaseCache()
 	c.writerID = randomUint64()
-	m, err := c.dialMaster(cfg.Master)
+	m, set, err := c.dialMaster(cfg.Master)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -218,7 +218,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		c.Close()
 		return nil, wrapOp("dial", cfg.Master, err)
 	}
-	c.observe(info.StateId)
+	c.observe(info.StateId) // the leader's: a new client sees every write acknowledged before it
+	if set != nil {
+		c.findObservers(ctx, set)
+	}
 	if info.ChunkSize < chunkfs.BlockSize || info.ChunkSize > maxChunkSize {
 		c.Close()
 		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindOther, fmt.Sprintf("master reports an impossible chunk size %d", info.ChunkSize))
@@ -229,17 +232,36 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 }
 
 // dialMaster returns the Master service at addrs: one master, or a group
-// whose leader calls find by themselves (rpc.MasterSet).
-func (c *Client) dialMaster(addrs string) (pb.MasterClient, error) {
+// whose leader calls find by themselves (rpc.MasterSet, also returned).
+func (c *Client) dialMaster(addrs string) (pb.MasterClient, *rpc.MasterSet, error) {
 	list := masterAddrs(addrs)
 	if len(list) == 1 {
-		return c.pool.Master(list[0])
+		m, err := c.pool.Master(list[0])
+		return m, nil, err
 	}
 	set, err := rpc.NewMasterSet(c.pool, list)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pb.NewMasterClient(set), nil
+	return pb.NewMasterClient(set), set, nil
+}
+
+// findObservers asks the group which masters are observers and sends
+// coordinated reads to them. A group that cannot say leaves every call
+// with the leader.
+func (c *Client) findObservers(ctx context.Context, set *rpc.MasterSet) {
+	st, err := c.HAStatus(ctx)
+	if err != nil {
+		c.log.Warn("cannot learn the group's observers; reads go to the leader", "err", err)
+		return
+	}
+	var readers []string
+	for _, m := range st.Members {
+		if !m.Voter {
+			readers = append(readers, m.Addr)
+		}
+	}
+	set.SetReaders(readers)
 }
 
 // masterAddrs splits a comma-separated list of master addresses.

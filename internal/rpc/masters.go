@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"google.golang.org/grpc"
 )
 
@@ -28,8 +29,10 @@ type MasterSet struct {
 	addrs []string
 	wait  func(context.Context, time.Duration) error // sleeps between rounds
 
-	mu      sync.Mutex // guards current
+	mu      sync.Mutex // guards current, readers and next
 	current string     // the master calls go to first
+	readers []string   // observers that take coordinated reads
+	turn    int        // the reader the next read goes to
 }
 
 var _ grpc.ClientConnInterface = (*MasterSet)(nil)
@@ -41,6 +44,48 @@ func NewMasterSet(pool *Pool, addrs []string) (*MasterSet, error) {
 		return nil, chunkfs.E("dial", "", chunkfs.KindInvalid, "no master address")
 	}
 	return &MasterSet{pool: pool, addrs: slices.Clone(addrs), current: addrs[0], wait: sleepCtx}, nil
+}
+
+// SetReaders names the observers that serve coordinated reads (Stat,
+// List, GetChunks and batches of stats): each read goes to one of them in
+// turn, and to the leader when that observer cannot answer it (behind the
+// client's state beyond its bound, no location known, unreachable).
+// Reads carry the client's state ID, so a client reads its own writes.
+func (s *MasterSet) SetReaders(addrs []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readers = slices.Clone(addrs)
+}
+
+// reader returns the observer the next read goes to, if any.
+func (s *MasterSet) reader() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.readers) == 0 {
+		return ""
+	}
+	s.turn = (s.turn + 1) % len(s.readers)
+	return s.readers[s.turn]
+}
+
+// coordinatedRead reports whether a call may be served by an observer.
+func coordinatedRead(method string, args any) bool {
+	switch MethodName(method) {
+	case "Stat", "List", "GetChunks":
+		return true
+	case "Batch":
+		b, ok := args.(*pb.BatchRequest)
+		if !ok {
+			return false
+		}
+		for _, op := range b.Ops {
+			if op.GetStat() == nil {
+				return false
+			}
+		}
+		return len(b.Ops) > 0
+	}
+	return false
 }
 
 // Leader returns the master calls go to first: the last one that
@@ -72,6 +117,14 @@ func (s *MasterSet) Invoke(ctx context.Context, method string, args, reply any, 
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
+	}
+	if coordinatedRead(method, args) {
+		if r := s.reader(); r != "" {
+			err := s.invokeOne(ctx, r, method, args, reply, opts)
+			if !s.observerCannot(err) {
+				return err
+			}
+		}
 	}
 	addr := s.Leader()
 	for tried, backoff := 0, 10*time.Millisecond; ; {
@@ -118,6 +171,17 @@ func (s *MasterSet) redirect(addr string, err error) (to string, again bool) {
 		return s.next(addr), true
 	}
 	return "", false
+}
+
+// observerCannot reports whether an observer's answer to a read is its
+// refusal to serve it, so the leader should: too far behind, a chunk it
+// has no location for, not reachable.
+func (s *MasterSet) observerCannot(err error) bool {
+	switch chunkfs.KindOf(err) {
+	case chunkfs.KindUnavailable, chunkfs.KindNotLeader:
+		return true
+	}
+	return false
 }
 
 // NewStream is not used by the Master service, which is unary only.

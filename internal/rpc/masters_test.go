@@ -151,3 +151,63 @@ func TestNewMasterSetNeedsAnAddress(t *testing.T) {
 		t.Fatalf("NewMasterSet(nil) = %v", err)
 	}
 }
+
+// statMaster answers Stat as it is told, counting calls.
+type statMaster struct {
+	pb.UnimplementedMasterServer
+	err   error
+	calls atomic.Int64
+}
+
+func (s *statMaster) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatResponse, error) {
+	s.calls.Add(1)
+	if s.err != nil {
+		return nil, s.err
+	}
+	return &pb.StatResponse{StateId: req.MinStateId}, nil
+}
+
+func serveStat(t *testing.T, s *statMaster) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(nil)
+	pb.RegisterMasterServer(srv, s)
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
+	return ln.Addr().String()
+}
+
+func TestMasterSetSendsReadsToObservers(t *testing.T) {
+	leader, observer := &statMaster{}, &statMaster{}
+	mc, set := masterClient(t, serveStat(t, leader))
+	set.SetReaders([]string{serveStat(t, observer)})
+	ctx := context.Background()
+	for range 3 {
+		if _, err := mc.Stat(ctx, &pb.StatRequest{Path: "/", MinStateId: 9}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if observer.calls.Load() != 3 || leader.calls.Load() != 0 {
+		t.Fatalf("observer answered %d stats, leader %d; want all at the observer", observer.calls.Load(), leader.calls.Load())
+	}
+	observer.err = chunkfs.E("stat", "", chunkfs.KindUnavailable, "master too far behind")
+	if _, err := mc.Stat(ctx, &pb.StatRequest{Path: "/"}); err != nil {
+		t.Fatalf("stat with the observer behind: %v", err)
+	}
+	if leader.calls.Load() != 1 {
+		t.Fatal("a read the observer refused did not go to the leader")
+	}
+	observer.err = chunkfs.E("stat", "/x", chunkfs.KindNotExist, "")
+	if _, err := mc.Stat(ctx, &pb.StatRequest{Path: "/x"}); chunkfs.KindOf(err) != chunkfs.KindNotExist || leader.calls.Load() != 1 {
+		t.Fatalf("the observer's answer %v was not the read's (leader asked %d times)", err, leader.calls.Load())
+	}
+	if coordinatedRead("/chunkfs.v1.Master/Create", nil) || !coordinatedRead("/chunkfs.v1.Master/GetChunks", nil) {
+		t.Fatal("coordinatedRead classifies calls wrongly")
+	}
+	if coordinatedRead("/chunkfs.v1.Master/Batch", &pb.BatchRequest{Ops: []*pb.MetaOp{{Op: &pb.MetaOp_Create{Create: &pb.CreateRequest{}}}}}) {
+		t.Fatal("a batch with a create counted as a read")
+	}
+}
