@@ -126,7 +126,9 @@ func TestParallelReadRescuesStuckPiece(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkBytes(t, buf, 0, size)
-	if f.served["a"] != 0 || f.tries["a"] != 1 || f.bytes["b"]+f.bytes["c"] != size {
+	// b and c may both read a's piece: the rescue, and a's own request
+	// giving up on a at its deadline (replicaTimeout), race.
+	if f.served["a"] != 0 || f.tries["a"] != 1 || f.bytes["b"]+f.bytes["c"] < size || f.bytes["b"]+f.bytes["c"] > size+readPieceSize {
 		t.Fatalf("served %v, bytes %v, tries %v: want a asked once, never answering, b and c serving all", f.served, f.bytes, f.tries)
 	}
 }
