@@ -479,7 +479,7 @@ func (c *Client) readReplica(ctx context.Context, addr string, last bool, loc *c
 	if last {
 		return c.reader.Read(ctx, addr, loc.handle, loc.version, co, dst)
 	}
-	d := replicaTimeout(len(dst))
+	d := replicaTimeout(c.floor, len(dst))
 	deadline := time.Now().Add(d) // real time, as the connection's deadline
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()

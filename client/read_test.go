@@ -72,7 +72,10 @@ func (f *fakeReplicas) Read(ctx context.Context, addr string, _ chunkfs.Handle, 
 func newFakeClient(lengths map[string]int) (*Client, *fakeReplicas, *chunkLoc) {
 	f := &fakeReplicas{length: lengths, fail: map[string]chunkfs.Kind{}, gate: map[string]chan struct{}{},
 		served: map[string]int{}, bytes: map[string]int{}, tries: map[string]int{}}
-	c := &Client{reader: f, log: slog.New(slog.DiscardHandler), clock: clock.Real{}}
+	// The fakes test the scheduling of pieces, not replica deadlines
+	// (hung_test.go does): under the race detector on a busy machine a
+	// fake region can take longer than replicaFloor.
+	c := &Client{reader: f, log: slog.New(slog.DiscardHandler), clock: clock.Real{}, floor: time.Minute}
 	loc := &chunkLoc{handle: 1, version: 1, replicas: []string{"a", "b", "c"}}
 	return c, f, loc
 }
@@ -126,9 +129,7 @@ func TestParallelReadRescuesStuckPiece(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkBytes(t, buf, 0, size)
-	// b and c may both read a's piece: the rescue, and a's own request
-	// giving up on a at its deadline (replicaTimeout), race.
-	if f.served["a"] != 0 || f.tries["a"] != 1 || f.bytes["b"]+f.bytes["c"] < size || f.bytes["b"]+f.bytes["c"] > size+readPieceSize {
+	if f.served["a"] != 0 || f.tries["a"] != 1 || f.bytes["b"]+f.bytes["c"] != size {
 		t.Fatalf("served %v, bytes %v, tries %v: want a asked once, never answering, b and c serving all", f.served, f.bytes, f.tries)
 	}
 }
