@@ -59,6 +59,14 @@ type Config struct {
 	// calls go to the leader, following "not the leader" answers and
 	// skipping masters that cannot be reached.
 	Master string
+	// LeaderReads sends every call to a group's leader, none to its
+	// observers (which otherwise take stat, list and chunk look-ups).
+	LeaderReads bool
+	// AutoMsync, when positive and reads go to observers, makes a read
+	// that starts this long after the last msync sync first (Msync), so
+	// that it sees other clients' writes at most that much late. 0: only a
+	// client's own writes and what it had seen when it started.
+	AutoMsync time.Duration
 	// Caller is the identity requests act as; DefaultConfig uses the
 	// process's user and groups.
 	Caller chunkfs.Caller
@@ -144,6 +152,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("client config: LookupBatch %d not in [1, 1024]", c.LookupBatch)
 	case c.MetaBatch < 0 || c.MetaBatch > maxMetaBatch:
 		return fmt.Errorf("client config: MetaBatch %d not in [0, %d]", c.MetaBatch, maxMetaBatch)
+	case c.AutoMsync < 0:
+		return errors.New("client config: AutoMsync must not be negative")
 	case c.RetryTimeout <= 0:
 		return errors.New("client config: RetryTimeout must be positive")
 	case c.Umask&^fs.ModePerm != 0:
@@ -178,6 +188,8 @@ type Client struct {
 	writerID  uint64        // random; first half of every record ID
 	seq       atomic.Uint64 // record sequence numbers
 	stateID   atomic.Uint64 // highest master state ID seen
+	observers atomic.Bool   // reads go to a group's observers
+	lastSync  atomic.Int64  // clock time (UnixNano) of the last auto msync
 }
 
 // Dial connects to the master at addr with DefaultConfig.
@@ -220,9 +232,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, wrapOp("dial", cfg.Master, err)
 	}
 	c.observe(info.StateId) // the leader's: a new client sees every write acknowledged before it
-	if set != nil {
+	if set != nil && !cfg.LeaderReads {
 		c.findObservers(ctx, set)
 	}
+	c.lastSync.Store(c.clock.Now().UnixNano())
 	if info.ChunkSize < chunkfs.BlockSize || info.ChunkSize > maxChunkSize {
 		c.Close()
 		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindOther, fmt.Sprintf("master reports an impossible chunk size %d", info.ChunkSize))
@@ -263,6 +276,7 @@ func (c *Client) findObservers(ctx context.Context, set *rpc.MasterSet) {
 		}
 	}
 	set.SetReaders(readers)
+	c.observers.Store(len(readers) > 0)
 }
 
 // masterAddrs splits a comma-separated list of master addresses.

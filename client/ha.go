@@ -30,6 +30,22 @@ type HAMember struct {
 // reads, from any master, see at least that state.
 func (c *Client) StateID() chunkfs.StateID { return chunkfs.StateID(c.minState()) }
 
+// readState returns the state ID a read asks for: the highest seen, after
+// an msync when AutoMsync says one is due. An msync that fails leaves the
+// read at the state already seen.
+func (c *Client) readState(ctx context.Context) uint64 {
+	if period := c.cfg.AutoMsync; period > 0 && c.observers.Load() {
+		now := c.clock.Now().UnixNano()
+		last := c.lastSync.Load()
+		if now-last >= int64(period) && c.lastSync.CompareAndSwap(last, now) {
+			if err := c.Msync(ctx); err != nil {
+				c.log.Debug("auto msync failed; reading at the state already seen", "err", err)
+			}
+		}
+	}
+	return c.minState()
+}
+
 // Msync asks the leader for its commit index and adopts it, so that reads
 // made afterwards, from observers too, see every write committed before
 // the call, other clients' included.

@@ -123,7 +123,7 @@ func (c *Client) Chunks(ctx context.Context, path string) ([]ChunkInfo, error) {
 	}
 	var out []ChunkInfo
 	for first := int64(0); ; {
-		resp, err := c.master.GetChunks(ctx, &pb.GetChunksRequest{Caller: c.caller, Path: path, FirstIndex: first, MinStateId: c.minState()})
+		resp, err := c.master.GetChunks(ctx, &pb.GetChunksRequest{Caller: c.caller, Path: path, FirstIndex: first, MinStateId: c.readState(ctx)})
 		if err != nil {
 			return nil, wrapOp("chunks", path, err)
 		}
