@@ -93,6 +93,9 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 	defer func() {
 		if err != nil {
 			c.leases.drop(path, idx)
+			if chunkfs.KindOf(err) == chunkfs.KindUnavailable && loc.primary != "" {
+				c.leases.suspect(path, idx, loc.primary)
+			}
 		}
 	}()
 	id := chunkfs.DataID(randomUint64())

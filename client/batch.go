@@ -51,6 +51,7 @@ type masterAPI interface {
 	GetChunks(context.Context, *pb.GetChunksRequest) (*pb.GetChunksResponse, error)
 	PrepareWrite(context.Context, *pb.PrepareWriteRequest) (*pb.PrepareWriteResponse, error)
 	ReportCorrupt(context.Context, *pb.ReportCorruptRequest) (*pb.ReportCorruptResponse, error)
+	Fsck(context.Context, *pb.FsckRequest) (*pb.FsckResponse, error)
 }
 
 // batcher is the client's masterAPI: Stat, Create, Mkdir, Delete, Rename,
@@ -388,6 +389,10 @@ func (b *batcher) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest)
 
 func (b *batcher) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest) (*pb.ReportCorruptResponse, error) {
 	return b.mc.ReportCorrupt(ctx, req)
+}
+
+func (b *batcher) Fsck(ctx context.Context, req *pb.FsckRequest) (*pb.FsckResponse, error) {
+	return b.mc.Fsck(ctx, req)
 }
 
 // The batched calls.

@@ -10,8 +10,9 @@ import (
 // chunk asks the master once per lease rather than once per write. An
 // entry is dropped as soon as a write through it fails.
 type leaseCache struct {
-	mu      sync.Mutex // guards entries
-	entries map[leaseKey]leaseEntry
+	mu       sync.Mutex // guards entries and suspects
+	entries  map[leaseKey]leaseEntry
+	suspects map[leaseKey]string // primaries a write failed with, to name in the next PrepareWrite
 }
 
 type leaseKey struct {
@@ -32,7 +33,31 @@ const maxLeases = 1024
 // it, to allow for clock drift and the time a write takes.
 const leaseMargin = 2 * time.Second
 
-func newLeaseCache() *leaseCache { return &leaseCache{entries: make(map[leaseKey]leaseEntry)} }
+func newLeaseCache() *leaseCache {
+	return &leaseCache{entries: make(map[leaseKey]leaseEntry), suspects: make(map[leaseKey]string)}
+}
+
+// suspect notes that a write to chunk index of path through primary
+// failed as if primary were unreachable: the next PrepareWrite names it,
+// and the master probes it and moves the lease if it does not answer.
+func (lc *leaseCache) suspect(path string, index int64, primary string) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if len(lc.suspects) >= maxLeases {
+		clear(lc.suspects)
+	}
+	lc.suspects[leaseKey{path, index}] = primary
+}
+
+// takeSuspect returns and forgets the primary suspected for the chunk.
+func (lc *leaseCache) takeSuspect(path string, index int64) string {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	k := leaseKey{path, index}
+	s := lc.suspects[k]
+	delete(lc.suspects, k)
+	return s
+}
 
 func (lc *leaseCache) get(path string, index int64, now time.Time) (*chunkLoc, int64, bool) {
 	lc.mu.Lock()

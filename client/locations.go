@@ -85,7 +85,7 @@ func (lc *locationCache) cached(path string, index int64) (*chunkLoc, int64, boo
 func (lc *locationCache) fetch(ctx context.Context, path string, index int64) error {
 	resp, err := lc.c.master.GetChunks(ctx, &pb.GetChunksRequest{
 		Caller: lc.c.caller, Path: path, FirstIndex: index,
-		Count: uint32(lc.batch), MinStateId: lc.c.minState(),
+		Count: uint32(lc.batch), MinStateId: lc.c.readState(ctx),
 	})
 	if err != nil {
 		return wrapOp("lookup", path, err)

@@ -45,7 +45,7 @@ func (c *Client) Stat(ctx context.Context, path string) (*chunkfs.FileInfo, erro
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.master.Stat(ctx, &pb.StatRequest{Caller: c.caller, Path: path, MinStateId: c.minState()})
+	resp, err := c.master.Stat(ctx, &pb.StatRequest{Caller: c.caller, Path: path, MinStateId: c.readState(ctx)})
 	if err != nil {
 		return nil, wrapOp("stat", path, err)
 	}
@@ -74,7 +74,7 @@ func (c *Client) readDir(ctx context.Context, path string) ([]*chunkfs.FileInfo,
 	}
 	var out []*chunkfs.FileInfo
 	for after := ""; ; {
-		resp, err := c.master.List(ctx, &pb.ListRequest{Caller: c.caller, Path: path, After: after, MinStateId: c.minState()})
+		resp, err := c.master.List(ctx, &pb.ListRequest{Caller: c.caller, Path: path, After: after, MinStateId: c.readState(ctx)})
 		if err != nil {
 			return nil, wrapOp("readdir", path, err)
 		}

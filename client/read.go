@@ -97,12 +97,15 @@ const (
 
 // readReplicas fills buf from chunk loc at offset co: a small region from
 // the replicas in turn, a large one in pieces from all of them in parallel.
+// Replicas that recently missed a deadline (suspects) are tried last and
+// take no part in a parallel read.
 func (c *Client) readReplicas(ctx context.Context, path string, loc *chunkLoc, co int64, buf []byte) error {
-	if len(buf) < parallelReadMin || len(loc.replicas) < 2 {
-		_, err := c.readInTurn(ctx, path, loc, loc.replicas, co, buf)
+	replicas, good := c.suspects.order(loc.replicas, c.clock.Now())
+	if len(buf) < parallelReadMin || good < 2 {
+		_, err := c.readInTurn(ctx, path, loc, replicas, co, buf)
 		return err
 	}
-	return c.readParallel(ctx, path, loc, co, buf)
+	return c.readParallel(ctx, path, loc, replicas, good, co, buf)
 }
 
 // A piece still unread rescueAfter after it was asked for, and rescueMargin
@@ -284,25 +287,28 @@ func (s *pieceSched) stop(w int) {
 	s.mu.Unlock()
 }
 
-// readParallel reads buf in pieces, one worker per replica taking pieces in
-// order until none is left, then waiting for the pieces still being read
-// and rescuing one far behind (rescueAfter). A piece whose replica fails is
+// readParallel reads buf in pieces, one worker for each of the first
+// workers replicas taking pieces in order until none is left, then
+// waiting for the pieces still being read and rescuing one far behind
+// (rescueAfter). A piece whose replica fails is
 // read from the others in turn, and that worker stops taking pieces unless
 // it is the last one still working; the first piece that no replica can
 // serve fails the whole region (the caller looks the chunk up again and
 // retries).
-func (c *Client) readParallel(ctx context.Context, path string, loc *chunkLoc, co int64, buf []byte) error {
+func (c *Client) readParallel(ctx context.Context, path string, loc *chunkLoc, replicas []string, workers int, co int64, buf []byte) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sched := newPieceSched(len(buf), len(loc.replicas))
+	sched := newPieceSched(len(buf), workers)
 	var working atomic.Int32
-	working.Store(int32(len(loc.replicas)))
+	working.Store(int32(workers))
 	var errOnce sync.Once
 	var first error // the first failure; written once, read after Wait
 	fail := func(err error) { errOnce.Do(func() { first = err; cancel() }) }
 	var wg sync.WaitGroup
-	for i := range loc.replicas {
-		order := append(slices.Clone(loc.replicas[i:]), loc.replicas[:i]...)
+	good, rest := replicas[:workers], replicas[workers:]
+	for i := range workers {
+		// Its own replica first, then the other workers', then the rest.
+		order := slices.Concat(good[i:], good[:i], rest)
 		wg.Go(func() {
 			defer sched.stop(i)
 			for {
@@ -436,7 +442,7 @@ func (c *Client) readInTurn(ctx context.Context, path string, loc *chunkLoc, rep
 			}
 			dst = tmp
 		}
-		n, err := c.reader.Read(ctx, addr, loc.handle, loc.version, co, dst)
+		n, err := c.readReplica(ctx, addr, j == len(replicas)-1, loc, co, dst)
 		// A bare io.EOF is the end of the chunk's data; a broken connection
 		// is a *chunkfs.Error that may wrap io.EOF and must not read as zeros.
 		if err == nil || err == io.EOF {
@@ -464,6 +470,32 @@ func (c *Client) readInTurn(ctx context.Context, path string, loc *chunkLoc, rep
 		last = chunkfs.E("read", path, chunkfs.KindUnavailable, "chunk has no live replica")
 	}
 	return own, last
+}
+
+// readReplica reads dst at co from one replica; unless it is the last
+// one to try, within replicaTimeout, a replica that misses it becoming a
+// suspect (see suspects.go).
+func (c *Client) readReplica(ctx context.Context, addr string, last bool, loc *chunkLoc, co int64, dst []byte) (int, error) {
+	if last {
+		return c.reader.Read(ctx, addr, loc.handle, loc.version, co, dst)
+	}
+	d := replicaTimeout(c.floor, len(dst))
+	deadline := time.Now().Add(d) // real time, as the connection's deadline
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	n, err := c.reader.Read(rctx, addr, loc.handle, loc.version, co, dst)
+	// The connection's deadline may fire just before the context's timer:
+	// the clock decides, not which error came back.
+	late := rctx.Err() != nil || !time.Now().Before(deadline)
+	switch {
+	case err != nil && err != io.EOF && ctx.Err() == nil && late:
+		c.suspects.mark(addr, c.clock.Now())
+		c.log.Info("chunkfs read: replica did not answer in time; trying another", "handle", loc.handle, "replica", addr, "deadline", d)
+		return n, chunkfs.E("read", addr, chunkfs.KindUnavailable, "no answer within "+d.String())
+	case err == nil || err == io.EOF:
+		c.suspects.clear(addr)
+	}
+	return n, err
 }
 
 // reportCorrupt tells the master, in the background, that a replica failed

@@ -16,6 +16,17 @@ type Report struct {
 	UnderReplicated int64          `json:"under_replicated"`
 	Bytes           int64          `json:"bytes"`
 	ChunkSize       int64          `json:"chunk_size"`
+	// Replication health and repair.
+	Missing     int64   `json:"missing"`      // chunks with no live current replica
+	BeingCloned int64   `json:"being_cloned"` // chunks with a clone in flight
+	Corrupt     int64   `json:"corrupt"`      // corrupt replicas not yet replaced
+	RepairRate  float64 `json:"repair_rate"`  // bytes per second cloned over the last minute
+	Repaired    int64   `json:"repaired"`     // clones completed since the master started
+	// SafeMode is set while the master, after a start, waits for
+	// chunkservers to report the chunks' locations; it creates no chunk
+	// meanwhile. SafeModeReason says what it waits for.
+	SafeMode       bool   `json:"safe_mode"`
+	SafeModeReason string `json:"safe_mode_reason,omitempty"`
 }
 
 // ServerStatus describes one chunkserver as the master sees it.
@@ -77,6 +88,8 @@ func (c *Client) ClusterReport(ctx context.Context) (*Report, error) {
 	r := &Report{
 		Files: resp.Files, Directories: resp.Directories, Chunks: resp.Chunks,
 		UnderReplicated: resp.UnderReplicated, Bytes: resp.Bytes, ChunkSize: resp.ChunkSize,
+		Missing: resp.Missing, BeingCloned: resp.BeingCloned, Corrupt: resp.Corrupt, RepairRate: resp.RepairRate,
+		Repaired: resp.Repaired, SafeMode: resp.SafeMode, SafeModeReason: resp.SafeModeReason,
 		Servers: make([]ServerStatus, 0, len(resp.Servers)),
 	}
 	for _, s := range resp.Servers {
@@ -110,7 +123,7 @@ func (c *Client) Chunks(ctx context.Context, path string) ([]ChunkInfo, error) {
 	}
 	var out []ChunkInfo
 	for first := int64(0); ; {
-		resp, err := c.master.GetChunks(ctx, &pb.GetChunksRequest{Caller: c.caller, Path: path, FirstIndex: first, MinStateId: c.minState()})
+		resp, err := c.master.GetChunks(ctx, &pb.GetChunksRequest{Caller: c.caller, Path: path, FirstIndex: first, MinStateId: c.readState(ctx)})
 		if err != nil {
 			return nil, wrapOp("chunks", path, err)
 		}

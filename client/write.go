@@ -77,6 +77,9 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 	defer func() {
 		if err != nil && !earlier {
 			c.leases.drop(path, idx)
+			if chunkfs.KindOf(err) == chunkfs.KindUnavailable && loc.primary != "" {
+				c.leases.suspect(path, idx, loc.primary)
+			}
 		}
 		c.logWrite(ctx, first, len(data), tr, steps, err)
 	}()
@@ -137,7 +140,8 @@ func (c *Client) logWrite(ctx context.Context, loc *chunkLoc, n int, start time.
 // prepare asks the master for a primary of chunk idx, allocating the chunk
 // if needed. It returns the location and the cluster's chunk size.
 func (c *Client) prepare(ctx context.Context, path string, idx int64, appending bool) (*chunkLoc, int64, error) {
-	resp, err := c.master.PrepareWrite(ctx, &pb.PrepareWriteRequest{Caller: c.caller, Path: path, Index: idx, Append: appending})
+	resp, err := c.master.PrepareWrite(ctx, &pb.PrepareWriteRequest{Caller: c.caller, Path: path, Index: idx, Append: appending,
+		Suspect: c.leases.takeSuspect(path, idx)})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -242,8 +246,20 @@ func secondaries(loc *chunkLoc) []string {
 }
 
 // commitLength tells the master the file has data up to length.
+//
+// A commit only ever raises the length, so one the master is unavailable
+// for (restarting, say) is retried until RetryTimeout: the data is on
+// every replica already.
 func (c *Client) commitLength(ctx context.Context, path string, length int64) error {
-	resp, err := c.master.CommitLength(ctx, &pb.CommitLengthRequest{Caller: c.caller, Path: path, Length: length, Touch: true})
+	r := c.newRetrier()
+	var resp *pb.CommitLengthResponse
+	var err error
+	for {
+		resp, err = c.master.CommitLength(ctx, &pb.CommitLengthRequest{Caller: c.caller, Path: path, Length: length, Touch: true})
+		if err == nil || chunkfs.KindOf(err) != chunkfs.KindUnavailable || !r.again(ctx, err) {
+			break
+		}
+	}
 	if err != nil {
 		return wrapOp("write", path, err)
 	}

@@ -12,10 +12,11 @@ import (
 
 var adminCommand = &command{
 	name:    "admin",
-	args:    "report [--json]",
-	summary: "cluster administration: report prints the cluster's figures",
-	example: "  chunkfs admin report\n  chunkfs admin report --json | jq '.servers[] | select(.alive | not)'",
-	run:     runAdmin,
+	args:    "report | fsck [PATH] | ha [add-voter ID ADDR | add-observer ID ADDR | remove ID | transfer-leader [ID]] [--json]",
+	summary: "cluster administration: report prints the cluster's figures, fsck the health of files' chunks, ha the masters of a group (and changes it)",
+	example: "  chunkfs admin report\n  chunkfs admin report --json | jq '.servers[] | select(.alive | not)'\n" +
+		"  chunkfs admin fsck /data\n  chunkfs admin ha\n  chunkfs admin ha transfer-leader m2",
+	run: runAdmin,
 }
 
 func runAdmin(ctx context.Context, e *env, args []string) error {
@@ -26,8 +27,14 @@ func runAdmin(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(ops) > 0 && ops[0] == "fsck" {
+		return runFsck(ctx, e, cf, *asJSON, ops[1:])
+	}
+	if len(ops) > 0 && ops[0] == "ha" {
+		return runHA(ctx, e, cf, *asJSON, ops[1:])
+	}
 	if len(ops) != 1 || ops[0] != "report" {
-		return usagef("unknown admin command %q; known: report", fmt.Sprint(ops))
+		return usagef("unknown admin command %q; known: report, fsck, ha", fmt.Sprint(ops))
 	}
 	c, err := cf.connect(ctx, e)
 	if err != nil {

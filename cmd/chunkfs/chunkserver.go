@@ -83,6 +83,10 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 	buffer := fs.String("buffer", size(int(c.BufferBytes)), "memory for pushed data awaiting a write")
 	fs.DurationVar(&c.BufferExpiry, "buffer-expiry", c.BufferExpiry, "pushed data not written within this is dropped")
 	fs.DurationVar(&c.ScrubInterval, "scrub", c.ScrubInterval, "verify one idle chunk every interval (0: never)")
+	fs.IntVar(&c.CloneStreams, "clone-streams", c.CloneStreams, "re-replication clones this server runs at once as a target; more are refused for the master to retry")
+	cloneRate := fs.String("clone-rate", size(int(c.CloneRate)), "bytes a second all clones into this server pull together, with a K, M or G suffix (0: unlimited)")
+	reserve := fs.String("reserve", size(int(c.Reserve)), "free space each disk keeps: no new replica goes to a disk with less (suffix K, M, G)")
+	fs.DurationVar(&c.StreamIdle, "stream-idle", c.StreamIdle, "close a data-stream connection that sends no request for this long (clients reuse theirs for 15s)")
 	fs.BoolVar(&o.verbose, "v", false, "log debugging detail")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -112,6 +116,14 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 		return o, usagef("--buffer: %v", err)
 	}
 	c.BufferBytes = int64(n)
+	if n, err = parseSize(*cloneRate); err != nil {
+		return o, usagef("--clone-rate: %v", err)
+	}
+	c.CloneRate = int64(n)
+	if n, err = parseSize(*reserve); err != nil {
+		return o, usagef("--reserve: %v", err)
+	}
+	c.Reserve = int64(n)
 	if err := c.Validate(); err != nil {
 		return o, usagef("%v", err)
 	}

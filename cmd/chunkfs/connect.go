@@ -22,13 +22,15 @@ const defaultMaster = "127.0.0.1:7070"
 type clientFlags struct {
 	master       string
 	retryTimeout time.Duration
+	leaderReads  bool
 }
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	cf := &clientFlags{}
-	fs.StringVar(&cf.master, "master", "", "master address host:port (default $CHUNKFS_MASTER or "+defaultMaster+")")
+	fs.StringVar(&cf.master, "master", "", "master address host:port, or a group's masters comma-separated (default $CHUNKFS_MASTER or "+defaultMaster+")")
 	fs.DurationVar(&cf.retryTimeout, "retry-timeout", client.DefaultConfig().RetryTimeout,
 		"how long a read or write keeps retrying after failures (other replicas, a new primary) before it fails")
+	fs.BoolVar(&cf.leaderReads, "leader-reads", false, "with a group of masters, read from the leader, not from observers")
 	return cf
 }
 
@@ -49,7 +51,7 @@ func (cf *clientFlags) connect(ctx context.Context, e *env) (*client.Client, err
 	}
 	cfg := client.DefaultConfig()
 	cfg.Master = addr
-	cfg.RetryTimeout = cf.retryTimeout
+	cfg.RetryTimeout, cfg.LeaderReads = cf.retryTimeout, cf.leaderReads
 	c, err := client.New(ctx, cfg)
 	if chunkfs.KindOf(err) == chunkfs.KindUnavailable {
 		return nil, fmt.Errorf("cannot reach the master at %s (start one with 'chunkfs dev', or give --master or $CHUNKFS_MASTER): %w", addr, err)

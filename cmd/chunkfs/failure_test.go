@@ -477,3 +477,59 @@ func checkOnly(t *testing.T, c *client.Client, dir string, want map[string][]byt
 		}
 	}
 }
+
+func TestAdminHA(t *testing.T) {
+	if r := ok(t, "", "admin", "ha"); !strings.Contains(r, "standalone") {
+		t.Fatalf("admin ha of a master alone:\n%s", r)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"admin", "ha", "add-voter", "m2"}, 2, "takes ID HOST:PORT"},
+		{[]string{"admin", "ha", "frob"}, 2, "unknown admin ha change"},
+		{[]string{"admin", "ha", "add-voter", "m2", "127.0.0.1:1"}, 1, "runs alone"},
+	} {
+		r := runCLI(t, "", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.err) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("chunkfs %v: exit %d, stderr %q; want exit %d and one line mentioning %q", tc.args, r.code, r.stderr, tc.code, tc.err)
+		}
+	}
+
+	cfg := cluster.DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.Masters = 3
+	cl, err := cluster.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	leader, err := cl.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := invocation{master: cl.MasterAddr()}
+	r := runWith(t, inv, "admin", "ha")
+	if r.code != 0 || strings.Count(r.stdout, "follower") != 2 || strings.Count(r.stdout, "leader") != 1 {
+		t.Fatalf("admin ha of three masters: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	target := (leader + 1) % 3
+	if r := runWith(t, inv, "admin", "ha", "transfer-leader", fmt.Sprintf("m%d", target+1)); r.code != 0 {
+		t.Fatalf("transfer-leader: exit %d: %s", r.code, r.stderr)
+	}
+	if now, _ := cl.WaitLeader(ctx); now != target {
+		t.Fatalf("after transfer-leader to m%d, m%d leads", target+1, now+1)
+	}
+	if err := cl.StopGroupMaster(target); err != nil {
+		t.Fatal(err)
+	}
+	if r := runWith(t, inv, "mkdir", "/after-failover"); r.code != 0 {
+		t.Fatalf("mkdir with the leader down: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runWith(t, inv, "admin", "ha"); r.code != 0 || !strings.Contains(r.stdout, "unreachable") {
+		t.Fatalf("admin ha with a master down: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

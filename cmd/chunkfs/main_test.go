@@ -478,3 +478,33 @@ func TestQuoteName(t *testing.T) {
 		}
 	}
 }
+
+func TestCert(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ca")
+	ok(t, "", "cert", "init", "--dir", dir)
+	ok(t, "", "cert", "issue", "--dir", dir, "--role", "chunkserver", "--name", "cs1", "--host", "127.0.0.1")
+	ok(t, "", "cert", "issue", "--dir", dir, "--role", "client", "--name", "alice", "--uid", "1000", "--gids", "1000,27")
+	for _, f := range []string{"ca.key", "cs1/tls.key", "alice/tls.key"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v, mode %v; want 0600", f, err, st.Mode())
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"cert"}, 2, "need init or issue"},
+		{[]string{"cert", "init", "--dir", dir}, 1, "file already exists"},
+		{[]string{"cert", "issue", "--dir", dir, "--role", "client", "--name", "alice", "--uid", "1"}, 1, "file already exists"},
+		{[]string{"cert", "issue", "--dir", dir, "--role", "admin", "--name", "x"}, 2, "unknown role"},
+		{[]string{"cert", "issue", "--dir", dir, "--role", "client", "--name", "bob", "--gids", "x"}, 2, "bad group"},
+		{[]string{"cert", "issue", "--dir", filepath.Join(dir, "none"), "--role", "client", "--name", "bob"}, 1, "no such file"},
+	} {
+		r := runCLI(t, "", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.err) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("chunkfs %v: exit %d, stderr %q; want exit %d and one line mentioning %q", tc.args, r.code, r.stderr, tc.code, tc.err)
+		}
+	}
+}

@@ -38,10 +38,12 @@ func runMount(ctx context.Context, args []string) error {
 
 // mountOptions is what the command line of `chunkfs mount` says.
 type mountOptions struct {
-	master  string
-	dir     string
-	fuse    fusefs.Config
-	verbose bool
+	master      string
+	dir         string
+	fuse        fusefs.Config
+	verbose     bool
+	leaderReads bool
+	autoMsync   time.Duration
 }
 
 // serveMount mounts and blocks until the mount goes away or ctx ends, then
@@ -50,6 +52,7 @@ func serveMount(ctx context.Context, o mountOptions, log *slog.Logger) error {
 	cc := client.DefaultConfig()
 	cc.Master = o.master
 	cc.RetryTimeout = o.fuse.OpTimeout
+	cc.LeaderReads, cc.AutoMsync = o.leaderReads, o.autoMsync
 	cc.Logger = log
 	dialCtx, cancel := context.WithTimeout(ctx, o.fuse.MountTimeout)
 	b, err := fusefs.NewClientBackend(dialCtx, cc)
@@ -103,6 +106,8 @@ func mountFlags(args []string) (mountOptions, error) {
 	fs.BoolVar(&c.AllowOther, "allow-other", false, "let other users use the mount (the kernel checks their permissions)")
 	fs.BoolVar(&c.Debug, "debug", false, "log every FUSE request")
 	fs.BoolVar(&o.verbose, "v", false, "log mount activity")
+	fs.BoolVar(&o.leaderReads, "leader-reads", false, "with a group of masters, send every call to the leader, no reads to observers")
+	fs.DurationVar(&o.autoMsync, "auto-msync", time.Second, "with observers, sync with the leader before a read when this long has passed since the last sync (0: never)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stdout, "Usage: chunkfs mount [flags] DIR")

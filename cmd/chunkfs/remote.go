@@ -5,11 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
@@ -130,11 +130,11 @@ func tempName(dst string) string {
 // sent: a name over chunkfs.MaxNameLen or a path over chunkfs.MaxPathLen.
 func checkTarget(p string) error {
 	if len(p) > chunkfs.MaxPathLen {
-		return chunkfs.E("create", p[:64]+"…", chunkfs.KindTooLarge, "path longer than "+strconv.Itoa(chunkfs.MaxPathLen)+" bytes")
+		return chunkfs.E("create", p[:64]+"…", chunkfs.KindTooLarge, fmt.Sprintf("path longer than %d bytes", chunkfs.MaxPathLen))
 	}
 	for _, name := range strings.Split(p, "/") {
 		if len(name) > chunkfs.MaxNameLen {
-			return chunkfs.E("create", p, chunkfs.KindTooLarge, "file name longer than 255 bytes")
+			return chunkfs.E("create", p, chunkfs.KindTooLarge, fmt.Sprintf("file name longer than %d bytes", chunkfs.MaxNameLen))
 		}
 	}
 	return nil

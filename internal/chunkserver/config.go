@@ -26,11 +26,30 @@ type Config struct {
 	ScrubInterval     time.Duration // one idle chunk is verified every interval; 0: never
 	RPCTimeout        time.Duration // deadline of calls to masters and peers
 	MaxChunkSize      int64         // largest chunk accepted
+	CloneStreams      int           // clones this server runs at once as a target; more are refused
+	CloneRate         int64         // bytes a second all its clones pull together; 0: unlimited
+	StreamIdle        time.Duration // a data-stream connection sending no request for this long is closed
+	Reserve           int64         // bytes each disk keeps free: no new replica (chunk or clone) goes to one with less
 
 	FS     chunkstore.FS // file system of the data directories
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
+
+// Clone throttle defaults: two clones at once, as HDFS's
+// dfs.namenode.replication.max-streams, pulling 50 MiB/s together: under
+// half of a 1 Gb/s NIC, so clients keep most of the bandwidth while a
+// dead server's chunks are restored.
+const (
+	DefaultCloneStreams = 2
+	DefaultCloneRate    = 50 << 20
+)
+
+// DefaultReserve is the free space each disk keeps: one 64 MiB chunk, so
+// a replica created on it can be filled, and a disk that is full refuses
+// new replicas (KindNoSpace) rather than accepting chunks it cannot
+// store.
+const DefaultReserve = 64 << 20
 
 // DefaultConfig returns defaults; Dirs and Masters must still be set.
 func DefaultConfig() Config {
@@ -42,6 +61,10 @@ func DefaultConfig() Config {
 		ScrubInterval:     10 * time.Second,
 		RPCTimeout:        10 * time.Second,
 		MaxChunkSize:      1 << 30,
+		CloneStreams:      DefaultCloneStreams,
+		CloneRate:         DefaultCloneRate,
+		StreamIdle:        rpc.DefaultStreamIdle,
+		Reserve:           DefaultReserve,
 		FS:                chunkstore.OS{},
 		Clock:             clock.Real{},
 		Logger:            slog.Default(),
@@ -53,8 +76,10 @@ func (c *Config) Validate() error {
 	switch {
 	case len(c.Dirs) == 0:
 		return errors.New("chunkserver: no data directory")
-	case c.HeartbeatInterval <= 0 || c.BufferExpiry <= 0 || c.RPCTimeout <= 0 || c.ScrubInterval < 0:
+	case c.HeartbeatInterval <= 0 || c.BufferExpiry <= 0 || c.RPCTimeout <= 0 || c.ScrubInterval < 0 || c.StreamIdle <= 0:
 		return errors.New("chunkserver: intervals and timeouts must be positive")
+	case c.CloneStreams <= 0 || c.CloneRate < 0 || c.Reserve < 0:
+		return errors.New("chunkserver: clone streams must be positive, clone rate and reserve not negative")
 	case c.ReportSize <= 0:
 		return errors.New("chunkserver: report size must be positive")
 	case c.BufferBytes < rpc.MaxPushSize:

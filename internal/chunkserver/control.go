@@ -435,10 +435,14 @@ func (c *control) DeleteChunks(ctx context.Context, req *pb.DeleteChunksRequest)
 	if len(req.Handles) > maxDeleteBatch {
 		return nil, chunkfs.E("delete chunks", "", chunkfs.KindTooLarge, "too many handles")
 	}
+	var first error // one replica that cannot be deleted does not keep the others
 	for _, h := range req.Handles {
-		if err := c.s.deleteChunk(chunkfs.Handle(h)); err != nil {
-			return nil, err
+		if err := c.s.deleteChunk(chunkfs.Handle(h)); err != nil && first == nil {
+			first = err
 		}
+	}
+	if first != nil {
+		return nil, first
 	}
 	return &pb.DeleteChunksResponse{}, nil
 }

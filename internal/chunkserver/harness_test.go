@@ -111,6 +111,7 @@ type testCluster struct {
 	pool    *rpc.Pool
 	data    *rpc.DataClient
 	scrub   time.Duration // ScrubInterval of servers started from now on
+	tune    func(*Config) // adjusts the config of servers started from now on
 	nextID  chunkfs.DataID
 	mu      sync.Mutex // guards nextID
 }
@@ -126,8 +127,14 @@ func newTestCluster(t testing.TB, n int) *testCluster {
 
 // newTestClusterIn starts one server on each data directory.
 func newTestClusterIn(t testing.TB, dirs []string) *testCluster {
+	return newTunedCluster(t, dirs, nil)
+}
+
+// newTunedCluster starts one server on each data directory, each with
+// its configuration adjusted by tune (nil: the defaults of start).
+func newTunedCluster(t testing.TB, dirs []string, tune func(*Config)) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, clock: clock.NewFake(time.Unix(1e9, 0)), master: startFakeMaster(t), pool: rpc.NewPool(), data: rpc.NewDataClient(), dirs: dirs}
+	tc := &testCluster{t: t, clock: clock.NewFake(time.Unix(1e9, 0)), master: startFakeMaster(t), pool: rpc.NewPool(), data: rpc.NewDataClient(), dirs: dirs, tune: tune}
 	n := len(dirs)
 	for i := range n {
 		tc.start(i)
@@ -155,6 +162,10 @@ func (tc *testCluster) start(i int) {
 	cfg.MaxChunkSize = 64 << 20
 	cfg.ScrubInterval = tc.scrub
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.CloneRate = 0 // the fake clock does not move by itself
+	if tc.tune != nil {
+		tc.tune(&cfg)
+	}
 	s, err := Open(cfg)
 	if err != nil {
 		tc.t.Fatal(err)

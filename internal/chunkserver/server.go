@@ -13,6 +13,12 @@
 // The primary answers once every replica has applied it, so an acknowledged
 // mutation is on every replica; any failure is reported and the client
 // retries.
+//
+// For re-replication the master has a server Clone a chunk from another:
+// it pulls the chunk over the data stream, verified, and keeps it only
+// once whole and durable, throttled in number and bandwidth (clone.go). A
+// full disk answers KindNoSpace and corrupts nothing; a failing disk
+// loses its directory's replicas, reported corrupt, not the server.
 package chunkserver
 
 import (
@@ -41,14 +47,15 @@ const idFile = "chunkserver.id"
 
 // Server is a chunkserver.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	id    string
-	store *chunkstore.Store
-	buf   *buffer
-	peers *rpc.Pool // masters and other chunkservers
-	data  *rpc.DataClient
-	load  atomic.Int32 // operations in flight
+	cfg    Config
+	log    *slog.Logger
+	id     string
+	store  *chunkstore.Store
+	buf    *buffer
+	peers  *rpc.Pool // masters and other chunkservers
+	data   *rpc.DataClient
+	load   atomic.Int32 // operations in flight
+	clones *cloneLimiter
 
 	handlers sync.WaitGroup // gRPC handlers in flight; Close waits for them
 
@@ -72,7 +79,7 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	sc := chunkstore.DefaultConfig()
-	sc.Dirs, sc.FS, sc.MaxChunkSize, sc.Logger = cfg.Dirs, cfg.FS, cfg.MaxChunkSize, cfg.Logger
+	sc.Dirs, sc.FS, sc.MaxChunkSize, sc.Reserve, sc.Logger = cfg.Dirs, cfg.FS, cfg.MaxChunkSize, cfg.Reserve, cfg.Logger
 	store, err := chunkstore.Open(sc)
 	if err != nil {
 		return nil, err
@@ -86,6 +93,7 @@ func Open(cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger.With("chunkserver", id), id: id, store: store,
 		buf:   newBuffer(cfg.Clock, cfg.BufferBytes, cfg.BufferExpiry),
 		peers: rpc.NewPool(), data: rpc.NewDataClient(),
+		clones: newCloneLimiter(cfg.Clock, cfg.CloneStreams, cfg.CloneRate),
 		chunks: make(map[chunkfs.Handle]*chunkState), ctx: ctx, cancel: cancel,
 	}
 	s.reporter.init(s)
@@ -158,7 +166,7 @@ func (s *Server) start(lis net.Listener) error {
 		s.addr = lis.Addr().String()
 	}
 	sc := rpc.DefaultStreamConfig()
-	sc.Client, sc.Logger = s.data, s.log
+	sc.Client, sc.Logger, sc.IdleTimeout = s.data, s.log, s.cfg.StreamIdle
 	stream, err := rpc.NewStreamServer(streamHandler{s}, sc)
 	if err != nil {
 		return err

@@ -535,3 +535,53 @@ func TestScrubberFindsRot(t *testing.T) {
 	tc.clock.Advance(time.Second)
 	tc.master.wait(t, "corrupt")
 }
+
+// TestScrubberGoesRoundOneChunkAnInterval rots every chunk and checks that
+// the scrubber finds them one per interval, in turn, and lists them in
+// heartbeats.
+func TestScrubberGoesRoundOneChunkAnInterval(t *testing.T) {
+	tc := newTestCluster(t, 1)
+	for h := chunkfs.Handle(1); h <= 3; h++ {
+		tc.grant(h, 1)
+		if err := tc.write(h, 1, 0, bytes.Repeat([]byte{byte(h)}, 70000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc.scrub = 5 * time.Second
+	tc.servers[0].Close()
+	tc.start(0)
+	tc.master.wait(t, "register")
+	for h := chunkfs.Handle(1); h <= 3; h++ {
+		flipByte(t, chunkFile(t, tc.dirs[0], h), 66000)
+	}
+	for tc.clock.Waiters() < 2 { // heartbeat and housekeeping tickers
+		time.Sleep(time.Millisecond)
+	}
+	reported := func() int {
+		tc.master.mu.Lock()
+		defer tc.master.mu.Unlock()
+		return len(tc.master.corrupt)
+	}
+	for want := 1; want <= 3; want++ {
+		tc.clock.Advance(5 * time.Second)
+		tc.master.wait(t, "corrupt")
+		time.Sleep(50 * time.Millisecond) // a second report, if one were made, arrives
+		if got := reported(); got != want {
+			t.Fatalf("after %d intervals %d corrupt replicas reported", want, got)
+		}
+	}
+	tc.master.mu.Lock()
+	var seen []uint64
+	for _, r := range tc.master.corrupt {
+		seen = append(seen, r.Handle)
+	}
+	tc.master.mu.Unlock()
+	if !slices.Equal(seen, []uint64{1, 2, 3}) {
+		t.Fatalf("scrubbed in the order %v", seen)
+	}
+	b := tc.beatOf(0)
+	slices.Sort(b.Corrupt)
+	if !slices.Equal(b.Corrupt, []uint64{1, 2, 3}) {
+		t.Fatalf("heartbeat lists corrupt %v", b.Corrupt)
+	}
+}

@@ -25,9 +25,14 @@ func (s *Store) checkRange(op string, h chunkfs.Handle, off, n int64) error {
 }
 
 // mutate runs fn on chunk h's open data file with the chunk locked, then
-// rewrites the metadata. A failure of the file system marks the chunk
-// corrupt, since its data and metadata may then disagree.
-func (s *Store) mutate(op string, h chunkfs.Handle, fn func(c *chunk, f File) error) error {
+// rewrites the metadata. A full disk undoes the mutation and leaves the
+// replica as it was (KindNoSpace); a failing disk fails the data
+// directory; any other failure of the file system marks the chunk
+// corrupt, since its data and metadata may then disagree (see diskerr.go).
+// from is the lowest chunk offset the mutation may change (or, below the
+// chunk's length, re-sum), so that only the checksums from there on are
+// saved for an undo.
+func (s *Store) mutate(op string, h chunkfs.Handle, from int64, fn func(c *chunk, f File, old *saved) error) error {
 	c, err := s.get(op, h)
 	if err != nil {
 		return err
@@ -42,17 +47,21 @@ func (s *Store) mutate(op string, h chunkfs.Handle, fn func(c *chunk, f File) er
 		return s.failLocked(op, c, err)
 	}
 	defer f.Close()
-	if err := fn(c, f); err != nil {
-		if chunkfs.KindOf(err) == chunkfs.KindChecksum {
-			s.markCorrupt(c, err)
-			return errCorrupt(op, h)
-		}
-		return s.failLocked(op, c, err)
+	old := c.saveLocked(from)
+	err = fn(c, f, &old)
+	if err == nil {
+		err = s.writeMetaLocked(c, false)
 	}
-	if err := s.writeMetaLocked(c, false); err != nil {
-		return s.failLocked(op, c, err)
+	switch {
+	case err == nil:
+		return nil
+	case chunkfs.KindOf(err) == chunkfs.KindChecksum:
+		s.markCorrupt(c, err)
+		return errCorrupt(op, h)
+	case isNoSpace(err):
+		return s.undoNoSpaceLocked(op, c, f, old, err)
 	}
-	return nil
+	return s.failLocked(op, c, err)
 }
 
 // Write writes p at off in chunk h. A gap between the chunk's end and off
@@ -72,14 +81,45 @@ func (s *Store) WriteWithSums(h chunkfs.Handle, off int64, p []byte, sums []uint
 	if err := s.checkRange("write", h, off, int64(len(p))); err != nil {
 		return err
 	}
-	return s.mutate("write", h, func(c *chunk, f File) error {
+	return s.mutate("write", h, off, func(c *chunk, f File, old *saved) error {
 		if off > c.length {
 			if err := extendLocked(c, f, off); err != nil {
 				return err
 			}
 		}
+		var err error
+		if old.bytes, err = saveOverlapLocked(c, f, off, int64(len(p))); err != nil {
+			return err
+		}
+		old.off = off
 		return writeLocked(c, f, off, p, sums)
 	})
+}
+
+// maxOverlapSaved bounds the old bytes a write saves to undo (see
+// saveOverlapLocked).
+const maxOverlapSaved = 4 << 20
+
+// saveOverlapLocked returns the old bytes of c that a write of n bytes at
+// off overwrites when it also extends the chunk (nil when it does not, or
+// when they are more than maxOverlapSaved): a disk that fills up fails
+// such a write where it begins to allocate, past the old end, after it has
+// overwritten the old bytes before it, which the undo (undoNoSpaceLocked)
+// then puts back. A write that only overwrites allocates nothing (except
+// into a hole left by padding or truncation) and saves nothing. Sequential
+// writes and appends start at the end: nothing to save.
+func saveOverlapLocked(c *chunk, f File, off, n int64) ([]byte, error) {
+	if off >= c.length || off+n <= c.length || c.length-off > maxOverlapSaved {
+		return nil, nil
+	}
+	saved := make([]byte, c.length-off)
+	if _, err := f.ReadAt(saved, off); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errCorrupt("write", c.handle) // file shorter than its metadata says
+		}
+		return nil, err
+	}
+	return saved, nil
 }
 
 // Pad extends chunk h with zeros up to length to; it does nothing if the
@@ -88,7 +128,7 @@ func (s *Store) Pad(h chunkfs.Handle, to int64) error {
 	if err := s.checkRange("pad", h, to, 0); err != nil {
 		return err
 	}
-	return s.mutate("pad", h, func(c *chunk, f File) error {
+	return s.mutate("pad", h, to, func(c *chunk, f File, _ *saved) error {
 		if to <= c.length {
 			return nil
 		}
@@ -101,7 +141,7 @@ func (s *Store) Truncate(h chunkfs.Handle, size int64) error {
 	if err := s.checkRange("truncate", h, size, 0); err != nil {
 		return err
 	}
-	return s.mutate("truncate", h, func(c *chunk, f File) error {
+	return s.mutate("truncate", h, size, func(c *chunk, f File, _ *saved) error {
 		if size >= c.length {
 			return extendLocked(c, f, size)
 		}
@@ -286,7 +326,7 @@ func (s *Store) readChunk(c *chunk, f File, off int64, p []byte, sums []uint32) 
 	if f == nil {
 		of, err := s.cfg.FS.OpenFile(s.path(c, ".data"), os.O_RDONLY, 0)
 		if err != nil {
-			return 0, sums, err
+			return 0, sums, s.diskError("read", c, err)
 		}
 		defer of.Close()
 		f = of
@@ -296,7 +336,7 @@ func (s *Store) readChunk(c *chunk, f File, off int64, p []byte, sums []uint32) 
 		if chunkfs.KindOf(err) == chunkfs.KindChecksum {
 			s.markCorrupt(c, err)
 		}
-		return 0, sums, err
+		return 0, sums, s.diskError("read", c, err)
 	}
 	if n < int64(len(p)) {
 		return int(n), sums, io.EOF
@@ -365,7 +405,7 @@ func (s *Store) OpenReader(h chunkfs.Handle) (*Reader, error) {
 	}
 	f, err := s.cfg.FS.OpenFile(s.path(c, ".data"), os.O_RDONLY, 0)
 	if err != nil {
-		return nil, err
+		return nil, s.diskError("read", c, err)
 	}
 	return &Reader{s: s, c: c, f: f}, nil
 }

@@ -18,11 +18,14 @@ import (
 // logged operations, the first torn bytes of the next one if it is a write,
 // and drops the rest: what a process killed in the middle of a sequence of
 // system calls leaves behind. Directories are implicit and always durable.
+//
+// SetFault injects errors: a full disk, a failing one, at any operation.
 type MemFS struct {
-	mu    sync.Mutex // guards files and log
+	mu    sync.Mutex // guards files, log and fault
 	files map[string]*memNode
 	log   []memOp // unsynced operations, oldest first
 	space int64
+	fault func(op, name string) error
 }
 
 type memNode struct {
@@ -42,11 +45,38 @@ func NewMemFS(space int64) *MemFS {
 	return &MemFS{files: make(map[string]*memNode), space: space}
 }
 
+// SetFault makes every later operation first call fault with its name
+// ("open", "read", "write", "truncate", "sync", "remove", "rename",
+// "mkdir", "readdir") and
+// the file's; an error fails the operation, which then does nothing
+// (wrapped in a *fs.PathError, so errors.Is sees syscall.ENOSPC or
+// syscall.EIO). fault runs with the MemFS locked and must not call it.
+// nil removes it.
+func (m *MemFS) SetFault(fault func(op, name string) error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fault = fault
+}
+
+// faultLocked returns the injected error of op on name, if any.
+func (m *MemFS) faultLocked(op, name string) error {
+	if m.fault == nil {
+		return nil
+	}
+	if err := m.fault(op, name); err != nil {
+		return &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	return nil
+}
+
 // OpenFile opens or creates a file (O_CREATE, O_EXCL and O_TRUNC are honoured).
 func (m *MemFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	name = path.Clean(name)
+	if err := m.faultLocked("open", name); err != nil {
+		return nil, err
+	}
 	n, ok := m.files[name]
 	switch {
 	case ok && flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
@@ -69,6 +99,9 @@ func (m *MemFS) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	name = path.Clean(name)
+	if err := m.faultLocked("remove", name); err != nil {
+		return err
+	}
 	if _, ok := m.files[name]; !ok {
 		return &fs.PathError{Op: "remove", Path: name, Err: fs.ErrNotExist}
 	}
@@ -76,13 +109,51 @@ func (m *MemFS) Remove(name string) error {
 	return nil
 }
 
-// MkdirAll does nothing: directories are implicit.
-func (m *MemFS) MkdirAll(name string, perm fs.FileMode) error { return nil }
+// Rename moves a file, replacing newname. The rename is durable at once
+// (as OS.Rename makes it): the file's durable contents move with it, and
+// its logged operations follow it to the new name.
+func (m *MemFS) Rename(oldname, newname string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	oldname, newname = path.Clean(oldname), path.Clean(newname)
+	if err := m.faultLocked("rename", oldname); err != nil {
+		return err
+	}
+	n, ok := m.files[oldname]
+	if !ok {
+		return &fs.PathError{Op: "rename", Path: oldname, Err: fs.ErrNotExist}
+	}
+	delete(m.files, oldname)
+	m.files[newname] = n
+	log := m.log[:0]
+	for _, op := range m.log {
+		switch op.name {
+		case newname:
+			continue // the replaced file's pending operations go with it
+		case oldname:
+			op.name = newname
+		}
+		log = append(log, op)
+	}
+	m.log = log
+	return nil
+}
+
+// MkdirAll does nothing but fail when a fault says so: directories are
+// implicit.
+func (m *MemFS) MkdirAll(name string, perm fs.FileMode) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.faultLocked("mkdir", path.Clean(name))
+}
 
 // ReadDir lists the files and implicit directories directly under name.
 func (m *MemFS) ReadDir(name string) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.faultLocked("readdir", path.Clean(name)); err != nil {
+		return nil, err
+	}
 	prefix := path.Clean(name) + "/"
 	seen := map[string]bool{}
 	for f := range m.files {
@@ -190,6 +261,9 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	if f.closed {
 		return 0, errClosed
 	}
+	if err := f.fs.faultLocked("read", f.name); err != nil {
+		return 0, err
+	}
 	if off < 0 {
 		return 0, errors.New("memfs: negative offset")
 	}
@@ -209,6 +283,9 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if f.closed {
 		return 0, errClosed
 	}
+	if err := f.fs.faultLocked("write", f.name); err != nil {
+		return 0, err
+	}
 	if off < 0 {
 		return 0, errors.New("memfs: negative offset")
 	}
@@ -223,6 +300,9 @@ func (f *memFile) Truncate(size int64) error {
 	defer f.fs.mu.Unlock()
 	if f.closed {
 		return errClosed
+	}
+	if err := f.fs.faultLocked("truncate", f.name); err != nil {
+		return err
 	}
 	f.truncateLocked(size)
 	return nil
@@ -240,6 +320,9 @@ func (f *memFile) Sync() error {
 	defer f.fs.mu.Unlock()
 	if f.closed {
 		return errClosed
+	}
+	if err := f.fs.faultLocked("sync", f.name); err != nil {
+		return err
 	}
 	f.node.durable = append(f.node.durable[:0], f.node.data...)
 	log := f.fs.log[:0]

@@ -9,8 +9,15 @@
 // read verifies the blocks it covers before returning a byte. A chunk whose
 // data or metadata fails a check is marked corrupt and never served again.
 //
+// A replica copied from another server (a clone) is built as an Incoming,
+// under temporary names, and appears whole or not at all. A full disk
+// fails a mutation with KindNoSpace and leaves the replica as it was; a
+// failing disk fails its data directory, whose replicas are then reported
+// corrupt, while the other directories serve on (diskerr.go).
+//
 // All disk access goes through the small FS interface, so tests can use
-// MemFS to simulate a crash in the middle of a write.
+// MemFS to simulate a crash in the middle of a write, or inject a full or
+// failing disk.
 package chunkstore
 
 import (
@@ -39,6 +46,7 @@ type Config struct {
 	Dirs         []string // data directories; chunks are spread over them
 	FS           FS       // file system; OS{} by default
 	MaxChunkSize int64    // largest chunk accepted, in bytes
+	Reserve      int64    // bytes a disk keeps free: no new replica goes to one with less; 0: none
 	Logger       *slog.Logger
 }
 
@@ -58,6 +66,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("chunkstore: max chunk size %d is not a positive multiple of %d", c.MaxChunkSize, BlockSize)
 	case c.Logger == nil:
 		return errors.New("chunkstore: no logger")
+	case c.Reserve < 0:
+		return errors.New("chunkstore: negative reserve")
 	}
 	for _, d := range c.Dirs {
 		if d == "" {
@@ -82,9 +92,12 @@ type Store struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex // guards chunks and perDir
+	mu     sync.Mutex // guards chunks, perDir and failed
 	chunks map[chunkfs.Handle]*chunk
-	perDir []int // chunks held in each data directory
+	perDir []int  // chunks held in each data directory
+	failed []bool // data directories that failed (see failDir)
+
+	incoming atomic.Uint64 // numbers the temporary files of Incoming replicas
 }
 
 // chunk is one replica. Its fields other than handle and dir are guarded by
@@ -104,19 +117,28 @@ type chunk struct {
 
 // Open opens the store in cfg.Dirs, creating the directories as needed, and
 // loads every chunk's metadata. Chunks whose metadata is unreadable are
-// kept, marked corrupt, so that they are reported.
+// kept, marked corrupt, so that they are reported. A directory that fails
+// with a disk error (see isDiskFailure) is left out, failed, as long as
+// another one works.
 func Open(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, log: cfg.Logger, chunks: make(map[chunkfs.Handle]*chunk), perDir: make([]int, len(cfg.Dirs))}
+	s := &Store{cfg: cfg, log: cfg.Logger, chunks: make(map[chunkfs.Handle]*chunk), perDir: make([]int, len(cfg.Dirs)), failed: make([]bool, len(cfg.Dirs))}
 	for i, d := range cfg.Dirs {
-		if err := cfg.FS.MkdirAll(d, 0o755); err != nil {
+		err := cfg.FS.MkdirAll(d, 0o755)
+		if err == nil {
+			err = s.loadDir(i)
+		}
+		if err != nil && (!isDiskFailure(err) || len(cfg.Dirs) == 1) {
 			return nil, err
 		}
-		if err := s.loadDir(i); err != nil {
-			return nil, err
+		if err != nil {
+			s.failDir(i, err) // the others serve on
 		}
+	}
+	if len(s.FailedDirs()) == len(cfg.Dirs) {
+		return nil, errors.New("chunkstore: every data directory has failed")
 	}
 	return s, nil
 }
@@ -137,10 +159,20 @@ func (s *Store) loadDir(i int) error {
 		for _, name := range names {
 			if h, ok := parseMetaName(name); ok {
 				s.load(i, h)
+			} else if isIncoming(name) {
+				s.removeIncoming(filepath.Join(s.cfg.Dirs[i], fan, name))
 			}
 		}
 	}
 	return nil
+}
+
+// removeIncoming removes a temporary file of a replica whose building a
+// crash interrupted.
+func (s *Store) removeIncoming(p string) {
+	if err := s.cfg.FS.Remove(p); err != nil {
+		s.log.Warn("remove unfinished incoming replica", "file", p, "err", err)
+	}
 }
 
 func isHex(s string) bool {
@@ -170,8 +202,32 @@ func (s *Store) load(dir int, h chunkfs.Handle) {
 	} else {
 		c.version, c.length, c.sums = m.version, m.length, m.sums
 	}
+	if prev := s.chunks[h]; prev != nil {
+		// Two directories hold the handle (a clone replaced a replica of
+		// a directory that failed, and it works again): keep the newer.
+		keep, drop := newerReplica(prev, c)
+		s.log.Warn("chunk held in two data directories; keeping the newer", "chunk", name(h), "kept", s.cfg.Dirs[keep.dir], "removed", s.cfg.Dirs[drop.dir])
+		s.removeFiles(drop)
+		s.perDir[prev.dir]-- // counted again below if kept
+		c = keep
+	}
 	s.chunks[h] = c
-	s.perDir[dir]++
+	s.perDir[c.dir]++
+}
+
+// newerReplica orders two loaded replicas of one handle: a sound one
+// before a corrupt one, then the higher version.
+func newerReplica(a, b *chunk) (keep, drop *chunk) {
+	if a.corrupt.Load() != b.corrupt.Load() {
+		if a.corrupt.Load() {
+			return b, a
+		}
+		return a, b
+	}
+	if b.version > a.version {
+		return b, a
+	}
+	return a, b
 }
 
 func (s *Store) readMeta(c *chunk) (*meta, error) {
@@ -232,17 +288,33 @@ func (s *Store) Create(h chunkfs.Handle, v chunkfs.Version) error {
 		s.mu.Unlock()
 		return chunkfs.E("create", name(h), chunkfs.KindExist, "chunk exists")
 	}
-	c := &chunk{handle: h, dir: s.pickDirLocked(), version: v}
+	dir, err := s.pickDirLocked("create", h)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	c := &chunk{handle: h, dir: dir, version: v}
 	c.mu.Lock() // held until the files exist
 	defer c.mu.Unlock()
 	s.chunks[h] = c
 	s.perDir[c.dir]++
 	s.mu.Unlock()
-	err := s.createFiles(c)
-	if err != nil {
+	if err := s.createFiles(c); err != nil {
+		c.deleted = true
 		s.forget(c)
+		s.removeFiles(c)
+		return s.diskError("create", c, err)
 	}
-	return err
+	return nil
+}
+
+// removeFiles removes what is left of a chunk whose creation failed.
+func (s *Store) removeFiles(c *chunk) {
+	for _, suffix := range []string{".meta", ".data"} {
+		if err := s.cfg.FS.Remove(s.path(c, suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("remove files of a chunk not created", "chunk", name(c.handle), "err", err)
+		}
+	}
 }
 
 func (s *Store) createFiles(c *chunk) error {
@@ -260,16 +332,31 @@ func (s *Store) createFiles(c *chunk) error {
 	return f.Sync()
 }
 
-// pickDirLocked spreads chunks over the data directories: the one holding
-// the fewest chunks gets the next.
-func (s *Store) pickDirLocked() int {
-	best := 0
+// pickDirLocked spreads chunks over the data directories that have not
+// failed and have room (hasRoom): the one holding the fewest chunks gets
+// the next. With none left it fails with KindNoSpace.
+func (s *Store) pickDirLocked(op string, h chunkfs.Handle) (int, error) {
+	best := -1
 	for i, n := range s.perDir {
-		if n < s.perDir[best] {
+		if !s.failed[i] && (best < 0 || n < s.perDir[best]) && s.hasRoom(i) {
 			best = i
 		}
 	}
-	return best
+	if best < 0 {
+		return 0, chunkfs.E(op, name(h), chunkfs.KindNoSpace, fmt.Sprintf("no data directory that works has %d bytes free", s.cfg.Reserve))
+	}
+	return best, nil
+}
+
+// hasRoom reports whether data directory d's disk has more than Reserve
+// bytes free, so a new replica may go there. A disk whose space cannot be
+// told is taken to have room: its writes will say.
+func (s *Store) hasRoom(d int) bool {
+	if s.cfg.Reserve <= 0 {
+		return true
+	}
+	disk, err := s.cfg.FS.Space(s.cfg.Dirs[d])
+	return err != nil || disk.Free > s.cfg.Reserve
 }
 
 func (s *Store) forget(c *chunk) {
@@ -336,13 +423,6 @@ func (s *Store) usableLocked(op string, c *chunk) error {
 	return nil
 }
 
-// failLocked marks c corrupt after a failed disk operation: its files may
-// no longer match its metadata.
-func (s *Store) failLocked(op string, c *chunk, err error) error {
-	s.markCorrupt(c, err)
-	return &chunkfs.Error{Op: op, Path: name(c.handle), Kind: chunkfs.KindOther, Err: err}
-}
-
 func (s *Store) markCorrupt(c *chunk, err error) {
 	if !c.corrupt.Swap(true) {
 		s.log.Error("chunk corrupt", "chunk", name(c.handle), "err", err)
@@ -391,13 +471,19 @@ func (s *Store) Used() int64 {
 	return n
 }
 
-// Disks returns the distinct file systems holding the data directories,
-// in the order of the directories: directories on one file system give one
-// Disk.
+// Disks returns the distinct file systems holding the data directories
+// that have not failed, in the order of the directories: directories on
+// one file system give one Disk.
 func (s *Store) Disks() ([]Disk, error) {
 	var disks []Disk
 	seen := make(map[string]bool, len(s.cfg.Dirs))
-	for _, d := range s.cfg.Dirs {
+	s.mu.Lock()
+	failed := append([]bool(nil), s.failed...)
+	s.mu.Unlock()
+	for i, d := range s.cfg.Dirs {
+		if failed[i] {
+			continue // its space is no use
+		}
 		disk, err := s.cfg.FS.Space(d)
 		if err != nil {
 			return nil, err
@@ -423,8 +509,15 @@ func (s *Store) Delete(h chunkfs.Handle) error {
 	err1 := s.cfg.FS.Remove(s.path(c, ".meta"))
 	err2 := s.cfg.FS.Remove(s.path(c, ".data"))
 	for _, err := range []error{err1, err2} {
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		switch {
+		case err == nil || errors.Is(err, fs.ErrNotExist):
+		case isDiskFailure(err):
+			// Gone from the store all the same; its files stay on a disk
+			// that no longer works.
+			s.failDir(c.dir, err)
+			return nil
+		default:
+			return s.diskError("delete", c, err)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -13,6 +14,9 @@ import (
 type FS interface {
 	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
 	Remove(name string) error
+	// Rename moves oldname to newname, replacing it, durably: once it
+	// returns, the directory change survives a crash.
+	Rename(oldname, newname string) error
 	MkdirAll(name string, perm fs.FileMode) error
 	// ReadDir returns the names in directory name, in no particular order.
 	ReadDir(name string) ([]string, error)
@@ -64,6 +68,20 @@ func (OS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 
 // Remove is os.Remove.
 func (OS) Remove(name string) error { return os.Remove(name) }
+
+// Rename is os.Rename followed by an fsync of newname's directory, so
+// the rename itself is durable.
+func (OS) Rename(oldname, newname string) error {
+	if err := os.Rename(oldname, newname); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(newname))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
 
 // MkdirAll is os.MkdirAll.
 func (OS) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(name, perm) }

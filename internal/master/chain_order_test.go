@@ -8,15 +8,14 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
-	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/placement"
 )
 
 // registryOf returns a registry with n live, empty chunkservers.
 func registryOf(n int) *registry {
-	r := newRegistry(Config{Clock: clock.NewFake(time.Unix(1000, 0))})
+	r := newRegistry(uint64(time.Unix(1000, 0).UnixNano()))
 	for i := range n {
-		s := &server{id: fmt.Sprintf("cs%02d", i+1), addr: fmt.Sprintf("10.0.1.%d:7001", i+1), capacity: 1 << 40,
+		s := &server{id: fmt.Sprintf("cs%02d", i+1), addr: fmt.Sprintf("10.0.1.%d:7001", i+1), capacity: 1 << 40, free: 1 << 40,
 			alive: true, chunks: map[chunkfs.Handle]chunkfs.Version{}}
 		r.servers[s.id], r.byAddr[s.addr] = s, s
 	}
@@ -41,7 +40,7 @@ func TestBurstChainsBalanced(t *testing.T) {
 		now := time.Unix(1000, 0)
 		forwards := map[*server]int{}
 		for i := range 16 {
-			chain, err := r.chooseLocked(cfg, 3, now.Add(time.Duration(i)*time.Millisecond), nil)
+			chain, err := r.choose(cfg, 3, now.Add(time.Duration(i)*time.Millisecond), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,17 +69,17 @@ func TestChainSortedByLoad(t *testing.T) {
 	a, b, c := r.servers["cs01"], r.servers["cs02"], r.servers["cs03"]
 	a.load, b.load, c.load = 5, 0, 2
 	chain := []*server{a, b, c}
-	r.orderChainLocked(chain, now, hl)
+	r.orderChain(chain, now, hl)
 	if !slices.Equal(chain, []*server{b, c, a}) {
 		t.Fatalf("chain %v %v %v, want by load", chain[0].id, chain[1].id, chain[2].id)
 	}
 	a.load, b.load, c.load = 0, 0, 0 // b and c forwarded once above, a not
-	r.orderChainLocked(chain, now, hl)
+	r.orderChain(chain, now, hl)
 	if chain[0] != a || chain[2] == a {
 		t.Fatalf("chain %v %v %v: want cs01, which forwarded least, first", chain[0].id, chain[1].id, chain[2].id)
 	}
 	one := []*server{a}
-	r.orderChainLocked(one, now, hl) // a single replica forwards nothing
+	r.orderChain(one, now, hl) // a single replica forwards nothing
 	if v := a.forwards.Value(now, hl); v != 1 {
 		t.Fatalf("cs01 forwards %v, want 1", v)
 	}

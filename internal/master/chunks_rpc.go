@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -29,14 +30,23 @@ func (m *Master) GetChunks(ctx context.Context, req *pb.GetChunksRequest) (*pb.G
 			return
 		}
 		resp.Info, resp.ChunkSize = fileInfo(fi), ns.ChunkSize()
-		m.reg.mu.Lock()
-		defer m.reg.mu.Unlock()
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
 		for _, ch := range chunks {
 			resp.Chunks = append(resp.Chunks, m.locationLocked(ch, now))
 		}
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !m.leads() {
+		for _, cl := range resp.Chunks {
+			if len(cl.Replicas) == 0 {
+				// It may be a chunk this master has not heard of from
+				// its chunkservers yet (HDFS-13924): the leader knows.
+				return nil, m.notLeader(op)
+			}
+		}
 	}
 	return resp, nil
 }
@@ -45,13 +55,13 @@ func (m *Master) GetChunks(ctx context.Context, req *pb.GetChunksRequest) (*pb.G
 // current version, the primary first when it holds a valid lease.
 func (m *Master) locationLocked(ch namespace.Chunk, now time.Time) *pb.ChunkLocation {
 	loc := &pb.ChunkLocation{Index: ch.Index, Handle: uint64(ch.Handle), Version: uint64(ch.Version)}
-	primary, expiry := m.reg.leaseLocked(ch.Handle, now)
+	primary, expiry := m.reg.lease(ch.Handle, now)
 	if primary != nil && primary.chunks[ch.Handle] == ch.Version {
 		loc.Primary = primary.addr
 		loc.LeaseExpiryMs = max((expiry.Sub(now) - m.leaseSlack()).Milliseconds(), 1)
 		loc.Replicas = append(loc.Replicas, primary.addr)
 	}
-	for _, s := range m.reg.replicasLocked(ch.Handle, ch.Version) {
+	for _, s := range m.reg.replicas(ch.Handle, ch.Version) {
 		if s != primary {
 			loc.Replicas = append(loc.Replicas, s.addr)
 		}
@@ -77,7 +87,10 @@ func (m *Master) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.ensureLease(ctx, req.Path, ch); err != nil {
+	if len(req.Suspect) > maxAddrLen {
+		return nil, chunkfs.E(op, req.Path, chunkfs.KindInvalid, "suspect address too long")
+	}
+	if err := m.ensureLease(ctx, req.Path, ch, fi.Replication, req.Suspect); err != nil {
 		return nil, err
 	}
 	now := m.cfg.Clock.Now()
@@ -87,12 +100,21 @@ func (m *Master) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) 
 		if v, ok := ns.ChunkVersion(ch.Handle); ok {
 			ch.Version = v
 		}
-		m.reg.mu.Lock()
-		defer m.reg.mu.Unlock()
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
 		resp.Chunk = m.locationLocked(ch, now)
 	})
 	if resp.Chunk.Primary == "" {
 		return nil, chunkfs.E(op, req.Path, chunkfs.KindUnavailable, "lease lost; retry")
+	}
+	if need := m.cfg.minReplicas(fi.Replication); len(resp.Chunk.Replicas) < need {
+		// A grant some replicas failed left fewer than the minimum: the
+		// write waits for the chunk to be healed (it goes first).
+		m.regMu.Lock()
+		m.reg.block(ch.Handle, now)
+		m.regMu.Unlock()
+		return nil, chunkfs.E(op, req.Path, chunkfs.KindUnavailable,
+			fmt.Sprintf("the chunk has %d live replicas, below the minimum of %d; it is being re-replicated", len(resp.Chunk.Replicas), need))
 	}
 	return resp, nil
 }
@@ -158,10 +180,9 @@ func (m *Master) lookupWritable(c chunkfs.Caller, req *pb.PrepareWriteRequest) (
 
 // placed reports whether the master knows a replica of ch (live or not).
 func (m *Master) placed(ch namespace.Chunk) bool {
-	m.reg.mu.Lock()
-	defer m.reg.mu.Unlock()
-	ci := m.reg.chunks[ch.Handle]
-	return ci != nil && len(ci.holders) > 0
+	m.regMu.Lock()
+	defer m.regMu.Unlock()
+	return m.reg.placed(ch.Handle)
 }
 
 func (m *Master) chunkSize() int64 {

@@ -2,6 +2,8 @@ package master
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,7 +149,7 @@ func TestAppendAllocationIsIdempotent(t *testing.T) {
 }
 
 func TestRegisterStaleGarbageAndDeath(t *testing.T) {
-	tm := startMaster(t, "", nil)
+	tm := startMasterMin1(t, "", nil)
 	a, b := tm.startCS("a", "r0"), tm.startCS("b", "r1")
 	tm.create(alice, "/f")
 	h := tm.prepare(alice, "/f", 0, false).Chunk.Handle
@@ -240,14 +242,14 @@ func TestTruncateCutsReplicas(t *testing.T) {
 }
 
 func TestRestartWaitsOutOldLeases(t *testing.T) {
-	tm := startMaster(t, "", nil)
+	tm := startMasterMin1(t, "", nil)
 	tm.startCS("a", "")
 	tm.create(alice, "/old")
 	tm.prepare(alice, "/old", 0, false)
 	dir, clk := tm.cfg.Dir, tm.clock
 	tm.close()
 
-	tm2 := startMaster(t, dir, clk)
+	tm2 := startMasterMin1(t, dir, clk)
 	a := tm2.startCS("a2", "")
 	a.mu.Lock()
 	a.versions[1] = 1
@@ -285,9 +287,9 @@ func TestDeadPrimaryLeaseIsWaitedOut(t *testing.T) {
 		tm.beat(f)
 	}
 	tm.clock.Advance(2 * time.Second)
-	tm.m.reg.mu.Lock()
-	tm.m.reg.markDeadLocked(tm.clock.Now().Add(30*time.Second), 30*time.Second)
-	tm.m.reg.mu.Unlock()
+	tm.m.regMu.Lock()
+	tm.m.reg.markDead(tm.clock.Now().Add(30*time.Second), 30*time.Second)
+	tm.m.regMu.Unlock()
 	for _, f := range others {
 		tm.register(f, "")
 	}
@@ -351,7 +353,7 @@ func TestConcurrentChunkOperations(t *testing.T) {
 					tm.c.Delete(bg, &pb.DeleteRequest{Caller: alice, Path: p})
 				}
 				f := cs[(g+i)%len(cs)]
-				tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Sample: f.report(), ExtendLeases: []uint64{1, 2, 3}})
+				tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Free: 1 << 39, Sample: f.report(), ExtendLeases: []uint64{1, 2, 3}})
 				tm.c.GetChunks(bg, &pb.GetChunksRequest{Caller: alice, Path: p})
 				tm.c.ClusterReport(bg, &pb.ClusterReportRequest{})
 			}
@@ -360,5 +362,116 @@ func TestConcurrentChunkOperations(t *testing.T) {
 	wg.Wait()
 	if err := tm.m.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMinimumReplicas: a new chunk goes only to servers with room; with
+// fewer than the minimum (2) able to take it, the write fails with
+// KindNoSpace, and a chunk left with one live replica takes no write.
+func TestMinimumReplicas(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	a, b, c := tm.startCS("a", "r0"), tm.startCS("b", "r1"), tm.startCS("c", "r2")
+	full := func(f *fakeCS) {
+		if _, err := tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Used: 1 << 30, Free: 1 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full(c)
+	tm.create(alice, "/f")
+	pw := tm.prepare(alice, "/f", 0, false)
+	if len(pw.Chunk.Replicas) != 2 || slices.Contains(pw.Chunk.Replicas, c.addr) {
+		t.Fatalf("placed on %v with c full", pw.Chunk.Replicas)
+	}
+	full(b)
+	tm.create(alice, "/g")
+	if _, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/g"}); kindOf(err) != chunkfs.KindNoSpace {
+		t.Fatalf("new chunk with one server with room: %v", err)
+	}
+	// b dies: /f's chunk has one live replica and takes no write.
+	tm.clock.Advance(20 * time.Second)
+	tm.beat(a)
+	tm.beat(c)
+	tm.clock.Advance(15 * time.Second)
+	tm.beat(a)
+	tm.beat(c)
+	tm.m.checkLiveness()
+	if _, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f"}); kindOf(err) != chunkfs.KindUnavailable {
+		t.Fatalf("write to a chunk with one replica: %v", err)
+	}
+}
+
+// TestSafeMode: a master started on a namespace with data creates no
+// chunk until the chunkservers have reported them, then leaves by itself.
+func TestSafeMode(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	cs := []*fakeCS{tm.startCS("a", ""), tm.startCS("b", ""), tm.startCS("c", "")}
+	tm.create(alice, "/f")
+	tm.prepare(alice, "/f", 0, false)
+	if _, err := tm.c.CommitLength(bg, &pb.CommitLengthRequest{Caller: alice, Path: "/f", Length: 100}); err != nil {
+		t.Fatal(err)
+	}
+	dir, clk := tm.cfg.Dir, tm.clock
+	tm.close()
+	tm2 := startMaster(t, dir, clk)
+	tm2.create(alice, "/g")
+	_, err := tm2.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/g"})
+	if kindOf(err) != chunkfs.KindUnavailable || !strings.Contains(err.Error(), "safe mode") {
+		t.Fatalf("chunk created with no chunkserver known: %v", err)
+	}
+	rep, _ := tm2.c.ClusterReport(bg, &pb.ClusterReportRequest{})
+	if !rep.SafeMode || rep.SafeModeReason == "" {
+		t.Errorf("report: safe mode %v %q", rep.SafeMode, rep.SafeModeReason)
+	}
+	tm2.register(cs[0], "")
+	tm2.register(cs[1], "")
+	if rep, _ := tm2.c.ClusterReport(bg, &pb.ClusterReportRequest{}); rep.SafeMode {
+		t.Fatalf("still in safe mode with the chunk located on 2 servers: %q", rep.SafeModeReason)
+	}
+	if _, err := tm2.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/g"}); err != nil {
+		t.Fatalf("after safe mode: %v", err)
+	}
+}
+
+// TestFsck: per file chunk health with totals; a chunk with data and no
+// live replica is missing, one past the file's end is not.
+func TestFsck(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	cs := []*fakeCS{tm.startCS("a", "r0"), tm.startCS("b", "r1"), tm.startCS("c", "r2")}
+	if _, err := tm.c.Mkdir(bg, &pb.MkdirRequest{Caller: alice, Path: "/d", Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	tm.create(alice, "/d/f")
+	tm.prepare(alice, "/d/f", 0, false)
+	if _, err := tm.c.CommitLength(bg, &pb.CommitLengthRequest{Caller: alice, Path: "/d/f", Length: 100}); err != nil {
+		t.Fatal(err)
+	}
+	tm.create(alice, "/e")
+	tm.prepare(alice, "/e", 0, false) // placed, never written
+	fsck := func() *pb.FsckResponse {
+		r, err := tm.c.Fsck(bg, &pb.FsckRequest{Caller: alice, Path: "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := fsck(); r.FilesChecked != 2 || r.Chunks != 2 || r.Healthy != 2 || r.Missing != 0 || r.Files[0].Path != "/d/f" {
+		t.Fatalf("healthy cluster: %+v", r)
+	}
+	tm.clock.Advance(20 * time.Second)
+	tm.beat(cs[0])
+	tm.clock.Advance(15 * time.Second)
+	tm.beat(cs[0])
+	tm.m.checkLiveness() // b and c dead
+	if r := fsck(); r.UnderReplicated != 2 || r.Missing != 0 {
+		t.Fatalf("one replica left: %+v", r)
+	}
+	tm.clock.Advance(35 * time.Second)
+	tm.m.checkLiveness() // a dead too
+	r := fsck()
+	if r.Missing != 1 || r.Healthy != 1 || r.Files[0].Missing != 1 {
+		t.Fatalf("no replica left: %+v", r)
+	}
+	if rep, _ := tm.c.ClusterReport(bg, &pb.ClusterReportRequest{}); rep.Missing != 1 {
+		t.Errorf("report: missing %d", rep.Missing)
 	}
 }

@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -12,23 +13,77 @@ import (
 
 // Config configures a master.
 type Config struct {
-	Dir                string        // data directory: lock file, Raft log and snapshots
-	ChunkSize          int64         // used when the directory is new; later the logged size wins
-	DefaultReplication int           // used when the directory is new
-	LeaseDuration      time.Duration // how long a primary's lease lasts unless extended
-	HeartbeatInterval  time.Duration // told to chunkservers at registration
-	DeadAfter          time.Duration // a chunkserver silent this long is dead
-	RPCTimeout         time.Duration // deadline of each call to a chunkserver
-	Placement          placement.Config
-	SnapshotThreshold  uint64 // log entries between checkpoints
-	NoSync             bool   // skip fsync of the log (tests of the CPU path only)
-	Addr               string // address reported by ClusterInfo; Serve fills it from the listener when empty
-	Clock              clock.Clock
-	Logger             *slog.Logger
+	Dir                string           // data directory: lock file, Raft log and snapshots
+	ChunkSize          int64            // used when the directory is new; later the logged size wins
+	DefaultReplication int              // used when the directory is new
+	LeaseDuration      time.Duration    // how long a primary's lease lasts unless extended
+	HeartbeatInterval  time.Duration    // told to chunkservers at registration
+	DeadAfter          time.Duration    // a chunkserver silent this long is dead
+	RPCTimeout         time.Duration    // deadline of each call to a chunkserver
+	Placement          placement.Config // its MinFree is the reserve: a server with less free space gets no new replica
+	// MinReplicas is the fewest replicas a write may be acknowledged with
+	// when fewer than a file's replication can take it (capped by the
+	// file's replication): a new chunk placed on fewer servers, or an
+	// existing chunk with fewer live replicas, refuses writes
+	// (KindNoSpace, KindUnavailable) until it is healed.
+	MinReplicas int
+	// SafeModeThreshold is the fraction of the known chunks that must have
+	// a live replica reported before the master leaves safe mode after a
+	// start; SafeModeMinServers the live chunkservers it also needs (0:
+	// MinReplicas, at most DefaultReplication).
+	SafeModeThreshold  float64
+	SafeModeMinServers int
+	// MaxClonesPerServer bounds the re-replications in flight that one
+	// chunkserver takes part in, as source or target; chunkservers also
+	// cap their clone bandwidth themselves.
+	MaxClonesPerServer int
+	// RepairInterval is how often the master plans re-replication and
+	// trimming.
+	RepairInterval time.Duration
+	// OnClone, when set, is told of each clone started and ended (tests and
+	// benchmarks). It is called without locks held and must not block.
+	OnClone           func(CloneEvent)
+	SnapshotThreshold uint64 // log entries between checkpoints
+	NoSync            bool   // skip fsync of the log (tests of the CPU path only)
+	Addr              string // address reported by ClusterInfo; Serve fills it from the listener when empty
+
+	// A highly available group of masters (ha.go). NodeID names this
+	// master; Members are the group's initial voters, this one among them
+	// unless it is an Observer, each at the address clients use, which
+	// also carries Raft: RaftListener is that port's Raft side
+	// (rpc.Mux.Raft). Empty Members: a master alone.
+	NodeID       string
+	Members      []Member
+	Observer     bool
+	RaftListener net.Listener
+	// ReadWait bounds how long a read waits for this master to apply the
+	// state ID a client has seen before it is refused as too far behind
+	// (the client then asks another master).
+	ReadWait time.Duration
+
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
+// CloneEvent reports a clone started (Done false) or ended.
+type CloneEvent struct {
+	Handle  chunkfs.Handle
+	Version chunkfs.Version
+	Live    int // live replicas of the chunk when the clone was planned
+	Source  string
+	Target  string
+	Done    bool
+	Err     error // for an ended clone: nil when the replica counts
+}
+
+// DefaultReserve is the default free space (bytes) a chunkserver must keep
+// beyond a new replica: 1 GiB.
+const DefaultReserve = 1 << 30
+
 // DefaultConfig returns the defaults: 64 MiB chunks, 3 replicas, 60 s
-// leases, 3 s heartbeats, dead after 30 s.
+// leases, 3 s heartbeats, dead after 30 s, writes acknowledged with at
+// least 2 replicas, safe mode until 99.9 % of chunks are located, 2 clones
+// in flight per chunkserver, a 1 GiB reserve.
 func DefaultConfig() Config {
 	return Config{
 		ChunkSize:          chunkfs.DefaultChunkSize,
@@ -37,8 +92,14 @@ func DefaultConfig() Config {
 		HeartbeatInterval:  3 * time.Second,
 		DeadAfter:          30 * time.Second,
 		RPCTimeout:         10 * time.Second,
-		Placement:          placement.DefaultConfig(),
+		Placement:          defaultPlacement(),
+		MinReplicas:        2,
+		SafeModeThreshold:  0.999,
+		MaxClonesPerServer: 2,
+		RepairInterval:     time.Second,
 		SnapshotThreshold:  65536,
+		NodeID:             "master-1",
+		ReadWait:           time.Second,
 		Clock:              clock.Real{},
 		Logger:             slog.Default(),
 	}
@@ -61,8 +122,44 @@ func (c Config) Validate() error {
 		return errors.New("master: RPCTimeout must be positive")
 	case c.SnapshotThreshold < 1:
 		return errors.New("master: SnapshotThreshold must be positive")
+	case c.MinReplicas < 1 || c.MinReplicas > chunkfs.MaxReplication:
+		return errors.New("master: MinReplicas out of range")
+	case !(c.SafeModeThreshold >= 0 && c.SafeModeThreshold <= 1) || c.SafeModeMinServers < 0:
+		return errors.New("master: SafeModeThreshold must be in [0, 1], SafeModeMinServers not negative")
+	case c.MaxClonesPerServer < 1 || c.RepairInterval <= 0:
+		return errors.New("master: MaxClonesPerServer and RepairInterval must be positive")
 	case c.Clock == nil || c.Logger == nil:
 		return errors.New("master: Clock and Logger must be set")
+	case c.NodeID == "" || c.ReadWait <= 0:
+		return errors.New("master: NodeID must be set and ReadWait positive")
 	}
 	return c.Placement.Validate()
+}
+
+func defaultPlacement() placement.Config {
+	p := placement.DefaultConfig()
+	p.MinFree = DefaultReserve
+	return p
+}
+
+// Member is one master of a group: its node ID and the address clients
+// and the other masters reach it on.
+type Member struct {
+	ID   string
+	Addr string
+}
+
+// grouped reports whether the master is one of a group of several.
+func (c Config) grouped() bool { return c.Observer || len(c.Members) > 1 }
+
+// minReplicas is the fewest replicas a write to a file of replication
+// repl may be acknowledged with.
+func (c Config) minReplicas(repl int) int { return max(min(c.MinReplicas, repl), 1) }
+
+// safeModeServers is the live chunkservers safe mode waits for.
+func (c Config) safeModeServers() int {
+	if c.SafeModeMinServers > 0 {
+		return c.SafeModeMinServers
+	}
+	return c.minReplicas(c.DefaultReplication)
 }

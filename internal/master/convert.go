@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 
 	"github.com/chunkfs/chunkfs"
@@ -61,18 +62,85 @@ func modeArg(m uint32) uint32 {
 }
 
 // readable waits, for a read with a state ID floor, until the master has
-// applied that far.
+// applied that far. The leader refuses an ID beyond its log at once; a
+// standby or observer, which may simply lag, waits up to ReadWait and then
+// refuses the read as too far behind, so the client asks another master.
 func (m *Master) readable(ctx context.Context, op string, minStateID uint64) error {
 	if minStateID == 0 || m.state.stateID() >= minStateID {
 		return nil
 	}
-	if minStateID > m.log.LastIndex() {
+	wait := m.cfg.RPCTimeout
+	if !m.leads() {
+		wait = m.cfg.ReadWait
+	} else if minStateID > m.log.LastIndex() {
 		return chunkfs.E(op, "", chunkfs.KindUnavailable, "master has not seen the requested state ID")
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.RPCTimeout)
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if !m.state.waitApplied(ctx, minStateID) {
-		return chunkfs.E(op, "", chunkfs.KindUnavailable, "master has not reached the requested state ID")
+		return chunkfs.E(op, "", chunkfs.KindUnavailable,
+			fmt.Sprintf("master too far behind: applied %d, the client has seen %d", m.state.stateID(), minStateID))
 	}
 	return nil
+}
+
+// disksFrom converts a server's reported disks, keeping at most maxDisks.
+func disksFrom(in []*pb.Disk) []disk {
+	out := make([]disk, 0, min(len(in), maxDisks))
+	for _, d := range in[:min(len(in), maxDisks)] {
+		out = append(out, disk{id: d.Id, capacity: d.Capacity, free: d.Free})
+	}
+	return out
+}
+
+func disksTo(in []disk) []*pb.Disk {
+	out := make([]*pb.Disk, len(in))
+	for i, d := range in {
+		out[i] = &pb.Disk{Id: d.id, Capacity: d.capacity, Free: d.free}
+	}
+	return out
+}
+
+// replicasFrom converts reported replicas.
+func replicasFrom(in []*pb.ChunkReplica) []replica {
+	out := make([]replica, len(in))
+	for i, c := range in {
+		out[i] = replica{handle: chunkfs.Handle(c.Handle), version: chunkfs.Version(c.Version)}
+	}
+	return out
+}
+
+func handlesFrom(in []uint64) []chunkfs.Handle {
+	out := make([]chunkfs.Handle, len(in))
+	for i, h := range in {
+		out[i] = chunkfs.Handle(h)
+	}
+	return out
+}
+
+func handlesTo(in []chunkfs.Handle) []uint64 {
+	if in == nil {
+		return nil
+	}
+	out := make([]uint64, len(in))
+	for i, h := range in {
+		out[i] = uint64(h)
+	}
+	return out
+}
+
+// reportFrom converts a registration.
+func reportFrom(req *pb.RegisterRequest) fullReport {
+	return fullReport{
+		figures: figures{id: req.Id, addr: req.Addr, rack: req.Rack, capacity: req.Capacity, used: req.Used, free: req.Free, disks: disksFrom(req.Disks)},
+		chunks:  replicasFrom(req.Chunks),
+	}
+}
+
+// beatFrom converts a heartbeat.
+func beatFrom(req *pb.HeartbeatRequest) beat {
+	return beat{
+		figures: figures{id: req.Id, addr: req.Addr, capacity: req.Capacity, used: req.Used, free: req.Free, load: req.Load, disks: disksFrom(req.Disks)},
+		sample:  replicasFrom(req.Sample), corrupt: handlesFrom(req.Corrupt), extend: handlesFrom(req.ExtendLeases),
+	}
 }

@@ -55,6 +55,21 @@ func startMaster(t testing.TB, dir string, clk *clock.Fake) *testMaster {
 	return startWith(t, testConfig(t, dir, clk), clk)
 }
 
+// startMasterMin1 is startMaster with writes acknowledged on one replica
+// (MinReplicas 1), for tests of other rules on clusters of one or two.
+func startMasterMin1(t testing.TB, dir string, clk *clock.Fake) *testMaster {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if clk == nil {
+		clk = clock.NewFake(time.Unix(1_700_000_000, 0))
+	}
+	cfg := testConfig(t, dir, clk)
+	cfg.MinReplicas = 1
+	return startWith(t, cfg, clk)
+}
+
 func startWith(t testing.TB, cfg Config, clk *clock.Fake) *testMaster {
 	t.Helper()
 	m, err := Open(cfg)
@@ -203,7 +218,7 @@ func (tm *testMaster) register(f *fakeCS, rack string) *pb.RegisterResponse {
 // registerWith registers f with a full report built earlier.
 func (tm *testMaster) registerWith(f *fakeCS, rack string, report []*pb.ChunkReplica) *pb.RegisterResponse {
 	tm.t.Helper()
-	resp, err := tm.c.Register(bg, &pb.RegisterRequest{Id: f.id, Addr: f.addr, Rack: rack, Capacity: 1 << 40, Used: 1 << 30, Chunks: report})
+	resp, err := tm.c.Register(bg, &pb.RegisterRequest{Id: f.id, Addr: f.addr, Rack: rack, Capacity: 1 << 40, Used: 1 << 30, Free: 1 << 39, Chunks: report})
 	if err != nil {
 		tm.t.Fatal(err)
 	}
@@ -218,7 +233,7 @@ func (tm *testMaster) beat(f *fakeCS, extend ...uint64) *pb.HeartbeatResponse {
 // beatWith sends a heartbeat from f whose sample was taken earlier.
 func (tm *testMaster) beatWith(f *fakeCS, sample []*pb.ChunkReplica, extend ...uint64) *pb.HeartbeatResponse {
 	tm.t.Helper()
-	resp, err := tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Used: 1 << 30, ExtendLeases: extend, Sample: sample})
+	resp, err := tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Used: 1 << 30, Free: 1 << 39, ExtendLeases: extend, Sample: sample})
 	if err != nil {
 		tm.t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -39,31 +40,49 @@ func (m *Master) ensureHorizon(ctx context.Context, t time.Time) error {
 // placeChunk creates the replicas of a chunk that has none on servers
 // chosen by the placement policy, granting the least loaded the lease. A
 // chunk made before (rebump) gets a new version first, so that replicas of
-// an earlier attempt are stale.
+// an earlier attempt are stale. It refuses while the master is in safe mode
+// (KindUnavailable) and when fewer than the minimum replicas can be placed
+// (KindNoSpace).
 func (m *Master) placeChunk(ctx context.Context, p string, ch namespace.Chunk, repl int, rebump bool) error {
 	mu := &m.leaseMu[handleStripe(ch.Handle)]
 	mu.Lock()
 	defer mu.Unlock()
+	if err := m.checkSafeMode("prepare write", p); err != nil {
+		return err
+	}
 	now := m.cfg.Clock.Now()
 	if err := m.ensureHorizon(ctx, now.Add(m.cfg.LeaseDuration+m.leaseSlack())); err != nil {
 		return err
 	}
 	if rebump {
-		ch.Version = m.nextVersion(ch.Handle, m.currentVersion(ch.Handle))
+		m.regMu.Lock()
+		ch.Version = m.reg.nextVersion(ch.Handle, m.currentVersion(ch.Handle))
+		m.regMu.Unlock()
 	}
-	m.reg.mu.Lock()
-	chosen, err := m.reg.chooseLocked(m.cfg.Placement, max(repl, 1), now, nil)
-	m.reg.mu.Unlock()
-	if err != nil {
-		return chunkfs.E("prepare write", p, chunkfs.KindNoSpace, "no live chunkserver can take a new chunk")
+	m.regMu.Lock()
+	chosen, err := m.reg.choose(m.cfg.Placement, max(repl, 1), now, nil)
+	m.regMu.Unlock()
+	need := m.cfg.minReplicas(repl)
+	if err != nil || len(chosen) < need {
+		return chunkfs.E("prepare write", p, chunkfs.KindNoSpace,
+			fmt.Sprintf("%d live chunkservers with free space, a new chunk needs at least %d", len(chosen), need))
 	}
-	return m.grant(ctx, p, ch, chosen, true, !rebump)
+	return m.grant(ctx, p, ch, chosen, true, !rebump, need)
 }
 
 // ensureLease makes sure chunk ch (already placed) has a primary with a
-// valid lease: if it has none, it tells every live replica of the current
-// version the next version, naming one of them primary, and logs it.
-func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk) error {
+// valid lease at a version every counted replica holds: the registry
+// decides (grantable) whether the lease in place serves, must be waited
+// out, or a new one is granted at the next version (after the replica set
+// shrank, that fences the lost replicas). A chunk with fewer live replicas
+// than the minimum takes no write until it is healed; it goes first in the
+// repair queue.
+//
+// A writer that names the primary it failed with (suspect) has the master
+// probe it: a primary that does not answer within probeTimeout loses the
+// lease at once (registry.dropPrimary), so the writer waits seconds, not
+// a lease.
+func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, repl int, suspect string) error {
 	mu := &m.leaseMu[handleStripe(ch.Handle)]
 	mu.Lock()
 	defer mu.Unlock()
@@ -72,59 +91,113 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk) 
 	if cur == 0 {
 		return chunkfs.E("prepare write", p, chunkfs.KindNotExist, "chunk was deleted")
 	}
-	m.reg.mu.Lock()
-	primary, _ := m.reg.leaseLocked(ch.Handle, now)
-	valid := primary != nil && primary.chunks[ch.Handle] == cur
-	outstanding := m.reg.leaseOutstandingLocked(ch.Handle, now)
-	replicas := m.reg.replicasLocked(ch.Handle, cur)
-	m.reg.mu.Unlock()
-	if valid {
+	if suspect != "" {
+		m.probePrimary(ctx, ch.Handle, cur, suspect)
+		now = m.cfg.Clock.Now()
+	}
+	pause, floor := m.lead.leaseHold()
+	m.regMu.Lock()
+	d := m.reg.grantable(ch.Handle, cur, now)
+	need := m.cfg.minReplicas(repl)
+	if d.verdict == leaseGrant && len(d.replicas) < need {
+		m.reg.block(ch.Handle, now)
+	}
+	m.regMu.Unlock()
+	switch {
+	case d.verdict == leaseValid:
 		return nil
-	}
-	if outstanding {
+	case d.verdict == leaseWait:
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "a lease given to an unreachable or stale primary has not ended; retry")
-	}
-	if ch.Handle < m.handleFloor && now.Before(m.leasePause) {
+	case ch.Handle < floor && now.Before(pause):
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable,
-			"master restarted; leases on existing chunks resume in "+m.leasePause.Sub(now).Round(time.Second).String())
+			"master restarted or took over; leases on existing chunks resume in "+pause.Sub(now).Round(time.Second).String())
+	case d.verdict == leaseNone:
+		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no live replica of the chunk")
+	case len(d.replicas) < need:
+		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable,
+			fmt.Sprintf("the chunk has %d live replicas, below the minimum of %d; it is being re-replicated", len(d.replicas), need))
 	}
 	if err := m.ensureHorizon(ctx, now.Add(m.cfg.LeaseDuration+m.leaseSlack())); err != nil {
 		return err
 	}
-	if len(replicas) == 0 {
-		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no live replica of the chunk")
+	m.regMu.Lock()
+	ch.Version = m.reg.nextVersion(ch.Handle, cur)
+	m.regMu.Unlock()
+	if d.fenced {
+		m.cfg.Logger.Info("replica set shrank under a lease; moving the survivors to a new version", "handle", ch.Handle, "version", ch.Version, "replicas", len(d.replicas))
 	}
-	ch.Version = m.nextVersion(ch.Handle, cur)
-	return m.grant(ctx, p, ch, replicas, false, false)
+	return m.grant(ctx, p, ch, d.replicas, false, false, 1)
 }
 
-// grant tells replicas that ch has version ch.Version (creating it when
-// create is set), granting the lease to the least loaded; then, unless the
+// probeTimeout bounds the master's check of a primary a writer reports.
+func (m *Master) probeTimeout() time.Duration { return min(m.cfg.RPCTimeout, 2*time.Second) }
+
+// probePrimary checks that the primary at addr of chunk h (at logged
+// version cur), reported by a writer, answers for the chunk at that
+// version; if it does not, its lease is dropped.
+func (m *Master) probePrimary(ctx context.Context, h chunkfs.Handle, cur chunkfs.Version, addr string) {
+	m.regMu.Lock()
+	primary := m.reg.primaryAt(h, addr, m.cfg.Clock.Now())
+	m.regMu.Unlock()
+	if primary == nil {
+		return // not the primary (any more): nothing to move
+	}
+	pctx, cancel := context.WithTimeout(ctx, m.probeTimeout())
+	v, err := m.replicaVersion(pctx, addr, h)
+	cancel()
+	if err == nil && v == cur {
+		return
+	}
+	m.pool.Forget(addr)
+	m.regMu.Lock()
+	m.reg.dropPrimary(h, primary, m.cfg.Clock.Now())
+	m.regMu.Unlock()
+	m.cfg.Logger.Warn("primary reported unreachable and did not answer; moving the lease", "handle", h, "primary", addr, "err", err, "version", v)
+}
+
+// grant tells replicas (in order: the first is named primary) that ch has
+// version ch.Version (creating it when create is set); then, unless the
 // version is already logged, it logs the version (OpSetVersion). Versions
 // told are never told again for another lease, so a primary that may hold
 // a lease from a failed grant is fenced off by the next one's version. Telling
 // before logging means a crash in between leaves replicas ahead of the log,
 // which Register adopts; the reverse would leave every replica stale.
-// Replicas that fail are forgotten: they are stale now.
-func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, replicas []*server, create, logged bool) error {
-	m.reg.mu.Lock()
-	order := slices.Clone(replicas)
-	slices.SortStableFunc(order, func(a, b *server) int { return int(a.load) - int(b.load) })
-	m.reg.mu.Unlock()
+// Replicas that fail are forgotten: they are stale now. A creation that
+// fewer than need replicas took fails as a whole.
+func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order []*server, create, logged bool, need int) error {
 	if len(order) == 0 {
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no replica to grant the lease to")
 	}
-	m.noteTold(ch.Handle, ch.Version)
+	m.regMu.Lock()
+	m.reg.beginCalls(ch.Handle, ch.Version)
+	m.regMu.Unlock()
+	defer func() {
+		m.regMu.Lock()
+		m.reg.endCalls(ch.Handle)
+		m.regMu.Unlock()
+	}()
 	leaseMs := m.cfg.LeaseDuration.Milliseconds()
 	errs := m.callLease(ctx, ch, order, create, leaseMs)
 	primary := order[0]
-	if errs[0] != nil {
+	took := 0
+	for _, err := range errs {
+		if err == nil {
+			took++
+		}
+	}
+	if errs[0] != nil || (create && took < need) {
 		// The primary may or may not hold the lease now. Nothing is
 		// logged; the next grant uses a version above every one told
 		// (fencing it off) and, with it forgotten, another primary.
-		m.forgetFailed(ch.Handle, order[:1], errs[:1])
+		now := m.cfg.Clock.Now()
+		m.regMu.Lock()
+		m.reg.forgetFailed(ch.Handle, order[:1], errs[:1], now)
 		if create {
-			m.forgetFailed(ch.Handle, order, errs)
+			m.reg.forgetFailed(ch.Handle, order, errs, now)
+		}
+		m.regMu.Unlock()
+		if errs[0] == nil {
+			return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, fmt.Sprintf("only %d of the chunk's new replicas were created, below the minimum of %d", took, need))
 		}
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "the chosen primary did not take the lease: "+errs[0].Error())
 	}
@@ -133,78 +206,23 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, replic
 	// logged, so that no moment exists where the log is ahead of the
 	// record: a full report they built before the call may be handled at
 	// any time, and Register trusts the record over such a report.
-	m.recordTaken(ch.Handle, ch.Version, order, errs)
+	m.regMu.Lock()
+	m.reg.recordTaken(ch.Handle, ch.Version, order, errs)
+	m.regMu.Unlock()
 	var err error
 	if !logged {
 		_, _, err = m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Length: int64(ch.Version)})
 	}
+	m.regMu.Lock()
+	defer m.regMu.Unlock()
 	if err == nil {
-		m.forgetFailed(ch.Handle, order, errs)
+		m.reg.forgetFailed(ch.Handle, order, errs, m.cfg.Clock.Now())
 	}
 	// Even when logging failed, the primary holds the lease: no other
 	// may be named until it ends (its version, ahead of the log, does not
 	// count as current meanwhile).
-	m.recordLease(ch.Handle, primary, expiry)
+	m.reg.recordLease(ch.Handle, primary, expiry)
 	return err
-}
-
-// recordTaken records the replicas whose calls succeeded at version v.
-func (m *Master) recordTaken(h chunkfs.Handle, v chunkfs.Version, order []*server, errs []error) {
-	m.reg.mu.Lock()
-	defer m.reg.mu.Unlock()
-	for i, s := range order {
-		if errs[i] == nil {
-			m.reg.addReplicaLocked(s, h, v)
-			m.reg.clearDoubtLocked(s, h)
-		}
-	}
-}
-
-// forgetFailed drops the replicas whose calls failed, in doubt: the call
-// may have reached them after all (see doubtLocked).
-func (m *Master) forgetFailed(h chunkfs.Handle, order []*server, errs []error) {
-	m.reg.mu.Lock()
-	defer m.reg.mu.Unlock()
-	for i, s := range order {
-		if errs[i] != nil {
-			m.reg.doubtLocked(s, h)
-		}
-	}
-}
-
-// recordLease notes that primary holds h's lease until expiry.
-func (m *Master) recordLease(h chunkfs.Handle, primary *server, expiry time.Time) {
-	m.reg.mu.Lock()
-	defer m.reg.mu.Unlock()
-	ci := m.reg.chunks[h]
-	if ci == nil {
-		ci = &chunkInfo{}
-		m.reg.chunks[h] = ci
-	}
-	ci.primary, ci.expiry = primary, expiry
-}
-
-// nextVersion returns a version above cur and above every version ever
-// told for h, so that no two grants share one.
-func (m *Master) nextVersion(h chunkfs.Handle, cur chunkfs.Version) chunkfs.Version {
-	m.reg.mu.Lock()
-	defer m.reg.mu.Unlock()
-	if ci := m.reg.chunks[h]; ci != nil {
-		cur = max(cur, ci.told)
-	}
-	return cur + 1
-}
-
-// noteTold records that version v of h has been sent to chunkservers.
-func (m *Master) noteTold(h chunkfs.Handle, v chunkfs.Version) {
-	m.reg.mu.Lock()
-	defer m.reg.mu.Unlock()
-	ci := m.reg.chunks[h]
-	if ci == nil {
-		ci = &chunkInfo{}
-		m.reg.chunks[h] = ci
-	}
-	ci.told = max(ci.told, v)
 }
 
 // callLease sends Lease to every replica at once; the first gets leaseMs.
@@ -268,26 +286,33 @@ func (m *Master) cutChunk(ctx context.Context, p string, cut namespace.Cut) erro
 		m.cfg.Logger.Warn("truncated chunk was leased again before it was cut; not cut", "handle", cut.Handle, "version", cur, "truncated_at", cut.Version-1)
 		return nil
 	}
-	cut.Version = m.nextVersion(cut.Handle, cur)
-	m.noteTold(cut.Handle, cut.Version)
-	m.reg.mu.Lock()
-	replicas := m.reg.replicasLocked(cut.Handle, cur)
-	if ci := m.reg.chunks[cut.Handle]; ci != nil {
-		ci.primary = nil
-	}
-	m.reg.mu.Unlock()
+	m.regMu.Lock()
+	cut.Version = m.reg.nextVersion(cut.Handle, cur)
+	m.reg.beginCalls(cut.Handle, cut.Version)
+	replicas := m.reg.replicas(cut.Handle, cur)
+	m.reg.revoke(cut.Handle)
+	m.regMu.Unlock()
+	defer func() {
+		m.regMu.Lock()
+		m.reg.endCalls(cut.Handle)
+		m.regMu.Unlock()
+	}()
 	errs := m.callTruncate(ctx, cut, replicas)
 	if !slices.Contains(errs, nil) {
 		return chunkfs.E("truncate", p, chunkfs.KindUnavailable, "no live replica of the chunk holding the new end could be cut; retry the truncation")
 	}
-	m.recordTaken(cut.Handle, cut.Version, replicas, errs)
+	m.regMu.Lock()
+	m.reg.recordTaken(cut.Handle, cut.Version, replicas, errs)
+	m.regMu.Unlock()
 	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: cut.Handle, Length: int64(cut.Version)}); err != nil {
 		// The replicas that took the cut are ahead of the log; a
 		// registration adopts their version.
 		m.cfg.Logger.Warn("logging a truncated chunk's version failed", "handle", cut.Handle, "err", err)
 		return err
 	}
-	m.forgetFailed(cut.Handle, replicas, errs)
+	m.regMu.Lock()
+	m.reg.forgetFailed(cut.Handle, replicas, errs, m.cfg.Clock.Now())
+	m.regMu.Unlock()
 	return nil
 }
 

@@ -44,17 +44,21 @@ type Master struct {
 	state *state
 	log   *oplog.Log
 	pool  *rpc.Pool
-	reg   *registry
+	regMu sync.Mutex // guards reg: every call into it
+	reg   *registry  // chunkservers, replicas, leases, clones: the one owner of that state
+
+	safeMu  sync.Mutex // guards safe and safeWhy
+	safe    bool       // in safe mode: no chunk is created (safemode.go)
+	safeWhy string     // what safe mode waits for
 
 	allocMu   [stripes]sync.Mutex // serialise chunk allocation per file (by path hash)
 	leaseMu   [stripes]sync.Mutex // serialise lease grants per chunk (by handle)
 	horizonMu sync.Mutex          // serialises logging the lease horizon
 
-	// Set once at Open, read-only after: no lease is granted for a chunk
-	// that existed before Open until leasePause, as a lease given by the
-	// previous master might still be held.
-	leasePause  time.Time
-	handleFloor chunkfs.Handle
+	// Whether this master leads, and until when leases given by the
+	// previous master (before a restart or a failover) might still be
+	// held: no lease on a chunk that existed then is granted before (ha.go).
+	lead leadership
 
 	srvMu  sync.Mutex // guards srv, addr and closed
 	srv    *rpc.Server
@@ -73,19 +77,28 @@ func Open(cfg Config) (*Master, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkGroup(); err != nil {
+		return nil, err
+	}
 	lock, err := lockDir(cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
 	m := &Master{cfg: cfg, lock: lock, state: newState(), pool: rpc.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
-	m.reg = newRegistry(cfg)
+	m.reg = newRegistry(uint64(cfg.Clock.Now().UnixNano()))
+	m.safe, m.safeWhy = true, "no chunkserver has registered"
 	if err := m.openLog(); err != nil {
 		m.pool.Close()
 		lock.Close()
 		return nil, err
 	}
-	m.bg.Add(1)
+	m.bg.Add(2)
 	go m.livenessLoop()
+	go m.repairLoop()
+	if cfg.Observer {
+		m.bg.Add(1)
+		go m.joinLoop()
+	}
 	return m, nil
 }
 
@@ -116,9 +129,16 @@ func lockDir(dir string) (*os.File, error) {
 
 func (m *Master) openLog() error {
 	lc := oplog.DefaultConfig(m.cfg.Dir)
+	lc.NodeID = m.cfg.NodeID
 	lc.SnapshotThreshold = m.cfg.SnapshotThreshold
 	lc.NoSync = m.cfg.NoSync
 	lc.Logger = m.cfg.Logger
+	if m.cfg.grouped() {
+		lc.BindAddr, lc.Members, lc.Observer = m.cfg.Addr, m.cfg.logMembers(), m.cfg.Observer
+		lc.Listener, lc.Dial = m.cfg.RaftListener, rpc.DialRaft
+		lc.ElectionTimeout = groupElectionTimeout
+		lc.OnLeadership = m.onLeadership
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	l, err := oplog.Open(ctx, lc, m.state)
@@ -126,22 +146,25 @@ func (m *Master) openLog() error {
 		return err
 	}
 	m.log = l
+	if m.cfg.grouped() {
+		return nil // the leader, once elected, catches up and initialises (takeOver)
+	}
 	if err := m.initNamespace(ctx); err != nil {
 		l.Close()
 		return err
 	}
 	// An old lease ends by the logged horizon, and also at most a lease
 	// (plus slack) after the previous master stopped, which was before now.
-	latest := m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack())
-	m.state.read(func(ns *namespace.Namespace) {
-		m.leasePause = time.Unix(0, ns.LeaseHorizon())
-		m.handleFloor = ns.NextHandle()
-	})
-	if m.leasePause.After(latest) {
-		m.leasePause = latest
-	}
+	m.holdFromLog(m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack()))
+	m.lead.ready.Store(true)
 	return nil
 }
+
+// groupElectionTimeout is the Raft heartbeat and election timeout of a
+// group of masters: long enough that a loaded machine or network does not
+// depose a working leader, short enough that a dead one is replaced
+// within seconds.
+const groupElectionTimeout = time.Second
 
 // initNamespace logs the chunk size and replication of a new namespace.
 func (m *Master) initNamespace(ctx context.Context) error {
@@ -187,7 +210,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		m.srvMu.Unlock()
 		return errors.New("master: Serve called twice")
 	}
-	m.srv = rpc.NewServer(m.cfg.Logger)
+	m.srv = rpc.NewServer(m.cfg.Logger, m.leaderGuard)
 	pb.RegisterMasterServer(m.srv, m)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()

@@ -3,12 +3,10 @@ package master
 import (
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/placement"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Bounds on what the registry keeps and hands out.
@@ -33,6 +31,8 @@ type server struct {
 	doubt          map[chunkfs.Handle]uint64          // replicas whose Lease or Truncate call failed, not yet checked: when (registry.doubts)
 	recent         placement.Recency                  // its decaying count of chunks created on it
 	forwards       placement.Recency                  // its decaying count of new chunks' chains it forwards in (chain_order.go)
+	cloning        int                                // clones in flight with it as target
+	sourcing       int                                // clones in flight with it as source
 }
 
 // disk is one file system a chunkserver keeps data on; servers sharing a
@@ -42,85 +42,122 @@ type disk struct {
 	capacity, free int64
 }
 
-// disksFrom converts a server's reported disks, keeping at most maxDisks.
-func disksFrom(in []*pb.Disk) []disk {
-	out := make([]disk, 0, min(len(in), maxDisks))
-	for _, d := range in[:min(len(in), maxDisks)] {
-		out = append(out, disk{id: d.Id, capacity: d.Capacity, free: d.Free})
-	}
-	return out
-}
-
-func disksTo(in []disk) []*pb.Disk {
-	out := make([]*pb.Disk, len(in))
-	for i, d := range in {
-		out[i] = &pb.Disk{Id: d.id, Capacity: d.capacity, Free: d.free}
-	}
-	return out
-}
-
 // chunkInfo is the in-memory part of a chunk: where it lives and its lease.
 type chunkInfo struct {
 	holders []*server       // servers that reported or were given a replica
 	primary *server         // lease holder, nil when none
 	expiry  time.Time       // lease end
 	told    chunkfs.Version // highest version sent to any chunkserver
+	// fence is set when the replica set shrank while a lease was out: the
+	// survivors must move to a new version before the next write is
+	// acknowledged, so that the lost replica is stale if it comes back.
+	fence   bool
+	clone   *pendingClone // the clone in flight, nil when none
+	blocked time.Time     // when a writer last waited on the chunk for want of replicas
+	corrupt int           // corrupt replicas reported and not yet replaced by a clone
+	busy    int           // grants or cuts in flight: their replicas are not all recorded yet
 }
 
-// registry holds chunkservers, chunk locations and leases.
+// pendingClone is a re-replication in flight: target pulls version v
+// from source.
+type pendingClone struct {
+	target, source *server
+	version        chunkfs.Version
+	started        time.Time
+	live           int // live replicas when it started (plan's priority)
+}
+
+// registry is the single owner of what the master knows of chunkservers
+// and replicas: holders and their versions, primaries and lease expiry,
+// replicas in doubt, fences, clones in flight and queued garbage. It is pure
+// state: no lock, no clock, no network. Its methods take the time as a
+// value and return decisions (grant or wait, fence, clone, trim, delete);
+// the master holds Master.regMu around every call and makes the RPCs.
 type registry struct {
-	mu      sync.Mutex // guards every field below and the servers and chunkInfos they point to
 	servers map[string]*server
 	byAddr  map[string]*server
 	chunks  map[chunkfs.Handle]*chunkInfo
 	rng     *rand.Rand
-	doubts  uint64 // counts doubtLocked calls, to tell a doubt from a later one
+	doubts  uint64 // counts doubt calls, to tell a doubt from a later one
+
+	// dirty holds the chunks whose replica set changed since plan last
+	// found them healthy: plan looks only at these, and at every chunk
+	// on a full sweep.
+	dirty map[chunkfs.Handle]struct{}
+
+	repaired int64        // clones completed
+	recent   []repairDone // clones completed in the last minute, oldest first (repairRate)
 }
 
-func newRegistry(cfg Config) *registry {
-	now := cfg.Clock.Now()
+// repairDone is one completed clone, for the repair rate.
+type repairDone struct {
+	at    time.Time
+	bytes int64
+}
+
+func newRegistry(seed uint64) *registry {
 	return &registry{
 		servers: make(map[string]*server),
 		byAddr:  make(map[string]*server),
 		chunks:  make(map[chunkfs.Handle]*chunkInfo),
-		rng:     rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x636b6673)),
+		dirty:   make(map[chunkfs.Handle]struct{}),
+		rng:     rand.New(rand.NewPCG(seed, 0x636b6673)),
 	}
 }
 
-// addReplicaLocked records that s holds version v of h.
-func (r *registry) addReplicaLocked(s *server, h chunkfs.Handle, v chunkfs.Version) {
-	s.chunks[h] = v
+// info returns h's record, creating it.
+func (r *registry) info(h chunkfs.Handle) *chunkInfo {
 	ci := r.chunks[h]
 	if ci == nil {
 		ci = &chunkInfo{}
 		r.chunks[h] = ci
+		r.dirty[h] = struct{}{}
 	}
+	return ci
+}
+
+// addReplica records that s holds version v of h.
+func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
+	s.chunks[h] = v
+	r.dirty[h] = struct{}{}
+	ci := r.info(h)
 	if !slices.Contains(ci.holders, s) {
 		ci.holders = append(ci.holders, s)
 	}
 }
 
-// dropReplicaLocked forgets s's replica of h. A lease s holds on h is kept
-// on record until it ends: a server the master gave up on may still be
-// alive and acting as primary, so no other may be named before then.
-func (r *registry) dropReplicaLocked(s *server, h chunkfs.Handle) {
+// dropReplica forgets s's replica of h. A lease s holds on h is kept on
+// record until it ends: a server the master gave up on may still be alive
+// and acting as primary, so no other may be named before then. When a lease
+// is out, the chunk is fenced: its next write needs a new version.
+func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 	delete(s.chunks, h)
 	ci := r.chunks[h]
 	if ci == nil {
 		return
 	}
+	n := len(ci.holders)
 	ci.holders = slices.DeleteFunc(ci.holders, func(x *server) bool { return x == s })
-	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 {
+	r.dirty[h] = struct{}{}
+	if len(ci.holders) < n && ci.primary != nil && now.Before(ci.expiry) {
+		ci.fence = true
+	}
+	r.gc(h, ci)
+}
+
+// gc deletes h's record once nothing in it matters.
+func (r *registry) gc(h chunkfs.Handle, ci *chunkInfo) {
+	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 && ci.clone == nil && ci.busy == 0 && ci.corrupt == 0 {
 		delete(r.chunks, h)
 	}
 }
 
-// doubtLocked forgets s's replica of h after a Lease or Truncate call to s
+// doubt forgets s's replica of h after a Lease or Truncate call to s
 // failed. The call may still have reached s, so s may hold the new version
 // while a report it built earlier says otherwise: until s is asked
 // (verifyDoubts), no old report of it makes the replica stale.
-func (r *registry) doubtLocked(s *server, h chunkfs.Handle) {
-	r.dropReplicaLocked(s, h)
+func (r *registry) doubt(s *server, h chunkfs.Handle, now time.Time) {
+	r.dropReplica(s, h, now)
 	if s.doubt == nil {
 		s.doubt = make(map[chunkfs.Handle]uint64)
 	}
@@ -130,23 +167,30 @@ func (r *registry) doubtLocked(s *server, h chunkfs.Handle) {
 	}
 }
 
-// clearDoubtLocked notes that s's replica of h is settled.
-func (r *registry) clearDoubtLocked(s *server, h chunkfs.Handle) {
+// clearDoubt notes that s's replica of h is settled.
+func (r *registry) clearDoubt(s *server, h chunkfs.Handle) {
 	delete(s.doubt, h)
 	if len(s.doubt) == 0 {
 		s.doubt = nil
 	}
 }
 
-// dropServerLocked forgets every replica s holds.
-func (r *registry) dropServerLocked(s *server) {
+// condemn forgets s's replica of h and queues it for deletion.
+func (r *registry) condemn(s *server, h chunkfs.Handle, now time.Time) {
+	r.dropReplica(s, h, now)
+	r.clearDoubt(s, h)
+	r.queueGarbage(s, h)
+}
+
+// dropServer forgets every replica s holds.
+func (r *registry) dropServer(s *server, now time.Time) {
 	for h := range s.chunks {
-		r.dropReplicaLocked(s, h)
+		r.dropReplica(s, h, now)
 	}
 }
 
-// replicasLocked returns the live servers holding version v of h.
-func (r *registry) replicasLocked(h chunkfs.Handle, v chunkfs.Version) []*server {
+// replicas returns the live servers holding version v of h.
+func (r *registry) replicas(h chunkfs.Handle, v chunkfs.Version) []*server {
 	ci := r.chunks[h]
 	if ci == nil {
 		return nil
@@ -160,9 +204,9 @@ func (r *registry) replicasLocked(h chunkfs.Handle, v chunkfs.Version) []*server
 	return out
 }
 
-// leaseLocked returns h's primary if its lease is valid at now and the
-// primary is alive and still holds the chunk.
-func (r *registry) leaseLocked(h chunkfs.Handle, now time.Time) (*server, time.Time) {
+// lease returns h's primary if its lease is valid at now and the primary
+// is alive and still holds the chunk.
+func (r *registry) lease(h chunkfs.Handle, now time.Time) (*server, time.Time) {
 	ci := r.chunks[h]
 	if ci == nil || ci.primary == nil || !ci.primary.alive || !now.Before(ci.expiry) || !slices.Contains(ci.holders, ci.primary) {
 		return nil, time.Time{}
@@ -170,15 +214,14 @@ func (r *registry) leaseLocked(h chunkfs.Handle, now time.Time) (*server, time.T
 	return ci.primary, ci.expiry
 }
 
-// leaseOutstandingLocked reports whether a lease on h might still be held,
-// by a live server or not.
-func (r *registry) leaseOutstandingLocked(h chunkfs.Handle, now time.Time) bool {
+// placed reports whether the master knows a replica of h (live or not).
+func (r *registry) placed(h chunkfs.Handle) bool {
 	ci := r.chunks[h]
-	return ci != nil && ci.primary != nil && now.Before(ci.expiry)
+	return ci != nil && len(ci.holders) > 0
 }
 
-// queueGarbageLocked tells s, at its next heartbeat, to delete h.
-func (r *registry) queueGarbageLocked(s *server, h chunkfs.Handle) {
+// queueGarbage tells s, at its next heartbeat, to delete h.
+func (r *registry) queueGarbage(s *server, h chunkfs.Handle) {
 	if len(s.garbage) < maxQueuedGarbage {
 		s.garbage = append(s.garbage, h)
 	}
@@ -186,24 +229,25 @@ func (r *registry) queueGarbageLocked(s *server, h chunkfs.Handle) {
 
 // forget drops chunks that no longer exist and queues them as garbage on
 // every server holding them.
-func (r *registry) forget(handles []chunkfs.Handle) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *registry) forget(handles []chunkfs.Handle, now time.Time) {
 	for _, h := range handles {
 		ci := r.chunks[h]
 		if ci == nil {
 			continue
 		}
 		for _, s := range slices.Clone(ci.holders) {
-			r.queueGarbageLocked(s, h)
-			r.dropReplicaLocked(s, h)
+			r.queueGarbage(s, h)
+			r.dropReplica(s, h, now)
+		}
+		if c := ci.clone; c != nil {
+			r.queueGarbage(c.target, h) // whatever it stores is garbage
 		}
 		delete(r.chunks, h)
 	}
 }
 
-// liveLocked returns the live servers, in ID order.
-func (r *registry) liveLocked() []*server {
+// live returns the live servers, in ID order.
+func (r *registry) live() []*server {
 	var out []*server
 	for _, s := range r.servers {
 		if s.alive {
@@ -214,19 +258,25 @@ func (r *registry) liveLocked() []*server {
 	return out
 }
 
-// chooseLocked picks up to n live servers for a new replica, excluding
+// candidate describes s to the placement policy.
+func candidate(s *server, now time.Time, cfg placement.Config) placement.Server {
+	return placement.Server{ID: s.id, Rack: s.rack, Capacity: s.capacity, Used: s.used, Free: s.free,
+		Load: int(s.load), Recent: s.recent.Value(now, cfg.RecentHalfLife), Clones: s.cloning + s.sourcing}
+}
+
+// choose picks up to n live servers with room for a new replica, excluding
 // those in skip, and counts the creations; they come in the order writers
-// should push along (orderChainLocked).
-func (r *registry) chooseLocked(cfg placement.Config, n int, now time.Time, skip []*server) ([]*server, error) {
+// should push along (orderChain).
+func (r *registry) choose(cfg placement.Config, n int, now time.Time, skip []*server) ([]*server, error) {
 	var live []*server
-	for _, s := range r.liveLocked() {
+	for _, s := range r.live() {
 		if !slices.Contains(skip, s) {
 			live = append(live, s)
 		}
 	}
 	cand := make([]placement.Server, len(live))
 	for i, s := range live {
-		cand[i] = placement.Server{ID: s.id, Rack: s.rack, Capacity: s.capacity, Used: s.used, Load: int(s.load), Recent: s.recent.Value(now, cfg.RecentHalfLife)}
+		cand[i] = candidate(s, now, cfg)
 	}
 	idx, err := placement.Choose(cfg, cand, n, r.rng)
 	if err != nil {
@@ -237,25 +287,27 @@ func (r *registry) chooseLocked(cfg placement.Config, n int, now time.Time, skip
 		out[i] = live[j]
 		live[j].recent.Add(now, cfg.RecentHalfLife)
 	}
-	r.orderChainLocked(out, now, cfg.RecentHalfLife)
+	r.orderChain(out, now, cfg.RecentHalfLife)
 	return out, nil
 }
 
-// markDeadLocked declares silent servers dead and forgets their replicas.
-func (r *registry) markDeadLocked(now time.Time, deadAfter time.Duration) []*server {
+// markDead declares servers silent for deadAfter dead and forgets their
+// replicas (fencing the chunks they held under a lease).
+func (r *registry) markDead(now time.Time, deadAfter time.Duration) []*server {
 	var dead []*server
 	for _, s := range r.servers {
 		if s.alive && now.Sub(s.lastBeat) > deadAfter {
 			s.alive = false
-			r.dropServerLocked(s)
+			r.dropServer(s, now)
 			dead = append(dead, s)
 		}
 	}
+	slices.SortFunc(dead, func(a, b *server) int { return cmpString(a.id, b.id) })
 	return dead
 }
 
-// sortedLocked returns every server, live or dead, in ID order.
-func (r *registry) sortedLocked() []*server {
+// sorted returns every server, live or dead, in ID order.
+func (r *registry) sorted() []*server {
 	out := make([]*server, 0, len(r.servers))
 	for _, s := range r.servers {
 		out = append(out, s)

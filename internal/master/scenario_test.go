@@ -125,7 +125,7 @@ func (s *scenario) beat(args []string) {
 		if cs == nil {
 			continue
 		}
-		req := &pb.HeartbeatRequest{Id: cs.id, Addr: cs.addr, Capacity: 1 << 40, Sample: cs.report()}
+		req := &pb.HeartbeatRequest{Id: cs.id, Addr: cs.addr, Capacity: 1 << 40, Free: 1 << 39, Sample: cs.report()}
 		if extend {
 			for _, r := range cs.report() {
 				req.ExtendLeases = append(req.ExtendLeases, r.Handle)

@@ -2,8 +2,6 @@ package master
 
 import (
 	"context"
-	"maps"
-	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
@@ -31,17 +29,11 @@ func checkServerArgs(op, id, addr, rack string) error {
 	return nil
 }
 
-// Register takes a chunkserver's full report: its replicas become the
-// master's record of where they live, replacing what it held before.
-// Replicas of chunks the master does not know are garbage; replicas with an
-// older version than the master's are stale.
-//
-// A report may have been built before a Lease or Truncate call raised a
-// replica's version and be handled after the new version was logged. So a
-// reported version below what the master recorded for that server (from a
-// call that succeeded) counts as the recorded one, and a replica whose call
-// failed (in doubt) is not made stale by an old report: the next heartbeat
-// sample that covers it settles it by asking the server (verifyDoubts).
+// Register takes a chunkserver's full report (registry.register says
+// which replicas count, which are garbage or stale, and which are ahead of
+// the log), logs the versions of those ahead, and drops the master's
+// connection to a server that registers again, so that calls to it are
+// redialled at once.
 func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
 	if err := checkServerArgs("register", req.Id, req.Addr, req.Rack); err != nil {
 		return nil, err
@@ -51,39 +43,26 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	}
 	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds()}
 	var err error
-	var ahead []namespace.Chunk
+	var d registered
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
-		m.reg.mu.Lock()
-		defer m.reg.mu.Unlock()
-		var s *server
-		var known map[chunkfs.Handle]chunkfs.Version
-		var doubt map[chunkfs.Handle]uint64
-		if s, known, doubt, err = m.registerLocked(req); err != nil {
-			return
-		}
-		for _, c := range req.Chunks {
-			h, v := chunkfs.Handle(c.Handle), chunkfs.Version(c.Version)
-			v = max(v, known[h]) // the report may predate a call that raised it
-			cur, ok := ns.ChunkVersion(h)
-			switch {
-			case !ok:
-				resp.Garbage = append(resp.Garbage, c.Handle)
-			case v < cur && doubt[h] != 0:
-				m.reg.doubtLocked(s, h)
-			case v < cur:
-				resp.Stale = append(resp.Stale, c.Handle)
-			case chunkfs.Version(c.Version) > cur:
-				ahead = append(ahead, namespace.Chunk{Handle: h, Version: v})
-				fallthrough
-			default:
-				m.reg.addReplicaLocked(s, h, v)
-			}
-		}
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		d, err = m.reg.register(reportFrom(req), ns.ChunkVersion, m.cfg.Clock.Now())
 	})
 	if err != nil {
 		return nil, err
 	}
-	if id, err := m.adopt(context.WithoutCancel(ctx), ahead); err != nil {
+	if d.redial != "" {
+		m.pool.Forget(d.redial)
+	}
+	m.updateSafeMode()
+	if !m.leads() {
+		// Only the leader decides what a chunkserver deletes or which
+		// versions are adopted: this master's state may lag the log.
+		return resp, nil
+	}
+	resp.Garbage, resp.Stale = handlesTo(d.garbage), handlesTo(d.stale)
+	if id, err := m.adopt(context.WithoutCancel(ctx), d.ahead); err != nil {
 		return nil, err
 	} else if id > 0 {
 		resp.StateId = id
@@ -111,39 +90,6 @@ func (m *Master) adopt(ctx context.Context, ahead []namespace.Chunk) (uint64, er
 	return id, nil
 }
 
-// registerLocked creates or resets the record of the server in req. It
-// returns what the master recorded for that server before: the versions of
-// its replicas and the replicas in doubt.
-func (m *Master) registerLocked(req *pb.RegisterRequest) (*server, map[chunkfs.Handle]chunkfs.Version, map[chunkfs.Handle]uint64, error) {
-	r := m.reg
-	var known map[chunkfs.Handle]chunkfs.Version
-	var doubt map[chunkfs.Handle]uint64
-	if s := r.servers[req.Id]; s != nil {
-		known, doubt = maps.Clone(s.chunks), s.doubt
-		r.dropServerLocked(s)
-		delete(r.byAddr, s.addr)
-	} else if len(r.servers) >= maxServerCount {
-		return nil, nil, nil, chunkfs.E("register", req.Id, chunkfs.KindNoSpace, "too many chunkservers")
-	}
-	if old := r.byAddr[req.Addr]; old != nil && old.id != req.Id {
-		old.alive = false
-		r.dropServerLocked(old)
-		delete(r.servers, old.id)
-	}
-	s := r.servers[req.Id]
-	if s == nil {
-		s = &server{id: req.Id}
-		r.servers[req.Id] = s
-	}
-	s.addr, s.rack, s.capacity, s.used = req.Addr, req.Rack, req.Capacity, req.Used
-	s.free, s.disks = req.Free, disksFrom(req.Disks)
-	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.Chunks))
-	s.doubt = nil
-	s.alive, s.lastBeat = true, m.cfg.Clock.Now()
-	r.byAddr[req.Addr] = s
-	return s, known, doubt, nil
-}
-
 // Heartbeat records a chunkserver's figures, answers its sample with the
 // replicas it should delete, and extends the leases it asks for.
 func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
@@ -154,84 +100,28 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		return nil, chunkfs.E("heartbeat", req.Id, chunkfs.KindTooLarge, "heartbeat lists too long")
 	}
 	now := m.cfg.Clock.Now()
-	if len(req.ExtendLeases) > 0 {
+	leads := m.leads()
+	if len(req.ExtendLeases) > 0 && leads {
 		if err := m.ensureHorizon(ctx, now.Add(m.cfg.LeaseDuration+m.leaseSlack())); err != nil {
 			return nil, err
 		}
 	}
 	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds()}
-	var verify []chunkfs.Handle
+	var d beaten
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
-		m.reg.mu.Lock()
-		defer m.reg.mu.Unlock()
-		s := m.reg.servers[req.Id]
-		if s == nil || !s.alive || s.addr != req.Addr {
-			resp.Reregister = true
-			return
-		}
-		s.capacity, s.used, s.load, s.lastBeat = req.Capacity, req.Used, req.Load, now
-		s.free, s.disks = req.Free, disksFrom(req.Disks)
-		resp.Garbage, verify = m.sampleLocked(ns, s, req)
-		resp.Extended = m.extendLocked(s, req.ExtendLeases, now)
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		d = m.reg.heartbeat(beatFrom(req), ns.ChunkVersion, now, m.cfg.LeaseDuration+m.leaseSlack())
 	})
-	if len(verify) > 0 {
-		resp.Garbage = append(resp.Garbage, m.verifyDoubts(ctx, req.Id, req.Addr, verify)...)
+	resp.Reregister = d.reregister
+	if !leads {
+		return resp, nil // figures and locations only: no deletions, no leases
+	}
+	resp.Garbage, resp.Extended = handlesTo(d.garbage), handlesTo(d.extended)
+	if len(d.verify) > 0 {
+		resp.Garbage = append(resp.Garbage, m.verifyDoubts(ctx, req.Id, req.Addr, d.verify)...)
 	}
 	return resp, nil
-}
-
-// maxVerifyPerBeat bounds the replicas in doubt one heartbeat checks.
-const maxVerifyPerBeat = 16
-
-// sampleLocked checks a heartbeat's sample and corrupt list and returns
-// what the server should delete, with the garbage queued for it, and the
-// sampled replicas in doubt whose old version must be checked with the
-// server before they may be condemned.
-func (m *Master) sampleLocked(ns *namespace.Namespace, s *server, req *pb.HeartbeatRequest) (garbage []uint64, verify []chunkfs.Handle) {
-	r := m.reg
-	for _, h := range req.Corrupt {
-		r.dropReplicaLocked(s, chunkfs.Handle(h))
-		r.clearDoubtLocked(s, chunkfs.Handle(h))
-		r.queueGarbageLocked(s, chunkfs.Handle(h))
-	}
-	for _, c := range req.Sample {
-		h := chunkfs.Handle(c.Handle)
-		cur, ok := ns.ChunkVersion(h)
-		_, known := s.chunks[h]
-		_, doubted := s.doubt[h]
-		// A sample may predate a Lease or Truncate call that raised the
-		// replica's version, so an old version condemns only a replica
-		// the master does not count; and if that is because its call
-		// failed (the call may have reached it anyway), only after the
-		// server confirms the old version.
-		switch v := chunkfs.Version(c.Version); {
-		case !ok || (v < cur && !known && !doubted):
-			r.dropReplicaLocked(s, h)
-			r.clearDoubtLocked(s, h)
-			r.queueGarbageLocked(s, h)
-		case v < cur && doubted:
-			if len(verify) < maxVerifyPerBeat {
-				verify = append(verify, h)
-			}
-		case v == cur && !known:
-			r.addReplicaLocked(s, h, v) // counted again (after a failed call, say)
-			r.clearDoubtLocked(s, h)
-		}
-	}
-	n := min(len(s.garbage), maxGarbagePerAnswer)
-	out := make([]uint64, 0, n)
-	seen := make(map[chunkfs.Handle]bool, n)
-	for _, h := range s.garbage[:n] {
-		if !seen[h] {
-			seen[h] = true
-			out = append(out, uint64(h))
-		}
-	}
-	s.garbage = s.garbage[n:]
-	if len(s.garbage) == 0 {
-		s.garbage = nil
-	}
-	return out, verify
 }
 
 // verifyDoubts asks the server (id at addr) for the version of each of its
@@ -241,14 +131,9 @@ func (m *Master) sampleLocked(ns *namespace.Namespace, s *server, req *pb.Heartb
 // replica the server cannot describe, or that a later call put in doubt
 // again, stays in doubt.
 func (m *Master) verifyDoubts(ctx context.Context, id, addr string, handles []chunkfs.Handle) []uint64 {
-	m.reg.mu.Lock()
-	var gens []uint64
-	if s := m.reg.servers[id]; s != nil {
-		for _, h := range handles {
-			gens = append(gens, s.doubt[h])
-		}
-	}
-	m.reg.mu.Unlock()
+	m.regMu.Lock()
+	gens := m.reg.doubtGens(id, handles)
+	m.regMu.Unlock()
 	if gens == nil {
 		return nil
 	}
@@ -261,33 +146,9 @@ func (m *Master) verifyDoubts(ctx context.Context, id, addr string, handles []ch
 	}
 	var garbage []uint64
 	m.state.read(func(ns *namespace.Namespace) {
-		m.reg.mu.Lock()
-		defer m.reg.mu.Unlock()
-		s := m.reg.servers[id]
-		if s == nil || !s.alive || s.addr != addr {
-			return
-		}
-		for i, h := range handles {
-			if g, ok := s.doubt[h]; !ok || g != gens[i] {
-				continue // settled meanwhile, or in doubt again
-			}
-			cur, ok := ns.ChunkVersion(h)
-			switch v := versions[i]; {
-			case errs[i] != nil && chunkfs.KindOf(errs[i]) != chunkfs.KindNotExist:
-				continue
-			case errs[i] != nil:
-				m.reg.clearDoubtLocked(s, h) // the server has no replica
-			case !ok || v < cur:
-				m.reg.clearDoubtLocked(s, h)
-				m.reg.dropReplicaLocked(s, h)
-				garbage = append(garbage, uint64(h))
-			case v == cur:
-				m.reg.clearDoubtLocked(s, h)
-				m.reg.addReplicaLocked(s, h, v)
-			default:
-				m.reg.clearDoubtLocked(s, h)
-			}
-		}
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		garbage = handlesTo(m.reg.settle(id, addr, handles, gens, versions, errs, ns.ChunkVersion, m.cfg.Clock.Now()))
 	})
 	return garbage
 }
@@ -305,54 +166,52 @@ func (m *Master) replicaVersion(ctx context.Context, addr string, h chunkfs.Hand
 	return chunkfs.Version(resp.Version), nil
 }
 
-// extendLocked extends the valid leases s holds among handles.
-func (m *Master) extendLocked(s *server, handles []uint64, now time.Time) []uint64 {
-	var out []uint64
-	for _, h := range handles {
-		ci := m.reg.chunks[chunkfs.Handle(h)]
-		if ci != nil && ci.primary == s && now.Before(ci.expiry) {
-			ci.expiry = now.Add(m.cfg.LeaseDuration + m.leaseSlack())
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
 // ReportCorrupt forgets a replica that failed its checksum and tells its
 // server to delete it.
 func (m *Master) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest) (*pb.ReportCorruptResponse, error) {
 	if len(req.Replica) > maxAddrLen || len(req.Reporter) > maxAddrLen {
 		return nil, chunkfs.E("report corrupt", "", chunkfs.KindInvalid, "address too long")
 	}
-	m.reg.mu.Lock()
+	m.regMu.Lock()
+	found := false
 	if s := m.reg.byAddr[req.Replica]; s != nil {
-		h := chunkfs.Handle(req.Handle)
-		if _, ok := s.chunks[h]; ok {
-			m.reg.dropReplicaLocked(s, h)
-			m.reg.clearDoubtLocked(s, h)
-			m.reg.queueGarbageLocked(s, h)
-			m.cfg.Logger.Warn("corrupt replica reported", "handle", req.Handle, "replica", req.Replica, "reporter", req.Reporter)
-		}
+		found = m.reg.corrupt(s, chunkfs.Handle(req.Handle), m.cfg.Clock.Now())
 	}
-	m.reg.mu.Unlock()
+	m.regMu.Unlock()
+	if found {
+		m.cfg.Logger.Warn("corrupt replica reported", "handle", req.Handle, "replica", req.Replica, "reporter", req.Reporter)
+	}
 	return &pb.ReportCorruptResponse{StateId: m.state.stateID()}, nil
 }
 
-// ClusterReport summarises chunkservers and the namespace.
+// ClusterReport summarises chunkservers, the namespace, replication
+// health, re-replication and safe mode.
 func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest) (*pb.ClusterReportResponse, error) {
 	resp := &pb.ClusterReportResponse{}
 	now := m.cfg.Clock.Now()
+	resp.SafeMode, resp.SafeModeReason = m.safeModeStatus()
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		c := ns.Counts()
 		resp.Files, resp.Directories, resp.Chunks, resp.Bytes, resp.ChunkSize = c.Files, c.Dirs, c.Chunks, c.Bytes, ns.ChunkSize()
-		m.reg.mu.Lock()
-		defer m.reg.mu.Unlock()
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		size := ns.ChunkSize()
 		ns.EachChunk(func(h chunkfs.Handle, v chunkfs.Version, repl int) {
-			if len(m.reg.replicasLocked(h, v)) < repl {
+			hl := m.reg.health(h, v)
+			switch {
+			case hl.live == 0 && !holdsData(ns, h, size):
+			case hl.live == 0:
+				resp.Missing++
+			case hl.live < repl:
 				resp.UnderReplicated++
 			}
+			if hl.cloning {
+				resp.BeingCloned++
+			}
+			resp.Corrupt += int64(hl.corrupt)
 		})
-		for _, s := range m.reg.sortedLocked() {
+		resp.RepairRate, resp.Repaired = m.reg.repairRate(now), m.reg.repaired
+		for _, s := range m.reg.sorted() {
 			resp.Servers = append(resp.Servers, &pb.ChunkServerStatus{
 				Id: s.id, Addr: s.addr, Rack: s.rack, Capacity: s.capacity, Used: s.used, Load: s.load,
 				Chunks: int64(len(s.chunks)), Alive: s.alive, LastHeartbeatMs: now.Sub(s.lastBeat).Milliseconds(),
@@ -381,9 +240,9 @@ func (m *Master) livenessLoop() {
 // checkLiveness marks servers silent for DeadAfter dead; their replicas are
 // forgotten until they register again.
 func (m *Master) checkLiveness() {
-	m.reg.mu.Lock()
-	dead := m.reg.markDeadLocked(m.cfg.Clock.Now(), m.cfg.DeadAfter)
-	m.reg.mu.Unlock()
+	m.regMu.Lock()
+	dead := m.reg.markDead(m.cfg.Clock.Now(), m.cfg.DeadAfter)
+	m.regMu.Unlock()
 	for _, s := range dead {
 		m.cfg.Logger.Warn("chunkserver dead", "id", s.id, "addr", s.addr)
 	}
@@ -393,6 +252,8 @@ func (m *Master) checkLiveness() {
 // delete them at their next heartbeat.
 func (m *Master) collect(handles []chunkfs.Handle) {
 	if len(handles) > 0 {
-		m.reg.forget(handles)
+		m.regMu.Lock()
+		m.reg.forget(handles, m.cfg.Clock.Now())
+		m.regMu.Unlock()
 	}
 }

@@ -22,8 +22,14 @@ type Server struct {
 	ID       string
 	Rack     string
 	Capacity int64 // bytes
-	Used     int64 // bytes
-	Load     int   // operations in flight
+	Used     int64 // bytes of chunk data it holds
+	// Free is the space (bytes) its disks report free. A server that
+	// reports none is full: it gets no new replica, not even as primary.
+	Free int64
+	Load int // operations in flight
+	// Clones counts the re-replications in flight it takes part in (as
+	// source or target).
+	Clones int
 	// Recent counts the chunks created on it lately, each weighted by how
 	// recent it is (see Recency): 1 for a chunk created just now, 0.5 for
 	// one created a half-life ago.
@@ -89,7 +95,8 @@ type Config struct {
 	// straddled a reset, or came after an uneven one, piled several
 	// replicas on a few servers).
 	RecentHalfLife time.Duration
-	// MinFree is the free space (bytes) a server needs to take a chunk.
+	// MinFree is the reserve: a server needs more free space (bytes) than
+	// this, both on its disks and within its capacity, to take a replica.
 	MinFree int64
 	// UtilisationBand is how far (a fraction of capacity) a server's
 	// utilisation may exceed the average before it counts as above it.
@@ -136,11 +143,17 @@ func Choose(cfg Config, servers []Server, r int, rng *rand.Rand) ([]int, error) 
 	return spread(servers, cand, r), nil
 }
 
+// hasRoom reports whether s can take a replica: free space above the
+// reserve on its disks and within its capacity.
+func hasRoom(cfg Config, s *Server) bool {
+	return s.Capacity > 0 && min(s.Capacity-s.Used, s.Free) > cfg.MinFree
+}
+
 // candidates returns the servers with enough free space.
 func candidates(cfg Config, servers []Server) []int {
 	var out []int
 	for i := range servers {
-		if s := &servers[i]; s.Capacity-s.Used > cfg.MinFree {
+		if hasRoom(cfg, &servers[i]) {
 			out = append(out, i)
 		}
 	}

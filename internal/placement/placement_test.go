@@ -12,7 +12,7 @@ import (
 func servers(n int, racks int) []Server {
 	var out []Server
 	for i := range n {
-		out = append(out, Server{ID: fmt.Sprintf("cs%02d", i), Rack: fmt.Sprintf("r%d", i%racks), Capacity: 100, Used: 10})
+		out = append(out, Server{ID: fmt.Sprintf("cs%02d", i), Rack: fmt.Sprintf("r%d", i%racks), Capacity: 100, Used: 10, Free: 90})
 	}
 	return out
 }

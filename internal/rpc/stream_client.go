@@ -17,12 +17,21 @@ import (
 // maxIdlePerAddr bounds the idle data connections kept per address.
 const maxIdlePerAddr = 8
 
+// DefaultIdleAge is how long a DataClient keeps an idle connection for
+// reuse; one idle longer is closed instead. Servers close a connection
+// idle for DefaultStreamIdle, twice as long, so a client does not reuse a
+// connection its server is closing; a read that still meets one (a
+// server with a shorter IdleTimeout) is sent again on a new connection.
+const DefaultIdleAge = 15 * time.Second
+
 // DataClient is the client side of the data stream: it pushes data along
 // chains of chunkservers and reads chunk data. It keeps a pool of
 // connections per address and is safe for concurrent use; each request has
 // a connection to itself.
 type DataClient struct {
-	dialer net.Dialer
+	dialer  net.Dialer
+	idleAge time.Duration    // DefaultIdleAge
+	now     func() time.Time // time.Now; tests replace it
 
 	mu     sync.Mutex // guards idle and closed
 	idle   map[string][]*dataConn
@@ -31,7 +40,8 @@ type DataClient struct {
 
 // NewDataClient returns a client with an empty pool.
 func NewDataClient() *DataClient {
-	return &DataClient{dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, idle: make(map[string][]*dataConn)}
+	return &DataClient{dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		idleAge: DefaultIdleAge, now: time.Now, idle: make(map[string][]*dataConn)}
 }
 
 // dataConn is one pooled connection, used by one request at a time.
@@ -46,6 +56,8 @@ type dataConn struct {
 	stop         func() bool   // cancels the context watch
 	frameTimeout time.Duration // of each write and answer frame of a push; 0: the whole request has one deadline
 	err          error         // sticky forwarding error
+	idleSince    time.Time     // when it went back to the pool
+	reused       bool          // taken from the pool, not dialed for this request
 }
 
 func unavailable(op, addr string, err error) error {
@@ -59,19 +71,43 @@ func unavailable(op, addr string, err error) error {
 // get returns an idle connection to addr or dials a new one, armed for
 // ctx (see arm).
 func (c *DataClient) get(ctx context.Context, addr string, perFrame bool) (*dataConn, error) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, errPoolClosed
+	dc, err := c.pooled(addr)
+	if err != nil {
+		return nil, err
 	}
-	if l := c.idle[addr]; len(l) > 0 {
-		dc := l[len(l)-1]
-		c.idle[addr] = l[:len(l)-1]
-		c.mu.Unlock()
+	if dc != nil {
+		dc.reused = true
 		dc.arm(ctx, perFrame)
 		return dc, nil
 	}
-	c.mu.Unlock()
+	return c.dial(ctx, addr, perFrame)
+}
+
+// pooled takes the newest idle connection to addr (nil: none), closing
+// those idle longer than idleAge.
+func (c *DataClient) pooled(addr string) (*dataConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errPoolClosed
+	}
+	l := c.idle[addr] // oldest first
+	now := c.now()
+	for len(l) > 0 && now.Sub(l[0].idleSince) > c.idleAge {
+		l[0].conn.Close()
+		l = l[1:]
+	}
+	if len(l) == 0 {
+		delete(c.idle, addr)
+		return nil, nil
+	}
+	dc := l[len(l)-1]
+	c.idle[addr] = l[:len(l)-1]
+	return dc, nil
+}
+
+// dial opens a new connection to addr, armed for ctx.
+func (c *DataClient) dial(ctx context.Context, addr string, perFrame bool) (*dataConn, error) {
 	conn, err := c.dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, unavailable("dial", addr, err)
@@ -111,8 +147,9 @@ func (dc *dataConn) release() {
 		return
 	}
 	dc.conn.SetDeadline(time.Time{})
-	dc.frameTimeout, dc.err = 0, nil
+	dc.frameTimeout, dc.err, dc.reused = 0, nil, false
 	c := dc.c
+	dc.idleSince = c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || len(c.idle[dc.addr]) >= maxIdlePerAddr {
@@ -186,12 +223,39 @@ func (c *DataClient) Read(ctx context.Context, addr string, h chunkfs.Handle, v 
 	return n, nil
 }
 
-// readOnce makes one read request of len(p) bytes.
+// readOnce makes one read request of len(p) bytes. A request on a
+// pooled connection that fails before any answer arrives (the server
+// closed it while it was idle) is sent again on a new one.
 func (c *DataClient) readOnce(ctx context.Context, addr string, req *readRequest, p []byte) (int, error) {
 	dc, err := c.get(ctx, addr, false)
 	if err != nil {
 		return 0, err
 	}
+	reused := dc.reused // dc is another request's once readOn has released it
+	n, err := c.readOn(dc, addr, req, p)
+	if n == 0 && reused && ctx.Err() == nil && isClosedByPeer(err) {
+		if dc, err = c.dial(ctx, addr, false); err != nil {
+			return 0, err
+		}
+		n, err = c.readOn(dc, addr, req, p)
+	}
+	return n, err
+}
+
+// isClosedByPeer reports whether a request failed because the server had
+// closed the connection (end of file, reset, broken pipe), as opposed to
+// the chunk's end, a timeout, an answer that broke the protocol, or a
+// remote error.
+func isClosedByPeer(err error) bool {
+	if chunkfs.KindOf(err) != chunkfs.KindUnavailable { // not the end of the chunk (a bare io.EOF)
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// readOn makes one read request on dc, releasing or closing it.
+func (c *DataClient) readOn(dc *dataConn, addr string, req *readRequest, p []byte) (int, error) {
 	if _, err := dc.conn.Write(appendFrame(nil, frameRead, req.encode())); err != nil {
 		dc.close()
 		return 0, unavailable("read", addr, err)

@@ -34,7 +34,11 @@ type StreamHandler interface {
 
 // StreamConfig configures a StreamServer.
 type StreamConfig struct {
-	// IdleTimeout bounds the wait for the next request on a connection.
+	// IdleTimeout bounds the wait for the next request on a connection,
+	// once it has sent its magic or had its last request answered: a
+	// connection that then sends nothing for this long is closed, so idle
+	// connections cannot pile up. It is longer than the time a client
+	// keeps an idle connection for reuse (DefaultIdleAge).
 	IdleTimeout time.Duration
 	// FrameTimeout bounds the wait for each frame inside a request, and
 	// each write of an answer.
@@ -47,10 +51,13 @@ type StreamConfig struct {
 	NoSendfile bool
 }
 
+// DefaultStreamIdle is the default IdleTimeout: twice DefaultIdleAge.
+const DefaultStreamIdle = 2 * DefaultIdleAge
+
 // DefaultStreamConfig returns the default configuration, with its own
 // forwarding client.
 func DefaultStreamConfig() StreamConfig {
-	return StreamConfig{IdleTimeout: 5 * time.Minute, FrameTimeout: 30 * time.Second, Client: NewDataClient(), Logger: slog.Default()}
+	return StreamConfig{IdleTimeout: DefaultStreamIdle, FrameTimeout: 30 * time.Second, Client: NewDataClient(), Logger: slog.Default()}
 }
 
 // Validate reports whether c is usable.

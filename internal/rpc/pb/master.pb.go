@@ -1389,11 +1389,15 @@ func (x *GetChunksResponse) GetChunkSize() int64 {
 // PrepareWriteRequest makes sure chunk index of the file exists (allocating
 // it and any earlier holes) and that it has a primary with a valid lease.
 type PrepareWriteRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
-	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	Index         int64                  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
-	Append        bool                   `protobuf:"varint,4,opt,name=append,proto3" json:"append,omitempty"` // record append: index must be the last chunk or the one after it
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Caller *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path   string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Index  int64                  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	Append bool                   `protobuf:"varint,4,opt,name=append,proto3" json:"append,omitempty"` // record append: index must be the last chunk or the one after it
+	// suspect is the primary the client's last attempt on this chunk failed
+	// with; the master probes it and, if it does not answer, moves the lease
+	// to the other replicas at a new version instead of waiting it out.
+	Suspect       string `protobuf:"bytes,5,opt,name=suspect,proto3" json:"suspect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1454,6 +1458,13 @@ func (x *PrepareWriteRequest) GetAppend() bool {
 		return x.Append
 	}
 	return false
+}
+
+func (x *PrepareWriteRequest) GetSuspect() string {
+	if x != nil {
+		return x.Suspect
+	}
+	return ""
 }
 
 type PrepareWriteResponse struct {
@@ -2506,6 +2517,13 @@ type ClusterReportResponse struct {
 	UnderReplicated int64                  `protobuf:"varint,6,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
 	Bytes           int64                  `protobuf:"varint,7,opt,name=bytes,proto3" json:"bytes,omitempty"` // sum of file lengths
 	ChunkSize       int64                  `protobuf:"varint,8,opt,name=chunk_size,json=chunkSize,proto3" json:"chunk_size,omitempty"`
+	SafeMode        bool                   `protobuf:"varint,9,opt,name=safe_mode,json=safeMode,proto3" json:"safe_mode,omitempty"`                     // the master creates no chunk until enough are located
+	SafeModeReason  string                 `protobuf:"bytes,10,opt,name=safe_mode_reason,json=safeModeReason,proto3" json:"safe_mode_reason,omitempty"` // what safe mode waits for
+	BeingCloned     int64                  `protobuf:"varint,11,opt,name=being_cloned,json=beingCloned,proto3" json:"being_cloned,omitempty"`           // chunks with a clone in flight
+	Corrupt         int64                  `protobuf:"varint,12,opt,name=corrupt,proto3" json:"corrupt,omitempty"`                                      // corrupt replicas reported and not yet replaced
+	Missing         int64                  `protobuf:"varint,13,opt,name=missing,proto3" json:"missing,omitempty"`                                      // chunks with no live current replica
+	RepairRate      float64                `protobuf:"fixed64,14,opt,name=repair_rate,json=repairRate,proto3" json:"repair_rate,omitempty"`             // bytes per second cloned over the last minute
+	Repaired        int64                  `protobuf:"varint,15,opt,name=repaired,proto3" json:"repaired,omitempty"`                                    // clones completed since the master started
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -2596,6 +2614,335 @@ func (x *ClusterReportResponse) GetChunkSize() int64 {
 	return 0
 }
 
+func (x *ClusterReportResponse) GetSafeMode() bool {
+	if x != nil {
+		return x.SafeMode
+	}
+	return false
+}
+
+func (x *ClusterReportResponse) GetSafeModeReason() string {
+	if x != nil {
+		return x.SafeModeReason
+	}
+	return ""
+}
+
+func (x *ClusterReportResponse) GetBeingCloned() int64 {
+	if x != nil {
+		return x.BeingCloned
+	}
+	return 0
+}
+
+func (x *ClusterReportResponse) GetCorrupt() int64 {
+	if x != nil {
+		return x.Corrupt
+	}
+	return 0
+}
+
+func (x *ClusterReportResponse) GetMissing() int64 {
+	if x != nil {
+		return x.Missing
+	}
+	return 0
+}
+
+func (x *ClusterReportResponse) GetRepairRate() float64 {
+	if x != nil {
+		return x.RepairRate
+	}
+	return 0
+}
+
+func (x *ClusterReportResponse) GetRepaired() int64 {
+	if x != nil {
+		return x.Repaired
+	}
+	return 0
+}
+
+// FsckRequest checks the files under path (a file or a directory tree).
+type FsckRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	MaxFiles      uint32                 `protobuf:"varint,3,opt,name=max_files,json=maxFiles,proto3" json:"max_files,omitempty"` // 0 or too large: server maximum
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsckRequest) Reset() {
+	*x = FsckRequest{}
+	mi := &file_master_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsckRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsckRequest) ProtoMessage() {}
+
+func (x *FsckRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
+func (*FsckRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *FsckRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *FsckRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FsckRequest) GetMaxFiles() uint32 {
+	if x != nil {
+		return x.MaxFiles
+	}
+	return 0
+}
+
+// FsckFile is the health of one file's chunks: each chunk counts once,
+// under the worst of missing (no live current replica), under-replicated
+// (fewer live current replicas than the file's replication) or healthy.
+type FsckFile struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Path            string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Replication     int32                  `protobuf:"varint,2,opt,name=replication,proto3" json:"replication,omitempty"`
+	Length          int64                  `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	Chunks          int64                  `protobuf:"varint,4,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	Healthy         int64                  `protobuf:"varint,5,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	UnderReplicated int64                  `protobuf:"varint,6,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
+	Missing         int64                  `protobuf:"varint,7,opt,name=missing,proto3" json:"missing,omitempty"`
+	Corrupt         int64                  `protobuf:"varint,8,opt,name=corrupt,proto3" json:"corrupt,omitempty"` // corrupt replicas reported and not yet replaced
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *FsckFile) Reset() {
+	*x = FsckFile{}
+	mi := &file_master_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsckFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsckFile) ProtoMessage() {}
+
+func (x *FsckFile) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsckFile.ProtoReflect.Descriptor instead.
+func (*FsckFile) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *FsckFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FsckFile) GetReplication() int32 {
+	if x != nil {
+		return x.Replication
+	}
+	return 0
+}
+
+func (x *FsckFile) GetLength() int64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *FsckFile) GetChunks() int64 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *FsckFile) GetHealthy() int64 {
+	if x != nil {
+		return x.Healthy
+	}
+	return 0
+}
+
+func (x *FsckFile) GetUnderReplicated() int64 {
+	if x != nil {
+		return x.UnderReplicated
+	}
+	return 0
+}
+
+func (x *FsckFile) GetMissing() int64 {
+	if x != nil {
+		return x.Missing
+	}
+	return 0
+}
+
+func (x *FsckFile) GetCorrupt() int64 {
+	if x != nil {
+		return x.Corrupt
+	}
+	return 0
+}
+
+type FsckResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	StateId         uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	Files           []*FsckFile            `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"` // every file checked, in path order
+	FilesChecked    int64                  `protobuf:"varint,3,opt,name=files_checked,json=filesChecked,proto3" json:"files_checked,omitempty"`
+	Chunks          int64                  `protobuf:"varint,4,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	Healthy         int64                  `protobuf:"varint,5,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	UnderReplicated int64                  `protobuf:"varint,6,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
+	Missing         int64                  `protobuf:"varint,7,opt,name=missing,proto3" json:"missing,omitempty"`
+	Corrupt         int64                  `protobuf:"varint,8,opt,name=corrupt,proto3" json:"corrupt,omitempty"`
+	Truncated       bool                   `protobuf:"varint,9,opt,name=truncated,proto3" json:"truncated,omitempty"` // more files than max_files: the totals cover those checked
+	SafeMode        bool                   `protobuf:"varint,10,opt,name=safe_mode,json=safeMode,proto3" json:"safe_mode,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *FsckResponse) Reset() {
+	*x = FsckResponse{}
+	mi := &file_master_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsckResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsckResponse) ProtoMessage() {}
+
+func (x *FsckResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
+func (*FsckResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *FsckResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *FsckResponse) GetFiles() []*FsckFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *FsckResponse) GetFilesChecked() int64 {
+	if x != nil {
+		return x.FilesChecked
+	}
+	return 0
+}
+
+func (x *FsckResponse) GetChunks() int64 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *FsckResponse) GetHealthy() int64 {
+	if x != nil {
+		return x.Healthy
+	}
+	return 0
+}
+
+func (x *FsckResponse) GetUnderReplicated() int64 {
+	if x != nil {
+		return x.UnderReplicated
+	}
+	return 0
+}
+
+func (x *FsckResponse) GetMissing() int64 {
+	if x != nil {
+		return x.Missing
+	}
+	return 0
+}
+
+func (x *FsckResponse) GetCorrupt() int64 {
+	if x != nil {
+		return x.Corrupt
+	}
+	return 0
+}
+
+func (x *FsckResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *FsckResponse) GetSafeMode() bool {
+	if x != nil {
+		return x.SafeMode
+	}
+	return false
+}
+
 // MetaOp is one operation of a Batch: exactly one field is set. Each op
 // carries its own caller and is validated and permission-checked exactly as
 // its unary form.
@@ -2617,7 +2964,7 @@ type MetaOp struct {
 
 func (x *MetaOp) Reset() {
 	*x = MetaOp{}
-	mi := &file_master_proto_msgTypes[36]
+	mi := &file_master_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2629,7 +2976,7 @@ func (x *MetaOp) String() string {
 func (*MetaOp) ProtoMessage() {}
 
 func (x *MetaOp) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[36]
+	mi := &file_master_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2642,7 +2989,7 @@ func (x *MetaOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaOp.ProtoReflect.Descriptor instead.
 func (*MetaOp) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{36}
+	return file_master_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *MetaOp) GetOp() isMetaOp_Op {
@@ -2782,7 +3129,7 @@ type MetaResult struct {
 
 func (x *MetaResult) Reset() {
 	*x = MetaResult{}
-	mi := &file_master_proto_msgTypes[37]
+	mi := &file_master_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2794,7 +3141,7 @@ func (x *MetaResult) String() string {
 func (*MetaResult) ProtoMessage() {}
 
 func (x *MetaResult) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[37]
+	mi := &file_master_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2807,7 +3154,7 @@ func (x *MetaResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaResult.ProtoReflect.Descriptor instead.
 func (*MetaResult) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{37}
+	return file_master_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *MetaResult) GetResult() isMetaResult_Result {
@@ -2953,7 +3300,7 @@ type BatchRequest struct {
 
 func (x *BatchRequest) Reset() {
 	*x = BatchRequest{}
-	mi := &file_master_proto_msgTypes[38]
+	mi := &file_master_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2965,7 +3312,7 @@ func (x *BatchRequest) String() string {
 func (*BatchRequest) ProtoMessage() {}
 
 func (x *BatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[38]
+	mi := &file_master_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2978,7 +3325,7 @@ func (x *BatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
 func (*BatchRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{38}
+	return file_master_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *BatchRequest) GetOps() []*MetaOp {
@@ -2998,7 +3345,7 @@ type BatchResponse struct {
 
 func (x *BatchResponse) Reset() {
 	*x = BatchResponse{}
-	mi := &file_master_proto_msgTypes[39]
+	mi := &file_master_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +3357,7 @@ func (x *BatchResponse) String() string {
 func (*BatchResponse) ProtoMessage() {}
 
 func (x *BatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[39]
+	mi := &file_master_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +3370,7 @@ func (x *BatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
 func (*BatchResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{39}
+	return file_master_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *BatchResponse) GetStateId() uint64 {
@@ -3038,6 +3385,399 @@ func (x *BatchResponse) GetResults() []*MetaResult {
 		return x.Results
 	}
 	return nil
+}
+
+// MsyncRequest asks the leader for its commit index, so that a client's
+// later reads (from observers too) see every write committed before it.
+type MsyncRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MsyncRequest) Reset() {
+	*x = MsyncRequest{}
+	mi := &file_master_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MsyncRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MsyncRequest) ProtoMessage() {}
+
+func (x *MsyncRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MsyncRequest.ProtoReflect.Descriptor instead.
+func (*MsyncRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{43}
+}
+
+type MsyncResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MsyncResponse) Reset() {
+	*x = MsyncResponse{}
+	mi := &file_master_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MsyncResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MsyncResponse) ProtoMessage() {}
+
+func (x *MsyncResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MsyncResponse.ProtoReflect.Descriptor instead.
+func (*MsyncResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *MsyncResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+// HAStatusRequest asks one master how it sees the group.
+type HAStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HAStatusRequest) Reset() {
+	*x = HAStatusRequest{}
+	mi := &file_master_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HAStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HAStatusRequest) ProtoMessage() {}
+
+func (x *HAStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HAStatusRequest.ProtoReflect.Descriptor instead.
+func (*HAStatusRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{45}
+}
+
+type HAMember struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"` // client (and Raft) address
+	Voter         bool                   `protobuf:"varint,3,opt,name=voter,proto3" json:"voter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HAMember) Reset() {
+	*x = HAMember{}
+	mi := &file_master_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HAMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HAMember) ProtoMessage() {}
+
+func (x *HAMember) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HAMember.ProtoReflect.Descriptor instead.
+func (*HAMember) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *HAMember) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *HAMember) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *HAMember) GetVoter() bool {
+	if x != nil {
+		return x.Voter
+	}
+	return false
+}
+
+type HAStatusResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`            // this master's node ID
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`        // leader, follower, observer, candidate, or standalone
+	Applied       uint64                 `protobuf:"varint,4,opt,name=applied,proto3" json:"applied,omitempty"` // last applied index
+	Commit        uint64                 `protobuf:"varint,5,opt,name=commit,proto3" json:"commit,omitempty"`   // commit index this node knows
+	LeaderId      string                 `protobuf:"bytes,6,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderAddr    string                 `protobuf:"bytes,7,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	Members       []*HAMember            `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HAStatusResponse) Reset() {
+	*x = HAStatusResponse{}
+	mi := &file_master_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HAStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HAStatusResponse) ProtoMessage() {}
+
+func (x *HAStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HAStatusResponse.ProtoReflect.Descriptor instead.
+func (*HAStatusResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *HAStatusResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *HAStatusResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *HAStatusResponse) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *HAStatusResponse) GetApplied() uint64 {
+	if x != nil {
+		return x.Applied
+	}
+	return 0
+}
+
+func (x *HAStatusResponse) GetCommit() uint64 {
+	if x != nil {
+		return x.Commit
+	}
+	return 0
+}
+
+func (x *HAStatusResponse) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *HAStatusResponse) GetLeaderAddr() string {
+	if x != nil {
+		return x.LeaderAddr
+	}
+	return ""
+}
+
+func (x *HAStatusResponse) GetMembers() []*HAMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+// HAChangeRequest changes the group's membership or leadership; only the
+// leader takes it, and only from the superuser.
+type HAChangeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Op            string                 `protobuf:"bytes,2,opt,name=op,proto3" json:"op,omitempty"`     // add-voter, add-observer, remove, transfer-leader
+	Id            string                 `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`     // the node; for transfer-leader, empty picks one
+	Addr          string                 `protobuf:"bytes,4,opt,name=addr,proto3" json:"addr,omitempty"` // for add-voter and add-observer
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HAChangeRequest) Reset() {
+	*x = HAChangeRequest{}
+	mi := &file_master_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HAChangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HAChangeRequest) ProtoMessage() {}
+
+func (x *HAChangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HAChangeRequest.ProtoReflect.Descriptor instead.
+func (*HAChangeRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *HAChangeRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *HAChangeRequest) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *HAChangeRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *HAChangeRequest) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+type HAChangeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HAChangeResponse) Reset() {
+	*x = HAChangeResponse{}
+	mi := &file_master_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HAChangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HAChangeResponse) ProtoMessage() {}
+
+func (x *HAChangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HAChangeResponse.ProtoReflect.Descriptor instead.
+func (*HAChangeResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *HAChangeResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
 }
 
 var File_master_proto protoreflect.FileDescriptor
@@ -3162,12 +3902,13 @@ const file_master_proto_rawDesc = "" +
 	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\x121\n" +
 	"\x06chunks\x18\x03 \x03(\v2\x19.chunkfs.v1.ChunkLocationR\x06chunks\x12\x1d\n" +
 	"\n" +
-	"chunk_size\x18\x04 \x01(\x03R\tchunkSize\"\x83\x01\n" +
+	"chunk_size\x18\x04 \x01(\x03R\tchunkSize\"\x9d\x01\n" +
 	"\x13PrepareWriteRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x03R\x05index\x12\x16\n" +
-	"\x06append\x18\x04 \x01(\bR\x06append\"\x97\x01\n" +
+	"\x06append\x18\x04 \x01(\bR\x06append\x12\x18\n" +
+	"\asuspect\x18\x05 \x01(\tR\asuspect\"\x97\x01\n" +
 	"\x14PrepareWriteResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12/\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x19.chunkfs.v1.ChunkLocationR\x05chunk\x12\x1d\n" +
@@ -3250,7 +3991,7 @@ const file_master_proto_rawDesc = "" +
 	"\x11last_heartbeat_ms\x18\t \x01(\x03R\x0flastHeartbeatMs\x12\x12\n" +
 	"\x04free\x18\n" +
 	" \x01(\x03R\x04free\x12&\n" +
-	"\x05disks\x18\v \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\"\x9b\x02\n" +
+	"\x05disks\x18\v \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\"\xf6\x03\n" +
 	"\x15ClusterReportResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
 	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.ChunkServerStatusR\aservers\x12\x14\n" +
@@ -3260,7 +4001,41 @@ const file_master_proto_rawDesc = "" +
 	"\x10under_replicated\x18\x06 \x01(\x03R\x0funderReplicated\x12\x14\n" +
 	"\x05bytes\x18\a \x01(\x03R\x05bytes\x12\x1d\n" +
 	"\n" +
-	"chunk_size\x18\b \x01(\x03R\tchunkSize\"\x8f\x03\n" +
+	"chunk_size\x18\b \x01(\x03R\tchunkSize\x12\x1b\n" +
+	"\tsafe_mode\x18\t \x01(\bR\bsafeMode\x12(\n" +
+	"\x10safe_mode_reason\x18\n" +
+	" \x01(\tR\x0esafeModeReason\x12!\n" +
+	"\fbeing_cloned\x18\v \x01(\x03R\vbeingCloned\x12\x18\n" +
+	"\acorrupt\x18\f \x01(\x03R\acorrupt\x12\x18\n" +
+	"\amissing\x18\r \x01(\x03R\amissing\x12\x1f\n" +
+	"\vrepair_rate\x18\x0e \x01(\x01R\n" +
+	"repairRate\x12\x1a\n" +
+	"\brepaired\x18\x0f \x01(\x03R\brepaired\"j\n" +
+	"\vFsckRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1b\n" +
+	"\tmax_files\x18\x03 \x01(\rR\bmaxFiles\"\xe9\x01\n" +
+	"\bFsckFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12 \n" +
+	"\vreplication\x18\x02 \x01(\x05R\vreplication\x12\x16\n" +
+	"\x06length\x18\x03 \x01(\x03R\x06length\x12\x16\n" +
+	"\x06chunks\x18\x04 \x01(\x03R\x06chunks\x12\x18\n" +
+	"\ahealthy\x18\x05 \x01(\x03R\ahealthy\x12)\n" +
+	"\x10under_replicated\x18\x06 \x01(\x03R\x0funderReplicated\x12\x18\n" +
+	"\amissing\x18\a \x01(\x03R\amissing\x12\x18\n" +
+	"\acorrupt\x18\b \x01(\x03R\acorrupt\"\xc6\x02\n" +
+	"\fFsckResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12*\n" +
+	"\x05files\x18\x02 \x03(\v2\x14.chunkfs.v1.FsckFileR\x05files\x12#\n" +
+	"\rfiles_checked\x18\x03 \x01(\x03R\ffilesChecked\x12\x16\n" +
+	"\x06chunks\x18\x04 \x01(\x03R\x06chunks\x12\x18\n" +
+	"\ahealthy\x18\x05 \x01(\x03R\ahealthy\x12)\n" +
+	"\x10under_replicated\x18\x06 \x01(\x03R\x0funderReplicated\x12\x18\n" +
+	"\amissing\x18\a \x01(\x03R\amissing\x12\x18\n" +
+	"\acorrupt\x18\b \x01(\x03R\acorrupt\x12\x1c\n" +
+	"\ttruncated\x18\t \x01(\bR\ttruncated\x12\x1b\n" +
+	"\tsafe_mode\x18\n" +
+	" \x01(\bR\bsafeMode\"\x8f\x03\n" +
 	"\x06MetaOp\x12-\n" +
 	"\x04stat\x18\x01 \x01(\v2\x17.chunkfs.v1.StatRequestH\x00R\x04stat\x123\n" +
 	"\x06create\x18\x02 \x01(\v2\x19.chunkfs.v1.CreateRequestH\x00R\x06create\x120\n" +
@@ -3285,7 +4060,32 @@ const file_master_proto_rawDesc = "" +
 	"\x03ops\x18\x01 \x03(\v2\x12.chunkfs.v1.MetaOpR\x03ops\"\\\n" +
 	"\rBatchResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x120\n" +
-	"\aresults\x18\x02 \x03(\v2\x16.chunkfs.v1.MetaResultR\aresults2\xfe\b\n" +
+	"\aresults\x18\x02 \x03(\v2\x16.chunkfs.v1.MetaResultR\aresults\"\x0e\n" +
+	"\fMsyncRequest\"*\n" +
+	"\rMsyncResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\"\x11\n" +
+	"\x0fHAStatusRequest\"D\n" +
+	"\bHAMember\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x14\n" +
+	"\x05voter\x18\x03 \x01(\bR\x05voter\"\xf1\x01\n" +
+	"\x10HAStatusResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12\x18\n" +
+	"\aapplied\x18\x04 \x01(\x04R\aapplied\x12\x16\n" +
+	"\x06commit\x18\x05 \x01(\x04R\x06commit\x12\x1b\n" +
+	"\tleader_id\x18\x06 \x01(\tR\bleaderId\x12\x1f\n" +
+	"\vleader_addr\x18\a \x01(\tR\n" +
+	"leaderAddr\x12.\n" +
+	"\amembers\x18\b \x03(\v2\x14.chunkfs.v1.HAMemberR\amembers\"q\n" +
+	"\x0fHAChangeRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x0e\n" +
+	"\x02op\x18\x02 \x01(\tR\x02op\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\tR\x02id\x12\x12\n" +
+	"\x04addr\x18\x04 \x01(\tR\x04addr\"-\n" +
+	"\x10HAChangeResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId2\x85\v\n" +
 	"\x06Master\x12<\n" +
 	"\x05Mkdir\x12\x18.chunkfs.v1.MkdirRequest\x1a\x19.chunkfs.v1.MkdirResponse\x12?\n" +
 	"\x06Create\x12\x19.chunkfs.v1.CreateRequest\x1a\x1a.chunkfs.v1.CreateResponse\x129\n" +
@@ -3299,10 +4099,14 @@ const file_master_proto_rawDesc = "" +
 	"\fCommitLength\x12\x1f.chunkfs.v1.CommitLengthRequest\x1a .chunkfs.v1.CommitLengthResponse\x12N\n" +
 	"\vClusterInfo\x12\x1e.chunkfs.v1.ClusterInfoRequest\x1a\x1f.chunkfs.v1.ClusterInfoResponse\x12T\n" +
 	"\rClusterReport\x12 .chunkfs.v1.ClusterReportRequest\x1a!.chunkfs.v1.ClusterReportResponse\x12T\n" +
-	"\rReportCorrupt\x12 .chunkfs.v1.ReportCorruptRequest\x1a!.chunkfs.v1.ReportCorruptResponse\x12<\n" +
+	"\rReportCorrupt\x12 .chunkfs.v1.ReportCorruptRequest\x1a!.chunkfs.v1.ReportCorruptResponse\x129\n" +
+	"\x04Fsck\x12\x17.chunkfs.v1.FsckRequest\x1a\x18.chunkfs.v1.FsckResponse\x12<\n" +
 	"\x05Batch\x12\x18.chunkfs.v1.BatchRequest\x1a\x19.chunkfs.v1.BatchResponse\x12E\n" +
 	"\bRegister\x12\x1b.chunkfs.v1.RegisterRequest\x1a\x1c.chunkfs.v1.RegisterResponse\x12H\n" +
-	"\tHeartbeat\x12\x1c.chunkfs.v1.HeartbeatRequest\x1a\x1d.chunkfs.v1.HeartbeatResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
+	"\tHeartbeat\x12\x1c.chunkfs.v1.HeartbeatRequest\x1a\x1d.chunkfs.v1.HeartbeatResponse\x12<\n" +
+	"\x05Msync\x12\x18.chunkfs.v1.MsyncRequest\x1a\x19.chunkfs.v1.MsyncResponse\x12E\n" +
+	"\bHAStatus\x12\x1b.chunkfs.v1.HAStatusRequest\x1a\x1c.chunkfs.v1.HAStatusResponse\x12E\n" +
+	"\bHAChange\x12\x1b.chunkfs.v1.HAChangeRequest\x1a\x1c.chunkfs.v1.HAChangeResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once
@@ -3316,7 +4120,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_master_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: chunkfs.v1.Caller
 	(*FileInfo)(nil),              // 1: chunkfs.v1.FileInfo
@@ -3354,11 +4158,21 @@ var file_master_proto_goTypes = []any{
 	(*ClusterReportRequest)(nil),  // 33: chunkfs.v1.ClusterReportRequest
 	(*ChunkServerStatus)(nil),     // 34: chunkfs.v1.ChunkServerStatus
 	(*ClusterReportResponse)(nil), // 35: chunkfs.v1.ClusterReportResponse
-	(*MetaOp)(nil),                // 36: chunkfs.v1.MetaOp
-	(*MetaResult)(nil),            // 37: chunkfs.v1.MetaResult
-	(*BatchRequest)(nil),          // 38: chunkfs.v1.BatchRequest
-	(*BatchResponse)(nil),         // 39: chunkfs.v1.BatchResponse
-	(*ErrorDetail)(nil),           // 40: chunkfs.v1.ErrorDetail
+	(*FsckRequest)(nil),           // 36: chunkfs.v1.FsckRequest
+	(*FsckFile)(nil),              // 37: chunkfs.v1.FsckFile
+	(*FsckResponse)(nil),          // 38: chunkfs.v1.FsckResponse
+	(*MetaOp)(nil),                // 39: chunkfs.v1.MetaOp
+	(*MetaResult)(nil),            // 40: chunkfs.v1.MetaResult
+	(*BatchRequest)(nil),          // 41: chunkfs.v1.BatchRequest
+	(*BatchResponse)(nil),         // 42: chunkfs.v1.BatchResponse
+	(*MsyncRequest)(nil),          // 43: chunkfs.v1.MsyncRequest
+	(*MsyncResponse)(nil),         // 44: chunkfs.v1.MsyncResponse
+	(*HAStatusRequest)(nil),       // 45: chunkfs.v1.HAStatusRequest
+	(*HAMember)(nil),              // 46: chunkfs.v1.HAMember
+	(*HAStatusResponse)(nil),      // 47: chunkfs.v1.HAStatusResponse
+	(*HAChangeRequest)(nil),       // 48: chunkfs.v1.HAChangeRequest
+	(*HAChangeResponse)(nil),      // 49: chunkfs.v1.HAChangeResponse
+	(*ErrorDetail)(nil),           // 50: chunkfs.v1.ErrorDetail
 }
 var file_master_proto_depIdxs = []int32{
 	0,  // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
@@ -3385,60 +4199,72 @@ var file_master_proto_depIdxs = []int32{
 	26, // 21: chunkfs.v1.HeartbeatRequest.disks:type_name -> chunkfs.v1.Disk
 	26, // 22: chunkfs.v1.ChunkServerStatus.disks:type_name -> chunkfs.v1.Disk
 	34, // 23: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
-	6,  // 24: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
-	4,  // 25: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
-	2,  // 26: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
-	12, // 27: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
-	10, // 28: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
-	14, // 29: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
-	21, // 30: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
-	40, // 31: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
-	7,  // 32: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
-	5,  // 33: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
-	3,  // 34: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
-	13, // 35: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
-	11, // 36: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
-	15, // 37: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
-	22, // 38: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
-	36, // 39: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
-	37, // 40: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
-	2,  // 41: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
-	4,  // 42: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
-	6,  // 43: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
-	8,  // 44: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
-	10, // 45: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
-	12, // 46: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
-	14, // 47: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
-	17, // 48: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
-	19, // 49: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
-	21, // 50: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
-	23, // 51: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
-	33, // 52: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
-	31, // 53: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
-	38, // 54: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
-	27, // 55: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
-	29, // 56: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
-	3,  // 57: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
-	5,  // 58: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
-	7,  // 59: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
-	9,  // 60: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
-	11, // 61: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
-	13, // 62: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
-	15, // 63: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
-	18, // 64: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
-	20, // 65: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
-	22, // 66: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
-	24, // 67: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
-	35, // 68: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
-	32, // 69: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
-	39, // 70: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
-	28, // 71: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
-	30, // 72: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
-	57, // [57:73] is the sub-list for method output_type
-	41, // [41:57] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	0,  // 24: chunkfs.v1.FsckRequest.caller:type_name -> chunkfs.v1.Caller
+	37, // 25: chunkfs.v1.FsckResponse.files:type_name -> chunkfs.v1.FsckFile
+	6,  // 26: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
+	4,  // 27: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
+	2,  // 28: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
+	12, // 29: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
+	10, // 30: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
+	14, // 31: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
+	21, // 32: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
+	50, // 33: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
+	7,  // 34: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
+	5,  // 35: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
+	3,  // 36: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
+	13, // 37: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
+	11, // 38: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
+	15, // 39: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
+	22, // 40: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
+	39, // 41: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
+	40, // 42: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
+	46, // 43: chunkfs.v1.HAStatusResponse.members:type_name -> chunkfs.v1.HAMember
+	0,  // 44: chunkfs.v1.HAChangeRequest.caller:type_name -> chunkfs.v1.Caller
+	2,  // 45: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
+	4,  // 46: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
+	6,  // 47: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
+	8,  // 48: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
+	10, // 49: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
+	12, // 50: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
+	14, // 51: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
+	17, // 52: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
+	19, // 53: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
+	21, // 54: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
+	23, // 55: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
+	33, // 56: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
+	31, // 57: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
+	36, // 58: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
+	41, // 59: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
+	27, // 60: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
+	29, // 61: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
+	43, // 62: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
+	45, // 63: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
+	48, // 64: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
+	3,  // 65: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
+	5,  // 66: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
+	7,  // 67: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
+	9,  // 68: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
+	11, // 69: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
+	13, // 70: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
+	15, // 71: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
+	18, // 72: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
+	20, // 73: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
+	22, // 74: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
+	24, // 75: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
+	35, // 76: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
+	32, // 77: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
+	38, // 78: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
+	42, // 79: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
+	28, // 80: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
+	30, // 81: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
+	44, // 82: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
+	47, // 83: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
+	49, // 84: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
+	65, // [65:85] is the sub-list for method output_type
+	45, // [45:65] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -3448,7 +4274,7 @@ func file_master_proto_init() {
 	}
 	file_errors_proto_init()
 	file_master_proto_msgTypes[14].OneofWrappers = []any{}
-	file_master_proto_msgTypes[36].OneofWrappers = []any{
+	file_master_proto_msgTypes[39].OneofWrappers = []any{
 		(*MetaOp_Stat)(nil),
 		(*MetaOp_Create)(nil),
 		(*MetaOp_Mkdir)(nil),
@@ -3457,7 +4283,7 @@ func file_master_proto_init() {
 		(*MetaOp_SetAttr)(nil),
 		(*MetaOp_CommitLength)(nil),
 	}
-	file_master_proto_msgTypes[37].OneofWrappers = []any{
+	file_master_proto_msgTypes[40].OneofWrappers = []any{
 		(*MetaResult_Error)(nil),
 		(*MetaResult_Stat)(nil),
 		(*MetaResult_Create)(nil),
@@ -3473,7 +4299,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   40,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

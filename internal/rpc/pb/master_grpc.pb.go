@@ -36,9 +36,13 @@ const (
 	Master_ClusterInfo_FullMethodName   = "/chunkfs.v1.Master/ClusterInfo"
 	Master_ClusterReport_FullMethodName = "/chunkfs.v1.Master/ClusterReport"
 	Master_ReportCorrupt_FullMethodName = "/chunkfs.v1.Master/ReportCorrupt"
+	Master_Fsck_FullMethodName          = "/chunkfs.v1.Master/Fsck"
 	Master_Batch_FullMethodName         = "/chunkfs.v1.Master/Batch"
 	Master_Register_FullMethodName      = "/chunkfs.v1.Master/Register"
 	Master_Heartbeat_FullMethodName     = "/chunkfs.v1.Master/Heartbeat"
+	Master_Msync_FullMethodName         = "/chunkfs.v1.Master/Msync"
+	Master_HAStatus_FullMethodName      = "/chunkfs.v1.Master/HAStatus"
+	Master_HAChange_FullMethodName      = "/chunkfs.v1.Master/HAChange"
 )
 
 // MasterClient is the client API for Master service.
@@ -58,11 +62,15 @@ type MasterClient interface {
 	ClusterInfo(ctx context.Context, in *ClusterInfoRequest, opts ...grpc.CallOption) (*ClusterInfoResponse, error)
 	ClusterReport(ctx context.Context, in *ClusterReportRequest, opts ...grpc.CallOption) (*ClusterReportResponse, error)
 	ReportCorrupt(ctx context.Context, in *ReportCorruptRequest, opts ...grpc.CallOption) (*ReportCorruptResponse, error)
+	Fsck(ctx context.Context, in *FsckRequest, opts ...grpc.CallOption) (*FsckResponse, error)
 	// Batch runs several metadata operations in one call; each succeeds or
 	// fails alone. Over the limits the whole call fails with InvalidArgument.
 	Batch(ctx context.Context, in *BatchRequest, opts ...grpc.CallOption) (*BatchResponse, error)
 	Register(ctx context.Context, in *RegisterRequest, opts ...grpc.CallOption) (*RegisterResponse, error)
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
+	Msync(ctx context.Context, in *MsyncRequest, opts ...grpc.CallOption) (*MsyncResponse, error)
+	HAStatus(ctx context.Context, in *HAStatusRequest, opts ...grpc.CallOption) (*HAStatusResponse, error)
+	HAChange(ctx context.Context, in *HAChangeRequest, opts ...grpc.CallOption) (*HAChangeResponse, error)
 }
 
 type masterClient struct {
@@ -203,6 +211,16 @@ func (c *masterClient) ReportCorrupt(ctx context.Context, in *ReportCorruptReque
 	return out, nil
 }
 
+func (c *masterClient) Fsck(ctx context.Context, in *FsckRequest, opts ...grpc.CallOption) (*FsckResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FsckResponse)
+	err := c.cc.Invoke(ctx, Master_Fsck_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *masterClient) Batch(ctx context.Context, in *BatchRequest, opts ...grpc.CallOption) (*BatchResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(BatchResponse)
@@ -233,6 +251,36 @@ func (c *masterClient) Heartbeat(ctx context.Context, in *HeartbeatRequest, opts
 	return out, nil
 }
 
+func (c *masterClient) Msync(ctx context.Context, in *MsyncRequest, opts ...grpc.CallOption) (*MsyncResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MsyncResponse)
+	err := c.cc.Invoke(ctx, Master_Msync_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) HAStatus(ctx context.Context, in *HAStatusRequest, opts ...grpc.CallOption) (*HAStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HAStatusResponse)
+	err := c.cc.Invoke(ctx, Master_HAStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) HAChange(ctx context.Context, in *HAChangeRequest, opts ...grpc.CallOption) (*HAChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HAChangeResponse)
+	err := c.cc.Invoke(ctx, Master_HAChange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -250,11 +298,15 @@ type MasterServer interface {
 	ClusterInfo(context.Context, *ClusterInfoRequest) (*ClusterInfoResponse, error)
 	ClusterReport(context.Context, *ClusterReportRequest) (*ClusterReportResponse, error)
 	ReportCorrupt(context.Context, *ReportCorruptRequest) (*ReportCorruptResponse, error)
+	Fsck(context.Context, *FsckRequest) (*FsckResponse, error)
 	// Batch runs several metadata operations in one call; each succeeds or
 	// fails alone. Over the limits the whole call fails with InvalidArgument.
 	Batch(context.Context, *BatchRequest) (*BatchResponse, error)
 	Register(context.Context, *RegisterRequest) (*RegisterResponse, error)
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
+	Msync(context.Context, *MsyncRequest) (*MsyncResponse, error)
+	HAStatus(context.Context, *HAStatusRequest) (*HAStatusResponse, error)
+	HAChange(context.Context, *HAChangeRequest) (*HAChangeResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -304,6 +356,9 @@ func (UnimplementedMasterServer) ClusterReport(context.Context, *ClusterReportRe
 func (UnimplementedMasterServer) ReportCorrupt(context.Context, *ReportCorruptRequest) (*ReportCorruptResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ReportCorrupt not implemented")
 }
+func (UnimplementedMasterServer) Fsck(context.Context, *FsckRequest) (*FsckResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Fsck not implemented")
+}
 func (UnimplementedMasterServer) Batch(context.Context, *BatchRequest) (*BatchResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Batch not implemented")
 }
@@ -312,6 +367,15 @@ func (UnimplementedMasterServer) Register(context.Context, *RegisterRequest) (*R
 }
 func (UnimplementedMasterServer) Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Heartbeat not implemented")
+}
+func (UnimplementedMasterServer) Msync(context.Context, *MsyncRequest) (*MsyncResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Msync not implemented")
+}
+func (UnimplementedMasterServer) HAStatus(context.Context, *HAStatusRequest) (*HAStatusResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method HAStatus not implemented")
+}
+func (UnimplementedMasterServer) HAChange(context.Context, *HAChangeRequest) (*HAChangeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method HAChange not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -568,6 +632,24 @@ func _Master_ReportCorrupt_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_Fsck_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FsckRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).Fsck(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_Fsck_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).Fsck(ctx, req.(*FsckRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Master_Batch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(BatchRequest)
 	if err := dec(in); err != nil {
@@ -618,6 +700,60 @@ func _Master_Heartbeat_Handler(srv interface{}, ctx context.Context, dec func(in
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(MasterServer).Heartbeat(ctx, req.(*HeartbeatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_Msync_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsyncRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).Msync(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_Msync_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).Msync(ctx, req.(*MsyncRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_HAStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HAStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).HAStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_HAStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).HAStatus(ctx, req.(*HAStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_HAChange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HAChangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).HAChange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_HAChange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).HAChange(ctx, req.(*HAChangeRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -682,6 +818,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Master_ReportCorrupt_Handler,
 		},
 		{
+			MethodName: "Fsck",
+			Handler:    _Master_Fsck_Handler,
+		},
+		{
 			MethodName: "Batch",
 			Handler:    _Master_Batch_Handler,
 		},
@@ -692,6 +832,18 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Heartbeat",
 			Handler:    _Master_Heartbeat_Handler,
+		},
+		{
+			MethodName: "Msync",
+			Handler:    _Master_Msync_Handler,
+		},
+		{
+			MethodName: "HAStatus",
+			Handler:    _Master_HAStatus_Handler,
+		},
+		{
+			MethodName: "HAChange",
+			Handler:    _Master_HAChange_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

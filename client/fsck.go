@@ -1,0 +1,71 @@
+package client
+
+import (
+	"context"
+
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// FsckFile is the replication health of one file's chunks.
+type FsckFile struct {
+	Path            string `json:"path"`
+	Replication     int    `json:"replication"`
+	Length          int64  `json:"length"`
+	Chunks          int64  `json:"chunks"`
+	Healthy         int64  `json:"healthy"`
+	UnderReplicated int64  `json:"under_replicated"`
+	Missing         int64  `json:"missing"`
+	Corrupt         int64  `json:"corrupt"` // corrupt replicas not yet replaced
+}
+
+// Status is "HEALTHY", "UNDER-REPLICATED", "CORRUPT" or "MISSING", the
+// worst that applies.
+func (f *FsckFile) Status() string {
+	switch {
+	case f.Missing > 0:
+		return "MISSING"
+	case f.Corrupt > 0:
+		return "CORRUPT"
+	case f.UnderReplicated > 0:
+		return "UNDER-REPLICATED"
+	}
+	return "HEALTHY"
+}
+
+// FsckReport is the result of Fsck: every file checked and the totals.
+type FsckReport struct {
+	Files           []FsckFile `json:"files"`
+	FilesChecked    int64      `json:"files_checked"`
+	Chunks          int64      `json:"chunks"`
+	Healthy         int64      `json:"healthy"`
+	UnderReplicated int64      `json:"under_replicated"`
+	Missing         int64      `json:"missing"`
+	Corrupt         int64      `json:"corrupt"`
+	Truncated       bool       `json:"truncated,omitempty"` // the master checked only its maximum of files
+	SafeMode        bool       `json:"safe_mode,omitempty"`
+}
+
+// Good reports whether every chunk checked has a good replica: no chunk
+// is missing. (Under-replicated chunks are being healed.)
+func (r *FsckReport) Good() bool { return r.Missing == 0 }
+
+// Fsck asks the master for the replication health of the files under path.
+func (c *Client) Fsck(ctx context.Context, path string) (*FsckReport, error) {
+	path, err := checkPath("fsck", path)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.master.Fsck(ctx, &pb.FsckRequest{Caller: c.caller, Path: path})
+	if err != nil {
+		return nil, wrapOp("fsck", path, err)
+	}
+	c.observe(resp.StateId)
+	r := &FsckReport{FilesChecked: resp.FilesChecked, Chunks: resp.Chunks, Healthy: resp.Healthy,
+		UnderReplicated: resp.UnderReplicated, Missing: resp.Missing, Corrupt: resp.Corrupt,
+		Truncated: resp.Truncated, SafeMode: resp.SafeMode, Files: make([]FsckFile, 0, len(resp.Files))}
+	for _, f := range resp.Files {
+		r.Files = append(r.Files, FsckFile{Path: f.Path, Replication: int(f.Replication), Length: f.Length, Chunks: f.Chunks,
+			Healthy: f.Healthy, UnderReplicated: f.UnderReplicated, Missing: f.Missing, Corrupt: f.Corrupt})
+	}
+	return r, nil
+}

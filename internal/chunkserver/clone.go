@@ -1,0 +1,209 @@
+package chunkserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// clonePiece is how much of a chunk a clone asks its source for at a time,
+// and the burst of the clone bandwidth cap. A multiple of the block size,
+// so every frame of the answer is one whole block and carries the
+// source's stored CRC32C of that block.
+const clonePiece = 1 << 20
+
+// Clone makes this server a new replica of a chunk: it pulls the chunk
+// from the source over the data stream, every block checked against the
+// source's CRC32C on arrival, writes it under temporary names, fsyncs it
+// and only then puts it in the store and answers. On any failure nothing
+// is kept. Clones are bounded in number (CloneStreams) and in bandwidth
+// (CloneRate), both at this, the target, server.
+func (c *control) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneResponse, error) {
+	done, err := c.s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
+	if err := c.s.checkClone(req); err != nil {
+		return nil, err
+	}
+	end, err := c.s.clones.begin(h)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	n, err := c.s.clone(ctx, h, v, req.Source, req.Length)
+	if err != nil {
+		c.s.log.Warn("clone failed", "chunk", chunkName(h), "version", v, "source", req.Source, "err", err)
+		return nil, err
+	}
+	c.s.log.Info("cloned", "chunk", chunkName(h), "version", v, "source", req.Source, "bytes", n)
+	return &pb.CloneResponse{Length: n}, nil
+}
+
+// checkClone refuses a clone request that cannot be right.
+func (s *Server) checkClone(req *pb.CloneRequest) error {
+	h := chunkfs.Handle(req.Handle)
+	switch {
+	case req.Handle == 0:
+		return invalid("clone", h, "zero handle")
+	case req.Version == 0:
+		return invalid("clone", h, "zero version")
+	case req.Source == "" || len(req.Source) > 255:
+		return invalid("clone", h, "bad source address")
+	case req.Source == s.Addr():
+		return invalid("clone", h, "source is this server")
+	case req.Length < 0 || req.Length > s.cfg.MaxChunkSize:
+		return invalid("clone", h, fmt.Sprintf("length %d out of range [0, %d]", req.Length, s.cfg.MaxChunkSize))
+	}
+	return nil
+}
+
+// clone pulls chunk h at v from source into a new replica and returns its
+// length. The source must hold at least want bytes.
+func (s *Server) clone(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, source string, want int64) (int64, error) {
+	if _, err := s.sourceInfo(ctx, h, v, source); err != nil {
+		return 0, err
+	}
+	in, err := s.store.BeginIncoming(h, v)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Abort()
+	buf := make([]byte, clonePiece)
+	for in.Length() < s.cfg.MaxChunkSize {
+		p := buf[:min(int64(len(buf)), s.cfg.MaxChunkSize-in.Length())]
+		n, err := s.readPiece(ctx, source, h, v, in.Length(), p)
+		if werr := in.Write(p[:n]); werr != nil {
+			return 0, werr
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, sourceError(h, source, err)
+		}
+		// Pay for the piece before asking for the next: over the clone,
+		// the bytes pulled stay within the burst plus rate × time.
+		if err := s.clones.wait(ctx, int64(n)); err != nil {
+			return 0, chunkfs.E("clone", chunkName(h), chunkfs.KindUnavailable, "cancelled: "+err.Error())
+		}
+	}
+	if in.Length() < want {
+		return 0, chunkfs.E("clone", chunkName(h), chunkfs.KindStale, fmt.Sprintf("source %s holds %d bytes, fewer than the %d expected", source, in.Length(), want))
+	}
+	after, err := s.sourceInfo(ctx, h, v, source)
+	if err != nil {
+		return 0, err
+	}
+	if after.Length != in.Length() {
+		return 0, chunkfs.E("clone", chunkName(h), chunkfs.KindStale, fmt.Sprintf("source %s changed during the clone (%d bytes, %d copied)", source, after.Length, in.Length()))
+	}
+	st := s.state(h)
+	st.order.Lock() // no mutation of the replica replaced runs meanwhile
+	defer st.order.Unlock()
+	info, err := in.Commit()
+	if err != nil {
+		return 0, err
+	}
+	s.reporter.forget(h) // a corrupt replica it replaced was reported; this one is new
+	return info.Length, nil
+}
+
+// sourceInfo asks the source about its replica of h, which must be at v
+// exactly: a newer one would be copied under an older version's name.
+// Asked before the copy and after it, so that a replica that grew
+// meanwhile (the master let it be appended to at v during the clone) fails
+// the clone rather than leaving a copy that misses the append; an
+// overwrite in place at v is not seen, so the master clones only chunks
+// no lease is writing.
+func (s *Server) sourceInfo(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, source string) (*pb.ChunkInfoResponse, error) {
+	cs, err := s.peers.ChunkServer(source)
+	if err != nil {
+		return nil, sourceError(h, source, err)
+	}
+	ctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	info, err := cs.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h)})
+	if err != nil {
+		return nil, sourceError(h, source, err)
+	}
+	if chunkfs.Version(info.Version) != v {
+		return nil, chunkfs.E("clone", chunkName(h)+" from "+source, chunkfs.KindStale, fmt.Sprintf("source holds version %d, not %d", info.Version, v))
+	}
+	return info, nil
+}
+
+// readPiece reads one piece from the source with a deadline of its own,
+// so that a source that stops answering fails the clone in RPCTimeout
+// rather than holding a clone slot until the master's deadline.
+func (s *Server) readPiece(ctx context.Context, source string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte) (int, error) {
+	ctx, cancel := s.callCtx(ctx)
+	defer cancel()
+	return s.data.Read(ctx, source, h, v, off, p)
+}
+
+// sourceError describes a failed read from a clone's source, keeping its
+// kind: KindStale (the source is older than the clone's version),
+// KindChecksum (the source found its replica corrupt, or a block failed
+// its checksum on the way), KindNotExist, KindUnavailable.
+func sourceError(h chunkfs.Handle, source string, err error) error {
+	return &chunkfs.Error{Op: "clone", Path: chunkName(h) + " from " + source, Kind: chunkfs.KindOf(err), Err: err}
+}
+
+// cloneLimiter bounds this server's clones: how many run at once, one
+// at most per chunk, and the bytes a second they pull together.
+type cloneLimiter struct {
+	clock clock.Clock
+	max   int
+
+	mu     sync.Mutex // guards active and bucket
+	active map[chunkfs.Handle]bool
+	bucket tokenBucket
+}
+
+func newCloneLimiter(c clock.Clock, streams int, rate int64) *cloneLimiter {
+	return &cloneLimiter{clock: c, max: streams, active: make(map[chunkfs.Handle]bool), bucket: newTokenBucket(rate, clonePiece)}
+}
+
+// begin admits a clone of h, or refuses it with KindUnavailable when
+// CloneStreams clones run already or one of h does.
+func (l *cloneLimiter) begin(h chunkfs.Handle) (end func(), err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.active[h]:
+		return nil, chunkfs.E("clone", chunkName(h), chunkfs.KindUnavailable, "a clone of this chunk is in progress")
+	case len(l.active) >= l.max:
+		return nil, chunkfs.E("clone", chunkName(h), chunkfs.KindUnavailable, fmt.Sprintf("%d clones in progress; try later", len(l.active)))
+	}
+	l.active[h] = true
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.active, h)
+	}, nil
+}
+
+// wait blocks until n more bytes may be pulled within the bandwidth cap.
+func (l *cloneLimiter) wait(ctx context.Context, n int64) error {
+	l.mu.Lock()
+	d := l.bucket.take(l.clock.Now(), n)
+	l.mu.Unlock()
+	if d <= 0 {
+		return ctx.Err()
+	}
+	select {
+	case <-l.clock.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,255 @@
+package master
+
+import (
+	"slices"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/placement"
+)
+
+// chunkLookup returns what the namespace says of chunk h: its logged
+// version, its file's replication, its length, and whether it exists.
+type chunkLookup func(h chunkfs.Handle) (v chunkfs.Version, want int, length int64, ok bool)
+
+// cloneOrder is a clone the master is to start: tell target to copy
+// version of handle (length bytes) from source.
+type cloneOrder struct {
+	handle  chunkfs.Handle
+	version chunkfs.Version
+	length  int64
+	live    int // live replicas when it was planned
+	target  *server
+	source  *server
+	pending *pendingClone
+	// The servers' addresses when it was planned (a server's record
+	// changes under Master.regMu only).
+	targetAddr, sourceAddr string
+}
+
+// trimOrder is an excess replica the registry condemned.
+type trimOrder struct {
+	handle chunkfs.Handle
+	server *server
+}
+
+// blockedFor is how long a writer's wait keeps a chunk first in the
+// repair queue.
+const blockedFor = time.Minute
+
+// plan decides the re-replication work to start at now: clones of chunks
+// with fewer live current replicas than their file's replication, in
+// placement.RepairOrder (the fewest live replicas first; a chunk a writer
+// waits on first among equals), at most maxClones in flight per server as
+// source or target; and the trimming of chunks with more than their
+// replication (condemned here, deleted at the server's next heartbeat).
+//
+// Priority is strict: no chunk is cloned while a chunk with fewer live
+// replicas waits or is being cloned, so every one-replica chunk is healed
+// before any two-replica chunk is touched. A chunk under a lease is left
+// alone until the lease ends (a clone taken while the primary mutates could
+// miss a write; a chunk a writer is blocked on gets no lease, so it is not
+// delayed). A chunk with no live replica is missing: there is nothing to
+// clone from.
+//
+// It looks at the chunks whose replica set changed since it last found
+// them healthy (a chunk's set changes only in this registry), or at every
+// chunk when full is set: the master sweeps everything now and then, for
+// changes of a file's replication.
+func (r *registry) plan(cfg placement.Config, lookup chunkLookup, maxClones int, now time.Time, full bool) ([]cloneOrder, []trimOrder) {
+	var needs []placement.Repair
+	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting
+	var trims []trimOrder
+	examine := func(h chunkfs.Handle, ci *chunkInfo) {
+		v, want, _, ok := lookup(h)
+		if !ok {
+			delete(r.dirty, h)
+			return
+		}
+		live := len(r.replicas(h, v))
+		switch {
+		case ci.clone != nil:
+			level = min(level, ci.clone.live)
+		case ci.busy > 0 || live == 0 || r.leaseOutstanding(h, now):
+			r.dirty[h] = struct{}{} // look again next time
+		case live < want:
+			r.dirty[h] = struct{}{}
+			needs = append(needs, placement.Repair{Handle: uint64(h), Live: live, Want: want, Blocked: r.blocked(ci, now)})
+			level = min(level, live)
+		case live > want:
+			trims = append(trims, r.trim(h, v, want, now)...)
+		default:
+			delete(r.dirty, h)
+		}
+	}
+	if full {
+		for h, ci := range r.chunks {
+			examine(h, ci)
+		}
+	} else {
+		for h := range r.dirty {
+			if ci := r.chunks[h]; ci != nil {
+				examine(h, ci)
+			} else {
+				delete(r.dirty, h)
+			}
+		}
+	}
+	placement.RepairOrder(needs)
+	var orders []cloneOrder
+	for _, n := range needs {
+		if n.Live > level {
+			break
+		}
+		h := chunkfs.Handle(n.Handle)
+		v, _, length, _ := lookup(h)
+		if o, ok := r.startClone(cfg, h, v, length, n.Live, maxClones, now); ok {
+			orders = append(orders, o)
+		}
+	}
+	return orders, trims
+}
+
+// blocked reports whether a writer waited on the chunk lately.
+func (r *registry) blocked(ci *chunkInfo, now time.Time) bool {
+	return !ci.blocked.IsZero() && now.Sub(ci.blocked) < blockedFor
+}
+
+// block notes that a writer waits on h for want of live replicas.
+func (r *registry) block(h chunkfs.Handle, now time.Time) {
+	if ci := r.chunks[h]; ci != nil {
+		ci.blocked = now
+	}
+}
+
+// startClone picks a source among h's live replicas and a target among the
+// other live servers with room and records the clone as in flight.
+func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.Version, length int64, live, maxClones int, now time.Time) (cloneOrder, bool) {
+	holders := r.replicas(h, v)
+	hc := make([]placement.Server, len(holders))
+	racks := make([]string, len(holders))
+	for i, s := range holders {
+		hc[i], racks[i] = candidate(s, now, cfg), s.rack
+	}
+	si := placement.CloneSource(hc, maxClones)
+	if si < 0 {
+		return cloneOrder{}, false
+	}
+	var others []*server
+	for _, s := range r.live() {
+		_, has := s.chunks[h]
+		_, doubted := s.doubt[h]
+		// A server still to be told to delete h could delete the clone.
+		if !has && !doubted && !slices.Contains(s.garbage, h) {
+			others = append(others, s)
+		}
+	}
+	oc := make([]placement.Server, len(others))
+	for i, s := range others {
+		oc[i] = candidate(s, now, cfg)
+	}
+	ti := placement.CloneTarget(cfg, oc, racks, maxClones, r.rng)
+	if ti < 0 {
+		return cloneOrder{}, false
+	}
+	source, target := holders[si], others[ti]
+	pc := &pendingClone{target: target, source: source, version: v, started: now, live: live}
+	r.info(h).clone = pc
+	source.sourcing++
+	target.cloning++
+	return cloneOrder{handle: h, version: v, length: length, live: live, target: target, source: source, pending: pc,
+		targetAddr: target.addr, sourceAddr: source.addr}, true
+}
+
+// cloning reports whether s is the target of a clone of h in flight (its
+// replica is incomplete until the clone answers).
+func (r *registry) cloning(h chunkfs.Handle, s *server) bool {
+	ci := r.chunks[h]
+	return ci != nil && ci.clone != nil && ci.clone.target == s
+}
+
+// cloneDone records the end of clone pc of h: on success, if the chunk
+// still has the version cloned and the target is still the same live
+// server, the target's replica counts; otherwise whatever the target
+// stored is garbage. cur and exists are the chunk's logged version now.
+func (r *registry) cloneDone(h chunkfs.Handle, pc *pendingClone, length int64, err error, cur chunkfs.Version, exists bool, now time.Time) bool {
+	pc.source.sourcing--
+	pc.target.cloning--
+	if ci := r.chunks[h]; ci != nil && ci.clone == pc {
+		ci.clone = nil
+		defer r.gc(h, ci)
+	}
+	t := pc.target
+	ok := err == nil && exists && cur == pc.version && t.alive && r.servers[t.id] == t
+	if !ok {
+		// What the target stored is garbage, unless it holds a counted
+		// replica of its own (then the clone did not touch it).
+		if _, has := t.chunks[h]; !has && r.servers[t.id] == t {
+			r.queueGarbage(t, h)
+		}
+		return false
+	}
+	r.addReplica(t, h, pc.version)
+	r.clearDoubt(t, h)
+	if ci := r.chunks[h]; ci != nil && ci.corrupt > 0 {
+		ci.corrupt--
+	}
+	r.repaired++
+	r.recent = append(r.recent, repairDone{at: now, bytes: length})
+	r.pruneRecent(now)
+	return true
+}
+
+// repairWindow is the span the repair rate is measured over.
+const repairWindow = time.Minute
+
+func (r *registry) pruneRecent(now time.Time) {
+	i := 0
+	for i < len(r.recent) && now.Sub(r.recent[i].at) > repairWindow {
+		i++
+	}
+	r.recent = r.recent[i:]
+}
+
+// repairRate returns the bytes per second cloned over the last minute.
+func (r *registry) repairRate(now time.Time) float64 {
+	r.pruneRecent(now)
+	var sum int64
+	for _, d := range r.recent {
+		sum += d.bytes
+	}
+	return float64(sum) / repairWindow.Seconds()
+}
+
+// trim condemns the excess live replicas of h beyond want, keeping the best
+// rack spread (placement.Trim).
+func (r *registry) trim(h chunkfs.Handle, v chunkfs.Version, want int, now time.Time) []trimOrder {
+	holders := r.replicas(h, v)
+	slices.SortFunc(holders, func(a, b *server) int { return cmpString(a.id, b.id) })
+	hc := make([]placement.Server, len(holders))
+	for i, s := range holders {
+		hc[i] = placement.Server{ID: s.id, Rack: s.rack, Capacity: s.capacity, Used: s.used}
+	}
+	var out []trimOrder
+	for _, i := range placement.Trim(hc, want) {
+		r.condemn(holders[i], h, now)
+		out = append(out, trimOrder{handle: h, server: holders[i]})
+	}
+	return out
+}
+
+// chunkHealth is what the registry says of one chunk for reports and fsck.
+type chunkHealth struct {
+	live    int  // live replicas at the current version
+	cloning bool // a clone is in flight
+	corrupt int  // corrupt replicas not yet replaced
+}
+
+// health describes chunk h at logged version v.
+func (r *registry) health(h chunkfs.Handle, v chunkfs.Version) chunkHealth {
+	ci := r.chunks[h]
+	if ci == nil {
+		return chunkHealth{}
+	}
+	return chunkHealth{live: len(r.replicas(h, v)), cloning: ci.clone != nil, corrupt: ci.corrupt}
+}

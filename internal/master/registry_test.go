@@ -1,0 +1,310 @@
+package master
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/placement"
+)
+
+// TestRegistryScenarios runs the transcripts in testdata/registry against
+// the registry alone: pure state, no RPC, no clock but the one the
+// transcript moves. Each command is followed by "> " lines with what it
+// must print.
+//
+//	servers a b c:r1      live servers (rack r-NAME unless :RACK), with room
+//	full d / room d       d's free space is nil / plenty
+//	chunk 1 v=1 want=3    a chunk of the namespace (length 1000 unless len=N)
+//	version 1 2           the log moves chunk 1 to version 2
+//	want 1 4              chunk 1's file's replication becomes 4
+//	holds 1 a b           a and b hold chunk 1 at its logged version
+//	lease 1 a [60s]       a holds chunk 1's lease for 10s (or as given)
+//	grantable 1           the lease decision: valid, wait, none or grant A,B [fenced]
+//	grant 1 a b           the grant's calls to a and b succeed at the next version, logged
+//	advance 10s           move the clock
+//	beat a b              heartbeats (no sample)
+//	dead                  declare servers silent for 30s dead: "dead A B"
+//	plan [full]           plan repairs: "clone H vV live=N SRC->DST", "trim H SRV"
+//	                      (ties between equal targets go by the registry's seeded rng)
+//	done 1 ok|fail        chunk 1's clone in flight ends
+//	health 1              "live=N cloning=B corrupt=N"
+//	register c 1:1 2:1    a full report: "stale=[...] garbage=[...]"
+//	unreachable 1 a       a writer reported chunk 1's primary a, and the probe failed
+//	corrupt a 1           a's replica of chunk 1 failed its checksum
+//	delete 1              the chunk is deleted
+//	garbage a             what a is told to delete at its next heartbeat
+func TestRegistryScenarios(t *testing.T) {
+	files, _ := filepath.Glob("testdata/registry/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no registry scenarios")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) { runRegistryScenario(t, file) })
+	}
+}
+
+type nsChunk struct {
+	v      chunkfs.Version
+	want   int
+	length int64
+}
+
+type registryScenario struct {
+	t      *testing.T
+	r      *registry
+	now    time.Time
+	chunks map[chunkfs.Handle]*nsChunk
+	out    []string
+}
+
+func runRegistryScenario(t *testing.T, file string) {
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := &registryScenario{t: t, r: newRegistry(1), now: time.Unix(1_700_000_000, 0), chunks: map[chunkfs.Handle]*nsChunk{}}
+	var want []string
+	cmd, line := "", 0
+	check := func() {
+		if cmd != "" && !slices.Equal(s.out, want) {
+			t.Errorf("%s:%d: %s\n got: %q\nwant: %q", file, line, cmd, s.out, want)
+		}
+	}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		text := strings.TrimSpace(sc.Text())
+		switch {
+		case text == "" || strings.HasPrefix(text, "#"):
+		case strings.HasPrefix(text, ">"):
+			want = append(want, strings.TrimSpace(text[1:]))
+		default:
+			check()
+			cmd, line, want, s.out = text, n, nil, nil
+			s.run(strings.Fields(text))
+		}
+	}
+	check()
+}
+
+func (s *registryScenario) printf(format string, args ...any) {
+	s.out = append(s.out, fmt.Sprintf(format, args...))
+}
+
+func (s *registryScenario) version(h chunkfs.Handle) (chunkfs.Version, bool) {
+	c := s.chunks[h]
+	if c == nil {
+		return 0, false
+	}
+	return c.v, true
+}
+
+func (s *registryScenario) lookup(h chunkfs.Handle) (chunkfs.Version, int, int64, bool) {
+	c := s.chunks[h]
+	if c == nil {
+		return 0, 0, 0, false
+	}
+	return c.v, c.want, c.length, true
+}
+
+func (s *registryScenario) server(name string) *server {
+	sv := s.r.servers[name]
+	if sv == nil {
+		s.t.Fatalf("no server %s", name)
+	}
+	return sv
+}
+
+func (s *registryScenario) handle(arg string) chunkfs.Handle {
+	h, err := strconv.ParseUint(arg, 10, 64)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return chunkfs.Handle(h)
+}
+
+func names(servers []*server) string {
+	var out []string
+	for _, sv := range servers {
+		out = append(out, sv.id)
+	}
+	return strings.Join(out, ",")
+}
+
+func (s *registryScenario) run(f []string) {
+	r := s.r
+	switch f[0] {
+	case "servers":
+		for _, arg := range f[1:] {
+			name, rack, ok := strings.Cut(arg, ":")
+			if !ok {
+				rack = "r-" + name
+			}
+			if _, err := r.register(fullReport{figures: figures{id: name, addr: name + ":1", rack: rack, capacity: 1 << 40, free: 1 << 39}}, s.version, s.now); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+	case "full", "room":
+		s.server(f[1]).free = map[bool]int64{true: 0, false: 1 << 39}[f[0] == "full"]
+	case "chunk":
+		c := &nsChunk{length: 1000}
+		for _, kv := range f[2:] {
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "v":
+				c.v = chunkfs.Version(n)
+			case "want":
+				c.want = int(n)
+			case "len":
+				c.length = n
+			}
+		}
+		s.chunks[s.handle(f[1])] = c
+	case "want":
+		n, _ := strconv.Atoi(f[2])
+		s.chunks[s.handle(f[1])].want = n
+	case "version":
+		n, _ := strconv.ParseUint(f[2], 10, 64)
+		s.chunks[s.handle(f[1])].v = chunkfs.Version(n)
+	case "holds":
+		h := s.handle(f[1])
+		for _, name := range f[2:] {
+			r.addReplica(s.server(name), h, s.chunks[h].v)
+		}
+	case "lease":
+		d := 10 * time.Second
+		if len(f) > 3 {
+			var err error
+			if d, err = time.ParseDuration(f[3]); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+		r.recordLease(s.handle(f[1]), s.server(f[2]), s.now.Add(d))
+	case "grantable":
+		h := s.handle(f[1])
+		d := r.grantable(h, s.chunks[h].v, s.now)
+		switch d.verdict {
+		case leaseValid:
+			s.printf("valid")
+		case leaseWait:
+			s.printf("wait")
+		case leaseNone:
+			s.printf("none")
+		default:
+			s.printf("grant %s%s", names(d.replicas), map[bool]string{true: " fenced"}[d.fenced])
+		}
+	case "grant":
+		h := s.handle(f[1])
+		var order []*server
+		for _, name := range f[2:] {
+			order = append(order, s.server(name))
+		}
+		v := r.nextVersion(h, s.chunks[h].v)
+		r.noteTold(h, v)
+		errs := make([]error, len(order))
+		r.recordTaken(h, v, order, errs)
+		s.chunks[h].v = v
+		r.recordLease(h, order[0], s.now.Add(10*time.Second))
+		s.printf("v=%d", v)
+	case "advance":
+		d, err := time.ParseDuration(f[1])
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		s.now = s.now.Add(d)
+	case "beat":
+		for _, name := range f[1:] {
+			sv := s.server(name)
+			if b := r.heartbeat(beat{figures: figures{id: sv.id, addr: sv.addr, capacity: sv.capacity, free: sv.free}}, s.version, s.now, 10*time.Second); b.reregister {
+				s.printf("%s: reregister", name)
+			}
+		}
+	case "dead":
+		if dead := r.markDead(s.now, 30*time.Second); len(dead) > 0 {
+			s.printf("dead %s", strings.ReplaceAll(names(dead), ",", " "))
+		}
+	case "plan":
+		clones, trims := r.plan(placement.DefaultConfig(), s.lookup, 2, s.now, len(f) > 1 && f[1] == "full")
+		slices.SortFunc(clones, func(a, b cloneOrder) int { return int(a.handle) - int(b.handle) })
+		for _, c := range clones {
+			s.printf("clone %d v%d live=%d %s->%s", c.handle, c.version, c.live, c.source.id, c.target.id)
+		}
+		slices.SortFunc(trims, func(a, b trimOrder) int { return int(a.handle) - int(b.handle) })
+		for _, t := range trims {
+			s.printf("trim %d %s", t.handle, t.server.id)
+		}
+	case "done":
+		h := s.handle(f[1])
+		ci := r.chunks[h]
+		if ci == nil || ci.clone == nil {
+			s.t.Fatalf("no clone of %d in flight", h)
+		}
+		var err error
+		if f[2] != "ok" {
+			err = errors.New("clone failed")
+		}
+		c := s.chunks[h]
+		var v chunkfs.Version
+		if c != nil {
+			v = c.v
+		}
+		s.printf("counted=%v", r.cloneDone(h, ci.clone, 1000, err, v, c != nil, s.now))
+	case "health":
+		h := s.handle(f[1])
+		hl := r.health(h, s.chunks[h].v)
+		s.printf("live=%d cloning=%v corrupt=%d", hl.live, hl.cloning, hl.corrupt)
+	case "register":
+		req := fullReport{figures: figures{id: f[1], addr: f[1] + ":1", rack: "r-" + f[1], capacity: 1 << 40, free: 1 << 39}}
+		for _, hv := range f[2:] {
+			hs, vs, _ := strings.Cut(hv, ":")
+			v, _ := strconv.ParseUint(vs, 10, 64)
+			req.chunks = append(req.chunks, replica{handle: s.handle(hs), version: chunkfs.Version(v)})
+		}
+		d, err := r.register(req, s.version, s.now)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		s.printf("stale=%v garbage=%v", d.stale, d.garbage)
+	case "unreachable":
+		h := s.handle(f[1])
+		if p := r.primaryAt(h, s.server(f[2]).addr, s.now); p != nil {
+			r.dropPrimary(h, p, s.now)
+		}
+	case "corrupt":
+		r.corrupt(s.server(f[1]), s.handle(f[2]), s.now)
+	case "delete":
+		h := s.handle(f[1])
+		delete(s.chunks, h)
+		r.forget([]chunkfs.Handle{h}, s.now)
+	case "garbage":
+		s.printf("%v", r.takeGarbage(s.server(f[1])))
+	default:
+		s.t.Fatalf("unknown registry command %q", f[0])
+	}
+}
+
+// TestNoSpaceMarksFull: a server whose Lease call failed for want of
+// space gets no new replica until its next heartbeat reports room.
+func TestNoSpaceMarksFull(t *testing.T) {
+	r := registryOf(3)
+	now := time.Unix(2000, 0)
+	order := []*server{r.servers["cs01"], r.servers["cs02"]}
+	r.forgetFailed(7, order, []error{chunkfs.E("lease", "", chunkfs.KindNoSpace, "disk full"), nil}, now)
+	cfg := placement.DefaultConfig()
+	for range 10 {
+		got, err := r.choose(cfg, 3, now, nil)
+		if err != nil || len(got) != 2 || slices.Contains(got, order[0]) {
+			t.Fatalf("chose %v (%v) with cs01 full", names(got), err)
+		}
+	}
+}

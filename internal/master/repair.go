@@ -1,0 +1,121 @@
+package master
+
+import (
+	"context"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// repairLoop plans re-replication and trimming every RepairInterval
+// (registry.plan) and starts the clones it decides.
+func (m *Master) repairLoop() {
+	defer m.bg.Done()
+	t := m.cfg.Clock.NewTicker(m.cfg.RepairInterval)
+	defer t.Stop()
+	for n := 0; ; n++ {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C():
+			m.repairOnce(n%fullSweepEvery == 0)
+		}
+	}
+}
+
+// fullSweepEvery is how many repair rounds pass between two that look at
+// every chunk rather than those whose replicas changed (registry.plan):
+// the sweep finds chunks whose file's replication was raised.
+const fullSweepEvery = 30
+
+// repairOnce runs one round of planning: nothing while in safe mode, when
+// locations are still being learnt.
+func (m *Master) repairOnce(full bool) {
+	m.updateSafeMode()
+	if !m.leads() {
+		return // only the leader re-replicates and trims
+	}
+	if safe, _ := m.safeModeStatus(); safe {
+		return
+	}
+	now := m.cfg.Clock.Now()
+	var orders []cloneOrder
+	var trims []trimOrder
+	m.state.read(func(ns *namespace.Namespace) {
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		orders, trims = m.reg.plan(m.cfg.Placement, lookupIn(ns), m.cfg.MaxClonesPerServer, now, full)
+	})
+	for _, t := range trims {
+		m.cfg.Logger.Info("trimming an excess replica", "handle", t.handle, "server", t.server.id)
+	}
+	for _, o := range orders {
+		m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr})
+		m.bg.Add(1)
+		go m.runClone(o)
+	}
+}
+
+// lookupIn answers the registry's questions about chunks from ns.
+func lookupIn(ns *namespace.Namespace) chunkLookup {
+	size := ns.ChunkSize()
+	return func(h chunkfs.Handle) (chunkfs.Version, int, int64, bool) {
+		v, ok := ns.ChunkVersion(h)
+		if !ok {
+			return 0, 0, 0, false
+		}
+		idx, length, repl, ok := ns.ChunkFile(h)
+		return v, repl, min(max(length-idx*size, 0), size), ok
+	}
+}
+
+// minCloneRate is the slowest transfer a clone's deadline allows for.
+const minCloneRate = 1 << 20 // bytes per second
+
+// runClone tells the target to copy the chunk from the source and records
+// the outcome.
+func (m *Master) runClone(o cloneOrder) {
+	defer m.bg.Done()
+	timeout := m.cfg.RPCTimeout + time.Duration(o.length/minCloneRate)*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := m.cloneCall(ctx, o)
+	cur := m.currentVersion(o.handle)
+	m.regMu.Lock()
+	ok := m.reg.cloneDone(o.handle, o.pending, o.length, err, cur, cur != 0, m.cfg.Clock.Now())
+	m.regMu.Unlock()
+	if err == nil && !ok {
+		err = chunkfs.E("clone", "", chunkfs.KindStale, "the chunk changed while it was cloned")
+	}
+	if err != nil {
+		m.cfg.Logger.Warn("clone failed", "handle", o.handle, "source", o.sourceAddr, "target", o.targetAddr, "err", err)
+	} else {
+		m.cfg.Logger.Info("chunk re-replicated", "handle", o.handle, "version", o.version, "source", o.sourceAddr, "target", o.targetAddr)
+	}
+	m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Done: true, Err: err})
+}
+
+func (m *Master) cloneCall(ctx context.Context, o cloneOrder) error {
+	cs, err := m.pool.ChunkServer(o.targetAddr)
+	if err != nil {
+		return err
+	}
+	_, err = cs.Clone(ctx, &pb.CloneRequest{Handle: uint64(o.handle), Version: uint64(o.version), Source: o.sourceAddr, Length: o.length})
+	return err
+}
+
+// event tells the OnClone hook, if any.
+func (m *Master) event(e CloneEvent) {
+	if m.cfg.OnClone != nil {
+		m.cfg.OnClone(e)
+	}
+}

@@ -1,0 +1,93 @@
+package master
+
+import (
+	"fmt"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+)
+
+// Safe mode. After a start the master knows every chunk from its log but
+// none of their locations: chunkservers report them as they register.
+// Until at least SafeModeThreshold of the known chunks that hold committed
+// data have a live replica reported (a chunk past its file's length may
+// never have been placed: a crash between its allocation and its creation
+// leaves it with no replica, and its next writer places it again), and at least safeModeServers chunkservers are live,
+// the master creates no chunk (a chunk placed now would land on the few
+// servers that happen to have registered, or on none) and plans no
+// re-replication (every chunk looks under-replicated). Reads and writes to
+// located chunks go on. It leaves safe mode by itself, once, and never
+// enters it again: later losses are healed by re-replication instead.
+
+// checkSafeMode returns KindUnavailable, which clients retry within their
+// deadline, while the master is in safe mode.
+func (m *Master) checkSafeMode(op, p string) error {
+	m.safeMu.Lock()
+	safe, why := m.safe, m.safeWhy
+	m.safeMu.Unlock()
+	if !safe {
+		return nil
+	}
+	return chunkfs.E(op, p, chunkfs.KindUnavailable, "master in safe mode ("+why+"); no chunk is created until it leaves; retry")
+}
+
+// safeModeStatus reports whether the master is in safe mode and why.
+func (m *Master) safeModeStatus() (bool, string) {
+	m.safeMu.Lock()
+	defer m.safeMu.Unlock()
+	return m.safe, m.safeWhy
+}
+
+// updateSafeMode counts the located chunks and live servers and leaves
+// safe mode when both reach their thresholds. It is called after each
+// registration and on every repair tick while in safe mode.
+func (m *Master) updateSafeMode() {
+	if safe, _ := m.safeModeStatus(); !safe {
+		return
+	}
+	var total, located int64
+	var live int
+	m.state.read(func(ns *namespace.Namespace) {
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		live = len(m.reg.live())
+		size := ns.ChunkSize()
+		ns.EachChunk(func(h chunkfs.Handle, v chunkfs.Version, _ int) {
+			if !holdsData(ns, h, size) {
+				return // may never have been placed
+			}
+			total++
+			if m.reg.health(h, v).live > 0 {
+				located++
+			}
+		})
+	})
+	need := m.cfg.safeModeServers()
+	var why string
+	switch {
+	case live < need:
+		why = fmt.Sprintf("%d of at least %d chunkservers live", live, need)
+	case total > 0 && float64(located) < m.cfg.SafeModeThreshold*float64(total):
+		why = fmt.Sprintf("%d of %d chunks located, %.1f%% needed", located, total, 100*m.cfg.SafeModeThreshold)
+	}
+	m.safeMu.Lock()
+	defer m.safeMu.Unlock()
+	if !m.safe {
+		return
+	}
+	m.safeWhy = why
+	if why == "" {
+		m.safe = false
+		m.cfg.Logger.Info("left safe mode", "chunks", total, "located", located, "chunkservers", live)
+	}
+}
+
+// holdsData reports whether chunk h holds committed bytes: it starts
+// before its file's length. A chunk past it may legitimately have no
+// replica (a crash between its allocation and its creation, or a
+// creation that failed), and its next writer places it again, so it is
+// neither missing nor waited for.
+func holdsData(ns *namespace.Namespace, h chunkfs.Handle, size int64) bool {
+	idx, length, _, ok := ns.ChunkFile(h)
+	return ok && idx*size < length
+}
