@@ -1,5 +1,7 @@
 package client
 
+import "github.com/chunkfs/chunkfs"
+
 // Moved tells f that the file it names is now at path: something renamed
 // it (a FUSE mount renaming a file it has open, or hiding one that was
 // unlinked while open). Later I/O through f names path. Data f buffered
@@ -42,3 +44,9 @@ func (lc *leaseCache) dropPrefix(path string) {
 func under(p, dir string) bool {
 	return p == dir || len(p) > len(dir) && p[:len(dir)] == dir && (dir == "/" || p[len(dir)] == '/')
 }
+
+// Observe adopts id, a state ID another client of the same program has
+// seen (StateID), so that c's reads, from observers too, see that state:
+// read-your-writes across clients that act for one program, as a FUSE
+// mount's clients for several users do.
+func (c *Client) Observe(id chunkfs.StateID) { c.observe(uint64(id)) }

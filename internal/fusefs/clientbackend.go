@@ -55,10 +55,10 @@ func NewClientBackend(ctx context.Context, cfg client.Config) (*ClientBackend, e
 	cfg.WriteBuffer = max(cfg.WriteBuffer, 4<<20)
 	cfg.Umask = 0
 	b := &ClientBackend{cfg: cfg, clients: map[string]*client.Client{}}
-	if _, err := b.client(ctx, cfg.Caller); err != nil {
+	if _, err := b.clientFor(ctx, cfg.Caller); err != nil {
 		return nil, err
 	}
-	io, err := b.client(ctx, chunkfs.Root)
+	io, err := b.clientFor(ctx, chunkfs.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,28 @@ func (b *ClientBackend) Close() error {
 }
 
 // client returns the client that acts as caller, making it if needed.
+// The backend's clients share what they have seen: a caller's client
+// adopts the I/O client's state ID before its call, and (calls defer
+// b.seen) the I/O client adopts the caller's after it, so that every read
+// through any of them, from observers too, sees every change this mount
+// made.
 func (b *ClientBackend) client(ctx context.Context, caller chunkfs.Caller) (*client.Client, error) {
+	c, err := b.clientFor(ctx, caller)
+	if err == nil && b.io != nil {
+		c.Observe(b.io.StateID())
+	}
+	return c, err
+}
+
+// seen passes what c has seen on to the I/O client.
+func (b *ClientBackend) seen(c *client.Client) {
+	if c != nil {
+		b.io.Observe(c.StateID())
+	}
+}
+
+// clientFor returns the client that acts as caller, making it if needed.
+func (b *ClientBackend) clientFor(ctx context.Context, caller chunkfs.Caller) (*client.Client, error) {
 	key := callerKey(caller)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -115,6 +136,7 @@ func (b *ClientBackend) Stat(ctx context.Context, caller chunkfs.Caller, path st
 	if err != nil {
 		return nil, err
 	}
+	defer b.seen(c)
 	return c.Stat(ctx, path)
 }
 
@@ -124,6 +146,7 @@ func (b *ClientBackend) ReadDir(ctx context.Context, caller chunkfs.Caller, path
 	if err != nil {
 		return nil, err
 	}
+	defer b.seen(c)
 	es, err := c.ReadDir(ctx, path)
 	if err != nil {
 		return nil, err
@@ -149,6 +172,7 @@ func (b *ClientBackend) Mkdir(ctx context.Context, caller chunkfs.Caller, path s
 	if err != nil {
 		return nil, err
 	}
+	defer b.seen(c)
 	if err := c.Mkdir(ctx, path, perm); err != nil {
 		return nil, err
 	}
@@ -163,6 +187,7 @@ func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path 
 	if err != nil {
 		return nil, nil, err
 	}
+	defer b.seen(c)
 	made, err := c.OpenFile(ctx, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 	if chunkfs.KindOf(err) == chunkfs.KindExist && !exclusive {
 		return b.openExisting(ctx, caller, path, truncate)
@@ -176,7 +201,7 @@ func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path 
 	if err != nil {
 		return nil, nil, err
 	}
-	return b.openIO(ctx, path, os.O_RDWR, fi)
+	return b.openIO(ctx, c, path, os.O_RDWR, fi)
 }
 
 // openExisting opens an existing file for writing as Create found it,
@@ -200,6 +225,7 @@ func (b *ClientBackend) Open(ctx context.Context, caller chunkfs.Caller, path st
 	if err != nil {
 		return nil, nil, err
 	}
+	defer b.seen(c)
 	fi, err := c.Stat(ctx, path)
 	if err != nil {
 		return nil, nil, err
@@ -211,11 +237,13 @@ func (b *ClientBackend) Open(ctx context.Context, caller chunkfs.Caller, path st
 	if !caller.Allows(fi.FileMode, fi.UID, fi.GID, want) {
 		return nil, nil, chunkfs.E("open", path, chunkfs.KindPermission, "")
 	}
-	return b.openIO(ctx, path, flag, fi)
+	return b.openIO(ctx, c, path, flag, fi)
 }
 
-// openIO opens path for the I/O of a descriptor whose access was decided.
-func (b *ClientBackend) openIO(ctx context.Context, path string, flag int, fi *chunkfs.FileInfo) (File, *chunkfs.FileInfo, error) {
+// openIO opens path for the I/O of a descriptor whose access c, the
+// caller's client, decided; the I/O client first adopts what c has seen.
+func (b *ClientBackend) openIO(ctx context.Context, c *client.Client, path string, flag int, fi *chunkfs.FileInfo) (File, *chunkfs.FileInfo, error) {
+	b.seen(c)
 	// The file keeps this context for all its I/O: it must outlive the
 	// request that opened it.
 	f, err := b.io.OpenFile(context.WithoutCancel(ctx), path, flag, 0)
@@ -231,6 +259,7 @@ func (b *ClientBackend) Remove(ctx context.Context, caller chunkfs.Caller, path 
 	if err != nil {
 		return err
 	}
+	defer b.seen(c)
 	if err := c.Remove(ctx, path); err != nil {
 		return err
 	}
@@ -244,6 +273,7 @@ func (b *ClientBackend) Rename(ctx context.Context, caller chunkfs.Caller, src, 
 	if err != nil {
 		return err
 	}
+	defer b.seen(c)
 	switch how {
 	case RenameNoReplace:
 		err = c.RenameNoReplace(ctx, src, dst)
@@ -267,6 +297,7 @@ func (b *ClientBackend) SetAttr(ctx context.Context, caller chunkfs.Caller, path
 	if err != nil {
 		return nil, err
 	}
+	defer b.seen(c)
 	if a.Size != nil {
 		defer b.io.Forget(path)
 	}
@@ -315,6 +346,7 @@ func (b *ClientBackend) Mknod(ctx context.Context, caller chunkfs.Caller, path s
 	if err != nil {
 		return nil, err
 	}
+	defer b.seen(c)
 	return c.Mknod(ctx, path, mode, dev)
 }
 
@@ -324,6 +356,7 @@ func (b *ClientBackend) Symlink(ctx context.Context, caller chunkfs.Caller, targ
 	if err != nil {
 		return nil, err
 	}
+	defer b.seen(c)
 	if err := c.Symlink(ctx, target, path); err != nil {
 		return nil, err
 	}
@@ -336,6 +369,7 @@ func (b *ClientBackend) Readlink(ctx context.Context, caller chunkfs.Caller, pat
 	if err != nil {
 		return "", err
 	}
+	defer b.seen(c)
 	return c.Readlink(ctx, path)
 }
 
@@ -345,6 +379,7 @@ func (b *ClientBackend) Usage(ctx context.Context) (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
+	defer b.seen(c)
 	r, err := c.ClusterReport(ctx)
 	if err != nil {
 		return Usage{}, err
