@@ -26,7 +26,9 @@ var (
 // reads back intact, every chunk has its full replication, and fsck finds
 // nothing missing.
 func TestCampaign(t *testing.T) {
-	c, cl, log, ctx := startHeal(t, 5, nil)
+	c, cl, log, _ := startHeal(t, 5, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(*campaignFaults)*time.Second)
+	defer cancel()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	seed := rng.Uint64()
 	t.Logf("seed %d", seed)
@@ -46,7 +48,7 @@ func TestCampaign(t *testing.T) {
 			default:
 			}
 			p := fmt.Sprintf("/c%04d", i)
-			data := healBytes(uint64(i)+seed, 1+int(seed+uint64(i)*7919)%(3*healChunk))
+			data := healBytes(uint64(i)+seed, 1+int((seed+uint64(i)*7919)%(3*healChunk)))
 			f, err := cl.Create(ctx, p)
 			if err == nil {
 				_, err = f.Write(data)
