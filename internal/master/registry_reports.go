@@ -282,6 +282,12 @@ func (r *registry) corrupt(s *server, h chunkfs.Handle, now time.Time) bool {
 	return held
 }
 
+// corruptAt is corrupt for the server at addr, if any is known there.
+func (r *registry) corruptAt(addr string, h chunkfs.Handle, now time.Time) bool {
+	s := r.byAddr[addr]
+	return s != nil && r.corrupt(s, h, now)
+}
+
 // liveHolders counts the live servers holding a counted replica of h.
 func (r *registry) liveHolders(h chunkfs.Handle) int {
 	ci := r.chunks[h]

@@ -163,10 +163,7 @@ func (m *Master) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest
 		return nil, chunkfs.E("report corrupt", "", chunkfs.KindInvalid, "address too long")
 	}
 	m.regMu.Lock()
-	found := false
-	if s := m.reg.byAddr[req.Replica]; s != nil {
-		found = m.reg.corrupt(s, chunkfs.Handle(req.Handle), m.cfg.Clock.Now())
-	}
+	found := m.reg.corruptAt(req.Replica, chunkfs.Handle(req.Handle), m.cfg.Clock.Now())
 	m.regMu.Unlock()
 	if found {
 		m.cfg.Logger.Warn("corrupt replica reported", "handle", req.Handle, "replica", req.Replica, "reporter", req.Reporter)
