@@ -160,8 +160,9 @@ type Client struct {
 	master    masterAPI // batches concurrent metadata calls (batch.go)
 	pool      *rpc.Pool
 	data      *rpc.DataClient
-	reader    chunkReader // reads chunk data: data, but for unit tests
-	suspects  suspects    // replicas that recently did not answer a read in time
+	reader    chunkReader   // reads chunk data: data, but for unit tests
+	suspects  suspects      // replicas that recently did not answer a read in time
+	floor     time.Duration // least deadline of a read from a replica: replicaFloor
 	locs      *locationCache
 	leases    *leaseCache
 	near      *nearness
@@ -183,7 +184,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindInvalid, err.Error())
 	}
-	c := &Client{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, pool: rpc.NewPool(), data: rpc.NewDataClient()}
+	c := &Client{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, pool: rpc.NewPool(), data: rpc.NewDataClient(), floor: replicaFloor}
 	c.reader = c.data
 	if c.log == nil {
 		c.log = slog.Default()

@@ -92,7 +92,7 @@ func TestHungReplicaDelaysReaderOnce(t *testing.T) {
 	good1, good2 := serveBytes(t, size), serveBytes(t, size)
 	dc := rpc.NewDataClient()
 	defer dc.Close()
-	c := &Client{reader: dc, log: slog.New(slog.DiscardHandler), clock: clock.Real{}}
+	c := &Client{reader: dc, log: slog.New(slog.DiscardHandler), clock: clock.Real{}, floor: replicaFloor}
 	loc := &chunkLoc{handle: 1, version: 1, replicas: []string{hung, good1, good2}}
 	ctx := context.Background()
 
@@ -104,7 +104,7 @@ func TestHungReplicaDelaysReaderOnce(t *testing.T) {
 	took := time.Since(t0)
 	checkBytes(t, buf, 4096, size)
 	if took < replicaFloor || took > 2*time.Second {
-		t.Fatalf("first read took %v; want the hung replica's deadline, %v, and at most 2 s", took, replicaTimeout(len(buf)))
+		t.Fatalf("first read took %v; want the hung replica's deadline, %v, and at most 2 s", took, replicaTimeout(replicaFloor, len(buf)))
 	}
 	// Later reads, small and parallel, do not wait for it: each takes far
 	// less than a deadline.
@@ -135,7 +135,7 @@ func TestHungReplicaParallelRead(t *testing.T) {
 	hung, _ := serveHung(t)
 	dc := rpc.NewDataClient()
 	defer dc.Close()
-	c := &Client{reader: dc, log: slog.New(slog.DiscardHandler), clock: clock.Real{}}
+	c := &Client{reader: dc, log: slog.New(slog.DiscardHandler), clock: clock.Real{}, floor: replicaFloor}
 	a, b := serveBytes(t, size), serveBytes(t, size)
 	buf := make([]byte, size)
 	read := func(replicas ...string) time.Duration {
@@ -171,7 +171,7 @@ func TestSuspectsOrder(t *testing.T) {
 	if got, good := s.order(addrs, now.Add(suspectFor)); good != 4 || !equal(got, addrs) {
 		t.Fatalf("after expiry and clear: %v %d", got, good)
 	}
-	if d := replicaTimeout(1 << 20); d != replicaFloor+500*time.Millisecond {
+	if d := replicaTimeout(replicaFloor, 1<<20); d != replicaFloor+500*time.Millisecond {
 		t.Fatalf("timeout of 1 MiB: %v", d)
 	}
 }

@@ -288,8 +288,9 @@ func (s *pieceSched) stop(w int) {
 }
 
 // readParallel reads buf in pieces, one worker for each of the first
-// workers replicas taking pieces in order until none is left, then waiting for the pieces still being read
-// and rescuing one far behind (rescueAfter). A piece whose replica fails is
+// workers replicas taking pieces in order until none is left, then
+// waiting for the pieces still being read and rescuing one far behind
+// (rescueAfter). A piece whose replica fails is
 // read from the others in turn, and that worker stops taking pieces unless
 // it is the last one still working; the first piece that no replica can
 // serve fails the whole region (the caller looks the chunk up again and
@@ -478,7 +479,7 @@ func (c *Client) readReplica(ctx context.Context, addr string, last bool, loc *c
 	if last {
 		return c.reader.Read(ctx, addr, loc.handle, loc.version, co, dst)
 	}
-	d := replicaTimeout(len(dst))
+	d := replicaTimeout(c.floor, len(dst))
 	deadline := time.Now().Add(d) // real time, as the connection's deadline
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()

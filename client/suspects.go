@@ -22,9 +22,10 @@ const (
 	suspectFor   = 30 * time.Second
 )
 
-// replicaTimeout is the deadline of a request for n bytes to one replica.
-func replicaTimeout(n int) time.Duration {
-	return replicaFloor + time.Duration(float64(n)/replicaRate*float64(time.Second))
+// replicaTimeout is the deadline of a request for n bytes to one replica,
+// with floor the least (replicaFloor, but for unit tests of other things).
+func replicaTimeout(floor time.Duration, n int) time.Duration {
+	return floor + time.Duration(float64(n)/replicaRate*float64(time.Second))
 }
 
 // suspects are the replicas that recently missed a read's deadline, with

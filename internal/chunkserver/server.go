@@ -13,6 +13,12 @@
 // The primary answers once every replica has applied it, so an acknowledged
 // mutation is on every replica; any failure is reported and the client
 // retries.
+//
+// For re-replication the master has a server Clone a chunk from another:
+// it pulls the chunk over the data stream, verified, and keeps it only
+// once whole and durable, throttled in number and bandwidth (clone.go). A
+// full disk answers KindNoSpace and corrupts nothing; a failing disk
+// loses its directory's replicas, reported corrupt, not the server.
 package chunkserver
 
 import (

@@ -96,27 +96,42 @@ func (s *Store) FailedDirs() []string {
 	return out
 }
 
-// saved is a chunk's state before a mutation, to undo it: its length and
-// checksums, and the old bytes at off that the mutation overwrites, if
-// it saved them (see saveOverlapLocked).
+// saved is a chunk's state before a mutation, to undo it: its length,
+// the checksums of its blocks from block first on (a mutation changes
+// none before the block it begins in, nor, when it extends the chunk,
+// before the old last block), and the old bytes at off that the mutation
+// overwrites, if it saved them (see saveOverlapLocked).
 type saved struct {
 	length int64
-	sums   []uint32
+	first  int64
+	tail   []uint32
 	off    int64
 	bytes  []byte
 }
 
-func (c *chunk) saveLocked() saved {
-	return saved{length: c.length, sums: append([]uint32(nil), c.sums...)}
+// saveLocked saves c's state before a mutation that changes nothing below
+// chunk offset from: an append saves one checksum, not the chunk's.
+func (c *chunk) saveLocked(from int64) saved {
+	first := min(max(from, 0), c.length) / BlockSize
+	first = min(first, int64(len(c.sums)))
+	return saved{length: c.length, first: first, tail: append([]uint32(nil), c.sums[first:]...)}
+}
+
+// restoreLocked puts back c's length and checksums as saved.
+func (c *chunk) restoreLocked(old saved) {
+	c.length = old.length
+	c.sums = append(c.sums[:old.first], old.tail...)
 }
 
 // undoNoSpaceLocked undoes a mutation of c that ran out of space: the
 // length and checksums go back to old, the old bytes it overwrote (if
-// saved) are written back, the data file is cut back to the old length, the chunk is verified whole (a write into a hole of the
-// file may have landed in part) and its metadata rewritten. Only if that
-// fails is the replica marked corrupt. The error is KindNoSpace either way.
+// saved) are written back, the data file is cut back to the old length,
+// the blocks it may have touched are verified (a write into a hole of the
+// file may have landed in part) and the metadata is rewritten. Only if
+// that fails is the replica marked corrupt. The error is KindNoSpace
+// either way.
 func (s *Store) undoNoSpaceLocked(op string, c *chunk, f File, old saved, err error) error {
-	c.length, c.sums = old.length, old.sums
+	c.restoreLocked(old)
 	c.metaSize = math.MaxInt
 	var uerr error
 	if old.bytes != nil {
@@ -126,7 +141,7 @@ func (s *Store) undoNoSpaceLocked(op string, c *chunk, f File, old saved, err er
 		uerr = f.Truncate(old.length)
 	}
 	if uerr == nil {
-		uerr = verifyAllLocked(c, f)
+		uerr = verifyFromLocked(c, f, old.first*BlockSize)
 	}
 	if uerr == nil {
 		uerr = s.writeMetaLocked(c, true)
@@ -137,10 +152,11 @@ func (s *Store) undoNoSpaceLocked(op string, c *chunk, f File, old saved, err er
 	return s.diskError(op, c, err)
 }
 
-// verifyAllLocked reads and checks every block of c from f.
-func verifyAllLocked(c *chunk, f File) error {
-	buf := make([]byte, min(c.length, 1<<20))
-	for off := int64(0); off < c.length; off += int64(len(buf)) {
+// verifyFromLocked reads and checks every block of c from f from chunk
+// offset from (a block boundary) on.
+func verifyFromLocked(c *chunk, f File, from int64) error {
+	buf := make([]byte, min(max(c.length-from, 0), 1<<20))
+	for off := from; off < c.length; off += int64(len(buf)) {
 		p := buf[:min(int64(len(buf)), c.length-off)]
 		if _, err := readLocked(c, f, off, p, nil); err != nil {
 			return err

@@ -29,7 +29,10 @@ func (s *Store) checkRange(op string, h chunkfs.Handle, off, n int64) error {
 // replica as it was (KindNoSpace); a failing disk fails the data
 // directory; any other failure of the file system marks the chunk
 // corrupt, since its data and metadata may then disagree (see diskerr.go).
-func (s *Store) mutate(op string, h chunkfs.Handle, fn func(c *chunk, f File, old *saved) error) error {
+// from is the lowest chunk offset the mutation may change (or, below the
+// chunk's length, re-sum), so that only the checksums from there on are
+// saved for an undo.
+func (s *Store) mutate(op string, h chunkfs.Handle, from int64, fn func(c *chunk, f File, old *saved) error) error {
 	c, err := s.get(op, h)
 	if err != nil {
 		return err
@@ -44,7 +47,7 @@ func (s *Store) mutate(op string, h chunkfs.Handle, fn func(c *chunk, f File, ol
 		return s.failLocked(op, c, err)
 	}
 	defer f.Close()
-	old := c.saveLocked()
+	old := c.saveLocked(from)
 	err = fn(c, f, &old)
 	if err == nil {
 		err = s.writeMetaLocked(c, false)
@@ -78,7 +81,7 @@ func (s *Store) WriteWithSums(h chunkfs.Handle, off int64, p []byte, sums []uint
 	if err := s.checkRange("write", h, off, int64(len(p))); err != nil {
 		return err
 	}
-	return s.mutate("write", h, func(c *chunk, f File, old *saved) error {
+	return s.mutate("write", h, off, func(c *chunk, f File, old *saved) error {
 		if off > c.length {
 			if err := extendLocked(c, f, off); err != nil {
 				return err
@@ -125,7 +128,7 @@ func (s *Store) Pad(h chunkfs.Handle, to int64) error {
 	if err := s.checkRange("pad", h, to, 0); err != nil {
 		return err
 	}
-	return s.mutate("pad", h, func(c *chunk, f File, _ *saved) error {
+	return s.mutate("pad", h, to, func(c *chunk, f File, _ *saved) error {
 		if to <= c.length {
 			return nil
 		}
@@ -138,7 +141,7 @@ func (s *Store) Truncate(h chunkfs.Handle, size int64) error {
 	if err := s.checkRange("truncate", h, size, 0); err != nil {
 		return err
 	}
-	return s.mutate("truncate", h, func(c *chunk, f File, _ *saved) error {
+	return s.mutate("truncate", h, size, func(c *chunk, f File, _ *saved) error {
 		if size >= c.length {
 			return extendLocked(c, f, size)
 		}

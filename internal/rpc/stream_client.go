@@ -231,8 +231,9 @@ func (c *DataClient) readOnce(ctx context.Context, addr string, req *readRequest
 	if err != nil {
 		return 0, err
 	}
+	reused := dc.reused // dc is another request's once readOn has released it
 	n, err := c.readOn(dc, addr, req, p)
-	if n == 0 && dc.reused && ctx.Err() == nil && isClosedByPeer(err) {
+	if n == 0 && reused && ctx.Err() == nil && isClosedByPeer(err) {
 		if dc, err = c.dial(ctx, addr, false); err != nil {
 			return 0, err
 		}
