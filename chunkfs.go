@@ -9,6 +9,7 @@ package chunkfs
 
 import (
 	"io/fs"
+	"slices"
 	"time"
 )
 
@@ -64,6 +65,37 @@ type Caller struct {
 
 // Root is the superuser.
 var Root = Caller{UID: 0, GIDs: []uint32{0}}
+
+// Access is a set of access bits, as in access(2).
+type Access uint32
+
+// Access bits.
+const (
+	AccessExec  Access = 1
+	AccessWrite Access = 2
+	AccessRead  Access = 4
+)
+
+// Allows reports whether c has every access bit in want on a file or
+// directory of the given mode, owner and group, by the owner, group and
+// other permission bits. The superuser may do anything, except execute a
+// file that has no execute bit at all.
+func (c *Caller) Allows(mode fs.FileMode, uid, gid uint32, want Access) bool {
+	perm := Access(mode.Perm())
+	if c.UID == 0 {
+		return want&AccessExec == 0 || mode.IsDir() || perm&0o111 != 0
+	}
+	var bits Access
+	switch {
+	case c.UID == uid:
+		bits = perm >> 6
+	case slices.Contains(c.GIDs, gid):
+		bits = perm >> 3
+	default:
+		bits = perm
+	}
+	return bits&want == want
+}
 
 // FileInfo describes a file or directory. It implements fs.FileInfo.
 type FileInfo struct {

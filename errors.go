@@ -155,6 +155,20 @@ func E(op, path string, k Kind, msg string) *Error {
 	return &Error{Op: op, Path: path, Kind: k, Err: err}
 }
 
+// LeaderHint is the underlying error of a KindNotLeader error from a
+// master that knows which master leads: Leader is that master's client
+// address, where the call should go instead.
+type LeaderHint struct {
+	Leader string
+}
+
+func (h *LeaderHint) Error() string {
+	if h.Leader == "" {
+		return "not the leader; no leader known"
+	}
+	return "not the leader; the leader is " + h.Leader
+}
+
 // KindOf returns the Kind of the first *Error in err's chain, or
 // KindOther when there is none (and for nil, KindOther as well).
 func KindOf(err error) Kind {

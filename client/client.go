@@ -41,6 +41,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -52,7 +54,10 @@ import (
 
 // Config configures a Client. Start from DefaultConfig.
 type Config struct {
-	// Master is the host:port of the master.
+	// Master is the host:port of the master, or of each master of a
+	// highly available group, separated by commas ("a:7070,b:7070,c:7070"):
+	// calls go to the leader, following "not the leader" answers and
+	// skipping masters that cannot be reached.
 	Master string
 	// Caller is the identity requests act as; DefaultConfig uses the
 	// process's user and groups.
@@ -127,6 +132,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Master == "":
 		return errors.New("client config: Master address is empty")
+	case slices.Contains(masterAddrs(c.Master), ""):
+		return fmt.Errorf("client config: Master %q has an empty address", c.Master)
 	case c.WriteBuffer < 0 || c.WriteBuffer > 256<<20:
 		return fmt.Errorf("client config: WriteBuffer %d not in [0, 256 MiB]", c.WriteBuffer)
 	case c.WriteBehind < 0 || c.WriteBehind > 1<<30:
@@ -157,7 +164,8 @@ type Client struct {
 	log       *slog.Logger
 	clock     clock.Clock
 	caller    *pb.Caller
-	master    masterAPI // batches concurrent metadata calls (batch.go)
+	master    masterAPI       // batches concurrent metadata calls (batch.go)
+	mc        pb.MasterClient // the master (or group) itself, for calls never batched
 	pool      *rpc.Pool
 	data      *rpc.DataClient
 	reader    chunkReader   // reads chunk data: data, but for unit tests
@@ -196,7 +204,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.near = newNearness()
 	c.leases = newLeaseCache()
 	c.writerID = randomUint64()
-	m, err := c.pool.Master(cfg.Master)
+	m, set, err := c.dialMaster(cfg.Master)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -205,13 +213,16 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if batch == 0 {
 		batch = defaultMetaBatch
 	}
-	c.master = newBatcher(m, batch)
+	c.master, c.mc = newBatcher(m, batch), m
 	info, err := m.ClusterInfo(ctx, &pb.ClusterInfoRequest{})
 	if err != nil {
 		c.Close()
 		return nil, wrapOp("dial", cfg.Master, err)
 	}
-	c.observe(info.StateId)
+	c.observe(info.StateId) // the leader's: a new client sees every write acknowledged before it
+	if set != nil {
+		c.findObservers(ctx, set)
+	}
 	if info.ChunkSize < chunkfs.BlockSize || info.ChunkSize > maxChunkSize {
 		c.Close()
 		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindOther, fmt.Sprintf("master reports an impossible chunk size %d", info.ChunkSize))
@@ -219,6 +230,48 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.chunkSize = info.ChunkSize
 	c.locs = newLocationCache(c, cfg.LocationTTL, cfg.LookupBatch)
 	return c, nil
+}
+
+// dialMaster returns the Master service at addrs: one master, or a group
+// whose leader calls find by themselves (rpc.MasterSet, also returned).
+func (c *Client) dialMaster(addrs string) (pb.MasterClient, *rpc.MasterSet, error) {
+	list := masterAddrs(addrs)
+	if len(list) == 1 {
+		m, err := c.pool.Master(list[0])
+		return m, nil, err
+	}
+	set, err := rpc.NewMasterSet(c.pool, list)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pb.NewMasterClient(set), set, nil
+}
+
+// findObservers asks the group which masters are observers and sends
+// coordinated reads to them. A group that cannot say leaves every call
+// with the leader.
+func (c *Client) findObservers(ctx context.Context, set *rpc.MasterSet) {
+	st, err := c.HAStatus(ctx)
+	if err != nil {
+		c.log.Warn("cannot learn the group's observers; reads go to the leader", "err", err)
+		return
+	}
+	var readers []string
+	for _, m := range st.Members {
+		if !m.Voter {
+			readers = append(readers, m.Addr)
+		}
+	}
+	set.SetReaders(readers)
+}
+
+// masterAddrs splits a comma-separated list of master addresses.
+func masterAddrs(s string) []string {
+	list := strings.Split(s, ",")
+	for i := range list {
+		list[i] = strings.TrimSpace(list[i])
+	}
+	return list
 }
 
 // Close releases the client's connections. Files still open fail afterwards.

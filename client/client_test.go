@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"os"
 	"slices"
 	"sync"
@@ -630,3 +631,31 @@ func (l *messageCounter) Handle(_ context.Context, r slog.Record) error {
 }
 
 func (l *messageCounter) count() int { l.mu.Lock(); defer l.mu.Unlock(); return l.n }
+
+// A client given several masters skips one that cannot be reached.
+func TestMasterListSkipsUnreachable(t *testing.T) {
+	tc, _, ctx := newCluster(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	cfg := client.DefaultConfig()
+	cfg.Master = dead + ", " + tc.MasterAddr()
+	c, err := client.New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("New with a dead first master: %v", err)
+	}
+	defer c.Close()
+	if err := c.MkdirAll(ctx, "/listed", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stat(ctx, "/listed"); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Master = tc.MasterAddr() + ","
+	if _, err := client.New(ctx, cfg); chunkfs.KindOf(err) != chunkfs.KindInvalid {
+		t.Fatalf("New with an empty address in the list: %v, want KindInvalid", err)
+	}
+}

@@ -77,6 +77,11 @@ func (c *Client) OpenFile(ctx context.Context, path string, flag int, perm fs.Fi
 	if err != nil {
 		return nil, err
 	}
+	if flag&os.O_CREATE == 0 {
+		if err := c.checkAccess(path, fi, flag); err != nil {
+			return nil, err
+		}
+	}
 	f := &File{c: c, ctx: ctx, path: path, flag: flag, dir: fi.IsDir(), lastIdx: -1, dirty: make(map[int64]struct{})}
 	if f.dir && f.writable() {
 		return nil, chunkfs.E("open", path, chunkfs.KindIsDir, "cannot open a directory for writing")
@@ -87,6 +92,23 @@ func (c *Client) OpenFile(ctx context.Context, path string, flag int, perm fs.Fi
 		}
 	}
 	return f, nil
+}
+
+// checkAccess decides at open, as open(2) does, whether the caller may
+// read (O_RDONLY) or write (O_WRONLY, O_RDWR) the file fi describes, so
+// that a denied open says "open PATH: permission denied" rather than
+// failing at the first read or write. O_RDWR is checked for write only:
+// the mount opens a write-only descriptor O_RDWR, and its reads, like
+// every operation, are checked again by the master.
+func (c *Client) checkAccess(path string, fi *chunkfs.FileInfo, flag int) error {
+	want := chunkfs.AccessRead
+	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		want = chunkfs.AccessWrite
+	}
+	if !c.cfg.Caller.Allows(fi.FileMode, fi.UID, fi.GID, want) {
+		return chunkfs.E("open", path, chunkfs.KindPermission, "")
+	}
+	return nil
 }
 
 func (c *Client) create(ctx context.Context, path string, flag int, perm fs.FileMode) (*chunkfs.FileInfo, error) {

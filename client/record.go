@@ -236,3 +236,32 @@ func (rr *RecordReader) compact(n int) {
 	rr.end = copy(rr.buf, rr.buf[rr.start:rr.end])
 	rr.start = 0
 }
+
+// StartsWithRecord reports whether r, read from offset 0, begins with a
+// whole, valid record frame of at most maxRecord payload bytes (0 means
+// DefaultMaxRecord): whether it looks like a file written by record append.
+func StartsWithRecord(r io.ReaderAt, maxRecord int) (bool, error) {
+	if maxRecord <= 0 {
+		maxRecord = DefaultMaxRecord
+	}
+	hdr := make([]byte, RecordHeaderSize)
+	if n, err := r.ReadAt(hdr, 0); n < len(hdr) {
+		if err == io.EOF {
+			err = nil
+		}
+		return false, err
+	}
+	_, _, need, ok := parseFrame(hdr, maxRecord)
+	if ok || need == 0 {
+		return ok, nil
+	}
+	frame := make([]byte, need)
+	if n, err := r.ReadAt(frame, 0); n < need {
+		if err == io.EOF {
+			err = nil
+		}
+		return false, err
+	}
+	_, _, _, ok = parseFrame(frame, maxRecord)
+	return ok, nil
+}

@@ -34,12 +34,48 @@ type ServerStatus struct {
 	ID            string        `json:"id"`
 	Addr          string        `json:"addr"`
 	Rack          string        `json:"rack"`
-	Capacity      int64         `json:"capacity"`
-	Used          int64         `json:"used"`
+	Capacity      int64         `json:"capacity"` // bytes of its distinct disks
+	Used          int64         `json:"used"`     // bytes of chunk data it holds
+	Free          int64         `json:"free"`     // bytes free on its distinct disks
+	Disks         []Disk        `json:"disks"`
 	Load          int32         `json:"load"`
 	Chunks        int64         `json:"chunks"`
 	Alive         bool          `json:"alive"`
 	LastHeartbeat time.Duration `json:"last_heartbeat_ns"`
+}
+
+// Disk is a file system holding a chunkserver's data. Servers that share
+// a file system report the same ID.
+type Disk struct {
+	ID       string `json:"id"`
+	Capacity int64  `json:"capacity"`
+	Free     int64  `json:"free"`
+}
+
+// Space sums the live servers' space as hdfs dfsadmin -report does:
+// capacity and free space of their distinct disks, each disk counted once
+// however many servers or directories share it, and the bytes of chunk
+// data they hold.
+func (r *Report) Space() (capacity, used, free int64) {
+	seen := make(map[string]bool)
+	for _, s := range r.Servers {
+		if !s.Alive {
+			continue
+		}
+		used += s.Used
+		disks := s.Disks
+		if len(disks) == 0 {
+			disks = []Disk{{ID: "server:" + s.ID, Capacity: s.Capacity, Free: s.Free}}
+		}
+		for _, d := range disks {
+			if !seen[d.ID] {
+				seen[d.ID] = true
+				capacity += d.Capacity
+				free += d.Free
+			}
+		}
+	}
+	return capacity, used, free
 }
 
 // ClusterReport asks the master for a summary of the cluster.
@@ -57,10 +93,15 @@ func (c *Client) ClusterReport(ctx context.Context) (*Report, error) {
 		Servers: make([]ServerStatus, 0, len(resp.Servers)),
 	}
 	for _, s := range resp.Servers {
-		r.Servers = append(r.Servers, ServerStatus{
-			ID: s.Id, Addr: s.Addr, Rack: s.Rack, Capacity: s.Capacity, Used: s.Used, Load: s.Load,
+		st := ServerStatus{
+			ID: s.Id, Addr: s.Addr, Rack: s.Rack, Capacity: s.Capacity, Used: s.Used, Free: s.Free, Load: s.Load,
 			Chunks: s.Chunks, Alive: s.Alive, LastHeartbeat: time.Duration(s.LastHeartbeatMs) * time.Millisecond,
-		})
+			Disks: make([]Disk, 0, len(s.Disks)),
+		}
+		for _, d := range s.Disks {
+			st.Disks = append(st.Disks, Disk{ID: d.Id, Capacity: d.Capacity, Free: d.Free})
+		}
+		r.Servers = append(r.Servers, st)
 	}
 	return r, nil
 }

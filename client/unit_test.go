@@ -238,3 +238,17 @@ func TestPrepareWaitsOutEndingLease(t *testing.T) {
 		t.Fatal("the new lease is not cached")
 	}
 }
+
+func TestReportSpaceCountsEachDiskOnce(t *testing.T) {
+	shared := Disk{ID: "host:1", Capacity: 1000, Free: 400}
+	r := &Report{Servers: []ServerStatus{
+		{ID: "a", Alive: true, Used: 10, Disks: []Disk{shared}},
+		{ID: "b", Alive: true, Used: 20, Disks: []Disk{shared, {ID: "host:2", Capacity: 500, Free: 100}}},
+		{ID: "c", Alive: false, Used: 99, Disks: []Disk{{ID: "host:3", Capacity: 7, Free: 7}}},
+		{ID: "old", Alive: true, Used: 5, Capacity: 50, Free: 25}, // reports no disks
+	}}
+	capacity, used, free := r.Space()
+	if capacity != 1550 || used != 35 || free != 525 {
+		t.Fatalf("Space() = %d, %d, %d; want 1550, 35, 525", capacity, used, free)
+	}
+}

@@ -3,16 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/chunkfs/chunkfs/client"
 )
 
 var adminCommand = &command{
 	name:    "admin",
-	args:    "report [--json]",
-	summary: "cluster administration: report prints the cluster's figures",
-	example: "  chunkfs admin report\n  chunkfs admin report --json | jq '.servers[] | select(.alive | not)'",
-	run:     runAdmin,
+	args:    "report | fsck [PATH] | ha [add-voter ID ADDR | add-observer ID ADDR | remove ID | transfer-leader [ID]] [--json]",
+	summary: "cluster administration: report prints the cluster's figures, fsck the health of files' chunks, ha the masters of a group (and changes it)",
+	example: "  chunkfs admin report\n  chunkfs admin report --json | jq '.servers[] | select(.alive | not)'\n" +
+		"  chunkfs admin fsck /data\n  chunkfs admin ha\n  chunkfs admin ha transfer-leader m2",
+	run: runAdmin,
 }
 
 func runAdmin(ctx context.Context, e *env, args []string) error {
@@ -26,8 +30,11 @@ func runAdmin(ctx context.Context, e *env, args []string) error {
 	if len(ops) > 0 && ops[0] == "fsck" {
 		return runFsck(ctx, e, cf, *asJSON, ops[1:])
 	}
+	if len(ops) > 0 && ops[0] == "ha" {
+		return runHA(ctx, e, cf, *asJSON, ops[1:])
+	}
 	if len(ops) != 1 || ops[0] != "report" {
-		return usagef("unknown admin command %q; known: report", fmt.Sprint(ops))
+		return usagef("unknown admin command %q; known: report, fsck, ha", fmt.Sprint(ops))
 	}
 	c, err := cf.connect(ctx, e)
 	if err != nil {
@@ -41,32 +48,46 @@ func runAdmin(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return writeJSON(e.stdout, r)
 	}
-	w := e.stdout
+	printReport(e.stdout, r)
+	return nil
+}
+
+// printReport prints the cluster's figures and a table of chunkservers.
+// Space counts each disk once, however many servers share it.
+func printReport(w io.Writer, r *client.Report) {
 	alive := 0
-	var capacity, used int64
 	for _, s := range r.Servers {
 		if s.Alive {
 			alive++
-			capacity += s.Capacity
-			used += s.Used
 		}
 	}
+	capacity, used, free := r.Space()
 	fmt.Fprintf(w, "Chunkservers:      %d alive, %d dead\n", alive, len(r.Servers)-alive)
-	fmt.Fprintf(w, "Disk space:        %s used of %s\n", humanSize(used), humanSize(capacity))
+	fmt.Fprintf(w, "Capacity:          %s (the live servers' disks, each counted once)\n", humanSize(capacity))
+	fmt.Fprintf(w, "Used by chunks:    %s (%s)\n", humanSize(used), percent(used, capacity))
+	fmt.Fprintf(w, "Free:              %s (%s)\n", humanSize(free), percent(free, capacity))
 	fmt.Fprintf(w, "Files:             %d\n", r.Files)
 	fmt.Fprintf(w, "Directories:       %d\n", r.Directories)
 	fmt.Fprintf(w, "Chunks:            %d (%d under-replicated)\n", r.Chunks, r.UnderReplicated)
 	fmt.Fprintf(w, "File data:         %s\n", humanSize(r.Bytes))
 	fmt.Fprintf(w, "Chunk size:        %s\n\n", humanSize(r.ChunkSize))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tADDRESS\tRACK\tSTATE\tCHUNKS\tUSED\tCAPACITY\tLOAD\tHEARTBEAT")
+	fmt.Fprintln(tw, "ID\tADDRESS\tRACK\tSTATE\tCHUNKS\tUSED\tFREE\tCAPACITY\tLOAD\tHEARTBEAT")
 	for _, s := range r.Servers {
 		state := "alive"
 		if !s.Alive {
 			state = "dead"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s ago\n", s.ID, s.Addr, s.Rack, state, s.Chunks,
-			humanSize(s.Used), humanSize(s.Capacity), s.Load, s.LastHeartbeat.Round(time.Millisecond))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s ago\n", s.ID, s.Addr, s.Rack, state, s.Chunks,
+			humanSize(s.Used), humanSize(s.Free), humanSize(s.Capacity), s.Load, s.LastHeartbeat.Round(time.Millisecond))
 	}
-	return tw.Flush()
+	tw.Flush()
+}
+
+// percent formats n as a share of total.
+func percent(n, total int64) string {
+	if total <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/chunkfs/chunkfs/client"
 )
@@ -47,48 +48,73 @@ func runAppend(ctx context.Context, e *env, args []string) error {
 		return usagef("--record-size %d exceeds the largest record, %d bytes", *size, c.MaxRecord())
 	}
 	f, err := c.OpenFile(ctx, remote, os.O_WRONLY, 0)
+	created := false
 	if errors.Is(err, fs.ErrNotExist) {
-		f, err = c.OpenFile(ctx, remote, os.O_WRONLY|os.O_CREATE, 0o644)
+		f, err = c.OpenFile(ctx, remote, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		created = err == nil
 	}
 	if err != nil {
 		return err
 	}
-	err = appendRecords(e.stdin, f, *size, c.MaxRecord())
+	n, err := appendRecords(e.stdin, f, *size, c.MaxRecord())
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err != nil && created && n == 0 {
+		removeCreated(ctx, c, remote)
 	}
 	return err
 }
 
+// removeCreated removes the empty file a failed append created, so that
+// an append that stored no record changes nothing; even after Ctrl-C.
+func removeCreated(ctx context.Context, c *client.Client, remote string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if fi, err := c.Stat(rctx, remote); err == nil && fi.Length == 0 {
+		c.Remove(rctx, remote)
+	}
+}
+
 // appendRecords appends each line of r (without its newline), or each
-// size-byte block when size > 0, as one record.
-func appendRecords(r io.Reader, f *client.File, size, maxRecord int) error {
+// size-byte block when size > 0, as one record. It returns how many
+// records were appended.
+func appendRecords(r io.Reader, f *client.File, size, maxRecord int) (int, error) {
 	if size > 0 {
-		buf := make([]byte, size)
-		for {
-			n, err := io.ReadFull(r, buf)
-			if n > 0 {
-				if _, aerr := f.Append(buf[:n]); aerr != nil {
-					return aerr
-				}
-			}
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-		}
+		return appendBlocks(r, f, size)
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxRecord+1)
-	for line := 1; sc.Scan(); line++ {
+	n := 0
+	for sc.Scan() {
 		if _, err := f.Append(sc.Bytes()); err != nil {
-			return err
+			return n, err
 		}
+		n++
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		return fmt.Errorf("a line is longer than the largest record (%d bytes); use --record-size", maxRecord)
+		return n, fmt.Errorf("a line is longer than the largest record (%d bytes); use --record-size", maxRecord)
 	}
-	return sc.Err()
+	return n, sc.Err()
+}
+
+// appendBlocks appends each size-byte block of r (the last may be shorter)
+// as one record.
+func appendBlocks(r io.Reader, f *client.File, size int) (int, error) {
+	buf := make([]byte, size)
+	for n := 0; ; {
+		m, err := io.ReadFull(r, buf)
+		if m > 0 {
+			if _, aerr := f.Append(buf[:m]); aerr != nil {
+				return n, aerr
+			}
+			n++
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }

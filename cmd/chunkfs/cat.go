@@ -8,7 +8,7 @@ import (
 var catCommand = &command{
 	name:    "cat",
 	args:    "PATH...",
-	summary: "print files to stdout",
+	summary: "print files to stdout, byte for byte: a record-append file's framing and padding too (records and tail print its records)",
 	example: "  chunkfs cat /logs/today | grep ERROR",
 	run:     runCat,
 }

@@ -11,7 +11,7 @@ import (
 var chunksCommand = &command{
 	name:    "chunks",
 	args:    "[--json] PATH",
-	summary: "list a file's chunks: index, handle, version, primary and replicas",
+	summary: "list a file's chunks: index, handle, version, live replicas of the file's replication factor, primary and replicas",
 	example: "  chunkfs chunks /logs/today",
 	run:     runChunks,
 }
@@ -26,23 +26,37 @@ func runChunks(ctx context.Context, e *env, args []string) error {
 	}
 	p := ops[0]
 	defer c.Close()
+	fi, err := c.Stat(ctx, p)
+	if err != nil {
+		return err
+	}
 	chunks, err := c.Chunks(ctx, p)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		if chunks == nil {
-			chunks = []client.ChunkInfo{}
+		out := make([]chunkJSON, len(chunks))
+		for i, ch := range chunks {
+			out[i] = chunkJSON{ChunkInfo: ch, Live: len(ch.Replicas), Replication: fi.Replication}
 		}
-		return writeJSON(e.stdout, chunks)
+		return writeJSON(e.stdout, out)
 	}
-	fmt.Fprintf(e.stdout, "%-6s %-18s %-8s %-21s %s\n", "INDEX", "HANDLE", "VERSION", "PRIMARY", "REPLICAS")
+	fmt.Fprintf(e.stdout, "%-6s %-18s %-8s %-5s %-21s %s\n", "INDEX", "HANDLE", "VERSION", "LIVE", "PRIMARY", "REPLICAS")
 	for _, ch := range chunks {
 		primary := ch.Primary
 		if primary == "" {
 			primary = "-"
 		}
-		fmt.Fprintf(e.stdout, "%-6d %#016x %-8d %-21s %s\n", ch.Index, ch.Handle, ch.Version, primary, strings.Join(ch.Replicas, ","))
+		live := fmt.Sprintf("%d/%d", len(ch.Replicas), fi.Replication)
+		fmt.Fprintf(e.stdout, "%-6d %#016x %-8d %-5s %-21s %s\n", ch.Index, ch.Handle, ch.Version, live, primary, strings.Join(ch.Replicas, ","))
 	}
 	return nil
+}
+
+// chunkJSON is one chunk as --json prints it: where it lives, how many
+// live replicas it has and how many its file asks for.
+type chunkJSON struct {
+	client.ChunkInfo
+	Live        int `json:"live"`
+	Replication int `json:"replication"`
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
@@ -19,12 +20,15 @@ const defaultMaster = "127.0.0.1:7070"
 
 // clientFlags are the flags every client command has.
 type clientFlags struct {
-	master string
+	master       string
+	retryTimeout time.Duration
 }
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	cf := &clientFlags{}
-	fs.StringVar(&cf.master, "master", "", "master address host:port (default $CHUNKFS_MASTER or "+defaultMaster+")")
+	fs.StringVar(&cf.master, "master", "", "master address host:port, or a group's masters comma-separated (default $CHUNKFS_MASTER or "+defaultMaster+")")
+	fs.DurationVar(&cf.retryTimeout, "retry-timeout", client.DefaultConfig().RetryTimeout,
+		"how long a read or write keeps retrying after failures (other replicas, a new primary) before it fails")
 	return cf
 }
 
@@ -40,8 +44,12 @@ func (cf *clientFlags) connect(ctx context.Context, e *env) (*client.Client, err
 	if addr == "" {
 		addr = defaultMaster
 	}
+	if cf.retryTimeout <= 0 {
+		return nil, usagef("--retry-timeout must be positive")
+	}
 	cfg := client.DefaultConfig()
 	cfg.Master = addr
+	cfg.RetryTimeout = cf.retryTimeout
 	c, err := client.New(ctx, cfg)
 	if chunkfs.KindOf(err) == chunkfs.KindUnavailable {
 		return nil, fmt.Errorf("cannot reach the master at %s (start one with 'chunkfs dev', or give --master or $CHUNKFS_MASTER): %w", addr, err)

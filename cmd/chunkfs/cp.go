@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"io"
+
+	"github.com/chunkfs/chunkfs"
 )
 
 var cpCommand = &command{
 	name:    "cp",
 	args:    "SRC... DST",
-	summary: "copy files within chunkfs (into DST when it is a directory)",
+	summary: "copy files within chunkfs (into DST when it is a directory); an existing DST is replaced only once the copy is whole",
 	example: "  chunkfs cp /logs/today /backup/today",
 	run:     runCp,
 }
@@ -32,20 +33,15 @@ func runCp(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		fi, err := in.Stat()
+		if err == nil && fi.IsDir() {
+			err = chunkfs.E("cp", s, chunkfs.KindIsDir, "cp copies files")
+		}
 		if err != nil {
 			in.Close()
 			return err
 		}
-		out, err := c.Create(ctx, d)
-		if err != nil {
-			in.Close()
-			return err
-		}
-		_, err = io.Copy(out, progressReader(e, in, fi.Length, "cp "+s))
+		err = writeRemote(ctx, c, d, progressReader(e, in, fi.Length, "cp "+s))
 		in.Close()
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
 		if err != nil {
 			return err
 		}

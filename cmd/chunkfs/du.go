@@ -42,7 +42,7 @@ func runDu(ctx context.Context, e *env, args []string) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "%s\t%s\n", size(total), p)
+			fmt.Fprintf(e.stdout, "%s\t%s\n", size(total), quoteName(p))
 			continue
 		}
 		ents, err := c.ReadDir(ctx, p)
@@ -54,7 +54,7 @@ func runDu(ctx context.Context, e *env, args []string) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "%s\t%s\n", size(total), path.Join(p, d.Name()))
+			fmt.Fprintf(e.stdout, "%s\t%s\n", size(total), quoteName(path.Join(p, d.Name())))
 		}
 	}
 	return nil

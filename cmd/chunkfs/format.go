@@ -6,7 +6,10 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -69,17 +72,19 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// longLine formats fi as one line of ls -l: mode, replication ("-" for a
-// directory), owner, group, size, modification time in UTC, name.
+// longLine formats fi as one line of ls -l: mode, the file's replication
+// factor (its target, as hdfs dfs -ls shows; "-" for a directory; chunks
+// and fsck show the live replicas), owner, group, size, modification time
+// in UTC, name.
 func longLine(fi *chunkfs.FileInfo, name string) string {
 	repl := "-"
 	if !fi.IsDir() {
 		repl = fmt.Sprint(fi.Replication)
 	}
 	line := fmt.Sprintf("%s %2s %-6d %-6d %12d %s %s", fi.FileMode.String(), repl, fi.UID, fi.GID,
-		fi.Length, fi.MTime.UTC().Format("2006-01-02 15:04"), name)
+		fi.Length, fi.MTime.UTC().Format("2006-01-02 15:04"), quoteName(name))
 	if fi.Target != "" {
-		line += " -> " + fi.Target
+		line += " -> " + quoteName(fi.Target)
 	}
 	return line
 }
@@ -100,3 +105,46 @@ func humanSize(n int64) string {
 
 // writeJSONLine prints v as one line of JSON.
 func writeJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
+// quoteName returns a name as it is safe to print on a terminal: as it is
+// when every character is printable, otherwise in the shell's $'…' quoting
+// (as GNU ls shows such names), so a newline or an escape sequence in a
+// name can neither break a listing into lines nor drive the terminal.
+func quoteName(name string) string {
+	if printable(name) {
+		return name
+	}
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(name); {
+		r, size := utf8.DecodeRuneInString(name[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, name[i])
+		case r == '\'' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r < 0x80 && strings.ContainsRune("\a\b\t\n\v\f\r", r):
+			b.WriteString(`\` + string("abtnvfr"[strings.IndexRune("\a\b\t\n\v\f\r", r)]))
+		default:
+			for _, c := range []byte(name[i : i+size]) {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			}
+		}
+		i += size
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// printable reports whether s is valid UTF-8 of printable characters.
+func printable(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -102,6 +103,10 @@ func getOne(ctx context.Context, e *env, c *client.Client, remote, local string)
 func writeLocal(name string, r io.Reader) error {
 	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".part*")
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return &fs.PathError{Op: "create", Path: name, Err: pe.Err}
+		}
 		return err
 	}
 	_, err = io.Copy(tmp, r)
@@ -113,6 +118,7 @@ func writeLocal(name string, r io.Reader) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
+		return retarget(err, tmp.Name(), name)
 	}
-	return err
+	return nil
 }

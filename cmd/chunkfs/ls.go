@@ -12,7 +12,7 @@ import (
 var lsCommand = &command{
 	name:    "ls",
 	args:    "[-l] [-R] [--json] [PATH...]",
-	summary: "list directories (or describe files); PATH defaults to /",
+	summary: "list directories (or describe files); PATH defaults to /. Names with control characters are printed in $'…' quoting",
 	example: "  chunkfs ls -l /logs\n  chunkfs ls -R --json / | jq '.[].path'",
 	run:     runLs,
 }
@@ -20,7 +20,7 @@ var lsCommand = &command{
 func runLs(ctx context.Context, e *env, args []string) error {
 	fs := flagSet(e)
 	cf := addClientFlags(fs)
-	long := fs.Bool("l", false, "long listing: mode, replication, owner, group, size, time, name")
+	long := fs.Bool("l", false, "long listing: mode, replication factor (the target; chunks shows live replicas), owner, group, size, time, name")
 	recursive := fs.Bool("R", false, "list subdirectories recursively")
 	asJSON := fs.Bool("json", false, "print a JSON array of entries")
 	paths, c, err := start(ctx, e, fs, cf, args, operands{max: -1, remote: true, def: []string{"/"}})
@@ -66,7 +66,7 @@ func (l *lister) list(ctx context.Context, p string) error {
 		if l.printed > 0 {
 			fmt.Fprintln(l.e.stdout)
 		}
-		fmt.Fprintf(l.e.stdout, "%s:\n", p)
+		fmt.Fprintf(l.e.stdout, "%s:\n", quoteName(p))
 	}
 	l.printed++
 	var dirs []string
@@ -95,6 +95,6 @@ func (l *lister) emit(p string, fi *chunkfs.FileInfo, name string) {
 	case l.long:
 		fmt.Fprintln(l.e.stdout, longLine(fi, name))
 	default:
-		fmt.Fprintln(l.e.stdout, name)
+		fmt.Fprintln(l.e.stdout, quoteName(name))
 	}
 }

@@ -42,7 +42,7 @@ func commandTable() map[string]*command {
 	list := []*command{
 		lsCommand, mkdirCommand, putCommand, getCommand, catCommand, tailCommand,
 		rmCommand, mvCommand, cpCommand, statCommand, duCommand, chmodCommand,
-		chownCommand, appendCommand, recordsCommand, chunksCommand, adminCommand,
+		chownCommand, appendCommand, recordsCommand, chunksCommand, adminCommand, certCommand,
 		devCommand,
 	}
 	list = append(list, serverCommands()...)

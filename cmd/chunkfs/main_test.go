@@ -414,3 +414,97 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+func TestTailAndRecordsFollowRecords(t *testing.T) {
+	ok(t, "one\ntwo\n", "append", "/follow.rec")
+	if out := ok(t, "", "tail", "/follow.rec"); out != "one\ntwo\n" {
+		t.Fatalf("tail of a record file = %q, want its records", out)
+	}
+	if out := ok(t, "", "tail", "--raw", "-c", "4", "/follow.rec"); len(out) != 4 || !strings.HasSuffix(out, "two") {
+		t.Fatalf("tail --raw -c 4 = %q, want the last 4 raw bytes (a CRC byte and \"two\")", out)
+	}
+	want := "one\ntwo\n"
+	for i, args := range [][]string{
+		{"tail", "-f", "--interval", "20ms", "/follow.rec"},
+		{"records", "-f", "--interval", "20ms", "/follow.rec"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, binary, args...)
+		cmd.Env = append(os.Environ(), "CHUNKFS_MASTER="+testCluster.MasterAddr())
+		var out syncBuffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, &out, want)
+		more := fmt.Sprintf("more %d\n", i)
+		ok(t, more, "append", "/follow.rec")
+		want += more
+		waitFor(t, &out, want)
+		cmd.Process.Signal(os.Interrupt)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%v after Ctrl-C: %v", args, err)
+		}
+		cancel()
+	}
+	ok(t, "", "rm", "/follow.rec")
+}
+
+func TestNamesAreQuoted(t *testing.T) {
+	ok(t, "", "mkdir", "-p", "/quoted")
+	ok(t, "x", "put", "-", "/quoted/a\nb")
+	ok(t, "x", "put", "-", "/quoted/\x1b[31mred")
+	got := ok(t, "", "ls", "/quoted")
+	if got != "$'\\x1b[31mred'\n$'a\\nb'\n" {
+		t.Fatalf("ls of control-character names = %q", got)
+	}
+	if !strings.Contains(ok(t, "", "ls", "--json", "/quoted"), `"name": "a\nb"`) {
+		t.Fatal("ls --json does not carry the name exactly")
+	}
+}
+
+func TestQuoteName(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":      "plain",
+		"with space": "with space",
+		"é ünïcode":  "é ünïcode",
+		"tab\there":  `$'tab\there'`,
+		"it's\n":     `$'it\'s\n'`,
+		"bad\xffutf": `$'bad\xffutf'`,
+		"\x7f":       `$'\x7f'`,
+	} {
+		if got := quoteName(in); got != want {
+			t.Errorf("quoteName(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestCert(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ca")
+	ok(t, "", "cert", "init", "--dir", dir)
+	ok(t, "", "cert", "issue", "--dir", dir, "--role", "chunkserver", "--name", "cs1", "--host", "127.0.0.1")
+	ok(t, "", "cert", "issue", "--dir", dir, "--role", "client", "--name", "alice", "--uid", "1000", "--gids", "1000,27")
+	for _, f := range []string{"ca.key", "cs1/tls.key", "alice/tls.key"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v, mode %v; want 0600", f, err, st.Mode())
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"cert"}, 2, "need init or issue"},
+		{[]string{"cert", "init", "--dir", dir}, 1, "file already exists"},
+		{[]string{"cert", "issue", "--dir", dir, "--role", "client", "--name", "alice", "--uid", "1"}, 1, "file already exists"},
+		{[]string{"cert", "issue", "--dir", dir, "--role", "admin", "--name", "x"}, 2, "unknown role"},
+		{[]string{"cert", "issue", "--dir", dir, "--role", "client", "--name", "bob", "--gids", "x"}, 2, "bad group"},
+		{[]string{"cert", "issue", "--dir", filepath.Join(dir, "none"), "--role", "client", "--name", "bob"}, 1, "no such file"},
+	} {
+		r := runCLI(t, "", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.err) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("chunkfs %v: exit %d, stderr %q; want exit %d and one line mentioning %q", tc.args, r.code, r.stderr, tc.code, tc.err)
+		}
+	}
+}

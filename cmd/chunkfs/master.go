@@ -11,9 +11,16 @@ import (
 	"strings"
 
 	"github.com/chunkfs/chunkfs/internal/master"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
-const masterExample = `  chunkfs master --dir /var/lib/chunkfs/master --listen 127.0.0.1:7070`
+const masterExample = `  chunkfs master --dir /var/lib/chunkfs/master --listen 127.0.0.1:7070
+
+  # a group of three masters and an observer, one command on each host:
+  chunkfs master --id m1 --dir /var/lib/chunkfs/master --listen 10.0.0.1:7070 \
+      --cluster m1=10.0.0.1:7070,m2=10.0.0.2:7070,m3=10.0.0.3:7070
+  chunkfs master --id o1 --observer --dir /var/lib/chunkfs/master --listen 10.0.0.4:7070 \
+      --cluster m1=10.0.0.1:7070,m2=10.0.0.2:7070,m3=10.0.0.3:7070`
 
 // runMaster runs `chunkfs master`: it serves the master on --listen with its
 // state in --dir until ctx ends (SIGINT or SIGTERM), then stops gracefully.
@@ -22,17 +29,25 @@ func runMaster(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := master.Open(cfg)
-	if err != nil {
-		return err
-	}
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {
-		m.Close()
 		return fmt.Errorf("listen on %s: %v", listen, err)
 	}
+	serveOn := lis
+	if len(cfg.Members) > 0 || cfg.Observer {
+		// One port for clients, chunkservers and the other masters' Raft.
+		mux := rpc.NewMux(lis, cfg.Logger)
+		cfg.RaftListener, serveOn = mux.Raft(), mux.GRPC()
+		go mux.Serve()
+		defer mux.Close()
+	}
+	m, err := master.Open(cfg)
+	if err != nil {
+		lis.Close()
+		return err
+	}
 	served := make(chan error, 1)
-	go func() { served <- m.Serve(lis) }()
+	go func() { served <- m.Serve(serveOn) }()
 	select {
 	case <-ctx.Done():
 		cfg.Logger.Info("stopping master")
@@ -62,9 +77,14 @@ func masterFlags(args []string) (master.Config, string, error) {
 	safeThreshold := fs.Float64("safe-mode-threshold", cfg.SafeModeThreshold, "fraction of chunks with data that must be located before leaving safe mode after a start")
 	safeServers := fs.Int("safe-mode-servers", cfg.SafeModeMinServers, "live chunkservers safe mode waits for (0: --min-replicas)")
 	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver, as source or target")
+	id := fs.String("id", cfg.NodeID, "this master's node ID in its group")
+	group := fs.String("cluster", "", "the group's voters as `ID=HOST:PORT,...` (their client addresses, which also carry Raft); empty: a master alone")
+	observer := fs.Bool("observer", false, "join the group named by --cluster as a non-voting observer that serves reads")
+	addr := fs.String("addr", "", "address the other masters and clients reach this one on (default: its --cluster entry, or --listen)")
+	readWait := fs.Duration("read-wait", cfg.ReadWait, "how long a standby or observer waits to catch up with a client's state before refusing the read")
 	verbose := fs.Bool("v", false, "log informational messages")
 	fs.Usage = func() {
-		fmt.Fprintf(&out, "Usage: chunkfs master --dir DIR --listen HOST:PORT [--chunk-size N] [--replication N]\n\nFlags:\n")
+		fmt.Fprintf(&out, "Usage: chunkfs master --dir DIR --listen HOST:PORT [--id ID --cluster ID=HOST:PORT,... [--observer]] [flags]\n\nFlags:\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(&out, "\nExample:\n%s\n", masterExample)
 	}
@@ -88,9 +108,45 @@ func masterFlags(args []string) (master.Config, string, error) {
 	cfg.Dir, cfg.ChunkSize, cfg.DefaultReplication, cfg.LeaseDuration, cfg.DeadAfter = *dir, *chunkSize, *repl, *lease, *deadAfter
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones
 	cfg.SafeModeThreshold, cfg.SafeModeMinServers = *safeThreshold, *safeServers
+	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
+	members, err := parseGroup(*group)
+	if err != nil {
+		return cfg, "", err
+	}
+	if *observer && len(members) == 0 {
+		return cfg, "", usagef("--observer needs --cluster: the group it joins")
+	}
+	cfg.Members, cfg.Addr = members, *addr
+	for _, mb := range members {
+		if mb.ID == cfg.NodeID && cfg.Addr == "" {
+			cfg.Addr = mb.Addr
+		}
+	}
+	if cfg.Addr == "" && len(members) > 0 {
+		cfg.Addr = *listen
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	if err := cfg.Validate(); err != nil {
 		return cfg, "", usagef("%v", err)
 	}
 	return cfg, *listen, nil
+}
+
+// parseGroup parses --cluster: ID=HOST:PORT pairs, comma-separated.
+func parseGroup(s string) ([]master.Member, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []master.Member
+	for _, part := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, usagef("--cluster entry %q: want ID=HOST:PORT", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, usagef("--cluster entry %q: %v", part, err)
+		}
+		out = append(out, master.Member{ID: id, Addr: addr})
+	}
+	return out, nil
 }

@@ -2,20 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"io/fs"
+	iofs "io/fs"
 	"os"
 	"path"
 	"path/filepath"
 
+	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
 )
 
 var putCommand = &command{
 	name:    "put",
 	args:    "LOCAL... REMOTE",
-	summary: "copy local files or directories (or - for stdin) into chunkfs; into REMOTE when it is a directory",
+	summary: "copy local files or directories (or - for stdin) into chunkfs; into REMOTE when it is a directory. An existing file is replaced only once the new copy is whole on the cluster",
 	example: "  chunkfs put access.log /logs/\n  chunkfs put ./photos /backup/\n  tar c src | chunkfs put - /backup/src.tar",
 	run:     runPut,
 }
@@ -30,42 +32,83 @@ func runPut(ctx context.Context, e *env, args []string) error {
 	if len(ops) < 2 {
 		return usagef("need LOCAL and REMOTE")
 	}
+	locals, remote := ops[:len(ops)-1], ops[len(ops)-1]
+	if remote, err = remotePath(remote); err != nil {
+		return err
+	}
+	if err := checkLocals(locals); err != nil {
+		return err
+	}
 	c, err := cf.connect(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	locals, remote := ops[:len(ops)-1], ops[len(ops)-1]
-	if remote, err = remotePath(remote); err != nil {
+	intoDir, err := isRemoteDir(ctx, c, remote, len(locals) > 1)
+	if err != nil {
 		return err
 	}
-	intoDir := len(locals) > 1
-	if fi, err := c.Stat(ctx, remote); err == nil && fi.IsDir() {
-		intoDir = true
-	}
 	for _, l := range locals {
-		dst := remote
-		if intoDir {
-			if l == "-" {
-				return usagef("- (stdin) needs a file name as REMOTE, not a directory")
-			}
-			dst = path.Join(remote, path.Base(l))
-		}
-		if st, err := os.Stat(l); err == nil && st.IsDir() {
-			err = putTree(ctx, e, c, l, dst)
-		} else {
-			err = putOne(ctx, e, c, l, dst)
-		}
-		if err != nil {
+		if err := putPath(ctx, e, c, l, remote, intoDir); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// checkLocals makes sure every local source exists before anything is
+// sent, and that stdin is named at most once.
+func checkLocals(locals []string) error {
+	stdin := 0
+	for _, l := range locals {
+		if l == "-" {
+			stdin++
+			continue
+		}
+		if _, err := os.Stat(l); err != nil {
+			return err
+		}
+	}
+	if stdin > 0 && len(locals) > 1 {
+		return usagef("- (stdin) must be the only LOCAL")
+	}
+	return nil
+}
+
+// isRemoteDir reports whether the sources go into remote (an existing
+// directory) rather than onto it; several sources need a directory.
+func isRemoteDir(ctx context.Context, c *client.Client, remote string, many bool) (bool, error) {
+	fi, err := c.Stat(ctx, remote)
+	switch {
+	case err == nil && fi.IsDir():
+		return true, nil
+	case err != nil && !errors.Is(err, iofs.ErrNotExist):
+		return false, err
+	case many:
+		return false, chunkfs.E("put", remote, chunkfs.KindNotDir, "target of several sources must be an existing directory")
+	}
+	return false, nil
+}
+
+// putPath copies one local file or directory (or - for stdin) to remote,
+// or into it when intoDir.
+func putPath(ctx context.Context, e *env, c *client.Client, local, remote string, intoDir bool) error {
+	dst := remote
+	if intoDir {
+		if local == "-" {
+			return usagef("- (stdin) needs a file name as REMOTE, not a directory")
+		}
+		dst = path.Join(remote, filepath.Base(local))
+	}
+	if st, err := os.Stat(local); err == nil && st.IsDir() {
+		return putTree(ctx, e, c, local, dst)
+	}
+	return putOne(ctx, e, c, local, dst)
+}
+
 // putTree copies local directory dir to remote, making directories as needed.
 func putTree(ctx context.Context, e *env, c *client.Client, dir, remote string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	return filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -85,6 +128,8 @@ func putTree(ctx context.Context, e *env, c *client.Client, dir, remote string) 
 	})
 }
 
+// putOne copies local file local (- for stdin) to remote file remote,
+// replacing it only once the whole copy is on the cluster.
 func putOne(ctx context.Context, e *env, c *client.Client, local, remote string) error {
 	var in io.Reader = e.stdin
 	size := int64(-1)
@@ -94,18 +139,14 @@ func putOne(ctx context.Context, e *env, c *client.Client, local, remote string)
 			return err
 		}
 		defer f.Close()
-		if fi, err := f.Stat(); err == nil {
-			size = fi.Size()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
 		}
-		in = f
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("put %s: not a regular file", local)
+		}
+		size, in = fi.Size(), f
 	}
-	out, err := c.Create(ctx, remote)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, progressReader(e, in, size, "put "+path.Base(remote)))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return writeRemote(ctx, c, remote, progressReader(e, in, size, "put "+path.Base(remote)))
 }

@@ -59,7 +59,7 @@ func printStat(e *env, j fileJSON) {
 	line := func(label, format string, args ...any) {
 		fmt.Fprintf(e.stdout, "%-12s %s\n", label+":", fmt.Sprintf(format, args...))
 	}
-	line("Path", "%s", j.Path)
+	line("Path", "%s", quoteName(j.Path))
 	line("Type", "%s", j.Type)
 	line("Size", "%d", j.Size)
 	line("Mode", "%s (%s)", j.Mode, j.Perm)
@@ -70,7 +70,7 @@ func printStat(e *env, j fileJSON) {
 		line("Chunks", "%d", j.Chunks)
 	}
 	if j.Target != "" {
-		line("Target", "%s", j.Target)
+		line("Target", "%s", quoteName(j.Target))
 	}
 	line("Modified", "%s", j.MTime.Format("2006-01-02 15:04:05.000000000 UTC"))
 	line("Accessed", "%s", j.ATime.Format("2006-01-02 15:04:05.000000000 UTC"))

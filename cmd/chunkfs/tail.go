@@ -2,16 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"time"
+
+	"github.com/chunkfs/chunkfs/client"
 )
 
 var tailCommand = &command{
-	name:    "tail",
-	args:    "[-f] [-c BYTES] PATH",
-	summary: "print the end of a file; with -f keep printing what is appended",
-	example: "  chunkfs tail -f /logs/today",
+	name: "tail",
+	args: "[-f] [-c BYTES] [--raw] PATH",
+	summary: "print the end of a file; with -f keep printing what is appended. " +
+		"A record-append file is printed as its records, one per line, as records does (--raw for its bytes)",
+	example: "  chunkfs tail -f /logs/today\n  chunkfs tail -f /logs/events      # records appended by chunkfs append",
 	run:     runTail,
 }
 
@@ -19,8 +21,9 @@ func runTail(ctx context.Context, e *env, args []string) error {
 	fs := flagSet(e)
 	cf := addClientFlags(fs)
 	follow := fs.Bool("f", false, "follow: print data as the file grows, until interrupted")
-	bytes := fs.Int64("c", 1024, "print the last BYTES bytes")
+	bytes := fs.Int64("c", 1024, "print the last BYTES bytes (of a record file: the records that start in them)")
 	interval := fs.Duration("interval", time.Second, "how often -f looks for new data")
+	raw := fs.Bool("raw", false, "print a record-append file's bytes, framing and padding included")
 	paths, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -45,6 +48,11 @@ func runTail(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer f.Close()
+	t := &tailer{e: e, c: c, f: f, follow: *follow, interval: *interval}
+	records, err := t.isRecords(ctx, *raw)
+	if err != nil {
+		return err
+	}
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -52,20 +60,51 @@ func runTail(ctx context.Context, e *env, args []string) error {
 	if _, err := f.Seek(max(0, fi.Length-*bytes), io.SeekStart); err != nil {
 		return err
 	}
+	in := t.input(ctx)
+	if records {
+		return printRecords(e.stdout, in, c.MaxRecord(), false, *follow)
+	}
+	_, err = io.Copy(e.stdout, in)
+	return err
+}
+
+// tailer is one run of tail.
+type tailer struct {
+	e        *env
+	c        *client.Client
+	f        *client.File
+	follow   bool
+	interval time.Duration
+}
+
+// isRecords decides whether to print records: the file starts with a
+// record frame. Following an empty file, it waits for the first bytes (a
+// record append makes a file's length cover whole records only).
+func (t *tailer) isRecords(ctx context.Context, raw bool) (bool, error) {
+	if raw {
+		return false, nil
+	}
 	for {
-		if _, err := io.Copy(e.stdout, f); err != nil {
-			if *follow && errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
+		fi, err := t.f.Stat()
+		if err != nil {
+			return false, err
 		}
-		if !*follow {
-			return nil
+		if fi.Length > 0 || !t.follow {
+			return client.StartsWithRecord(t.f, t.c.MaxRecord())
 		}
 		select {
 		case <-ctx.Done():
-			return nil // interrupted: the normal end of tail -f
-		case <-time.After(*interval):
+			return false, nil
+		case <-time.After(t.interval):
 		}
 	}
+}
+
+// input is what is printed: the file from its position, and with -f what
+// is appended after, until ctx is done.
+func (t *tailer) input(ctx context.Context) io.Reader {
+	if !t.follow {
+		return t.f
+	}
+	return &follower{ctx: ctx, r: t.f, interval: t.interval}
 }

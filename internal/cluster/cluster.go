@@ -40,6 +40,11 @@ type Config struct {
 	// Master, when set, adjusts the master's configuration before each
 	// start (tests: minimum replicas, clone hooks, clocks).
 	Master func(*master.Config)
+	// Masters, when more than one, starts a highly available group of
+	// that many voting masters, and Observers observers beside them
+	// (group.go); MasterAddr then lists them all.
+	Masters   int
+	Observers int
 }
 
 // DefaultConfig is a small test cluster: 3 chunkservers, 1 MiB chunks, fast
@@ -77,8 +82,9 @@ type Cluster struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex // guards master, servers and closed
-	master *node
+	mu     sync.Mutex // guards master, group, servers and closed
+	master *node      // the master alone; nil in a group
+	group  []*node    // a group's masters: voters, then observers
 	cs     []*node
 	closed bool
 }
@@ -89,6 +95,7 @@ type node struct {
 	dir   string
 	close func() error // nil when stopped
 	done  chan error   // Serve's result
+	m     *master.Master
 }
 
 // Start starts a master and cfg.Chunkservers chunkservers and waits until the
@@ -101,9 +108,15 @@ func Start(cfg Config) (*Cluster, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(discard{}, nil))
 	}
-	c.master = &node{addr: cfg.MasterAddr, dir: filepath.Join(cfg.Dir, "master")}
-	if err := c.startMaster(); err != nil {
-		return nil, err
+	if cfg.Masters > 1 || cfg.Observers > 0 {
+		if err := c.startGroup(); err != nil {
+			return nil, err
+		}
+	} else {
+		c.master = &node{addr: cfg.MasterAddr, dir: filepath.Join(cfg.Dir, "master")}
+		if err := c.startMaster(); err != nil {
+			return nil, err
+		}
 	}
 	for i := range cfg.Chunkservers {
 		n := &node{dir: filepath.Join(cfg.Dir, fmt.Sprintf("cs%d", i))}
@@ -156,19 +169,7 @@ func (c *Cluster) startMaster() error {
 	if err != nil {
 		return err
 	}
-	mc := master.DefaultConfig()
-	mc.Dir = c.master.dir
-	mc.ChunkSize = c.cfg.ChunkSize
-	mc.DefaultReplication = c.cfg.Replication
-	mc.LeaseDuration = c.cfg.Lease
-	mc.HeartbeatInterval = c.cfg.Heartbeat
-	mc.DeadAfter = c.cfg.DeadAfter
-	mc.RepairInterval = c.cfg.Heartbeat
-	mc.Logger = c.log.With("role", "master")
-	if c.cfg.Master != nil {
-		c.cfg.Master(&mc)
-	}
-	m, err := master.Open(mc)
+	m, err := master.Open(c.masterConfig(c.master.dir, c.log.With("role", "master"), nil))
 	if err != nil {
 		ln.Close()
 		return err
@@ -176,6 +177,27 @@ func (c *Cluster) startMaster() error {
 	c.master.close = m.Close
 	c.master.done = serve(func() error { return m.Serve(ln) })
 	return nil
+}
+
+// masterConfig is a master's configuration in this cluster; group, when
+// set, makes it one of a group.
+func (c *Cluster) masterConfig(dir string, log *slog.Logger, group func(*master.Config)) master.Config {
+	mc := master.DefaultConfig()
+	mc.Dir = dir
+	mc.ChunkSize = c.cfg.ChunkSize
+	mc.DefaultReplication = c.cfg.Replication
+	mc.LeaseDuration = c.cfg.Lease
+	mc.HeartbeatInterval = c.cfg.Heartbeat
+	mc.DeadAfter = c.cfg.DeadAfter
+	mc.RepairInterval = c.cfg.Heartbeat
+	mc.Logger = log
+	if group != nil {
+		group(&mc)
+	}
+	if c.cfg.Master != nil {
+		c.cfg.Master(&mc)
+	}
+	return mc
 }
 
 func (c *Cluster) startChunkserver(i int) error {
@@ -186,7 +208,7 @@ func (c *Cluster) startChunkserver(i int) error {
 	}
 	sc := chunkserver.DefaultConfig()
 	sc.Dirs = []string{n.dir}
-	sc.Masters = []string{c.master.addr}
+	sc.Masters = c.masterAddrs()
 	sc.Rack = fmt.Sprintf("rack%d", i%3)
 	sc.Addr = n.addr
 	sc.HeartbeatInterval = c.cfg.Heartbeat
@@ -207,8 +229,20 @@ func serve(fn func() error) chan error {
 	return done
 }
 
-// MasterAddr returns the master's address.
-func (c *Cluster) MasterAddr() string { return c.master.addr }
+// MasterAddr returns the master's address; in a group, every master's,
+// comma-separated, as clients take them.
+func (c *Cluster) MasterAddr() string { return strings.Join(c.masterAddrs(), ",") }
+
+func (c *Cluster) masterAddrs() []string {
+	if c.master != nil {
+		return []string{c.master.addr}
+	}
+	addrs := make([]string, len(c.group))
+	for i, n := range c.group {
+		addrs[i] = n.addr
+	}
+	return addrs
+}
 
 // ChunkSize returns the cluster's chunk size.
 func (c *Cluster) ChunkSize() int64 { return c.cfg.ChunkSize }
@@ -258,6 +292,9 @@ func (c *Cluster) RestartChunkserver(i int) error {
 func (c *Cluster) RestartMaster() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.master == nil {
+		return errors.New("cluster: RestartMaster of a group; use RestartGroupMaster")
+	}
 	if err := stop(c.master); err != nil {
 		return err
 	}
@@ -336,6 +373,11 @@ func (c *Cluster) Close() error {
 	for _, n := range c.cs {
 		errs = append(errs, stop(n))
 	}
-	errs = append(errs, stop(c.master))
+	if c.master != nil {
+		errs = append(errs, stop(c.master))
+	}
+	for _, n := range c.group {
+		errs = append(errs, stop(n))
+	}
 	return errors.Join(errs...)
 }

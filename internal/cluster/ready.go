@@ -9,10 +9,19 @@ import (
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
-// WaitAlive waits until the master reports at least n live chunkservers, or
-// ctx ends.
+// WaitAlive waits until the master (every master of a group) reports at
+// least n live chunkservers, or ctx ends.
 func (c *Cluster) WaitAlive(ctx context.Context, n int) error {
-	cc, err := rpc.Dial(c.MasterAddr())
+	for _, addr := range c.masterAddrs() {
+		if err := waitAliveAt(ctx, addr, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitAliveAt(ctx context.Context, addr string, n int) error {
+	cc, err := rpc.Dial(addr)
 	if err != nil {
 		return err
 	}

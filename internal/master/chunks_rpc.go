@@ -39,6 +39,15 @@ func (m *Master) GetChunks(ctx context.Context, req *pb.GetChunksRequest) (*pb.G
 	if err != nil {
 		return nil, err
 	}
+	if !m.leads() {
+		for _, cl := range resp.Chunks {
+			if len(cl.Replicas) == 0 {
+				// It may be a chunk this master has not heard of from
+				// its chunkservers yet (HDFS-13924): the leader knows.
+				return nil, m.notLeader(op)
+			}
+		}
+	}
 	return resp, nil
 }
 

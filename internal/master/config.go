@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -45,8 +46,23 @@ type Config struct {
 	SnapshotThreshold uint64 // log entries between checkpoints
 	NoSync            bool   // skip fsync of the log (tests of the CPU path only)
 	Addr              string // address reported by ClusterInfo; Serve fills it from the listener when empty
-	Clock             clock.Clock
-	Logger            *slog.Logger
+
+	// A highly available group of masters (ha.go). NodeID names this
+	// master; Members are the group's initial voters, this one among them
+	// unless it is an Observer, each at the address clients use, which
+	// also carries Raft: RaftListener is that port's Raft side
+	// (rpc.Mux.Raft). Empty Members: a master alone.
+	NodeID       string
+	Members      []Member
+	Observer     bool
+	RaftListener net.Listener
+	// ReadWait bounds how long a read waits for this master to apply the
+	// state ID a client has seen before it is refused as too far behind
+	// (the client then asks another master).
+	ReadWait time.Duration
+
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // CloneEvent reports a clone started (Done false) or ended.
@@ -82,6 +98,8 @@ func DefaultConfig() Config {
 		MaxClonesPerServer: 2,
 		RepairInterval:     time.Second,
 		SnapshotThreshold:  65536,
+		NodeID:             "master-1",
+		ReadWait:           time.Second,
 		Clock:              clock.Real{},
 		Logger:             slog.Default(),
 	}
@@ -112,6 +130,8 @@ func (c Config) Validate() error {
 		return errors.New("master: MaxClonesPerServer and RepairInterval must be positive")
 	case c.Clock == nil || c.Logger == nil:
 		return errors.New("master: Clock and Logger must be set")
+	case c.NodeID == "" || c.ReadWait <= 0:
+		return errors.New("master: NodeID must be set and ReadWait positive")
 	}
 	return c.Placement.Validate()
 }
@@ -121,6 +141,16 @@ func defaultPlacement() placement.Config {
 	p.MinFree = DefaultReserve
 	return p
 }
+
+// Member is one master of a group: its node ID and the address clients
+// and the other masters reach it on.
+type Member struct {
+	ID   string
+	Addr string
+}
+
+// grouped reports whether the master is one of a group of several.
+func (c Config) grouped() bool { return c.Observer || len(c.Members) > 1 }
 
 // minReplicas is the fewest replicas a write to a file of replication
 // repl may be acknowledged with.

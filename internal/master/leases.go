@@ -95,6 +95,7 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 		m.probePrimary(ctx, ch.Handle, cur, suspect)
 		now = m.cfg.Clock.Now()
 	}
+	pause, floor := m.lead.leaseHold()
 	m.regMu.Lock()
 	d := m.reg.grantable(ch.Handle, cur, now)
 	need := m.cfg.minReplicas(repl)
@@ -107,9 +108,9 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 		return nil
 	case d.verdict == leaseWait:
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "a lease given to an unreachable or stale primary has not ended; retry")
-	case ch.Handle < m.handleFloor && now.Before(m.leasePause):
+	case ch.Handle < floor && now.Before(pause):
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable,
-			"master restarted; leases on existing chunks resume in "+m.leasePause.Sub(now).Round(time.Second).String())
+			"master restarted or took over; leases on existing chunks resume in "+pause.Sub(now).Round(time.Second).String())
 	case d.verdict == leaseNone:
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no live replica of the chunk")
 	case len(d.replicas) < need:

@@ -55,11 +55,10 @@ type Master struct {
 	leaseMu   [stripes]sync.Mutex // serialise lease grants per chunk (by handle)
 	horizonMu sync.Mutex          // serialises logging the lease horizon
 
-	// Set once at Open, read-only after: no lease is granted for a chunk
-	// that existed before Open until leasePause, as a lease given by the
-	// previous master might still be held.
-	leasePause  time.Time
-	handleFloor chunkfs.Handle
+	// Whether this master leads, and until when leases given by the
+	// previous master (before a restart or a failover) might still be
+	// held: no lease on a chunk that existed then is granted before (ha.go).
+	lead leadership
 
 	srvMu  sync.Mutex // guards srv, addr and closed
 	srv    *rpc.Server
@@ -78,6 +77,9 @@ func Open(cfg Config) (*Master, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkGroup(); err != nil {
+		return nil, err
+	}
 	lock, err := lockDir(cfg.Dir)
 	if err != nil {
 		return nil, err
@@ -93,6 +95,10 @@ func Open(cfg Config) (*Master, error) {
 	m.bg.Add(2)
 	go m.livenessLoop()
 	go m.repairLoop()
+	if cfg.Observer {
+		m.bg.Add(1)
+		go m.joinLoop()
+	}
 	return m, nil
 }
 
@@ -123,9 +129,16 @@ func lockDir(dir string) (*os.File, error) {
 
 func (m *Master) openLog() error {
 	lc := oplog.DefaultConfig(m.cfg.Dir)
+	lc.NodeID = m.cfg.NodeID
 	lc.SnapshotThreshold = m.cfg.SnapshotThreshold
 	lc.NoSync = m.cfg.NoSync
 	lc.Logger = m.cfg.Logger
+	if m.cfg.grouped() {
+		lc.BindAddr, lc.Members, lc.Observer = m.cfg.Addr, m.cfg.logMembers(), m.cfg.Observer
+		lc.Listener, lc.Dial = m.cfg.RaftListener, rpc.DialRaft
+		lc.ElectionTimeout = groupElectionTimeout
+		lc.OnLeadership = m.onLeadership
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	l, err := oplog.Open(ctx, lc, m.state)
@@ -133,22 +146,25 @@ func (m *Master) openLog() error {
 		return err
 	}
 	m.log = l
+	if m.cfg.grouped() {
+		return nil // the leader, once elected, catches up and initialises (takeOver)
+	}
 	if err := m.initNamespace(ctx); err != nil {
 		l.Close()
 		return err
 	}
 	// An old lease ends by the logged horizon, and also at most a lease
 	// (plus slack) after the previous master stopped, which was before now.
-	latest := m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack())
-	m.state.read(func(ns *namespace.Namespace) {
-		m.leasePause = time.Unix(0, ns.LeaseHorizon())
-		m.handleFloor = ns.NextHandle()
-	})
-	if m.leasePause.After(latest) {
-		m.leasePause = latest
-	}
+	m.holdFromLog(m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack()))
+	m.lead.ready.Store(true)
 	return nil
 }
+
+// groupElectionTimeout is the Raft heartbeat and election timeout of a
+// group of masters: long enough that a loaded machine or network does not
+// depose a working leader, short enough that a dead one is replaced
+// within seconds.
+const groupElectionTimeout = time.Second
 
 // initNamespace logs the chunk size and replication of a new namespace.
 func (m *Master) initNamespace(ctx context.Context) error {
@@ -194,7 +210,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		m.srvMu.Unlock()
 		return errors.New("master: Serve called twice")
 	}
-	m.srv = rpc.NewServer(m.cfg.Logger)
+	m.srv = rpc.NewServer(m.cfg.Logger, m.leaderGuard)
 	pb.RegisterMasterServer(m.srv, m)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()

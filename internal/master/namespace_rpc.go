@@ -280,9 +280,16 @@ func (m *Master) settle(ctx context.Context, cmd *namespace.Command, r namespace
 func (m *Master) ClusterInfo(ctx context.Context, req *pb.ClusterInfoRequest) (*pb.ClusterInfoResponse, error) {
 	var size int64
 	var repl int
-	id := m.state.read(func(ns *namespace.Namespace) { size, repl = ns.ChunkSize(), ns.DefaultReplication() })
-	m.srvMu.Lock()
-	addr := m.addr
-	m.srvMu.Unlock()
+	var ready bool
+	id := m.state.read(func(ns *namespace.Namespace) {
+		size, repl, ready = ns.ChunkSize(), ns.DefaultReplication(), ns.Initialized()
+	})
+	if !ready {
+		return nil, m.notLeader("cluster info") // a new group's namespace is made by its first leader
+	}
+	addr := m.advertised()
+	if m.cfg.grouped() {
+		_, addr = m.log.LeaderID()
+	}
 	return &pb.ClusterInfoResponse{StateId: id, ChunkSize: size, DefaultReplication: uint32(repl), Leader: addr}, nil
 }

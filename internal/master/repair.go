@@ -34,6 +34,9 @@ const fullSweepEvery = 30
 // locations are still being learnt.
 func (m *Master) repairOnce(full bool) {
 	m.updateSafeMode()
+	if !m.leads() {
+		return // only the leader re-replicates and trims
+	}
 	if safe, _ := m.safeModeStatus(); safe {
 		return
 	}

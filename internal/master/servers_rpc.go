@@ -56,6 +56,11 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 		m.pool.Forget(d.redial)
 	}
 	m.updateSafeMode()
+	if !m.leads() {
+		// Only the leader decides what a chunkserver deletes or which
+		// versions are adopted: this master's state may lag the log.
+		return resp, nil
+	}
 	resp.Garbage, resp.Stale = handlesTo(d.garbage), handlesTo(d.stale)
 	if id, err := m.adopt(context.WithoutCancel(ctx), d.ahead); err != nil {
 		return nil, err
@@ -95,7 +100,8 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		return nil, chunkfs.E("heartbeat", req.Id, chunkfs.KindTooLarge, "heartbeat lists too long")
 	}
 	now := m.cfg.Clock.Now()
-	if len(req.ExtendLeases) > 0 {
+	leads := m.leads()
+	if len(req.ExtendLeases) > 0 && leads {
 		if err := m.ensureHorizon(ctx, now.Add(m.cfg.LeaseDuration+m.leaseSlack())); err != nil {
 			return nil, err
 		}
@@ -107,7 +113,11 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		defer m.regMu.Unlock()
 		d = m.reg.heartbeat(beatFrom(req), ns.ChunkVersion, now, m.cfg.LeaseDuration+m.leaseSlack())
 	})
-	resp.Reregister, resp.Garbage, resp.Extended = d.reregister, handlesTo(d.garbage), handlesTo(d.extended)
+	resp.Reregister = d.reregister
+	if !leads {
+		return resp, nil // figures and locations only: no deletions, no leases
+	}
+	resp.Garbage, resp.Extended = handlesTo(d.garbage), handlesTo(d.extended)
 	if len(d.verify) > 0 {
 		resp.Garbage = append(resp.Garbage, m.verifyDoubts(ctx, req.Id, req.Addr, d.verify)...)
 	}

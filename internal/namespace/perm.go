@@ -35,23 +35,9 @@ func primaryGID(c *chunkfs.Caller) uint32 {
 	return c.GIDs[0]
 }
 
-// may reports whether c has every access bit in want on n. The superuser
-// may do anything, except execute a file that has no execute bit at all.
+// may reports whether c has every access bit in want on n (Caller.Allows).
 func may(c *chunkfs.Caller, n *inode, want uint32) bool {
-	perm := uint32(n.mode.Perm())
-	if isRoot(c) {
-		return want&accessExec == 0 || n.isDir() || perm&0o111 != 0
-	}
-	var bits uint32
-	switch {
-	case c.UID == n.uid:
-		bits = perm >> 6
-	case inGroup(c, n.gid):
-		bits = perm >> 3
-	default:
-		bits = perm
-	}
-	return bits&want == want
+	return c.Allows(n.mode, n.uid, n.gid, chunkfs.Access(want))
 }
 
 // mayRemove reports whether c may remove or replace entry n of directory

@@ -149,7 +149,7 @@ func (l *Log) commit(batch []request) {
 		n := len(r.cmds)
 		switch {
 		case err != nil:
-			r.done <- response{err: translate(err)}
+			r.done <- response{err: l.translate(err)}
 		case off+n <= len(results):
 			r.done <- response{results: results[off : off+n : off+n], index: f.Index()}
 		default:

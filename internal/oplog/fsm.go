@@ -16,6 +16,7 @@ import (
 type fsmAdapter struct {
 	fsm     FSM
 	applied *atomic.Uint64
+	moved   func() // called after the applied index moves
 }
 
 var _ raft.BatchingFSM = (*fsmAdapter)(nil)
@@ -32,6 +33,7 @@ func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
 		}
 		a.applied.Store(l.Index)
 	}
+	a.moved()
 	return out
 }
 
@@ -70,6 +72,7 @@ func (a *fsmAdapter) Restore(r io.ReadCloser) error {
 		return err
 	}
 	a.applied.Store(index)
+	a.moved()
 	return nil
 }
 

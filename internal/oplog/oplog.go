@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -48,7 +49,27 @@ type Config struct {
 	NodeID string // this node's ID in the Raft group
 	// BindAddr is the Raft transport address for a multi-node group; empty
 	// runs a single node on an in-process transport.
-	BindAddr          string
+	BindAddr string
+	// AdvertiseAddr is the Raft address other nodes reach this one on, when
+	// it differs from BindAddr (a wildcard bind address, or Listener's).
+	AdvertiseAddr string
+	// Listener and Dial, when set, carry Raft instead of a port of its
+	// own: Listener accepts other nodes' connections (a master's port,
+	// shared through rpc.Mux) and Dial opens them (rpc.DialRaft). BindAddr
+	// is then only this node's address.
+	Listener net.Listener
+	Dial     func(addr string, timeout time.Duration) (net.Conn, error)
+	// Members are the initial voters of a new group, this node among them;
+	// every initial voter is started with the same list. Empty: a group of
+	// this node alone. Ignored once the log exists (the configuration is
+	// then in the log).
+	Members []Member
+	// Observer starts this node empty, as a non-voter that waits for the
+	// leader to add it (Log.AddObserver).
+	Observer bool
+	// OnLeadership, if set, is called on its own goroutine, in order,
+	// whenever this node gains (true) or loses (false) the leadership.
+	OnLeadership      func(leader bool)
 	MaxBatch          int           // entries per fsync batch (≤ 1024)
 	SnapshotThreshold uint64        // log entries between snapshots
 	SnapshotInterval  time.Duration // how often to check the threshold
@@ -95,8 +116,14 @@ func (c Config) Validate() error {
 		return errors.New("oplog: ApplyTimeout must be positive")
 	case c.Logger == nil:
 		return errors.New("oplog: Logger is nil")
+	case c.Observer && c.BindAddr == "":
+		return errors.New("oplog: an observer needs BindAddr")
+	case (c.Listener == nil) != (c.Dial == nil):
+		return errors.New("oplog: Listener and Dial go together")
+	case c.Listener != nil && c.BindAddr == "" && c.AdvertiseAddr == "":
+		return errors.New("oplog: a shared Listener needs this node's address (BindAddr)")
 	}
-	return nil
+	return checkMembers(c)
 }
 
 // Log is an open operation log.
@@ -106,6 +133,10 @@ type Log struct {
 	store   *raftboltdb.BoltStore
 	fsm     *fsmAdapter
 	applied atomic.Uint64
+	waiter  *appliedWaiter // wakes WaitApplied when applied moves
+
+	raftDown  chan struct{} // closed once Raft has shut down
+	watchDone chan struct{} // closed when watchLeadership returns
 
 	pending   chan request  // commands waiting for a batch
 	stop      chan struct{} // closed by Close
@@ -115,19 +146,27 @@ type Log struct {
 	closeOnce sync.Once
 }
 
-// Open opens (or creates) the log in cfg.Dir, restores the newest snapshot,
-// waits until this node leads, and replays the log tail into fsm before
-// returning.
+// Open opens (or creates) the log in cfg.Dir and restores the newest
+// snapshot. A lone voter then waits until it leads and has replayed the log
+// tail into fsm before Open returns; a node of a larger group (or an
+// observer) returns at once and catches up as the leader sends it the log
+// (WaitLeader, WaitApplied).
 func Open(ctx context.Context, cfg Config, fsm FSM) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{cfg: cfg, pending: make(chan request, pendingCapacity), stop: make(chan struct{}), loopDone: make(chan struct{}), closed: make(chan struct{})}
-	l.fsm = &fsmAdapter{fsm: fsm, applied: &l.applied}
-	if err := l.open(); err != nil {
+	l := &Log{cfg: cfg, pending: make(chan request, pendingCapacity), stop: make(chan struct{}), loopDone: make(chan struct{}),
+		closed: make(chan struct{}), waiter: newAppliedWaiter(), raftDown: make(chan struct{}), watchDone: make(chan struct{})}
+	l.fsm = &fsmAdapter{fsm: fsm, applied: &l.applied, moved: l.waiter.moved}
+	notify := make(chan bool, 16)
+	if err := l.open(notify); err != nil {
 		return nil, err
 	}
 	go l.batchLoop()
+	go l.watchLeadership(notify)
+	if cfg.multiNode() {
+		return l, nil
+	}
 	if err := l.waitReady(ctx); err != nil {
 		l.Close()
 		return nil, err
@@ -135,7 +174,7 @@ func Open(ctx context.Context, cfg Config, fsm FSM) (*Log, error) {
 	return l, nil
 }
 
-func (l *Log) open() error {
+func (l *Log) open(notify chan bool) error {
 	cfg := l.cfg
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync})
 	if err != nil {
@@ -154,7 +193,8 @@ func (l *Log) open() error {
 		return err
 	}
 	rc := l.raftConfig(out)
-	if err := bootstrap(rc, store, snaps, trans, addr); err != nil {
+	rc.NotifyCh = notify
+	if err := l.bootstrap(rc, store, snaps, trans, addr); err != nil {
 		store.Close()
 		return err
 	}
@@ -168,11 +208,27 @@ func (l *Log) open() error {
 }
 
 func (l *Log) transport(out io.Writer) (raft.ServerAddress, raft.Transport, error) {
+	if l.cfg.Listener != nil {
+		addr := l.cfg.AdvertiseAddr
+		if addr == "" {
+			addr = l.cfg.BindAddr
+		}
+		t := raft.NewNetworkTransport(&streamLayer{Listener: l.cfg.Listener, dial: l.cfg.Dial, addr: addr}, 3, 10*time.Second, out)
+		return raft.ServerAddress(addr), t, nil
+	}
 	if l.cfg.BindAddr == "" {
 		addr, t := raft.NewInmemTransport(raft.ServerAddress(l.cfg.NodeID))
 		return addr, t, nil
 	}
-	t, err := raft.NewTCPTransport(l.cfg.BindAddr, nil, 3, 10*time.Second, out)
+	var advertise net.Addr
+	if a := l.cfg.AdvertiseAddr; a != "" {
+		ta, err := net.ResolveTCPAddr("tcp", a)
+		if err != nil {
+			return "", nil, fmt.Errorf("oplog: advertise address: %w", err)
+		}
+		advertise = ta
+	}
+	t, err := raft.NewTCPTransport(l.cfg.BindAddr, advertise, 3, 10*time.Second, out)
 	if err != nil {
 		return "", nil, fmt.Errorf("oplog: raft transport: %w", err)
 	}
@@ -195,17 +251,17 @@ func (l *Log) raftConfig(out io.Writer) *raft.Config {
 	return rc
 }
 
-// bootstrap makes a new log a one-voter group of this node.
-func bootstrap(rc *raft.Config, store *raftboltdb.BoltStore, snaps raft.SnapshotStore, trans raft.Transport, addr raft.ServerAddress) error {
+// bootstrap makes a new log the initial configuration: this node alone,
+// or the initial voters. An observer starts empty.
+func (l *Log) bootstrap(rc *raft.Config, store *raftboltdb.BoltStore, snaps raft.SnapshotStore, trans raft.Transport, addr raft.ServerAddress) error {
 	exists, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {
 		return fmt.Errorf("oplog: read log state: %w", err)
 	}
-	if exists {
+	if exists || l.cfg.Observer {
 		return nil
 	}
-	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: addr}}}
-	if err := raft.BootstrapCluster(rc, store, store, snaps, trans, conf); err != nil {
+	if err := raft.BootstrapCluster(rc, store, store, snaps, trans, l.initialConfiguration(addr)); err != nil {
 		return fmt.Errorf("oplog: bootstrap: %w", err)
 	}
 	return nil
@@ -255,13 +311,38 @@ func (l *Log) ApplyAll(ctx context.Context, cmds [][]byte) ([]any, uint64, error
 	return l.submit(ctx, cmds)
 }
 
-func translate(err error) error {
+// translate turns a Raft error into a *chunkfs.Error: KindNotLeader,
+// naming the leader's address when one is known (in a group sharing each
+// master's port, the address clients use), or KindUnavailable.
+func (l *Log) translate(err error) error {
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
-		return &chunkfs.Error{Op: "log", Kind: chunkfs.KindNotLeader, Err: err}
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		_, addr := l.LeaderID()
+		if !l.cfg.multiNode() || l.cfg.Listener == nil {
+			addr = "" // a Raft address of its own is no client address
+		}
+		return &chunkfs.Error{Op: "log", Kind: chunkfs.KindNotLeader, Err: &chunkfs.LeaderHint{Leader: addr}}
 	default:
 		return &chunkfs.Error{Op: "log", Kind: chunkfs.KindUnavailable, Err: err}
 	}
+}
+
+// Barrier waits until every entry committed before the call is applied
+// on this node, which must lead. A new leader calls it before answering
+// from its state.
+func (l *Log) Barrier(ctx context.Context) error {
+	if err := l.raft.Barrier(timeout(ctx)).Error(); err != nil {
+		return l.translate(err)
+	}
+	return nil
+}
+
+// VerifyLeader confirms with a quorum that this node still leads.
+func (l *Log) VerifyLeader() error {
+	if err := l.raft.VerifyLeader().Error(); err != nil {
+		return l.translate(err)
+	}
+	return nil
 }
 
 // LastApplied returns the index of the last entry applied to the FSM: the
@@ -298,6 +379,9 @@ func (l *Log) Close() error {
 		l.inflight.Wait()
 		l.failPending()
 		err = l.raft.Shutdown().Error()
+		close(l.raftDown)
+		<-l.watchDone
+		l.waiter.shutdown()
 		if cerr := l.store.Close(); err == nil {
 			err = cerr
 		}

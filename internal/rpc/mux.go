@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,15 +17,21 @@ const http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 // sniffTimeout bounds the wait for a new connection's first bytes.
 const sniffTimeout = 10 * time.Second
 
-// Mux shares one listener between gRPC and the data stream: it reads the
-// first four bytes of each accepted connection, in a goroutine of its own,
-// and hands the connection (bytes replayed) to the GRPC or the Data
-// listener. A connection that starts with anything else is closed.
+// RaftMagic opens every connection between masters' Raft transports on a
+// master's one port (DialRaft writes it; the Mux strips it).
+const RaftMagic = "CKR1"
+
+// Mux shares one listener between gRPC, the data stream and Raft: it reads
+// the first four bytes of each accepted connection, in a goroutine of its
+// own, and hands the connection to the GRPC or the Data listener (bytes
+// replayed) or to the Raft listener (RaftMagic consumed). A connection that
+// starts with anything else is closed.
 type Mux struct {
 	lis  net.Listener
 	log  *slog.Logger
 	grpc *muxListener
 	data *muxListener
+	raft atomic.Pointer[muxListener] // set by Raft; nil: Raft connections are refused
 
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close
@@ -46,6 +53,32 @@ func (m *Mux) GRPC() net.Listener { return m.grpc }
 
 // Data returns the listener of data-stream connections.
 func (m *Mux) Data() net.Listener { return m.data }
+
+// Raft returns the listener of Raft connections from other masters. Until
+// it is first called, the Mux closes connections that open with
+// RaftMagic, as it does unknown ones: a chunkserver has no Raft.
+func (m *Mux) Raft() net.Listener {
+	l := &muxListener{m: m, conns: make(chan net.Conn)}
+	if m.raft.CompareAndSwap(nil, l) {
+		return l
+	}
+	return m.raft.Load()
+}
+
+// DialRaft connects to the Raft transport behind a Mux at addr.
+func DialRaft(addr string, timeout time.Duration) (net.Conn, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	conn.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := io.WriteString(conn, RaftMagic); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	conn.SetWriteDeadline(time.Time{})
+	return conn, nil
+}
 
 // Serve accepts connections until the listener fails or Close is called.
 func (m *Mux) Serve() error {
@@ -82,17 +115,20 @@ func (m *Mux) sniff(conn net.Conn) {
 	}
 	conn.SetReadDeadline(time.Time{})
 	var to *muxListener
+	var pc net.Conn = &prefixConn{Conn: conn, prefix: head[:]}
 	switch string(head[:]) {
 	case http2Preface[:4]:
 		to = m.grpc
 	case StreamMagic:
 		to = m.data
-	default:
+	case RaftMagic:
+		to, pc = m.raft.Load(), conn
+	}
+	if to == nil {
 		m.log.Warn("connection closed: unknown protocol", "remote", conn.RemoteAddr(), "first_bytes", head[:])
 		conn.Close()
 		return
 	}
-	pc := &prefixConn{Conn: conn, prefix: head[:]}
 	select {
 	case to.conns <- pc:
 	case <-m.done:

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -34,22 +35,31 @@ type Server = grpc.Server
 // ClientConn is a gRPC client connection.
 type ClientConn = grpc.ClientConn
 
+// Guard decides, before a handler runs, whether a call may reach it: a
+// non-nil error is the call's answer. Method is the full gRPC method name
+// ("/chunkfs.v1.Master/Create"); MethodName gives its last part.
+type Guard func(ctx context.Context, method string, req any) error
+
+// MethodName returns the last part of a full gRPC method name.
+func MethodName(full string) string { return full[strings.LastIndexByte(full, '/')+1:] }
+
 // NewServer returns a gRPC server whose handlers are guarded: a panic in a
 // handler is logged and answered as an internal error, never crashing the
-// process, and errors are translated by Status.
-func NewServer(log *slog.Logger) *grpc.Server {
+// process, guards may refuse a call before its handler, and errors are
+// translated by Status.
+func NewServer(log *slog.Logger, guards ...Guard) *grpc.Server {
 	if log == nil {
 		log = slog.Default()
 	}
 	return grpc.NewServer(
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
-		grpc.UnaryInterceptor(unaryGuard(log)),
+		grpc.UnaryInterceptor(unaryGuard(log, guards)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
 }
 
-func unaryGuard(log *slog.Logger) grpc.UnaryServerInterceptor {
+func unaryGuard(log *slog.Logger, guards []Guard) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -57,6 +67,11 @@ func unaryGuard(log *slog.Logger) grpc.UnaryServerInterceptor {
 				resp, err = nil, status.Error(codes.Internal, "internal error")
 			}
 		}()
+		for _, g := range guards {
+			if err := g(ctx, info.FullMethod, req); err != nil {
+				return nil, Status(err)
+			}
+		}
 		resp, err = handler(ctx, req)
 		if err != nil {
 			err = Status(err)
@@ -131,8 +146,13 @@ func Status(err error) error {
 	if e.Err != nil {
 		msg = e.Err.Error()
 	}
+	detail := &pb.ErrorDetail{Kind: uint32(e.Kind), Op: e.Op, Path: e.Path, Message: msg}
+	var hint *chunkfs.LeaderHint
+	if errors.As(err, &hint) {
+		detail.Leader = hint.Leader
+	}
 	st := status.New(code, e.Error())
-	if withDetail, err := st.WithDetails(&pb.ErrorDetail{Kind: uint32(e.Kind), Op: e.Op, Path: e.Path, Message: msg}); err == nil {
+	if withDetail, err := st.WithDetails(detail); err == nil {
 		st = withDetail
 	}
 	return st.Err()
@@ -163,7 +183,10 @@ func Err(err error) error {
 				k = chunkfs.KindOther
 			}
 			var inner error
-			if ed.Message != "" {
+			switch {
+			case k == chunkfs.KindNotLeader:
+				inner = &chunkfs.LeaderHint{Leader: ed.Leader}
+			case ed.Message != "":
 				inner = errors.New(ed.Message)
 			}
 			return &chunkfs.Error{Op: ed.Op, Path: ed.Path, Kind: k, Err: inner}
@@ -175,7 +198,9 @@ func Err(err error) error {
 		// (an interrupted system call on a mount) must be told apart
 		// from a server that failed.
 		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: fmt.Errorf("%s: %w", st.Message(), context.Canceled)}
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
+	case codes.Unavailable:
+		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: &unreachableError{msg: st.Message()}}
+	case codes.DeadlineExceeded, codes.Aborted:
 		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: errors.New(st.Message())}
 	case codes.NotFound:
 		return &chunkfs.Error{Kind: chunkfs.KindNotExist, Err: errors.New(st.Message())}
@@ -187,6 +212,20 @@ func Err(err error) error {
 		return &chunkfs.Error{Kind: chunkfs.KindNotSupported, Err: errors.New(st.Message())}
 	}
 	return &chunkfs.Error{Kind: chunkfs.KindOther, Err: errors.New(st.Message())}
+}
+
+// unreachableError is a call that failed in the transport (no server
+// answered), as opposed to a server's own KindUnavailable answer.
+type unreachableError struct{ msg string }
+
+func (u *unreachableError) Error() string { return u.msg }
+
+// Unreachable reports whether err is a call that reached no server: the
+// connection could not be made or broke. A caller with other servers to
+// try may try them.
+func Unreachable(err error) bool {
+	var u *unreachableError
+	return errors.As(err, &u)
 }
 
 var errPoolClosed = &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: errors.New("connection pool closed")}

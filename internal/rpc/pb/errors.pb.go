@@ -30,6 +30,7 @@ type ErrorDetail struct {
 	Op            string                 `protobuf:"bytes,2,opt,name=op,proto3" json:"op,omitempty"`
 	Path          string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
 	Message       string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	Leader        string                 `protobuf:"bytes,5,opt,name=leader,proto3" json:"leader,omitempty"` // for KindNotLeader: the leader's client address, when known
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -92,17 +93,25 @@ func (x *ErrorDetail) GetMessage() string {
 	return ""
 }
 
+func (x *ErrorDetail) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
 var File_errors_proto protoreflect.FileDescriptor
 
 const file_errors_proto_rawDesc = "" +
 	"\n" +
 	"\ferrors.proto\x12\n" +
-	"chunkfs.v1\"_\n" +
+	"chunkfs.v1\"w\n" +
 	"\vErrorDetail\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\tR\x02op\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessageB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x16\n" +
+	"\x06leader\x18\x05 \x01(\tR\x06leaderB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
 var (
 	file_errors_proto_rawDescOnce sync.Once

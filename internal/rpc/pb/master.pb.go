@@ -3355,6 +3355,399 @@ func (x *BatchResponse) GetResults() []*MetaResult {
 	return nil
 }
 
+// MsyncRequest asks the leader for its commit index, so that a client's
+// later reads (from observers too) see every write committed before it.
+type MsyncRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MsyncRequest) Reset() {
+	*x = MsyncRequest{}
+	mi := &file_master_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MsyncRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MsyncRequest) ProtoMessage() {}
+
+func (x *MsyncRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MsyncRequest.ProtoReflect.Descriptor instead.
+func (*MsyncRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{43}
+}
+
+type MsyncResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MsyncResponse) Reset() {
+	*x = MsyncResponse{}
+	mi := &file_master_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MsyncResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MsyncResponse) ProtoMessage() {}
+
+func (x *MsyncResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MsyncResponse.ProtoReflect.Descriptor instead.
+func (*MsyncResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *MsyncResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+// HAStatusRequest asks one master how it sees the group.
+type HAStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HAStatusRequest) Reset() {
+	*x = HAStatusRequest{}
+	mi := &file_master_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HAStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HAStatusRequest) ProtoMessage() {}
+
+func (x *HAStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HAStatusRequest.ProtoReflect.Descriptor instead.
+func (*HAStatusRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{45}
+}
+
+type HAMember struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"` // client (and Raft) address
+	Voter         bool                   `protobuf:"varint,3,opt,name=voter,proto3" json:"voter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HAMember) Reset() {
+	*x = HAMember{}
+	mi := &file_master_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HAMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HAMember) ProtoMessage() {}
+
+func (x *HAMember) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HAMember.ProtoReflect.Descriptor instead.
+func (*HAMember) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *HAMember) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *HAMember) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *HAMember) GetVoter() bool {
+	if x != nil {
+		return x.Voter
+	}
+	return false
+}
+
+type HAStatusResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`            // this master's node ID
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`        // leader, follower, observer, candidate, or standalone
+	Applied       uint64                 `protobuf:"varint,4,opt,name=applied,proto3" json:"applied,omitempty"` // last applied index
+	Commit        uint64                 `protobuf:"varint,5,opt,name=commit,proto3" json:"commit,omitempty"`   // commit index this node knows
+	LeaderId      string                 `protobuf:"bytes,6,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderAddr    string                 `protobuf:"bytes,7,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	Members       []*HAMember            `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HAStatusResponse) Reset() {
+	*x = HAStatusResponse{}
+	mi := &file_master_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HAStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HAStatusResponse) ProtoMessage() {}
+
+func (x *HAStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HAStatusResponse.ProtoReflect.Descriptor instead.
+func (*HAStatusResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *HAStatusResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *HAStatusResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *HAStatusResponse) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *HAStatusResponse) GetApplied() uint64 {
+	if x != nil {
+		return x.Applied
+	}
+	return 0
+}
+
+func (x *HAStatusResponse) GetCommit() uint64 {
+	if x != nil {
+		return x.Commit
+	}
+	return 0
+}
+
+func (x *HAStatusResponse) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *HAStatusResponse) GetLeaderAddr() string {
+	if x != nil {
+		return x.LeaderAddr
+	}
+	return ""
+}
+
+func (x *HAStatusResponse) GetMembers() []*HAMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+// HAChangeRequest changes the group's membership or leadership; only the
+// leader takes it, and only from the superuser.
+type HAChangeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Op            string                 `protobuf:"bytes,2,opt,name=op,proto3" json:"op,omitempty"`     // add-voter, add-observer, remove, transfer-leader
+	Id            string                 `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`     // the node; for transfer-leader, empty picks one
+	Addr          string                 `protobuf:"bytes,4,opt,name=addr,proto3" json:"addr,omitempty"` // for add-voter and add-observer
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HAChangeRequest) Reset() {
+	*x = HAChangeRequest{}
+	mi := &file_master_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HAChangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HAChangeRequest) ProtoMessage() {}
+
+func (x *HAChangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HAChangeRequest.ProtoReflect.Descriptor instead.
+func (*HAChangeRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *HAChangeRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *HAChangeRequest) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *HAChangeRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *HAChangeRequest) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+type HAChangeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HAChangeResponse) Reset() {
+	*x = HAChangeResponse{}
+	mi := &file_master_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HAChangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HAChangeResponse) ProtoMessage() {}
+
+func (x *HAChangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HAChangeResponse.ProtoReflect.Descriptor instead.
+func (*HAChangeResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *HAChangeResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
 var File_master_proto protoreflect.FileDescriptor
 
 const file_master_proto_rawDesc = "" +
@@ -3631,7 +4024,32 @@ const file_master_proto_rawDesc = "" +
 	"\x03ops\x18\x01 \x03(\v2\x12.chunkfs.v1.MetaOpR\x03ops\"\\\n" +
 	"\rBatchResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x120\n" +
-	"\aresults\x18\x02 \x03(\v2\x16.chunkfs.v1.MetaResultR\aresults2\xb9\t\n" +
+	"\aresults\x18\x02 \x03(\v2\x16.chunkfs.v1.MetaResultR\aresults\"\x0e\n" +
+	"\fMsyncRequest\"*\n" +
+	"\rMsyncResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\"\x11\n" +
+	"\x0fHAStatusRequest\"D\n" +
+	"\bHAMember\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x14\n" +
+	"\x05voter\x18\x03 \x01(\bR\x05voter\"\xf1\x01\n" +
+	"\x10HAStatusResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12\x18\n" +
+	"\aapplied\x18\x04 \x01(\x04R\aapplied\x12\x16\n" +
+	"\x06commit\x18\x05 \x01(\x04R\x06commit\x12\x1b\n" +
+	"\tleader_id\x18\x06 \x01(\tR\bleaderId\x12\x1f\n" +
+	"\vleader_addr\x18\a \x01(\tR\n" +
+	"leaderAddr\x12.\n" +
+	"\amembers\x18\b \x03(\v2\x14.chunkfs.v1.HAMemberR\amembers\"q\n" +
+	"\x0fHAChangeRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x0e\n" +
+	"\x02op\x18\x02 \x01(\tR\x02op\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\tR\x02id\x12\x12\n" +
+	"\x04addr\x18\x04 \x01(\tR\x04addr\"-\n" +
+	"\x10HAChangeResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId2\x85\v\n" +
 	"\x06Master\x12<\n" +
 	"\x05Mkdir\x12\x18.chunkfs.v1.MkdirRequest\x1a\x19.chunkfs.v1.MkdirResponse\x12?\n" +
 	"\x06Create\x12\x19.chunkfs.v1.CreateRequest\x1a\x1a.chunkfs.v1.CreateResponse\x129\n" +
@@ -3649,7 +4067,10 @@ const file_master_proto_rawDesc = "" +
 	"\x04Fsck\x12\x17.chunkfs.v1.FsckRequest\x1a\x18.chunkfs.v1.FsckResponse\x12<\n" +
 	"\x05Batch\x12\x18.chunkfs.v1.BatchRequest\x1a\x19.chunkfs.v1.BatchResponse\x12E\n" +
 	"\bRegister\x12\x1b.chunkfs.v1.RegisterRequest\x1a\x1c.chunkfs.v1.RegisterResponse\x12H\n" +
-	"\tHeartbeat\x12\x1c.chunkfs.v1.HeartbeatRequest\x1a\x1d.chunkfs.v1.HeartbeatResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
+	"\tHeartbeat\x12\x1c.chunkfs.v1.HeartbeatRequest\x1a\x1d.chunkfs.v1.HeartbeatResponse\x12<\n" +
+	"\x05Msync\x12\x18.chunkfs.v1.MsyncRequest\x1a\x19.chunkfs.v1.MsyncResponse\x12E\n" +
+	"\bHAStatus\x12\x1b.chunkfs.v1.HAStatusRequest\x1a\x1c.chunkfs.v1.HAStatusResponse\x12E\n" +
+	"\bHAChange\x12\x1b.chunkfs.v1.HAChangeRequest\x1a\x1c.chunkfs.v1.HAChangeResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once
@@ -3663,7 +4084,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_master_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: chunkfs.v1.Caller
 	(*FileInfo)(nil),              // 1: chunkfs.v1.FileInfo
@@ -3708,7 +4129,14 @@ var file_master_proto_goTypes = []any{
 	(*MetaResult)(nil),            // 40: chunkfs.v1.MetaResult
 	(*BatchRequest)(nil),          // 41: chunkfs.v1.BatchRequest
 	(*BatchResponse)(nil),         // 42: chunkfs.v1.BatchResponse
-	(*ErrorDetail)(nil),           // 43: chunkfs.v1.ErrorDetail
+	(*MsyncRequest)(nil),          // 43: chunkfs.v1.MsyncRequest
+	(*MsyncResponse)(nil),         // 44: chunkfs.v1.MsyncResponse
+	(*HAStatusRequest)(nil),       // 45: chunkfs.v1.HAStatusRequest
+	(*HAMember)(nil),              // 46: chunkfs.v1.HAMember
+	(*HAStatusResponse)(nil),      // 47: chunkfs.v1.HAStatusResponse
+	(*HAChangeRequest)(nil),       // 48: chunkfs.v1.HAChangeRequest
+	(*HAChangeResponse)(nil),      // 49: chunkfs.v1.HAChangeResponse
+	(*ErrorDetail)(nil),           // 50: chunkfs.v1.ErrorDetail
 }
 var file_master_proto_depIdxs = []int32{
 	0,  // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
@@ -3744,7 +4172,7 @@ var file_master_proto_depIdxs = []int32{
 	10, // 30: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
 	14, // 31: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
 	21, // 32: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
-	43, // 33: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
+	50, // 33: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
 	7,  // 34: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
 	5,  // 35: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
 	3,  // 36: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
@@ -3754,45 +4182,53 @@ var file_master_proto_depIdxs = []int32{
 	22, // 40: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
 	39, // 41: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
 	40, // 42: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
-	2,  // 43: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
-	4,  // 44: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
-	6,  // 45: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
-	8,  // 46: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
-	10, // 47: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
-	12, // 48: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
-	14, // 49: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
-	17, // 50: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
-	19, // 51: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
-	21, // 52: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
-	23, // 53: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
-	33, // 54: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
-	31, // 55: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
-	36, // 56: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
-	41, // 57: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
-	27, // 58: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
-	29, // 59: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
-	3,  // 60: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
-	5,  // 61: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
-	7,  // 62: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
-	9,  // 63: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
-	11, // 64: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
-	13, // 65: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
-	15, // 66: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
-	18, // 67: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
-	20, // 68: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
-	22, // 69: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
-	24, // 70: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
-	35, // 71: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
-	32, // 72: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
-	38, // 73: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
-	42, // 74: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
-	28, // 75: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
-	30, // 76: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
-	60, // [60:77] is the sub-list for method output_type
-	43, // [43:60] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	46, // 43: chunkfs.v1.HAStatusResponse.members:type_name -> chunkfs.v1.HAMember
+	0,  // 44: chunkfs.v1.HAChangeRequest.caller:type_name -> chunkfs.v1.Caller
+	2,  // 45: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
+	4,  // 46: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
+	6,  // 47: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
+	8,  // 48: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
+	10, // 49: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
+	12, // 50: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
+	14, // 51: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
+	17, // 52: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
+	19, // 53: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
+	21, // 54: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
+	23, // 55: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
+	33, // 56: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
+	31, // 57: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
+	36, // 58: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
+	41, // 59: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
+	27, // 60: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
+	29, // 61: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
+	43, // 62: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
+	45, // 63: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
+	48, // 64: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
+	3,  // 65: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
+	5,  // 66: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
+	7,  // 67: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
+	9,  // 68: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
+	11, // 69: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
+	13, // 70: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
+	15, // 71: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
+	18, // 72: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
+	20, // 73: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
+	22, // 74: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
+	24, // 75: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
+	35, // 76: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
+	32, // 77: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
+	38, // 78: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
+	42, // 79: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
+	28, // 80: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
+	30, // 81: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
+	44, // 82: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
+	47, // 83: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
+	49, // 84: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
+	65, // [65:85] is the sub-list for method output_type
+	45, // [45:65] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -3827,7 +4263,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -40,6 +40,9 @@ const (
 	Master_Batch_FullMethodName         = "/chunkfs.v1.Master/Batch"
 	Master_Register_FullMethodName      = "/chunkfs.v1.Master/Register"
 	Master_Heartbeat_FullMethodName     = "/chunkfs.v1.Master/Heartbeat"
+	Master_Msync_FullMethodName         = "/chunkfs.v1.Master/Msync"
+	Master_HAStatus_FullMethodName      = "/chunkfs.v1.Master/HAStatus"
+	Master_HAChange_FullMethodName      = "/chunkfs.v1.Master/HAChange"
 )
 
 // MasterClient is the client API for Master service.
@@ -65,6 +68,9 @@ type MasterClient interface {
 	Batch(ctx context.Context, in *BatchRequest, opts ...grpc.CallOption) (*BatchResponse, error)
 	Register(ctx context.Context, in *RegisterRequest, opts ...grpc.CallOption) (*RegisterResponse, error)
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
+	Msync(ctx context.Context, in *MsyncRequest, opts ...grpc.CallOption) (*MsyncResponse, error)
+	HAStatus(ctx context.Context, in *HAStatusRequest, opts ...grpc.CallOption) (*HAStatusResponse, error)
+	HAChange(ctx context.Context, in *HAChangeRequest, opts ...grpc.CallOption) (*HAChangeResponse, error)
 }
 
 type masterClient struct {
@@ -245,6 +251,36 @@ func (c *masterClient) Heartbeat(ctx context.Context, in *HeartbeatRequest, opts
 	return out, nil
 }
 
+func (c *masterClient) Msync(ctx context.Context, in *MsyncRequest, opts ...grpc.CallOption) (*MsyncResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MsyncResponse)
+	err := c.cc.Invoke(ctx, Master_Msync_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) HAStatus(ctx context.Context, in *HAStatusRequest, opts ...grpc.CallOption) (*HAStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HAStatusResponse)
+	err := c.cc.Invoke(ctx, Master_HAStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) HAChange(ctx context.Context, in *HAChangeRequest, opts ...grpc.CallOption) (*HAChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HAChangeResponse)
+	err := c.cc.Invoke(ctx, Master_HAChange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -268,6 +304,9 @@ type MasterServer interface {
 	Batch(context.Context, *BatchRequest) (*BatchResponse, error)
 	Register(context.Context, *RegisterRequest) (*RegisterResponse, error)
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
+	Msync(context.Context, *MsyncRequest) (*MsyncResponse, error)
+	HAStatus(context.Context, *HAStatusRequest) (*HAStatusResponse, error)
+	HAChange(context.Context, *HAChangeRequest) (*HAChangeResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -328,6 +367,15 @@ func (UnimplementedMasterServer) Register(context.Context, *RegisterRequest) (*R
 }
 func (UnimplementedMasterServer) Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Heartbeat not implemented")
+}
+func (UnimplementedMasterServer) Msync(context.Context, *MsyncRequest) (*MsyncResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Msync not implemented")
+}
+func (UnimplementedMasterServer) HAStatus(context.Context, *HAStatusRequest) (*HAStatusResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method HAStatus not implemented")
+}
+func (UnimplementedMasterServer) HAChange(context.Context, *HAChangeRequest) (*HAChangeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method HAChange not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -656,6 +704,60 @@ func _Master_Heartbeat_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_Msync_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MsyncRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).Msync(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_Msync_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).Msync(ctx, req.(*MsyncRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_HAStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HAStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).HAStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_HAStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).HAStatus(ctx, req.(*HAStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_HAChange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HAChangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).HAChange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_HAChange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).HAChange(ctx, req.(*HAChangeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -730,6 +832,18 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Heartbeat",
 			Handler:    _Master_Heartbeat_Handler,
+		},
+		{
+			MethodName: "Msync",
+			Handler:    _Master_Msync_Handler,
+		},
+		{
+			MethodName: "HAStatus",
+			Handler:    _Master_HAStatus_Handler,
+		},
+		{
+			MethodName: "HAChange",
+			Handler:    _Master_HAChange_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

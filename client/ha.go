@@ -1,0 +1,85 @@
+package client
+
+import (
+	"context"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// HAStatus is how one master sees its group of masters.
+type HAStatus struct {
+	ID         string     `json:"id"`
+	Addr       string     `json:"addr"`
+	Role       string     `json:"role"` // leader, follower, observer, or standalone
+	Applied    uint64     `json:"applied"`
+	Commit     uint64     `json:"commit"`
+	LeaderID   string     `json:"leader_id"`
+	LeaderAddr string     `json:"leader_addr"`
+	Members    []HAMember `json:"members"`
+}
+
+// HAMember is one master of a group.
+type HAMember struct {
+	ID    string `json:"id"`
+	Addr  string `json:"addr"`
+	Voter bool   `json:"voter"`
+}
+
+// StateID returns the highest master state ID the client has seen: its
+// reads, from any master, see at least that state.
+func (c *Client) StateID() chunkfs.StateID { return chunkfs.StateID(c.minState()) }
+
+// Msync asks the leader for its commit index and adopts it, so that reads
+// made afterwards, from observers too, see every write committed before
+// the call, other clients' included.
+func (c *Client) Msync(ctx context.Context) error {
+	resp, err := c.mc.Msync(ctx, &pb.MsyncRequest{})
+	if err != nil {
+		return wrapOp("msync", "", err)
+	}
+	c.observe(resp.StateId)
+	return nil
+}
+
+// HAStatus asks the client's master (the leader of a group) how it sees
+// the group.
+func (c *Client) HAStatus(ctx context.Context) (*HAStatus, error) {
+	return haStatus(ctx, c.mc, "")
+}
+
+// HAStatusOf asks the master at addr how it sees its group.
+func (c *Client) HAStatusOf(ctx context.Context, addr string) (*HAStatus, error) {
+	m, err := c.pool.Master(addr)
+	if err != nil {
+		return nil, err
+	}
+	return haStatus(ctx, m, addr)
+}
+
+func haStatus(ctx context.Context, m pb.MasterClient, addr string) (*HAStatus, error) {
+	resp, err := m.HAStatus(ctx, &pb.HAStatusRequest{})
+	if err != nil {
+		return nil, wrapOp("ha status", addr, err)
+	}
+	st := &HAStatus{ID: resp.Id, Addr: addr, Role: resp.Role, Applied: resp.Applied, Commit: resp.Commit,
+		LeaderID: resp.LeaderId, LeaderAddr: resp.LeaderAddr}
+	for _, mb := range resp.Members {
+		st.Members = append(st.Members, HAMember{ID: mb.Id, Addr: mb.Addr, Voter: mb.Voter})
+		if mb.Id == resp.Id && st.Addr == "" {
+			st.Addr = mb.Addr
+		}
+	}
+	return st, nil
+}
+
+// HAChange changes a group of masters: op is add-voter or add-observer
+// (node id at addr), remove (node id), or transfer-leader (to voter id, or
+// any when id is empty). It needs the superuser.
+func (c *Client) HAChange(ctx context.Context, op, id, addr string) error {
+	_, err := c.mc.HAChange(ctx, &pb.HAChangeRequest{Caller: c.caller, Op: op, Id: id, Addr: addr})
+	if err != nil {
+		return wrapOp("ha "+op, id, err)
+	}
+	return nil
+}

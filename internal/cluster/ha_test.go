@@ -1,0 +1,194 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/master"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// startGroup starts three voting masters, one observer and three
+// chunkservers, and a client given every master's address.
+func startGroupCluster(t *testing.T) (*Cluster, *client.Client, context.Context) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.ChunkSize = 256 << 10
+	cfg.Masters, cfg.Observers = 3, 1
+	cfg.Master = func(mc *master.Config) { mc.Placement.MinFree = 0 }
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	if _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ccfg := client.DefaultConfig()
+	ccfg.Master = c.MasterAddr()
+	ccfg.Caller = chunkfs.Root
+	cl, err := client.New(ctx, ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return c, cl, ctx
+}
+
+func putFile(t *testing.T, ctx context.Context, c *client.Client, path string, data []byte) {
+	t.Helper()
+	f, err := c.Create(ctx, path)
+	if err != nil {
+		t.Fatalf("create %s: %v", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatalf("write %s: %v", path, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("close %s: %v", path, err)
+	}
+}
+
+func readBack(t *testing.T, ctx context.Context, c *client.Client, path string) []byte {
+	t.Helper()
+	f, err := c.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return b
+}
+
+// The leader of three masters is killed while a client writes: the client
+// goes on against the new leader, within its calls' deadlines, and every
+// file it was told was written reads back whole.
+func TestGroupFailoverKeepsEveryAcknowledgedFile(t *testing.T) {
+	c, cl, ctx := startGroupCluster(t)
+	want := map[string][]byte{}
+	for i := range 5 {
+		p := fmt.Sprintf("/before-%d", i)
+		want[p] = bytes.Repeat([]byte{byte('a' + i)}, 300<<10)
+		putFile(t, ctx, cl, p, want[p])
+	}
+	old := c.Leader()
+	if err := c.StopGroupMaster(old); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := range 5 {
+		p := fmt.Sprintf("/after-%d", i)
+		want[p] = bytes.Repeat([]byte{byte('A' + i)}, 100<<10)
+		putFile(t, ctx, cl, p, want[p])
+	}
+	t.Logf("five files written %v after the leader was killed", time.Since(start).Round(time.Millisecond))
+	next := c.Leader()
+	if next < 0 || next == old {
+		t.Fatalf("leader after the kill: %d (was %d)", next, old)
+	}
+	for p, data := range want {
+		if got := readBack(t, ctx, cl, p); !bytes.Equal(got, data) {
+			t.Fatalf("%s: read %d bytes, want the %d written", p, len(got), len(data))
+		}
+	}
+	// The killed master comes back as a follower and catches up.
+	if err := c.RestartGroupMaster(old); err != nil {
+		t.Fatal(err)
+	}
+	st := waitApplied(t, ctx, c.GroupMasterAddr(old), cl)
+	if st.Role == "leader" && c.Leader() != old {
+		t.Fatalf("restarted master says it leads: %+v", st)
+	}
+}
+
+// waitApplied waits until the master at addr has applied the client's
+// state, and returns its status.
+func waitApplied(t *testing.T, ctx context.Context, addr string, cl *client.Client) *pb.HAStatusResponse {
+	t.Helper()
+	cc, err := rpc.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	mc := pb.NewMasterClient(cc)
+	want := uint64(cl.StateID())
+	for {
+		st, err := mc.HAStatus(ctx, &pb.HAStatusRequest{})
+		if err == nil && st.Applied >= want {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s did not apply %d: %v %v", addr, want, st, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// A follower refuses a mutation with the leader's address; an observer
+// serves reads at the client's state and never leads.
+func TestGroupFollowersAndObserver(t *testing.T) {
+	c, cl, ctx := startGroupCluster(t)
+	putFile(t, ctx, cl, "/seen", []byte("hello"))
+	leader := c.Leader()
+	for i := range c.Masters() {
+		if i == leader {
+			continue
+		}
+		cc, err := rpc.Dial(c.GroupMasterAddr(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mc := pb.NewMasterClient(cc)
+		st := waitApplied(t, ctx, c.GroupMasterAddr(i), cl) // an observer knows the leader once it has the log
+		_, err = mc.Mkdir(ctx, &pb.MkdirRequest{Caller: &pb.Caller{Uid: 0, Gids: []uint32{0}}, Path: "/nope", Mode: 0o755})
+		var hint *chunkfs.LeaderHint
+		if chunkfs.KindOf(err) != chunkfs.KindNotLeader || !errors.As(err, &hint) || hint.Leader != c.GroupMasterAddr(leader) {
+			t.Fatalf("mkdir on master %d: %v; want not the leader, naming %s", i, err, c.GroupMasterAddr(leader))
+		}
+		resp, err := mc.Stat(ctx, &pb.StatRequest{Caller: &pb.Caller{Uid: 0, Gids: []uint32{0}}, Path: "/seen", MinStateId: uint64(cl.StateID())})
+		if err != nil || resp.Info.Length != 5 {
+			t.Fatalf("stat on master %d (%s) at the client's state: %v, %v", i, st.Role, resp, err)
+		}
+		if wantRole := "follower"; i == c.Masters()-1 {
+			if st.Role != "observer" {
+				t.Fatalf("master %d is %q, want observer", i, st.Role)
+			}
+		} else if st.Role != wantRole {
+			t.Fatalf("master %d is %q, want %s", i, st.Role, wantRole)
+		}
+		cc.Close()
+	}
+	st, err := cl.HAStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	voters, observers := 0, 0
+	for _, m := range st.Members {
+		if m.Voter {
+			voters++
+		} else {
+			observers++
+		}
+	}
+	if voters != 3 || observers != 1 {
+		t.Fatalf("group members %+v; want 3 voters and 1 observer", st.Members)
+	}
+	if err := cl.Msync(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

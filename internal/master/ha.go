@@ -1,0 +1,348 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/oplog"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// Highly available masters (HDFS-12943). The masters of a group share one
+// Raft log; the leader is the active master and the others apply the same
+// log: voters are hot standbys, observers are non-voting members that serve
+// reads. Every master learns chunk locations from the chunkservers, which
+// heartbeat to each of them. Only the leader changes anything: a call that
+// would (a mutation, a lease, a checksum report, msync) reaching another
+// master is refused with "not the leader" naming the leader's address, and
+// the client goes there. Reads (stat, list, chunk locations, reports) are
+// served by any master once it has applied the state ID the client has
+// seen, waiting at most ReadWait, so a client reads its own writes from an
+// observer; an observer that knows no location for a chunk refuses the
+// read so the client asks the leader (HDFS-13924).
+//
+// A master that becomes leader first applies every committed entry
+// (a barrier), initialises a new namespace if the group is new, and waits
+// out the leases the previous leader may have granted: the logged lease
+// horizon bounds them. Until then it refuses mutations as a follower does.
+
+// leadership is what a master knows of its role; the zero value is a
+// master that does not lead.
+type leadership struct {
+	ready atomic.Bool // this master leads and has caught up: it takes mutations
+
+	mu          sync.Mutex // guards leasePause and handleFloor
+	leasePause  time.Time  // no lease on a chunk below handleFloor until then
+	handleFloor chunkfs.Handle
+}
+
+// leaseHold returns until when leases on chunks below which handle wait
+// for the previous leader's to end.
+func (l *leadership) leaseHold() (time.Time, chunkfs.Handle) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leasePause, l.handleFloor
+}
+
+func (l *leadership) setHold(pause time.Time, floor chunkfs.Handle) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leasePause, l.handleFloor = pause, floor
+}
+
+// holdFromLog computes the lease hold from the applied state: leases the
+// previous leader granted end by the logged horizon. capAt, when not zero,
+// also bounds it: a lone master restarting knows its predecessor stopped
+// before now, so no lease outlives now plus a lease.
+func (m *Master) holdFromLog(capAt time.Time) {
+	var pause time.Time
+	var floor chunkfs.Handle
+	m.state.read(func(ns *namespace.Namespace) {
+		pause = time.Unix(0, ns.LeaseHorizon())
+		floor = ns.NextHandle()
+	})
+	if !capAt.IsZero() && pause.After(capAt) {
+		pause = capAt
+	}
+	m.lead.setHold(pause, floor)
+}
+
+// onLeadership is the log's leadership callback.
+func (m *Master) onLeadership(leader bool) {
+	if !leader {
+		m.lead.ready.Store(false)
+		m.cfg.Logger.Warn("master lost the leadership", "id", m.cfg.NodeID)
+		return
+	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		m.takeOver()
+	}()
+}
+
+// takeOver makes this new leader ready: caught up, namespace initialised,
+// old leases waited out. It retries until it is ready, loses the
+// leadership again, or the master closes.
+func (m *Master) takeOver() {
+	for attempt := 0; ; attempt++ {
+		select {
+		case <-m.stop:
+			return
+		default:
+		}
+		if !m.log.IsLeader() {
+			return
+		}
+		err := m.catchUp()
+		if err == nil {
+			m.lead.ready.Store(true)
+			pause, _ := m.lead.leaseHold()
+			m.cfg.Logger.Info("master leads", "id", m.cfg.NodeID, "state_id", m.StateID(), "old_leases_end", pause)
+			return
+		}
+		m.cfg.Logger.Warn("new leader not ready yet", "id", m.cfg.NodeID, "err", err)
+		select {
+		case <-m.stop:
+			return
+		case <-time.After(min(time.Duration(attempt+1)*50*time.Millisecond, time.Second)):
+		}
+	}
+}
+
+func (m *Master) catchUp() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.log.Barrier(ctx); err != nil {
+		return err
+	}
+	if err := m.initNamespace(ctx); err != nil {
+		return err
+	}
+	m.holdFromLog(time.Time{})
+	return nil
+}
+
+// leads reports whether this master takes mutations now.
+func (m *Master) leads() bool { return m.lead.ready.Load() }
+
+// notLeader is the refusal of a call only the leader takes.
+func (m *Master) notLeader(op string) error {
+	_, addr := m.log.LeaderID()
+	return &chunkfs.Error{Op: op, Kind: chunkfs.KindNotLeader, Err: &chunkfs.LeaderHint{Leader: addr}}
+}
+
+// anywhere are the calls every master answers; every other goes to the
+// leader. Register and Heartbeat reach every master (each learns the
+// chunk locations); a non-leader answers them without deciding anything
+// (no garbage, no leases).
+var anywhere = map[string]bool{
+	"Stat": true, "List": true, "GetChunks": true, "ClusterInfo": true, "ClusterReport": true,
+	"Fsck": true, "HAStatus": true, "Register": true, "Heartbeat": true,
+}
+
+// leaderGuard refuses, on a master that does not lead, every call only the
+// leader takes: mutations, leases, msync. A batch is read-only only if all
+// its ops are stats.
+func (m *Master) leaderGuard(ctx context.Context, method string, req any) error {
+	if m.leads() {
+		return nil
+	}
+	name := rpc.MethodName(method)
+	if anywhere[name] {
+		return nil
+	}
+	if b, ok := req.(*pb.BatchRequest); ok && readOnlyBatch(b) {
+		return nil
+	}
+	return m.notLeader(name)
+}
+
+func readOnlyBatch(b *pb.BatchRequest) bool {
+	for _, op := range b.Ops {
+		if op.GetStat() == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Msync answers the leader's commit index, confirmed with a quorum, so a
+// client that adopts it sees every write committed before the call.
+func (m *Master) Msync(ctx context.Context, _ *pb.MsyncRequest) (*pb.MsyncResponse, error) {
+	if err := m.log.VerifyLeader(); err != nil {
+		return nil, err
+	}
+	return &pb.MsyncResponse{StateId: m.log.CommitIndex()}, nil
+}
+
+// HAStatus describes this master's view of the group.
+func (m *Master) HAStatus(ctx context.Context, _ *pb.HAStatusRequest) (*pb.HAStatusResponse, error) {
+	leaderID, leaderAddr := m.log.LeaderID()
+	resp := &pb.HAStatusResponse{
+		StateId: uint64(m.StateID()), Id: m.cfg.NodeID, Role: m.role(),
+		Applied: m.log.LastApplied(), Commit: m.log.CommitIndex(), LeaderId: leaderID, LeaderAddr: leaderAddr,
+	}
+	if !m.cfg.grouped() {
+		resp.LeaderId, resp.LeaderAddr = m.cfg.NodeID, m.advertised()
+		resp.Members = []*pb.HAMember{{Id: m.cfg.NodeID, Addr: m.advertised(), Voter: true}}
+		return resp, nil
+	}
+	members, err := m.log.Members()
+	if err != nil {
+		return nil, err
+	}
+	for _, mb := range members {
+		resp.Members = append(resp.Members, &pb.HAMember{Id: mb.ID, Addr: mb.Addr, Voter: mb.Voter})
+	}
+	return resp, nil
+}
+
+// role names what this master is in its group.
+func (m *Master) role() string {
+	switch {
+	case !m.cfg.grouped():
+		return "standalone"
+	case m.log.IsLeader():
+		return "leader"
+	case m.cfg.Observer:
+		return "observer"
+	}
+	return "follower"
+}
+
+// advertised is the address this master is reached on.
+func (m *Master) advertised() string {
+	m.srvMu.Lock()
+	defer m.srvMu.Unlock()
+	return m.addr
+}
+
+// HAChange changes the group's membership or moves the leadership.
+func (m *Master) HAChange(ctx context.Context, req *pb.HAChangeRequest) (*pb.HAChangeResponse, error) {
+	if req.Caller == nil || req.Caller.Uid != 0 {
+		return nil, chunkfs.E("ha "+req.Op, req.Id, chunkfs.KindPermission, "only the superuser may change the masters")
+	}
+	if !m.cfg.grouped() {
+		return nil, chunkfs.E("ha "+req.Op, req.Id, chunkfs.KindNotSupported, "this master runs alone (no --cluster)")
+	}
+	var err error
+	switch req.Op {
+	case "add-voter":
+		err = m.log.AddVoter(ctx, req.Id, req.Addr)
+	case "add-observer":
+		err = m.log.AddObserver(ctx, req.Id, req.Addr)
+	case "remove":
+		if req.Id == m.cfg.NodeID {
+			return nil, chunkfs.E("ha remove", req.Id, chunkfs.KindInvalid, "the leader cannot remove itself; transfer the leadership first")
+		}
+		err = m.log.Remove(ctx, req.Id)
+	case "transfer-leader":
+		err = m.log.TransferLeadership(req.Id)
+	default:
+		return nil, chunkfs.E("ha", req.Op, chunkfs.KindInvalid, "unknown change; want add-voter, add-observer, remove or transfer-leader")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &pb.HAChangeResponse{StateId: uint64(m.StateID())}, nil
+}
+
+// joinLoop has a new observer ask the group's leader to add it, until it
+// is a member or the master closes.
+func (m *Master) joinLoop() {
+	defer m.bg.Done()
+	addrs := make([]string, 0, len(m.cfg.Members))
+	for _, mb := range m.cfg.Members {
+		if mb.ID != m.cfg.NodeID {
+			addrs = append(addrs, mb.Addr)
+		}
+	}
+	set, err := rpc.NewMasterSet(m.pool, addrs)
+	if err != nil {
+		m.cfg.Logger.Error("observer cannot join", "err", err)
+		return
+	}
+	mc := pb.NewMasterClient(set)
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		if m.isMember() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.RPCTimeout)
+		_, err := mc.HAChange(ctx, &pb.HAChangeRequest{Caller: &pb.Caller{Uid: 0, Gids: []uint32{0}}, Op: "add-observer", Id: m.cfg.NodeID, Addr: m.advertised()})
+		cancel()
+		if err == nil {
+			m.cfg.Logger.Info("observer joined the group", "id", m.cfg.NodeID)
+			return
+		}
+		m.cfg.Logger.Warn("observer not yet added to the group", "id", m.cfg.NodeID, "err", err)
+		select {
+		case <-m.stop:
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+// isMember reports whether the log's configuration holds this master.
+func (m *Master) isMember() bool {
+	members, err := m.log.Members()
+	if err != nil {
+		return false
+	}
+	for _, mb := range members {
+		if mb.ID == m.cfg.NodeID {
+			return true
+		}
+	}
+	return false
+}
+
+// logMembers converts the group's initial voters for the log.
+func (c Config) logMembers() []oplog.Member {
+	if c.Observer {
+		return nil
+	}
+	out := make([]oplog.Member, len(c.Members))
+	for i, mb := range c.Members {
+		out[i] = oplog.Member{ID: mb.ID, Addr: mb.Addr, Voter: true}
+	}
+	return out
+}
+
+// checkGroup validates a group's configuration.
+func (c Config) checkGroup() error {
+	if !c.grouped() {
+		return nil
+	}
+	self := ""
+	for _, mb := range c.Members {
+		if mb.ID == c.NodeID {
+			self = mb.Addr
+		}
+	}
+	switch {
+	case c.RaftListener == nil:
+		return errors.New("master: a group of masters needs RaftListener")
+	case c.Observer && self != "":
+		return fmt.Errorf("master: observer %q is named among the voters", c.NodeID)
+	case !c.Observer && self == "":
+		return fmt.Errorf("master: %q is not among the group's members", c.NodeID)
+	case c.Addr == "":
+		return fmt.Errorf("master: a master of a group needs its address (Addr)")
+	case !c.Observer && self != c.Addr:
+		return fmt.Errorf("master: %q listens on %s but the group names it at %s", c.NodeID, c.Addr, self)
+	}
+	return nil
+}
+
+// Leads reports whether this master leads its group and takes mutations
+// (a master alone always does once open).
+func (m *Master) Leads() bool { return m.leads() }
