@@ -140,14 +140,20 @@ type beaten struct {
 }
 
 // heartbeat records a chunkserver's figures, checks its sample and corrupt
-// list and extends the leases it asks for, by leaseFor from now.
-func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFor time.Duration) beaten {
+// list and extends the leases it asks for, by leaseFor from now. A master
+// that does not lead (leads false) records the figures only: its log may
+// lag, so a replica of a chunk it has not applied yet would look like
+// garbage, and the deletions it queued would be handed out to nobody.
+func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFor time.Duration, leads bool) beaten {
 	s := r.servers[req.id]
 	if s == nil || !s.alive || s.addr != req.addr {
 		return beaten{reregister: true}
 	}
 	s.capacity, s.used, s.load, s.lastBeat = req.capacity, req.used, req.load, now
 	s.free, s.disks = req.free, req.disks
+	if !leads {
+		return beaten{}
+	}
 	var out beaten
 	out.garbage, out.verify = r.sample(s, req, version, now)
 	out.extended = r.extend(s, req.extend, now, leaseFor)

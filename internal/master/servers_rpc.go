@@ -111,7 +111,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		d = m.reg.heartbeat(beatFrom(req), ns.ChunkVersion, now, m.cfg.LeaseDuration+m.leaseSlack())
+		d = m.reg.heartbeat(beatFrom(req), ns.ChunkVersion, now, m.cfg.LeaseDuration+m.leaseSlack(), leads)
 	})
 	resp.Reregister = d.reregister
 	if !leads {
