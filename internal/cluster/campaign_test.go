@@ -18,6 +18,7 @@ import (
 var (
 	campaignFaults  = flag.Int("campaign.faults", 12, "faults the campaign injects (the long run: 500)")
 	campaignVerbose = flag.Bool("campaign.v", false, "log every failed write of the campaign")
+	campaignSeed    = flag.Uint64("campaign.seed", 0, "the campaign's random seed (0: from the time)")
 )
 
 // TestCampaign injects faults at random while a writer writes and
@@ -31,6 +32,9 @@ func TestCampaign(t *testing.T) {
 	defer cancel()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	seed := rng.Uint64()
+	if *campaignSeed != 0 {
+		seed = *campaignSeed
+	}
 	t.Logf("seed %d", seed)
 	rng = rand.New(rand.NewPCG(seed, 7))
 
@@ -113,7 +117,19 @@ func TestCampaign(t *testing.T) {
 	for p, want := range acked {
 		got, err := get(ctx, cl, p)
 		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("%s: acknowledged %d bytes, read %d (%v)", p, len(want), len(got), err)
+			chunks, cerr := cl.Chunks(ctx, p)
+			for _, ch := range chunks {
+				var on []int
+				for i := range c.Chunkservers() {
+					if c.HasReplica(i, chunkfs.Handle(ch.Handle)) {
+						on = append(on, i)
+					}
+				}
+				t.Logf("%s chunk %d: handle %d version %d replicas %v; files on servers %v", p, ch.Index, ch.Handle, ch.Version, ch.Replicas, on)
+			}
+			time.Sleep(5 * time.Second)
+			got2, err2 := get(ctx, cl, p)
+			t.Fatalf("%s: acknowledged %d bytes, read %d (%v) (chunks: %v); 5 s later: %d bytes, %v", p, len(want), len(got), err, cerr, len(got2), err2)
 		}
 		bytesChecked += int64(len(got))
 	}

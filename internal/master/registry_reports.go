@@ -125,10 +125,17 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Ha
 	s.addr, s.rack, s.capacity, s.used = req.addr, req.rack, req.capacity, req.used
 	s.free, s.disks = req.free, req.disks
 	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.chunks))
-	s.doubt = nil
+	s.doubt, s.again = nil, false
 	s.alive, s.lastBeat = true, now
 	r.byAddr[req.addr] = s
 	return s, known, doubt, nil
+}
+
+// askAgain has server id told to register again at its next heartbeat.
+func (r *registry) askAgain(id string) {
+	if s := r.servers[id]; s != nil {
+		s.again = true
+	}
 }
 
 // beaten is the registry's answer to a heartbeat.
@@ -146,7 +153,7 @@ type beaten struct {
 // garbage, and the deletions it queued would be handed out to nobody.
 func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFor time.Duration, leads bool) beaten {
 	s := r.servers[req.id]
-	if s == nil || !s.alive || s.addr != req.addr {
+	if s == nil || !s.alive || s.addr != req.addr || s.again {
 		return beaten{reregister: true}
 	}
 	s.capacity, s.used, s.load, s.lastBeat = req.capacity, req.used, req.load, now

@@ -59,6 +59,15 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if !m.leads() {
 		// Only the leader decides what a chunkserver deletes or which
 		// versions are adopted: this master's state may lag the log.
+		// Replicas ahead of it are counted by no one until their version
+		// is logged, so the server is asked to register again (a master
+		// just started leads a moment later; a follower's log catches up
+		// with the leader's adoption).
+		if len(d.ahead) > 0 {
+			m.regMu.Lock()
+			m.reg.askAgain(req.Id)
+			m.regMu.Unlock()
+		}
 		return resp, nil
 	}
 	resp.Garbage, resp.Stale = handlesTo(d.garbage), handlesTo(d.stale)
