@@ -276,10 +276,6 @@ func (c *Cluster) StopChunkserver(i int) error {
 	return stop(c.cs[i])
 }
 
-// stopNoLock stops chunkserver i without holding c.mu, so that tests can
-// stop several at the same moment; no other call may touch node i then.
-func (c *Cluster) stopNoLock(i int) error { return stop(c.cs[i]) }
-
 // RestartChunkserver starts chunkserver i again on the same address and
 // data directory, stopping it first if it runs.
 func (c *Cluster) RestartChunkserver(i int) error {

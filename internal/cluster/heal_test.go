@@ -16,6 +16,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/master"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 )
@@ -273,29 +274,41 @@ func TestOneOfFourKilledHeals(t *testing.T) {
 
 // TestTwoOfFiveKilledOneReplicaChunksFirst: with two of five chunkservers
 // gone, the chunks left with one replica are all healed before any clone
-// of a chunk with two starts (once the second death is known).
+// of a chunk with two starts.
+//
+// The master runs on a fake clock, still while the two are stopped (which
+// takes as long as it takes), so both fall silent at the same fake instant
+// and are declared dead by the same check; then the clock moves 100 ms
+// every 150 ms of real time, slowly enough that the live servers' real
+// heartbeats keep them alive under any load a CI machine has.
 func TestTwoOfFiveKilledOneReplicaChunksFirst(t *testing.T) {
-	// Planning once a second (the master's default), the two deaths,
-	// noticed within a heartbeat or two of each other, are seen together
-	// by nearly every plan; a plan between them starts at most a clone
-	// per server.
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
 	c, cl, log, ctx := startHeal(t, 5, func(mc *master.Config) {
 		mc.MaxClonesPerServer = 1
-		mc.RepairInterval = time.Second
+		mc.DeadAfter = 3 * time.Second
+		mc.Clock = fake
 	})
 	for i := range 30 {
 		put(t, ctx, cl, fmt.Sprintf("/g%02d", i), healBytes(uint64(100+i), healChunk/2))
 	}
-	// Both die at once (stopping one waits for its server to end).
-	errs := make(chan error, 2)
-	for i := range 2 {
-		go func() { errs <- c.stopNoLock(i) }()
+	if err := c.StopChunkserver(0); err != nil {
+		t.Fatal(err)
 	}
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+	if err := c.StopChunkserver(1); err != nil {
+		t.Fatal(err)
+	}
+	ticking := make(chan struct{})
+	defer close(ticking)
+	go func() {
+		for {
+			select {
+			case <-ticking:
+				return
+			case <-time.After(150 * time.Millisecond):
+				fake.Advance(100 * time.Millisecond)
+			}
 		}
-	}
+	}()
 	for {
 		rep, err := cl.ClusterReport(ctx)
 		if err == nil && rep.UnderReplicated == 0 && rep.BeingCloned == 0 && rep.Repaired > 0 {
@@ -311,6 +324,9 @@ func TestTwoOfFiveKilledOneReplicaChunksFirst(t *testing.T) {
 	first := slices.IndexFunc(events, func(e master.CloneEvent) bool { return !e.Done && e.Live == 1 })
 	if first < 0 {
 		t.Fatalf("no chunk was left with one replica; the test proves nothing: %+v", events)
+	}
+	if first != 0 {
+		t.Errorf("%d clone events before the first of a one-replica chunk: the deaths were not seen together", first)
 	}
 	ones := map[chunkfs.Handle]bool{}
 	for _, e := range events[first:] {

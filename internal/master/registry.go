@@ -31,6 +31,7 @@ type server struct {
 	doubt          map[chunkfs.Handle]uint64          // replicas whose Lease or Truncate call failed, not yet checked: when (registry.doubts)
 	recent         placement.Recency                  // its decaying count of chunks created on it
 	forwards       placement.Recency                  // its decaying count of new chunks' chains it forwards in (chain_order.go)
+	again          bool                               // to be told to register again at its next heartbeat
 	cloning        int                                // clones in flight with it as target
 	sourcing       int                                // clones in flight with it as source
 }

@@ -138,12 +138,13 @@ func (r *registry) revoke(h chunkfs.Handle) {
 }
 
 // extend extends the valid leases s holds among handles to now+d and
-// returns those extended.
+// returns those extended. A fenced lease is not extended: the next write
+// replaces it anyway, and letting it end lets re-replication start.
 func (r *registry) extend(s *server, handles []chunkfs.Handle, now time.Time, d time.Duration) []chunkfs.Handle {
 	var out []chunkfs.Handle
 	for _, h := range handles {
 		ci := r.chunks[h]
-		if ci != nil && ci.primary == s && now.Before(ci.expiry) {
+		if ci != nil && ci.primary == s && now.Before(ci.expiry) && !ci.fence {
 			ci.expiry = now.Add(d)
 			out = append(out, h)
 		}

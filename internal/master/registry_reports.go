@@ -125,10 +125,17 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Ha
 	s.addr, s.rack, s.capacity, s.used = req.addr, req.rack, req.capacity, req.used
 	s.free, s.disks = req.free, req.disks
 	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.chunks))
-	s.doubt = nil
+	s.doubt, s.again = nil, false
 	s.alive, s.lastBeat = true, now
 	r.byAddr[req.addr] = s
 	return s, known, doubt, nil
+}
+
+// askAgain has server id told to register again at its next heartbeat.
+func (r *registry) askAgain(id string) {
+	if s := r.servers[id]; s != nil {
+		s.again = true
+	}
 }
 
 // beaten is the registry's answer to a heartbeat.
@@ -140,14 +147,20 @@ type beaten struct {
 }
 
 // heartbeat records a chunkserver's figures, checks its sample and corrupt
-// list and extends the leases it asks for, by leaseFor from now.
-func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFor time.Duration) beaten {
+// list and extends the leases it asks for, by leaseFor from now. A master
+// that does not lead (leads false) records the figures only: its log may
+// lag, so a replica of a chunk it has not applied yet would look like
+// garbage, and the deletions it queued would be handed out to nobody.
+func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFor time.Duration, leads bool) beaten {
 	s := r.servers[req.id]
-	if s == nil || !s.alive || s.addr != req.addr {
+	if s == nil || !s.alive || s.addr != req.addr || s.again {
 		return beaten{reregister: true}
 	}
 	s.capacity, s.used, s.load, s.lastBeat = req.capacity, req.used, req.load, now
 	s.free, s.disks = req.free, req.disks
+	if !leads {
+		return beaten{}
+	}
 	var out beaten
 	out.garbage, out.verify = r.sample(s, req, version, now)
 	out.extended = r.extend(s, req.extend, now, leaseFor)
@@ -280,6 +293,12 @@ func (r *registry) corrupt(s *server, h chunkfs.Handle, now time.Time) bool {
 		r.queueGarbage(s, h)
 	}
 	return held
+}
+
+// corruptAt is corrupt for the server at addr, if any is known there.
+func (r *registry) corruptAt(addr string, h chunkfs.Handle, now time.Time) bool {
+	s := r.byAddr[addr]
+	return s != nil && r.corrupt(s, h, now)
 }
 
 // liveHolders counts the live servers holding a counted replica of h.

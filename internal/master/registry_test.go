@@ -225,7 +225,7 @@ func (s *registryScenario) run(f []string) {
 	case "beat":
 		for _, name := range f[1:] {
 			sv := s.server(name)
-			if b := r.heartbeat(beat{figures: figures{id: sv.id, addr: sv.addr, capacity: sv.capacity, free: sv.free}}, s.version, s.now, 10*time.Second); b.reregister {
+			if b := r.heartbeat(beat{figures: figures{id: sv.id, addr: sv.addr, capacity: sv.capacity, free: sv.free}}, s.version, s.now, 10*time.Second, true); b.reregister {
 				s.printf("%s: reregister", name)
 			}
 		}

@@ -59,6 +59,15 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if !m.leads() {
 		// Only the leader decides what a chunkserver deletes or which
 		// versions are adopted: this master's state may lag the log.
+		// Replicas ahead of it are counted by no one until their version
+		// is logged, so the server is asked to register again (a master
+		// just started leads a moment later; a follower's log catches up
+		// with the leader's adoption).
+		if len(d.ahead) > 0 {
+			m.regMu.Lock()
+			m.reg.askAgain(req.Id)
+			m.regMu.Unlock()
+		}
 		return resp, nil
 	}
 	resp.Garbage, resp.Stale = handlesTo(d.garbage), handlesTo(d.stale)
@@ -111,7 +120,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		d = m.reg.heartbeat(beatFrom(req), ns.ChunkVersion, now, m.cfg.LeaseDuration+m.leaseSlack())
+		d = m.reg.heartbeat(beatFrom(req), ns.ChunkVersion, now, m.cfg.LeaseDuration+m.leaseSlack(), leads)
 	})
 	resp.Reregister = d.reregister
 	if !leads {
@@ -173,10 +182,7 @@ func (m *Master) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest
 		return nil, chunkfs.E("report corrupt", "", chunkfs.KindInvalid, "address too long")
 	}
 	m.regMu.Lock()
-	found := false
-	if s := m.reg.byAddr[req.Replica]; s != nil {
-		found = m.reg.corrupt(s, chunkfs.Handle(req.Handle), m.cfg.Clock.Now())
-	}
+	found := m.reg.corruptAt(req.Replica, chunkfs.Handle(req.Handle), m.cfg.Clock.Now())
 	m.regMu.Unlock()
 	if found {
 		m.cfg.Logger.Warn("corrupt replica reported", "handle", req.Handle, "replica", req.Replica, "reporter", req.Reporter)
