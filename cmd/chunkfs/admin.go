@@ -68,7 +68,11 @@ func printReport(w io.Writer, r *client.Report) {
 	fmt.Fprintf(w, "Free:              %s (%s)\n", humanSize(free), percent(free, capacity))
 	fmt.Fprintf(w, "Files:             %d\n", r.Files)
 	fmt.Fprintf(w, "Directories:       %d\n", r.Directories)
-	fmt.Fprintf(w, "Chunks:            %d (%d under-replicated)\n", r.Chunks, r.UnderReplicated)
+	fmt.Fprintf(w, "Chunks:            %d (%d under-replicated, %d missing, %d corrupt replicas)\n", r.Chunks, r.UnderReplicated, r.Missing, r.Corrupt)
+	fmt.Fprintf(w, "Repair:            %d being cloned, %s/s over the last minute, %d clones since start\n", r.BeingCloned, humanSize(int64(r.RepairRate)), r.Repaired)
+	if r.SafeMode {
+		fmt.Fprintf(w, "Safe mode:         on (%s); no chunk is created until it ends\n", r.SafeModeReason)
+	}
 	fmt.Fprintf(w, "File data:         %s\n", humanSize(r.Bytes))
 	fmt.Fprintf(w, "Chunk size:        %s\n\n", humanSize(r.ChunkSize))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
