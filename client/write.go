@@ -77,7 +77,7 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 	defer func() {
 		if err != nil && !earlier {
 			c.leases.drop(path, idx)
-			if chunkfs.KindOf(err) == chunkfs.KindUnavailable && loc.primary != "" {
+			if chunkfs.KindOf(err) == chunkfs.KindUnavailable && loc != nil && loc.primary != "" {
 				c.leases.suspect(path, idx, loc.primary)
 			}
 		}
@@ -94,9 +94,12 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 		return true, err
 	}
 	steps[2] = time.Now()
-	if loc, err = c.leaseAfterPush(ctx, path, idx, loc, pushed, false); err != nil {
+	fresh, err := c.leaseAfterPush(ctx, path, idx, loc, pushed, false)
+	if err != nil {
+		loc = nil // the master failed, not the primary: suspect no chunkserver
 		return false, err
 	}
+	loc = fresh
 	steps[3] = time.Now()
 	cs, err := c.pool.ChunkServer(loc.primary)
 	if err != nil {
