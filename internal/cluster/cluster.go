@@ -96,6 +96,7 @@ type node struct {
 	close func() error // nil when stopped
 	done  chan error   // Serve's result
 	m     *master.Master
+	gate  *raftGate // a group master's Raft input (lag.go)
 }
 
 // Start starts a master and cfg.Chunkservers chunkservers and waits until the

@@ -57,7 +57,10 @@ func (c *Cluster) startGroupMaster(i int) error {
 		members = append(members, master.Member{ID: mid, Addr: c.group[j].addr})
 	}
 	mux := rpc.NewMux(ln, c.log)
-	raft := mux.Raft()
+	if n.gate == nil {
+		n.gate = newRaftGate()
+	}
+	raft := gatedListener{mux.Raft(), n.gate}
 	go mux.Serve()
 	mc := c.masterConfig(n.dir, c.log.With("role", "master", "id", id), func(mc *master.Config) {
 		mc.NodeID, mc.Members, mc.Observer, mc.Addr, mc.RaftListener = id, members, observer, n.addr, raft
