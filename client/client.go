@@ -231,7 +231,16 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		c.Close()
 		return nil, wrapOp("dial", cfg.Master, err)
 	}
-	c.observe(info.StateId) // the leader's: a new client sees every write acknowledged before it
+	c.observe(info.StateId)
+	if set != nil {
+		// Any master of a group answers ClusterInfo, at its own state; an
+		// msync goes to the leader: a new client sees every write
+		// acknowledged before it, and its calls go to the leader first.
+		if err := c.Msync(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	if set != nil && !cfg.LeaderReads {
 		c.findObservers(ctx, set)
 	}

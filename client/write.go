@@ -94,9 +94,12 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 		return true, err
 	}
 	steps[2] = time.Now()
-	if loc, err = c.leaseAfterPush(ctx, path, idx, loc, pushed, false); err != nil {
+	fresh, err := c.leaseAfterPush(ctx, path, idx, loc, pushed, false)
+	if err != nil {
+		loc = nil // the master failed, not the primary: suspect no chunkserver
 		return false, err
 	}
+	loc = fresh
 	steps[3] = time.Now()
 	cs, err := c.pool.ChunkServer(loc.primary)
 	if err != nil {

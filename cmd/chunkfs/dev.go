@@ -17,9 +17,9 @@ import (
 
 var devCommand = &command{
 	name:    "dev",
-	args:    "[--dir DIR] [--listen HOST:PORT] [--mount DIR]",
+	args:    "[--dir DIR] [--listen HOST:PORT] [--masters N [--observers M]] [--mount DIR]",
 	summary: "run a whole cluster (master + 3 chunkservers) in this process, for trying chunkfs out",
-	example: "  chunkfs dev &\n  chunkfs put README.md /\n  chunkfs ls -l /",
+	example: "  chunkfs dev &\n  chunkfs put README.md /\n  chunkfs ls -l /\n\n  # a highly available group: three voting masters and two observers\n  chunkfs dev --masters 3 --observers 2",
 	run:     runDev,
 }
 
@@ -30,6 +30,8 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	chunkSize := fs.Int64("chunk-size", chunkfs.DefaultChunkSize, "chunk size in bytes (a multiple of 64 KiB); fixed when the directory is first used")
 	verbose := fs.Bool("v", false, "log server activity to stderr")
 	mountDir := fs.String("mount", "", "also mount the cluster on this directory with FUSE (default cache options)")
+	masters := fs.Int("masters", 1, "voting masters: more than one runs a highly available group, on --listen and the ports after it")
+	observers := fs.Int("observers", 0, "observer masters of the group, which serve reads (ports after the voters')")
 	ops, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -44,10 +46,22 @@ func runDev(ctx context.Context, e *env, args []string) error {
 		}
 		*dir = filepath.Join(cache, "chunkfs", "dev")
 	}
+	if *masters < 1 || *observers < 0 || *masters+*observers > 9 {
+		return usagef("--masters %d --observers %d: want at least one master, no negative count, at most 9 in all", *masters, *observers)
+	}
 	cfg := cluster.DefaultConfig()
 	cfg.Dir = *dir
 	cfg.MasterAddr = *listen
 	cfg.ChunkserverAddrs = nextFreePorts(*listen, cfg.Chunkservers)
+	if group := *masters + *observers; group > 1 {
+		cfg.Masters, cfg.Observers = *masters, *observers
+		addrs := nextFreePorts(*listen, group-1+cfg.Chunkservers)
+		cfg.GroupAddrs = append([]string{*listen}, addrs[:min(len(addrs), group-1)]...)
+		cfg.ChunkserverAddrs = nil
+		if len(addrs) >= group-1 {
+			cfg.ChunkserverAddrs = addrs[group-1:]
+		}
+	}
 	cfg.ChunkSize = *chunkSize
 	cfg.Heartbeat = time.Second
 	cfg.DeadAfter = 10 * time.Second
@@ -89,7 +103,14 @@ func serveDevMount(ctx context.Context, e *env, master, dir string) error {
 
 func printDevBanner(e *env, c *cluster.Cluster, dir string) {
 	w := e.stdout
-	fmt.Fprintf(w, "chunkfs dev: master on %s, %d chunkservers, data in %s\n", c.MasterAddr(), c.Chunkservers(), dir)
+	if c.Masters() > 1 {
+		fmt.Fprintf(w, "chunkfs dev: a group of %d masters, %d chunkservers, data in %s\n", c.Masters(), c.Chunkservers(), dir)
+		for i := range c.Masters() {
+			fmt.Fprintf(w, "  master %s on %s\n", c.GroupMemberName(i), c.GroupMasterAddr(i))
+		}
+	} else {
+		fmt.Fprintf(w, "chunkfs dev: master on %s, %d chunkservers, data in %s\n", c.MasterAddr(), c.Chunkservers(), dir)
+	}
 	for i := range c.Chunkservers() {
 		fmt.Fprintf(w, "  chunkserver %d on %s\n", i, c.ChunkserverAddr(i))
 	}
@@ -97,6 +118,9 @@ func printDevBanner(e *env, c *cluster.Cluster, dir string) {
 	if c.MasterAddr() != defaultMaster {
 		master = " --master " + c.MasterAddr()
 		fmt.Fprintf(w, "\nIn another terminal: export CHUNKFS_MASTER=%s\n", c.MasterAddr())
+		if c.Masters() > 1 {
+			master = "" // the list is long: the commands below take it from CHUNKFS_MASTER
+		}
 	}
 	fmt.Fprintf(w, "\nTry:\n  chunkfs%s mkdir -p /demo\n  chunkfs%s put /etc/hosts /demo/\n  chunkfs%s ls -l /demo\n  chunkfs%s cat /demo/hosts\n  chunkfs%s admin report\n",
 		master, master, master, master, master)

@@ -45,6 +45,9 @@ type Config struct {
 	// (group.go); MasterAddr then lists them all.
 	Masters   int
 	Observers int
+	// GroupAddrs optionally gives group master i's address (voters, then
+	// observers); a missing or empty entry picks a free port on 127.0.0.1.
+	GroupAddrs []string
 }
 
 // DefaultConfig is a small test cluster: 3 chunkservers, 1 MiB chunks, fast
@@ -96,6 +99,7 @@ type node struct {
 	close func() error // nil when stopped
 	done  chan error   // Serve's result
 	m     *master.Master
+	gate  *raftGate // a group master's Raft input (lag.go)
 }
 
 // Start starts a master and cfg.Chunkservers chunkservers and waits until the

@@ -20,6 +20,9 @@ import (
 func (c *Cluster) startGroup() error {
 	for i := range c.cfg.Masters + c.cfg.Observers {
 		n := &node{dir: filepath.Join(c.cfg.Dir, fmt.Sprintf("master%d", i))}
+		if i < len(c.cfg.GroupAddrs) {
+			n.addr = c.cfg.GroupAddrs[i]
+		}
 		ln, err := listen(n)
 		if err != nil {
 			return err
@@ -57,7 +60,10 @@ func (c *Cluster) startGroupMaster(i int) error {
 		members = append(members, master.Member{ID: mid, Addr: c.group[j].addr})
 	}
 	mux := rpc.NewMux(ln, c.log)
-	raft := mux.Raft()
+	if n.gate == nil {
+		n.gate = newRaftGate()
+	}
+	raft := gatedListener{mux.Raft(), n.gate}
 	go mux.Serve()
 	mc := c.masterConfig(n.dir, c.log.With("role", "master", "id", id), func(mc *master.Config) {
 		mc.NodeID, mc.Members, mc.Observer, mc.Addr, mc.RaftListener = id, members, observer, n.addr, raft
@@ -133,3 +139,9 @@ func (c *Cluster) RestartGroupMaster(i int) error {
 
 // GroupMasterAddr returns master i's address.
 func (c *Cluster) GroupMasterAddr(i int) string { return c.group[i].addr }
+
+// GroupMemberName returns master i's node ID (m1…, then o1… for observers).
+func (c *Cluster) GroupMemberName(i int) string {
+	id, _ := c.groupMember(i)
+	return id
+}

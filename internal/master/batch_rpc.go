@@ -29,6 +29,9 @@ func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResp
 	if n := batchBytes(req.Ops); n > rpc.MaxBatchBytes {
 		return nil, chunkfs.E("batch", "", chunkfs.KindTooLarge, fmt.Sprintf("%d bytes of operations; at most %d in one batch", n, rpc.MaxBatchBytes))
 	}
+	if err := m.batchReadable(ctx, req); err != nil {
+		return nil, err
+	}
 	b := &batch{m: m, results: make([]*pb.MetaResult, len(req.Ops)), stats: make([]batchStat, 0, len(req.Ops))}
 	for i, op := range req.Ops {
 		b.prepare(ctx, i, op)
@@ -40,6 +43,21 @@ func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResp
 		resp.StateId = max(resp.StateId, resultStateID(r))
 	}
 	return resp, nil
+}
+
+// batchReadable refuses, on a master that does not lead, a stat-only batch
+// whose state it has not applied within ReadWait: as a whole call, so that
+// the client sends it to another observer or the leader (an answer with
+// each stat refused would be the batch's answer, taken as final).
+func (m *Master) batchReadable(ctx context.Context, req *pb.BatchRequest) error {
+	if m.leads() || !readOnlyBatch(req) {
+		return nil
+	}
+	var floor uint64
+	for _, op := range req.Ops {
+		floor = max(floor, op.GetStat().GetMinStateId())
+	}
+	return m.readable(ctx, "batch", floor)
 }
 
 // batchBytes is ops' size by rpc.BatchOpSize.

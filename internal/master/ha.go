@@ -174,13 +174,17 @@ func readOnlyBatch(b *pb.BatchRequest) bool {
 	return true
 }
 
-// Msync answers the leader's commit index, confirmed with a quorum, so a
-// client that adopts it sees every write committed before the call.
+// Msync answers, once a quorum confirms this master still leads, the
+// state it has applied, so a client that adopts it sees every write
+// acknowledged before the call (the leader applies a write before it
+// acknowledges it). Not the Raft commit index: that counts entries the
+// state never applies (elections' no-ops, membership changes), and a read
+// asking for one of those would wait for the next write everywhere.
 func (m *Master) Msync(ctx context.Context, _ *pb.MsyncRequest) (*pb.MsyncResponse, error) {
 	if err := m.log.VerifyLeader(); err != nil {
 		return nil, err
 	}
-	return &pb.MsyncResponse{StateId: m.log.CommitIndex()}, nil
+	return &pb.MsyncResponse{StateId: m.state.stateID()}, nil
 }
 
 // HAStatus describes this master's view of the group.
