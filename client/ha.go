@@ -46,7 +46,7 @@ func (c *Client) readState(ctx context.Context) uint64 {
 	return c.minState()
 }
 
-// Msync asks the leader for its commit index and adopts it, so that reads
+// Msync asks the leader for its applied state ID and adopts it, so that reads
 // made afterwards, from observers too, see every write committed before
 // the call, other clients' included.
 func (c *Client) Msync(ctx context.Context) error {
