@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -69,22 +68,7 @@ type result struct {
 // runCLI runs the binary with args and stdin, against the test cluster.
 func runCLI(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(os.Environ(), "CHUNKFS_MASTER="+testCluster.MasterAddr())
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running chunkfs %v: %v", args, err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runWith(t, invocation{stdin: strings.NewReader(stdin)}, args...)
 }
 
 // ok runs the binary and fails the test unless it exits 0.

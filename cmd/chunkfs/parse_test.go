@@ -151,3 +151,22 @@ func TestBenchChunkSizeFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestParseGroup(t *testing.T) {
+	got, err := parseGroup("m1=10.0.0.1:7070, m2=10.0.0.2:7070")
+	if err != nil || len(got) != 2 || got[1].ID != "m2" || got[1].Addr != "10.0.0.2:7070" {
+		t.Fatalf("parseGroup = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"m1", "=a:1", "m1=", "m1=nohost", "m1=a:1,,m2=b:1"} {
+		if _, err := parseGroup(bad); !isUsage(err) {
+			t.Errorf("parseGroup(%q) = %v, want a usage error", bad, err)
+		}
+	}
+	if _, _, err := masterFlags([]string{"--dir", t.TempDir(), "--observer"}); !isUsage(err) {
+		t.Errorf("--observer without --cluster: %v, want a usage error", err)
+	}
+	cfg, _, err := masterFlags([]string{"--dir", t.TempDir(), "--id", "m2", "--cluster", "m1=a:1,m2=b:2"})
+	if err != nil || cfg.Addr != "b:2" || len(cfg.Members) != 2 {
+		t.Fatalf("masterFlags of a group member: %+v, %v; want its --cluster address", cfg.Addr, err)
+	}
+}

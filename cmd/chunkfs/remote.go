@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -25,10 +24,7 @@ import (
 // replication factor carry over to the new file (its owner becomes the
 // writer, as with hdfs dfs -put -f).
 func writeRemote(ctx context.Context, c *client.Client, dst string, r io.Reader) error {
-	if err := checkTarget(dst); err != nil {
-		return err
-	}
-	old, err := c.Stat(ctx, dst)
+	old, err := c.Stat(ctx, dst) // also refuses a name or path over the limits, before any byte is sent
 	switch {
 	case err == nil && old.IsDir():
 		return chunkfs.E("create", dst, chunkfs.KindIsDir, "")
@@ -124,20 +120,6 @@ func tempName(dst string) string {
 		name = name[:room]
 	}
 	return dir + "." + name + "." + hex.EncodeToString(b[:]) + ".put"
-}
-
-// checkTarget refuses a path the master would refuse, before any byte is
-// sent: a name over chunkfs.MaxNameLen or a path over chunkfs.MaxPathLen.
-func checkTarget(p string) error {
-	if len(p) > chunkfs.MaxPathLen {
-		return chunkfs.E("create", p[:64]+"…", chunkfs.KindTooLarge, fmt.Sprintf("path longer than %d bytes", chunkfs.MaxPathLen))
-	}
-	for _, name := range strings.Split(p, "/") {
-		if len(name) > chunkfs.MaxNameLen {
-			return chunkfs.E("create", p, chunkfs.KindTooLarge, fmt.Sprintf("file name longer than %d bytes", chunkfs.MaxNameLen))
-		}
-	}
-	return nil
 }
 
 // canWrite reports whether this process's user may write the file fi

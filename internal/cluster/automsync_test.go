@@ -18,7 +18,7 @@ import (
 func TestAutoMsyncBoundsStaleness(t *testing.T) {
 	c, writer, ctx := startGroupCluster(t)
 	const path, period = "/auto", 10 * time.Second
-	putFile(t, ctx, writer, path, nil)
+	put(t, ctx, writer, path, nil)
 	if err := writer.Chmod(ctx, path, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestObserverReadsAcrossFailoverPorcupine(t *testing.T) {
 	keys := make([]string, clients)
 	for k := range keys {
 		keys[k] = fmt.Sprintf("/reg-%d", k)
-		putFile(t, ctx, admin, keys[k], nil)
+		put(t, ctx, admin, keys[k], nil)
 		if err := admin.Chmod(ctx, keys[k], 0); err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
@@ -35,43 +34,12 @@ func startGroupCluster(t *testing.T) (*Cluster, *client.Client, context.Context)
 	if _, err := c.WaitLeader(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ccfg := client.DefaultConfig()
-	ccfg.Master = c.MasterAddr()
-	ccfg.Caller = chunkfs.Root
-	cl, err := client.New(ctx, ccfg)
+	cl, err := newDefaultClient(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
 	return c, cl, ctx
-}
-
-func putFile(t *testing.T, ctx context.Context, c *client.Client, path string, data []byte) {
-	t.Helper()
-	f, err := c.Create(ctx, path)
-	if err != nil {
-		t.Fatalf("create %s: %v", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatalf("write %s: %v", path, err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatalf("close %s: %v", path, err)
-	}
-}
-
-func readBack(t *testing.T, ctx context.Context, c *client.Client, path string) []byte {
-	t.Helper()
-	f, err := c.Open(ctx, path)
-	if err != nil {
-		t.Fatalf("open %s: %v", path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		t.Fatalf("read %s: %v", path, err)
-	}
-	return b
 }
 
 // The leader of three masters is killed while a client writes: the client
@@ -83,7 +51,7 @@ func TestGroupFailoverKeepsEveryAcknowledgedFile(t *testing.T) {
 	for i := range 5 {
 		p := fmt.Sprintf("/before-%d", i)
 		want[p] = bytes.Repeat([]byte{byte('a' + i)}, 300<<10)
-		putFile(t, ctx, cl, p, want[p])
+		put(t, ctx, cl, p, want[p])
 	}
 	old := c.Leader()
 	if err := c.StopGroupMaster(old); err != nil {
@@ -93,7 +61,7 @@ func TestGroupFailoverKeepsEveryAcknowledgedFile(t *testing.T) {
 	for i := range 5 {
 		p := fmt.Sprintf("/after-%d", i)
 		want[p] = bytes.Repeat([]byte{byte('A' + i)}, 100<<10)
-		putFile(t, ctx, cl, p, want[p])
+		put(t, ctx, cl, p, want[p])
 	}
 	t.Logf("five files written %v after the leader was killed", time.Since(start).Round(time.Millisecond))
 	next := c.Leader()
@@ -101,8 +69,8 @@ func TestGroupFailoverKeepsEveryAcknowledgedFile(t *testing.T) {
 		t.Fatalf("leader after the kill: %d (was %d)", next, old)
 	}
 	for p, data := range want {
-		if got := readBack(t, ctx, cl, p); !bytes.Equal(got, data) {
-			t.Fatalf("%s: read %d bytes, want the %d written", p, len(got), len(data))
+		if got, err := get(ctx, cl, p); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s: read %d bytes (%v), want the %d written", p, len(got), err, len(data))
 		}
 	}
 	// The killed master comes back as a follower and catches up.
@@ -143,7 +111,7 @@ func waitApplied(t *testing.T, ctx context.Context, addr string, cl *client.Clie
 // serves reads at the client's state and never leads.
 func TestGroupFollowersAndObserver(t *testing.T) {
 	c, cl, ctx := startGroupCluster(t)
-	putFile(t, ctx, cl, "/seen", []byte("hello"))
+	put(t, ctx, cl, "/seen", []byte("hello"))
 	leader := c.Leader()
 	for i := range c.Masters() {
 		if i == leader {

@@ -64,10 +64,7 @@ func startHeal(t *testing.T, n int, mutate func(*master.Config)) (*Cluster, *cli
 	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	ccfg := client.DefaultConfig()
-	ccfg.Master = c.MasterAddr()
-	ccfg.Caller = chunkfs.Root
-	cl, err := client.New(ctx, ccfg)
+	cl, err := newDefaultClient(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
