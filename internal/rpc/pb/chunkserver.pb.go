@@ -149,6 +149,7 @@ type WriteRequest struct {
 	DataId        uint64                 `protobuf:"varint,4,opt,name=data_id,json=dataId,proto3" json:"data_id,omitempty"`
 	Length        int64                  `protobuf:"varint,5,opt,name=length,proto3" json:"length,omitempty"`
 	Secondaries   []string               `protobuf:"bytes,6,rep,name=secondaries,proto3" json:"secondaries,omitempty"` // addresses of the other replicas
+	Token         []byte                 `protobuf:"bytes,7,opt,name=token,proto3" json:"token,omitempty"`             // chunk access token (token.Token, write access); empty on an insecure cluster
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -225,6 +226,13 @@ func (x *WriteRequest) GetSecondaries() []string {
 	return nil
 }
 
+func (x *WriteRequest) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
 type WriteResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -273,6 +281,7 @@ type AppendRequest struct {
 	Length        int64                  `protobuf:"varint,4,opt,name=length,proto3" json:"length,omitempty"`
 	Secondaries   []string               `protobuf:"bytes,5,rep,name=secondaries,proto3" json:"secondaries,omitempty"`
 	ChunkSize     int64                  `protobuf:"varint,6,opt,name=chunk_size,json=chunkSize,proto3" json:"chunk_size,omitempty"`
+	Token         []byte                 `protobuf:"bytes,7,opt,name=token,proto3" json:"token,omitempty"` // chunk access token (token.Token, write access); empty on an insecure cluster
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -349,6 +358,13 @@ func (x *AppendRequest) GetChunkSize() int64 {
 	return 0
 }
 
+func (x *AppendRequest) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
 type AppendResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Offset        int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
@@ -409,6 +425,7 @@ type ReserveRequest struct {
 	Length        int64                  `protobuf:"varint,4,opt,name=length,proto3" json:"length,omitempty"`
 	Secondaries   []string               `protobuf:"bytes,5,rep,name=secondaries,proto3" json:"secondaries,omitempty"`
 	ChunkSize     int64                  `protobuf:"varint,6,opt,name=chunk_size,json=chunkSize,proto3" json:"chunk_size,omitempty"`
+	Token         []byte                 `protobuf:"bytes,7,opt,name=token,proto3" json:"token,omitempty"` // chunk access token (token.Token, write access); empty on an insecure cluster
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -483,6 +500,13 @@ func (x *ReserveRequest) GetChunkSize() int64 {
 		return x.ChunkSize
 	}
 	return 0
+}
+
+func (x *ReserveRequest) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
 }
 
 type ReserveResponse struct {
@@ -656,6 +680,7 @@ type SyncRequest struct {
 	Handle        uint64                 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
 	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	Secondaries   []string               `protobuf:"bytes,3,rep,name=secondaries,proto3" json:"secondaries,omitempty"`
+	Token         []byte                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"` // chunk access token (token.Token, write access); empty on an insecure cluster
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -707,6 +732,13 @@ func (x *SyncRequest) GetVersion() uint64 {
 func (x *SyncRequest) GetSecondaries() []string {
 	if x != nil {
 		return x.Secondaries
+	}
+	return nil
+}
+
+func (x *SyncRequest) GetToken() []byte {
+	if x != nil {
+		return x.Token
 	}
 	return nil
 }
@@ -845,9 +877,12 @@ func (*TruncateResponse) Descriptor() ([]byte, []int) {
 	return file_chunkserver_proto_rawDescGZIP(), []int{13}
 }
 
+// ChunkInfoRequest asks a replica for its version, length and lease. A
+// client's call carries a read token; a node's needs none.
 type ChunkInfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Handle        uint64                 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	Token         []byte                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"` // chunk access token (read access); empty from a node or on an insecure cluster
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -887,6 +922,13 @@ func (x *ChunkInfoRequest) GetHandle() uint64 {
 		return x.Handle
 	}
 	return 0
+}
+
+func (x *ChunkInfoRequest) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
 }
 
 type ChunkInfoResponse struct {
@@ -1166,15 +1208,16 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x06create\x18\x03 \x01(\bR\x06create\x12\x19\n" +
 	"\blease_ms\x18\x04 \x01(\x03R\aleaseMs\"'\n" +
 	"\rLeaseResponse\x12\x16\n" +
-	"\x06length\x18\x01 \x01(\x03R\x06length\"\xab\x01\n" +
+	"\x06length\x18\x01 \x01(\x03R\x06length\"\xc1\x01\n" +
 	"\fWriteRequest\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x17\n" +
 	"\adata_id\x18\x04 \x01(\x04R\x06dataId\x12\x16\n" +
 	"\x06length\x18\x05 \x01(\x03R\x06length\x12 \n" +
-	"\vsecondaries\x18\x06 \x03(\tR\vsecondaries\"\x0f\n" +
-	"\rWriteResponse\"\xb3\x01\n" +
+	"\vsecondaries\x18\x06 \x03(\tR\vsecondaries\x12\x14\n" +
+	"\x05token\x18\a \x01(\fR\x05token\"\x0f\n" +
+	"\rWriteResponse\"\xc9\x01\n" +
 	"\rAppendRequest\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x17\n" +
@@ -1182,9 +1225,10 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x06length\x18\x04 \x01(\x03R\x06length\x12 \n" +
 	"\vsecondaries\x18\x05 \x03(\tR\vsecondaries\x12\x1d\n" +
 	"\n" +
-	"chunk_size\x18\x06 \x01(\x03R\tchunkSize\"(\n" +
+	"chunk_size\x18\x06 \x01(\x03R\tchunkSize\x12\x14\n" +
+	"\x05token\x18\a \x01(\fR\x05token\"(\n" +
 	"\x0eAppendResponse\x12\x16\n" +
-	"\x06offset\x18\x01 \x01(\x03R\x06offset\"\xb4\x01\n" +
+	"\x06offset\x18\x01 \x01(\x03R\x06offset\"\xca\x01\n" +
 	"\x0eReserveRequest\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x17\n" +
@@ -1192,7 +1236,8 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x06length\x18\x04 \x01(\x03R\x06length\x12 \n" +
 	"\vsecondaries\x18\x05 \x03(\tR\vsecondaries\x12\x1d\n" +
 	"\n" +
-	"chunk_size\x18\x06 \x01(\x03R\tchunkSize\"\x11\n" +
+	"chunk_size\x18\x06 \x01(\x03R\tchunkSize\x12\x14\n" +
+	"\x05token\x18\a \x01(\fR\x05token\"\x11\n" +
 	"\x0fReserveResponse\"\xb3\x01\n" +
 	"\fApplyRequest\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
@@ -1202,19 +1247,21 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\adata_id\x18\x05 \x01(\x04R\x06dataId\x12\x16\n" +
 	"\x06length\x18\x06 \x01(\x03R\x06length\x12\x10\n" +
 	"\x03pad\x18\a \x01(\bR\x03pad\"\x0f\n" +
-	"\rApplyResponse\"a\n" +
+	"\rApplyResponse\"w\n" +
 	"\vSyncRequest\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12 \n" +
-	"\vsecondaries\x18\x03 \x03(\tR\vsecondaries\"\x0e\n" +
+	"\vsecondaries\x18\x03 \x03(\tR\vsecondaries\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\fR\x05token\"\x0e\n" +
 	"\fSyncResponse\"[\n" +
 	"\x0fTruncateRequest\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x03R\x06length\"\x12\n" +
-	"\x10TruncateResponse\"*\n" +
+	"\x10TruncateResponse\"@\n" +
 	"\x10ChunkInfoRequest\x12\x16\n" +
-	"\x06handle\x18\x01 \x01(\x04R\x06handle\"z\n" +
+	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\fR\x05token\"z\n" +
 	"\x11ChunkInfoResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x03R\x06length\x12\x18\n" +

@@ -1165,6 +1165,7 @@ type ChunkLocation struct {
 	Replicas      []string               `protobuf:"bytes,4,rep,name=replicas,proto3" json:"replicas,omitempty"`                                   // chunkserver addresses, primary first when there is a lease
 	Primary       string                 `protobuf:"bytes,5,opt,name=primary,proto3" json:"primary,omitempty"`                                     // address of the lease holder; empty when none
 	LeaseExpiryMs int64                  `protobuf:"varint,6,opt,name=lease_expiry_ms,json=leaseExpiryMs,proto3" json:"lease_expiry_ms,omitempty"` // remaining lease time in milliseconds when primary is set
+	Token         []byte                 `protobuf:"bytes,7,opt,name=token,proto3" json:"token,omitempty"`                                         // chunk access token for this handle (read from GetChunks, read|write from PrepareWrite); empty on an insecure cluster
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1239,6 +1240,13 @@ func (x *ChunkLocation) GetLeaseExpiryMs() int64 {
 		return x.LeaseExpiryMs
 	}
 	return 0
+}
+
+func (x *ChunkLocation) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
 }
 
 // GetChunksRequest looks up count consecutive chunks starting at first_index.
@@ -1883,6 +1891,130 @@ func (x *Disk) GetFree() int64 {
 	return 0
 }
 
+// HeldLease is a lease a chunkserver holds as primary, reported so that a
+// newly elected master can adopt it instead of waiting it out.
+type HeldLease struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Handle        uint64                 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	RemainingMs   int64                  `protobuf:"varint,3,opt,name=remaining_ms,json=remainingMs,proto3" json:"remaining_ms,omitempty"` // lease time left by the chunkserver's clock
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeldLease) Reset() {
+	*x = HeldLease{}
+	mi := &file_master_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeldLease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeldLease) ProtoMessage() {}
+
+func (x *HeldLease) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeldLease.ProtoReflect.Descriptor instead.
+func (*HeldLease) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *HeldLease) GetHandle() uint64 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
+func (x *HeldLease) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *HeldLease) GetRemainingMs() int64 {
+	if x != nil {
+		return x.RemainingMs
+	}
+	return 0
+}
+
+// TokenKey is a chunk-access-token key the master hands chunkservers with
+// heartbeats; they accept tokens signed by any key they hold until it expires.
+type TokenKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Secret        []byte                 `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	ExpiresUnixMs int64                  `protobuf:"varint,3,opt,name=expires_unix_ms,json=expiresUnixMs,proto3" json:"expires_unix_ms,omitempty"` // after this no token signed with it is valid
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenKey) Reset() {
+	*x = TokenKey{}
+	mi := &file_master_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenKey) ProtoMessage() {}
+
+func (x *TokenKey) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenKey.ProtoReflect.Descriptor instead.
+func (*TokenKey) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *TokenKey) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *TokenKey) GetSecret() []byte {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
+func (x *TokenKey) GetExpiresUnixMs() int64 {
+	if x != nil {
+		return x.ExpiresUnixMs
+	}
+	return 0
+}
+
 type RegisterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`     // stable chunkserver ID (kept in its data directory)
@@ -1893,13 +2025,14 @@ type RegisterRequest struct {
 	Chunks        []*ChunkReplica        `protobuf:"bytes,6,rep,name=chunks,proto3" json:"chunks,omitempty"`      // full chunk report
 	Free          int64                  `protobuf:"varint,7,opt,name=free,proto3" json:"free,omitempty"`         // bytes free on its distinct disks
 	Disks         []*Disk                `protobuf:"bytes,8,rep,name=disks,proto3" json:"disks,omitempty"`
+	Leases        []*HeldLease           `protobuf:"bytes,9,rep,name=leases,proto3" json:"leases,omitempty"` // leases this server holds as primary
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterRequest) Reset() {
 	*x = RegisterRequest{}
-	mi := &file_master_proto_msgTypes[27]
+	mi := &file_master_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2044,7 @@ func (x *RegisterRequest) String() string {
 func (*RegisterRequest) ProtoMessage() {}
 
 func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[27]
+	mi := &file_master_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2057,7 @@ func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{27}
+	return file_master_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RegisterRequest) GetId() string {
@@ -1983,19 +2116,27 @@ func (x *RegisterRequest) GetDisks() []*Disk {
 	return nil
 }
 
+func (x *RegisterRequest) GetLeases() []*HeldLease {
+	if x != nil {
+		return x.Leases
+	}
+	return nil
+}
+
 type RegisterResponse struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	StateId             uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
 	Garbage             []uint64               `protobuf:"varint,2,rep,packed,name=garbage,proto3" json:"garbage,omitempty"` // handles the chunkserver should delete
 	Stale               []uint64               `protobuf:"varint,3,rep,packed,name=stale,proto3" json:"stale,omitempty"`     // handles whose replica is stale; delete them
 	HeartbeatIntervalMs int64                  `protobuf:"varint,4,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
+	TokenKeys           []*TokenKey            `protobuf:"bytes,5,rep,name=token_keys,json=tokenKeys,proto3" json:"token_keys,omitempty"` // the token keys now valid (the whole set)
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_master_proto_msgTypes[28]
+	mi := &file_master_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2148,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[28]
+	mi := &file_master_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2161,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{28}
+	return file_master_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RegisterResponse) GetStateId() uint64 {
@@ -2051,6 +2192,13 @@ func (x *RegisterResponse) GetHeartbeatIntervalMs() int64 {
 	return 0
 }
 
+func (x *RegisterResponse) GetTokenKeys() []*TokenKey {
+	if x != nil {
+		return x.TokenKeys
+	}
+	return nil
+}
+
 type HeartbeatRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2063,13 +2211,14 @@ type HeartbeatRequest struct {
 	Corrupt       []uint64               `protobuf:"varint,8,rep,packed,name=corrupt,proto3" json:"corrupt,omitempty"`                               // handles that failed checksums
 	Free          int64                  `protobuf:"varint,9,opt,name=free,proto3" json:"free,omitempty"`                                            // bytes free on its distinct disks
 	Disks         []*Disk                `protobuf:"bytes,10,rep,name=disks,proto3" json:"disks,omitempty"`
+	Leases        []*HeldLease           `protobuf:"bytes,11,rep,name=leases,proto3" json:"leases,omitempty"` // leases this server holds as primary
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_master_proto_msgTypes[29]
+	mi := &file_master_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2230,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[29]
+	mi := &file_master_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2243,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{29}
+	return file_master_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -2167,6 +2316,13 @@ func (x *HeartbeatRequest) GetDisks() []*Disk {
 	return nil
 }
 
+func (x *HeartbeatRequest) GetLeases() []*HeldLease {
+	if x != nil {
+		return x.Leases
+	}
+	return nil
+}
+
 type HeartbeatResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
@@ -2174,13 +2330,14 @@ type HeartbeatResponse struct {
 	Garbage       []uint64               `protobuf:"varint,3,rep,packed,name=garbage,proto3" json:"garbage,omitempty"`
 	Extended      []uint64               `protobuf:"varint,4,rep,packed,name=extended,proto3" json:"extended,omitempty"` // leases extended by lease_ms
 	LeaseMs       int64                  `protobuf:"varint,5,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	TokenKeys     []*TokenKey            `protobuf:"bytes,6,rep,name=token_keys,json=tokenKeys,proto3" json:"token_keys,omitempty"` // the token keys now valid (the whole set); empty: unchanged
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_master_proto_msgTypes[30]
+	mi := &file_master_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2192,7 +2349,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[30]
+	mi := &file_master_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2205,7 +2362,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{30}
+	return file_master_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *HeartbeatResponse) GetStateId() uint64 {
@@ -2243,6 +2400,13 @@ func (x *HeartbeatResponse) GetLeaseMs() int64 {
 	return 0
 }
 
+func (x *HeartbeatResponse) GetTokenKeys() []*TokenKey {
+	if x != nil {
+		return x.TokenKeys
+	}
+	return nil
+}
+
 type ReportCorruptRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reporter      string                 `protobuf:"bytes,1,opt,name=reporter,proto3" json:"reporter,omitempty"` // who noticed: a client or a chunkserver address
@@ -2254,7 +2418,7 @@ type ReportCorruptRequest struct {
 
 func (x *ReportCorruptRequest) Reset() {
 	*x = ReportCorruptRequest{}
-	mi := &file_master_proto_msgTypes[31]
+	mi := &file_master_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2266,7 +2430,7 @@ func (x *ReportCorruptRequest) String() string {
 func (*ReportCorruptRequest) ProtoMessage() {}
 
 func (x *ReportCorruptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[31]
+	mi := &file_master_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2279,7 +2443,7 @@ func (x *ReportCorruptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCorruptRequest.ProtoReflect.Descriptor instead.
 func (*ReportCorruptRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{31}
+	return file_master_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReportCorruptRequest) GetReporter() string {
@@ -2312,7 +2476,7 @@ type ReportCorruptResponse struct {
 
 func (x *ReportCorruptResponse) Reset() {
 	*x = ReportCorruptResponse{}
-	mi := &file_master_proto_msgTypes[32]
+	mi := &file_master_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2324,7 +2488,7 @@ func (x *ReportCorruptResponse) String() string {
 func (*ReportCorruptResponse) ProtoMessage() {}
 
 func (x *ReportCorruptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[32]
+	mi := &file_master_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2337,7 +2501,7 @@ func (x *ReportCorruptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCorruptResponse.ProtoReflect.Descriptor instead.
 func (*ReportCorruptResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{32}
+	return file_master_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReportCorruptResponse) GetStateId() uint64 {
@@ -2355,7 +2519,7 @@ type ClusterReportRequest struct {
 
 func (x *ClusterReportRequest) Reset() {
 	*x = ClusterReportRequest{}
-	mi := &file_master_proto_msgTypes[33]
+	mi := &file_master_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2367,7 +2531,7 @@ func (x *ClusterReportRequest) String() string {
 func (*ClusterReportRequest) ProtoMessage() {}
 
 func (x *ClusterReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[33]
+	mi := &file_master_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2380,7 +2544,7 @@ func (x *ClusterReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterReportRequest.ProtoReflect.Descriptor instead.
 func (*ClusterReportRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{33}
+	return file_master_proto_rawDescGZIP(), []int{35}
 }
 
 type ChunkServerStatus struct {
@@ -2396,13 +2560,15 @@ type ChunkServerStatus struct {
 	LastHeartbeatMs int64                  `protobuf:"varint,9,opt,name=last_heartbeat_ms,json=lastHeartbeatMs,proto3" json:"last_heartbeat_ms,omitempty"` // milliseconds since the last heartbeat
 	Free            int64                  `protobuf:"varint,10,opt,name=free,proto3" json:"free,omitempty"`
 	Disks           []*Disk                `protobuf:"bytes,11,rep,name=disks,proto3" json:"disks,omitempty"`
+	State           string                 `protobuf:"bytes,12,opt,name=state,proto3" json:"state,omitempty"`                                          // live, dead, decommissioning or decommissioned
+	DrainRemaining  int64                  `protobuf:"varint,13,opt,name=drain_remaining,json=drainRemaining,proto3" json:"drain_remaining,omitempty"` // decommissioning: chunks not yet fully replicated elsewhere
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ChunkServerStatus) Reset() {
 	*x = ChunkServerStatus{}
-	mi := &file_master_proto_msgTypes[34]
+	mi := &file_master_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2414,7 +2580,7 @@ func (x *ChunkServerStatus) String() string {
 func (*ChunkServerStatus) ProtoMessage() {}
 
 func (x *ChunkServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[34]
+	mi := &file_master_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2427,7 +2593,7 @@ func (x *ChunkServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkServerStatus.ProtoReflect.Descriptor instead.
 func (*ChunkServerStatus) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{34}
+	return file_master_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ChunkServerStatus) GetId() string {
@@ -2507,6 +2673,20 @@ func (x *ChunkServerStatus) GetDisks() []*Disk {
 	return nil
 }
 
+func (x *ChunkServerStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ChunkServerStatus) GetDrainRemaining() int64 {
+	if x != nil {
+		return x.DrainRemaining
+	}
+	return 0
+}
+
 type ClusterReportResponse struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	StateId         uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
@@ -2524,13 +2704,14 @@ type ClusterReportResponse struct {
 	Missing         int64                  `protobuf:"varint,13,opt,name=missing,proto3" json:"missing,omitempty"`                                      // chunks with no live current replica
 	RepairRate      float64                `protobuf:"fixed64,14,opt,name=repair_rate,json=repairRate,proto3" json:"repair_rate,omitempty"`             // bytes per second cloned over the last minute
 	Repaired        int64                  `protobuf:"varint,15,opt,name=repaired,proto3" json:"repaired,omitempty"`                                    // clones completed since the master started
+	Balance         *BalanceStatus         `protobuf:"bytes,16,opt,name=balance,proto3" json:"balance,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ClusterReportResponse) Reset() {
 	*x = ClusterReportResponse{}
-	mi := &file_master_proto_msgTypes[35]
+	mi := &file_master_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +2723,7 @@ func (x *ClusterReportResponse) String() string {
 func (*ClusterReportResponse) ProtoMessage() {}
 
 func (x *ClusterReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[35]
+	mi := &file_master_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +2736,7 @@ func (x *ClusterReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterReportResponse.ProtoReflect.Descriptor instead.
 func (*ClusterReportResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{35}
+	return file_master_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ClusterReportResponse) GetStateId() uint64 {
@@ -2663,6 +2844,13 @@ func (x *ClusterReportResponse) GetRepaired() int64 {
 	return 0
 }
 
+func (x *ClusterReportResponse) GetBalance() *BalanceStatus {
+	if x != nil {
+		return x.Balance
+	}
+	return nil
+}
+
 // FsckRequest checks the files under path (a file or a directory tree).
 type FsckRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2675,7 +2863,7 @@ type FsckRequest struct {
 
 func (x *FsckRequest) Reset() {
 	*x = FsckRequest{}
-	mi := &file_master_proto_msgTypes[36]
+	mi := &file_master_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2687,7 +2875,7 @@ func (x *FsckRequest) String() string {
 func (*FsckRequest) ProtoMessage() {}
 
 func (x *FsckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[36]
+	mi := &file_master_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2700,7 +2888,7 @@ func (x *FsckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
 func (*FsckRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{36}
+	return file_master_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *FsckRequest) GetCaller() *Caller {
@@ -2743,7 +2931,7 @@ type FsckFile struct {
 
 func (x *FsckFile) Reset() {
 	*x = FsckFile{}
-	mi := &file_master_proto_msgTypes[37]
+	mi := &file_master_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2943,7 @@ func (x *FsckFile) String() string {
 func (*FsckFile) ProtoMessage() {}
 
 func (x *FsckFile) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[37]
+	mi := &file_master_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2956,7 @@ func (x *FsckFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckFile.ProtoReflect.Descriptor instead.
 func (*FsckFile) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{37}
+	return file_master_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FsckFile) GetPath() string {
@@ -2845,7 +3033,7 @@ type FsckResponse struct {
 
 func (x *FsckResponse) Reset() {
 	*x = FsckResponse{}
-	mi := &file_master_proto_msgTypes[38]
+	mi := &file_master_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2857,7 +3045,7 @@ func (x *FsckResponse) String() string {
 func (*FsckResponse) ProtoMessage() {}
 
 func (x *FsckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[38]
+	mi := &file_master_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2870,7 +3058,7 @@ func (x *FsckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
 func (*FsckResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{38}
+	return file_master_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FsckResponse) GetStateId() uint64 {
@@ -2964,7 +3152,7 @@ type MetaOp struct {
 
 func (x *MetaOp) Reset() {
 	*x = MetaOp{}
-	mi := &file_master_proto_msgTypes[39]
+	mi := &file_master_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2976,7 +3164,7 @@ func (x *MetaOp) String() string {
 func (*MetaOp) ProtoMessage() {}
 
 func (x *MetaOp) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[39]
+	mi := &file_master_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2989,7 +3177,7 @@ func (x *MetaOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaOp.ProtoReflect.Descriptor instead.
 func (*MetaOp) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{39}
+	return file_master_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *MetaOp) GetOp() isMetaOp_Op {
@@ -3129,7 +3317,7 @@ type MetaResult struct {
 
 func (x *MetaResult) Reset() {
 	*x = MetaResult{}
-	mi := &file_master_proto_msgTypes[40]
+	mi := &file_master_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3141,7 +3329,7 @@ func (x *MetaResult) String() string {
 func (*MetaResult) ProtoMessage() {}
 
 func (x *MetaResult) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[40]
+	mi := &file_master_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3154,7 +3342,7 @@ func (x *MetaResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaResult.ProtoReflect.Descriptor instead.
 func (*MetaResult) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{40}
+	return file_master_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *MetaResult) GetResult() isMetaResult_Result {
@@ -3300,7 +3488,7 @@ type BatchRequest struct {
 
 func (x *BatchRequest) Reset() {
 	*x = BatchRequest{}
-	mi := &file_master_proto_msgTypes[41]
+	mi := &file_master_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3312,7 +3500,7 @@ func (x *BatchRequest) String() string {
 func (*BatchRequest) ProtoMessage() {}
 
 func (x *BatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[41]
+	mi := &file_master_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3325,7 +3513,7 @@ func (x *BatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
 func (*BatchRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{41}
+	return file_master_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BatchRequest) GetOps() []*MetaOp {
@@ -3345,7 +3533,7 @@ type BatchResponse struct {
 
 func (x *BatchResponse) Reset() {
 	*x = BatchResponse{}
-	mi := &file_master_proto_msgTypes[42]
+	mi := &file_master_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3357,7 +3545,7 @@ func (x *BatchResponse) String() string {
 func (*BatchResponse) ProtoMessage() {}
 
 func (x *BatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[42]
+	mi := &file_master_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3370,7 +3558,7 @@ func (x *BatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
 func (*BatchResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{42}
+	return file_master_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *BatchResponse) GetStateId() uint64 {
@@ -3397,7 +3585,7 @@ type MsyncRequest struct {
 
 func (x *MsyncRequest) Reset() {
 	*x = MsyncRequest{}
-	mi := &file_master_proto_msgTypes[43]
+	mi := &file_master_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3409,7 +3597,7 @@ func (x *MsyncRequest) String() string {
 func (*MsyncRequest) ProtoMessage() {}
 
 func (x *MsyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[43]
+	mi := &file_master_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3422,7 +3610,7 @@ func (x *MsyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsyncRequest.ProtoReflect.Descriptor instead.
 func (*MsyncRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{43}
+	return file_master_proto_rawDescGZIP(), []int{45}
 }
 
 type MsyncResponse struct {
@@ -3434,7 +3622,7 @@ type MsyncResponse struct {
 
 func (x *MsyncResponse) Reset() {
 	*x = MsyncResponse{}
-	mi := &file_master_proto_msgTypes[44]
+	mi := &file_master_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3446,7 +3634,7 @@ func (x *MsyncResponse) String() string {
 func (*MsyncResponse) ProtoMessage() {}
 
 func (x *MsyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[44]
+	mi := &file_master_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3459,7 +3647,7 @@ func (x *MsyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsyncResponse.ProtoReflect.Descriptor instead.
 func (*MsyncResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{44}
+	return file_master_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *MsyncResponse) GetStateId() uint64 {
@@ -3478,7 +3666,7 @@ type HAStatusRequest struct {
 
 func (x *HAStatusRequest) Reset() {
 	*x = HAStatusRequest{}
-	mi := &file_master_proto_msgTypes[45]
+	mi := &file_master_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3490,7 +3678,7 @@ func (x *HAStatusRequest) String() string {
 func (*HAStatusRequest) ProtoMessage() {}
 
 func (x *HAStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[45]
+	mi := &file_master_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3503,7 +3691,7 @@ func (x *HAStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HAStatusRequest.ProtoReflect.Descriptor instead.
 func (*HAStatusRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{45}
+	return file_master_proto_rawDescGZIP(), []int{47}
 }
 
 type HAMember struct {
@@ -3517,7 +3705,7 @@ type HAMember struct {
 
 func (x *HAMember) Reset() {
 	*x = HAMember{}
-	mi := &file_master_proto_msgTypes[46]
+	mi := &file_master_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3529,7 +3717,7 @@ func (x *HAMember) String() string {
 func (*HAMember) ProtoMessage() {}
 
 func (x *HAMember) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[46]
+	mi := &file_master_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3542,7 +3730,7 @@ func (x *HAMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HAMember.ProtoReflect.Descriptor instead.
 func (*HAMember) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{46}
+	return file_master_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *HAMember) GetId() string {
@@ -3582,7 +3770,7 @@ type HAStatusResponse struct {
 
 func (x *HAStatusResponse) Reset() {
 	*x = HAStatusResponse{}
-	mi := &file_master_proto_msgTypes[47]
+	mi := &file_master_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3594,7 +3782,7 @@ func (x *HAStatusResponse) String() string {
 func (*HAStatusResponse) ProtoMessage() {}
 
 func (x *HAStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[47]
+	mi := &file_master_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3607,7 +3795,7 @@ func (x *HAStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HAStatusResponse.ProtoReflect.Descriptor instead.
 func (*HAStatusResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{47}
+	return file_master_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *HAStatusResponse) GetStateId() uint64 {
@@ -3680,7 +3868,7 @@ type HAChangeRequest struct {
 
 func (x *HAChangeRequest) Reset() {
 	*x = HAChangeRequest{}
-	mi := &file_master_proto_msgTypes[48]
+	mi := &file_master_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3692,7 +3880,7 @@ func (x *HAChangeRequest) String() string {
 func (*HAChangeRequest) ProtoMessage() {}
 
 func (x *HAChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[48]
+	mi := &file_master_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3705,7 +3893,7 @@ func (x *HAChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HAChangeRequest.ProtoReflect.Descriptor instead.
 func (*HAChangeRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{48}
+	return file_master_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *HAChangeRequest) GetCaller() *Caller {
@@ -3745,7 +3933,7 @@ type HAChangeResponse struct {
 
 func (x *HAChangeResponse) Reset() {
 	*x = HAChangeResponse{}
-	mi := &file_master_proto_msgTypes[49]
+	mi := &file_master_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3757,7 +3945,7 @@ func (x *HAChangeResponse) String() string {
 func (*HAChangeResponse) ProtoMessage() {}
 
 func (x *HAChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[49]
+	mi := &file_master_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3770,7 +3958,7 @@ func (x *HAChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HAChangeResponse.ProtoReflect.Descriptor instead.
 func (*HAChangeResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{49}
+	return file_master_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *HAChangeResponse) GetStateId() uint64 {
@@ -3778,6 +3966,403 @@ func (x *HAChangeResponse) GetStateId() uint64 {
 		return x.StateId
 	}
 	return 0
+}
+
+// BalanceStatus is the rebalancer's state.
+type BalanceStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Running       bool                   `protobuf:"varint,1,opt,name=running,proto3" json:"running,omitempty"`
+	Threshold     float64                `protobuf:"fixed64,2,opt,name=threshold,proto3" json:"threshold,omitempty"` // target: every live server within this many percentage points of the mean utilisation
+	MovesInFlight int64                  `protobuf:"varint,3,opt,name=moves_in_flight,json=movesInFlight,proto3" json:"moves_in_flight,omitempty"`
+	Moved         int64                  `protobuf:"varint,4,opt,name=moved,proto3" json:"moved,omitempty"` // replicas moved since the master started
+	BytesMoved    int64                  `protobuf:"varint,5,opt,name=bytes_moved,json=bytesMoved,proto3" json:"bytes_moved,omitempty"`
+	Spread        float64                `protobuf:"fixed64,6,opt,name=spread,proto3" json:"spread,omitempty"` // highest minus lowest utilisation of live servers, in percentage points
+	Rate          float64                `protobuf:"fixed64,7,opt,name=rate,proto3" json:"rate,omitempty"`     // bytes per second moved over the last minute
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BalanceStatus) Reset() {
+	*x = BalanceStatus{}
+	mi := &file_master_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BalanceStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BalanceStatus) ProtoMessage() {}
+
+func (x *BalanceStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BalanceStatus.ProtoReflect.Descriptor instead.
+func (*BalanceStatus) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *BalanceStatus) GetRunning() bool {
+	if x != nil {
+		return x.Running
+	}
+	return false
+}
+
+func (x *BalanceStatus) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+func (x *BalanceStatus) GetMovesInFlight() int64 {
+	if x != nil {
+		return x.MovesInFlight
+	}
+	return 0
+}
+
+func (x *BalanceStatus) GetMoved() int64 {
+	if x != nil {
+		return x.Moved
+	}
+	return 0
+}
+
+func (x *BalanceStatus) GetBytesMoved() int64 {
+	if x != nil {
+		return x.BytesMoved
+	}
+	return 0
+}
+
+func (x *BalanceStatus) GetSpread() float64 {
+	if x != nil {
+		return x.Spread
+	}
+	return 0
+}
+
+func (x *BalanceStatus) GetRate() float64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
+// BalanceRequest (admin) reads, starts or stops the rebalancer. It needs the superuser.
+type BalanceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Action        string                 `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`         // status, start or stop
+	Threshold     float64                `protobuf:"fixed64,3,opt,name=threshold,proto3" json:"threshold,omitempty"` // start: 0 keeps the current threshold
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BalanceRequest) Reset() {
+	*x = BalanceRequest{}
+	mi := &file_master_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BalanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BalanceRequest) ProtoMessage() {}
+
+func (x *BalanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BalanceRequest.ProtoReflect.Descriptor instead.
+func (*BalanceRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *BalanceRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *BalanceRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *BalanceRequest) GetThreshold() float64 {
+	if x != nil {
+		return x.Threshold
+	}
+	return 0
+}
+
+type BalanceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	Status        *BalanceStatus         `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BalanceResponse) Reset() {
+	*x = BalanceResponse{}
+	mi := &file_master_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BalanceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BalanceResponse) ProtoMessage() {}
+
+func (x *BalanceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BalanceResponse.ProtoReflect.Descriptor instead.
+func (*BalanceResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *BalanceResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *BalanceResponse) GetStatus() *BalanceStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// DecommissionRequest (admin) drains a chunkserver, or undoes that with
+// recommission. An empty server only reads the state of every server being
+// drained. It needs the superuser.
+type DecommissionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Server        string                 `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"` // chunkserver ID or address
+	Recommission  bool                   `protobuf:"varint,3,opt,name=recommission,proto3" json:"recommission,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecommissionRequest) Reset() {
+	*x = DecommissionRequest{}
+	mi := &file_master_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecommissionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecommissionRequest) ProtoMessage() {}
+
+func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
+func (*DecommissionRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *DecommissionRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *DecommissionRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *DecommissionRequest) GetRecommission() bool {
+	if x != nil {
+		return x.Recommission
+	}
+	return false
+}
+
+type DecommissionState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`          // decommissioning or decommissioned (safe to remove), or live after recommission
+	Chunks        int64                  `protobuf:"varint,4,opt,name=chunks,proto3" json:"chunks,omitempty"`       // replicas the server holds
+	Remaining     int64                  `protobuf:"varint,5,opt,name=remaining,proto3" json:"remaining,omitempty"` // of those, chunks not yet fully replicated elsewhere
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecommissionState) Reset() {
+	*x = DecommissionState{}
+	mi := &file_master_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecommissionState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecommissionState) ProtoMessage() {}
+
+func (x *DecommissionState) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecommissionState.ProtoReflect.Descriptor instead.
+func (*DecommissionState) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *DecommissionState) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DecommissionState) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *DecommissionState) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *DecommissionState) GetChunks() int64 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *DecommissionState) GetRemaining() int64 {
+	if x != nil {
+		return x.Remaining
+	}
+	return 0
+}
+
+type DecommissionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	Servers       []*DecommissionState   `protobuf:"bytes,2,rep,name=servers,proto3" json:"servers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecommissionResponse) Reset() {
+	*x = DecommissionResponse{}
+	mi := &file_master_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecommissionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecommissionResponse) ProtoMessage() {}
+
+func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecommissionResponse.ProtoReflect.Descriptor instead.
+func (*DecommissionResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *DecommissionResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *DecommissionResponse) GetServers() []*DecommissionState {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
 }
 
 var File_master_proto protoreflect.FileDescriptor
@@ -3881,14 +4466,15 @@ const file_master_proto_rawDesc = "" +
 	"\a_length\"V\n" +
 	"\x0fSetAttrResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
-	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\"\xb5\x01\n" +
+	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\"\xcb\x01\n" +
 	"\rChunkLocation\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x03R\x05index\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x1a\n" +
 	"\breplicas\x18\x04 \x03(\tR\breplicas\x12\x18\n" +
 	"\aprimary\x18\x05 \x01(\tR\aprimary\x12&\n" +
-	"\x0flease_expiry_ms\x18\x06 \x01(\x03R\rleaseExpiryMs\"\xab\x01\n" +
+	"\x0flease_expiry_ms\x18\x06 \x01(\x03R\rleaseExpiryMs\x12\x14\n" +
+	"\x05token\x18\a \x01(\fR\x05token\"\xab\x01\n" +
 	"\x10GetChunksRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1f\n" +
@@ -3937,7 +4523,15 @@ const file_master_proto_rawDesc = "" +
 	"\x04Disk\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x03R\bcapacity\x12\x12\n" +
-	"\x04free\x18\x03 \x01(\x03R\x04free\"\xe7\x01\n" +
+	"\x04free\x18\x03 \x01(\x03R\x04free\"`\n" +
+	"\tHeldLease\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12!\n" +
+	"\fremaining_ms\x18\x03 \x01(\x03R\vremainingMs\"Z\n" +
+	"\bTokenKey\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\fR\x06secret\x12&\n" +
+	"\x0fexpires_unix_ms\x18\x03 \x01(\x03R\rexpiresUnixMs\"\x96\x02\n" +
 	"\x0fRegisterRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -3946,12 +4540,15 @@ const file_master_proto_rawDesc = "" +
 	"\x04used\x18\x05 \x01(\x03R\x04used\x120\n" +
 	"\x06chunks\x18\x06 \x03(\v2\x18.chunkfs.v1.ChunkReplicaR\x06chunks\x12\x12\n" +
 	"\x04free\x18\a \x01(\x03R\x04free\x12&\n" +
-	"\x05disks\x18\b \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\"\x91\x01\n" +
+	"\x05disks\x18\b \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\x12-\n" +
+	"\x06leases\x18\t \x03(\v2\x15.chunkfs.v1.HeldLeaseR\x06leases\"\xc6\x01\n" +
 	"\x10RegisterResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x18\n" +
 	"\agarbage\x18\x02 \x03(\x04R\agarbage\x12\x14\n" +
 	"\x05stale\x18\x03 \x03(\x04R\x05stale\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x04 \x01(\x03R\x13heartbeatIntervalMs\"\xa7\x02\n" +
+	"\x15heartbeat_interval_ms\x18\x04 \x01(\x03R\x13heartbeatIntervalMs\x123\n" +
+	"\n" +
+	"token_keys\x18\x05 \x03(\v2\x14.chunkfs.v1.TokenKeyR\ttokenKeys\"\xd6\x02\n" +
 	"\x10HeartbeatRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1a\n" +
@@ -3963,7 +4560,8 @@ const file_master_proto_rawDesc = "" +
 	"\acorrupt\x18\b \x03(\x04R\acorrupt\x12\x12\n" +
 	"\x04free\x18\t \x01(\x03R\x04free\x12&\n" +
 	"\x05disks\x18\n" +
-	" \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\"\x9f\x01\n" +
+	" \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\x12-\n" +
+	"\x06leases\x18\v \x03(\v2\x15.chunkfs.v1.HeldLeaseR\x06leases\"\xd4\x01\n" +
 	"\x11HeartbeatResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x1e\n" +
 	"\n" +
@@ -3971,14 +4569,16 @@ const file_master_proto_rawDesc = "" +
 	"reregister\x12\x18\n" +
 	"\agarbage\x18\x03 \x03(\x04R\agarbage\x12\x1a\n" +
 	"\bextended\x18\x04 \x03(\x04R\bextended\x12\x19\n" +
-	"\blease_ms\x18\x05 \x01(\x03R\aleaseMs\"d\n" +
+	"\blease_ms\x18\x05 \x01(\x03R\aleaseMs\x123\n" +
+	"\n" +
+	"token_keys\x18\x06 \x03(\v2\x14.chunkfs.v1.TokenKeyR\ttokenKeys\"d\n" +
 	"\x14ReportCorruptRequest\x12\x1a\n" +
 	"\breporter\x18\x01 \x01(\tR\breporter\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x18\n" +
 	"\areplica\x18\x03 \x01(\tR\areplica\"2\n" +
 	"\x15ReportCorruptResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\"\x16\n" +
-	"\x14ClusterReportRequest\"\xa5\x02\n" +
+	"\x14ClusterReportRequest\"\xe4\x02\n" +
 	"\x11ChunkServerStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -3991,7 +4591,9 @@ const file_master_proto_rawDesc = "" +
 	"\x11last_heartbeat_ms\x18\t \x01(\x03R\x0flastHeartbeatMs\x12\x12\n" +
 	"\x04free\x18\n" +
 	" \x01(\x03R\x04free\x12&\n" +
-	"\x05disks\x18\v \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\"\xf6\x03\n" +
+	"\x05disks\x18\v \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\x12\x14\n" +
+	"\x05state\x18\f \x01(\tR\x05state\x12'\n" +
+	"\x0fdrain_remaining\x18\r \x01(\x03R\x0edrainRemaining\"\xab\x04\n" +
 	"\x15ClusterReportResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
 	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.ChunkServerStatusR\aservers\x12\x14\n" +
@@ -4010,7 +4612,8 @@ const file_master_proto_rawDesc = "" +
 	"\amissing\x18\r \x01(\x03R\amissing\x12\x1f\n" +
 	"\vrepair_rate\x18\x0e \x01(\x01R\n" +
 	"repairRate\x12\x1a\n" +
-	"\brepaired\x18\x0f \x01(\x03R\brepaired\"j\n" +
+	"\brepaired\x18\x0f \x01(\x03R\brepaired\x123\n" +
+	"\abalance\x18\x10 \x01(\v2\x19.chunkfs.v1.BalanceStatusR\abalance\"j\n" +
 	"\vFsckRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1b\n" +
@@ -4085,7 +4688,36 @@ const file_master_proto_rawDesc = "" +
 	"\x02id\x18\x03 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x04 \x01(\tR\x04addr\"-\n" +
 	"\x10HAChangeResponse\x12\x19\n" +
-	"\bstate_id\x18\x01 \x01(\x04R\astateId2\x85\v\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\"\xd2\x01\n" +
+	"\rBalanceStatus\x12\x18\n" +
+	"\arunning\x18\x01 \x01(\bR\arunning\x12\x1c\n" +
+	"\tthreshold\x18\x02 \x01(\x01R\tthreshold\x12&\n" +
+	"\x0fmoves_in_flight\x18\x03 \x01(\x03R\rmovesInFlight\x12\x14\n" +
+	"\x05moved\x18\x04 \x01(\x03R\x05moved\x12\x1f\n" +
+	"\vbytes_moved\x18\x05 \x01(\x03R\n" +
+	"bytesMoved\x12\x16\n" +
+	"\x06spread\x18\x06 \x01(\x01R\x06spread\x12\x12\n" +
+	"\x04rate\x18\a \x01(\x01R\x04rate\"r\n" +
+	"\x0eBalanceRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x1c\n" +
+	"\tthreshold\x18\x03 \x01(\x01R\tthreshold\"_\n" +
+	"\x0fBalanceResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x121\n" +
+	"\x06status\x18\x02 \x01(\v2\x19.chunkfs.v1.BalanceStatusR\x06status\"}\n" +
+	"\x13DecommissionRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12\"\n" +
+	"\frecommission\x18\x03 \x01(\bR\frecommission\"\x83\x01\n" +
+	"\x11DecommissionState\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x16\n" +
+	"\x06chunks\x18\x04 \x01(\x03R\x06chunks\x12\x1c\n" +
+	"\tremaining\x18\x05 \x01(\x03R\tremaining\"j\n" +
+	"\x14DecommissionResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
+	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.DecommissionStateR\aservers2\x9c\f\n" +
 	"\x06Master\x12<\n" +
 	"\x05Mkdir\x12\x18.chunkfs.v1.MkdirRequest\x1a\x19.chunkfs.v1.MkdirResponse\x12?\n" +
 	"\x06Create\x12\x19.chunkfs.v1.CreateRequest\x1a\x1a.chunkfs.v1.CreateResponse\x129\n" +
@@ -4106,7 +4738,9 @@ const file_master_proto_rawDesc = "" +
 	"\tHeartbeat\x12\x1c.chunkfs.v1.HeartbeatRequest\x1a\x1d.chunkfs.v1.HeartbeatResponse\x12<\n" +
 	"\x05Msync\x12\x18.chunkfs.v1.MsyncRequest\x1a\x19.chunkfs.v1.MsyncResponse\x12E\n" +
 	"\bHAStatus\x12\x1b.chunkfs.v1.HAStatusRequest\x1a\x1c.chunkfs.v1.HAStatusResponse\x12E\n" +
-	"\bHAChange\x12\x1b.chunkfs.v1.HAChangeRequest\x1a\x1c.chunkfs.v1.HAChangeResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
+	"\bHAChange\x12\x1b.chunkfs.v1.HAChangeRequest\x1a\x1c.chunkfs.v1.HAChangeResponse\x12B\n" +
+	"\aBalance\x12\x1a.chunkfs.v1.BalanceRequest\x1a\x1b.chunkfs.v1.BalanceResponse\x12Q\n" +
+	"\fDecommission\x12\x1f.chunkfs.v1.DecommissionRequest\x1a .chunkfs.v1.DecommissionResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once
@@ -4120,7 +4754,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_master_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: chunkfs.v1.Caller
 	(*FileInfo)(nil),              // 1: chunkfs.v1.FileInfo
@@ -4149,30 +4783,38 @@ var file_master_proto_goTypes = []any{
 	(*ClusterInfoResponse)(nil),   // 24: chunkfs.v1.ClusterInfoResponse
 	(*ChunkReplica)(nil),          // 25: chunkfs.v1.ChunkReplica
 	(*Disk)(nil),                  // 26: chunkfs.v1.Disk
-	(*RegisterRequest)(nil),       // 27: chunkfs.v1.RegisterRequest
-	(*RegisterResponse)(nil),      // 28: chunkfs.v1.RegisterResponse
-	(*HeartbeatRequest)(nil),      // 29: chunkfs.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 30: chunkfs.v1.HeartbeatResponse
-	(*ReportCorruptRequest)(nil),  // 31: chunkfs.v1.ReportCorruptRequest
-	(*ReportCorruptResponse)(nil), // 32: chunkfs.v1.ReportCorruptResponse
-	(*ClusterReportRequest)(nil),  // 33: chunkfs.v1.ClusterReportRequest
-	(*ChunkServerStatus)(nil),     // 34: chunkfs.v1.ChunkServerStatus
-	(*ClusterReportResponse)(nil), // 35: chunkfs.v1.ClusterReportResponse
-	(*FsckRequest)(nil),           // 36: chunkfs.v1.FsckRequest
-	(*FsckFile)(nil),              // 37: chunkfs.v1.FsckFile
-	(*FsckResponse)(nil),          // 38: chunkfs.v1.FsckResponse
-	(*MetaOp)(nil),                // 39: chunkfs.v1.MetaOp
-	(*MetaResult)(nil),            // 40: chunkfs.v1.MetaResult
-	(*BatchRequest)(nil),          // 41: chunkfs.v1.BatchRequest
-	(*BatchResponse)(nil),         // 42: chunkfs.v1.BatchResponse
-	(*MsyncRequest)(nil),          // 43: chunkfs.v1.MsyncRequest
-	(*MsyncResponse)(nil),         // 44: chunkfs.v1.MsyncResponse
-	(*HAStatusRequest)(nil),       // 45: chunkfs.v1.HAStatusRequest
-	(*HAMember)(nil),              // 46: chunkfs.v1.HAMember
-	(*HAStatusResponse)(nil),      // 47: chunkfs.v1.HAStatusResponse
-	(*HAChangeRequest)(nil),       // 48: chunkfs.v1.HAChangeRequest
-	(*HAChangeResponse)(nil),      // 49: chunkfs.v1.HAChangeResponse
-	(*ErrorDetail)(nil),           // 50: chunkfs.v1.ErrorDetail
+	(*HeldLease)(nil),             // 27: chunkfs.v1.HeldLease
+	(*TokenKey)(nil),              // 28: chunkfs.v1.TokenKey
+	(*RegisterRequest)(nil),       // 29: chunkfs.v1.RegisterRequest
+	(*RegisterResponse)(nil),      // 30: chunkfs.v1.RegisterResponse
+	(*HeartbeatRequest)(nil),      // 31: chunkfs.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),     // 32: chunkfs.v1.HeartbeatResponse
+	(*ReportCorruptRequest)(nil),  // 33: chunkfs.v1.ReportCorruptRequest
+	(*ReportCorruptResponse)(nil), // 34: chunkfs.v1.ReportCorruptResponse
+	(*ClusterReportRequest)(nil),  // 35: chunkfs.v1.ClusterReportRequest
+	(*ChunkServerStatus)(nil),     // 36: chunkfs.v1.ChunkServerStatus
+	(*ClusterReportResponse)(nil), // 37: chunkfs.v1.ClusterReportResponse
+	(*FsckRequest)(nil),           // 38: chunkfs.v1.FsckRequest
+	(*FsckFile)(nil),              // 39: chunkfs.v1.FsckFile
+	(*FsckResponse)(nil),          // 40: chunkfs.v1.FsckResponse
+	(*MetaOp)(nil),                // 41: chunkfs.v1.MetaOp
+	(*MetaResult)(nil),            // 42: chunkfs.v1.MetaResult
+	(*BatchRequest)(nil),          // 43: chunkfs.v1.BatchRequest
+	(*BatchResponse)(nil),         // 44: chunkfs.v1.BatchResponse
+	(*MsyncRequest)(nil),          // 45: chunkfs.v1.MsyncRequest
+	(*MsyncResponse)(nil),         // 46: chunkfs.v1.MsyncResponse
+	(*HAStatusRequest)(nil),       // 47: chunkfs.v1.HAStatusRequest
+	(*HAMember)(nil),              // 48: chunkfs.v1.HAMember
+	(*HAStatusResponse)(nil),      // 49: chunkfs.v1.HAStatusResponse
+	(*HAChangeRequest)(nil),       // 50: chunkfs.v1.HAChangeRequest
+	(*HAChangeResponse)(nil),      // 51: chunkfs.v1.HAChangeResponse
+	(*BalanceStatus)(nil),         // 52: chunkfs.v1.BalanceStatus
+	(*BalanceRequest)(nil),        // 53: chunkfs.v1.BalanceRequest
+	(*BalanceResponse)(nil),       // 54: chunkfs.v1.BalanceResponse
+	(*DecommissionRequest)(nil),   // 55: chunkfs.v1.DecommissionRequest
+	(*DecommissionState)(nil),     // 56: chunkfs.v1.DecommissionState
+	(*DecommissionResponse)(nil),  // 57: chunkfs.v1.DecommissionResponse
+	(*ErrorDetail)(nil),           // 58: chunkfs.v1.ErrorDetail
 }
 var file_master_proto_depIdxs = []int32{
 	0,  // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
@@ -4195,76 +4837,89 @@ var file_master_proto_depIdxs = []int32{
 	0,  // 17: chunkfs.v1.CommitLengthRequest.caller:type_name -> chunkfs.v1.Caller
 	25, // 18: chunkfs.v1.RegisterRequest.chunks:type_name -> chunkfs.v1.ChunkReplica
 	26, // 19: chunkfs.v1.RegisterRequest.disks:type_name -> chunkfs.v1.Disk
-	25, // 20: chunkfs.v1.HeartbeatRequest.sample:type_name -> chunkfs.v1.ChunkReplica
-	26, // 21: chunkfs.v1.HeartbeatRequest.disks:type_name -> chunkfs.v1.Disk
-	26, // 22: chunkfs.v1.ChunkServerStatus.disks:type_name -> chunkfs.v1.Disk
-	34, // 23: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
-	0,  // 24: chunkfs.v1.FsckRequest.caller:type_name -> chunkfs.v1.Caller
-	37, // 25: chunkfs.v1.FsckResponse.files:type_name -> chunkfs.v1.FsckFile
-	6,  // 26: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
-	4,  // 27: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
-	2,  // 28: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
-	12, // 29: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
-	10, // 30: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
-	14, // 31: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
-	21, // 32: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
-	50, // 33: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
-	7,  // 34: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
-	5,  // 35: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
-	3,  // 36: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
-	13, // 37: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
-	11, // 38: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
-	15, // 39: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
-	22, // 40: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
-	39, // 41: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
-	40, // 42: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
-	46, // 43: chunkfs.v1.HAStatusResponse.members:type_name -> chunkfs.v1.HAMember
-	0,  // 44: chunkfs.v1.HAChangeRequest.caller:type_name -> chunkfs.v1.Caller
-	2,  // 45: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
-	4,  // 46: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
-	6,  // 47: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
-	8,  // 48: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
-	10, // 49: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
-	12, // 50: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
-	14, // 51: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
-	17, // 52: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
-	19, // 53: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
-	21, // 54: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
-	23, // 55: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
-	33, // 56: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
-	31, // 57: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
-	36, // 58: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
-	41, // 59: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
-	27, // 60: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
-	29, // 61: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
-	43, // 62: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
-	45, // 63: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
-	48, // 64: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
-	3,  // 65: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
-	5,  // 66: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
-	7,  // 67: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
-	9,  // 68: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
-	11, // 69: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
-	13, // 70: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
-	15, // 71: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
-	18, // 72: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
-	20, // 73: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
-	22, // 74: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
-	24, // 75: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
-	35, // 76: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
-	32, // 77: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
-	38, // 78: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
-	42, // 79: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
-	28, // 80: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
-	30, // 81: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
-	44, // 82: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
-	47, // 83: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
-	49, // 84: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
-	65, // [65:85] is the sub-list for method output_type
-	45, // [45:65] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	27, // 20: chunkfs.v1.RegisterRequest.leases:type_name -> chunkfs.v1.HeldLease
+	28, // 21: chunkfs.v1.RegisterResponse.token_keys:type_name -> chunkfs.v1.TokenKey
+	25, // 22: chunkfs.v1.HeartbeatRequest.sample:type_name -> chunkfs.v1.ChunkReplica
+	26, // 23: chunkfs.v1.HeartbeatRequest.disks:type_name -> chunkfs.v1.Disk
+	27, // 24: chunkfs.v1.HeartbeatRequest.leases:type_name -> chunkfs.v1.HeldLease
+	28, // 25: chunkfs.v1.HeartbeatResponse.token_keys:type_name -> chunkfs.v1.TokenKey
+	26, // 26: chunkfs.v1.ChunkServerStatus.disks:type_name -> chunkfs.v1.Disk
+	36, // 27: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
+	52, // 28: chunkfs.v1.ClusterReportResponse.balance:type_name -> chunkfs.v1.BalanceStatus
+	0,  // 29: chunkfs.v1.FsckRequest.caller:type_name -> chunkfs.v1.Caller
+	39, // 30: chunkfs.v1.FsckResponse.files:type_name -> chunkfs.v1.FsckFile
+	6,  // 31: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
+	4,  // 32: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
+	2,  // 33: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
+	12, // 34: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
+	10, // 35: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
+	14, // 36: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
+	21, // 37: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
+	58, // 38: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
+	7,  // 39: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
+	5,  // 40: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
+	3,  // 41: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
+	13, // 42: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
+	11, // 43: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
+	15, // 44: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
+	22, // 45: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
+	41, // 46: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
+	42, // 47: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
+	48, // 48: chunkfs.v1.HAStatusResponse.members:type_name -> chunkfs.v1.HAMember
+	0,  // 49: chunkfs.v1.HAChangeRequest.caller:type_name -> chunkfs.v1.Caller
+	0,  // 50: chunkfs.v1.BalanceRequest.caller:type_name -> chunkfs.v1.Caller
+	52, // 51: chunkfs.v1.BalanceResponse.status:type_name -> chunkfs.v1.BalanceStatus
+	0,  // 52: chunkfs.v1.DecommissionRequest.caller:type_name -> chunkfs.v1.Caller
+	56, // 53: chunkfs.v1.DecommissionResponse.servers:type_name -> chunkfs.v1.DecommissionState
+	2,  // 54: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
+	4,  // 55: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
+	6,  // 56: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
+	8,  // 57: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
+	10, // 58: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
+	12, // 59: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
+	14, // 60: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
+	17, // 61: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
+	19, // 62: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
+	21, // 63: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
+	23, // 64: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
+	35, // 65: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
+	33, // 66: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
+	38, // 67: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
+	43, // 68: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
+	29, // 69: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
+	31, // 70: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
+	45, // 71: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
+	47, // 72: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
+	50, // 73: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
+	53, // 74: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
+	55, // 75: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
+	3,  // 76: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
+	5,  // 77: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
+	7,  // 78: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
+	9,  // 79: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
+	11, // 80: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
+	13, // 81: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
+	15, // 82: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
+	18, // 83: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
+	20, // 84: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
+	22, // 85: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
+	24, // 86: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
+	37, // 87: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
+	34, // 88: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
+	40, // 89: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
+	44, // 90: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
+	30, // 91: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
+	32, // 92: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
+	46, // 93: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
+	49, // 94: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
+	51, // 95: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
+	54, // 96: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
+	57, // 97: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
+	76, // [76:98] is the sub-list for method output_type
+	54, // [54:76] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -4274,7 +4929,7 @@ func file_master_proto_init() {
 	}
 	file_errors_proto_init()
 	file_master_proto_msgTypes[14].OneofWrappers = []any{}
-	file_master_proto_msgTypes[39].OneofWrappers = []any{
+	file_master_proto_msgTypes[41].OneofWrappers = []any{
 		(*MetaOp_Stat)(nil),
 		(*MetaOp_Create)(nil),
 		(*MetaOp_Mkdir)(nil),
@@ -4283,7 +4938,7 @@ func file_master_proto_init() {
 		(*MetaOp_SetAttr)(nil),
 		(*MetaOp_CommitLength)(nil),
 	}
-	file_master_proto_msgTypes[40].OneofWrappers = []any{
+	file_master_proto_msgTypes[42].OneofWrappers = []any{
 		(*MetaResult_Error)(nil),
 		(*MetaResult_Stat)(nil),
 		(*MetaResult_Create)(nil),
@@ -4299,7 +4954,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   50,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

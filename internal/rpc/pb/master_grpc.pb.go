@@ -43,6 +43,8 @@ const (
 	Master_Msync_FullMethodName         = "/chunkfs.v1.Master/Msync"
 	Master_HAStatus_FullMethodName      = "/chunkfs.v1.Master/HAStatus"
 	Master_HAChange_FullMethodName      = "/chunkfs.v1.Master/HAChange"
+	Master_Balance_FullMethodName       = "/chunkfs.v1.Master/Balance"
+	Master_Decommission_FullMethodName  = "/chunkfs.v1.Master/Decommission"
 )
 
 // MasterClient is the client API for Master service.
@@ -71,6 +73,8 @@ type MasterClient interface {
 	Msync(ctx context.Context, in *MsyncRequest, opts ...grpc.CallOption) (*MsyncResponse, error)
 	HAStatus(ctx context.Context, in *HAStatusRequest, opts ...grpc.CallOption) (*HAStatusResponse, error)
 	HAChange(ctx context.Context, in *HAChangeRequest, opts ...grpc.CallOption) (*HAChangeResponse, error)
+	Balance(ctx context.Context, in *BalanceRequest, opts ...grpc.CallOption) (*BalanceResponse, error)
+	Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*DecommissionResponse, error)
 }
 
 type masterClient struct {
@@ -281,6 +285,26 @@ func (c *masterClient) HAChange(ctx context.Context, in *HAChangeRequest, opts .
 	return out, nil
 }
 
+func (c *masterClient) Balance(ctx context.Context, in *BalanceRequest, opts ...grpc.CallOption) (*BalanceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BalanceResponse)
+	err := c.cc.Invoke(ctx, Master_Balance_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*DecommissionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DecommissionResponse)
+	err := c.cc.Invoke(ctx, Master_Decommission_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -307,6 +331,8 @@ type MasterServer interface {
 	Msync(context.Context, *MsyncRequest) (*MsyncResponse, error)
 	HAStatus(context.Context, *HAStatusRequest) (*HAStatusResponse, error)
 	HAChange(context.Context, *HAChangeRequest) (*HAChangeResponse, error)
+	Balance(context.Context, *BalanceRequest) (*BalanceResponse, error)
+	Decommission(context.Context, *DecommissionRequest) (*DecommissionResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -376,6 +402,12 @@ func (UnimplementedMasterServer) HAStatus(context.Context, *HAStatusRequest) (*H
 }
 func (UnimplementedMasterServer) HAChange(context.Context, *HAChangeRequest) (*HAChangeResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method HAChange not implemented")
+}
+func (UnimplementedMasterServer) Balance(context.Context, *BalanceRequest) (*BalanceResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Balance not implemented")
+}
+func (UnimplementedMasterServer) Decommission(context.Context, *DecommissionRequest) (*DecommissionResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Decommission not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -758,6 +790,42 @@ func _Master_HAChange_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_Balance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BalanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).Balance(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_Balance_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).Balance(ctx, req.(*BalanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_Decommission_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DecommissionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).Decommission(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_Decommission_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).Decommission(ctx, req.(*DecommissionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -844,6 +912,14 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "HAChange",
 			Handler:    _Master_HAChange_Handler,
+		},
+		{
+			MethodName: "Balance",
+			Handler:    _Master_Balance_Handler,
+		},
+		{
+			MethodName: "Decommission",
+			Handler:    _Master_Decommission_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
