@@ -48,13 +48,17 @@ func MethodName(full string) string { return full[strings.LastIndexByte(full, '/
 // process, guards may refuse a call before its handler, and errors are
 // translated by Status.
 func NewServer(log *slog.Logger, guards ...Guard) *grpc.Server {
+	return newServer(log, nil, guards)
+}
+
+func newServer(log *slog.Logger, obs CallObserver, guards []Guard) *grpc.Server {
 	if log == nil {
 		log = slog.Default()
 	}
 	return grpc.NewServer(
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
-		grpc.UnaryInterceptor(unaryGuard(log, guards)),
+		grpc.ChainUnaryInterceptor(observed(obs, unaryGuard(log, guards))...), // observe.go: the metrics hook
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
 }
