@@ -31,6 +31,10 @@ type Config struct {
 	StreamIdle        time.Duration // a data-stream connection sending no request for this long is closed
 	Reserve           int64         // bytes each disk keeps free: no new replica (chunk or clone) goes to one with less
 
+	// OnCall, when set, is told of every gRPC call the server answers
+	// (metrics). It must not block.
+	OnCall rpc.CallObserver
+
 	FS     chunkstore.FS // file system of the data directories
 	Clock  clock.Clock
 	Logger *slog.Logger

@@ -237,6 +237,7 @@ func (s *Server) housekeeping() {
 		if now := s.cfg.Clock.Now(); s.cfg.ScrubInterval > 0 && now.Sub(last) >= s.cfg.ScrubInterval {
 			last = now
 			next = s.scrubAfter(next)
+			s.traffic.scrubbedTo(next)
 		}
 	}
 }

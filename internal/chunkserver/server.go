@@ -71,6 +71,7 @@ type Server struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // background goroutines
 	reporter reporter
+	traffic  traffic // data-stream bytes, for figures (figures.go)
 }
 
 // Open opens the data directories and loads the chunks held there.
@@ -171,7 +172,7 @@ func (s *Server) start(lis net.Listener) error {
 	if err != nil {
 		return err
 	}
-	s.stream, s.mux, s.grpc = stream, rpc.NewMux(lis, s.log), rpc.NewServer(s.log)
+	s.stream, s.mux, s.grpc = stream, rpc.NewMux(lis, s.log), rpc.NewObservedServer(s.log, s.cfg.OnCall)
 	pb.RegisterChunkServerServer(s.grpc, &control{s: s})
 	mux, grpc := s.mux, s.grpc
 	s.goBackgroundLocked(func() { grpc.Serve(mux.GRPC()) })

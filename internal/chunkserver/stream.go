@@ -14,7 +14,11 @@ import (
 type streamHandler struct{ s *Server }
 
 func (h streamHandler) BeginPush(id chunkfs.DataID, n int64) ([]byte, func([]uint32, bool), error) {
-	return h.s.buf.reserve(id, n)
+	buf, done, err := h.s.buf.reserve(id, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	return buf, h.s.traffic.counted(n, done), nil
 }
 
 func (h streamHandler) ReadChunk(hd chunkfs.Handle, v chunkfs.Version, off int64, p []byte, sums []uint32) (int, []uint32, error) {
@@ -27,6 +31,7 @@ func (h streamHandler) ReadChunk(hd chunkfs.Handle, v chunkfs.Version, off int64
 		return 0, sums, chunkfs.E("read", chunkName(hd), chunkfs.KindStale, fmt.Sprintf("replica at version %d, reader wants %d", in.Version, v))
 	}
 	n, sums, err := h.s.store.ReadWithSums(hd, off, p, sums)
+	h.s.traffic.read.Add(int64(n))
 	if chunkfs.KindOf(err) == chunkfs.KindChecksum {
 		h.s.reporter.corrupt(hd)
 	}
@@ -64,6 +69,7 @@ type openChunk struct {
 
 func (c *openChunk) ReadChunk(off int64, p []byte, sums []uint32) (int, []uint32, error) {
 	n, sums, err := c.r.ReadWithSums(off, p, sums)
+	c.s.traffic.read.Add(int64(n))
 	if chunkfs.KindOf(err) == chunkfs.KindChecksum {
 		c.s.reporter.corrupt(c.h)
 	}

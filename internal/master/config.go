@@ -9,6 +9,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/placement"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // Config configures a master.
@@ -60,6 +61,10 @@ type Config struct {
 	// state ID a client has seen before it is refused as too far behind
 	// (the client then asks another master).
 	ReadWait time.Duration
+
+	// OnCall, when set, is told of every gRPC call the master answers
+	// (metrics). It must not block.
+	OnCall rpc.CallObserver
 
 	Clock  clock.Clock
 	Logger *slog.Logger

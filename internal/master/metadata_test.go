@@ -1,0 +1,65 @@
+package master
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/chunkfs/chunkfs/internal/namespace"
+)
+
+// heapOf returns the live heap bytes a namespace built by build holds,
+// measured as the difference of runtime.MemStats.HeapAlloc after a full
+// collection before and after the build.
+func heapOf(t *testing.T, build func(ns *namespace.Namespace)) int64 {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ns := namespace.New()
+	if r := ns.Apply(&namespace.Command{Op: namespace.OpInit, Length: 1 << 20, Replication: 3}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	build(ns)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(ns)
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
+}
+
+func buildTree(t *testing.T, ns *namespace.Namespace, dirs, files, chunks int) {
+	for d := 0; d < dirs; d++ {
+		dir := fmt.Sprintf("/d%04d", d)
+		if r := ns.Apply(&namespace.Command{Op: namespace.OpMkdir, Path: dir, Mode: 0o755}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		for f := 0; f < files/dirs; f++ {
+			p := fmt.Sprintf("%s/file%06d", dir, f)
+			if r := ns.Apply(&namespace.Command{Op: namespace.OpCreate, Path: p, Mode: 0o644, Replication: 3}); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			for c := 0; c < chunks; c++ {
+				if r := ns.Apply(&namespace.Command{Op: namespace.OpAllocChunk, Path: p, Length: int64(c)}); r.Err != nil {
+					t.Fatal(r.Err)
+				}
+			}
+		}
+	}
+}
+
+// TestMetadataBytesMeasured builds namespaces and checks that
+// metadataBytes, the figure the status page shows as "metadata at
+// master", is within a fifth of the heap they really take.
+func TestMetadataBytesMeasured(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds namespaces of tens of thousands of files")
+	}
+	for _, tc := range []struct{ dirs, files, chunks int }{{100, 20000, 0}, {100, 20000, 2}, {1000, 10000, 1}} {
+		got := heapOf(t, func(ns *namespace.Namespace) { buildTree(t, ns, tc.dirs, tc.files, tc.chunks) })
+		want := metadataBytes(namespace.Counts{Files: int64(tc.files), Dirs: int64(tc.dirs), Chunks: int64(tc.files * tc.chunks)})
+		t.Logf("%d dirs, %d files, %d chunks each: heap %d bytes (%.0f a file), formula %d", tc.dirs, tc.files, tc.chunks, got, float64(got)/float64(tc.files), want)
+		if d := float64(want-got) / float64(got); d > 0.2 || d < -0.2 {
+			t.Errorf("metadataBytes %d is %.0f%% off the measured %d", want, 100*d, got)
+		}
+	}
+}
