@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/status"
 )
 
 // traffic counts what the server's figures report of its work: bytes on
@@ -57,14 +58,6 @@ type DiskFigures struct {
 	Total, Free int64
 }
 
-// metaFileBytes is the size of a chunk's metadata file (chunkstore's
-// format: a 32-byte header, one CRC32C per 64 KiB block, a CRC32C of it
-// all): GFS's "metadata at chunkservers".
-func metaFileBytes(length int64) int64 {
-	blocks := (length + chunkfs.BlockSize - 1) / chunkfs.BlockSize
-	return 4 + 8 + 8 + 8 + 4 + 4*blocks + 4
-}
-
 // Figures computes the server's figures now.
 func (s *Server) Figures() Figures {
 	f := Figures{ID: s.id, Addr: s.Addr(), Rack: s.cfg.Rack, Load: s.load.Load(),
@@ -75,7 +68,7 @@ func (s *Server) Figures() Figures {
 	for _, in := range s.store.List() {
 		f.Chunks++
 		f.Used += in.Length
-		f.MetadataBytes += metaFileBytes(in.Length)
+		f.MetadataBytes += status.MetaFileBytes(in.Length)
 		if in.Corrupt {
 			f.Corrupt = append(f.Corrupt, in.Handle)
 		}
