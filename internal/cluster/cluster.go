@@ -99,7 +99,8 @@ type node struct {
 	close func() error // nil when stopped
 	done  chan error   // Serve's result
 	m     *master.Master
-	gate  *raftGate // a group master's Raft input (lag.go)
+	cs    *chunkserver.Server // a chunkserver's, while it runs (figures.go)
+	gate  *raftGate           // a group master's Raft input (lag.go)
 }
 
 // Start starts a master and cfg.Chunkservers chunkservers and waits until the
@@ -178,7 +179,7 @@ func (c *Cluster) startMaster() error {
 		ln.Close()
 		return err
 	}
-	c.master.close = m.Close
+	c.master.close, c.master.m = m.Close, m
 	c.master.done = serve(func() error { return m.Serve(ln) })
 	return nil
 }
@@ -222,7 +223,7 @@ func (c *Cluster) startChunkserver(i int) error {
 		ln.Close()
 		return err
 	}
-	n.close = s.Close
+	n.close, n.cs = s.Close, s
 	n.done = serve(func() error { return s.Serve(ln) })
 	return nil
 }

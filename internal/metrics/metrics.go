@@ -26,7 +26,6 @@ type Registry struct {
 	reg      *prometheus.Registry
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	stream   *prometheus.CounterVec
 	fuse     *prometheus.HistogramVec
 }
 
@@ -34,7 +33,7 @@ type Registry struct {
 // chain under load.
 var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 2, 18)
 
-// New returns a registry with the RPC, data-stream and FUSE instruments and
+// New returns a registry with the RPC and FUSE instruments and
 // the Go runtime and process collectors.
 func New() *Registry {
 	r := &Registry{reg: prometheus.NewRegistry()}
@@ -47,16 +46,12 @@ func New() *Registry {
 		Help:    "Time this server took to answer a gRPC call, by service and method.",
 		Buckets: latencyBuckets,
 	}, []string{"service", "method"})
-	r.stream = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "chunkfs_stream_bytes_total",
-		Help: "Chunk data bytes moved on the data stream: read (sent to readers) or written (pushed data accepted).",
-	}, []string{"direction"})
 	r.fuse = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "chunkfs_fuse_operation_duration_seconds",
 		Help:    "Time the mount took to answer a FUSE operation, by operation.",
 		Buckets: latencyBuckets,
 	}, []string{"op"})
-	r.reg.MustRegister(r.calls, r.duration, r.stream, r.fuse,
+	r.reg.MustRegister(r.calls, r.duration, r.fuse,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
@@ -88,21 +83,6 @@ func splitMethod(full string) (service, method string) {
 		return "unknown", full
 	}
 	return service[strings.LastIndexByte(service, '.')+1:], method
-}
-
-// Directions of the data stream.
-const (
-	Read    = "read"
-	Written = "written"
-)
-
-// AddStreamBytes counts n bytes moved on the data stream in direction
-// (Read or Written).
-func (r *Registry) AddStreamBytes(direction string, n int64) {
-	if r == nil || n <= 0 {
-		return
-	}
-	r.stream.WithLabelValues(direction).Add(float64(n))
 }
 
 // ObserveFUSE records how long the mount took to answer a FUSE operation.
