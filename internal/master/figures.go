@@ -12,19 +12,34 @@ import (
 // the cluster report: its Raft state, leases and the heap its namespace
 // takes. It is computed when asked, by the same code as ClusterReport.
 type Figures struct {
-	Report        *pb.ClusterReportResponse
-	Role          string // leader, follower, observer or standalone
-	Applied       uint64 // last applied log index
-	Commit        uint64 // commit index this master knows
-	Leases        int    // chunks with a lease valid now
-	Replicas      int64  // replicas on live chunkservers
-	MetadataBytes int64  // heap bytes of the namespace (metadataBytes)
+	Files, Dirs, Chunks, Bytes                     int64
+	UnderReplicated, Missing, BeingCloned, Corrupt int64
+	LiveServers, DeadServers                       int
+	RepairRate                                     float64 // bytes a second cloned over the last minute
+	Repaired                                       int64   // clones completed since start
+	SafeMode                                       bool
+	Role                                           string // leader, follower, observer or standalone
+	Applied                                        uint64 // last applied log index
+	Commit                                         uint64 // commit index this master knows
+	Leases                                         int    // chunks with a lease valid now
+	Replicas                                       int64  // replicas on live chunkservers
+	MetadataBytes                                  int64  // heap bytes of the namespace (metadataBytes)
 }
 
 // Figures computes the master's figures now.
 func (m *Master) Figures() Figures {
 	rep, _ := m.ClusterReport(context.Background(), &pb.ClusterReportRequest{})
-	f := Figures{Report: rep, Role: m.role(), Applied: m.log.LastApplied(), Commit: m.log.CommitIndex()}
+	f := Figures{Files: rep.Files, Dirs: rep.Directories, Chunks: rep.Chunks, Bytes: rep.Bytes,
+		UnderReplicated: rep.UnderReplicated, Missing: rep.Missing, BeingCloned: rep.BeingCloned, Corrupt: rep.Corrupt,
+		RepairRate: rep.RepairRate, Repaired: rep.Repaired, SafeMode: rep.SafeMode,
+		Role: m.role(), Applied: m.log.LastApplied(), Commit: m.log.CommitIndex()}
+	for _, s := range rep.Servers {
+		if s.Alive {
+			f.LiveServers++
+		} else {
+			f.DeadServers++
+		}
+	}
 	f.MetadataBytes = metadataBytes(namespace.Counts{Files: rep.Files, Dirs: rep.Directories, Chunks: rep.Chunks})
 	now := m.cfg.Clock.Now()
 	m.regMu.Lock()

@@ -62,8 +62,10 @@ func (r *Rates) Record(now time.Time, t Totals) {
 
 // Rate is a per-second rate of the three Totals over a period.
 type Rate struct {
-	ReadBytes, WrittenBytes, Ops float64
-	Over                         time.Duration // the period actually covered
+	ReadBytes    float64       `json:"read_bytes_per_second"`
+	WrittenBytes float64       `json:"written_bytes_per_second"`
+	Ops          float64       `json:"ops_per_second"`
+	Over         time.Duration `json:"over_ns"` // the period actually covered
 }
 
 // Over returns the rates over the last d, or over as much of it as the

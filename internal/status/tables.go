@@ -92,8 +92,10 @@ func (t Table2) Rows() []Row {
 
 // Table3 is the GFS paper's Table 3: rates over three periods.
 type Table3 struct {
-	Minute, Hour, Start Rate
-	Traffic             bool // read and write rates are known (else only operations)
+	Minute  Rate `json:"last_minute"`
+	Hour    Rate `json:"last_hour"`
+	Start   Rate `json:"since_restart"`
+	Traffic bool `json:"traffic_known"` // read and write rates are known (else only operations)
 }
 
 // NewTable3 computes Table 3 from r.

@@ -26,18 +26,10 @@ var raftStates = []string{"standalone", "leader", "follower", "observer"}
 
 // masterFigures are a master's figures as metrics.
 func masterFigures(f master.Figures) []metrics.Figure {
-	r := f.Report
-	live, dead := 0.0, 0.0
-	for _, s := range r.Servers {
-		if s.Alive {
-			live++
-		} else {
-			dead++
-		}
-	}
+	r, live, dead := f, float64(f.LiveServers), float64(f.DeadServers)
 	out := []metrics.Figure{
 		gauge("chunkfs_files", "Files in the namespace.", float64(r.Files)),
-		gauge("chunkfs_directories", "Directories in the namespace.", float64(r.Directories)),
+		gauge("chunkfs_directories", "Directories in the namespace.", float64(r.Dirs)),
 		gauge("chunkfs_file_bytes", "Sum of the files' lengths.", float64(r.Bytes)),
 		gauge("chunkfs_chunks", "Chunks in the namespace.", float64(r.Chunks)),
 		gauge("chunkfs_replicas", "Replicas the master has located on live chunkservers.", float64(f.Replicas)),
