@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/chunkfs/chunkfs/internal/chunkserver"
+	"github.com/chunkfs/chunkfs/internal/metrics"
 )
 
 const chunkserverUsage = `Usage: chunkfs chunkserver --dir DIR[,DIR...] --listen HOST:PORT --master ADDR[,ADDR...] [--rack NAME] [flags]
@@ -31,6 +32,7 @@ type chunkserverOptions struct {
 	cfg     chunkserver.Config
 	listen  string
 	verbose bool
+	http    httpFlags // status page and /metrics (status_http.go)
 }
 
 // runChunkserver runs a chunkserver until ctx is cancelled.
@@ -47,9 +49,20 @@ func runChunkserver(ctx context.Context, args []string) error {
 		level = slog.LevelDebug
 	}
 	o.cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	var reg *metrics.Registry
+	if o.http.addr != "" {
+		reg = metrics.New()
+		o.cfg.OnCall = reg.ObserveCall
+	}
 	s, err := chunkserver.Open(o.cfg)
 	if err != nil {
 		return err
+	}
+	if reg != nil {
+		if err := serveChunkserverStatus(ctx, os.Stderr, o.http, reg, o.cfg.Logger, s); err != nil {
+			s.Close()
+			return err
+		}
 	}
 	lis, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -88,6 +101,7 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 	reserve := fs.String("reserve", size(int(c.Reserve)), "free space each disk keeps: no new replica goes to a disk with less (suffix K, M, G)")
 	fs.DurationVar(&c.StreamIdle, "stream-idle", c.StreamIdle, "close a data-stream connection that sends no request for this long (clients reuse theirs for 15s)")
 	fs.BoolVar(&o.verbose, "v", false, "log debugging detail")
+	o.http.add(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stdout, chunkserverUsage)

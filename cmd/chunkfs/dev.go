@@ -13,6 +13,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/cluster"
 	"github.com/chunkfs/chunkfs/internal/fusefs"
+	"github.com/chunkfs/chunkfs/internal/master"
 )
 
 var devCommand = &command{
@@ -32,6 +33,8 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	mountDir := fs.String("mount", "", "also mount the cluster on this directory with FUSE (default cache options)")
 	masters := fs.Int("masters", 1, "voting masters: more than one runs a highly available group, on --listen and the ports after it")
 	observers := fs.Int("observers", 0, "observer masters of the group, which serve reads (ports after the voters')")
+	var hf httpFlags
+	hf.addDefault(fs, "127.0.0.1:0")
 	ops, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -72,11 +75,21 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
+	status := newMasterStatus(hf, &master.Config{})
+	if status != nil {
+		cfg.Master = func(mc *master.Config) { mc.OnCall = status.calls.ObserveCall }
+	}
 	c, err := cluster.Start(cfg)
 	if err != nil {
 		return err
 	}
 	printDevBanner(e, c, *dir)
+	if status != nil {
+		if _, err := serveDevStatus(ctx, e, status, c); err != nil {
+			c.Close()
+			return err
+		}
+	}
 	var mountErr error
 	if *mountDir != "" {
 		mountErr = serveDevMount(ctx, e, c.MasterAddr(), *mountDir)

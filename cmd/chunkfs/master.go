@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -25,10 +26,12 @@ const masterExample = `  chunkfs master --dir /var/lib/chunkfs/master --listen 1
 // runMaster runs `chunkfs master`: it serves the master on --listen with its
 // state in --dir until ctx ends (SIGINT or SIGTERM), then stops gracefully.
 func runMaster(ctx context.Context, args []string) error {
-	cfg, listen, err := masterFlags(args)
+	var hf httpFlags
+	cfg, listen, err := masterFlags(args, hf.add)
 	if err != nil {
 		return err
 	}
+	status := newMasterStatus(hf, &cfg)
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %v", listen, err)
@@ -48,6 +51,11 @@ func runMaster(ctx context.Context, args []string) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- m.Serve(serveOn) }()
+	if status != nil {
+		if _, err := status.serve(ctx, os.Stderr, cfg.Logger, cmp.Or(cfg.Addr, listen), func() *master.Master { return m }, nil); err != nil {
+			cfg.Logger.Error("status page", "err", err)
+		}
+	}
 	select {
 	case <-ctx.Done():
 		cfg.Logger.Info("stopping master")
@@ -61,7 +69,8 @@ func runMaster(ctx context.Context, args []string) error {
 }
 
 // masterFlags parses the command line of `chunkfs master`.
-func masterFlags(args []string) (master.Config, string, error) {
+// extra defines further flags (the status server's).
+func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, string, error) {
 	cfg := master.DefaultConfig()
 	fs := flag.NewFlagSet("master", flag.ContinueOnError)
 	var out strings.Builder
@@ -83,6 +92,9 @@ func masterFlags(args []string) (master.Config, string, error) {
 	addr := fs.String("addr", "", "address the other masters and clients reach this one on (default: its --cluster entry, or --listen)")
 	readWait := fs.Duration("read-wait", cfg.ReadWait, "how long a standby or observer waits to catch up with a client's state before refusing the read")
 	verbose := fs.Bool("v", false, "log informational messages")
+	for _, add := range extra {
+		add(fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(&out, "Usage: chunkfs master --dir DIR --listen HOST:PORT [--id ID --cluster ID=HOST:PORT,... [--observer]] [flags]\n\nFlags:\n")
 		fs.PrintDefaults()

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -17,7 +16,6 @@ import (
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/master"
 	"github.com/chunkfs/chunkfs/internal/metrics"
-	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/status"
 )
 
@@ -42,6 +40,7 @@ type MasterConfig struct {
 	// sum their chunkservers' figures). Nil: the master does not know, and
 	// Table 3 shows operations only.
 	Traffic func() (read, written int64)
+	Calls   *Calls            // the master's calls, counted (its OnCall); nil: none counted
 	Metrics *metrics.Registry // served at /metrics; nil: none
 	Pprof   bool              // serve /debug/pprof
 	Timeout time.Duration     // bound on the cluster calls of one page
@@ -71,7 +70,6 @@ func (c *MasterConfig) Validate() error {
 type Master struct {
 	cfg MasterConfig
 	mux *http.ServeMux
-	ops atomic.Int64 // client operations answered, for Table 3
 
 	mu    sync.Mutex // guards rates
 	rates status.Rates
@@ -98,24 +96,10 @@ func NewMaster(cfg MasterConfig) (*Master, error) {
 // ServeHTTP serves the pages.
 func (m *Master) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.mux.ServeHTTP(w, r) }
 
-// ObserveCall counts a call the master answered, for Table 3 and the
-// metrics; it is the master's rpc.CallObserver (master.Config.OnCall).
-func (m *Master) ObserveCall(fullMethod, code string, elapsed time.Duration) {
-	m.cfg.Metrics.ObserveCall(fullMethod, code, elapsed)
-	if serverCall[rpc.MethodName(fullMethod)] {
-		return
-	}
-	m.ops.Add(1)
-}
-
-// serverCall names the calls chunkservers make: not master operations in
-// Table 3's sense.
-var serverCall = map[string]bool{"Register": true, "Heartbeat": true, "ReportCorrupt": true}
-
 // Sample records the totals Table 3 is computed from; Run calls it every
 // status.Step.
 func (m *Master) Sample() {
-	t := status.Totals{Ops: m.ops.Load()}
+	t := status.Totals{Ops: m.cfg.Calls.Ops()}
 	if m.cfg.Traffic != nil {
 		t.ReadBytes, t.WrittenBytes = m.cfg.Traffic()
 	}

@@ -93,7 +93,7 @@ func newTestMaster(t *testing.T) *testServer {
 	reg := metrics.New()
 	var read, written int64
 	cfg := DefaultMasterConfig()
-	cfg.Source, cfg.Clock, cfg.Metrics = newFakeSource(), clk, reg
+	cfg.Source, cfg.Clock, cfg.Metrics, cfg.Calls = newFakeSource(), clk, reg, NewCalls(reg)
 	cfg.Figures = func() master.Figures {
 		return master.Figures{Files: 2, Dirs: 2, Chunks: 2, UnderReplicated: 1, LiveServers: 1, DeadServers: 1, Role: "standalone", Applied: 42, Leases: 1, MetadataBytes: 1234}
 	}
@@ -154,10 +154,10 @@ func TestMasterTablesJSONAgreesWithPage(t *testing.T) {
 
 func TestMasterMetrics(t *testing.T) {
 	s := newTestMaster(t)
-	s.ObserveCall("/chunkfs.v1.Master/Create", "OK", time.Millisecond)
-	s.ObserveCall("/chunkfs.v1.Master/Heartbeat", "OK", time.Millisecond)
-	if s.ops.Load() != 1 {
-		t.Errorf("ops %d: heartbeats count as master operations", s.ops.Load())
+	s.cfg.Calls.ObserveCall("/chunkfs.v1.Master/Create", "OK", time.Millisecond)
+	s.cfg.Calls.ObserveCall("/chunkfs.v1.Master/Heartbeat", "OK", time.Millisecond)
+	if n := s.cfg.Calls.Ops(); n != 1 {
+		t.Errorf("ops %d: heartbeats count as master operations", n)
 	}
 	code, body := get(t, s, "/metrics")
 	if code != 200 {
@@ -193,16 +193,16 @@ func TestBrowse(t *testing.T) {
 func TestBadRequests(t *testing.T) {
 	s := newTestMaster(t)
 	for target, want := range map[string]int{
-		"/browse?path=/nope":                                   404,
-		"/browse?path=relative":                                400,
-		"/browse?path=/a%00b":                                  400,
-		"/browse?path=/a&path=/b":                              400,
-		"/browse?path=/" + strings.Repeat("x", 5000):           414,
-		"/browse?path=%zz":                                     200, // an unparsable query is no path: the root
-		"/no/such/page":                                        404,
-		"/debug/pprof/":                                        404, // not enabled
-		"/api/tables?x=" + strings.Repeat("%ff", 3000):         200,
-		"/assets/nothing.css":                                  404,
+		"/browse?path=/nope":                                    404,
+		"/browse?path=relative":                                 400,
+		"/browse?path=/a%00b":                                   400,
+		"/browse?path=/a&path=/b":                               400,
+		"/browse?path=/" + strings.Repeat("x", 5000):            414,
+		"/browse?path=%zz":                                      200, // an unparsable query is no path: the root
+		"/no/such/page":                                         404,
+		"/debug/pprof/":                                         404, // not enabled
+		"/api/tables?x=" + strings.Repeat("%ff", 3000):          200,
+		"/assets/nothing.css":                                   404,
 		"/browse?path=/data/../data/./a%3cb%3e.txt&junk=%01%02": 200,
 	} {
 		code, body := get(t, s, target)
@@ -282,4 +282,3 @@ func TestChunkserverPage(t *testing.T) {
 		t.Errorf("chunkserver /browse: %d", code)
 	}
 }
-

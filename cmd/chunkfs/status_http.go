@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/chunkserver"
+	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/cluster"
+	"github.com/chunkfs/chunkfs/internal/master"
+	"github.com/chunkfs/chunkfs/internal/metrics"
+	"github.com/chunkfs/chunkfs/internal/web"
+)
+
+// httpFlags are the flags of a process's status server: --http and
+// --pprof.
+type httpFlags struct {
+	addr  string
+	pprof bool
+}
+
+// add defines the flags on fs, --http defaulting to def.
+func (h *httpFlags) add(fs *flag.FlagSet) { h.addDefault(fs, "") }
+
+func (h *httpFlags) addDefault(fs *flag.FlagSet, def string) {
+	fs.StringVar(&h.addr, "http", def, "`HOST:PORT` to serve the status page and /metrics on (empty: none)")
+	fs.BoolVar(&h.pprof, "pprof", false, "also serve /debug/pprof on the --http address")
+}
+
+// serveHTTP serves h on addr until ctx ends, and tells w where.
+func serveHTTP(ctx context.Context, w io.Writer, what, addr string, h http.Handler) (string, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("--http %s: %v", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(w, "%s status page: %v\n", what, err)
+		}
+	}()
+	url := "http://" + lis.Addr().String() + "/"
+	fmt.Fprintf(w, "%s status page on %s\n", what, url)
+	return url, nil
+}
+
+// masterStatus is a master's status server, made before the master so
+// that the master's OnCall can count into it.
+type masterStatus struct {
+	flags httpFlags
+	reg   *metrics.Registry
+	calls *web.Calls
+}
+
+// newMasterStatus returns the status server of flags, or nil when --http
+// is not given; it sets cfg's OnCall.
+func newMasterStatus(flags httpFlags, cfg *master.Config) *masterStatus {
+	if flags.addr == "" {
+		return nil
+	}
+	s := &masterStatus{flags: flags, reg: metrics.New()}
+	s.calls = web.NewCalls(s.reg)
+	cfg.OnCall = s.calls.ObserveCall
+	return s
+}
+
+// serve serves the page of the master reached at addr. figures and
+// problems come from the serving process's master (nil while it has none);
+// traffic, when set, sums the chunkservers' bytes.
+func (s *masterStatus) serve(ctx context.Context, w io.Writer, log *slog.Logger, addr string, m func() *master.Master, traffic func() (int64, int64)) (string, error) {
+	cc := client.DefaultConfig()
+	cc.Master = addr
+	c, err := client.New(ctx, cc)
+	if err != nil {
+		return "", err
+	}
+	go func() {
+		<-ctx.Done()
+		c.Close()
+	}()
+	cfg := web.DefaultMasterConfig()
+	cfg.Source, cfg.Calls, cfg.Metrics, cfg.Pprof, cfg.Logger, cfg.Traffic = c, s.calls, s.reg, s.flags.pprof, log, traffic
+	cfg.Figures = func() master.Figures {
+		if mm := m(); mm != nil {
+			return mm.Figures()
+		}
+		return master.Figures{Role: "none"}
+	}
+	cfg.Problems = func(limit int) []master.ChunkProblem {
+		if mm := m(); mm != nil {
+			return mm.Problems(limit)
+		}
+		return nil
+	}
+	page, err := web.NewMaster(cfg)
+	if err != nil {
+		return "", err
+	}
+	go page.Run(ctx)
+	return serveHTTP(ctx, w, "master", s.flags.addr, page)
+}
+
+// serveChunkserverStatus serves a chunkserver's page and metrics (reg,
+// which its OnCall already counts into).
+func serveChunkserverStatus(ctx context.Context, w io.Writer, flags httpFlags, reg *metrics.Registry, log *slog.Logger, s *chunkserver.Server) error {
+	page, err := web.NewChunkserver(web.ChunkserverConfig{Figures: s.Figures, Metrics: reg, Pprof: flags.pprof, Clock: clock.Real{}, Logger: log})
+	if err != nil {
+		return err
+	}
+	go page.Run(ctx)
+	_, err = serveHTTP(ctx, w, "chunkserver", flags.addr, page)
+	return err
+}
+
+// serveDevStatus serves the status page of an in-process cluster: its
+// figures come from the cluster's leading master, and Table 3's read and
+// write rates from its chunkservers' data streams.
+func serveDevStatus(ctx context.Context, e *env, s *masterStatus, c *cluster.Cluster) (string, error) {
+	traffic := func() (read, written int64) {
+		for _, f := range c.ChunkserverFigures() {
+			read, written = read+f.BytesRead, written+f.BytesWritten
+		}
+		return read, written
+	}
+	return s.serve(ctx, e.stdout, slog.New(slog.NewTextHandler(io.Discard, nil)), c.MasterAddr(), c.Master, traffic)
+}
