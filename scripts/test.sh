@@ -10,6 +10,7 @@ command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v fio >/dev/null 2>&1 || need+=(fio)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		echo "== installing ${need[*]}"
