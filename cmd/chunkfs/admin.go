@@ -23,6 +23,7 @@ func runAdmin(ctx context.Context, e *env, args []string) error {
 	fs := flagSet(e)
 	cf := addClientFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
+	statusAddr := fs.String("http", "", "report: the master's status address (its --http), for the heap and rates of Tables 2 and 3")
 	ops, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -48,6 +49,11 @@ func runAdmin(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return writeJSON(e.stdout, r)
 	}
+	tables, err := reportTables(ctx, *statusAddr, r)
+	if err != nil {
+		return err
+	}
+	printTables(e.stdout, tables)
 	printReport(e.stdout, r)
 	return nil
 }
