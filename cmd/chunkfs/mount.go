@@ -44,6 +44,7 @@ type mountOptions struct {
 	verbose     bool
 	leaderReads bool
 	autoMsync   time.Duration
+	http        httpFlags // /metrics (status_http.go)
 }
 
 // serveMount mounts and blocks until the mount goes away or ctx ends, then
@@ -61,7 +62,7 @@ func serveMount(ctx context.Context, o mountOptions, log *slog.Logger) error {
 		return fmt.Errorf("master %s not reachable: %w", o.master, err)
 	}
 	defer b.Close()
-	srv, err := fusefs.Mount(ctx, o.dir, b, o.fuse, log)
+	srv, err := fusefs.Mount(ctx, o.dir, mountMetrics(ctx, o.http, b), o.fuse, log)
 	if err != nil {
 		return err
 	}
@@ -106,6 +107,7 @@ func mountFlags(args []string) (mountOptions, error) {
 	fs.BoolVar(&c.AllowOther, "allow-other", false, "let other users use the mount (the kernel checks their permissions)")
 	fs.BoolVar(&c.Debug, "debug", false, "log every FUSE request")
 	fs.BoolVar(&o.verbose, "v", false, "log mount activity")
+	o.http.add(fs)
 	fs.BoolVar(&o.leaderReads, "leader-reads", false, "with a group of masters, send every call to the leader, no reads to observers")
 	fs.DurationVar(&o.autoMsync, "auto-msync", time.Second, "with observers, sync with the leader before a read when this long has passed since the last sync (0: never)")
 	if err := fs.Parse(args); err != nil {

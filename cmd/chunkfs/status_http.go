@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/chunkfs/chunkfs/client"
 	"github.com/chunkfs/chunkfs/internal/chunkserver"
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/cluster"
+	"github.com/chunkfs/chunkfs/internal/fusefs"
 	"github.com/chunkfs/chunkfs/internal/master"
 	"github.com/chunkfs/chunkfs/internal/metrics"
 	"github.com/chunkfs/chunkfs/internal/web"
@@ -48,11 +50,11 @@ func serveHTTP(ctx context.Context, w io.Writer, what, addr string, h http.Handl
 	}()
 	go func() {
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(w, "%s status page: %v\n", what, err)
+			fmt.Fprintf(w, "%s: %v\n", what, err)
 		}
 	}()
 	url := "http://" + lis.Addr().String() + "/"
-	fmt.Fprintf(w, "%s status page on %s\n", what, url)
+	fmt.Fprintf(w, "%s on %s\n", what, url)
 	return url, nil
 }
 
@@ -109,7 +111,7 @@ func (s *masterStatus) serve(ctx context.Context, w io.Writer, log *slog.Logger,
 		return "", err
 	}
 	go page.Run(ctx)
-	return serveHTTP(ctx, w, "master", s.flags.addr, page)
+	return serveHTTP(ctx, w, "master status page", s.flags.addr, page)
 }
 
 // serveChunkserverStatus serves a chunkserver's page and metrics (reg,
@@ -120,7 +122,7 @@ func serveChunkserverStatus(ctx context.Context, w io.Writer, flags httpFlags, r
 		return err
 	}
 	go page.Run(ctx)
-	_, err = serveHTTP(ctx, w, "chunkserver", flags.addr, page)
+	_, err = serveHTTP(ctx, w, "chunkserver status page", flags.addr, page)
 	return err
 }
 
@@ -135,4 +137,18 @@ func serveDevStatus(ctx context.Context, e *env, s *masterStatus, c *cluster.Clu
 		return read, written
 	}
 	return s.serve(ctx, e.stdout, slog.New(slog.NewTextHandler(io.Discard, nil)), c.MasterAddr(), c.Master, traffic)
+}
+
+// mountMetrics serves a mount's /metrics when --http is given and returns
+// b with its calls timed into them; else b as it is.
+func mountMetrics(ctx context.Context, flags httpFlags, b fusefs.Backend) fusefs.Backend {
+	if flags.addr == "" {
+		return b
+	}
+	reg := metrics.New()
+	if _, err := serveHTTP(ctx, os.Stderr, "mount metrics (/metrics)", flags.addr, web.MetricsOnly(reg, flags.pprof)); err != nil {
+		fmt.Fprintf(os.Stderr, "chunkfs: %v\n", err)
+		return b
+	}
+	return fusefs.Observed(b, reg.ObserveMountCall)
 }

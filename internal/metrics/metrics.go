@@ -33,7 +33,7 @@ type Registry struct {
 // chain under load.
 var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 2, 18)
 
-// New returns a registry with the RPC and FUSE instruments and
+// New returns a registry with the RPC and mount instruments and
 // the Go runtime and process collectors.
 func New() *Registry {
 	r := &Registry{reg: prometheus.NewRegistry()}
@@ -47,8 +47,8 @@ func New() *Registry {
 		Buckets: latencyBuckets,
 	}, []string{"service", "method"})
 	r.fuse = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "chunkfs_fuse_operation_duration_seconds",
-		Help:    "Time the mount took to answer a FUSE operation, by operation.",
+		Name:    "chunkfs_mount_call_duration_seconds",
+		Help:    "Time a mount's calls to the cluster took, by call: the cluster's part of the latency of the FUSE operations that need one.",
 		Buckets: latencyBuckets,
 	}, []string{"op"})
 	r.reg.MustRegister(r.calls, r.duration, r.fuse,
@@ -85,8 +85,9 @@ func splitMethod(full string) (service, method string) {
 	return service[strings.LastIndexByte(service, '.')+1:], method
 }
 
-// ObserveFUSE records how long the mount took to answer a FUSE operation.
-func (r *Registry) ObserveFUSE(op string, elapsed time.Duration) {
+// ObserveMountCall records how long a mount's call to the cluster took;
+// it has the signature of fusefs.Observer.
+func (r *Registry) ObserveMountCall(op string, elapsed time.Duration) {
 	if r == nil {
 		return
 	}

@@ -21,7 +21,7 @@ func TestMetricsParseWithHelpAndType(t *testing.T) {
 	r := New()
 	r.ObserveCall("/chunkfs.v1.Master/Create", "OK", 3*time.Millisecond)
 	r.ObserveCall("/chunkfs.v1.Master/Create", "NotFound", time.Millisecond)
-	r.ObserveFUSE("read", time.Millisecond)
+	r.ObserveMountCall("read", time.Millisecond)
 	r.Figures(func() []Figure {
 		return []Figure{
 			{Name: "chunkfs_chunks", Help: "Chunks.", Value: 3},

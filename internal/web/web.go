@@ -55,6 +55,14 @@ func common(mux *http.ServeMux, reg *metrics.Registry, pprofOn bool) {
 	}
 }
 
+// MetricsOnly serves /metrics of reg and, when pprofOn, /debug/pprof: a
+// mount's HTTP server, which has no page.
+func MetricsOnly(reg *metrics.Registry, pprofOn bool) http.Handler {
+	mux := http.NewServeMux()
+	common(mux, reg, pprofOn)
+	return mux
+}
+
 // render executes page into w, or answers 500 when it fails (the page is
 // rendered into memory first, so a failure sends no half page).
 func render(w http.ResponseWriter, log *slog.Logger, page string, data any) {
