@@ -2,12 +2,15 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +283,36 @@ func TestChunkserverPage(t *testing.T) {
 	wantIn(t, body, `chunkfs_stream_bytes_total{direction="read"}`, `chunkfs_disk_free_bytes{disk="host:1"}`, "chunkfs_push_buffer_bytes 1.048576e+06")
 	if code, _ := get(t, c, "/browse"); code != 404 {
 		t.Errorf("chunkserver /browse: %d", code)
+	}
+}
+
+// TestGrafanaDashboardNamesExist checks that every chunkfs metric the
+// dashboard in docs/ queries is one the processes export.
+func TestGrafanaDashboardNamesExist(t *testing.T) {
+	dash, err := os.ReadFile("../../docs/grafana-chunkfs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(dash, &v); err != nil {
+		t.Fatalf("dashboard is not JSON: %v", err)
+	}
+	s := newTestMaster(t)
+	s.cfg.Calls.ObserveCall("/chunkfs.v1.Master/Create", "OK", time.Millisecond)
+	s.reg.ObserveMountCall("read", time.Millisecond)
+	_, exported := get(t, s, "/metrics")
+	c, err := NewChunkserver(ChunkserverConfig{Figures: func() chunkserver.Figures {
+		return chunkserver.Figures{Disks: []chunkserver.DiskFigures{{ID: "d"}}}
+	}, Metrics: metrics.New(), Clock: s.clock, Logger: DefaultMasterConfig().Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cs := get(t, c, "/metrics")
+	exported += cs
+	for _, name := range regexp.MustCompile(`chunkfs_[a-z_]+`).FindAllString(string(dash), -1) {
+		base := strings.TrimSuffix(name, "_bucket")
+		if !strings.Contains(exported, "# TYPE "+base+" ") {
+			t.Errorf("the dashboard queries %s, which no process exports", name)
+		}
 	}
 }
