@@ -234,7 +234,7 @@ func (m *Master) masters(ctx context.Context) []masterRow {
 	var leader uint64
 	for _, mb := range self.Members {
 		row := masterRow{ID: mb.ID, Addr: mb.Addr, Voter: mb.Voter}
-		if st, err := m.cfg.Source.HAStatusOf(ctx, mb.Addr); err != nil {
+		if st, err := m.memberStatus(ctx, mb.Addr); err != nil {
 			row.Err = err.Error()
 		} else {
 			row.Role, row.Applied = st.Role, st.Applied
@@ -250,6 +250,16 @@ func (m *Master) masters(ctx context.Context) []masterRow {
 		}
 	}
 	return rows
+}
+
+// memberTimeout bounds the call to one master of the group, so that a
+// dead one does not hold the page up.
+const memberTimeout = time.Second
+
+func (m *Master) memberStatus(ctx context.Context, addr string) (*client.HAStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
+	defer cancel()
+	return m.cfg.Source.HAStatusOf(ctx, addr)
 }
 
 func formatLag(leader, applied uint64) string {

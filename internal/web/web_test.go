@@ -27,6 +27,7 @@ import (
 // fakeSource is a cluster of two chunkservers and a few files.
 type fakeSource struct {
 	files map[string]*chunkfs.FileInfo
+	group map[string]*client.HAStatus // by address; nil: a master alone
 }
 
 func newFakeSource() *fakeSource {
@@ -51,10 +52,19 @@ func (f *fakeSource) ClusterReport(context.Context) (*client.Report, error) {
 }
 
 func (f *fakeSource) HAStatus(ctx context.Context) (*client.HAStatus, error) {
+	if f.group != nil {
+		return f.group["a1"], nil
+	}
 	return &client.HAStatus{ID: "m1", Addr: "127.0.0.1:7070", Role: "standalone", Applied: 42, Members: []client.HAMember{{ID: "m1", Voter: true}}}, nil
 }
 
 func (f *fakeSource) HAStatusOf(ctx context.Context, addr string) (*client.HAStatus, error) {
+	if f.group != nil {
+		if st := f.group[addr]; st != nil {
+			return st, nil
+		}
+		return nil, chunkfs.E("ha status", addr, chunkfs.KindUnavailable, "connection refused")
+	}
 	return f.HAStatus(ctx)
 }
 
@@ -315,4 +325,20 @@ func TestGrafanaDashboardNamesExist(t *testing.T) {
 			t.Errorf("the dashboard queries %s, which no process exports", name)
 		}
 	}
+}
+
+func TestMastersOfAGroup(t *testing.T) {
+	s := newTestMaster(t)
+	members := []client.HAMember{{ID: "m1", Addr: "a1", Voter: true}, {ID: "m2", Addr: "a2", Voter: true}, {ID: "o1", Addr: "a3"}}
+	s.cfg.Source.(*fakeSource).group = map[string]*client.HAStatus{
+		"a1": {ID: "m1", Role: "leader", Applied: 100, Members: members},
+		"a2": {ID: "m2", Role: "follower", Applied: 97, Members: members},
+	}
+	code, page := get(t, s, "/")
+	if code != 200 {
+		t.Fatalf("GET /: %d", code)
+	}
+	i := strings.Index(page, `id="masters"`)
+	masters := page[i : i+strings.Index(page[i:], "</table>")]
+	wantIn(t, masters, "<td>leader</td><td>100</td><td>0</td>", "<td>follower</td><td>97</td><td>3</td>", "o1 (observer)", "connection refused")
 }
