@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs/internal/cluster"
+	"github.com/chunkfs/chunkfs/internal/master"
+	"github.com/chunkfs/chunkfs/internal/metrics"
+)
+
+// statusCluster starts a cluster with the master's status page, as
+// `chunkfs dev` serves it, and returns the page's URL.
+func statusCluster(t *testing.T, ctx context.Context) (*cluster.Cluster, string) {
+	t.Helper()
+	status := newMasterStatus(httpFlags{addr: "127.0.0.1:0"}, &master.Config{})
+	cfg := cluster.DefaultConfig()
+	cfg.Dir, cfg.ChunkSize = t.TempDir(), 1<<20
+	cfg.Master = func(mc *master.Config) { mc.OnCall = status.calls.ObserveCall }
+	cl, err := cluster.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	var banner bytes.Buffer
+	url, err := serveDevStatus(ctx, &env{stdout: &banner}, status, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(banner.String(), "master status page on "+url) {
+		t.Errorf("banner %q does not give the page's address", banner.String())
+	}
+	return cl, url
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestStatusOfACluster serves the status page and /metrics of a real
+// in-process cluster and checks what they say after files are written
+// and read.
+func TestStatusOfACluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, url := statusCluster(t, ctx)
+	writeFiles(t, ctx, cl.MasterAddr())
+	var read, written, meta int64
+	for _, f := range cl.ChunkserverFigures() {
+		read, written, meta = read+f.BytesRead, written+f.BytesWritten, meta+f.MetadataBytes
+	}
+	if written < 3*(3<<20) || read < 3<<20 || meta == 0 {
+		t.Errorf("chunkservers moved %d bytes in, %d out, hold %d bytes of metadata; want 3 replicas of 3 MiB in, 3 MiB out", written, read, meta)
+	}
+	code, body := httpGet(t, url+"metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	if _, err := metrics.Check(strings.NewReader(body)); err != nil {
+		t.Fatalf("/metrics: %v", err)
+	}
+	for _, want := range []string{`chunkfs_rpc_requests_total{code="OK",method="PrepareWrite",service="Master"}`, "chunkfs_files 3", "chunkfs_chunks 4", `chunkfs_raft_state{state="standalone"} 1`, "chunkfs_replicas 12"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "chunkfs_rpc_requests_total"))
+		}
+	}
+	code, page := httpGet(t, url)
+	if code != 200 || !strings.Contains(page, "Number of files</th><td>3") || !strings.Contains(page, cl.ChunkserverAddr(2)) {
+		t.Errorf("status page: %d\n%.2000s", code, page)
+	}
+	if code, _ := httpGet(t, url+"browse?path=/web/nothing"); code != 404 {
+		t.Errorf("browsing a missing file: %d, want 404", code)
+	}
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
