@@ -60,7 +60,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	status := newMasterStatus(httpFlags{addr: "127.0.0.1:0"}, &master.Config{})
 	cfg := cluster.DefaultConfig()
 	cfg.Dir, cfg.ChunkSize = t.TempDir(), 1<<20
-	cfg.Master = func(mc *master.Config) { mc.OnCall = status.calls.ObserveCall }
+	cfg.Master = status.configure
 	cl, err := cluster.Start(cfg)
 	if err != nil {
 		t.Fatal(err)

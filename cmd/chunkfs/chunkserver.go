@@ -13,6 +13,7 @@ import (
 
 	"github.com/chunkfs/chunkfs/internal/chunkserver"
 	"github.com/chunkfs/chunkfs/internal/metrics"
+	"github.com/chunkfs/chunkfs/internal/web"
 )
 
 const chunkserverUsage = `Usage: chunkfs chunkserver --dir DIR[,DIR...] --listen HOST:PORT --master ADDR[,ADDR...] [--rack NAME] [flags]
@@ -50,16 +51,18 @@ func runChunkserver(ctx context.Context, args []string) error {
 	}
 	o.cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	var reg *metrics.Registry
+	var recent *web.Recent
 	if o.http.addr != "" {
-		reg = metrics.New()
+		reg, recent = metrics.New(), web.NewRecent(recentKept)
 		o.cfg.OnCall = reg.ObserveCall
+		o.cfg.Logger = slog.New(recent.Handler(o.cfg.Logger.Handler()))
 	}
 	s, err := chunkserver.Open(o.cfg)
 	if err != nil {
 		return err
 	}
 	if reg != nil {
-		if err := serveChunkserverStatus(ctx, os.Stderr, o.http, reg, o.cfg.Logger, s); err != nil {
+		if err := serveChunkserverStatus(ctx, os.Stderr, o.http, reg, recent, o.cfg.Logger, s); err != nil {
 			s.Close()
 			return err
 		}

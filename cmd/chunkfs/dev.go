@@ -77,7 +77,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	}
 	status := newMasterStatus(hf, &master.Config{})
 	if status != nil {
-		cfg.Master = func(mc *master.Config) { mc.OnCall = status.calls.ObserveCall }
+		cfg.Master = status.configure
 	}
 	c, err := cluster.Start(cfg)
 	if err != nil {

@@ -61,10 +61,14 @@ func serveHTTP(ctx context.Context, w io.Writer, what, addr string, h http.Handl
 // masterStatus is a master's status server, made before the master so
 // that the master's OnCall can count into it.
 type masterStatus struct {
-	flags httpFlags
-	reg   *metrics.Registry
-	calls *web.Calls
+	flags  httpFlags
+	reg    *metrics.Registry
+	calls  *web.Calls
+	recent *web.Recent
 }
+
+// recentKept is how many warnings and errors a status page lists.
+const recentKept = 30
 
 // newMasterStatus returns the status server of flags, or nil when --http
 // is not given; it sets cfg's OnCall.
@@ -72,10 +76,19 @@ func newMasterStatus(flags httpFlags, cfg *master.Config) *masterStatus {
 	if flags.addr == "" {
 		return nil
 	}
-	s := &masterStatus{flags: flags, reg: metrics.New()}
+	s := &masterStatus{flags: flags, reg: metrics.New(), recent: web.NewRecent(recentKept)}
 	s.calls = web.NewCalls(s.reg)
-	cfg.OnCall = s.calls.ObserveCall
+	s.configure(cfg)
 	return s
+}
+
+// configure has a master count its calls into s and keep its warnings
+// for the page.
+func (s *masterStatus) configure(cfg *master.Config) {
+	cfg.OnCall = s.calls.ObserveCall
+	if cfg.Logger != nil {
+		cfg.Logger = slog.New(s.recent.Handler(cfg.Logger.Handler()))
+	}
 }
 
 // serve serves the page of the master reached at addr. figures and
@@ -94,6 +107,7 @@ func (s *masterStatus) serve(ctx context.Context, w io.Writer, log *slog.Logger,
 	}()
 	cfg := web.DefaultMasterConfig()
 	cfg.Source, cfg.Calls, cfg.Metrics, cfg.Pprof, cfg.Logger, cfg.Traffic = c, s.calls, s.reg, s.flags.pprof, log, traffic
+	cfg.Recent = s.recent
 	cfg.Figures = func() master.Figures {
 		if mm := m(); mm != nil {
 			return mm.Figures()
@@ -116,8 +130,8 @@ func (s *masterStatus) serve(ctx context.Context, w io.Writer, log *slog.Logger,
 
 // serveChunkserverStatus serves a chunkserver's page and metrics (reg,
 // which its OnCall already counts into).
-func serveChunkserverStatus(ctx context.Context, w io.Writer, flags httpFlags, reg *metrics.Registry, log *slog.Logger, s *chunkserver.Server) error {
-	page, err := web.NewChunkserver(web.ChunkserverConfig{Figures: s.Figures, Metrics: reg, Pprof: flags.pprof, Clock: clock.Real{}, Logger: log})
+func serveChunkserverStatus(ctx context.Context, w io.Writer, flags httpFlags, reg *metrics.Registry, recent *web.Recent, log *slog.Logger, s *chunkserver.Server) error {
+	page, err := web.NewChunkserver(web.ChunkserverConfig{Figures: s.Figures, Metrics: reg, Pprof: flags.pprof, Recent: recent, Clock: clock.Real{}, Logger: log})
 	if err != nil {
 		return err
 	}

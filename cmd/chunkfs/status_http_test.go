@@ -21,7 +21,7 @@ func statusCluster(t *testing.T, ctx context.Context) (*cluster.Cluster, string)
 	status := newMasterStatus(httpFlags{addr: "127.0.0.1:0"}, &master.Config{})
 	cfg := cluster.DefaultConfig()
 	cfg.Dir, cfg.ChunkSize = t.TempDir(), 1<<20
-	cfg.Master = func(mc *master.Config) { mc.OnCall = status.calls.ObserveCall }
+	cfg.Master = status.configure
 	cl, err := cluster.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestStatusOfACluster(t *testing.T) {
 		}
 	}
 	code, page := httpGet(t, url)
-	if code != 200 || !strings.Contains(page, "Number of files</th><td>3") || !strings.Contains(page, cl.ChunkserverAddr(2)) {
+	if code != 200 || !strings.Contains(page, "Number of files</th><td>3") || !strings.Contains(page, cl.ChunkserverAddr(2)) || !strings.Contains(page, "Recent warnings and errors") {
 		t.Errorf("status page: %d\n%.2000s", code, page)
 	}
 	if code, _ := httpGet(t, url+"browse?path=/web/nothing"); code != 404 {

@@ -19,6 +19,7 @@ type ChunkserverConfig struct {
 	Figures func() chunkserver.Figures
 	Metrics *metrics.Registry // served at /metrics; nil: none
 	Pprof   bool
+	Recent  *Recent // the server's last warnings and errors; nil: none shown
 	Clock   clock.Clock
 	Logger  *slog.Logger
 }
@@ -79,6 +80,7 @@ type chunkserverPage struct {
 	Minute status.Rate
 	Hour   status.Rate
 	Plots  []Plot
+	Recent []LogEntry
 }
 
 func (c *Chunkserver) page(w http.ResponseWriter, r *http.Request) {
@@ -86,7 +88,7 @@ func (c *Chunkserver) page(w http.ResponseWriter, r *http.Request) {
 	c.sample(f)
 	c.mu.Lock()
 	p := chunkserverPage{Title: "chunkfs chunkserver " + f.ID, Now: c.cfg.Clock.Now(), F: f,
-		Minute: c.rates.Over(time.Minute), Hour: c.rates.Over(time.Hour)}
+		Minute: c.rates.Over(time.Minute), Hour: c.rates.Over(time.Hour), Recent: c.cfg.Recent.Entries()}
 	h := c.rates.History()
 	c.mu.Unlock()
 	p.Plots = []Plot{

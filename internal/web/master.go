@@ -41,6 +41,7 @@ type MasterConfig struct {
 	// Table 3 shows operations only.
 	Traffic func() (read, written int64)
 	Calls   *Calls            // the master's calls, counted (its OnCall); nil: none counted
+	Recent  *Recent           // the master's last warnings and errors; nil: none shown
 	Metrics *metrics.Registry // served at /metrics; nil: none
 	Pprof   bool              // serve /debug/pprof
 	Timeout time.Duration     // bound on the cluster calls of one page
@@ -181,6 +182,7 @@ type overviewPage struct {
 	Problems []master.ChunkProblem
 	More     bool // the queue is longer than the page lists
 	Masters  []masterRow
+	Recent   []LogEntry
 }
 
 // masterRow is one master of the group as the page lists it.
@@ -218,6 +220,7 @@ func (m *Master) overview(w http.ResponseWriter, r *http.Request) {
 			newPlot("Write rate", h, func(r status.Rate) float64 { return r.WrittenBytes }, byteRate))
 	}
 	p.Masters = m.masters(ctx)
+	p.Recent = m.cfg.Recent.Entries()
 	render(w, m.cfg.Logger, "master.html", p)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -106,7 +107,8 @@ func newTestMaster(t *testing.T) *testServer {
 	reg := metrics.New()
 	var read, written int64
 	cfg := DefaultMasterConfig()
-	cfg.Source, cfg.Clock, cfg.Metrics, cfg.Calls = newFakeSource(), clk, reg, NewCalls(reg)
+	cfg.Source, cfg.Clock, cfg.Metrics, cfg.Calls, cfg.Recent = newFakeSource(), clk, reg, NewCalls(reg), NewRecent(5)
+	slog.New(cfg.Recent.Handler(slog.NewTextHandler(io.Discard, nil))).Warn("chunkserver dead", "addr", "127.0.0.1:7002")
 	cfg.Figures = func() master.Figures {
 		return master.Figures{Files: 2, Dirs: 2, Chunks: 2, UnderReplicated: 1, LiveServers: 1, DeadServers: 1, Role: "standalone", Applied: 42, Leases: 1, MetadataBytes: 1234}
 	}
@@ -150,7 +152,8 @@ func TestMasterOverview(t *testing.T) {
 	}
 	wantIn(t, page, `id="table2"`, "Metadata at master</th><td>1.2 KiB", "Chunkservers</th><td>1 (1 dead)",
 		"Number of files</th><td>2", `id="table3"`, "Read rate", "Master ops", "<svg", "<polyline",
-		"127.0.0.1:7002", "dead", "000000000000abc1", "127.0.0.1:7001 → 127.0.0.1:7003", "standalone", "1 of 3")
+		"127.0.0.1:7002", "dead", "000000000000abc1", "127.0.0.1:7001 → 127.0.0.1:7003", "standalone", "1 of 3",
+		`id="recent"`, "chunkserver dead addr=127.0.0.1:7002")
 	if strings.Contains(page, "<script") {
 		t.Error("the page has a script")
 	}
