@@ -83,13 +83,13 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	printDevBanner(e, c, *dir)
 	if status != nil {
 		if _, err := serveDevStatus(ctx, e, status, c); err != nil {
 			c.Close()
 			return err
 		}
 	}
+	printDevBanner(e, c, *dir)
 	var mountErr error
 	if *mountDir != "" {
 		mountErr = serveDevMount(ctx, e, c.MasterAddr(), *mountDir)

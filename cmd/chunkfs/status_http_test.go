@@ -5,6 +5,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +96,43 @@ func grepLines(text, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestDevServesStatusPage runs `chunkfs dev` and reads the status page
+// and /metrics at the address it prints.
+func TestDevServesStatusPage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "dev", "--dir", t.TempDir(), "--listen", freeAddr(t), "--chunk-size", "65536")
+	var out syncBuffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "Ctrl-C stops the cluster") {
+		if time.Now().After(deadline) {
+			t.Fatalf("chunkfs dev did not start; output:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m := regexp.MustCompile(`master status page on (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("chunkfs dev prints no status page address:\n%s", out.String())
+	}
+	if code, page := httpGet(t, m[1]); code != 200 || !strings.Contains(page, "GFS Table 2") {
+		t.Errorf("status page: %d\n%.500s", code, page)
+	}
+	code, body := httpGet(t, m[1]+"metrics")
+	if _, err := metrics.Check(strings.NewReader(body)); code != 200 || err != nil {
+		t.Errorf("/metrics: %d, %v", code, err)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chunkfs dev after Ctrl-C: %v\n%s", err, out.String())
+	}
 }
