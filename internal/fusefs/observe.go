@@ -14,13 +14,14 @@ import (
 // mount's caches answer make no call). It must not block.
 type Observer func(op string, elapsed time.Duration)
 
-// Observed returns b with every call, and every call of the files it
-// opens, timed for obs (metrics).
-func Observed(b Backend, obs Observer) Backend { return &observed{b: b, obs: obs} }
+// Observed returns b with its calls, and the calls of the files it opens,
+// timed for obs (metrics). Calls it does not name pass through untimed.
+func Observed(b Backend, obs Observer) Backend { return &observed{Backend: b, b: b, obs: obs} }
 
 type observed struct {
-	b   Backend
-	obs Observer
+	Backend // calls not timed below
+	b       Backend
+	obs     Observer
 }
 
 func (o *observed) since(op string, start time.Time) { o.obs(op, time.Since(start)) }
@@ -91,13 +92,14 @@ func (o *observed) file(f File) File {
 	if f == nil {
 		return nil
 	}
-	return &observedFile{f: f, o: o}
+	return &observedFile{File: f, f: f, o: o}
 }
 
 // observedFile times the calls of an open file.
 type observedFile struct {
-	f File
-	o *observed
+	File // calls not timed below
+	f    File
+	o    *observed
 }
 
 func (f *observedFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
@@ -119,5 +121,3 @@ func (f *observedFile) Close() error {
 	defer f.o.since("release", time.Now())
 	return f.f.Close()
 }
-
-func (f *observedFile) Moved(path string) error { return f.f.Moved(path) }
