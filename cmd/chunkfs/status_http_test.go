@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
@@ -12,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chunkfs/chunkfs/internal/chunkserver"
+	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/cluster"
 	"github.com/chunkfs/chunkfs/internal/master"
 	"github.com/chunkfs/chunkfs/internal/metrics"
+	"github.com/chunkfs/chunkfs/internal/web"
 )
 
 // statusCluster starts a cluster with the master's status page, as
@@ -85,6 +90,20 @@ func TestStatusOfACluster(t *testing.T) {
 	}
 	if code, _ := httpGet(t, url+"browse?path=/web/nothing"); code != 404 {
 		t.Errorf("browsing a missing file: %d, want 404", code)
+	}
+	cs, err := web.NewChunkserver(web.ChunkserverConfig{Figures: func() chunkserver.Figures { return cl.ChunkserverFigures()[0] },
+		Metrics: metrics.New(), Clock: clock.Real{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(cs)
+	defer srv.Close()
+	if code, page := httpGet(t, srv.URL); code != 200 || !strings.Contains(page, cl.ChunkserverAddr(0)) || !strings.Contains(page, "Push buffers in use") {
+		t.Errorf("chunkserver page: %d\n%.1000s", code, page)
+	}
+	code, body = httpGet(t, srv.URL+"/metrics")
+	if _, err := metrics.Check(strings.NewReader(body)); code != 200 || err != nil || !strings.Contains(body, "chunkfs_chunkserver_chunks 4") {
+		t.Errorf("chunkserver /metrics: %d, %v\n%s", code, err, grepLines(body, "chunkfs_chunkserver"))
 	}
 }
 
