@@ -569,7 +569,39 @@ func testFallocate(t *testing.T, dir string) {
 	if err != nil || !bytes.Equal(got[:3], []byte("abc")) || !bytes.Equal(got[3:], make([]byte, 1<<20-3)) {
 		t.Errorf("contents after fallocate: %d bytes, %v", len(got), err)
 	}
-	wantErrno(t, "punch hole", unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, 10), syscall.EOPNOTSUPP)
+	// A punched hole and a zeroed range read as zeros; a punch past the
+	// end does not extend, a zeroed range does unless KEEP_SIZE.
+	if _, err := f.WriteAt(bytes.Repeat([]byte{7}, 300<<10), 100<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 150<<10, 100<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 1<<20-5, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_ZERO_RANGE, 390<<10, 20<<10); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 1<<20)
+	copy(want, "abc")
+	for i := 100 << 10; i < 400<<10; i++ {
+		if i < 150<<10 || i >= 250<<10 && i < 390<<10 {
+			want[i] = 7
+		}
+	}
+	got, err = os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("after punching and zeroing: %d bytes (want %d), equal %v, %v", len(got), len(want), bytes.Equal(got, want), err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_ZERO_RANGE, 1<<20-1, 11); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := f.Stat(); fi.Size() != 1<<20+10 {
+		t.Errorf("zero range past the end: size %d, want %d", fi.Size(), 1<<20+10)
+	}
+	wantErrno(t, "punch without keep-size", unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE, 0, 10), syscall.EOPNOTSUPP)
+	wantErrno(t, "collapse range", unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_COLLAPSE_RANGE, 0, 64<<10), syscall.EOPNOTSUPP)
 	r, err := os.Open(p)
 	if err != nil {
 		t.Fatal(err)
