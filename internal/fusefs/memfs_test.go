@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/locks"
 )
 
 // memBackend is an in-memory twin of a cluster, for running the POSIX
@@ -24,6 +25,7 @@ type memBackend struct {
 	next  uint64
 	// failWrites, when set, makes every WriteAt fail with it.
 	failWrites error
+	locks      *locks.Table // created on first use
 }
 
 type memNode struct {
@@ -451,4 +453,47 @@ func (b *memBackend) RemoveXattr(ctx context.Context, c chunkfs.Caller, p, name 
 	}
 	delete(n.xattrs, name)
 	return nil
+}
+
+// The twin keeps locks in a table of its own, as the leader does.
+func (b *memBackend) lockTable() *locks.Table {
+	if b.locks == nil {
+		b.locks = locks.New(time.Minute, 0, time.Now(), 0)
+	}
+	return b.locks
+}
+
+func (b *memBackend) LockSession(ctx context.Context, session uint64, reclaim, close bool) (uint64, time.Duration, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.lockTable()
+	switch {
+	case close:
+		t.Close(session)
+		return session, t.TTL(), nil
+	case session == 0:
+		id, err := t.Open(time.Now())
+		return id, t.TTL(), err
+	case !t.Renew(session, reclaim, time.Now()):
+		return 0, 0, chunkfs.E("lock session", "", chunkfs.KindNotExist, "")
+	}
+	return session, t.TTL(), nil
+}
+
+func (b *memBackend) Lock(ctx context.Context, c chunkfs.Caller, p string, ino uint64, l locks.Lock, unlock, test, reclaim bool) (bool, locks.Lock, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.lockTable()
+	switch {
+	case unlock:
+		return true, locks.Lock{}, t.Unlock(ino, l.Owner, l.Kind, l.Start, l.End)
+	case test:
+		h, ok := t.Test(ino, l)
+		return !ok, h, nil
+	}
+	h, err := t.Set(ino, l, reclaim, time.Now())
+	if err != nil {
+		return false, locks.Lock{}, chunkfs.E("lock", p, chunkfs.KindInvalid, err.Error())
+	}
+	return h == (locks.Lock{}), h, nil
 }

@@ -47,6 +47,8 @@ const (
 	Master_ListXattr_FullMethodName     = "/chunkfs.v1.Master/ListXattr"
 	Master_SetXattr_FullMethodName      = "/chunkfs.v1.Master/SetXattr"
 	Master_RemoveXattr_FullMethodName   = "/chunkfs.v1.Master/RemoveXattr"
+	Master_LockSession_FullMethodName   = "/chunkfs.v1.Master/LockSession"
+	Master_Lock_FullMethodName          = "/chunkfs.v1.Master/Lock"
 	Master_Balance_FullMethodName       = "/chunkfs.v1.Master/Balance"
 	Master_Decommission_FullMethodName  = "/chunkfs.v1.Master/Decommission"
 )
@@ -81,6 +83,8 @@ type MasterClient interface {
 	ListXattr(ctx context.Context, in *ListXattrRequest, opts ...grpc.CallOption) (*ListXattrResponse, error)
 	SetXattr(ctx context.Context, in *SetXattrRequest, opts ...grpc.CallOption) (*SetXattrResponse, error)
 	RemoveXattr(ctx context.Context, in *RemoveXattrRequest, opts ...grpc.CallOption) (*RemoveXattrResponse, error)
+	LockSession(ctx context.Context, in *LockSessionRequest, opts ...grpc.CallOption) (*LockSessionResponse, error)
+	Lock(ctx context.Context, in *LockRequest, opts ...grpc.CallOption) (*LockResponse, error)
 	Balance(ctx context.Context, in *BalanceRequest, opts ...grpc.CallOption) (*BalanceResponse, error)
 	Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*DecommissionResponse, error)
 }
@@ -333,6 +337,26 @@ func (c *masterClient) RemoveXattr(ctx context.Context, in *RemoveXattrRequest, 
 	return out, nil
 }
 
+func (c *masterClient) LockSession(ctx context.Context, in *LockSessionRequest, opts ...grpc.CallOption) (*LockSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LockSessionResponse)
+	err := c.cc.Invoke(ctx, Master_LockSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) Lock(ctx context.Context, in *LockRequest, opts ...grpc.CallOption) (*LockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LockResponse)
+	err := c.cc.Invoke(ctx, Master_Lock_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *masterClient) Balance(ctx context.Context, in *BalanceRequest, opts ...grpc.CallOption) (*BalanceResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(BalanceResponse)
@@ -383,6 +407,8 @@ type MasterServer interface {
 	ListXattr(context.Context, *ListXattrRequest) (*ListXattrResponse, error)
 	SetXattr(context.Context, *SetXattrRequest) (*SetXattrResponse, error)
 	RemoveXattr(context.Context, *RemoveXattrRequest) (*RemoveXattrResponse, error)
+	LockSession(context.Context, *LockSessionRequest) (*LockSessionResponse, error)
+	Lock(context.Context, *LockRequest) (*LockResponse, error)
 	Balance(context.Context, *BalanceRequest) (*BalanceResponse, error)
 	Decommission(context.Context, *DecommissionRequest) (*DecommissionResponse, error)
 	mustEmbedUnimplementedMasterServer()
@@ -466,6 +492,12 @@ func (UnimplementedMasterServer) SetXattr(context.Context, *SetXattrRequest) (*S
 }
 func (UnimplementedMasterServer) RemoveXattr(context.Context, *RemoveXattrRequest) (*RemoveXattrResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RemoveXattr not implemented")
+}
+func (UnimplementedMasterServer) LockSession(context.Context, *LockSessionRequest) (*LockSessionResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method LockSession not implemented")
+}
+func (UnimplementedMasterServer) Lock(context.Context, *LockRequest) (*LockResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Lock not implemented")
 }
 func (UnimplementedMasterServer) Balance(context.Context, *BalanceRequest) (*BalanceResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Balance not implemented")
@@ -926,6 +958,42 @@ func _Master_RemoveXattr_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_LockSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LockSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).LockSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_LockSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).LockSession(ctx, req.(*LockSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_Lock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).Lock(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_Lock_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).Lock(ctx, req.(*LockRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Master_Balance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(BalanceRequest)
 	if err := dec(in); err != nil {
@@ -1064,6 +1132,14 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveXattr",
 			Handler:    _Master_RemoveXattr_Handler,
+		},
+		{
+			MethodName: "LockSession",
+			Handler:    _Master_LockSession_Handler,
+		},
+		{
+			MethodName: "Lock",
+			Handler:    _Master_Lock_Handler,
 		},
 		{
 			MethodName: "Balance",
