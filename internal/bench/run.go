@@ -42,7 +42,7 @@ type Report struct {
 	LinkMbit float64    `json:"link_mbit"`
 	Servers  int        `json:"chunkservers"`
 	Replicas int        `json:"replicas"`
-	TLS      bool       `json:"tls,omitempty"` // the cluster ran mutual TLS
+	TLS      bool       `json:"tls,omitempty"`     // the cluster ran mutual TLS
 	Network  []NetPoint `json:"network,omitempty"` // raw TCP across the testbed
 	Probe    *Probe     `json:"probe,omitempty"`
 	ReadSet  *Placement `json:"read_set,omitempty"` // where the read set's replicas are

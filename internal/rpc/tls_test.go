@@ -80,7 +80,7 @@ type secureServer struct {
 	raft net.Listener
 }
 
-func startSecure(t *testing.T, sec *Security, h StreamHandler) *secureServer {
+func startSecure(t testing.TB, sec *Security, h StreamHandler) *secureServer {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
