@@ -95,7 +95,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 // serveDevMount mounts the dev cluster on dir and serves it until ctx ends
 // (then unmounts); a mount that fails ends the dev cluster with its error.
 func serveDevMount(ctx context.Context, e *env, c *cluster.Cluster, dir string) error {
-	o := mountOptions{master: c.MasterAddr(), dir: dir, fuse: fusefs.DefaultConfig(), security: c.Security()}
+	o := mountOptions{master: c.MasterAddr(), dir: dir, fuse: fusefs.DefaultConfig(), security: c.MountSecurity()}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := serveMount(ctx, o, log); err != nil {
 		return fmt.Errorf("mount %s: %w", dir, err)
