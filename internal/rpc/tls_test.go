@@ -260,6 +260,9 @@ func TestTLSRefusesUntrusted(t *testing.T) {
 				t.Logf("answered %+v", resp)
 			}
 			check("gRPC", err)
+			if chunkfs.KindOf(err) != chunkfs.KindPermission {
+				t.Errorf("gRPC: kind %v, want KindPermission", chunkfs.KindOf(err))
+			}
 			dc := tc.sec.NewDataClient()
 			defer dc.Close()
 			p := make([]byte, 6)
