@@ -127,7 +127,7 @@ func printDevBanner(e *env, c *cluster.Cluster, dir string) {
 	master := ""
 	if c.MasterAddr() != defaultMaster {
 		master = " --master " + c.MasterAddr()
-		exports = append(exports, "CHUNKFS_MASTER="+c.MasterAddr())
+		exports = append([]string{"CHUNKFS_MASTER=" + c.MasterAddr()}, exports...)
 		if c.Masters() > 1 {
 			master = "" // the list is long: the commands below take it from CHUNKFS_MASTER
 		}
