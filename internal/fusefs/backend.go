@@ -47,6 +47,16 @@ type Backend interface {
 	Readlink(ctx context.Context, c chunkfs.Caller, path string) (string, error)
 	// Usage reports the cluster's capacity, for statfs.
 	Usage(ctx context.Context) (Usage, error)
+	// GetXattr returns the value of extended attribute name of path;
+	// KindNoAttr when it has none.
+	GetXattr(ctx context.Context, c chunkfs.Caller, path, name string) ([]byte, error)
+	// ListXattr lists the names of path's extended attributes c may see.
+	ListXattr(ctx context.Context, c chunkfs.Caller, path string) ([]string, error)
+	// SetXattr sets extended attribute name of path, as setxattr(2) with
+	// flags XATTR_CREATE (1) or XATTR_REPLACE (2).
+	SetXattr(ctx context.Context, c chunkfs.Caller, path, name string, value []byte, flags uint32) error
+	// RemoveXattr removes extended attribute name of path.
+	RemoveXattr(ctx context.Context, c chunkfs.Caller, path, name string) error
 }
 
 // File is an open file of a Backend.

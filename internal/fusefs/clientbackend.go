@@ -434,3 +434,43 @@ func (f clientFile) Close() error { return f.f.Close() }
 
 // Moved re-points the file at its new path after the mount renamed it.
 func (f clientFile) Moved(path string) error { return f.f.Moved(path) }
+
+// GetXattr returns one extended attribute.
+func (b *ClientBackend) GetXattr(ctx context.Context, caller chunkfs.Caller, path, name string) ([]byte, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	defer b.seen(c)
+	return c.GetXattr(ctx, path, name)
+}
+
+// ListXattr lists extended attribute names.
+func (b *ClientBackend) ListXattr(ctx context.Context, caller chunkfs.Caller, path string) ([]string, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	defer b.seen(c)
+	return c.ListXattr(ctx, path)
+}
+
+// SetXattr sets one extended attribute.
+func (b *ClientBackend) SetXattr(ctx context.Context, caller chunkfs.Caller, path, name string, value []byte, flags uint32) error {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return err
+	}
+	defer b.seen(c)
+	return c.SetXattr(ctx, path, name, value, client.XattrFlags(flags&(xattrCreate|xattrReplace)))
+}
+
+// RemoveXattr removes one extended attribute.
+func (b *ClientBackend) RemoveXattr(ctx context.Context, caller chunkfs.Caller, path, name string) error {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return err
+	}
+	defer b.seen(c)
+	return c.RemoveXattr(ctx, path, name)
+}

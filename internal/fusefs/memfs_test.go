@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,8 +27,9 @@ type memBackend struct {
 }
 
 type memNode struct {
-	fi   chunkfs.FileInfo
-	data []byte
+	fi     chunkfs.FileInfo
+	data   []byte
+	xattrs map[string][]byte
 }
 
 func newMemBackend() *memBackend {
@@ -385,5 +388,67 @@ func (f *memFile) Moved(path string) error {
 	f.b.mu.Lock()
 	defer f.b.mu.Unlock()
 	f.path = path
+	return nil
+}
+
+func (b *memBackend) GetXattr(ctx context.Context, c chunkfs.Caller, p, name string) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("getxattr", p)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := n.xattrs[name]
+	if !ok {
+		return nil, chunkfs.E("getxattr", p, chunkfs.KindNoAttr, "")
+	}
+	return slices.Clone(v), nil
+}
+
+func (b *memBackend) ListXattr(ctx context.Context, c chunkfs.Caller, p string) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("listxattr", p)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(n.xattrs)), nil
+}
+
+func (b *memBackend) SetXattr(ctx context.Context, c chunkfs.Caller, p, name string, value []byte, flags uint32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("setxattr", p)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(name, "user.") && !strings.HasPrefix(name, "trusted.") && !strings.HasPrefix(name, "security.") {
+		return chunkfs.E("setxattr", p, chunkfs.KindNotSupported, "")
+	}
+	_, ok := n.xattrs[name]
+	switch {
+	case ok && flags&xattrCreate != 0:
+		return chunkfs.E("setxattr", p, chunkfs.KindExist, "")
+	case !ok && flags&xattrReplace != 0:
+		return chunkfs.E("setxattr", p, chunkfs.KindNoAttr, "")
+	}
+	if n.xattrs == nil {
+		n.xattrs = map[string][]byte{}
+	}
+	n.xattrs[name] = slices.Clone(value)
+	return nil
+}
+
+func (b *memBackend) RemoveXattr(ctx context.Context, c chunkfs.Caller, p, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("removexattr", p)
+	if err != nil {
+		return err
+	}
+	if _, ok := n.xattrs[name]; !ok {
+		return chunkfs.E("removexattr", p, chunkfs.KindNoAttr, "")
+	}
+	delete(n.xattrs, name)
 	return nil
 }

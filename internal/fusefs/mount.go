@@ -125,11 +125,14 @@ func options(cfg Config, log *slog.Logger) *gofs.Options {
 		AllowOther: cfg.AllowOther,
 		// The kernel checks permissions from the attributes, as a local
 		// file system does, including the sticky bit and chown rules.
-		Options:       []string{"default_permissions"},
-		FsName:        cfg.FsName,
-		Name:          "chunkfs",
-		MaxWrite:      cfg.MaxWrite,
-		DisableXAttrs: true, // the kernel answers EOPNOTSUPP without asking
+		Options:  []string{"default_permissions"},
+		FsName:   cfg.FsName,
+		Name:     "chunkfs",
+		MaxWrite: cfg.MaxWrite,
+		// security.capability is asked for before writes (to drop file
+		// capabilities); go-fuse answers it "none" without a round trip
+		// to the master. Capabilities are not kept, as on a nosuid mount.
+		IgnoreSecurityLabels: true,
 		// With io-cache the mount decides when pages go (at an open that
 		// sees a new version), not the kernel on every mtime it notices.
 		ExplicitDataCacheControl: cfg.KeepCache,
