@@ -61,8 +61,8 @@ func (m *Master) Decommission(ctx context.Context, req *pb.DecommissionRequest) 
 	if err := superuser(op, req.Server, req.Caller); err != nil {
 		return nil, err
 	}
-	if len(req.Server) > maxAddrLen {
-		return nil, chunkfs.E(op, "", chunkfs.KindInvalid, "chunkserver name too long")
+	if len(req.Server) > maxAddrLen || (req.Recommission && req.Server == "") {
+		return nil, chunkfs.E(op, "", chunkfs.KindInvalid, "name one chunkserver, by ID or address")
 	}
 	resp := &pb.DecommissionResponse{}
 	var id string
