@@ -12,7 +12,7 @@ import (
 // superuser refuses a caller other than the superuser.
 func superuser(op, path string, c *pb.Caller) error {
 	if c == nil || c.Uid != 0 {
-		return chunkfs.E(op, path, chunkfs.KindPermission, "only the superuser may do this")
+		return chunkfs.E(op, path, chunkfs.KindPermission, "needs the superuser")
 	}
 	return nil
 }
