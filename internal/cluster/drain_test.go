@@ -281,3 +281,54 @@ func TestRecommissionTrimsKeepingRackSpread(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestDecommissionSurvivesFailover: the intent is in the log, so after the
+// leader of three masters is killed the new leader goes on draining the
+// server and places no new chunk on it.
+func TestDecommissionSurvivesFailover(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.ChunkSize = healChunk
+	cfg.Chunkservers = 4
+	cfg.Masters = 3
+	cfg.Master = func(mc *master.Config) { mc.Placement.MinFree = 0 }
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	if _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := newDefaultClient(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	files := drainFiles(t, ctx, cl, 4)
+	victim := c.ChunkserverAddr(3)
+	if _, err := cl.Decommission(ctx, victim, false); err != nil {
+		t.Fatal(err)
+	}
+	old := c.Leader()
+	if err := c.StopGroupMaster(old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitDrain(t, ctx, cl, victim, "decommissioned")
+	for i := range 4 {
+		p := fmt.Sprintf("/after-%d", i)
+		files[p] = healBytes(uint64(500+i), 1000)
+		put(t, ctx, cl, p, files[p])
+		if chunks, err := cl.Chunks(ctx, p); err != nil || slices.Contains(chunks[0].Replicas, victim) {
+			t.Errorf("%s placed on the server being decommissioned: %+v, %v", p, chunks, err)
+		}
+	}
+	if err := readsAll(ctx, cl, files); err != nil {
+		t.Error(err)
+	}
+}

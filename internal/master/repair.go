@@ -34,6 +34,7 @@ const fullSweepEvery = 30
 // locations are still being learnt.
 func (m *Master) repairOnce(full bool) {
 	m.updateSafeMode()
+	m.syncDraining()
 	if !m.leads() {
 		return // only the leader re-replicates and trims
 	}
@@ -46,7 +47,6 @@ func (m *Master) repairOnce(full bool) {
 	m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		m.reg.setDraining(ns.Draining())
 		orders, trims = m.reg.plan(m.cfg.Placement, lookupIn(ns), m.cfg.MaxClonesPerServer, now, full)
 	})
 	for _, t := range trims {
@@ -57,6 +57,17 @@ func (m *Master) repairOnce(full bool) {
 		m.bg.Add(1)
 		go m.runClone(o)
 	}
+}
+
+// syncDraining gives the registry the logged set of chunkservers being
+// decommissioned, on every master: one that becomes the leader places no
+// new replica on them from its first allocation.
+func (m *Master) syncDraining() {
+	m.state.read(func(ns *namespace.Namespace) {
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		m.reg.setDraining(ns.Draining())
+	})
 }
 
 // lookupIn answers the registry's questions about chunks from ns.
