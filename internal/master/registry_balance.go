@@ -17,7 +17,17 @@ type balancer struct {
 	moved     int64
 	bytes     int64
 	recent    []repairDone // moves completed in the last minute, oldest first
+	idleUntil time.Time    // after a round found nothing to move, none is sought before this
 }
+
+// Bounds on the balancer's work per round: each pair of servers tried
+// scans the source's chunks, so a round tries a few pairs, and one that
+// finds nothing to move waits balanceIdle before the next search (a
+// balanced cluster costs nothing; a new server waits that long at most).
+const (
+	maxPairsPerMove = 8
+	balanceIdle     = 10 * time.Second
+)
 
 // balanceStatus is what admin balance and the report show.
 type balanceStatus struct {
@@ -37,7 +47,7 @@ func (r *registry) configureBalance(on bool, threshold float64, maxMoves int) {
 // setBalance starts or stops the rebalancer; a threshold of 0 keeps the
 // current one.
 func (r *registry) setBalance(on bool, threshold float64) {
-	r.bal.on = on
+	r.bal.on, r.bal.idleUntil = on, time.Time{}
 	if threshold > 0 {
 		r.bal.threshold = threshold
 	}
@@ -75,9 +85,12 @@ func (r *registry) balanceCandidates(cfg placement.Config, now time.Time) []plac
 // their full replication counted and a replica on the source.
 func (r *registry) balance(cfg placement.Config, lookup chunkLookup, maxClones int, now time.Time) []cloneOrder {
 	var out []cloneOrder
-	for r.bal.on && r.bal.inFlight < r.bal.maxMoves {
+	for r.bal.on && r.bal.inFlight < r.bal.maxMoves && !now.Before(r.bal.idleUntil) {
 		o, ok := r.nextMove(cfg, lookup, maxClones, now)
 		if !ok {
+			if len(out) == 0 && r.bal.inFlight == 0 {
+				r.bal.idleUntil = now.Add(balanceIdle)
+			}
 			break
 		}
 		out = append(out, o)
@@ -94,7 +107,8 @@ func (r *registry) nextMove(cfg placement.Config, lookup chunkLookup, maxClones 
 		}
 	}
 	cand := r.balanceCandidates(cfg, now)
-	for _, mv := range placement.BalanceMoves(cfg, cand, r.bal.threshold/100, maxClones) {
+	moves := placement.BalanceMoves(cfg, cand, r.bal.threshold/100, maxClones)
+	for _, mv := range moves[:min(len(moves), maxPairsPerMove)] {
 		from, to := servers[mv.From], servers[mv.To]
 		if h, ok := r.movable(from, to, lookup, now); ok {
 			v, want, length, _ := lookup(h)
