@@ -14,8 +14,9 @@ import (
 // TestNewServerFilledGradually: an empty server added to three half-full
 // ones (each reporting an 8 MiB disk) is filled by the rebalancer once it
 // is started, never with more than its bound of moves in flight, never
-// leaving a chunk below its replication, until every server is within the
-// threshold of the mean (allowing one chunk's worth for granularity).
+// leaving a chunk below its replication, while reads go on, until every
+// server is within the threshold of the mean (allowing one chunk's worth
+// for granularity).
 func TestNewServerFilledGradually(t *testing.T) {
 	const (
 		capacity  = 8 << 20
@@ -75,6 +76,14 @@ func TestNewServerFilledGradually(t *testing.T) {
 		return nil
 	})
 
+	// Reads go on during the moves, from a client that cached the
+	// locations before them: a replica moved away answers "no such
+	// chunk", and the client looks the chunk up again.
+	if err := readsAll(ctx, cl, files); err != nil {
+		t.Fatal(err)
+	}
+	stopReads := watch(func() error { return readsAll(ctx, cl, files) })
+
 	// Stopped, the balancer moves nothing.
 	time.Sleep(500 * time.Millisecond)
 	if n := len(log.all()); n != 0 {
@@ -90,6 +99,9 @@ func TestNewServerFilledGradually(t *testing.T) {
 	rep := waitBalanced(t, ctx, cl, threshold+100*float64(healChunk)/capacity)
 	if err := stopCount(); err != nil {
 		t.Error(err)
+	}
+	if err := stopReads(); err != nil {
+		t.Errorf("a read failed during the moves: %v", err)
 	}
 	if st, err = cl.Balance(ctx, "stop", 0); err != nil || st.Running {
 		t.Errorf("balance stop answered %+v, %v", st, err)
