@@ -77,6 +77,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	safeThreshold := fs.Float64("safe-mode-threshold", cfg.SafeModeThreshold, "fraction of chunks with data that must be located before leaving safe mode after a start")
 	safeServers := fs.Int("safe-mode-servers", cfg.SafeModeMinServers, "live chunkservers safe mode waits for (0: --min-replicas)")
 	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver, as source or target")
+	cloneMinRate := fs.String("clone-min-rate", size(int(cfg.MinCloneRate)), "slowest clone transfer a clone's deadline allows for, bytes a second with a K, M or G suffix (at most the chunkservers' --clone-rate / --clone-streams)")
 	id := fs.String("id", cfg.NodeID, "this master's node ID in its group")
 	group := fs.String("cluster", "", "the group's voters as `ID=HOST:PORT,...` (their client addresses, which also carry Raft); empty: a master alone")
 	observer := fs.Bool("observer", false, "join the group named by --cluster as a non-voting observer that serves reads")
@@ -108,6 +109,11 @@ func masterFlags(args []string) (master.Config, string, error) {
 	cfg.Dir, cfg.ChunkSize, cfg.DefaultReplication, cfg.LeaseDuration, cfg.DeadAfter = *dir, *chunkSize, *repl, *lease, *deadAfter
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones
 	cfg.SafeModeThreshold, cfg.SafeModeMinServers = *safeThreshold, *safeServers
+	n, err := parseSize(*cloneMinRate)
+	if err != nil || n == 0 {
+		return cfg, "", usagef("--clone-min-rate: %q is not a positive rate (like 256K)", *cloneMinRate)
+	}
+	cfg.MinCloneRate = int64(n)
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
 	members, err := parseGroup(*group)
 	if err != nil {

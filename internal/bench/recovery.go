@@ -86,14 +86,17 @@ func (r *recoveryRun) run(ctx context.Context) (*RecoveryReport, error) {
 		return r.rep, err
 	}
 	r.rep.Fill = r.s.readSetPlacement
+	filled := time.Now()
 	load, err := r.startLoad(ctx)
 	if err != nil {
 		return r.rep, err
 	}
 	loadStart := time.Now()
 	defer load.kill()
-	r.s.log.Info("clients running before the failure", "readers", r.cfg.Readers, "writers", r.cfg.Writers, "for", r.cfg.Baseline)
-	if err := sleepCtx(ctx, r.cfg.Baseline); err != nil {
+	// The kill waits for the fill's leases to end (RecoveryConfig.Lease).
+	wait := max(r.cfg.Baseline, time.Until(filled.Add(r.cfg.Lease+2*time.Second)))
+	r.s.log.Info("clients running before the failure", "readers", r.cfg.Readers, "writers", r.cfg.Writers, "for", wait.Round(time.Second))
+	if err := sleepCtx(ctx, wait); err != nil {
 		return r.rep, err
 	}
 	phases := [][]int{{0}}

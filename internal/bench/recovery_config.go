@@ -43,6 +43,12 @@ type RecoveryConfig struct {
 	MaxClones    int
 	DeadAfter    time.Duration
 	Heartbeat    time.Duration // the chunkservers' heartbeat interval (--heartbeat)
+	// Lease is the master's lease duration (--lease). The master clones
+	// no chunk under a lease (a clone could miss a write), so the first
+	// kill waits until the fill's leases have ended: the data a failure
+	// finds is old, as in GFS's measurement. The writers' chunks of the
+	// last lease still wait for theirs.
+	Lease time.Duration
 	Second       bool          // also kill two chunkservers after the first recovery
 	PhaseTimeout time.Duration // the longest a recovery may take before the run gives up
 	Sample       time.Duration // how often the watcher asks the master
@@ -85,6 +91,7 @@ func DefaultRecoveryConfig() RecoveryConfig {
 		MaxClones:    2,
 		DeadAfter:    5 * time.Second,
 		Heartbeat:    time.Second,
+		Lease:        chunkfs.LeaseDuration,
 		Second:       true,
 		PhaseTimeout: 20 * time.Minute,
 		Sample:       500 * time.Millisecond,
@@ -142,7 +149,7 @@ func (c RecoveryConfig) Validate() error {
 		return fmt.Errorf("bench recovery: %d fill files: more than 4096", c.FillBytes/c.FileBytes)
 	case c.Readers < 0 || c.Writers < 0:
 		return errors.New("bench recovery: negative readers or writers")
-	case c.Baseline <= 0 || c.PhaseTimeout <= 0 || c.Sample <= 0 || c.Heartbeat <= 0 || c.DeadAfter <= c.Heartbeat:
+	case c.Baseline <= 0 || c.PhaseTimeout <= 0 || c.Sample <= 0 || c.Heartbeat <= 0 || c.DeadAfter <= c.Heartbeat || c.Lease <= 0:
 		return errors.New("bench recovery: durations must be positive, dead-after above the heartbeat")
 	case c.CloneRate < 0 || c.CloneStreams < 1 || c.MaxClones < 1:
 		return errors.New("bench recovery: clone throttles out of range")
@@ -160,6 +167,7 @@ const recoveryLoadDir = "/bench/recovery/load"
 // fill as the read set.
 func (c RecoveryConfig) clusterConfig() Config {
 	master := append([]string{"--dead-after", c.DeadAfter.String(), "--max-clones", fmt.Sprint(c.MaxClones),
+		"--clone-min-rate", fmt.Sprint(c.cloneMinRate()), "--lease", c.Lease.String(),
 		"--replication", fmt.Sprint(c.Replicas)}, c.MasterArgs...)
 	cs := append([]string{"--heartbeat", c.Heartbeat.String(), "--clone-rate", fmt.Sprint(c.CloneRate), "--clone-streams", fmt.Sprint(c.CloneStreams)}, c.ChunkserverArgs...)
 	g := DefaultConfig()
@@ -167,6 +175,17 @@ func (c RecoveryConfig) clusterConfig() Config {
 	g.Replicas, g.ChunkSize, g.WriteSize = c.Replicas, c.ChunkSize, c.IOSize
 	g.ReadSetFiles, g.ReadSetFileSize = int(c.FillBytes/c.FileBytes), c.FileBytes
 	return g
+}
+
+// cloneMinRate is the master's --clone-min-rate: a quarter of what one
+// clone stream gets at the throttle or a NIC, so that a clone slowed by
+// the clients' traffic still makes its deadline.
+func (c RecoveryConfig) cloneMinRate() int64 {
+	per := c.Testbed.NIC.MBps() * 1e6
+	if c.CloneRate > 0 {
+		per = min(per, float64(c.CloneRate))
+	}
+	return max(int64(per/float64(c.CloneStreams)/4), 4096)
 }
 
 // cloneNetwork is the limit's inputs with survivors chunkservers alive.

@@ -55,11 +55,18 @@ type RecoveryPhase struct {
 	UnderReplicated int64 `json:"under_replicated"`
 	Repaired        int64 `json:"repaired"` // clones completed during the phase
 	// OneHealedS is when no chunk had a single replica any more;
-	// HealedS when every chunk had its replicas again.
-	OneHealedS float64 `json:"one_healed_s"`
-	HealedS    float64 `json:"healed_s"`
-	// CloneMBps is LostBytes over the cloning time (HealedS - DetectedS);
-	// Efficiency is CloneMBps / Limit.
+	// FillHealedS when every chunk of the fill (under no lease) had its
+	// replicas again, HealedS when every chunk had, the writers' chunks
+	// of the last lease included (the master clones no chunk under a
+	// lease).
+	OneHealedS  float64 `json:"one_healed_s"`
+	FillHealedS float64 `json:"fill_healed_s"`
+	HealedS     float64 `json:"healed_s"`
+	// CloneMBps is the clones completed from the detection until the
+	// fill was healed, times the chunk size, over that time: the rate
+	// while the queue had chunks it could clone. Efficiency is CloneMBps
+	// / Limit.
+	FillClones int64   `json:"fill_clones"`
 	CloneMBps  float64 `json:"clone_mbps"`
 	Efficiency float64 `json:"efficiency"`
 	// OneTransferS is how long the one-replica chunks' bytes take at
@@ -113,8 +120,13 @@ func (p *RecoveryPhase) measure(c RecoveryConfig) {
 	last := p.Samples[len(p.Samples)-1]
 	p.HealedS = at(last)
 	p.Repaired = last.Repaired - p.Samples[detected].Repaired
-	p.OneHealedS = p.DetectedS
+	p.OneHealedS, p.FillHealedS = p.DetectedS, p.HealedS
+	fillHealed := false
 	for _, s := range p.Samples[detected:] {
+		if !fillHealed && s.Err == "" && atLeast(s.FillByReplicas, min(c.Replicas, p.Survivors)) {
+			fillHealed, p.FillHealedS = true, at(s)
+			p.FillClones = s.Repaired - p.Samples[detected].Repaired
+		}
 		if s.Err != "" {
 			continue
 		}
@@ -129,8 +141,8 @@ func (p *RecoveryPhase) measure(c RecoveryConfig) {
 	if p.OneReplica > 0 {
 		p.OneHealedS = p.nextSampleAfter(p.OneHealedS)
 	}
-	if d := p.HealedS - p.DetectedS; d > 0 {
-		p.CloneMBps = float64(p.LostBytes) / d / 1e6
+	if d := p.FillHealedS - p.DetectedS; d > 0 {
+		p.CloneMBps = float64(p.FillClones*c.ChunkSize) / d / 1e6
 	}
 	if p.Limit > 0 {
 		p.Efficiency = p.CloneMBps / p.Limit
@@ -254,12 +266,13 @@ func (r *RecoveryReport) WriteTable(w io.Writer) error {
 		cloneRateLabel(r.CloneRate), r.CloneStreams, r.MaxClones, r.DeadAfter, r.Heartbeat)
 	fmt.Fprintf(w, "fill: %.0f MB in %d files; %s\n", float64(r.FillBytes)/1e6, r.FillBytes/max(r.FileBytes, 1), r.Fill)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "failure\tsurvivors\tlost MB\tchunks at 1 / 2\tdetected s\t1-replica healed s\tall healed s\tclones\tclone MB/s\tlimit MB/s\tof limit\t1-replica MB\tat limit s\thealing / transfer\t")
+	fmt.Fprintln(tw, "failure\tsurvivors\tlost MB\tchunks at 1 / 2\tdetected s\t1-replica healed s\tfill healed s\tall healed s\tclones\tclone MB/s\tlimit MB/s\tof limit\t1-replica MB\tat limit s\thealing / transfer\t")
 	for i, p := range r.Phases {
-		fmt.Fprintf(tw, "%d killed\t%d\t%.1f\t%d / %d\t%.1f\t%.1f\t%.1f\t%d\t%.3f\t%.3f\t%.1f%%\t%.1f\t%.1f\t%s\t\n",
-			[]int{1, 2}[min(i, 1)], p.Survivors, float64(p.LostBytes)/1e6, p.OneReplica, p.TwoReplicas, p.DetectedS, p.OneHealedS, p.HealedS,
+		fmt.Fprintf(tw, "%d killed\t%d\t%.1f\t%d / %d\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.3f\t%.3f\t%.1f%%\t%.1f\t%.1f\t%s\t\n",
+			[]int{1, 2}[min(i, 1)], p.Survivors, float64(p.LostBytes)/1e6, p.OneReplica, p.TwoReplicas, p.DetectedS, p.OneHealedS, p.FillHealedS, p.HealedS,
 			p.Repaired, p.CloneMBps, p.Limit, 100*p.Efficiency, float64(p.OneReplicaBytes)/1e6, p.OneTransferS, factorLabel(p))
 	}
+	fmt.Fprintln(w, "times in seconds from the kill; clone MB/s: clones completed from detection to the fill healed × chunk size, over that time")
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -64,8 +64,8 @@ func TestRecoveryConfigValidate(t *testing.T) {
 }
 
 // samplePhase is a recovery from two of seven killed, sampled every
-// second: detected at 5 s, the two one-replica chunks healed by 8 s, all
-// by 20 s.
+// second: detected at 5 s, the two one-replica chunks healed by 8 s, the
+// fill by 12 s after a clone a second, all by 20 s.
 func samplePhase() RecoveryPhase {
 	const kill = int64(1_000_000_000_000)
 	dead := []string{"a:1", "b:1"}
@@ -76,6 +76,10 @@ func samplePhase() RecoveryPhase {
 		s.Live = 5
 		if sec < 5 {
 			s.Live = 6 // never 5 before the detection
+		}
+		s.FillByReplicas = []int{0, 0, 0, 20}
+		if sec >= 5 && sec < 12 {
+			s.FillByReplicas = []int{0, 0, 5, 15}
 		}
 		switch {
 		case sec >= 5 && sec < 8:
@@ -105,8 +109,9 @@ func TestRecoveryPhaseMeasure(t *testing.T) {
 	near("one-replica healed", p.OneHealedS, 8)
 	near("healed", p.HealedS, 20)
 	near("lost MB", float64(p.LostBytes)/1e6, 60)
-	near("clone MB/s", p.CloneMBps, 4) // 60 MB in 15 s
-	near("efficiency", p.Efficiency, 4/3.125)
+	near("fill healed", p.FillHealedS, 12)
+	near("clone MB/s", p.CloneMBps, 4.194304) // 7 clones of 4 MiB in 7 s
+	near("efficiency", p.Efficiency, 4.194304/3.125)
 	near("one-replica transfer", p.OneTransferS, 8/3.125)
 	near("one-replica factor", p.OneFactor, 3/(8/3.125))
 	if p.OneReplica != 2 || p.TwoReplicas != 10 || p.UnderReplicated != 12 || p.Repaired != 15 {
@@ -126,11 +131,8 @@ func TestWindowRate(t *testing.T) {
 func TestRecoveryReportOutput(t *testing.T) {
 	c := DefaultRecoveryConfig()
 	r := newRecoveryReport(c)
-	one := samplePhase() // as if 60 MB were lost from one of six
-	one.Killed, one.Limit = one.Killed[:1], c.cloneNetwork(5).Limit()*1.6
-	for i := range one.Samples {
-		one.Samples[i].Used["a:1"] = 60e6
-	}
+	one := samplePhase() // as if one of six were killed, at a limit of 5 MB/s
+	one.Killed, one.Limit = one.Killed[:1], 5
 	one.measure(c)
 	two := samplePhase()
 	two.measure(c)
@@ -144,7 +146,7 @@ func TestRecoveryReportOutput(t *testing.T) {
 	for _, want := range []string{
 		"8 chunkservers, 3 replicas, NICs 10 Mbit/s",
 		"clone rate 0.625 MB/s per target server",
-		"target clone rate, one killed: want ≥ 80 % of 5.000 MB/s, got 4.000 MB/s = 80.0 %: met",
+		"target clone rate, one killed: want ≥ 80 % of 5.000 MB/s, got 4.194 MB/s = 83.9 %: met",
 		"target one-replica chunks healed, two killed: want ≤ 2× their 2.6 s at the limit, got 3.0 s after detection = 1.17×: met",
 		"target reads during recovery 1: want ≥ 50 % of 2.000 MB/s, got 1.500 MB/s = 75 %: met",
 		"target reads during recovery 2: want ≥ 50 % of 2.000 MB/s, got 0.800 MB/s = 40 %: NOT MET",

@@ -53,6 +53,9 @@ type ReplicaSample struct {
 	// of those with exactly one.
 	ByReplicas      []int `json:"by_replicas"`
 	OneReplicaBytes int64 `json:"one_replica_bytes"`
+	// FillByReplicas counts Task.Files' chunks alone: data written before
+	// the failure, under no lease.
+	FillByReplicas []int `json:"fill_by_replicas"`
 	// The cluster report's repair counters, over every chunk.
 	UnderReplicated int64   `json:"under_replicated"`
 	BeingCloned     int64   `json:"being_cloned"`
@@ -72,8 +75,14 @@ func (s ReplicaSample) healed(live, replicas int) bool {
 	if s.Err != "" || s.Live != live || s.UnderReplicated > 0 && live >= replicas || s.BeingCloned > 0 || s.Missing > 0 {
 		return false
 	}
-	for k, n := range s.ByReplicas {
-		if k < min(replicas, live) && n > 0 {
+	return atLeast(s.ByReplicas, min(replicas, live))
+}
+
+// atLeast reports whether no chunk counted in byReplicas has fewer than k
+// replicas.
+func atLeast(byReplicas []int, k int) bool {
+	for i, n := range byReplicas {
+		if i < k && n > 0 {
 			return false
 		}
 	}
@@ -148,7 +157,7 @@ func (w *watchTask) run(ctx context.Context) (Result, error) {
 func (w *watchTask) sample(ctx context.Context) ReplicaSample {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	s := ReplicaSample{AtNS: time.Now().UnixNano(), ByReplicas: make([]int, w.spec.Replicas+1),
+	s := ReplicaSample{AtNS: time.Now().UnixNano(), ByReplicas: make([]int, w.spec.Replicas+1), FillByReplicas: make([]int, w.spec.Replicas+1),
 		Used: map[string]int64{}, Alive: map[string]bool{}}
 	if err := w.fill(ctx, &s); err != nil {
 		s.Err = err.Error()
@@ -172,8 +181,8 @@ func (w *watchTask) fill(ctx context.Context, s *ReplicaSample) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		if err := w.count(ctx, f, rep.ChunkSize, s); err != nil {
+	for i, f := range files {
+		if err := w.count(ctx, f, rep.ChunkSize, s, i < len(w.files)); err != nil {
 			return err
 		}
 	}
@@ -203,8 +212,9 @@ func (w *watchTask) watched(ctx context.Context) ([]string, error) {
 	return files, nil
 }
 
-// count adds the chunks of file f to s by their live replicas.
-func (w *watchTask) count(ctx context.Context, f string, chunkSize int64, s *ReplicaSample) error {
+// count adds the chunks of file f to s by their live replicas, and to the
+// fill's counts too if fill is set.
+func (w *watchTask) count(ctx context.Context, f string, chunkSize int64, s *ReplicaSample, fill bool) error {
 	chunks, err := w.c.Chunks(ctx, f)
 	if err != nil {
 		return err
@@ -216,6 +226,9 @@ func (w *watchTask) count(ctx context.Context, f string, chunkSize int64, s *Rep
 	for _, ch := range chunks {
 		k := min(len(ch.Replicas), len(s.ByReplicas)-1)
 		s.ByReplicas[k]++
+		if fill {
+			s.FillByReplicas[k]++
+		}
 		if k == 1 {
 			s.OneReplicaBytes += min(max(fi.Length-ch.Index*chunkSize, 0), chunkSize)
 		}

@@ -37,6 +37,13 @@ type Config struct {
 	// chunkserver takes part in, as source or target; chunkservers also
 	// cap their clone bandwidth themselves.
 	MaxClonesPerServer int
+	// MinCloneRate is the slowest transfer, in bytes a second, a clone's
+	// deadline allows for: RPCTimeout plus the chunk's length at this
+	// rate. It must not exceed what a target's clone throttle gives each
+	// of its clone streams over the network it is on (chunkserver
+	// --clone-rate / --clone-streams), or throttled clones miss their
+	// deadline and are started again and again.
+	MinCloneRate int64
 	// RepairInterval is how often the master plans re-replication and
 	// trimming.
 	RepairInterval time.Duration
@@ -96,6 +103,7 @@ func DefaultConfig() Config {
 		MinReplicas:        2,
 		SafeModeThreshold:  0.999,
 		MaxClonesPerServer: 2,
+		MinCloneRate:       1 << 20,
 		RepairInterval:     time.Second,
 		SnapshotThreshold:  65536,
 		NodeID:             "master-1",
@@ -126,8 +134,8 @@ func (c Config) Validate() error {
 		return errors.New("master: MinReplicas out of range")
 	case !(c.SafeModeThreshold >= 0 && c.SafeModeThreshold <= 1) || c.SafeModeMinServers < 0:
 		return errors.New("master: SafeModeThreshold must be in [0, 1], SafeModeMinServers not negative")
-	case c.MaxClonesPerServer < 1 || c.RepairInterval <= 0:
-		return errors.New("master: MaxClonesPerServer and RepairInterval must be positive")
+	case c.MaxClonesPerServer < 1 || c.RepairInterval <= 0 || c.MinCloneRate <= 0:
+		return errors.New("master: MaxClonesPerServer, RepairInterval and MinCloneRate must be positive")
 	case c.Clock == nil || c.Logger == nil:
 		return errors.New("master: Clock and Logger must be set")
 	case c.NodeID == "" || c.ReadWait <= 0:
