@@ -76,7 +76,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	reserve := fs.Int64("reserve", cfg.Placement.MinFree, "free bytes a chunkserver keeps: one with less gets no new replica")
 	safeThreshold := fs.Float64("safe-mode-threshold", cfg.SafeModeThreshold, "fraction of chunks with data that must be located before leaving safe mode after a start")
 	safeServers := fs.Int("safe-mode-servers", cfg.SafeModeMinServers, "live chunkservers safe mode waits for (0: --min-replicas)")
-	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver, as source or target")
+	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver as source, and apart as target")
 	cloneMinRate := fs.String("clone-min-rate", size(int(cfg.MinCloneRate)), "slowest clone transfer a clone's deadline allows for, bytes a second with a K, M or G suffix (at most the chunkservers' --clone-rate / --clone-streams)")
 	id := fs.String("id", cfg.NodeID, "this master's node ID in its group")
 	group := fs.String("cluster", "", "the group's voters as `ID=HOST:PORT,...` (their client addresses, which also carry Raft); empty: a master alone")

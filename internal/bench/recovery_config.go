@@ -48,7 +48,7 @@ type RecoveryConfig struct {
 	// kill waits until the fill's leases have ended: the data a failure
 	// finds is old, as in GFS's measurement. The writers' chunks of the
 	// last lease still wait for theirs.
-	Lease time.Duration
+	Lease        time.Duration
 	Second       bool          // also kill two chunkservers after the first recovery
 	PhaseTimeout time.Duration // the longest a recovery may take before the run gives up
 	Sample       time.Duration // how often the watcher asks the master

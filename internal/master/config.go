@@ -34,8 +34,9 @@ type Config struct {
 	SafeModeThreshold  float64
 	SafeModeMinServers int
 	// MaxClonesPerServer bounds the re-replications in flight that one
-	// chunkserver takes part in, as source or target; chunkservers also
-	// cap their clone bandwidth themselves.
+	// chunkserver takes part in as source and, apart, as target (a clone
+	// uses the source's outgoing and the target's incoming bandwidth);
+	// chunkservers also cap their clone bandwidth themselves.
 	MaxClonesPerServer int
 	// MinCloneRate is the slowest transfer, in bytes a second, a clone's
 	// deadline allows for: RPCTimeout plus the chunk's length at this

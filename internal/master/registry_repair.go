@@ -41,7 +41,8 @@ const blockedFor = time.Minute
 // with fewer live current replicas than their file's replication, in
 // placement.RepairOrder (the fewest live replicas first; a chunk a writer
 // waits on first among equals), at most maxClones in flight per server as
-// source or target; and the trimming of chunks with more than their
+// source and, apart, as target (a clone uses the source's outgoing and the
+// target's incoming bandwidth); and the trimming of chunks with more than their
 // replication (condemned here, deleted at the server's next heartbeat).
 //
 // Priority is strict: no chunk is cloned while a chunk with fewer live
@@ -130,6 +131,7 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	racks := make([]string, len(holders))
 	for i, s := range holders {
 		hc[i], racks[i] = candidate(s, now, cfg), s.rack
+		hc[i].Clones = s.sourcing // a NIC's two directions: sourcing and cloning are bounded apart
 	}
 	si := placement.CloneSource(hc, maxClones)
 	if si < 0 {
@@ -147,6 +149,7 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	oc := make([]placement.Server, len(others))
 	for i, s := range others {
 		oc[i] = candidate(s, now, cfg)
+		oc[i].Clones = s.cloning
 	}
 	ti := placement.CloneTarget(cfg, oc, racks, maxClones, r.rng)
 	if ti < 0 {
