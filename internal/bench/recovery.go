@@ -130,8 +130,8 @@ func (r *recoveryRun) phase(ctx context.Context, victims []int, survivors int) (
 	if r.cfg.Writers == 0 {
 		dirs = nil
 	}
-	task := Task{Op: OpWatch, Master: r.s.cl.master, Files: r.s.readSet(), Timeout: r.cfg.PhaseTimeout,
-		Watch: &WatchSpec{Live: survivors, Replicas: r.cfg.Replicas, Dirs: dirs, Interval: r.cfg.Sample}}
+	task := Task{Op: OpWatch, Master: r.s.cl.master, Files: r.s.readSet(), Timeout: r.cfg.PhaseTimeout + time.Minute,
+		Watch: &WatchSpec{Live: survivors, Replicas: r.cfg.Replicas, Dirs: dirs, Interval: r.cfg.Sample, For: r.cfg.PhaseTimeout}}
 	w, err := startGroup(ctx, r.s.cfg, []Host{r.watchHost()}, []Task{task}, r.s.dir, fmt.Sprintf("watch%d", n))
 	if err != nil {
 		return nil, err
@@ -153,6 +153,10 @@ func (r *recoveryRun) phase(ctx context.Context, victims []int, survivors int) (
 	}
 	ph.Samples = res[0].Recovery.Samples
 	ph.measure(r.cfg)
+	if !ph.Healed {
+		r.s.log.Warn("not recovered in time", "phase", n, "within", r.cfg.PhaseTimeout)
+		return ph, fmt.Errorf("recovery %d incomplete after %v", n, r.cfg.PhaseTimeout)
+	}
 	r.s.log.Info("recovered", "phase", n, "seconds", fmt.Sprintf("%.1f", ph.HealedS), "clone MB/s", fmt.Sprintf("%.3f", ph.CloneMBps))
 	return ph, r.s.cl.failedExcept(victims)
 }

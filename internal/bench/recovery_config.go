@@ -66,10 +66,10 @@ type RecoveryConfig struct {
 // namespaces, apart from bench gfs's so that both can run on one machine.
 const DefaultRecoveryPrefix = "rec-"
 
-// DefaultRecoveryConfig returns the run this 2-core machine carries in about
-// ten minutes: 8 chunkservers with the bench gfs testbed's 10 Mbit/s NICs
-// (1/10 of the paper's), 480 MB in 4 MiB chunks (about 180 MB on each
-// server), 2 readers and 1 writer, a clone throttle of half a NIC.
+// DefaultRecoveryConfig returns the run this 2-core machine carries in
+// about ten minutes: 8 chunkservers with the bench gfs testbed's 10 Mbit/s
+// NICs (1/10 of the paper's), 384 MiB in 4 MiB chunks (96 chunks, 36 on
+// each server), 2 readers and 1 writer, a clone throttle of half a NIC.
 func DefaultRecoveryConfig() RecoveryConfig {
 	tb := DefaultTestbedConfig()
 	tb.Prefix = DefaultRecoveryPrefix
@@ -80,7 +80,7 @@ func DefaultRecoveryConfig() RecoveryConfig {
 		Scale:        0.1,
 		ChunkSize:    4 * MiB,
 		Replicas:     3,
-		FillBytes:    480 * MiB,
+		FillBytes:    384 * MiB,
 		FileBytes:    32 * MiB,
 		IOSize:       1 * MiB,
 		Readers:      2,
@@ -98,11 +98,11 @@ func DefaultRecoveryConfig() RecoveryConfig {
 	}
 }
 
-// QuickRecoveryConfig returns a run of a few minutes: 6 chunkservers, 96 MB,
-// one reader and one writer.
+// QuickRecoveryConfig returns a run of a few minutes: 7 chunkservers, 96
+// MiB, one reader and one writer.
 func QuickRecoveryConfig() RecoveryConfig {
 	c := DefaultRecoveryConfig()
-	c.Testbed.Chunkservers = 6
+	c.Testbed.Chunkservers = 7
 	c.Testbed.Clients = 3
 	c.FillBytes = 96 * MiB
 	c.FileBytes = 16 * MiB

@@ -15,7 +15,7 @@ var fullRecovery = flag.Bool("bench.recovery", false, "TestRecoveryRun runs `chu
 
 // TestRecoveryRun is `chunkfs bench recovery` end to end on a real testbed:
 // by default a small run (4 chunkservers, one killed), with -bench.recovery
-// the --quick one (6 chunkservers, one then two killed). It checks that
+// the --quick one (7 chunkservers, one then two killed). It checks that
 // every recovery completes, that the clone rate is sane against its limit,
 // that the clients moved data throughout, and that nothing is left behind.
 func TestRecoveryRun(t *testing.T) {

@@ -29,6 +29,9 @@ type WatchSpec struct {
 	Replicas int           `json:"replicas"` // the files' replication
 	Dirs     []string      `json:"dirs"`     // directories whose files are watched besides Task.Files
 	Interval time.Duration `json:"interval"`
+	// For is the longest the watch goes on: then it ends with what it
+	// saw, the recovery incomplete.
+	For time.Duration `json:"for"`
 }
 
 // RecoveryResult is what the recovery tasks report besides Result's counts.
@@ -136,6 +139,7 @@ func (w *watchTask) run(ctx context.Context) (Result, error) {
 	res, err := timed(func() (int64, int64, error) {
 		t := time.NewTicker(w.spec.Interval)
 		defer t.Stop()
+		end := time.After(w.spec.For)
 		for n := int64(1); ; n++ {
 			s := w.sample(ctx)
 			w.samples = append(w.samples, s)
@@ -145,6 +149,8 @@ func (w *watchTask) run(ctx context.Context) (Result, error) {
 			select {
 			case <-ctx.Done():
 				return 0, n, ctx.Err()
+			case <-end:
+				return 0, n, nil
 			case <-t.C:
 			}
 		}
