@@ -66,9 +66,10 @@ func runRecoveryIn(ctx context.Context, cfg RecoveryConfig, dir string, log *slo
 
 // recoveryRun is one run of bench recovery on a running cluster.
 type recoveryRun struct {
-	cfg RecoveryConfig
-	s   *session
-	rep *RecoveryReport
+	cfg    RecoveryConfig
+	s      *session
+	rep    *RecoveryReport
+	killed []int // indexes of the chunkservers killed so far
 }
 
 // The client hosts: the watcher on the first, then the readers, then the
@@ -143,6 +144,7 @@ func (r *recoveryRun) phase(ctx context.Context, victims []int, survivors int) (
 	ph := &RecoveryPhase{Survivors: survivors, Limit: r.cfg.cloneNetwork(survivors).Limit()}
 	for _, v := range victims {
 		ph.Killed = append(ph.Killed, r.victimAddr(v))
+		r.killed = append(r.killed, v)
 		r.victim(v).cmd.Process.Signal(syscall.SIGKILL)
 	}
 	ph.KillNS = time.Now().UnixNano()
@@ -158,7 +160,7 @@ func (r *recoveryRun) phase(ctx context.Context, victims []int, survivors int) (
 		return ph, fmt.Errorf("recovery %d incomplete after %v", n, r.cfg.PhaseTimeout)
 	}
 	r.s.log.Info("recovered", "phase", n, "seconds", fmt.Sprintf("%.1f", ph.HealedS), "clone MB/s", fmt.Sprintf("%.3f", ph.CloneMBps))
-	return ph, r.s.cl.failedExcept(victims)
+	return ph, r.s.cl.failedExcept(r.killed)
 }
 
 // startLoad starts the readers and writers, all going at once.

@@ -190,5 +190,5 @@ func (c RecoveryConfig) cloneMinRate() int64 {
 
 // cloneNetwork is the limit's inputs with survivors chunkservers alive.
 func (c RecoveryConfig) cloneNetwork(survivors int) CloneNetwork {
-	return CloneNetwork{NIC: c.Testbed.NIC, CloneRate: float64(c.CloneRate), Survivors: survivors}
+	return CloneNetwork{NIC: c.Testbed.NIC, CloneRate: float64(c.CloneRate), Survivors: survivors, MaxClones: c.MaxClones}
 }

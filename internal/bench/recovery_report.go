@@ -49,9 +49,10 @@ type RecoveryPhase struct {
 	// The watched chunks (the fill and the writers' files) with one and
 	// with two live replicas after the failure, and the bytes of the
 	// one-replica ones; the cluster's under-replicated count.
-	OneReplica      int   `json:"one_replica"`
-	TwoReplicas     int   `json:"two_replicas"`
-	OneReplicaBytes int64 `json:"one_replica_bytes"`
+	OneReplica      int              `json:"one_replica"`
+	TwoReplicas     int              `json:"two_replicas"`
+	OneReplicaBytes int64            `json:"one_replica_bytes"`
+	OneReplicaOn    map[string]int64 `json:"one_replica_on,omitempty"` // by the one holder, at the most
 	UnderReplicated int64 `json:"under_replicated"`
 	Repaired        int64 `json:"repaired"` // clones completed during the phase
 	// OneHealedS is when no chunk had a single replica any more;
@@ -71,7 +72,9 @@ type RecoveryPhase struct {
 	CloneMBps  float64 `json:"clone_mbps"`
 	Efficiency float64 `json:"efficiency"`
 	// OneTransferS is how long the one-replica chunks' bytes take at
-	// Limit; OneFactor is their healing time after detection over it.
+	// Limit, or at their busiest holder's SourceRate if longer
+	// (CloneNetwork.HealTime); OneFactor is their healing time after
+	// detection over it.
 	OneTransferS float64         `json:"one_transfer_s"`
 	OneFactor    float64         `json:"one_factor"`
 	Samples      []ReplicaSample `json:"samples"`
@@ -133,7 +136,9 @@ func (p *RecoveryPhase) measure(c RecoveryConfig) {
 		}
 		p.OneReplica = max(p.OneReplica, s.ByReplicas[1])
 		p.TwoReplicas = max(p.TwoReplicas, s.ByReplicas[min(2, len(s.ByReplicas)-1)])
-		p.OneReplicaBytes = max(p.OneReplicaBytes, s.OneReplicaBytes)
+		if s.OneReplicaBytes > p.OneReplicaBytes {
+			p.OneReplicaBytes, p.OneReplicaOn = s.OneReplicaBytes, s.OneReplicaOn
+		}
 		p.UnderReplicated = max(p.UnderReplicated, s.UnderReplicated)
 		if s.ByReplicas[1] > 0 || s.ByReplicas[0] > 0 {
 			p.OneHealedS = at(s) // healed at the next sample at the latest
@@ -151,7 +156,7 @@ func (p *RecoveryPhase) measure(c RecoveryConfig) {
 	if p.Limit > 0 {
 		p.Efficiency = p.CloneMBps / p.Limit
 	}
-	p.OneTransferS = c.cloneNetwork(p.Survivors).TransferTime(p.OneReplicaBytes).Seconds()
+	p.OneTransferS = c.cloneNetwork(p.Survivors).HealTime(p.OneReplicaOn).Seconds()
 	if p.OneTransferS > 0 {
 		p.OneFactor = (p.OneHealedS - p.DetectedS) / p.OneTransferS
 	}
@@ -276,7 +281,8 @@ func (r *RecoveryReport) WriteTable(w io.Writer) error {
 			[]int{1, 2}[min(i, 1)], p.Survivors, float64(p.LostBytes)/1e6, p.OneReplica, p.TwoReplicas, p.DetectedS, p.OneHealedS, p.FillHealedS, healedLabel(p),
 			p.Repaired, p.CloneMBps, p.Limit, 100*p.Efficiency, float64(p.OneReplicaBytes)/1e6, p.OneTransferS, factorLabel(p))
 	}
-	fmt.Fprintln(w, "times in seconds from the kill; clone MB/s: clones completed from detection to the fill healed × chunk size, over that time")
+	fmt.Fprintln(w, "times in seconds from the kill; clone MB/s: clones completed from detection to the fill healed × chunk size, over that time;")
+	fmt.Fprintln(w, "at limit s: the one-replica chunks' bytes at the limit, or at their busiest holder's NIC if longer (each has one source)")
 	if err := tw.Flush(); err != nil {
 		return err
 	}

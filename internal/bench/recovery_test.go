@@ -31,6 +31,25 @@ func TestCloneLimit(t *testing.T) {
 	}
 }
 
+func TestHealTime(t *testing.T) {
+	n := CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 4, MaxClones: 2} // 2.5 MB/s; 1.25 a source
+	if got := n.SourceRate(); got != 1.25 {
+		t.Errorf("source rate %g MB/s, want the NIC's 1.25", got)
+	}
+	spread := map[string]int64{"a": 2.5e6, "b": 2.5e6, "c": 2.5e6, "d": 2.5e6}
+	if got := n.HealTime(spread); got != 4*time.Second {
+		t.Errorf("10 MB spread over 4 sources: %v, want 4s at the limit", got)
+	}
+	crowded := map[string]int64{"a": 10e6}
+	if got := n.HealTime(crowded); got != 8*time.Second {
+		t.Errorf("10 MB on one source: %v, want 8s at its NIC", got)
+	}
+	n.MaxClones = 1
+	if got := n.HealTime(crowded); got != 16*time.Second {
+		t.Errorf("10 MB on one source, one clone at a time: %v, want 16s at the throttle", got)
+	}
+}
+
 func TestRecoveryConfigValidate(t *testing.T) {
 	ok := DefaultRecoveryConfig()
 	ok.Binary, ok.WorkerArgv = "chunkfs", []string{"chunkfs", "bench-worker"}
@@ -84,6 +103,7 @@ func samplePhase() RecoveryPhase {
 		switch {
 		case sec >= 5 && sec < 8:
 			s.ByReplicas, s.OneReplicaBytes, s.UnderReplicated = []int{0, 2, 10, 18}, 8e6, 12
+			s.OneReplicaOn = map[string]int64{"c:1": 5e6, "d:1": 3e6}
 		case sec >= 8 && sec < 20:
 			s.ByReplicas, s.UnderReplicated = []int{0, 0, 10, 20}, 10
 		}
@@ -112,8 +132,8 @@ func TestRecoveryPhaseMeasure(t *testing.T) {
 	near("fill healed", p.FillHealedS, 12)
 	near("clone MB/s", p.CloneMBps, 4.194304) // 7 clones of 4 MiB in 7 s
 	near("efficiency", p.Efficiency, 4.194304/3.125)
-	near("one-replica transfer", p.OneTransferS, 8/3.125)
-	near("one-replica factor", p.OneFactor, 3/(8/3.125))
+	near("one-replica transfer", p.OneTransferS, 4) // 5 MB from c at its NIC's 1.25 MB/s
+	near("one-replica factor", p.OneFactor, 0.75)
 	if p.OneReplica != 2 || p.TwoReplicas != 10 || p.UnderReplicated != 12 || p.Repaired != 15 {
 		t.Errorf("counts %d/%d, under %d, repaired %d; want 2/10, 12, 15", p.OneReplica, p.TwoReplicas, p.UnderReplicated, p.Repaired)
 	}
@@ -147,7 +167,7 @@ func TestRecoveryReportOutput(t *testing.T) {
 		"8 chunkservers, 3 replicas, NICs 10 Mbit/s",
 		"clone rate 0.625 MB/s per target server",
 		"target clone rate, one killed: want ≥ 80 % of 5.000 MB/s, got 4.194 MB/s = 83.9 %: met",
-		"target one-replica chunks healed, two killed: want ≤ 2× their 2.6 s at the limit, got 3.0 s after detection = 1.17×: met",
+		"target one-replica chunks healed, two killed: want ≤ 2× their 4.0 s at the limit, got 3.0 s after detection = 0.75×: met",
 		"target reads during recovery 1: want ≥ 50 % of 2.000 MB/s, got 1.500 MB/s = 75 %: met",
 		"target reads during recovery 2: want ≥ 50 % of 2.000 MB/s, got 0.800 MB/s = 40 %: NOT MET",
 		"GFS (paper §6.2.5)",

@@ -56,6 +56,9 @@ type ReplicaSample struct {
 	// of those with exactly one.
 	ByReplicas      []int `json:"by_replicas"`
 	OneReplicaBytes int64 `json:"one_replica_bytes"`
+	// OneReplicaOn is those bytes by the address of the one holder: the
+	// only source each of them can be cloned from.
+	OneReplicaOn map[string]int64 `json:"one_replica_on,omitempty"`
 	// FillByReplicas counts Task.Files' chunks alone: data written before
 	// the failure, under no lease.
 	FillByReplicas []int `json:"fill_by_replicas"`
@@ -230,13 +233,21 @@ func (w *watchTask) count(ctx context.Context, f string, chunkSize int64, s *Rep
 		return err
 	}
 	for _, ch := range chunks {
+		n := min(max(fi.Length-ch.Index*chunkSize, 0), chunkSize)
+		if n == 0 {
+			continue // a chunk being created holds nothing yet
+		}
 		k := min(len(ch.Replicas), len(s.ByReplicas)-1)
 		s.ByReplicas[k]++
 		if fill {
 			s.FillByReplicas[k]++
 		}
 		if k == 1 {
-			s.OneReplicaBytes += min(max(fi.Length-ch.Index*chunkSize, 0), chunkSize)
+			s.OneReplicaBytes += n
+			if s.OneReplicaOn == nil {
+				s.OneReplicaOn = map[string]int64{}
+			}
+			s.OneReplicaOn[ch.Replicas[0]] += n
 		}
 	}
 	return nil
