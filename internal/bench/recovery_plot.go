@@ -21,7 +21,10 @@ func (r *RecoveryReport) WritePNG(w io.Writer) error {
 	img := image.NewRGBA(image.Rect(0, 0, max(1, len(r.Phases))*panelW, panelH))
 	draw.Draw(img, img.Bounds(), image.NewUniform(white), image.Point{}, draw.Src)
 	for i, p := range r.Phases {
-		title := fmt.Sprintf("(%c) %d of %d chunkservers killed", 'a'+i, r.Servers-p.Survivors, r.Servers)
+		title := fmt.Sprintf("(%c) 1 of %d chunkservers killed", 'a'+i, r.Servers)
+		if i > 0 {
+			title = fmt.Sprintf("(%c) %d more killed, %d of %d left", 'a'+i, len(p.Killed), p.Survivors, r.Servers)
+		}
 		p.drawPanel(img, image.Pt(i*panelW, 0), r.Replicas, title)
 	}
 	return png.Encode(w, img)
