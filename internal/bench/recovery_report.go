@@ -53,8 +53,8 @@ type RecoveryPhase struct {
 	TwoReplicas     int              `json:"two_replicas"`
 	OneReplicaBytes int64            `json:"one_replica_bytes"`
 	OneReplicaOn    map[string]int64 `json:"one_replica_on,omitempty"` // by the one holder, at the most
-	UnderReplicated int64 `json:"under_replicated"`
-	Repaired        int64 `json:"repaired"` // clones completed during the phase
+	UnderReplicated int64            `json:"under_replicated"`
+	Repaired        int64            `json:"repaired"` // clones completed during the phase
 	// OneHealedS is when no chunk had a single replica any more;
 	// FillHealedS when every chunk of the fill (under no lease) had its
 	// replicas again, HealedS when every chunk had, the writers' chunks
