@@ -291,7 +291,7 @@ func (r *RecoveryReport) WriteTable(w io.Writer) error {
 		for _, c := range r.Clients {
 			fmt.Fprintf(tw, "%s (%d)\t%.3f\t", c.Kind, c.Clients, c.Before)
 			for i, d := range c.During {
-				fmt.Fprintf(tw, "%.3f\t%.0f%%\t%d\t", d, 100*d/max(c.Before, 1e-9), c.Errors[i])
+				fmt.Fprintf(tw, "%.3f\t%s\t%d\t", d, percentOf(d, c.Before), c.Errors[i])
 			}
 			fmt.Fprintln(tw)
 		}
@@ -308,6 +308,14 @@ func (r *RecoveryReport) WriteTable(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w, "GFS (paper §6.2.5): one chunkserver killed, 15,000 chunks (600 GB) restored in 23.2 min at 440 MB/s; two killed, 266 one-replica chunks back to two within 2 min.")
 	return err
+}
+
+// percentOf is x as a percentage of ref, or "-" without a reference.
+func percentOf(x, ref float64) string {
+	if ref <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*x/ref)
 }
 
 // healedLabel is the time to full health, or "> t" when the watch ended

@@ -11,23 +11,23 @@ import (
 	"time"
 )
 
-var fullRecovery = flag.Bool("bench.recovery", false, "TestRecoveryRun runs `chunkfs bench recovery --quick` (a few minutes) instead of a one-kill run of under a minute")
+var recoveryMode = flag.String("bench.recovery", "", "TestRecoveryRun runs `chunkfs bench recovery`: \"small\" (4 chunkservers, one killed, about a minute besides building chunkfs) or \"quick\" (--quick, about 7 minutes)")
 
-// TestRecoveryRun is `chunkfs bench recovery` end to end on a real testbed:
-// by default a small run (4 chunkservers, one killed), with -bench.recovery
-// the --quick one (7 chunkservers, one then two killed). It checks that
+// TestRecoveryRun is `chunkfs bench recovery` end to end on a real testbed,
+// when asked for with -bench.recovery: small (4 chunkservers, one killed)
+// or quick (--quick: 7 chunkservers, one then two killed). It checks that
 // every recovery completes, that the clone rate is sane against its limit,
 // that the clients moved data throughout, and that nothing is left behind.
 func TestRecoveryRun(t *testing.T) {
-	needTestbed(t)
-	if testing.Short() {
-		t.Skip("builds chunkfs and runs a cluster on a shaped testbed")
+	if *recoveryMode != "small" && *recoveryMode != "quick" {
+		t.Skip("takes minutes: run with -bench.recovery=small or -bench.recovery=quick")
 	}
+	needTestbed(t)
 	cfg := QuickRecoveryConfig()
-	if !*fullRecovery {
+	if *recoveryMode == "small" {
 		// 5 s leases: the kill waits for the fill's leases to end.
 		cfg.Testbed.Chunkservers, cfg.Second, cfg.Lease = 4, false, 5*time.Second
-		cfg.FillBytes, cfg.FileBytes, cfg.Baseline = 32*MiB, 8*MiB, 5*time.Second
+		cfg.FillBytes, cfg.FileBytes, cfg.Baseline = 32*MiB, 8*MiB, 10*time.Second
 	}
 	cfg.Testbed.Prefix = "recq-"
 	cfg.WorkerArgv = testWorkerArgv(t)
