@@ -131,7 +131,7 @@ func (r *recoveryRun) phase(ctx context.Context, victims []int, survivors int) (
 	if r.cfg.Writers == 0 {
 		dirs = nil
 	}
-	task := Task{Op: OpWatch, Master: r.s.cl.master, Files: r.s.readSet(), Timeout: r.cfg.PhaseTimeout + time.Minute,
+	task := Task{Op: OpWatch, Master: r.s.cl.master, TLSDir: r.s.cl.tlsDir, Files: r.s.readSet(), Timeout: r.cfg.PhaseTimeout + time.Minute,
 		Watch: &WatchSpec{Live: survivors, Replicas: r.cfg.Replicas, Dirs: dirs, Interval: r.cfg.Sample, For: r.cfg.PhaseTimeout}}
 	w, err := startGroup(ctx, r.s.cfg, []Host{r.watchHost()}, []Task{task}, r.s.dir, fmt.Sprintf("watch%d", n))
 	if err != nil {
@@ -167,10 +167,10 @@ func (r *recoveryRun) phase(ctx context.Context, victims []int, survivors int) (
 func (r *recoveryRun) startLoad(ctx context.Context) (*group, error) {
 	var tasks []Task
 	for i := range r.cfg.Readers {
-		tasks = append(tasks, Task{Op: OpReadLoad, Master: r.s.cl.master, Files: r.s.readSet(), IOSize: r.cfg.IOSize, Seed: int64(i + 1)})
+		tasks = append(tasks, Task{Op: OpReadLoad, Master: r.s.cl.master, TLSDir: r.s.cl.tlsDir, Files: r.s.readSet(), IOSize: r.cfg.IOSize, Seed: int64(i + 1)})
 	}
 	for i := range r.cfg.Writers {
-		tasks = append(tasks, Task{Op: OpWriteLoad, Master: r.s.cl.master, Path: path.Join(recoveryLoadDir, fmt.Sprintf("w%02d", i+1)),
+		tasks = append(tasks, Task{Op: OpWriteLoad, Master: r.s.cl.master, TLSDir: r.s.cl.tlsDir, Path: path.Join(recoveryLoadDir, fmt.Sprintf("w%02d", i+1)),
 			IOSize: r.cfg.IOSize, Bytes: r.cfg.FileBytes, Seed: int64(100 + i)})
 	}
 	return startGroup(ctx, r.s.cfg, r.loadHosts(), tasks, r.s.dir, "load")

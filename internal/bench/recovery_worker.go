@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // The worker tasks of bench recovery.
@@ -99,9 +100,9 @@ func atLeast(byReplicas []int, k int) bool {
 const maxLoadOps = 1 << 17
 
 // setupRecoveryTask sets up the tasks above.
-func setupRecoveryTask(ctx context.Context, t Task) (runner, error) {
+func setupRecoveryTask(ctx context.Context, sec *rpc.Security, t Task) (runner, error) {
 	cfg := client.DefaultConfig()
-	cfg.Master = t.Master
+	cfg.Master, cfg.Security = t.Master, sec
 	if t.IOSize > 0 {
 		cfg.WriteBuffer = int(t.IOSize)
 	}
