@@ -35,9 +35,17 @@ type Config struct {
 	SafeModeThreshold  float64
 	SafeModeMinServers int
 	// MaxClonesPerServer bounds the re-replications in flight that one
-	// chunkserver takes part in, as source or target; chunkservers also
-	// cap their clone bandwidth themselves.
+	// chunkserver takes part in as source and, apart, as target (a clone
+	// uses the source's outgoing and the target's incoming bandwidth);
+	// chunkservers also cap their clone bandwidth themselves.
 	MaxClonesPerServer int
+	// MinCloneRate is the slowest transfer, in bytes a second, a clone's
+	// deadline allows for: RPCTimeout plus the chunk's length at this
+	// rate. It must not exceed what a target's clone throttle gives each
+	// of its clone streams over the network it is on (chunkserver
+	// --clone-rate / --clone-streams), or throttled clones miss their
+	// deadline and are started again and again.
+	MinCloneRate int64
 	// RepairInterval is how often the master plans re-replication and
 	// trimming.
 	RepairInterval time.Duration
@@ -125,6 +133,7 @@ func DefaultConfig() Config {
 		MinReplicas:        2,
 		SafeModeThreshold:  0.999,
 		MaxClonesPerServer: 2,
+		MinCloneRate:       1 << 20,
 		RepairInterval:     time.Second,
 		Balance:            true,
 		BalanceThreshold:   DefaultBalanceThreshold,
@@ -158,8 +167,8 @@ func (c Config) Validate() error {
 		return errors.New("master: MinReplicas out of range")
 	case !(c.SafeModeThreshold >= 0 && c.SafeModeThreshold <= 1) || c.SafeModeMinServers < 0:
 		return errors.New("master: SafeModeThreshold must be in [0, 1], SafeModeMinServers not negative")
-	case c.MaxClonesPerServer < 1 || c.RepairInterval <= 0:
-		return errors.New("master: MaxClonesPerServer and RepairInterval must be positive")
+	case c.MaxClonesPerServer < 1 || c.RepairInterval <= 0 || c.MinCloneRate <= 0:
+		return errors.New("master: MaxClonesPerServer, RepairInterval and MinCloneRate must be positive")
 	case !(c.BalanceThreshold > 0 && c.BalanceThreshold < 100) || c.BalanceMaxMoves < 1:
 		return errors.New("master: BalanceThreshold must be in (0, 100) percentage points, BalanceMaxMoves positive")
 	case c.Clock == nil || c.Logger == nil:

@@ -43,10 +43,11 @@ const blockedFor = time.Minute
 // (a replica on a server being decommissioned does not count), in
 // placement.RepairOrder (the fewest counted replicas first; a chunk a
 // writer waits on first among equals), at most maxClones in flight per
-// server as source or target; the trimming of chunks with more than their
-// replication (condemned here, deleted at the server's next heartbeat);
-// and, when no repair is in flight or waiting for a clone slot, the
-// balancer's moves (balance).
+// server as source and, apart, as target (a clone uses the source's
+// outgoing and the target's incoming bandwidth); the trimming of chunks
+// with more than their replication (condemned here, deleted at the
+// server's next heartbeat); and, when no repair is in flight or waiting
+// for a clone slot, the balancer's moves (balance).
 //
 // Priority is strict: no chunk is cloned while a chunk with fewer live
 // replicas waits or is being cloned, so every one-replica chunk is healed
@@ -147,6 +148,7 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	var racks []string // of the counted replicas: the drained ones will go
 	for i, s := range holders {
 		hc[i] = candidate(s, now, cfg)
+		hc[i].Clones = s.sourcing // a NIC's two directions: sourcing and cloning are bounded apart
 		if !r.draining(s) {
 			racks = append(racks, s.rack)
 		}
@@ -167,6 +169,7 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	oc := make([]placement.Server, len(others))
 	for i, s := range others {
 		oc[i] = candidate(s, now, cfg)
+		oc[i].Clones = s.cloning
 	}
 	ti := placement.CloneTarget(cfg, oc, racks, maxClones, r.rng)
 	if ti < 0 {
