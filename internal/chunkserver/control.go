@@ -229,7 +229,8 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 	st := s.state(h)
 	st.order.Lock()
 	defer st.order.Unlock()
-	if err := st.primaryFor(h, v, s.cfg.Clock.Now()); err != nil {
+	start := s.cfg.Clock.Now()
+	if err := st.primaryFor(h, v, start); err != nil {
 		return err
 	}
 	if err := s.checkVersion("mutate", h, v); err != nil {
@@ -251,6 +252,9 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 		if rerr := <-remote; rerr != nil && local == nil {
 			local = rerr
 		}
+	}
+	if local == nil && s.cfg.OnMutation != nil {
+		s.cfg.OnMutation(Mutation{Handle: h, Version: v, Serial: m.Serial, Start: start, End: s.cfg.Clock.Now()})
 	}
 	return local
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // chunkState is what the server knows of a chunk beyond its stored data:
@@ -104,6 +105,36 @@ func (st *chunkState) lease(now time.Time) (bool, time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return !st.leaseUntil.IsZero() && now.Before(st.leaseUntil), st.leaseUntil
+}
+
+// held returns the version and time left of the lease this server holds
+// as primary at now; ok is false when it holds none.
+func (st *chunkState) held(now time.Time) (v chunkfs.Version, left time.Duration, ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.leaseUntil.IsZero() || !now.Before(st.leaseUntil) {
+		return 0, 0, false
+	}
+	return st.leaseVersion, st.leaseUntil.Sub(now), true
+}
+
+// heldLeases lists the leases this server holds as primary at now, with
+// the time left of each by its own clock, for the masters: a newly elected
+// one adopts those it can confirm instead of waiting them out.
+func (s *Server) heldLeases(now time.Time) []*pb.HeldLease {
+	s.mu.Lock()
+	states := make(map[chunkfs.Handle]*chunkState, len(s.chunks))
+	for h, st := range s.chunks {
+		states[h] = st
+	}
+	s.mu.Unlock()
+	var out []*pb.HeldLease
+	for h, st := range states {
+		if v, left, ok := st.held(now); ok {
+			out = append(out, &pb.HeldLease{Handle: uint64(h), Version: uint64(v), RemainingMs: left.Milliseconds()})
+		}
+	}
+	return out
 }
 
 // takeMutated reports and clears whether the chunk was mutated as primary

@@ -42,6 +42,11 @@ import (
 //	corrupt a 1           a's replica of chunk 1 failed its checksum
 //	delete 1              the chunk is deleted
 //	garbage a             what a is told to delete at its next heartbeat
+//	hold 30s              a new leader holds its predecessor's leases on every chunk for 30s
+//	reports a 1:1:8s      a's latest report: it holds chunk 1's lease at version 1, 8s left
+//	adopt 1               the leader tries to adopt chunk 1's reported lease: "adopted A for D" or "wait"
+//	extend a 1            a asks to extend its lease on chunk 1: "extended [...]"
+//	no-adoption           adoption switched off (NoLeaseAdoption)
 func TestRegistryScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/registry/*.txt")
 	if len(files) == 0 {
@@ -130,6 +135,14 @@ func (s *registryScenario) handle(arg string) chunkfs.Handle {
 		s.t.Fatal(err)
 	}
 	return chunkfs.Handle(h)
+}
+
+func (s *registryScenario) duration(arg string) time.Duration {
+	d, err := time.ParseDuration(arg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return d
 }
 
 func names(servers []*server) string {
@@ -288,6 +301,28 @@ func (s *registryScenario) run(f []string) {
 		r.forget([]chunkfs.Handle{h}, s.now)
 	case "garbage":
 		s.printf("%v", r.takeGarbage(s.server(f[1])))
+	case "hold":
+		r.setHold(s.now.Add(s.duration(f[1])), chunkfs.Handle(1<<62))
+	case "reports":
+		var leases []heldReport
+		for _, arg := range f[2:] {
+			parts := strings.Split(arg, ":")
+			v, _ := strconv.ParseUint(parts[1], 10, 64)
+			leases = append(leases, heldReport{handle: s.handle(parts[0]), version: chunkfs.Version(v), left: s.duration(parts[2])})
+		}
+		r.recordHeld(s.server(f[1]), leases, s.now)
+	case "adopt":
+		h := s.handle(f[1])
+		if !r.adopt(h, s.chunks[h].v, s.now) {
+			s.printf("wait")
+			break
+		}
+		ci := r.chunks[h]
+		s.printf("adopted %s for %v", ci.primary.id, ci.expiry.Sub(s.now))
+	case "extend":
+		s.printf("extended %v", r.extend(s.server(f[1]), []chunkfs.Handle{s.handle(f[2])}, s.now, 10*time.Second))
+	case "no-adoption":
+		r.adoption.on = false
 	default:
 		s.t.Fatalf("unknown registry command %q", f[0])
 	}
