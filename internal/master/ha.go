@@ -168,13 +168,17 @@ var anywhere = map[string]bool{
 }
 
 // leaderGuard refuses, on a master that does not lead, every call only the
-// leader takes: mutations, leases, msync. A batch is read-only only if all
-// its ops are stats.
+// leader takes: mutations, leases, msync, and any call its client marked
+// for the leader alone (rpc.LeaderOnly: a client that reads from the
+// leader only). A batch is read-only only if all its ops are stats.
 func (m *Master) leaderGuard(ctx context.Context, method string, req any) error {
 	if m.leads() {
 		return nil
 	}
 	name := rpc.MethodName(method)
+	if rpc.LeaderOnly(ctx) {
+		return m.notLeader(name)
+	}
 	if anywhere[name] {
 		return nil
 	}
