@@ -40,6 +40,9 @@ type Config struct {
 	// Master, when set, adjusts the master's configuration before each
 	// start (tests: minimum replicas, clone hooks, clocks).
 	Master func(*master.Config)
+	// Chunkserver, when set, adjusts chunkserver i's configuration before
+	// each start (tests: mutation hooks).
+	Chunkserver func(i int, cfg *chunkserver.Config)
 	// Masters, when more than one, starts a highly available group of
 	// that many voting masters, and Observers observers beside them
 	// (group.go); MasterAddr then lists them all.
@@ -217,6 +220,9 @@ func (c *Cluster) startChunkserver(i int) error {
 	sc.Addr = n.addr
 	sc.HeartbeatInterval = c.cfg.Heartbeat
 	sc.Logger = c.log.With("role", "chunkserver", "i", i)
+	if c.cfg.Chunkserver != nil {
+		c.cfg.Chunkserver(i, &sc)
+	}
 	s, err := chunkserver.Open(sc)
 	if err != nil {
 		ln.Close()
