@@ -253,10 +253,14 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 			local = rerr
 		}
 	}
-	if local == nil && s.cfg.OnMutation != nil {
+	if local != nil {
+		return local
+	}
+	st.noteMutated()
+	if s.cfg.OnMutation != nil {
 		s.cfg.OnMutation(Mutation{Handle: h, Version: v, Serial: m.Serial, Start: start, End: s.cfg.Clock.Now()})
 	}
-	return local
+	return nil
 }
 
 // mutationData takes the pushed data a mutation needs (none for padding)

@@ -72,14 +72,24 @@ func (st *chunkState) primaryFor(h chunkfs.Handle, v chunkfs.Version, now time.T
 	return nil
 }
 
-// nextSerial assigns the next serial number (primary) and notes a mutation.
+// nextSerial assigns the next serial number (primary).
 func (st *chunkState) nextSerial(v chunkfs.Version) uint64 {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.resetSerialLocked(v)
 	st.serial++
-	st.mutated = true
 	return st.serial
+}
+
+// noteMutated notes a mutation every replica applied, so that the next
+// heartbeat asks to extend the lease. A mutation that failed does not: a
+// primary whose chain is broken (a secondary lost its replica) lets its
+// lease end, and the master's next grant finds the replicas that still
+// hold the chunk, instead of extending a lease no write succeeds under.
+func (st *chunkState) noteMutated() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.mutated = true
 }
 
 // acceptSerial checks that serial follows the last applied one (secondary).
