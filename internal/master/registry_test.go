@@ -343,3 +343,28 @@ func TestNoSpaceMarksFull(t *testing.T) {
 		}
 	}
 }
+
+// TestHeartbeatAdoptsOnlyOnTheLeader: every master records the leases a
+// heartbeat reports, only the leader adopts them (and extends them).
+func TestHeartbeatAdoptsOnlyOnTheLeader(t *testing.T) {
+	r := registryOf(3)
+	now := time.Unix(2000, 0)
+	s := r.servers["cs01"]
+	for _, x := range r.sorted() {
+		r.addReplica(x, 7, 4)
+	}
+	version := func(h chunkfs.Handle) (chunkfs.Version, bool) { return 4, h == 7 }
+	r.setHold(now.Add(30*time.Second), 100)
+	b := beat{figures: figures{id: s.id, addr: s.addr}, extend: []chunkfs.Handle{7},
+		leases: []heldReport{{handle: 7, version: 4, left: 20 * time.Second}}}
+	if got := r.heartbeat(b, version, now, 10*time.Second, false); len(got.adopted) > 0 || len(got.extended) > 0 {
+		t.Fatalf("a follower adopted %v and extended %v", got.adopted, got.extended)
+	}
+	if p, _ := r.lease(7, now); p != nil || s.held[7].version != 4 {
+		t.Fatalf("follower: lease on record %v, report %+v", p, s.held[7])
+	}
+	got := r.heartbeat(b, version, now, 10*time.Second, true)
+	if !slices.Equal(got.adopted, []chunkfs.Handle{7}) || !slices.Equal(got.extended, []chunkfs.Handle{7}) {
+		t.Fatalf("leader: adopted %v, extended %v; want [7] and [7]", got.adopted, got.extended)
+	}
+}
