@@ -9,6 +9,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/placement"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // Config configures a master.
@@ -68,6 +69,13 @@ type Config struct {
 	// allowing for that and for clock rates.
 	NoLeaseAdoption bool
 	LeaseReportAge  time.Duration
+
+	// Security secures every connection the master serves or opens
+	// (clients, chunkservers, the other masters' Raft): mutual TLS, or
+	// plain TCP when nil or rpc.Insecure(). Serve expects a listener of a
+	// Mux made with the same Security, or a bare one, whose connections the
+	// gRPC server then handshakes itself.
+	Security *rpc.Security
 
 	Clock  clock.Clock
 	Logger *slog.Logger
