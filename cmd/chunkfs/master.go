@@ -77,6 +77,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	chunkSize := fs.Int64("chunk-size", cfg.ChunkSize, "chunk size in bytes for a new file system (fixed once made)")
 	repl := fs.Int("replication", cfg.DefaultReplication, "default replicas per chunk for a new file system")
 	lease := fs.Duration("lease", cfg.LeaseDuration, "chunk lease duration")
+	noAdopt := fs.Bool("no-lease-adoption", false, "after a take-over or restart, wait out every lease the previous leader may have granted instead of adopting those chunkservers report (GFS)")
 	deadAfter := fs.Duration("dead-after", cfg.DeadAfter, "declare a chunkserver dead after this long without a heartbeat")
 	minRepl := fs.Int("min-replicas", cfg.MinReplicas, "fewest replicas a write is acknowledged with when fewer than a file's replication can take it")
 	reserve := fs.Int64("reserve", cfg.Placement.MinFree, "free bytes a chunkserver keeps: one with less gets no new replica")
@@ -117,6 +118,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 		level = slog.LevelInfo
 	}
 	cfg.Dir, cfg.ChunkSize, cfg.DefaultReplication, cfg.LeaseDuration, cfg.DeadAfter = *dir, *chunkSize, *repl, *lease, *deadAfter
+	cfg.NoLeaseAdoption = *noAdopt
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones
 	cfg.SafeModeThreshold, cfg.SafeModeMinServers = *safeThreshold, *safeServers
 	cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves = *balance, *balanceThreshold, *balanceMoves

@@ -77,6 +77,14 @@ type Config struct {
 	// state ID a client has seen before it is refused as too far behind
 	// (the client then asks another master).
 	ReadWait time.Duration
+	// NoLeaseAdoption makes a new leader (or a restarted master) wait out
+	// every lease its predecessor may have granted, as GFS does, instead
+	// of adopting the leases chunkservers report (registry_leases.go).
+	// LeaseReportAge bounds how old such a report may be when it arrives
+	// (built, sent, queued); a lease is adopted only if it surely holds
+	// allowing for that and for clock rates.
+	NoLeaseAdoption bool
+	LeaseReportAge  time.Duration
 
 	// Security secures every connection the master serves or opens
 	// (clients, chunkservers, the other masters' Raft): mutual TLS, or
@@ -141,6 +149,7 @@ func DefaultConfig() Config {
 		SnapshotThreshold:  65536,
 		NodeID:             "master-1",
 		ReadWait:           time.Second,
+		LeaseReportAge:     defaultAdoptAge,
 		Clock:              clock.Real{},
 		Logger:             slog.Default(),
 	}
@@ -173,6 +182,8 @@ func (c Config) Validate() error {
 		return errors.New("master: BalanceThreshold must be in (0, 100) percentage points, BalanceMaxMoves positive")
 	case c.Clock == nil || c.Logger == nil:
 		return errors.New("master: Clock and Logger must be set")
+	case c.LeaseReportAge < 0:
+		return errors.New("master: LeaseReportAge must not be negative")
 	case c.NodeID == "" || c.ReadWait <= 0:
 		return errors.New("master: NodeID must be set and ReadWait positive")
 	}
