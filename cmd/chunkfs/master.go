@@ -12,15 +12,14 @@ import (
 	"strings"
 
 	"github.com/chunkfs/chunkfs/internal/master"
-	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
-const masterExample = `  chunkfs master --dir /var/lib/chunkfs/master --listen 127.0.0.1:7070
+const masterExample = `  chunkfs master --dir /var/lib/chunkfs/master --listen 127.0.0.1:7070 --tls-dir /etc/chunkfs/m1
 
   # a group of three masters and an observer, one command on each host:
-  chunkfs master --id m1 --dir /var/lib/chunkfs/master --listen 10.0.0.1:7070 \
+  chunkfs master --id m1 --dir /var/lib/chunkfs/master --listen 10.0.0.1:7070 --tls-dir /etc/chunkfs/m1 \
       --cluster m1=10.0.0.1:7070,m2=10.0.0.2:7070,m3=10.0.0.3:7070
-  chunkfs master --id o1 --observer --dir /var/lib/chunkfs/master --listen 10.0.0.4:7070 \
+  chunkfs master --id o1 --observer --dir /var/lib/chunkfs/master --listen 10.0.0.4:7070 --tls-dir /etc/chunkfs/o1 \
       --cluster m1=10.0.0.1:7070,m2=10.0.0.2:7070,m3=10.0.0.3:7070`
 
 // runMaster runs `chunkfs master`: it serves the master on --listen with its
@@ -37,12 +36,19 @@ func runMaster(ctx context.Context, args []string) error {
 		return fmt.Errorf("listen on %s: %v", listen, err)
 	}
 	serveOn := lis
-	if len(cfg.Members) > 0 || cfg.Observer {
-		// One port for clients, chunkservers and the other masters' Raft.
-		mux := rpc.NewMux(lis, cfg.Logger)
-		cfg.RaftListener, serveOn = mux.Raft(), mux.GRPC()
+	if grouped := len(cfg.Members) > 0 || cfg.Observer; grouped || !cfg.Security.IsInsecure() {
+		// One port for clients, chunkservers and the other masters' Raft,
+		// TLS terminated before the protocol is told apart.
+		mux := cfg.Security.NewMux(lis, cfg.Logger)
+		serveOn = mux.GRPC()
+		if grouped {
+			cfg.RaftListener = mux.Raft()
+		}
 		go mux.Serve()
 		defer mux.Close()
+	}
+	if cfg.Security.IsInsecure() {
+		cfg.Logger.Warn("serving plain TCP (--insecure): no TLS, no certificates")
 	}
 	m, err := master.Open(cfg)
 	if err != nil {
@@ -52,7 +58,7 @@ func runMaster(ctx context.Context, args []string) error {
 	served := make(chan error, 1)
 	go func() { served <- m.Serve(serveOn) }()
 	if status != nil {
-		if _, err := status.serve(ctx, os.Stderr, cfg.Logger, cmp.Or(cfg.Addr, listen), func() *master.Master { return m }, nil); err != nil {
+		if _, err := status.serve(ctx, os.Stderr, cfg.Logger, cmp.Or(cfg.Addr, listen), cfg.Security, func() *master.Master { return m }, nil); err != nil {
 			cfg.Logger.Error("status page", "err", err)
 		}
 	}
@@ -80,12 +86,17 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	chunkSize := fs.Int64("chunk-size", cfg.ChunkSize, "chunk size in bytes for a new file system (fixed once made)")
 	repl := fs.Int("replication", cfg.DefaultReplication, "default replicas per chunk for a new file system")
 	lease := fs.Duration("lease", cfg.LeaseDuration, "chunk lease duration")
+	noAdopt := fs.Bool("no-lease-adoption", false, "after a take-over or restart, wait out every lease the previous leader may have granted instead of adopting those chunkservers report (GFS)")
 	deadAfter := fs.Duration("dead-after", cfg.DeadAfter, "declare a chunkserver dead after this long without a heartbeat")
 	minRepl := fs.Int("min-replicas", cfg.MinReplicas, "fewest replicas a write is acknowledged with when fewer than a file's replication can take it")
 	reserve := fs.Int64("reserve", cfg.Placement.MinFree, "free bytes a chunkserver keeps: one with less gets no new replica")
 	safeThreshold := fs.Float64("safe-mode-threshold", cfg.SafeModeThreshold, "fraction of chunks with data that must be located before leaving safe mode after a start")
 	safeServers := fs.Int("safe-mode-servers", cfg.SafeModeMinServers, "live chunkservers safe mode waits for (0: --min-replicas)")
-	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver, as source or target")
+	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver as source, and apart as target")
+	balance := fs.Bool("balance", cfg.Balance, "run the rebalancer from the start (admin balance starts and stops it later)")
+	balanceThreshold := fs.Float64("balance-threshold", cfg.BalanceThreshold, "rebalancer target: every live chunkserver within this many percentage points of the mean utilisation")
+	balanceMoves := fs.Int("balance-moves", cfg.BalanceMaxMoves, "rebalancer moves in flight (each also within --max-clones)")
+	cloneMinRate := fs.String("clone-min-rate", size(int(cfg.MinCloneRate)), "slowest clone transfer a clone's deadline allows for, bytes a second with a K, M or G suffix (at most the chunkservers' --clone-rate / --clone-streams)")
 	id := fs.String("id", cfg.NodeID, "this master's node ID in its group")
 	group := fs.String("cluster", "", "the group's voters as `ID=HOST:PORT,...` (their client addresses, which also carry Raft); empty: a master alone")
 	observer := fs.Bool("observer", false, "join the group named by --cluster as a non-voting observer that serves reads")
@@ -95,6 +106,7 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	for _, add := range extra {
 		add(fs)
 	}
+	tf := addTLSFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(&out, "Usage: chunkfs master --dir DIR --listen HOST:PORT [--id ID --cluster ID=HOST:PORT,... [--observer]] [flags]\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -118,8 +130,15 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 		level = slog.LevelInfo
 	}
 	cfg.Dir, cfg.ChunkSize, cfg.DefaultReplication, cfg.LeaseDuration, cfg.DeadAfter = *dir, *chunkSize, *repl, *lease, *deadAfter
+	cfg.NoLeaseAdoption = *noAdopt
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones
 	cfg.SafeModeThreshold, cfg.SafeModeMinServers = *safeThreshold, *safeServers
+	cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves = *balance, *balanceThreshold, *balanceMoves
+	n, err := parseSize(*cloneMinRate)
+	if err != nil || n == 0 {
+		return cfg, "", usagef("--clone-min-rate: %q is not a positive rate (like 256K)", *cloneMinRate)
+	}
+	cfg.MinCloneRate = int64(n)
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
 	members, err := parseGroup(*group)
 	if err != nil {
@@ -138,6 +157,9 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 		cfg.Addr = *listen
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if cfg.Security, err = tf.security(os.Getenv); err != nil {
+		return cfg, "", err
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, "", usagef("%v", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/chunkfs/chunkfs/internal/fusefs"
 	"github.com/chunkfs/chunkfs/internal/master"
 	"github.com/chunkfs/chunkfs/internal/metrics"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/web"
 )
 
@@ -94,9 +95,10 @@ func (s *masterStatus) configure(cfg *master.Config) {
 // serve serves the page of the master reached at addr. figures and
 // problems come from the serving process's master (nil while it has none);
 // traffic, when set, sums the chunkservers' bytes.
-func (s *masterStatus) serve(ctx context.Context, w io.Writer, log *slog.Logger, addr string, m func() *master.Master, traffic func() (int64, int64)) (string, error) {
+// sec secures the page's own client of the master.
+func (s *masterStatus) serve(ctx context.Context, w io.Writer, log *slog.Logger, addr string, sec *rpc.Security, m func() *master.Master, traffic func() (int64, int64)) (string, error) {
 	cc := client.DefaultConfig()
-	cc.Master = addr
+	cc.Master, cc.Security = addr, sec
 	c, err := client.New(ctx, cc)
 	if err != nil {
 		return "", err
@@ -150,7 +152,7 @@ func serveDevStatus(ctx context.Context, e *env, s *masterStatus, c *cluster.Clu
 		}
 		return read, written
 	}
-	return s.serve(ctx, e.stdout, slog.New(slog.NewTextHandler(io.Discard, nil)), c.MasterAddr(), c.Master, traffic)
+	return s.serve(ctx, e.stdout, slog.New(slog.NewTextHandler(io.Discard, nil)), c.MasterAddr(), c.Security(), c.Master, traffic)
 }
 
 // mountMetrics serves a mount's /metrics when --http is given and returns

@@ -34,10 +34,31 @@ type Config struct {
 	// OnCall, when set, is told of every gRPC call the server answers
 	// (metrics). It must not block.
 	OnCall rpc.CallObserver
+	// Security secures every connection the server serves (gRPC control
+	// and the data stream, on one port) and opens (heartbeats, forwarding
+	// and clone pulls to other chunkservers): mutual TLS, or plain TCP
+	// when nil or rpc.Insecure().
+	Security *rpc.Security
 
 	FS     chunkstore.FS // file system of the data directories
 	Clock  clock.Clock
 	Logger *slog.Logger
+
+	// OnMutation, when set, is called with every mutation this server
+	// applied as primary and all its replicas acknowledged (tests check
+	// lease safety from these records). It must not block.
+	OnMutation func(Mutation)
+}
+
+// Mutation is one mutation a primary applied and had acknowledged by
+// every replica: its chunk, version and serial number, from the lease
+// check that admitted it (Start) to the acknowledgement (End), by the
+// server's clock.
+type Mutation struct {
+	Handle     chunkfs.Handle
+	Version    chunkfs.Version
+	Serial     uint64
+	Start, End time.Time
 }
 
 // Clone throttle defaults: two clones at once, as HDFS's

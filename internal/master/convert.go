@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
@@ -134,6 +135,7 @@ func reportFrom(req *pb.RegisterRequest) fullReport {
 	return fullReport{
 		figures: figures{id: req.Id, addr: req.Addr, rack: req.Rack, capacity: req.Capacity, used: req.Used, free: req.Free, disks: disksFrom(req.Disks)},
 		chunks:  replicasFrom(req.Chunks),
+		leases:  heldFrom(req.Leases),
 	}
 }
 
@@ -142,5 +144,15 @@ func beatFrom(req *pb.HeartbeatRequest) beat {
 	return beat{
 		figures: figures{id: req.Id, addr: req.Addr, capacity: req.Capacity, used: req.Used, free: req.Free, load: req.Load, disks: disksFrom(req.Disks)},
 		sample:  replicasFrom(req.Sample), corrupt: handlesFrom(req.Corrupt), extend: handlesFrom(req.ExtendLeases),
+		leases: heldFrom(req.Leases),
 	}
+}
+
+// heldFrom converts the leases a chunkserver reports holding.
+func heldFrom(in []*pb.HeldLease) []heldReport {
+	out := make([]heldReport, 0, len(in))
+	for _, l := range in {
+		out = append(out, heldReport{handle: chunkfs.Handle(l.Handle), version: chunkfs.Version(l.Version), left: time.Duration(l.RemainingMs) * time.Millisecond})
+	}
+	return out
 }

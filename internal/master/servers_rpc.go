@@ -38,7 +38,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if err := checkServerArgs("register", req.Id, req.Addr, req.Rack); err != nil {
 		return nil, err
 	}
-	if len(req.Chunks) > maxReportLen {
+	if len(req.Chunks) > maxReportLen || len(req.Leases) > maxReportLen {
 		return nil, chunkfs.E("register", req.Id, chunkfs.KindTooLarge, "chunk report too long")
 	}
 	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds()}
@@ -47,7 +47,11 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		d, err = m.reg.register(reportFrom(req), ns.ChunkVersion, m.cfg.Clock.Now())
+		now := m.cfg.Clock.Now()
+		d, err = m.reg.register(reportFrom(req), ns.ChunkVersion, now)
+		if err == nil && m.leads() {
+			m.reg.adoptFrom(req.Id, ns.ChunkVersion, now)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -105,7 +109,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	if err := checkServerArgs("heartbeat", req.Id, req.Addr, ""); err != nil {
 		return nil, err
 	}
-	if len(req.Sample) > maxListInBeat || len(req.ExtendLeases) > maxListInBeat || len(req.Corrupt) > maxListInBeat {
+	if len(req.Sample) > maxListInBeat || len(req.ExtendLeases) > maxListInBeat || len(req.Corrupt) > maxListInBeat || len(req.Leases) > maxListInBeat {
 		return nil, chunkfs.E("heartbeat", req.Id, chunkfs.KindTooLarge, "heartbeat lists too long")
 	}
 	now := m.cfg.Clock.Now()
@@ -127,6 +131,9 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		return resp, nil // figures and locations only: no deletions, no leases
 	}
 	resp.Garbage, resp.Extended = handlesTo(d.garbage), handlesTo(d.extended)
+	if len(d.adopted) > 0 {
+		m.cfg.Logger.Info("adopted leases the previous leader granted", "primary", req.Addr, "chunks", len(d.adopted))
+	}
 	if len(d.verify) > 0 {
 		resp.Garbage = append(resp.Garbage, m.verifyDoubts(ctx, req.Id, req.Addr, d.verify)...)
 	}
@@ -190,8 +197,9 @@ func (m *Master) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest
 	return &pb.ReportCorruptResponse{StateId: m.state.stateID()}, nil
 }
 
-// ClusterReport summarises chunkservers, the namespace, replication
-// health, re-replication and safe mode.
+// ClusterReport summarises chunkservers (with their decommissioning
+// state), the namespace, replication health, re-replication, the
+// rebalancer and safe mode.
 func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest) (*pb.ClusterReportResponse, error) {
 	resp := &pb.ClusterReportResponse{}
 	now := m.cfg.Clock.Now()
@@ -217,11 +225,15 @@ func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest
 			resp.Corrupt += int64(hl.corrupt)
 		})
 		resp.RepairRate, resp.Repaired = m.reg.repairRate(now), m.reg.repaired
+		m.reg.setDraining(ns.Draining())
+		resp.Balance = balanceTo(m.reg.balanceStatus(m.cfg.Placement, now))
+		lookup := lookupIn(ns)
 		for _, s := range m.reg.sorted() {
+			p := m.reg.progress(s, lookup)
 			resp.Servers = append(resp.Servers, &pb.ChunkServerStatus{
 				Id: s.id, Addr: s.addr, Rack: s.rack, Capacity: s.capacity, Used: s.used, Load: s.load,
 				Chunks: int64(len(s.chunks)), Alive: s.alive, LastHeartbeatMs: now.Sub(s.lastBeat).Milliseconds(),
-				Free: s.free, Disks: disksTo(s.disks),
+				Free: s.free, Disks: disksTo(s.disks), State: p.state, DrainRemaining: int64(p.remaining),
 			})
 		}
 	})

@@ -15,11 +15,11 @@ import (
 // handler's goroutine after the answer is decided and must not block.
 type CallObserver func(fullMethod, code string, elapsed time.Duration)
 
-// NewObservedServer is NewServer whose every unary call is also told to obs
-// (nil: none). The observer sees a call refused by a guard or ended by a
-// panic too, with the code it was answered with.
-func NewObservedServer(log *slog.Logger, obs CallObserver, guards ...Guard) *grpc.Server {
-	return newServer(log, obs, guards)
+// NewObservedServer is s.NewServer whose every unary call is also told to
+// obs (nil: none). The observer sees a call refused by a guard or ended by
+// a panic too, with the code it was answered with.
+func (s *Security) NewObservedServer(log *slog.Logger, obs CallObserver, guards ...Guard) *grpc.Server {
+	return s.newServer(log, obs, guards)
 }
 
 // observed puts obs's interceptor, when there is one, outside inner.
