@@ -94,6 +94,8 @@ func (ns *Namespace) newInode(c *Command, dir *inode, name string, mode fs.FileM
 		n.gid = dir.gid
 		if n.isDir() {
 			n.mode |= fs.ModeSetgid
+		} else if n.mode&(fs.ModeSetgid|0o010) == fs.ModeSetgid|0o010 && !inGroup(&c.Caller, n.gid) && !isRoot(&c.Caller) {
+			n.mode &^= fs.ModeSetgid // as Linux: no setgid into a group the creator is not in
 		}
 	}
 	n.mtime, n.atime, n.ctime = c.Time, c.Time, c.Time

@@ -21,8 +21,9 @@ const permExtra = fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 // permBits keeps the settable bits of a requested mode.
 func permBits(m uint32) fs.FileMode { return fs.FileMode(m) & (fs.ModePerm | permExtra) }
 
-// isRoot reports whether c is the superuser.
-func isRoot(c *chunkfs.Caller) bool { return c.UID == 0 }
+// isRoot reports whether c is the superuser: UID 0, or a member of the
+// superuser group as the master marked it (Caller.Super).
+func isRoot(c *chunkfs.Caller) bool { return c.Superuser() }
 
 // inGroup reports whether c belongs to gid.
 func inGroup(c *chunkfs.Caller, gid uint32) bool { return slices.Contains(c.GIDs, gid) }
