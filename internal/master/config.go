@@ -9,6 +9,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/placement"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // Config configures a master.
@@ -60,6 +61,16 @@ type Config struct {
 	// state ID a client has seen before it is refused as too far behind
 	// (the client then asks another master).
 	ReadWait time.Duration
+
+	// Security is how the master's connections authenticate (nil: plain
+	// TCP). When it is not insecure every call must come with a verified
+	// certificate, whose identity is whom the call acts as (authz.go);
+	// on plain TCP the caller a request claims is trusted.
+	Security *rpc.Security
+	// SuperuserGroup is the group whose members, with UID 0, are the
+	// superuser: they pass every permission check and may make the admin
+	// calls (HAChange, Balance, Decommission).
+	SuperuserGroup uint32
 
 	Clock  clock.Clock
 	Logger *slog.Logger
