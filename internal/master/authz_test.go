@@ -277,3 +277,29 @@ func TestCertificateIdentity(t *testing.T) {
 		t.Errorf("superuser changes a lone master's group: %v, want not supported", err)
 	}
 }
+
+// TestTimesNow: a writer that does not own a file may set its times to
+// now (times_now, the master's clock) but not to times of its choosing.
+func TestTimesNow(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	carol := &pb.Caller{Uid: 1002, Gids: []uint32{100}}
+	if _, err := tm.c.Create(bg, &pb.CreateRequest{Caller: alice, Path: "/g", Mode: 0o664}); err != nil {
+		t.Fatal(err)
+	}
+	when := int64(42)
+	_, err := tm.c.SetAttr(bg, &pb.SetAttrRequest{Caller: carol, Path: "/g", MtimeNs: &when})
+	if kindOf(err) != chunkfs.KindPermission {
+		t.Fatalf("chosen times by a writer: %v, want permission denied", err)
+	}
+	r, err := tm.c.SetAttr(bg, &pb.SetAttrRequest{Caller: carol, Path: "/g", AtimeNs: &when, MtimeNs: &when, TimesNow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now := tm.clock.Now().UnixNano(); r.Info.MtimeNs != now || r.Info.AtimeNs != now {
+		t.Errorf("times now: mtime %d atime %d, want the master's %d", r.Info.MtimeNs, r.Info.AtimeNs, now)
+	}
+	_, err = tm.c.SetAttr(bg, &pb.SetAttrRequest{Caller: bob, Path: "/g", MtimeNs: &when, TimesNow: true})
+	if kindOf(err) != chunkfs.KindPermission {
+		t.Fatalf("times now by a reader: %v, want permission denied", err)
+	}
+}

@@ -229,6 +229,9 @@ func (m *Master) setAttrCommand(ctx context.Context, req *pb.SetAttrRequest) (*n
 		cmd.Set |= namespace.SetMTime
 		cmd.MTime = *req.MtimeNs
 	}
+	if req.TimesNow {
+		cmd.Flags |= namespace.FlagTimesNow
+	}
 	if req.Replication != nil {
 		cmd.Set |= namespace.SetReplication
 		cmd.Replication = *req.Replication
