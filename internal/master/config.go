@@ -41,6 +41,12 @@ type Config struct {
 	// RepairInterval is how often the master plans re-replication and
 	// trimming.
 	RepairInterval time.Duration
+	// SuperuserGroup is the group whose members, with UID 0, are the
+	// superuser: they pass every permission check and may make the admin
+	// calls (HAChange, Balance, Decommission). Unless Security is
+	// insecure, every call must come with a verified certificate, whose
+	// identity is whom it acts as (authz.go).
+	SuperuserGroup uint32
 	// OnClone, when set, is told of each clone started and ended (tests and
 	// benchmarks). It is called without locks held and must not block.
 	OnClone           func(CloneEvent)
@@ -62,15 +68,12 @@ type Config struct {
 	// (the client then asks another master).
 	ReadWait time.Duration
 
-	// Security is how the master's connections authenticate (nil: plain
-	// TCP). When it is not insecure every call must come with a verified
-	// certificate, whose identity is whom the call acts as (authz.go);
-	// on plain TCP the caller a request claims is trusted.
+	// Security secures every connection the master serves or opens
+	// (clients, chunkservers, the other masters' Raft): mutual TLS, or
+	// plain TCP when nil or rpc.Insecure(). Serve expects a listener of a
+	// Mux made with the same Security, or a bare one, whose connections the
+	// gRPC server then handshakes itself.
 	Security *rpc.Security
-	// SuperuserGroup is the group whose members, with UID 0, are the
-	// superuser: they pass every permission check and may make the admin
-	// calls (HAChange, Balance, Decommission).
-	SuperuserGroup uint32
 
 	Clock  clock.Clock
 	Logger *slog.Logger
