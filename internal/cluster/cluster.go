@@ -48,6 +48,9 @@ type Config struct {
 	// GroupAddrs optionally gives group master i's address (voters, then
 	// observers); a missing or empty entry picks a free port on 127.0.0.1.
 	GroupAddrs []string
+	// TLS runs mutual TLS on every connection, with a CA and certificates
+	// made under Dir/tls (tls.go); clients use Security().
+	TLS bool
 }
 
 // DefaultConfig is a small test cluster: 3 chunkservers, 1 MiB chunks, fast
@@ -90,6 +93,7 @@ type Cluster struct {
 	group  []*node    // a group's masters: voters, then observers
 	cs     []*node
 	closed bool
+	pki    *pki // nil: plain TCP
 }
 
 // node is one server: its address survives restarts.
@@ -111,6 +115,12 @@ func Start(cfg Config) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, log: cfg.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(discard{}, nil))
+	}
+	if cfg.TLS {
+		var err error
+		if c.pki, err = newPKI(filepath.Join(cfg.Dir, "tls")); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Masters > 1 || cfg.Observers > 0 {
 		if err := c.startGroup(); err != nil {
@@ -179,7 +189,20 @@ func (c *Cluster) startMaster() error {
 		return err
 	}
 	c.master.close = m.Close
-	c.master.done = serve(func() error { return m.Serve(ln) })
+	if c.pki == nil {
+		c.master.done = serve(func() error { return m.Serve(ln) })
+		return nil
+	}
+	// As `chunkfs master` does: TLS is terminated by a Mux, which tells
+	// plain-TCP clients that the server requires TLS.
+	mux := c.masterSecurity().NewMux(ln, c.log)
+	go mux.Serve()
+	c.master.close = func() error {
+		err := m.Close()
+		mux.Close()
+		return err
+	}
+	c.master.done = serve(func() error { return m.Serve(mux.GRPC()) })
 	return nil
 }
 
@@ -195,6 +218,7 @@ func (c *Cluster) masterConfig(dir string, log *slog.Logger, group func(*master.
 	mc.DeadAfter = c.cfg.DeadAfter
 	mc.RepairInterval = c.cfg.Heartbeat
 	mc.Logger = log
+	mc.Security = c.masterSecurity()
 	if group != nil {
 		group(&mc)
 	}
@@ -217,6 +241,7 @@ func (c *Cluster) startChunkserver(i int) error {
 	sc.Addr = n.addr
 	sc.HeartbeatInterval = c.cfg.Heartbeat
 	sc.Logger = c.log.With("role", "chunkserver", "i", i)
+	sc.Security = c.chunkserverSecurity()
 	s, err := chunkserver.Open(sc)
 	if err != nil {
 		ln.Close()

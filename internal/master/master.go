@@ -84,7 +84,7 @@ func Open(cfg Config) (*Master, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Master{cfg: cfg, lock: lock, state: newState(), pool: rpc.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
+	m := &Master{cfg: cfg, lock: lock, state: newState(), pool: cfg.Security.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
 	m.reg = newRegistry(uint64(cfg.Clock.Now().UnixNano()))
 	m.safe, m.safeWhy = true, "no chunkserver has registered"
 	if err := m.openLog(); err != nil {
@@ -135,7 +135,7 @@ func (m *Master) openLog() error {
 	lc.Logger = m.cfg.Logger
 	if m.cfg.grouped() {
 		lc.BindAddr, lc.Members, lc.Observer = m.cfg.Addr, m.cfg.logMembers(), m.cfg.Observer
-		lc.Listener, lc.Dial = m.cfg.RaftListener, rpc.DialRaft
+		lc.Listener, lc.Dial = m.cfg.RaftListener, m.cfg.Security.DialRaft
 		lc.ElectionTimeout = groupElectionTimeout
 		lc.OnLeadership = m.onLeadership
 	}
@@ -210,7 +210,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		m.srvMu.Unlock()
 		return errors.New("master: Serve called twice")
 	}
-	m.srv = rpc.NewServer(m.cfg.Logger, m.authGuard, m.leaderGuard)
+	m.srv = m.cfg.Security.NewServer(m.cfg.Logger, m.authGuard, m.leaderGuard)
 	pb.RegisterMasterServer(m.srv, m)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()
