@@ -230,7 +230,7 @@ func (ns *Namespace) create(c *Command) Result {
 	if fs.FileMode(c.Mode)&fs.ModeDevice != 0 && !isRoot(&c.Caller) {
 		// As mknod(2) without CAP_MKNOD: a device node would open a
 		// device on every machine that mounts the cluster with devices.
-		return fail(op, p, chunkfs.KindPermission, "only the superuser may make a device node")
+		return Result{Err: permission(op, p, "only the superuser may make a device node")}
 	}
 	_, name := split(p)
 	mode := permBits(c.Mode) | fs.FileMode(c.Mode)&specialTypes

@@ -93,7 +93,7 @@ func (ns *Namespace) checkRename(c *Command, sp, sn, dp, dn *inode) error {
 		return chunkfs.E(op, src, chunkfs.KindPermission, "")
 	}
 	if sn.isDir() && sp != dp && !may(&c.Caller, sn, accessWrite) {
-		return chunkfs.E(op, src, chunkfs.KindPermission, "moving a directory needs write permission on it")
+		return permission(op, src, "moving a directory needs write permission on it")
 	}
 	if dn == nil {
 		return nil
@@ -132,7 +132,7 @@ func (ns *Namespace) delete(c *Command) Result {
 	case n.isDir() && n.ext.kids.Len() > 0 && c.Flags&FlagRecursive == 0:
 		return fail(op, p, chunkfs.KindNotEmpty, "")
 	case n.isDir() && !mayEmpty(&c.Caller, n):
-		return fail(op, p, chunkfs.KindPermission, "cannot remove everything below")
+		return Result{Err: permission(op, p, "cannot remove everything below")}
 	}
 	return Result{Garbage: ns.removeTree(n, c.Time)}
 }
@@ -225,7 +225,7 @@ func (ns *Namespace) setAttr(c *Command) Result {
 func (ns *Namespace) checkSetAttr(c *Command, n *inode) error {
 	const op = "setattr"
 	p, who := c.Path, &c.Caller
-	deny := func(msg string) error { return chunkfs.E(op, p, chunkfs.KindPermission, msg) }
+	deny := func(msg string) error { return permission(op, p, msg) }
 	if c.Set&SetMode != 0 && !owns(who, n) {
 		return deny("only the owner may change the mode")
 	}
@@ -265,7 +265,7 @@ func checkTimes(c *Command, n *inode) error {
 	case c.Flags&FlagTimesNow != 0:
 		return chunkfs.E("setattr", c.Path, chunkfs.KindPermission, "")
 	}
-	return chunkfs.E("setattr", c.Path, chunkfs.KindPermission, "only the owner may set times other than now")
+	return permission("setattr", c.Path, "only the owner may set times other than now")
 }
 
 // killedBits are the mode bits a setattr by c clears on n, as Linux does:

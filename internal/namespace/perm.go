@@ -56,3 +56,11 @@ func mayRemove(c *chunkfs.Caller, dir, n *inode) bool {
 
 // owns reports whether c owns n or is the superuser.
 func owns(c *chunkfs.Caller, n *inode) bool { return isRoot(c) || c.UID == n.uid }
+
+// permission is a refusal: "op path: permission denied[: why]", one line.
+func permission(op, p, why string) error {
+	if why == "" {
+		return chunkfs.E(op, p, chunkfs.KindPermission, "")
+	}
+	return chunkfs.E(op, p, chunkfs.KindPermission, chunkfs.KindPermission.String()+": "+why)
+}
