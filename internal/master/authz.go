@@ -13,7 +13,7 @@ import (
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
-// Who may act as whom (docs/architecture.md, "Identity and authorisation").
+// Who may act as whom (docs/architecture.md, "Who may act as whom").
 // A call's identity is its connection's verified certificate, never a
 // request field: a client certificate acts as exactly the user it names; a
 // mount certificate with the proxy privilege acts as the user each request
@@ -55,10 +55,10 @@ var (
 var methods = map[string]access{
 	"Mkdir": forUsers, "Create": forUsers, "Stat": forUsers, "List": forUsers,
 	"Rename": forUsers, "Delete": forUsers, "SetAttr": forUsers, "GetChunks": forUsers,
-	"PrepareWrite": forUsers, "CommitLength": forUsers, "Batch": forUsers,
-	"ClusterInfo": forAnyone, "ClusterReport": forUsers, "Fsck": forUsers, "Msync": forUsers,
-	"ReportCorrupt": forAnyone, // clients and chunkservers both find bad replicas
-	"Register":      forServers, "Heartbeat": forServers,
+	"PrepareWrite": forUsers, "CommitLength": forUsers, "Batch": forUsers, "Msync": forUsers,
+	"ClusterReport": forUsers, "Fsck": forUsers,
+	"ClusterInfo": forAnyone, "ReportCorrupt": forAnyone, // clients and chunkservers both find bad replicas
+	"Register": forServers, "Heartbeat": forServers,
 	"HAStatus": forHA, "HAChange": forHAAdmins, // a new observer asks the leader to add it
 	"Balance": forAdmins, "Decommission": forAdmins,
 }
@@ -73,7 +73,11 @@ func authorize(p policy, id *certs.Identity, method string, claimed *chunkfs.Cal
 		if p.requireIdentity {
 			return chunkfs.Caller{}, deny(method, "no client certificate")
 		}
-		return p.mark(trusted(claimed)), p.admitted(method, a, trusted(claimed))
+		c := p.mark(trusted(claimed))
+		if err := p.admitted(method, a, c); err != nil {
+			return chunkfs.Caller{}, err
+		}
+		return c, nil
 	}
 	switch {
 	case !known:
@@ -91,7 +95,10 @@ func authorize(p policy, id *certs.Identity, method string, claimed *chunkfs.Cal
 		return chunkfs.Caller{}, deny(method, err.Error())
 	}
 	c = p.mark(c)
-	return c, p.admitted(method, a, c)
+	if err := p.admitted(method, a, c); err != nil {
+		return chunkfs.Caller{}, err
+	}
+	return c, nil
 }
 
 // trusted is the caller a plain connection's request acts as: the one it

@@ -66,6 +66,7 @@ func TestAuthorize(t *testing.T) {
 		{"plain TCP claiming the group", plain, nil, "Stat", claim(1001, 7), &chunkfs.Caller{UID: 1001, GIDs: []uint32{7}, Super: true}},
 		{"plain TCP admin call as a user", plain, nil, "Balance", claim(1001, 101), nil},
 		{"plain TCP admin call as root", plain, nil, "HAChange", claim(0, 0), &chunkfs.Caller{UID: 0, GIDs: []uint32{0}, Super: true}},
+		{"plain TCP admin call as the group", plain, nil, "Balance", claim(1001, 7), &chunkfs.Caller{UID: 1001, GIDs: []uint32{7}, Super: true}},
 		{"chunkserver registers", secure, id(serverID), "Register", nil, &nobody},
 		{"chunkserver heartbeats", secure, id(serverID), "Heartbeat", nil, &nobody},
 		{"chunkserver reports corruption", secure, id(serverID), "ReportCorrupt", nil, &nobody},
