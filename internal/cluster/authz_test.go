@@ -115,6 +115,20 @@ func TestTLSUsersActAsTheirCertificates(t *testing.T) {
 		t.Errorf("a mount without proxy claiming alice: %v", err)
 	}
 
+	// A writer who is not the owner may touch a file (times to now), not
+	// set times of its choosing.
+	put(t, ctx, alice, "/home/alice/shared", secret)
+	if err := alice.Chmod(ctx, "/home/alice/shared", 0o664); err != nil {
+		t.Fatal(err)
+	}
+	carol := userClient(t, ctx, c, certs.Identity{Role: certs.RoleClient, Name: "carol", UID: 1002, GIDs: []uint32{1002, 1000}}, chunkfs.Caller{UID: 1002, GIDs: []uint32{1002, 1000}})
+	if err := carol.Touch(ctx, "/home/alice/shared"); err != nil {
+		t.Errorf("a writer touches: %v", err)
+	}
+	if err := carol.Chtimes(ctx, "/home/alice/shared", time.Unix(1, 0), time.Unix(1, 0)); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("a writer sets chosen times: %v, want permission denied", err)
+	}
+
 	// Straight to the master with bob's certificate: no chunk locations of
 	// alice's file, no registering as a chunkserver, no admin calls.
 	sec, err := c.IssueCertificate(certs.Identity{Role: certs.RoleClient, Name: "bob2", UID: 1001, GIDs: []uint32{1001}})
