@@ -57,6 +57,8 @@ var methods = map[string]access{
 	"Rename": forUsers, "Delete": forUsers, "SetAttr": forUsers, "GetChunks": forUsers,
 	"PrepareWrite": forUsers, "CommitLength": forUsers, "Batch": forUsers, "Msync": forUsers,
 	"ClusterReport": forUsers, "Fsck": forUsers,
+	"GetXattr": forUsers, "ListXattr": forUsers, "SetXattr": forUsers, "RemoveXattr": forUsers,
+	"LockSession": forUsers, "Lock": forUsers,
 	"ClusterInfo": forAnyone, "ReportCorrupt": forAnyone, // clients and chunkservers both find bad replicas
 	"Register": forServers, "Heartbeat": forServers,
 	"HAStatus": forHA, "HAChange": forHAAdmins, // a new observer asks the leader to add it

@@ -60,6 +60,8 @@ type Master struct {
 	// held: no lease on a chunk that existed then is granted before (ha.go).
 	lead leadership
 
+	locks fileLocks // the leader's file locks (locks_rpc.go)
+
 	srvMu  sync.Mutex // guards srv, addr and closed
 	srv    *rpc.Server
 	addr   string
@@ -156,6 +158,7 @@ func (m *Master) openLog() error {
 	// An old lease ends by the logged horizon, and also at most a lease
 	// (plus slack) after the previous master stopped, which was before now.
 	m.holdFromLog(m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack()))
+	m.locks.reset(m.cfg.Clock.Now(), LockSessionTTL, m.lead.fresh)
 	m.lead.ready.Store(true)
 	return nil
 }
@@ -171,6 +174,7 @@ func (m *Master) initNamespace(ctx context.Context) error {
 	var done bool
 	var size int64
 	m.state.read(func(ns *namespace.Namespace) { done, size = ns.Initialized(), ns.ChunkSize() })
+	m.lead.fresh = !done // a new cluster: nobody can hold a lock to reclaim
 	if done {
 		if size != m.cfg.ChunkSize {
 			m.cfg.Logger.Info("chunk size fixed when the namespace was made; ignoring the configured one", "chunk_size", size, "configured", m.cfg.ChunkSize)

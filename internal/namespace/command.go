@@ -24,6 +24,8 @@ const (
 	OpCommitLength               // Path, Length, FlagTouch
 	OpLeaseHorizon               // Length = horizon (Unix ns)
 	OpSetVersion                 // Handle, Length = version; raises it, never lowers
+	OpSetXattr                   // Path, Target = name, Value; Set = XattrCreate or XattrReplace
+	OpRemoveXattr                // Path, Target = name
 	opEnd
 )
 
@@ -32,6 +34,7 @@ var opNames = [...]string{
 	OpDelete: "delete", OpSetAttr: "setattr", OpAllocChunk: "allocate chunk",
 	OpBumpVersion: "bump version", OpCommitLength: "commit length",
 	OpLeaseHorizon: "lease horizon", OpSetVersion: "set version",
+	OpSetXattr: "setxattr", OpRemoveXattr: "removexattr",
 }
 
 func (o Op) String() string {
@@ -93,6 +96,7 @@ type Command struct {
 	Replication uint32
 	Length      int64 // length, chunk index, chunk size or horizon, by Op
 	Handle      chunkfs.Handle
+	Value       []byte // an extended attribute's value
 }
 
 // Field presence bits of the encoding.
@@ -109,6 +113,7 @@ const (
 	hasRepl
 	hasLength
 	hasHandle
+	hasValue
 	hasSuper // the caller is the superuser by group (Caller.Super); no bytes
 	hasAll   = 1<<iota - 1
 )
@@ -153,6 +158,10 @@ func (c *Command) Encode(b []byte) []byte {
 	if c.Handle != 0 {
 		b = binary.AppendUvarint(b, uint64(c.Handle))
 	}
+	if c.Value != nil {
+		b = binary.AppendUvarint(b, uint64(len(c.Value)))
+		b = append(b, c.Value...)
+	}
 	return b
 }
 
@@ -183,6 +192,7 @@ func (c *Command) presence() uint {
 	set(hasRepl, c.Replication != 0)
 	set(hasLength, c.Length != 0)
 	set(hasHandle, c.Handle != 0)
+	set(hasValue, c.Value != nil)
 	set(hasSuper, c.Caller.Super)
 	return p
 }
@@ -269,7 +279,7 @@ func (d *decoder) command() (*Command, error) {
 	if c.Op == 0 || c.Op >= opEnd {
 		return nil, errors.New("unknown op")
 	}
-	if c.Set&^setAll != 0 {
+	if c.Op != OpSetXattr && c.Set&^setAll != 0 {
 		return nil, errors.New("unknown setattr bits")
 	}
 	d.fields(c, uint(p))
@@ -314,6 +324,9 @@ func (d *decoder) fields(c *Command, p uint) {
 	}
 	if p&hasHandle != 0 {
 		c.Handle = chunkfs.Handle(d.uvarint(1<<64 - 1))
+	}
+	if p&hasValue != 0 {
+		c.Value = []byte(d.string(MaxXattrValue))
 	}
 	c.Caller.Super = p&hasSuper != 0
 }

@@ -130,6 +130,7 @@ var kindCodes = map[chunkfs.Kind]codes.Code{
 	chunkfs.KindNotSupported: codes.Unimplemented,
 	chunkfs.KindChunkFull:    codes.OutOfRange,
 	chunkfs.KindNotPrimary:   codes.FailedPrecondition,
+	chunkfs.KindNoAttr:       codes.NotFound,
 }
 
 // Status converts err to a gRPC status error carrying its chunkfs Kind, Op
