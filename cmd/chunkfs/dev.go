@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -95,7 +96,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 // serveDevMount mounts the dev cluster on dir and serves it until ctx ends
 // (then unmounts); a mount that fails ends the dev cluster with its error.
 func serveDevMount(ctx context.Context, e *env, c *cluster.Cluster, dir string) error {
-	o := mountOptions{master: c.MasterAddr(), dir: dir, fuse: fusefs.DefaultConfig(), security: c.Security()}
+	o := mountOptions{master: c.MasterAddr(), dir: dir, fuse: fusefs.DefaultConfig(), security: c.MountSecurity()}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := serveMount(ctx, o, log); err != nil {
 		return fmt.Errorf("mount %s: %w", dir, err)
@@ -116,19 +117,22 @@ func printDevBanner(e *env, c *cluster.Cluster, dir string) {
 	for i := range c.Chunkservers() {
 		fmt.Fprintf(w, "  chunkserver %d on %s\n", i, c.ChunkserverAddr(i))
 	}
+	exports := []string{"CHUNKFS_INSECURE=1"}
 	if c.Security().IsInsecure() {
-		fmt.Fprintf(w, "\nInsecure: plain TCP, no TLS, no certificates (chunkfs dev --tls for mutual TLS).\nIn another terminal: export CHUNKFS_INSECURE=1\n")
+		fmt.Fprintf(w, "\nInsecure: plain TCP, no TLS, no certificates (chunkfs dev --tls for mutual TLS).\n")
 	} else {
-		fmt.Fprintf(w, "\nMutual TLS: CA and certificates in %s.\nIn another terminal: export CHUNKFS_TLS_DIR=%s\n", filepath.Dir(c.TLSDir("root")), c.TLSDir("root"))
+		fmt.Fprintf(w, "\nMutual TLS: a new CA and certificates in %s.\n", filepath.Dir(c.TLSDir("root")))
+		exports = []string{"CHUNKFS_TLS_DIR=" + c.TLSDir("root")}
 	}
 	master := ""
 	if c.MasterAddr() != defaultMaster {
 		master = " --master " + c.MasterAddr()
-		fmt.Fprintf(w, "\nIn another terminal: export CHUNKFS_MASTER=%s\n", c.MasterAddr())
+		exports = append([]string{"CHUNKFS_MASTER=" + c.MasterAddr()}, exports...)
 		if c.Masters() > 1 {
 			master = "" // the list is long: the commands below take it from CHUNKFS_MASTER
 		}
 	}
+	fmt.Fprintf(w, "In another terminal: export %s\n", strings.Join(exports, " "))
 	fmt.Fprintf(w, "\nTry:\n  chunkfs%s mkdir -p /demo\n  chunkfs%s put /etc/hosts /demo/\n  chunkfs%s ls -l /demo\n  chunkfs%s cat /demo/hosts\n  chunkfs%s admin report\n",
 		master, master, master, master, master)
 	fmt.Fprintln(w, "\nCtrl-C stops the cluster; running this again on the same directory keeps the data.")

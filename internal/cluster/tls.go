@@ -20,6 +20,7 @@ type pki struct {
 	master *rpc.Security
 	cs     *rpc.Security
 	client *rpc.Security // a superuser client
+	mount  *rpc.Security // a mount, which acts for the users it serves
 }
 
 // certValidity is how long the certificates of a test cluster are valid.
@@ -41,6 +42,9 @@ func newPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	if p.client, err = p.Issue(certs.Identity{Role: certs.RoleClient, Name: "root", UID: 0, GIDs: []uint32{0}}); err != nil {
+		return nil, err
+	}
+	if p.mount, err = p.Issue(certs.Identity{Role: certs.RoleMount, Name: "mount", UID: 0, GIDs: []uint32{0}, Proxy: true}); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -66,6 +70,16 @@ func (c *Cluster) Security() *rpc.Security {
 	return c.pki.client
 }
 
+// MountSecurity returns the Security of a mount of the cluster (a mount's
+// certificate, which may act for other users) on a TLS cluster; nil
+// otherwise.
+func (c *Cluster) MountSecurity() *rpc.Security {
+	if c.pki == nil {
+		return nil
+	}
+	return c.pki.mount
+}
+
 // masterSecurity and chunkserverSecurity are the nodes' Security; nil on
 // a plain cluster.
 func (c *Cluster) masterSecurity() *rpc.Security {
@@ -83,7 +97,8 @@ func (c *Cluster) chunkserverSecurity() *rpc.Security {
 }
 
 // TLSDir returns the directory of the certificate named name ("root" is
-// the superuser client's, "master" and "chunkserver" the nodes'), for a
+// the superuser client's, "mount" the mount's, "master" and
+// "chunkserver" the nodes'), for a
 // process's --tls-dir; "" on a plain cluster.
 func (c *Cluster) TLSDir(name string) string {
 	if c.pki == nil {

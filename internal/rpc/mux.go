@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chunkfs/chunkfs/internal/certs"
 )
 
 // http2Preface is how every gRPC (HTTP/2) connection starts; its first four
@@ -202,6 +204,11 @@ func (m *Mux) dispatch(conn net.Conn, head []byte) {
 		to = m.data
 	case RaftMagic:
 		to, pc = m.raft.Load(), conn
+		if !m.sec.IsInsecure() && to != nil && !isMaster(conn) {
+			m.log.Warn("Raft connection refused: the peer's certificate is not a master's", "remote", conn.RemoteAddr())
+			conn.Close()
+			return
+		}
 	}
 	if to == nil {
 		m.log.Warn("connection closed: unknown protocol", "remote", conn.RemoteAddr(), "first_bytes", head)
@@ -213,6 +220,13 @@ func (m *Mux) dispatch(conn net.Conn, head []byte) {
 	case <-m.done:
 		conn.Close()
 	}
+}
+
+// isMaster reports whether conn's peer presented a master's certificate:
+// only masters speak Raft.
+func isMaster(conn net.Conn) bool {
+	id, ok := ConnIdentity(conn)
+	return ok && id.Role == certs.RoleMaster
 }
 
 // Close stops Serve, closes the listener, and makes Accept on both child

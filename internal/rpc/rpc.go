@@ -213,6 +213,9 @@ func Err(err error) error {
 		// from a server that failed.
 		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: fmt.Errorf("%s: %w", st.Message(), context.Canceled)}
 	case codes.Unavailable:
+		if refusal := tlsRefusal(st.Message()); refusal != nil {
+			return &chunkfs.Error{Kind: chunkfs.KindPermission, Err: refusal}
+		}
 		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: &unreachableError{msg: st.Message()}}
 	case codes.DeadlineExceeded, codes.Aborted:
 		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: errors.New(st.Message())}

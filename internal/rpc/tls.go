@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -76,6 +77,21 @@ func tlsFailure(addr string, err error) error {
 		return fmt.Errorf("%w: %s closed the connection during the TLS handshake (it may run --insecure): %v", ErrTLSMismatch, addr, err)
 	}
 	return err
+}
+
+// tlsRefusal recovers, from the message of a gRPC call that failed in the
+// transport, a TLS refusal that clientCreds reported (tlsFailure), as an
+// error wrapping ErrCertificate or ErrTLSMismatch; nil for any other
+// failure. gRPC keeps only the text of a handshake's error, and this is
+// the one place that reads it: the text is tlsFailure's own.
+func tlsRefusal(msg string) error {
+	for _, e := range []error{ErrCertificate, ErrTLSMismatch} {
+		if i := strings.Index(msg, e.Error()+": "); i >= 0 {
+			rest := strings.ReplaceAll(strings.TrimSuffix(msg[i+len(e.Error())+2:], `"`), `\"`, `"`)
+			return fmt.Errorf("%w: %s", e, rest)
+		}
+	}
+	return nil
 }
 
 // failureKind is the chunkfs Kind of a connection that failed for a TLS

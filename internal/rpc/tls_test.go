@@ -56,6 +56,7 @@ func (p *testPKI) security(id certs.Identity, validity time.Duration) *Security 
 
 var (
 	nodeID   = certs.Identity{Role: certs.RoleChunkserver, Name: "cs1"}
+	masterID = certs.Identity{Role: certs.RoleMaster, Name: "m1"}
 	clientID = certs.Identity{Role: certs.RoleClient, Name: "alice", UID: 1000, GIDs: []uint32{1000, 27}}
 )
 
@@ -80,7 +81,7 @@ type secureServer struct {
 	raft net.Listener
 }
 
-func startSecure(t *testing.T, sec *Security, h StreamHandler) *secureServer {
+func startSecure(t testing.TB, sec *Security, h StreamHandler) *secureServer {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -172,15 +173,27 @@ func TestTLSConnIdentityOnDataAndRaft(t *testing.T) {
 		msg = make([]byte, 5)
 		io.ReadFull(c, msg)
 	}()
-	conn, err := sec.DialRaft(srv.addr, 5*time.Second)
+	conn, err := pki.security(masterID, time.Hour).DialRaft(srv.addr, 5*time.Second)
 	if err != nil {
 		t.Fatalf("DialRaft over TLS: %v", err)
 	}
 	io.WriteString(conn, "hello")
 	wg.Wait()
 	conn.Close()
-	if !ok || got.Name != clientID.Name || got.UID != clientID.UID {
-		t.Errorf("ConnIdentity of a Raft connection = %+v, %v; want %+v", got, ok, clientID)
+	if !ok || got.Name != masterID.Name || got.Role != certs.RoleMaster {
+		t.Errorf("ConnIdentity of a Raft connection = %+v, %v; want %+v", got, ok, masterID)
+	}
+
+	// Only masters speak Raft: a client's certificate, trusted as it is,
+	// is turned away.
+	conn, err = sec.DialRaft(srv.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Error("a client's Raft connection was kept open")
 	}
 	if string(msg) != "hello" {
 		t.Errorf("Raft connection carried %q", msg)
@@ -247,6 +260,9 @@ func TestTLSRefusesUntrusted(t *testing.T) {
 				t.Logf("answered %+v", resp)
 			}
 			check("gRPC", err)
+			if chunkfs.KindOf(err) != chunkfs.KindPermission {
+				t.Errorf("gRPC: kind %v, want KindPermission", chunkfs.KindOf(err))
+			}
 			dc := tc.sec.NewDataClient()
 			defer dc.Close()
 			p := make([]byte, 6)
