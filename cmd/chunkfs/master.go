@@ -93,6 +93,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	observer := fs.Bool("observer", false, "join the group named by --cluster as a non-voting observer that serves reads")
 	addr := fs.String("addr", "", "address the other masters and clients reach this one on (default: its --cluster entry, or --listen)")
 	readWait := fs.Duration("read-wait", cfg.ReadWait, "how long a standby or observer waits to catch up with a client's state before refusing the read")
+	superGroup := fs.Uint("superuser-group", uint(cfg.SuperuserGroup), "`GID` whose members, with uid 0, are the superuser: every permission and the admin calls")
 	verbose := fs.Bool("v", false, "log informational messages")
 	tf := addTLSFlags(fs)
 	fs.Usage = func() {
@@ -128,6 +129,10 @@ func masterFlags(args []string) (master.Config, string, error) {
 	}
 	cfg.MinCloneRate = int64(n)
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
+	if *superGroup > 1<<32-1 {
+		return cfg, "", usagef("--superuser-group %d is not a 32-bit GID", *superGroup)
+	}
+	cfg.SuperuserGroup = uint32(*superGroup)
 	members, err := parseGroup(*group)
 	if err != nil {
 		return cfg, "", err

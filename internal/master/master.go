@@ -216,7 +216,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		m.srvMu.Unlock()
 		return errors.New("master: Serve called twice")
 	}
-	m.srv = m.cfg.Security.NewServer(m.cfg.Logger, m.leaderGuard)
+	m.srv = m.cfg.Security.NewServer(m.cfg.Logger, m.authGuard, m.leaderGuard)
 	pb.RegisterMasterServer(m.srv, m)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()
