@@ -102,6 +102,7 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	observer := fs.Bool("observer", false, "join the group named by --cluster as a non-voting observer that serves reads")
 	addr := fs.String("addr", "", "address the other masters and clients reach this one on (default: its --cluster entry, or --listen)")
 	readWait := fs.Duration("read-wait", cfg.ReadWait, "how long a standby or observer waits to catch up with a client's state before refusing the read")
+	superGroup := fs.Uint("superuser-group", uint(cfg.SuperuserGroup), "`GID` whose members, with uid 0, are the superuser: every permission and the admin calls")
 	verbose := fs.Bool("v", false, "log informational messages")
 	for _, add := range extra {
 		add(fs)
@@ -140,6 +141,10 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	}
 	cfg.MinCloneRate = int64(n)
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
+	if *superGroup > 1<<32-1 {
+		return cfg, "", usagef("--superuser-group %d is not a 32-bit GID", *superGroup)
+	}
+	cfg.SuperuserGroup = uint32(*superGroup)
 	members, err := parseGroup(*group)
 	if err != nil {
 		return cfg, "", err

@@ -57,6 +57,13 @@ type Config struct {
 	Balance          bool
 	BalanceThreshold float64
 	BalanceMaxMoves  int
+
+	// SuperuserGroup is the group whose members, with UID 0, are the
+	// superuser: they pass every permission check and may make the admin
+	// calls (HAChange, Balance, Decommission). Unless Security is
+	// insecure, every call must come with a verified certificate, whose
+	// identity is whom it acts as (authz.go).
+	SuperuserGroup uint32
 	// OnClone, when set, is told of each clone started and ended (tests and
 	// benchmarks). It is called without locks held and must not block.
 	OnClone           func(CloneEvent)

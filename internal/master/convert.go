@@ -7,31 +7,11 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
-	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // nobody is the identity of a request that names no caller.
 var nobody = chunkfs.Caller{UID: 65534, GIDs: []uint32{65534}}
-
-// caller converts a request's caller, bounding its group list.
-func caller(op, p string, c *pb.Caller) (chunkfs.Caller, error) {
-	if c == nil {
-		return nobody, nil
-	}
-	if len(c.Gids) > namespace.MaxGroups {
-		return chunkfs.Caller{}, chunkfs.E(op, p, chunkfs.KindInvalid, "caller names too many groups")
-	}
-	return chunkfs.Caller{UID: c.Uid, GIDs: c.Gids}, nil
-}
-
-// pathArg validates a path argument and converts the caller.
-func pathArg(op, p string, c *pb.Caller) (chunkfs.Caller, error) {
-	if err := namespace.ValidatePath(op, p); err != nil {
-		return chunkfs.Caller{}, err
-	}
-	return caller(op, p, c)
-}
 
 func fileInfo(fi chunkfs.FileInfo) *pb.FileInfo {
 	p := new(pb.FileInfo)

@@ -259,11 +259,9 @@ func (m *Master) advertised() string {
 	return m.addr
 }
 
-// HAChange changes the group's membership or moves the leadership.
+// HAChange changes the group's membership or moves the leadership. Only
+// the superuser, or another master, may (authGuard).
 func (m *Master) HAChange(ctx context.Context, req *pb.HAChangeRequest) (*pb.HAChangeResponse, error) {
-	if req.Caller == nil || req.Caller.Uid != 0 {
-		return nil, chunkfs.E("ha "+req.Op, req.Id, chunkfs.KindPermission, "only the superuser may change the masters")
-	}
 	if !m.cfg.grouped() {
 		return nil, chunkfs.E("ha "+req.Op, req.Id, chunkfs.KindNotSupported, "this master runs alone (no --cluster)")
 	}

@@ -216,7 +216,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		m.srvMu.Unlock()
 		return errors.New("master: Serve called twice")
 	}
-	m.srv = m.cfg.Security.NewObservedServer(m.cfg.Logger, m.cfg.OnCall, m.leaderGuard)
+	m.srv = m.cfg.Security.NewObservedServer(m.cfg.Logger, m.cfg.OnCall, m.authGuard, m.leaderGuard)
 	pb.RegisterMasterServer(m.srv, m)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()

@@ -272,7 +272,13 @@ func (s *registryScenario) run(f []string) {
 			s.t.Fatalf("no clone of %d in flight", h)
 		}
 		var err error
-		if f[2] != "ok" {
+		switch f[2] {
+		case "ok":
+		case "exists": // the target holds the chunk at the version cloned
+			err = chunkfs.E("clone", "", chunkfs.KindExist, "replica held")
+		case "newer": // the target holds a newer version
+			err = chunkfs.E("clone", "", chunkfs.KindStale, "replica held at a newer version")
+		default:
 			err = errors.New("clone failed")
 		}
 		c := s.chunks[h]
