@@ -45,6 +45,10 @@ var (
 	forAnyone   = access{users: true, nodes: []certs.Role{certs.RoleChunkserver, certs.RoleMaster}}
 	forHA       = access{users: true, nodes: []certs.Role{certs.RoleMaster}}
 	forHAAdmins = access{users: true, admin: true, nodes: []certs.Role{certs.RoleMaster}}
+	// forPage: a master's status page reads the cluster with the master's
+	// own certificate, acting (as every node) as nobody, so its file
+	// browser shows only what anyone may see.
+	forPage = access{users: true, nodes: []certs.Role{certs.RoleMaster}}
 )
 
 // methods lists every Master call and who may make it; a call not listed
@@ -53,10 +57,10 @@ var (
 // are open to every user; the calls that change the cluster need the
 // superuser.
 var methods = map[string]access{
-	"Mkdir": forUsers, "Create": forUsers, "Stat": forUsers, "List": forUsers,
-	"Rename": forUsers, "Delete": forUsers, "SetAttr": forUsers, "GetChunks": forUsers,
-	"PrepareWrite": forUsers, "CommitLength": forUsers, "Batch": forUsers, "Msync": forUsers,
-	"ClusterReport": forUsers, "Fsck": forUsers,
+	"Mkdir": forUsers, "Create": forUsers, "Stat": forPage, "List": forPage,
+	"Rename": forUsers, "Delete": forUsers, "SetAttr": forUsers, "GetChunks": forPage,
+	"PrepareWrite": forUsers, "CommitLength": forUsers, "Batch": forUsers, "Msync": forPage,
+	"ClusterReport": forPage, "Fsck": forUsers,
 	"GetXattr": forUsers, "ListXattr": forUsers, "SetXattr": forUsers, "RemoveXattr": forUsers,
 	"LockSession": forUsers, "Lock": forUsers,
 	"ClusterInfo": forAnyone, "ReportCorrupt": forAnyone, // clients and chunkservers both find bad replicas

@@ -75,6 +75,8 @@ func TestAuthorize(t *testing.T) {
 		{"master joins the group", secure, id(masterID), "HAChange", claim(0, 0), &nobody},
 		{"master registers as a chunkserver", secure, id(masterID), "Register", nil, nil},
 		{"master writes a file", secure, id(masterID), "Create", claim(0, 0), nil},
+		{"master's status page lists, as nobody", secure, id(masterID), "List", claim(0, 0), &nobody},
+		{"master's status page reads the report", secure, id(masterID), "ClusterReport", nil, &nobody},
 		{"client registers", secure, id(aliceID), "Register", nil, nil},
 		{"client heartbeats", secure, id(rootID), "Heartbeat", nil, nil},
 		{"client reports corruption", secure, id(aliceID), "ReportCorrupt", nil, claim(1000, 100, 102)},
