@@ -61,9 +61,31 @@ type Config struct {
 	// (the client then asks another master).
 	ReadWait time.Duration
 
+	// Tokens turns chunk access tokens on (tokens.go): locations carry
+	// tokens, the leader makes and rotates the keys, chunkservers get them
+	// with heartbeats. It is on exactly when the cluster is secure (mutual
+	// TLS); chunkservers' RequireTokens goes with it. TokenKeyPeriod is
+	// how long each key signs, TokenLifetime how long a token is valid.
+	Tokens         bool
+	TokenKeyPeriod time.Duration
+	TokenLifetime  time.Duration
+	// TokenClock, when set, is the clock of token keys and tokens alone
+	// (tests advance it past rotations); nil: Clock.
+	TokenClock clock.Clock
+
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
+
+// Token defaults. A key signs for 10 h, as HDFS's
+// dfs.block.access.key.update.interval; a token lives 1 h, not HDFS's
+// 10 h: a client refreshes an expired token transparently (one more
+// GetChunks per file an hour), and a token that leaks is good for an
+// hour, not a working day.
+const (
+	DefaultTokenKeyPeriod = 10 * time.Hour
+	DefaultTokenLifetime  = time.Hour
+)
 
 // CloneEvent reports a clone started (Done false) or ended.
 type CloneEvent struct {
@@ -83,7 +105,8 @@ const DefaultReserve = 1 << 30
 // DefaultConfig returns the defaults: 64 MiB chunks, 3 replicas, 60 s
 // leases, 3 s heartbeats, dead after 30 s, writes acknowledged with at
 // least 2 replicas, safe mode until 99.9 % of chunks are located, 2 clones
-// in flight per chunkserver, a 1 GiB reserve.
+// in flight per chunkserver, a 1 GiB reserve, tokens off (keys of 10 h,
+// tokens of 1 h when on).
 func DefaultConfig() Config {
 	return Config{
 		ChunkSize:          chunkfs.DefaultChunkSize,
@@ -100,6 +123,8 @@ func DefaultConfig() Config {
 		SnapshotThreshold:  65536,
 		NodeID:             "master-1",
 		ReadWait:           time.Second,
+		TokenKeyPeriod:     DefaultTokenKeyPeriod,
+		TokenLifetime:      DefaultTokenLifetime,
 		Clock:              clock.Real{},
 		Logger:             slog.Default(),
 	}
@@ -132,6 +157,10 @@ func (c Config) Validate() error {
 		return errors.New("master: Clock and Logger must be set")
 	case c.NodeID == "" || c.ReadWait <= 0:
 		return errors.New("master: NodeID must be set and ReadWait positive")
+	case c.TokenKeyPeriod < time.Second || c.TokenLifetime < time.Second:
+		return errors.New("master: TokenKeyPeriod and TokenLifetime must be at least 1s")
+	case c.TokenLifetime > 10*c.TokenKeyPeriod:
+		return errors.New("master: TokenLifetime must be at most 10 TokenKeyPeriods (chunkservers hold at most 16 keys)")
 	}
 	return c.Placement.Validate()
 }

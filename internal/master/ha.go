@@ -104,6 +104,7 @@ func (m *Master) takeOver() {
 		err := m.catchUp()
 		if err == nil {
 			m.lead.ready.Store(true)
+			m.rotateKeys()
 			pause, _ := m.lead.leaseHold()
 			m.cfg.Logger.Info("master leads", "id", m.cfg.NodeID, "state_id", m.StateID(), "old_leases_end", pause)
 			return

@@ -54,6 +54,7 @@ type Master struct {
 	allocMu   [stripes]sync.Mutex // serialise chunk allocation per file (by path hash)
 	leaseMu   [stripes]sync.Mutex // serialise lease grants per chunk (by handle)
 	horizonMu sync.Mutex          // serialises logging the lease horizon
+	keyMu     sync.Mutex          // serialises logging token keys (tokens.go)
 
 	// Whether this master leads, and until when leases given by the
 	// previous master (before a restart or a failover) might still be
@@ -84,7 +85,7 @@ func Open(cfg Config) (*Master, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Master{cfg: cfg, lock: lock, state: newState(), pool: rpc.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
+	m := &Master{cfg: cfg, lock: lock, state: newState(cfg.TokenLifetime), pool: rpc.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
 	m.reg = newRegistry(uint64(cfg.Clock.Now().UnixNano()))
 	m.safe, m.safeWhy = true, "no chunkserver has registered"
 	if err := m.openLog(); err != nil {
@@ -98,6 +99,10 @@ func Open(cfg Config) (*Master, error) {
 	if cfg.Observer {
 		m.bg.Add(1)
 		go m.joinLoop()
+	}
+	if cfg.Tokens {
+		m.bg.Add(1)
+		go m.keyLoop()
 	}
 	return m, nil
 }

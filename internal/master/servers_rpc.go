@@ -41,7 +41,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if len(req.Chunks) > maxReportLen {
 		return nil, chunkfs.E("register", req.Id, chunkfs.KindTooLarge, "chunk report too long")
 	}
-	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds()}
+	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds(), TokenKeys: m.keysFor()}
 	var err error
 	var d registered
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
@@ -115,7 +115,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			return nil, err
 		}
 	}
-	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds()}
+	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds(), TokenKeys: m.keysFor()}
 	var d beaten
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
