@@ -31,6 +31,15 @@ type Config struct {
 	StreamIdle        time.Duration // a data-stream connection sending no request for this long is closed
 	Reserve           int64         // bytes each disk keeps free: no new replica (chunk or clone) goes to one with less
 
+	// RequireTokens makes the server refuse every client request without
+	// a valid chunk access token for its chunk and access, and node calls
+	// from a certificate that is not a node's (tokens.go). It is on
+	// exactly when the cluster is secure (mutual TLS), with the masters'
+	// Tokens. TokenClock, when set, is the clock of tokens alone (tests);
+	// nil: Clock.
+	RequireTokens bool
+	TokenClock    clock.Clock
+
 	FS     chunkstore.FS // file system of the data directories
 	Clock  clock.Clock
 	Logger *slog.Logger
