@@ -20,6 +20,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/chunkserver"
+	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/master"
 )
 
@@ -48,6 +49,12 @@ type Config struct {
 	// GroupAddrs optionally gives group master i's address (voters, then
 	// observers); a missing or empty entry picks a free port on 127.0.0.1.
 	GroupAddrs []string
+	// Tokens turns chunk access tokens on: the masters sign them, the
+	// chunkservers require them. TokenClock, when set, is the clock of
+	// token keys and tokens in every server (tests advance it past
+	// rotations); nil: the real clock.
+	Tokens     bool
+	TokenClock clock.Clock
 }
 
 // DefaultConfig is a small test cluster: 3 chunkservers, 1 MiB chunks, fast
@@ -195,6 +202,7 @@ func (c *Cluster) masterConfig(dir string, log *slog.Logger, group func(*master.
 	mc.DeadAfter = c.cfg.DeadAfter
 	mc.RepairInterval = c.cfg.Heartbeat
 	mc.Logger = log
+	mc.Tokens, mc.TokenClock = c.cfg.Tokens, c.cfg.TokenClock
 	if group != nil {
 		group(&mc)
 	}
@@ -216,6 +224,7 @@ func (c *Cluster) startChunkserver(i int) error {
 	sc.Rack = fmt.Sprintf("rack%d", i%3)
 	sc.Addr = n.addr
 	sc.HeartbeatInterval = c.cfg.Heartbeat
+	sc.RequireTokens, sc.TokenClock = c.cfg.Tokens, c.cfg.TokenClock
 	sc.Logger = c.log.With("role", "chunkserver", "i", i)
 	s, err := chunkserver.Open(sc)
 	if err != nil {
