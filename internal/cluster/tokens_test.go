@@ -233,3 +233,104 @@ func putFile(ctx context.Context, cl *client.Client, p string, data []byte) erro
 	}
 	return f.Close()
 }
+
+// TestEveryMasterSignsTokens: in a group, every master, the observer
+// too, signs with the keys in the log, and chunkservers accept the tokens
+// of each, before and after the leader changes.
+func TestEveryMasterSignsTokens(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.Masters, cfg.Observers = 3, 1
+	cfg.Tokens = true
+	cfg.Master = func(mc *master.Config) { mc.Placement.MinFree = 0 }
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := newDefaultClient(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	data := bytes.Repeat([]byte("group "), 10000)
+	put(t, ctx, cl, "/f", data)
+	// Masters other than the leader learn a new chunk's replicas when its
+	// chunkservers register again, once they have applied the chunk.
+	for i := range c.Masters() {
+		for {
+			st, err := cl.HAStatusOf(ctx, c.GroupMasterAddr(i))
+			if err == nil && st.Applied >= uint64(cl.StateID()) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("master %d does not catch up: %v", i, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for i := range c.Chunkservers() {
+		if err := c.RestartChunkserver(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dc := rpc.NewDataClient()
+	defer dc.Close()
+	readVia := func(i int) {
+		t.Helper()
+		cc, err := rpc.Dial(c.GroupMasterAddr(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		var loc *pb.ChunkLocation
+		for loc == nil { // an observer answers once it has the chunk's locations
+			resp, err := pb.NewMasterClient(cc).GetChunks(ctx, &pb.GetChunksRequest{Caller: &pb.Caller{Gids: []uint32{0}}, Path: "/f", Count: 1, MinStateId: uint64(cl.StateID())})
+			switch {
+			case err == nil && len(resp.Chunks) == 1:
+				loc = resp.Chunks[0]
+			case ctx.Err() != nil:
+				t.Fatalf("master %d: %v", i, err)
+			default:
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		for _, r := range loc.Replicas {
+			p := make([]byte, len(data))
+			var n int
+			for { // a chunkserver learns a key new to it with its next heartbeat
+				n, err = dc.ReadToken(ctx, r, chunkfs.Handle(loc.Handle), chunkfs.Version(loc.Version), 0, p, loc.Token)
+				if chunkfs.KindOf(err) != chunkfs.KindStale || ctx.Err() != nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err != nil || !bytes.Equal(p[:n], data) {
+				t.Fatalf("read from %s with master %d's token: %d bytes, %v", r, i, n, err)
+			}
+		}
+	}
+	for i := range c.Masters() {
+		readVia(i)
+	}
+	old := c.Leader()
+	if err := c.StopGroupMaster(old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := get(ctx, cl, "/f"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read after the failover: %d bytes, %v", len(got), err)
+	}
+	for i := range c.Masters() {
+		if i != old {
+			readVia(i)
+		}
+	}
+}
