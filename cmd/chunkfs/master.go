@@ -82,6 +82,8 @@ func masterFlags(args []string) (master.Config, string, error) {
 	observer := fs.Bool("observer", false, "join the group named by --cluster as a non-voting observer that serves reads")
 	addr := fs.String("addr", "", "address the other masters and clients reach this one on (default: its --cluster entry, or --listen)")
 	readWait := fs.Duration("read-wait", cfg.ReadWait, "how long a standby or observer waits to catch up with a client's state before refusing the read")
+	keyPeriod := fs.Duration("token-key-period", cfg.TokenKeyPeriod, "how long each chunk-access-token key signs before the next takes over (secure clusters)")
+	tokenLife := fs.Duration("token-lifetime", cfg.TokenLifetime, "how long a chunk access token is valid; clients refresh expired ones")
 	verbose := fs.Bool("v", false, "log informational messages")
 	fs.Usage = func() {
 		fmt.Fprintf(&out, "Usage: chunkfs master --dir DIR --listen HOST:PORT [--id ID --cluster ID=HOST:PORT,... [--observer]] [flags]\n\nFlags:\n")
@@ -109,6 +111,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones
 	cfg.SafeModeThreshold, cfg.SafeModeMinServers = *safeThreshold, *safeServers
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
+	cfg.TokenKeyPeriod, cfg.TokenLifetime = *keyPeriod, *tokenLife
 	members, err := parseGroup(*group)
 	if err != nil {
 		return cfg, "", err
