@@ -19,6 +19,10 @@
 // once whole and durable, throttled in number and bandwidth (clone.go). A
 // full disk answers KindNoSpace and corrupts nothing; a failing disk
 // loses its directory's replicas, reported corrupt, not the server.
+//
+// With RequireTokens a client's request needs a chunk access token the
+// master signed for its chunk and access, and a node's call a node's
+// certificate (tokens.go).
 package chunkserver
 
 import (

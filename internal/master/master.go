@@ -8,7 +8,9 @@
 //
 // Every mutation goes through the log before it is answered; reads take the
 // namespace's read lock and never wait for the log. Every response carries
-// the state ID: the index of the last applied log entry.
+// the state ID: the index of the last applied log entry. The log also
+// carries the chunk access token keys, with which any master signs the
+// tokens that go with chunk locations (tokens.go).
 package master
 
 import (
