@@ -248,9 +248,13 @@ func (m *Master) livenessLoop() {
 func (m *Master) checkLiveness() {
 	m.regMu.Lock()
 	dead := m.reg.markDead(m.cfg.Clock.Now(), m.cfg.DeadAfter)
+	names := make([][2]string, len(dead)) // read under the lock: a server registering again rewrites them
+	for i, s := range dead {
+		names[i] = [2]string{s.id, s.addr}
+	}
 	m.regMu.Unlock()
-	for _, s := range dead {
-		m.cfg.Logger.Warn("chunkserver dead", "id", s.id, "addr", s.addr)
+	for _, n := range names {
+		m.cfg.Logger.Warn("chunkserver dead", "id", n[0], "addr", n[1])
 	}
 }
 
