@@ -13,8 +13,8 @@ package rpc
 //
 // PUSH  client → replica: a push frame {data ID u64, length u64, n u8,
 // n × (u8 length, address), [u8 length, token]} naming the rest of the
-// chain and carrying the chunk access token (absent when empty), then data frames
-// carrying length bytes. The replica forwards each frame to the next address
+// chain and carrying the chunk access token (absent when there is none),
+// then data frames carrying length bytes. The replica forwards each frame to the next address
 // as soon as it has checked it (cut-through), keeps the data in its buffer,
 // and answers with an ok frame once it and every replica after it hold the
 // data, or an error frame. While the push lasts, every replica handling it
@@ -25,12 +25,15 @@ package rpc
 // as they keep coming, and a frame timeout after the last one.
 //
 // READ  client → replica: a read frame {handle u64, version u64, offset i64,
-// length u32, [u8 length, token]} (the token absent when empty); the replica answers with data frames of verified chunk data
-// and an ok frame whose payload is one byte, 1 if the chunk ended before
+// length u32, [u8 length, token]} (the token absent when there is none);
+// the replica answers with data frames of verified chunk data and an ok
+// frame whose payload is one byte, 1 if the chunk ended before
 // length bytes, or with an error frame {kind u8, message} at any point.
 //
 // A token is opaque here, at most MaxTokenLen bytes; the server's
-// StreamConfig.Authorize decides on it before anything is read or kept.
+// StreamConfig.Authorize decides on it before anything is read or kept,
+// and a replica forwards a push with the token it came with. A frame
+// without a token is the version-2 frame of before, so the magic stays.
 //
 // A frame that breaks these rules (bad magic, unknown type, oversized
 // length, bad checksum, unexpected type) closes the connection.
