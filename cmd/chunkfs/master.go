@@ -11,15 +11,14 @@ import (
 	"strings"
 
 	"github.com/chunkfs/chunkfs/internal/master"
-	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
-const masterExample = `  chunkfs master --dir /var/lib/chunkfs/master --listen 127.0.0.1:7070
+const masterExample = `  chunkfs master --dir /var/lib/chunkfs/master --listen 127.0.0.1:7070 --tls-dir /etc/chunkfs/m1
 
   # a group of three masters and an observer, one command on each host:
-  chunkfs master --id m1 --dir /var/lib/chunkfs/master --listen 10.0.0.1:7070 \
+  chunkfs master --id m1 --dir /var/lib/chunkfs/master --listen 10.0.0.1:7070 --tls-dir /etc/chunkfs/m1 \
       --cluster m1=10.0.0.1:7070,m2=10.0.0.2:7070,m3=10.0.0.3:7070
-  chunkfs master --id o1 --observer --dir /var/lib/chunkfs/master --listen 10.0.0.4:7070 \
+  chunkfs master --id o1 --observer --dir /var/lib/chunkfs/master --listen 10.0.0.4:7070 --tls-dir /etc/chunkfs/o1 \
       --cluster m1=10.0.0.1:7070,m2=10.0.0.2:7070,m3=10.0.0.3:7070`
 
 // runMaster runs `chunkfs master`: it serves the master on --listen with its
@@ -34,12 +33,19 @@ func runMaster(ctx context.Context, args []string) error {
 		return fmt.Errorf("listen on %s: %v", listen, err)
 	}
 	serveOn := lis
-	if len(cfg.Members) > 0 || cfg.Observer {
-		// One port for clients, chunkservers and the other masters' Raft.
-		mux := rpc.NewMux(lis, cfg.Logger)
-		cfg.RaftListener, serveOn = mux.Raft(), mux.GRPC()
+	if grouped := len(cfg.Members) > 0 || cfg.Observer; grouped || !cfg.Security.IsInsecure() {
+		// One port for clients, chunkservers and the other masters' Raft,
+		// TLS terminated before the protocol is told apart.
+		mux := cfg.Security.NewMux(lis, cfg.Logger)
+		serveOn = mux.GRPC()
+		if grouped {
+			cfg.RaftListener = mux.Raft()
+		}
 		go mux.Serve()
 		defer mux.Close()
+	}
+	if cfg.Security.IsInsecure() {
+		cfg.Logger.Warn("serving plain TCP (--insecure): no TLS, no certificates")
 	}
 	m, err := master.Open(cfg)
 	if err != nil {
@@ -85,6 +91,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	keyPeriod := fs.Duration("token-key-period", cfg.TokenKeyPeriod, "how long each chunk-access-token key signs before the next takes over (secure clusters)")
 	tokenLife := fs.Duration("token-lifetime", cfg.TokenLifetime, "how long a chunk access token is valid; clients refresh expired ones")
 	verbose := fs.Bool("v", false, "log informational messages")
+	tf := addTLSFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(&out, "Usage: chunkfs master --dir DIR --listen HOST:PORT [--id ID --cluster ID=HOST:PORT,... [--observer]] [flags]\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -129,6 +136,9 @@ func masterFlags(args []string) (master.Config, string, error) {
 		cfg.Addr = *listen
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if cfg.Security, err = tf.security(os.Getenv); err != nil {
+		return cfg, "", err
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, "", usagef("%v", err)
 	}

@@ -31,12 +31,18 @@ type Config struct {
 	StreamIdle        time.Duration // a data-stream connection sending no request for this long is closed
 	Reserve           int64         // bytes each disk keeps free: no new replica (chunk or clone) goes to one with less
 
-	// RequireTokens makes the server refuse every client request without
-	// a valid chunk access token for its chunk and access, and node calls
-	// from a certificate that is not a node's (tokens.go). It is on
-	// exactly when the cluster is secure (mutual TLS), with the masters'
-	// Tokens. TokenClock, when set, is the clock of tokens alone (tests);
-	// nil: Clock.
+	// Security secures every connection the server serves (gRPC control
+	// and the data stream, on one port) and opens (heartbeats, forwarding
+	// and clone pulls to other chunkservers): mutual TLS, or plain TCP
+	// when nil or rpc.Insecure().
+	Security *rpc.Security
+	// With tokens required the server refuses every client request
+	// without a valid chunk access token for its chunk and access, and
+	// node calls from a certificate that is not a node's (tokens.go).
+	// They are always required when Security is mutual TLS;
+	// RequireTokens requires them over plain TCP too (tests), with the
+	// masters' Tokens. TokenClock, when set, is the clock of tokens alone
+	// (tests); nil: Clock.
 	RequireTokens bool
 	TokenClock    clock.Clock
 
@@ -79,6 +85,10 @@ func DefaultConfig() Config {
 		Logger:            slog.Default(),
 	}
 }
+
+// requireTokens reports whether client requests need tokens: always on a
+// secure cluster, and with RequireTokens on plain TCP.
+func (c *Config) requireTokens() bool { return c.RequireTokens || !c.Security.IsInsecure() }
 
 // Validate reports the first unusable setting.
 func (c *Config) Validate() error {

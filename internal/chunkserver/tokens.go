@@ -14,7 +14,8 @@ import (
 	"github.com/chunkfs/chunkfs/internal/token"
 )
 
-// Authorisation (Config.RequireTokens). A client's request names a chunk
+// Authorisation (always on a secure cluster; Config.RequireTokens on plain
+// TCP). A client's request names a chunk
 // and carries the chunk access token the master signed for it: data-stream
 // reads need read access to the handle read; pushes, Write, Append,
 // Reserve and Sync write access (a push's token is checked on its own
@@ -100,7 +101,7 @@ func (s *Server) learnKeys(keys []*pb.TokenKey) {
 // peerToken is the token this server's call to a peer about h carries:
 // one it signs itself, when tokens are required.
 func (s *Server) peerToken(h chunkfs.Handle, access token.Access) []byte {
-	if !s.cfg.RequireTokens {
+	if !s.cfg.requireTokens() {
 		return nil
 	}
 	return s.keys.sign(h, access, s.tokenClock().Now().Add(s.cfg.RPCTimeout))
@@ -149,7 +150,7 @@ func refusal(op string, h chunkfs.Handle, msg string) error {
 // authorize checks a client's call about chunk h: a valid token with
 // access want, or a node's certificate and no token.
 func (s *Server) authorize(ctx context.Context, op string, h chunkfs.Handle, tok []byte, want token.Access) error {
-	if !s.cfg.RequireTokens {
+	if !s.cfg.requireTokens() {
 		return nil
 	}
 	if id, ok := rpc.PeerIdentity(ctx); ok && id.Role.Node() && len(tok) == 0 {
@@ -161,7 +162,7 @@ func (s *Server) authorize(ctx context.Context, op string, h chunkfs.Handle, tok
 // nodeOnly checks a call only nodes make: the caller's certificate must
 // be a master's or a chunkserver's (on plain TCP there is none to check).
 func (s *Server) nodeOnly(ctx context.Context, op string, h chunkfs.Handle) error {
-	if !s.cfg.RequireTokens {
+	if !s.cfg.requireTokens() {
 		return nil
 	}
 	if id, ok := rpc.PeerIdentity(ctx); ok && !id.Role.Node() {
@@ -174,7 +175,7 @@ func (s *Server) nodeOnly(ctx context.Context, op string, h chunkfs.Handle) erro
 // access to its chunk, a push write access; a node's connection may go
 // without a token.
 func (s *Server) authorizeStream(r rpc.StreamRequest) error {
-	if !s.cfg.RequireTokens {
+	if !s.cfg.requireTokens() {
 		return nil
 	}
 	if len(r.Token) == 0 && nodeConn(r.Conn) {

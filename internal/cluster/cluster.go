@@ -49,6 +49,9 @@ type Config struct {
 	// GroupAddrs optionally gives group master i's address (voters, then
 	// observers); a missing or empty entry picks a free port on 127.0.0.1.
 	GroupAddrs []string
+	// TLS runs mutual TLS on every connection, with a CA and certificates
+	// made under Dir/tls (tls.go); clients use Security().
+	TLS bool
 	// Tokens turns chunk access tokens on: the masters sign them, the
 	// chunkservers require them. TokenClock, when set, is the clock of
 	// token keys and tokens in every server (tests advance it past
@@ -97,6 +100,7 @@ type Cluster struct {
 	group  []*node    // a group's masters: voters, then observers
 	cs     []*node
 	closed bool
+	pki    *pki // nil: plain TCP
 }
 
 // node is one server: its address survives restarts.
@@ -118,6 +122,12 @@ func Start(cfg Config) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, log: cfg.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(discard{}, nil))
+	}
+	if cfg.TLS {
+		var err error
+		if c.pki, err = newPKI(filepath.Join(cfg.Dir, "tls")); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Masters > 1 || cfg.Observers > 0 {
 		if err := c.startGroup(); err != nil {
@@ -186,7 +196,20 @@ func (c *Cluster) startMaster() error {
 		return err
 	}
 	c.master.close = m.Close
-	c.master.done = serve(func() error { return m.Serve(ln) })
+	if c.pki == nil {
+		c.master.done = serve(func() error { return m.Serve(ln) })
+		return nil
+	}
+	// As `chunkfs master` does: TLS is terminated by a Mux, which tells
+	// plain-TCP clients that the server requires TLS.
+	mux := c.masterSecurity().NewMux(ln, c.log)
+	go mux.Serve()
+	c.master.close = func() error {
+		err := m.Close()
+		mux.Close()
+		return err
+	}
+	c.master.done = serve(func() error { return m.Serve(mux.GRPC()) })
 	return nil
 }
 
@@ -202,6 +225,7 @@ func (c *Cluster) masterConfig(dir string, log *slog.Logger, group func(*master.
 	mc.DeadAfter = c.cfg.DeadAfter
 	mc.RepairInterval = c.cfg.Heartbeat
 	mc.Logger = log
+	mc.Security = c.masterSecurity()
 	mc.Tokens, mc.TokenClock = c.cfg.Tokens, c.cfg.TokenClock
 	if group != nil {
 		group(&mc)
@@ -226,6 +250,7 @@ func (c *Cluster) startChunkserver(i int) error {
 	sc.HeartbeatInterval = c.cfg.Heartbeat
 	sc.RequireTokens, sc.TokenClock = c.cfg.Tokens, c.cfg.TokenClock
 	sc.Logger = c.log.With("role", "chunkserver", "i", i)
+	sc.Security = c.chunkserverSecurity()
 	s, err := chunkserver.Open(sc)
 	if err != nil {
 		ln.Close()

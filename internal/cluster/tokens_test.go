@@ -334,3 +334,47 @@ func TestEveryMasterSignsTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSClusterRequiresTokens: a secure cluster checks tokens without
+// being told to. A client's certificate reads nothing of a chunk without a
+// token and may not make the calls only nodes make; the master's tokens
+// and the nodes' own traffic (forwarding, clones) pass.
+func TestTLSClusterRequiresTokens(t *testing.T) {
+	c, cl, ctx := startTLS(t, nil)
+	data := bytes.Repeat([]byte("tls secret "), 10000)
+	put(t, ctx, cl, "/s", data)
+	cc, err := c.Security().Dial(c.MasterAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	resp, err := pb.NewMasterClient(cc).GetChunks(ctx, &pb.GetChunksRequest{Caller: &pb.Caller{Gids: []uint32{0}}, Path: "/s", Count: 1})
+	if err != nil || len(resp.Chunks) != 1 || len(resp.Chunks[0].Token) == 0 {
+		t.Fatalf("get chunks on a TLS cluster: %v, %v; want a location with a token", resp, err)
+	}
+	loc := resp.Chunks[0]
+	dc := c.Security().NewDataClient()
+	defer dc.Close()
+	p := make([]byte, len(data))
+	if n, err := dc.ReadToken(ctx, loc.Replicas[0], chunkfs.Handle(loc.Handle), chunkfs.Version(loc.Version), 0, p, nil); n != 0 || chunkfs.KindOf(err) != chunkfs.KindPermission {
+		t.Fatalf("read over TLS with a client certificate and no token: %d bytes, %v", n, err)
+	}
+	if n, err := dc.ReadToken(ctx, loc.Replicas[0], chunkfs.Handle(loc.Handle), chunkfs.Version(loc.Version), 0, p, loc.Token); err != nil || !bytes.Equal(p[:n], data) {
+		t.Fatalf("read over TLS with the master's token: %d bytes, %v", n, err)
+	}
+	pool := c.Security().NewPool()
+	defer pool.Close()
+	cs, err := pool.ChunkServer(loc.Replicas[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.DeleteChunks(ctx, &pb.DeleteChunksRequest{Handles: []uint64{loc.Handle}}); chunkfs.KindOf(err) != chunkfs.KindPermission {
+		t.Fatalf("a client's DeleteChunks: %v; want permission denied", err)
+	}
+	if _, err := cs.Lease(ctx, &pb.LeaseRequest{Handle: loc.Handle, Version: loc.Version + 1, LeaseMs: 1000}); chunkfs.KindOf(err) != chunkfs.KindPermission {
+		t.Fatalf("a client's Lease: %v; want permission denied", err)
+	}
+	if got, err := get(ctx, cl, "/s"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the file after the refused calls: %d bytes, %v", len(got), err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/placement"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // Config configures a master.
@@ -61,11 +62,18 @@ type Config struct {
 	// (the client then asks another master).
 	ReadWait time.Duration
 
-	// Tokens turns chunk access tokens on (tokens.go): locations carry
-	// tokens, the leader makes and rotates the keys, chunkservers get them
-	// with heartbeats. It is on exactly when the cluster is secure (mutual
-	// TLS); chunkservers' RequireTokens goes with it. TokenKeyPeriod is
-	// how long each key signs, TokenLifetime how long a token is valid.
+	// Security secures every connection the master serves or opens
+	// (clients, chunkservers, the other masters' Raft): mutual TLS, or
+	// plain TCP when nil or rpc.Insecure(). Serve expects a listener of a
+	// Mux made with the same Security, or a bare one, whose connections the
+	// gRPC server then handshakes itself.
+	Security *rpc.Security
+	// Chunk access tokens (tokens.go): locations carry tokens, the leader
+	// makes and rotates the keys, chunkservers get them with heartbeats.
+	// They are always on when Security is mutual TLS; Tokens turns them on
+	// over plain TCP too (tests), as chunkservers' RequireTokens does.
+	// TokenKeyPeriod is how long each key signs, TokenLifetime how long a
+	// token is valid.
 	Tokens         bool
 	TokenKeyPeriod time.Duration
 	TokenLifetime  time.Duration
@@ -177,6 +185,10 @@ type Member struct {
 	ID   string
 	Addr string
 }
+
+// tokensOn reports whether chunk access tokens are on: always on a
+// secure cluster, and with Tokens on plain TCP.
+func (c Config) tokensOn() bool { return c.Tokens || !c.Security.IsInsecure() }
 
 // grouped reports whether the master is one of a group of several.
 func (c Config) grouped() bool { return c.Observer || len(c.Members) > 1 }

@@ -22,7 +22,7 @@ func FuzzHandlers(f *testing.F) {
 	f.Add(uint8(5), "/a/../b", "x\x00", uint32(1<<31), int64(1<<62), uint32(1000))
 	f.Fuzz(func(t *testing.T, op uint8, p, q string, mode uint32, n int64, uid uint32) {
 		c := &pb.Caller{Uid: uid % 3 * 1000, Gids: []uint32{uid % 5}}
-		switch op % 9 {
+		switch op % 12 {
 		case 0:
 			tm.m.Mkdir(bg, &pb.MkdirRequest{Caller: c, Path: p, Mode: mode, Parents: n%2 == 0})
 		case 1:
@@ -41,6 +41,13 @@ func FuzzHandlers(f *testing.F) {
 			tm.m.CommitLength(bg, &pb.CommitLengthRequest{Caller: c, Path: p, Length: n})
 		case 8:
 			tm.m.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: c, Path: p, Index: n, Append: mode%2 == 0})
+		case 9:
+			tm.m.SetXattr(bg, &pb.SetXattrRequest{Caller: c, Path: p, Name: q, Value: []byte(q), Create: n%2 == 0, Replace: n%3 == 0})
+		case 10:
+			tm.m.GetXattr(bg, &pb.GetXattrRequest{Caller: c, Path: p, Name: q})
+			tm.m.ListXattr(bg, &pb.ListXattrRequest{Caller: c, Path: p})
+		case 11:
+			tm.m.RemoveXattr(bg, &pb.RemoveXattrRequest{Caller: c, Path: p, Name: q})
 		}
 		if err := tm.m.Check(); err != nil {
 			t.Fatal(err)

@@ -180,7 +180,7 @@ func (m *Master) keyLoop() {
 // logged reach a whole period past now: the key that signs now and the
 // next one. A failure is logged; the next check tries again.
 func (m *Master) rotateKeys() {
-	if !m.cfg.Tokens || !m.leads() {
+	if !m.cfg.tokensOn() || !m.leads() {
 		return
 	}
 	m.keyMu.Lock()
@@ -223,7 +223,7 @@ func (m *Master) logKey(ctx context.Context, k token.Key, now time.Time) error {
 // tokens are on. Without a key yet (a new leader has not logged one) the
 // call is refused as unavailable, and the client retries.
 func (m *Master) signLocations(op, path string, access token.Access, uid uint32, locs ...*pb.ChunkLocation) error {
-	if !m.cfg.Tokens {
+	if !m.cfg.tokensOn() {
 		return nil
 	}
 	now := m.tokenClock().Now()
@@ -240,7 +240,7 @@ func (m *Master) signLocations(op, path string, access token.Access, uid uint32,
 // keysFor lists the token keys for a chunkserver's register or heartbeat
 // answer; none when tokens are off.
 func (m *Master) keysFor() []*pb.TokenKey {
-	if !m.cfg.Tokens {
+	if !m.cfg.tokensOn() {
 		return nil
 	}
 	return m.state.tokenKeys(m.tokenClock().Now())

@@ -51,6 +51,10 @@ func (ns *Namespace) Apply(c *Command) Result {
 		ns.leaseHorizon = max(ns.leaseHorizon, c.Length)
 	case OpSetVersion:
 		r = ns.setVersion(c)
+	case OpSetXattr:
+		r = ns.setXattr(c)
+	case OpRemoveXattr:
+		r = ns.removeXattr(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}

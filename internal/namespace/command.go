@@ -24,6 +24,8 @@ const (
 	OpCommitLength               // Path, Length, FlagTouch
 	OpLeaseHorizon               // Length = horizon (Unix ns)
 	OpSetVersion                 // Handle, Length = version; raises it, never lowers
+	OpSetXattr                   // Path, Target = name, Value; Set = XattrCreate or XattrReplace
+	OpRemoveXattr                // Path, Target = name
 	opEnd
 )
 
@@ -32,6 +34,7 @@ var opNames = [...]string{
 	OpDelete: "delete", OpSetAttr: "setattr", OpAllocChunk: "allocate chunk",
 	OpBumpVersion: "bump version", OpCommitLength: "commit length",
 	OpLeaseHorizon: "lease horizon", OpSetVersion: "set version",
+	OpSetXattr: "setxattr", OpRemoveXattr: "removexattr",
 }
 
 func (o Op) String() string {
@@ -91,6 +94,7 @@ type Command struct {
 	Replication uint32
 	Length      int64 // length, chunk index, chunk size or horizon, by Op
 	Handle      chunkfs.Handle
+	Value       []byte // an extended attribute's value
 }
 
 // Field presence bits of the encoding.
@@ -107,6 +111,7 @@ const (
 	hasRepl
 	hasLength
 	hasHandle
+	hasValue
 	hasAll = 1<<iota - 1
 )
 
@@ -150,6 +155,10 @@ func (c *Command) Encode(b []byte) []byte {
 	if c.Handle != 0 {
 		b = binary.AppendUvarint(b, uint64(c.Handle))
 	}
+	if c.Value != nil {
+		b = binary.AppendUvarint(b, uint64(len(c.Value)))
+		b = append(b, c.Value...)
+	}
 	return b
 }
 
@@ -180,6 +189,7 @@ func (c *Command) presence() uint {
 	set(hasRepl, c.Replication != 0)
 	set(hasLength, c.Length != 0)
 	set(hasHandle, c.Handle != 0)
+	set(hasValue, c.Value != nil)
 	return p
 }
 
@@ -265,7 +275,7 @@ func (d *decoder) command() (*Command, error) {
 	if c.Op == 0 || c.Op >= opEnd {
 		return nil, errors.New("unknown op")
 	}
-	if c.Set&^setAll != 0 {
+	if c.Op != OpSetXattr && c.Set&^setAll != 0 {
 		return nil, errors.New("unknown setattr bits")
 	}
 	d.fields(c, uint(p))
@@ -310,6 +320,9 @@ func (d *decoder) fields(c *Command, p uint) {
 	}
 	if p&hasHandle != 0 {
 		c.Handle = chunkfs.Handle(d.uvarint(1<<64 - 1))
+	}
+	if p&hasValue != 0 {
+		c.Value = []byte(d.string(MaxXattrValue))
 	}
 }
 

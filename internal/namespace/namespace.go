@@ -59,11 +59,13 @@ type inode struct {
 	repl   uint8
 }
 
-// ext holds what only directories, symbolic links and device nodes need.
+// ext holds what only directories, symbolic links and device nodes need,
+// and the extended attributes of any inode that has some.
 type ext struct {
 	kids   children
 	target string
-	rdev   uint32 // a device node's device number (Linux's encoding)
+	rdev   uint32  // a device node's device number (Linux's encoding)
+	xattrs []xattr // sorted by name
 }
 
 func (n *inode) isDir() bool     { return n.mode&fs.ModeDir != 0 }
