@@ -82,7 +82,11 @@ func masterFlags(args []string) (master.Config, string, error) {
 	reserve := fs.Int64("reserve", cfg.Placement.MinFree, "free bytes a chunkserver keeps: one with less gets no new replica")
 	safeThreshold := fs.Float64("safe-mode-threshold", cfg.SafeModeThreshold, "fraction of chunks with data that must be located before leaving safe mode after a start")
 	safeServers := fs.Int("safe-mode-servers", cfg.SafeModeMinServers, "live chunkservers safe mode waits for (0: --min-replicas)")
-	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver, as source or target")
+	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver as source, and apart as target")
+	balance := fs.Bool("balance", cfg.Balance, "run the rebalancer from the start (admin balance starts and stops it later)")
+	balanceThreshold := fs.Float64("balance-threshold", cfg.BalanceThreshold, "rebalancer target: every live chunkserver within this many percentage points of the mean utilisation")
+	balanceMoves := fs.Int("balance-moves", cfg.BalanceMaxMoves, "rebalancer moves in flight (each also within --max-clones)")
+	cloneMinRate := fs.String("clone-min-rate", size(int(cfg.MinCloneRate)), "slowest clone transfer a clone's deadline allows for, bytes a second with a K, M or G suffix (at most the chunkservers' --clone-rate / --clone-streams)")
 	id := fs.String("id", cfg.NodeID, "this master's node ID in its group")
 	group := fs.String("cluster", "", "the group's voters as `ID=HOST:PORT,...` (their client addresses, which also carry Raft); empty: a master alone")
 	observer := fs.Bool("observer", false, "join the group named by --cluster as a non-voting observer that serves reads")
@@ -117,6 +121,12 @@ func masterFlags(args []string) (master.Config, string, error) {
 	cfg.Dir, cfg.ChunkSize, cfg.DefaultReplication, cfg.LeaseDuration, cfg.DeadAfter = *dir, *chunkSize, *repl, *lease, *deadAfter
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones
 	cfg.SafeModeThreshold, cfg.SafeModeMinServers = *safeThreshold, *safeServers
+	cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves = *balance, *balanceThreshold, *balanceMoves
+	n, err := parseSize(*cloneMinRate)
+	if err != nil || n == 0 {
+		return cfg, "", usagef("--clone-min-rate: %q is not a positive rate (like 256K)", *cloneMinRate)
+	}
+	cfg.MinCloneRate = int64(n)
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
 	cfg.TokenKeyPeriod, cfg.TokenLifetime = *keyPeriod, *tokenLife
 	members, err := parseGroup(*group)

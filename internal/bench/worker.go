@@ -33,6 +33,7 @@ type Task struct {
 	// Addr is the address a sink listens on or a source sends to.
 	Addr    string        `json:"addr,omitempty"`
 	Timeout time.Duration `json:"timeout,omitempty"` // for the whole task; 0: none
+	Watch   *WatchSpec    `json:"watch,omitempty"`   // OpWatch
 }
 
 // security is what the worker connects with: the certificate in TLSDir,
@@ -66,7 +67,7 @@ const maxTaskLine = 1 << 20
 // Validate checks a task decoded from the wire.
 func (t *Task) Validate() error {
 	switch t.Op {
-	case OpWait, OpPrepare, OpRead, OpWrite, OpAppend, OpSink, OpSource, OpProbe, OpLocate:
+	case OpWait, OpPrepare, OpRead, OpWrite, OpAppend, OpSink, OpSource, OpProbe, OpLocate, OpWatch, OpReadLoad, OpWriteLoad:
 	default:
 		return fmt.Errorf("unknown task op %q", t.Op)
 	}
@@ -101,6 +102,8 @@ type Result struct {
 	// logs (reads: every piece of a region; writes and appends: every
 	// attempt, with its steps), start times in Unix ms.
 	Events []Event `json:"events,omitempty"`
+	// Recovery is what the tasks of bench recovery report.
+	Recovery *RecoveryResult `json:"recovery,omitempty"`
 }
 
 // maxOpTimes bounds Result.OpsMS.

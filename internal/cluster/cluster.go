@@ -20,6 +20,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/chunkserver"
+	"github.com/chunkfs/chunkfs/internal/chunkstore"
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/master"
 )
@@ -52,6 +53,10 @@ type Config struct {
 	// TLS runs mutual TLS on every connection, with a CA and certificates
 	// made under Dir/tls (tls.go); clients use Security().
 	TLS bool
+	// Capacity, when set, is the size (bytes) each chunkserver reports for
+	// its data directory, as if each had a disk of its own that size
+	// (tests of utilisation: the real servers share one disk).
+	Capacity int64
 	// Tokens turns chunk access tokens on: the masters sign them, the
 	// chunkservers require them. TokenClock, when set, is the clock of
 	// token keys and tokens in every server (tests advance it past
@@ -251,6 +256,10 @@ func (c *Cluster) startChunkserver(i int) error {
 	sc.RequireTokens, sc.TokenClock = c.cfg.Tokens, c.cfg.TokenClock
 	sc.Logger = c.log.With("role", "chunkserver", "i", i)
 	sc.Security = c.chunkserverSecurity()
+	if c.cfg.Capacity > 0 {
+		sc.FS = sizedFS{FS: sc.FS, size: c.cfg.Capacity}
+		sc.Reserve = 0
+	}
 	s, err := chunkserver.Open(sc)
 	if err != nil {
 		ln.Close()
@@ -286,10 +295,18 @@ func (c *Cluster) masterAddrs() []string {
 func (c *Cluster) ChunkSize() int64 { return c.cfg.ChunkSize }
 
 // ChunkserverAddr returns chunkserver i's address.
-func (c *Cluster) ChunkserverAddr(i int) string { return c.cs[i].addr }
+func (c *Cluster) ChunkserverAddr(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cs[i].addr
+}
 
 // Chunkservers returns the number of chunkservers.
-func (c *Cluster) Chunkservers() int { return len(c.cs) }
+func (c *Cluster) Chunkservers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.cs)
+}
 
 // stop closes a node and waits for Serve to return.
 func stop(n *node) error {
@@ -304,6 +321,43 @@ func stop(n *node) error {
 		return errors.New("cluster: server did not stop within 10s")
 	}
 	return err
+}
+
+// AddChunkserver starts a new, empty chunkserver and returns its index;
+// the master learns of it at its registration.
+func (c *Cluster) AddChunkserver() (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := len(c.cs)
+	c.cs = append(c.cs, &node{dir: filepath.Join(c.cfg.Dir, fmt.Sprintf("cs%d", i))})
+	if err := c.startChunkserver(i); err != nil {
+		return -1, err
+	}
+	return i, nil
+}
+
+// sizedFS reports every data directory as a disk of its own of a given
+// size, with what the store holds under it used (Cluster.Config.Capacity).
+type sizedFS struct {
+	chunkstore.FS
+	size int64
+}
+
+func (f sizedFS) Space(dir string) (chunkstore.Disk, error) {
+	d, err := f.FS.Space(dir)
+	if err != nil {
+		return d, err
+	}
+	var used int64
+	filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			if info, err := e.Info(); err == nil {
+				used += info.Size()
+			}
+		}
+		return nil
+	})
+	return chunkstore.Disk{ID: "sized:" + dir, Total: f.size, Free: max(min(d.Free, f.size-used), 0)}, nil
 }
 
 // StopChunkserver stops chunkserver i, as a crash would (its data directory

@@ -35,12 +35,28 @@ type Config struct {
 	SafeModeThreshold  float64
 	SafeModeMinServers int
 	// MaxClonesPerServer bounds the re-replications in flight that one
-	// chunkserver takes part in, as source or target; chunkservers also
-	// cap their clone bandwidth themselves.
+	// chunkserver takes part in as source and, apart, as target (a clone
+	// uses the source's outgoing and the target's incoming bandwidth);
+	// chunkservers also cap their clone bandwidth themselves.
 	MaxClonesPerServer int
+	// MinCloneRate is the slowest transfer, in bytes a second, a clone's
+	// deadline allows for: RPCTimeout plus the chunk's length at this
+	// rate. It must not exceed what a target's clone throttle gives each
+	// of its clone streams over the network it is on (chunkserver
+	// --clone-rate / --clone-streams), or throttled clones miss their
+	// deadline and are started again and again.
+	MinCloneRate int64
 	// RepairInterval is how often the master plans re-replication and
 	// trimming.
 	RepairInterval time.Duration
+	// Balance runs the rebalancer from the start (admin balance starts
+	// and stops it later): it moves replicas, at lower priority than
+	// repair and within the clone throttle, until every live server's
+	// utilisation is within BalanceThreshold percentage points of the
+	// mean, with at most BalanceMaxMoves moves in flight.
+	Balance          bool
+	BalanceThreshold float64
+	BalanceMaxMoves  int
 	// OnClone, when set, is told of each clone started and ended (tests and
 	// benchmarks). It is called without locks held and must not block.
 	OnClone           func(CloneEvent)
@@ -104,7 +120,19 @@ type CloneEvent struct {
 	Target  string
 	Done    bool
 	Err     error // for an ended clone: nil when the replica counts
+	// Move marks a balancer move: once its clone counts, the source's
+	// replica is trimmed (Trimmed).
+	Move    bool
+	Trimmed bool
 }
+
+// Rebalancer defaults: every server within 10 percentage points of the
+// mean utilisation (HDFS's balancer threshold), 4 moves in flight (each
+// also bounded by the per-server clone throttle).
+const (
+	DefaultBalanceThreshold = 10
+	DefaultMaxMoves         = 4
+)
 
 // DefaultReserve is the default free space (bytes) a chunkserver must keep
 // beyond a new replica: 1 GiB.
@@ -113,8 +141,9 @@ const DefaultReserve = 1 << 30
 // DefaultConfig returns the defaults: 64 MiB chunks, 3 replicas, 60 s
 // leases, 3 s heartbeats, dead after 30 s, writes acknowledged with at
 // least 2 replicas, safe mode until 99.9 % of chunks are located, 2 clones
-// in flight per chunkserver, a 1 GiB reserve, tokens off (keys of 10 h,
-// tokens of 1 h when on).
+// in flight per chunkserver, a 1 GiB reserve, the rebalancer on with a 10
+// point threshold and 4 moves in flight, tokens only on a secure cluster
+// (keys of 10 h, tokens of 1 h).
 func DefaultConfig() Config {
 	return Config{
 		ChunkSize:          chunkfs.DefaultChunkSize,
@@ -127,7 +156,11 @@ func DefaultConfig() Config {
 		MinReplicas:        2,
 		SafeModeThreshold:  0.999,
 		MaxClonesPerServer: 2,
+		MinCloneRate:       1 << 20,
 		RepairInterval:     time.Second,
+		Balance:            true,
+		BalanceThreshold:   DefaultBalanceThreshold,
+		BalanceMaxMoves:    DefaultMaxMoves,
 		SnapshotThreshold:  65536,
 		NodeID:             "master-1",
 		ReadWait:           time.Second,
@@ -159,8 +192,10 @@ func (c Config) Validate() error {
 		return errors.New("master: MinReplicas out of range")
 	case !(c.SafeModeThreshold >= 0 && c.SafeModeThreshold <= 1) || c.SafeModeMinServers < 0:
 		return errors.New("master: SafeModeThreshold must be in [0, 1], SafeModeMinServers not negative")
-	case c.MaxClonesPerServer < 1 || c.RepairInterval <= 0:
-		return errors.New("master: MaxClonesPerServer and RepairInterval must be positive")
+	case c.MaxClonesPerServer < 1 || c.RepairInterval <= 0 || c.MinCloneRate <= 0:
+		return errors.New("master: MaxClonesPerServer, RepairInterval and MinCloneRate must be positive")
+	case !(c.BalanceThreshold > 0 && c.BalanceThreshold < 100) || c.BalanceMaxMoves < 1:
+		return errors.New("master: BalanceThreshold must be in (0, 100) percentage points, BalanceMaxMoves positive")
 	case c.Clock == nil || c.Logger == nil:
 		return errors.New("master: Clock and Logger must be set")
 	case c.NodeID == "" || c.ReadWait <= 0:

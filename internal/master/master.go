@@ -91,6 +91,7 @@ func Open(cfg Config) (*Master, error) {
 	}
 	m := &Master{cfg: cfg, lock: lock, state: newState(cfg.TokenLifetime), pool: cfg.Security.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
 	m.reg = newRegistry(uint64(cfg.Clock.Now().UnixNano()))
+	m.reg.configureBalance(cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves)
 	m.safe, m.safeWhy = true, "no chunkserver has registered"
 	if err := m.openLog(); err != nil {
 		m.pool.Close()

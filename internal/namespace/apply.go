@@ -55,6 +55,8 @@ func (ns *Namespace) Apply(c *Command) Result {
 		r = ns.setXattr(c)
 	case OpRemoveXattr:
 		r = ns.removeXattr(c)
+	case OpDecommission, OpRecommission:
+		r = ns.decommission(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}

@@ -26,6 +26,8 @@ const (
 	OpSetVersion                 // Handle, Length = version; raises it, never lowers
 	OpSetXattr                   // Path, Target = name, Value; Set = XattrCreate or XattrReplace
 	OpRemoveXattr                // Path, Target = name
+	OpDecommission               // Path = chunkserver ID: drain it (servers.go)
+	OpRecommission               // Path = chunkserver ID: stop draining it
 	opEnd
 )
 
@@ -35,6 +37,7 @@ var opNames = [...]string{
 	OpBumpVersion: "bump version", OpCommitLength: "commit length",
 	OpLeaseHorizon: "lease horizon", OpSetVersion: "set version",
 	OpSetXattr: "setxattr", OpRemoveXattr: "removexattr",
+	OpDecommission: "decommission", OpRecommission: "recommission",
 }
 
 func (o Op) String() string {

@@ -13,12 +13,13 @@ import (
 )
 
 // snapshotMagic starts every snapshot, followed by the format version:
-// 1 without extended attributes, 2 with them. Restore reads both.
+// 1 without extended attributes, 2 with them, 3 also with the chunkservers
+// being decommissioned after the inodes. Restore reads all three.
 var snapshotMagic = []byte("CFNS")
 
 const (
 	snapshotV1      = 1
-	snapshotVersion = 2
+	snapshotVersion = 3
 )
 
 // maxDepth bounds directory nesting in a snapshot (a valid path cannot be
@@ -45,6 +46,12 @@ func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
 	}
 	s.varint(ns.leaseHorizon)
 	s.inode(ns.root)
+	if version >= 3 {
+		s.uvarint(uint64(len(ns.draining)))
+		for _, id := range ns.draining {
+			s.string(id)
+		}
+	}
 	s.raw(binary.BigEndian.AppendUint32(nil, s.crc.Sum32()))
 	if s.err != nil {
 		return s.err
@@ -221,7 +228,7 @@ func (s *snapReader) namespace() (*Namespace, error) {
 	}
 	if v := s.full(1); s.err == nil {
 		s.version = v[0]
-		if s.version != snapshotV1 && s.version != snapshotVersion {
+		if s.version < snapshotV1 || s.version > snapshotVersion {
 			return nil, fmt.Errorf("snapshot format %d is not one this master reads", s.version)
 		}
 	}
@@ -233,6 +240,9 @@ func (s *snapReader) namespace() (*Namespace, error) {
 	ns.leaseHorizon = s.varint()
 	ns.dirs = 0
 	root := s.inode(ns, nil, 0)
+	if s.version >= 3 {
+		s.draining(ns)
+	}
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -353,5 +363,22 @@ func (s *snapReader) file(ns *Namespace, n *inode) {
 			ns.handles.set(r.handle, n)
 		}
 		n.chunks = append(n.chunks, r)
+	}
+}
+
+// draining reads the chunkservers being decommissioned: sorted, unique,
+// bounded.
+func (s *snapReader) draining(ns *Namespace) {
+	n := s.uvarint(MaxDraining)
+	for range n {
+		id := s.string(MaxServerIDLen)
+		if s.err != nil {
+			return
+		}
+		if id == "" || (len(ns.draining) > 0 && id <= ns.draining[len(ns.draining)-1]) {
+			s.fail("decommissioned servers empty, unsorted or repeated")
+			return
+		}
+		ns.draining = append(ns.draining, id)
 	}
 }
