@@ -77,6 +77,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	chunkSize := fs.Int64("chunk-size", cfg.ChunkSize, "chunk size in bytes for a new file system (fixed once made)")
 	repl := fs.Int("replication", cfg.DefaultReplication, "default replicas per chunk for a new file system")
 	lease := fs.Duration("lease", cfg.LeaseDuration, "chunk lease duration")
+	noAdopt := fs.Bool("no-lease-adoption", false, "after a take-over or restart, wait out every lease the previous leader may have granted instead of adopting those chunkservers report (GFS)")
 	deadAfter := fs.Duration("dead-after", cfg.DeadAfter, "declare a chunkserver dead after this long without a heartbeat")
 	minRepl := fs.Int("min-replicas", cfg.MinReplicas, "fewest replicas a write is acknowledged with when fewer than a file's replication can take it")
 	reserve := fs.Int64("reserve", cfg.Placement.MinFree, "free bytes a chunkserver keeps: one with less gets no new replica")
@@ -94,6 +95,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	readWait := fs.Duration("read-wait", cfg.ReadWait, "how long a standby or observer waits to catch up with a client's state before refusing the read")
 	keyPeriod := fs.Duration("token-key-period", cfg.TokenKeyPeriod, "how long each chunk-access-token key signs before the next takes over (secure clusters)")
 	tokenLife := fs.Duration("token-lifetime", cfg.TokenLifetime, "how long a chunk access token is valid; clients refresh expired ones")
+	superGroup := fs.Uint("superuser-group", uint(cfg.SuperuserGroup), "`GID` whose members, with uid 0, are the superuser: every permission and the admin calls")
 	verbose := fs.Bool("v", false, "log informational messages")
 	tf := addTLSFlags(fs)
 	fs.Usage = func() {
@@ -119,6 +121,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 		level = slog.LevelInfo
 	}
 	cfg.Dir, cfg.ChunkSize, cfg.DefaultReplication, cfg.LeaseDuration, cfg.DeadAfter = *dir, *chunkSize, *repl, *lease, *deadAfter
+	cfg.NoLeaseAdoption = *noAdopt
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones
 	cfg.SafeModeThreshold, cfg.SafeModeMinServers = *safeThreshold, *safeServers
 	cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves = *balance, *balanceThreshold, *balanceMoves
@@ -129,6 +132,10 @@ func masterFlags(args []string) (master.Config, string, error) {
 	cfg.MinCloneRate = int64(n)
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
 	cfg.TokenKeyPeriod, cfg.TokenLifetime = *keyPeriod, *tokenLife
+	if *superGroup > 1<<32-1 {
+		return cfg, "", usagef("--superuser-group %d is not a 32-bit GID", *superGroup)
+	}
+	cfg.SuperuserGroup = uint32(*superGroup)
 	members, err := parseGroup(*group)
 	if err != nil {
 		return cfg, "", err

@@ -57,6 +57,13 @@ type Config struct {
 	Balance          bool
 	BalanceThreshold float64
 	BalanceMaxMoves  int
+
+	// SuperuserGroup is the group whose members, with UID 0, are the
+	// superuser: they pass every permission check and may make the admin
+	// calls (HAChange, Balance, Decommission). Unless Security is
+	// insecure, every call must come with a verified certificate, whose
+	// identity is whom it acts as (authz.go).
+	SuperuserGroup uint32
 	// OnClone, when set, is told of each clone started and ended (tests and
 	// benchmarks). It is called without locks held and must not block.
 	OnClone           func(CloneEvent)
@@ -77,6 +84,14 @@ type Config struct {
 	// state ID a client has seen before it is refused as too far behind
 	// (the client then asks another master).
 	ReadWait time.Duration
+	// NoLeaseAdoption makes a new leader (or a restarted master) wait out
+	// every lease its predecessor may have granted, as GFS does, instead
+	// of adopting the leases chunkservers report (registry_leases.go).
+	// LeaseReportAge bounds how old such a report may be when it arrives
+	// (built, sent, queued); a lease is adopted only if it surely holds
+	// allowing for that and for clock rates.
+	NoLeaseAdoption bool
+	LeaseReportAge  time.Duration
 
 	// Security secures every connection the master serves or opens
 	// (clients, chunkservers, the other masters' Raft): mutual TLS, or
@@ -166,6 +181,7 @@ func DefaultConfig() Config {
 		ReadWait:           time.Second,
 		TokenKeyPeriod:     DefaultTokenKeyPeriod,
 		TokenLifetime:      DefaultTokenLifetime,
+		LeaseReportAge:     defaultAdoptAge,
 		Clock:              clock.Real{},
 		Logger:             slog.Default(),
 	}
@@ -198,6 +214,8 @@ func (c Config) Validate() error {
 		return errors.New("master: BalanceThreshold must be in (0, 100) percentage points, BalanceMaxMoves positive")
 	case c.Clock == nil || c.Logger == nil:
 		return errors.New("master: Clock and Logger must be set")
+	case c.LeaseReportAge < 0:
+		return errors.New("master: LeaseReportAge must not be negative")
 	case c.NodeID == "" || c.ReadWait <= 0:
 		return errors.New("master: NodeID must be set and ReadWait positive")
 	case c.TokenKeyPeriod < time.Second || c.TokenLifetime < time.Second:

@@ -97,6 +97,9 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 	}
 	pause, floor := m.lead.leaseHold()
 	m.regMu.Lock()
+	if ch.Handle < floor && now.Before(pause) {
+		m.reg.adopt(ch.Handle, cur, now) // a lease the previous leader granted, reported by its primary
+	}
 	d := m.reg.grantable(ch.Handle, cur, now)
 	need := m.cfg.minReplicas(repl)
 	if d.verdict == leaseGrant && len(d.replicas) < need {

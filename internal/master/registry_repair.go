@@ -216,11 +216,20 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 		defer r.gc(h, ci)
 	}
 	t := pc.target
-	ok := err == nil && exists && cur == pc.version && t.alive && r.servers[t.id] == t
+	// A target that answers it holds the chunk at the version cloned
+	// already (its report had not reached this master, a new leader say)
+	// has a good replica: it counts, and it must never be deleted as the
+	// leftovers of a failed clone.
+	held := chunkfs.KindOf(err) == chunkfs.KindExist
+	ok := (err == nil || held) && exists && cur == pc.version && t.alive && r.servers[t.id] == t
 	if !ok {
-		// What the target stored is garbage, unless it holds a counted
-		// replica of its own (then the clone did not touch it).
-		if _, has := t.chunks[h]; !has && r.servers[t.id] == t {
+		// What the target stored is garbage, unless it holds a replica of
+		// its own that the clone did not touch: one this master counts,
+		// or one the target says it holds (at the version or newer), which
+		// its reports will tell about.
+		_, has := t.chunks[h]
+		own := held || chunkfs.KindOf(err) == chunkfs.KindStale
+		if !has && !own && r.servers[t.id] == t {
 			r.queueGarbage(t, h)
 		}
 		return false
