@@ -111,13 +111,13 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 	if len(frame) >= ReserveMin {
 		if _, err := cs.Reserve(ctx, &pb.ReserveRequest{
 			Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
-			Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize,
+			Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize, Token: loc.token,
 		}); err != nil {
 			return 0, err
 		}
 	}
 	t0, pushed := time.Now(), c.clock.Now()
-	if err := c.data.Push(ctx, loc.replicas, id, frame); err != nil {
+	if err := c.data.PushToken(ctx, loc.replicas, id, frame, loc.token); err != nil {
 		return 0, err
 	}
 	t1 := time.Now()
@@ -135,7 +135,7 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 	loc = fresh
 	resp, err := cs.Append(ctx, &pb.AppendRequest{
 		Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
-		Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize,
+		Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize, Token: loc.token,
 	})
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		attrs := []slog.Attr{slog.Uint64("handle", uint64(loc.handle)), slog.String("replica", loc.replicas[0]),

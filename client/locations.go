@@ -20,6 +20,7 @@ type chunkLoc struct {
 	replicas  []string
 	primary   string
 	leaseLeft time.Duration // lease time remaining when the master answered
+	token     []byte        // chunk access token the master signed with the location; nil on an insecure cluster
 	trusted   time.Time     // writes: the client trusts the lease until then (prepareCached)
 }
 
@@ -209,6 +210,7 @@ func (n *nearness) locate(cl *pb.ChunkLocation) *chunkLoc {
 		index: cl.Index, handle: chunkfs.Handle(cl.Handle), version: chunkfs.Version(cl.Version),
 		replicas: slices.Clone(cl.Replicas), primary: cl.Primary,
 		leaseLeft: time.Duration(cl.LeaseExpiryMs) * time.Millisecond,
+		token:     slices.Clone(cl.Token),
 	}
 	slices.SortStableFunc(loc.replicas, func(a, b string) int { return n.distance(a) - n.distance(b) })
 	return loc

@@ -72,9 +72,10 @@ func (c *Client) readChunk(ctx context.Context, path string, idx, co int64, buf 
 	}
 }
 
-// chunkReader reads chunk data from one replica, as rpc.DataClient.Read.
+// chunkReader reads chunk data from one replica with the location's
+// token, as rpc.DataClient.ReadToken.
 type chunkReader interface {
-	Read(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte) (int, error)
+	ReadToken(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, tok []byte) (int, error)
 }
 
 // Regions of at least parallelReadMin bytes are read in pieces from all
@@ -489,13 +490,13 @@ func (c *Client) readReplica(ctx context.Context, addr string, last bool, loc *c
 
 func (c *Client) readReplicaOnce(ctx context.Context, addr string, last bool, loc *chunkLoc, co int64, dst []byte) (int, error) {
 	if last {
-		return c.reader.Read(ctx, addr, loc.handle, loc.version, co, dst)
+		return c.reader.ReadToken(ctx, addr, loc.handle, loc.version, co, dst, loc.token)
 	}
 	d := replicaTimeout(c.floor, len(dst))
 	deadline := time.Now().Add(d) // real time, as the connection's deadline
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	n, err := c.reader.Read(rctx, addr, loc.handle, loc.version, co, dst)
+	n, err := c.reader.ReadToken(rctx, addr, loc.handle, loc.version, co, dst, loc.token)
 	// The connection's deadline may fire just before the context's timer:
 	// the clock decides, not which error came back.
 	late := rctx.Err() != nil || !time.Now().Before(deadline)

@@ -31,7 +31,7 @@ type fakeReplicas struct {
 
 func byteAt(i int64) byte { return byte(i*7 + i>>16) }
 
-func (f *fakeReplicas) Read(ctx context.Context, addr string, _ chunkfs.Handle, _ chunkfs.Version, off int64, p []byte) (int, error) {
+func (f *fakeReplicas) ReadToken(ctx context.Context, addr string, _ chunkfs.Handle, _ chunkfs.Version, off int64, p []byte, _ []byte) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, &chunkfs.Error{Op: "read", Kind: chunkfs.KindUnavailable, Err: err}
 	}

@@ -86,7 +86,7 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 	steps[0] = time.Now()
 	id := chunkfs.DataID(randomUint64())
 	pushed := c.clock.Now()
-	if err := c.data.Push(ctx, loc.replicas, id, data); err != nil {
+	if err := c.data.PushToken(ctx, loc.replicas, id, data, loc.token); err != nil {
 		return false, err
 	}
 	steps[1] = time.Now()
@@ -107,7 +107,7 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 	}
 	_, err = cs.Write(ctx, &pb.WriteRequest{
 		Handle: uint64(loc.handle), Version: uint64(loc.version), Offset: co,
-		DataId: uint64(id), Length: int64(len(data)), Secondaries: secondaries(loc),
+		DataId: uint64(id), Length: int64(len(data)), Secondaries: secondaries(loc), Token: loc.token,
 	})
 	return false, err
 }
@@ -296,6 +296,6 @@ func (c *Client) syncOnce(ctx context.Context, path string, idx int64) (err erro
 	if err != nil {
 		return err
 	}
-	_, err = cs.Sync(ctx, &pb.SyncRequest{Handle: uint64(loc.handle), Version: uint64(loc.version), Secondaries: secondaries(loc)})
+	_, err = cs.Sync(ctx, &pb.SyncRequest{Handle: uint64(loc.handle), Version: uint64(loc.version), Secondaries: secondaries(loc), Token: loc.token})
 	return err
 }

@@ -171,6 +171,16 @@ func TestParseGroup(t *testing.T) {
 	}
 }
 
+func TestTokenFlags(t *testing.T) {
+	cfg, _, err := masterFlags([]string{"--dir", t.TempDir(), "--token-key-period", "2h", "--token-lifetime", "30m"})
+	if err != nil || cfg.TokenKeyPeriod != 2*time.Hour || cfg.TokenLifetime != 30*time.Minute {
+		t.Fatalf("token flags: %v, %v, %v", cfg.TokenKeyPeriod, cfg.TokenLifetime, err)
+	}
+	if cfg, _, _ := masterFlags([]string{"--dir", t.TempDir()}); cfg.TokenKeyPeriod != 10*time.Hour || cfg.TokenLifetime != time.Hour {
+		t.Fatalf("token defaults: %v, %v", cfg.TokenKeyPeriod, cfg.TokenLifetime)
+	}
+}
+
 func TestMasterBalanceFlags(t *testing.T) {
 	cfg, _, err := masterFlags([]string{"--dir", t.TempDir()})
 	if err != nil || !cfg.Balance || cfg.BalanceThreshold != 10 || cfg.BalanceMaxMoves != 4 {

@@ -103,13 +103,13 @@ func (pr *prober) round(ctx context.Context, path string, off int64, appending b
 		return err
 	}
 	if err := pr.time(phasePush1, func() error {
-		return pr.data.Push(ctx, loc.Replicas[:1], chunkfs.DataID(rand.Uint64()), pr.buf)
+		return pr.data.PushToken(ctx, loc.Replicas[:1], chunkfs.DataID(rand.Uint64()), pr.buf, loc.Token)
 	}); err != nil {
 		return err
 	}
 	if len(loc.Replicas) > 2 {
 		if err := pr.time(phasePush2, func() error {
-			return pr.data.Push(ctx, loc.Replicas[:2], chunkfs.DataID(rand.Uint64()), pr.buf)
+			return pr.data.PushToken(ctx, loc.Replicas[:2], chunkfs.DataID(rand.Uint64()), pr.buf, loc.Token)
 		}); err != nil {
 			return err
 		}
@@ -129,19 +129,19 @@ func (pr *prober) round(ctx context.Context, path string, off int64, appending b
 	if appending && n >= client.ReserveMin {
 		if err := pr.time(phaseReserve, func() error {
 			_, err := cs.Reserve(ctx, &pb.ReserveRequest{Handle: loc.Handle, Version: loc.Version, DataId: uint64(id),
-				Length: n, Secondaries: secondaries, ChunkSize: chunkSize})
+				Length: n, Secondaries: secondaries, ChunkSize: chunkSize, Token: loc.Token})
 			return err
 		}); err != nil {
 			return err
 		}
 	}
-	if err := pr.time(phasePush, func() error { return pr.data.Push(ctx, loc.Replicas, id, pr.buf) }); err != nil {
+	if err := pr.time(phasePush, func() error { return pr.data.PushToken(ctx, loc.Replicas, id, pr.buf, loc.Token) }); err != nil {
 		return err
 	}
 	if appending {
 		err = pr.time(phaseAppend, func() error {
 			resp, err := cs.Append(ctx, &pb.AppendRequest{Handle: loc.Handle, Version: loc.Version, DataId: uint64(id),
-				Length: n, Secondaries: secondaries, ChunkSize: chunkSize})
+				Length: n, Secondaries: secondaries, ChunkSize: chunkSize, Token: loc.Token})
 			if err == nil {
 				off = resp.Offset
 			}
@@ -150,7 +150,7 @@ func (pr *prober) round(ctx context.Context, path string, off int64, appending b
 	} else {
 		err = pr.time(phaseWrite, func() error {
 			_, err := cs.Write(ctx, &pb.WriteRequest{Handle: loc.Handle, Version: loc.Version, Offset: off,
-				DataId: uint64(id), Length: n, Secondaries: secondaries})
+				DataId: uint64(id), Length: n, Secondaries: secondaries, Token: loc.Token})
 			return err
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs/internal/token"
 )
 
 // clonePiece is how much of a chunk a clone asks its source for at a time,
@@ -31,6 +32,9 @@ func (c *control) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneRes
 	}
 	defer done()
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
+	if err := c.s.nodeOnly(ctx, "clone", h); err != nil {
+		return nil, err
+	}
 	if err := c.s.checkClone(req); err != nil {
 		return nil, err
 	}
@@ -131,7 +135,7 @@ func (s *Server) sourceInfo(ctx context.Context, h chunkfs.Handle, v chunkfs.Ver
 	}
 	ctx, cancel := s.callCtx(ctx)
 	defer cancel()
-	info, err := cs.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h)})
+	info, err := cs.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h), Token: s.peerToken(h, token.Read)})
 	if err != nil {
 		return nil, sourceError(h, source, err)
 	}
@@ -147,7 +151,7 @@ func (s *Server) sourceInfo(ctx context.Context, h chunkfs.Handle, v chunkfs.Ver
 func (s *Server) readPiece(ctx context.Context, source string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte) (int, error) {
 	ctx, cancel := s.callCtx(ctx)
 	defer cancel()
-	return s.data.Read(ctx, source, h, v, off, p)
+	return s.data.ReadToken(ctx, source, h, v, off, p, s.peerToken(h, token.Read))
 }
 
 // sourceError describes a failed read from a clone's source, keeping its

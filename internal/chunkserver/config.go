@@ -39,6 +39,15 @@ type Config struct {
 	// and clone pulls to other chunkservers): mutual TLS, or plain TCP
 	// when nil or rpc.Insecure().
 	Security *rpc.Security
+	// With tokens required the server refuses every client request
+	// without a valid chunk access token for its chunk and access, and
+	// node calls from a certificate that is not a node's (tokens.go).
+	// They are always required when Security is mutual TLS;
+	// RequireTokens requires them over plain TCP too (tests), with the
+	// masters' Tokens. TokenClock, when set, is the clock of tokens alone
+	// (tests); nil: Clock.
+	RequireTokens bool
+	TokenClock    clock.Clock
 
 	FS     chunkstore.FS // file system of the data directories
 	Clock  clock.Clock
@@ -95,6 +104,10 @@ func DefaultConfig() Config {
 		Logger:            slog.Default(),
 	}
 }
+
+// requireTokens reports whether client requests need tokens: always on a
+// secure cluster, and with RequireTokens on plain TCP.
+func (c *Config) requireTokens() bool { return c.RequireTokens || !c.Security.IsInsecure() }
 
 // Validate reports the first unusable setting.
 func (c *Config) Validate() error {

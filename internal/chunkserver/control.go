@@ -8,6 +8,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs/internal/token"
 )
 
 // maxDeleteBatch bounds the handles of one DeleteChunks request.
@@ -56,6 +57,9 @@ func (c *control) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseRes
 		return nil, err
 	}
 	defer done()
+	if err := c.s.nodeOnly(ctx, "lease", chunkfs.Handle(req.Handle)); err != nil {
+		return nil, err
+	}
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
 	if req.LeaseMs < 0 || req.LeaseMs > int64(10*time.Minute/time.Millisecond) {
 		return nil, invalid("lease", h, "lease duration out of range")
@@ -104,6 +108,9 @@ func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteRes
 		return nil, err
 	}
 	defer done()
+	if err := c.s.authorize(ctx, "write", chunkfs.Handle(req.Handle), req.Token, token.Write); err != nil {
+		return nil, err
+	}
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
 	if req.Offset < 0 || req.Length < 0 || req.Length > rpc.MaxPushSize || req.Offset > c.s.cfg.MaxChunkSize-req.Length {
 		return nil, invalid("write", h, "offset or length out of range")
@@ -123,7 +130,7 @@ func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteRes
 // the chunk to its full size.
 func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.AppendResponse, error) {
 	var off int64
-	err := c.placeRecord(ctx, "append", req.Handle, req.Version, req.DataId, req.Length, req.ChunkSize, req.Secondaries,
+	err := c.placeRecord(ctx, "append", req.Handle, req.Version, req.DataId, req.Length, req.ChunkSize, req.Secondaries, req.Token,
 		func(st *chunkState, end int64, _ time.Time) (*pb.ApplyRequest, error) {
 			delete(st.reserved, chunkfs.DataID(req.DataId)) // used up
 			off = end
@@ -140,7 +147,7 @@ func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.Append
 // other record holds a reservation), so that a record that will not fit is
 // never pushed.
 func (c *control) Reserve(ctx context.Context, req *pb.ReserveRequest) (*pb.ReserveResponse, error) {
-	err := c.placeRecord(ctx, "reserve", req.Handle, req.Version, req.DataId, req.Length, req.ChunkSize, req.Secondaries,
+	err := c.placeRecord(ctx, "reserve", req.Handle, req.Version, req.DataId, req.Length, req.ChunkSize, req.Secondaries, req.Token,
 		func(st *chunkState, _ int64, now time.Time) (*pb.ApplyRequest, error) {
 			if len(st.reserved) >= maxReservations {
 				return nil, chunkfs.E("reserve", chunkName(chunkfs.Handle(req.Handle)), chunkfs.KindChunkFull, fmt.Sprintf("%d reservations outstanding", len(st.reserved)))
@@ -160,13 +167,16 @@ func (c *control) Reserve(ctx context.Context, req *pb.ReserveRequest) (*pb.Rese
 // the chunk's length and returns the mutation to apply (nil: none) or an
 // error; if not, the answer is KindChunkFull, the chunk padded when no
 // other record holds a reservation, and the record's own is dropped.
-func (c *control) placeRecord(ctx context.Context, op string, handle, version, id uint64, length, chunkSize int64, secondaries []string,
+func (c *control) placeRecord(ctx context.Context, op string, handle, version, id uint64, length, chunkSize int64, secondaries []string, tok []byte,
 	fits func(st *chunkState, end int64, now time.Time) (*pb.ApplyRequest, error)) error {
 	done, err := c.s.enter()
 	if err != nil {
 		return err
 	}
 	defer done()
+	if err := c.s.authorize(ctx, op, chunkfs.Handle(handle), tok, token.Write); err != nil {
+		return err
+	}
 	h, v := chunkfs.Handle(handle), chunkfs.Version(version)
 	if err := checkRecord(op, h, length, chunkSize, c.s.cfg.MaxChunkSize); err != nil {
 		return err
@@ -318,6 +328,9 @@ func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyRes
 		return nil, err
 	}
 	defer done()
+	if err := c.s.nodeOnly(ctx, "apply", chunkfs.Handle(req.Handle)); err != nil {
+		return nil, err
+	}
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
 	if req.Offset < 0 || req.Length < 0 || req.Length > c.s.cfg.MaxChunkSize || req.Offset > c.s.cfg.MaxChunkSize-req.Length || (!req.Pad && req.Length > rpc.MaxPushSize) {
 		return nil, invalid("apply", h, "offset or length out of range")
@@ -350,6 +363,9 @@ func (c *control) Sync(ctx context.Context, req *pb.SyncRequest) (*pb.SyncRespon
 		return nil, err
 	}
 	defer done()
+	if err := c.s.authorize(ctx, "sync", chunkfs.Handle(req.Handle), req.Token, token.Write); err != nil {
+		return nil, err
+	}
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
 	if err := checkSecondaries("sync", h, req.Secondaries); err != nil {
 		return nil, err
@@ -377,7 +393,7 @@ func (s *Server) syncRemote(ctx context.Context, req *pb.SyncRequest) <-chan err
 			cs, err := s.peers.ChunkServer(addr)
 			if err == nil {
 				cctx, cancel := s.callCtx(ctx)
-				_, err = cs.Sync(cctx, &pb.SyncRequest{Handle: req.Handle, Version: req.Version})
+				_, err = cs.Sync(cctx, &pb.SyncRequest{Handle: req.Handle, Version: req.Version, Token: req.Token})
 				cancel()
 			}
 			out <- err
@@ -393,6 +409,9 @@ func (c *control) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.Tr
 		return nil, err
 	}
 	defer done()
+	if err := c.s.nodeOnly(ctx, "truncate", chunkfs.Handle(req.Handle)); err != nil {
+		return nil, err
+	}
 	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
 	if req.Length < 0 || req.Length > c.s.cfg.MaxChunkSize {
 		return nil, invalid("truncate", h, "length out of range")
@@ -416,6 +435,9 @@ func (c *control) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.
 		return nil, err
 	}
 	defer done()
+	if err := c.s.authorize(ctx, "chunk info", chunkfs.Handle(req.Handle), req.Token, token.Read); err != nil {
+		return nil, err
+	}
 	h := chunkfs.Handle(req.Handle)
 	in, err := c.s.store.Info(h)
 	if err != nil {
@@ -440,6 +462,9 @@ func (c *control) DeleteChunks(ctx context.Context, req *pb.DeleteChunksRequest)
 		return nil, err
 	}
 	defer done()
+	if err := c.s.nodeOnly(ctx, "delete chunks", 0); err != nil {
+		return nil, err
+	}
 	if len(req.Handles) > maxDeleteBatch {
 		return nil, chunkfs.E("delete chunks", "", chunkfs.KindTooLarge, "too many handles")
 	}

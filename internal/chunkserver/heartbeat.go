@@ -123,6 +123,7 @@ func (s *Server) register(master string) error {
 		return err
 	}
 	s.log.Info("registered with master", "master", master, "chunks", len(req.Chunks))
+	s.learnKeys(resp.TokenKeys)
 	s.deleteAll(append(resp.Garbage, resp.Stale...))
 	return nil
 }
@@ -165,6 +166,7 @@ func (s *Server) heartbeat(master string) bool {
 		s.log.Warn("heartbeat", "master", master, "err", err)
 		return true
 	}
+	s.learnKeys(resp.TokenKeys)
 	s.deleteAll(resp.Garbage)
 	s.extendLeases(resp.Extended, sent, time.Duration(resp.LeaseMs)*time.Millisecond)
 	return !resp.Reregister

@@ -19,6 +19,10 @@
 // once whole and durable, throttled in number and bandwidth (clone.go). A
 // full disk answers KindNoSpace and corrupts nothing; a failing disk
 // loses its directory's replicas, reported corrupt, not the server.
+//
+// With RequireTokens a client's request needs a chunk access token the
+// master signed for its chunk and access, and a node's call a node's
+// certificate (tokens.go).
 package chunkserver
 
 import (
@@ -56,6 +60,7 @@ type Server struct {
 	data   *rpc.DataClient
 	load   atomic.Int32 // operations in flight
 	clones *cloneLimiter
+	keys   *tokenKeys // chunk access token keys learnt from the masters
 
 	handlers sync.WaitGroup // gRPC handlers in flight; Close waits for them
 
@@ -94,7 +99,7 @@ func Open(cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger.With("chunkserver", id), id: id, store: store,
 		buf:   newBuffer(cfg.Clock, cfg.BufferBytes, cfg.BufferExpiry),
 		peers: cfg.Security.NewPool(), data: cfg.Security.NewDataClient(),
-		clones: newCloneLimiter(cfg.Clock, cfg.CloneStreams, cfg.CloneRate),
+		clones: newCloneLimiter(cfg.Clock, cfg.CloneStreams, cfg.CloneRate), keys: newTokenKeys(),
 		chunks: make(map[chunkfs.Handle]*chunkState), ctx: ctx, cancel: cancel,
 	}
 	s.reporter.init(s)
@@ -167,7 +172,7 @@ func (s *Server) start(lis net.Listener) error {
 		s.addr = lis.Addr().String()
 	}
 	sc := rpc.DefaultStreamConfig()
-	sc.Client, sc.Logger, sc.IdleTimeout = s.data, s.log, s.cfg.StreamIdle
+	sc.Client, sc.Logger, sc.IdleTimeout, sc.Authorize = s.data, s.log, s.cfg.StreamIdle, s.authorizeStream
 	stream, err := rpc.NewStreamServer(streamHandler{s}, sc)
 	if err != nil {
 		return err

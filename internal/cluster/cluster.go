@@ -21,6 +21,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/chunkserver"
 	"github.com/chunkfs/chunkfs/internal/chunkstore"
+	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/master"
 )
 
@@ -59,6 +60,12 @@ type Config struct {
 	// its data directory, as if each had a disk of its own that size
 	// (tests of utilisation: the real servers share one disk).
 	Capacity int64
+	// Tokens turns chunk access tokens on: the masters sign them, the
+	// chunkservers require them. TokenClock, when set, is the clock of
+	// token keys and tokens in every server (tests advance it past
+	// rotations); nil: the real clock.
+	Tokens     bool
+	TokenClock clock.Clock
 }
 
 // DefaultConfig is a small test cluster: 3 chunkservers, 1 MiB chunks, fast
@@ -228,6 +235,7 @@ func (c *Cluster) masterConfig(dir string, log *slog.Logger, group func(*master.
 	mc.RepairInterval = c.cfg.Heartbeat
 	mc.Logger = log
 	mc.Security = c.masterSecurity()
+	mc.Tokens, mc.TokenClock = c.cfg.Tokens, c.cfg.TokenClock
 	if group != nil {
 		group(&mc)
 	}
@@ -249,6 +257,7 @@ func (c *Cluster) startChunkserver(i int) error {
 	sc.Rack = fmt.Sprintf("rack%d", i%3)
 	sc.Addr = n.addr
 	sc.HeartbeatInterval = c.cfg.Heartbeat
+	sc.RequireTokens, sc.TokenClock = c.cfg.Tokens, c.cfg.TokenClock
 	sc.Logger = c.log.With("role", "chunkserver", "i", i)
 	sc.Security = c.chunkserverSecurity()
 	if c.cfg.Capacity > 0 {

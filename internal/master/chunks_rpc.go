@@ -8,6 +8,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs/internal/token"
 )
 
 // GetChunks returns where count chunks of a file from first_index live.
@@ -37,6 +38,9 @@ func (m *Master) GetChunks(ctx context.Context, req *pb.GetChunksRequest) (*pb.G
 		}
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := m.signLocations(op, req.Path, token.Read, c.UID, resp.Chunks...); err != nil {
 		return nil, err
 	}
 	if !m.leads() {
@@ -115,6 +119,9 @@ func (m *Master) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) 
 		m.regMu.Unlock()
 		return nil, chunkfs.E(op, req.Path, chunkfs.KindUnavailable,
 			fmt.Sprintf("the chunk has %d live replicas, below the minimum of %d; it is being re-replicated", len(resp.Chunk.Replicas), need))
+	}
+	if err := m.signLocations(op, req.Path, token.Read|token.Write, c.UID, resp.Chunk); err != nil {
+		return nil, err
 	}
 	return resp, nil
 }

@@ -99,6 +99,18 @@ type Config struct {
 	// Mux made with the same Security, or a bare one, whose connections the
 	// gRPC server then handshakes itself.
 	Security *rpc.Security
+	// Chunk access tokens (tokens.go): locations carry tokens, the leader
+	// makes and rotates the keys, chunkservers get them with heartbeats.
+	// They are always on when Security is mutual TLS; Tokens turns them on
+	// over plain TCP too (tests), as chunkservers' RequireTokens does.
+	// TokenKeyPeriod is how long each key signs, TokenLifetime how long a
+	// token is valid.
+	Tokens         bool
+	TokenKeyPeriod time.Duration
+	TokenLifetime  time.Duration
+	// TokenClock, when set, is the clock of token keys and tokens alone
+	// (tests advance it past rotations); nil: Clock.
+	TokenClock clock.Clock
 
 	// OnCall, when set, is told of every gRPC call the master answers
 	// (metrics). It must not block.
@@ -107,6 +119,16 @@ type Config struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
+
+// Token defaults. A key signs for 10 h, as HDFS's
+// dfs.block.access.key.update.interval; a token lives 1 h, not HDFS's
+// 10 h: a client refreshes an expired token transparently (one more
+// GetChunks per file an hour), and a token that leaks is good for an
+// hour, not a working day.
+const (
+	DefaultTokenKeyPeriod = 10 * time.Hour
+	DefaultTokenLifetime  = time.Hour
+)
 
 // CloneEvent reports a clone started (Done false) or ended.
 type CloneEvent struct {
@@ -139,7 +161,8 @@ const DefaultReserve = 1 << 30
 // leases, 3 s heartbeats, dead after 30 s, writes acknowledged with at
 // least 2 replicas, safe mode until 99.9 % of chunks are located, 2 clones
 // in flight per chunkserver, a 1 GiB reserve, the rebalancer on with a 10
-// point threshold and 4 moves in flight.
+// point threshold and 4 moves in flight, tokens only on a secure cluster
+// (keys of 10 h, tokens of 1 h).
 func DefaultConfig() Config {
 	return Config{
 		ChunkSize:          chunkfs.DefaultChunkSize,
@@ -160,6 +183,8 @@ func DefaultConfig() Config {
 		SnapshotThreshold:  65536,
 		NodeID:             "master-1",
 		ReadWait:           time.Second,
+		TokenKeyPeriod:     DefaultTokenKeyPeriod,
+		TokenLifetime:      DefaultTokenLifetime,
 		LeaseReportAge:     defaultAdoptAge,
 		Clock:              clock.Real{},
 		Logger:             slog.Default(),
@@ -197,6 +222,10 @@ func (c Config) Validate() error {
 		return errors.New("master: LeaseReportAge must not be negative")
 	case c.NodeID == "" || c.ReadWait <= 0:
 		return errors.New("master: NodeID must be set and ReadWait positive")
+	case c.TokenKeyPeriod < time.Second || c.TokenLifetime < time.Second:
+		return errors.New("master: TokenKeyPeriod and TokenLifetime must be at least 1s")
+	case c.TokenLifetime > 10*c.TokenKeyPeriod:
+		return errors.New("master: TokenLifetime must be at most 10 TokenKeyPeriods (chunkservers hold at most 16 keys)")
 	}
 	return c.Placement.Validate()
 }
@@ -213,6 +242,10 @@ type Member struct {
 	ID   string
 	Addr string
 }
+
+// tokensOn reports whether chunk access tokens are on: always on a
+// secure cluster, and with Tokens on plain TCP.
+func (c Config) tokensOn() bool { return c.Tokens || !c.Security.IsInsecure() }
 
 // grouped reports whether the master is one of a group of several.
 func (c Config) grouped() bool { return c.Observer || len(c.Members) > 1 }

@@ -129,6 +129,7 @@ func (m *Master) takeOver() {
 			adopted := m.adoptReported()
 			m.locks.reset(m.cfg.Clock.Now(), LockSessionTTL, m.lead.fresh)
 			m.lead.ready.Store(true)
+			m.rotateKeys()
 			pause, _ := m.lead.leaseHold()
 			m.cfg.Logger.Info("master leads", "id", m.cfg.NodeID, "state_id", m.StateID(), "old_leases_end", pause, "leases_adopted", adopted)
 			return

@@ -197,6 +197,20 @@ func (f *fakeCS) report() []*pb.ChunkReplica {
 // startCS serves a fake chunkserver on loopback and registers it.
 func (tm *testMaster) startCS(id, rack string) *fakeCS {
 	tm.t.Helper()
+	f, _ := tm.startCSWith(id, rack)
+	return f
+}
+
+// startCSResp is startCS returning the master's answer to the
+// registration.
+func (tm *testMaster) startCSResp(id, rack string) *pb.RegisterResponse {
+	tm.t.Helper()
+	_, resp := tm.startCSWith(id, rack)
+	return resp
+}
+
+func (tm *testMaster) startCSWith(id, rack string) (*fakeCS, *pb.RegisterResponse) {
+	tm.t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tm.t.Fatal(err)
@@ -206,8 +220,7 @@ func (tm *testMaster) startCS(id, rack string) *fakeCS {
 	pb.RegisterChunkServerServer(srv, f)
 	go srv.Serve(lis)
 	tm.t.Cleanup(srv.Stop)
-	tm.register(f, rack)
-	return f
+	return f, tm.register(f, rack)
 }
 
 func (tm *testMaster) register(f *fakeCS, rack string) *pb.RegisterResponse {

@@ -8,7 +8,9 @@
 //
 // Every mutation goes through the log before it is answered; reads take the
 // namespace's read lock and never wait for the log. Every response carries
-// the state ID: the index of the last applied log entry.
+// the state ID: the index of the last applied log entry. The log also
+// carries the chunk access token keys, with which any master signs the
+// tokens that go with chunk locations (tokens.go).
 package master
 
 import (
@@ -54,6 +56,7 @@ type Master struct {
 	allocMu   [stripes]sync.Mutex // serialise chunk allocation per file (by path hash)
 	leaseMu   [stripes]sync.Mutex // serialise lease grants per chunk (by handle)
 	horizonMu sync.Mutex          // serialises logging the lease horizon
+	keyMu     sync.Mutex          // serialises logging token keys (tokens.go)
 
 	// Whether this master leads, and until when leases given by the
 	// previous master (before a restart or a failover) might still be
@@ -86,7 +89,7 @@ func Open(cfg Config) (*Master, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Master{cfg: cfg, lock: lock, state: newState(), pool: cfg.Security.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
+	m := &Master{cfg: cfg, lock: lock, state: newState(cfg.TokenLifetime), pool: cfg.Security.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
 	m.reg = newRegistry(uint64(cfg.Clock.Now().UnixNano()))
 	m.reg.configureBalance(cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves)
 	m.reg.adoption.on, m.reg.adoption.age = !cfg.NoLeaseAdoption, cfg.LeaseReportAge
@@ -102,6 +105,10 @@ func Open(cfg Config) (*Master, error) {
 	if cfg.Observer {
 		m.bg.Add(1)
 		go m.joinLoop()
+	}
+	if cfg.tokensOn() {
+		m.bg.Add(1)
+		go m.keyLoop()
 	}
 	return m, nil
 }

@@ -41,7 +41,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if len(req.Chunks) > maxReportLen || len(req.Leases) > maxReportLen {
 		return nil, chunkfs.E("register", req.Id, chunkfs.KindTooLarge, "chunk report too long")
 	}
-	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds()}
+	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds(), TokenKeys: m.keysFor()}
 	var err error
 	var d registered
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
@@ -119,7 +119,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			return nil, err
 		}
 	}
-	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds()}
+	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds(), TokenKeys: m.keysFor()}
 	var d beaten
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
@@ -260,9 +260,13 @@ func (m *Master) livenessLoop() {
 func (m *Master) checkLiveness() {
 	m.regMu.Lock()
 	dead := m.reg.markDead(m.cfg.Clock.Now(), m.cfg.DeadAfter)
+	names := make([][2]string, len(dead)) // read under the lock: a server registering again rewrites them
+	for i, s := range dead {
+		names[i] = [2]string{s.id, s.addr}
+	}
 	m.regMu.Unlock()
-	for _, s := range dead {
-		m.cfg.Logger.Warn("chunkserver dead", "id", s.id, "addr", s.addr)
+	for _, n := range names {
+		m.cfg.Logger.Warn("chunkserver dead", "id", n[0], "addr", n[1])
 	}
 }
 

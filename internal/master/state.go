@@ -1,29 +1,44 @@
 package master
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/token"
 )
 
-// state adapts the namespace to the operation log's FSM interface and lets
-// RPC handlers read it concurrently with the log applying to it.
+// state adapts the namespace, and the chunk access token keys beside it
+// (tokens.go), to the operation log's FSM interface and lets RPC handlers
+// read them concurrently with the log applying to them.
 type state struct {
-	mu      sync.RWMutex // guards ns, applied and notify
+	mu      sync.RWMutex // guards ns, keys, keyID, applied and notify
 	ns      *namespace.Namespace
-	applied uint64        // index of the last applied log entry: the state ID
-	notify  chan struct{} // closed at the next apply; nil when nobody waits
+	keys    *token.Keyring // token keys logged by the leader
+	keyID   uint32         // the highest key ID ever logged
+	applied uint64         // index of the last applied log entry: the state ID
+	notify  chan struct{}  // closed at the next apply; nil when nobody waits
 }
 
-func newState() *state { return &state{ns: namespace.New()} }
+// newState returns an empty state whose tokens live for tokenLifetime.
+func newState(tokenLifetime time.Duration) *state {
+	return &state{ns: namespace.New(), keys: token.NewKeyring(tokenLifetime)}
+}
 
-// Apply applies one logged command; the result is a namespace.Result.
+// Apply applies one logged command: a token key (its result nil or an
+// error) or else a namespace command (a namespace.Result).
 func (s *state) Apply(index uint64, cmd []byte) any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.ns.ApplyEncoded(cmd)
+	var r any
+	if isKeyCommand(cmd) {
+		r = s.applyKeyLocked(cmd)
+	} else {
+		r = s.ns.ApplyEncoded(cmd)
+	}
 	s.advanceLocked(index)
 	return r
 }
@@ -36,22 +51,41 @@ func (s *state) advanceLocked(index uint64) {
 	}
 }
 
-// Snapshot writes the namespace; the log calls it between applies.
+// Snapshot writes the token keys, if any, then the namespace; the log
+// calls it between applies.
 func (s *state) Snapshot(w io.Writer) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if keys := s.keys.Keys(); len(keys) > 0 || s.keyID > 0 {
+		if _, err := w.Write(encodeKeySection(s.keyID, keys)); err != nil {
+			return err
+		}
+	}
 	return s.ns.Snapshot(w)
 }
 
-// Restore replaces the namespace with a snapshot taken at index.
+// Restore replaces the state with a snapshot taken at index. A snapshot
+// of a master that never made token keys is the namespace's alone.
 func (s *state) Restore(index uint64, r io.Reader) error {
-	ns, err := namespace.Restore(r)
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	keyID, keys, rest, err := decodeKeySection(b)
+	if err != nil {
+		return err
+	}
+	ns, err := namespace.Restore(bytes.NewReader(rest))
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ns = ns
+	s.ns, s.keyID = ns, keyID
+	s.keys = token.NewKeyring(s.keys.TTL())
+	for _, k := range keys {
+		s.keys.Add(k, time.Time{}) // the snapshot held only live keys
+	}
 	s.advanceLocked(index)
 	return nil
 }

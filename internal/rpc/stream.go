@@ -12,8 +12,9 @@ package rpc
 // little-endian, with a payload of at most chunkfs.MaxFrameSize bytes.
 //
 // PUSH  client → replica: a push frame {data ID u64, length u64, n u8,
-// n × (u8 length, address)} naming the rest of the chain, then data frames
-// carrying length bytes. The replica forwards each frame to the next address
+// n × (u8 length, address), [u8 length, token]} naming the rest of the
+// chain and carrying the chunk access token (absent when there is none),
+// then data frames carrying length bytes. The replica forwards each frame to the next address
 // as soon as it has checked it (cut-through), keeps the data in its buffer,
 // and answers with an ok frame once it and every replica after it hold the
 // data, or an error frame. While the push lasts, every replica handling it
@@ -24,9 +25,15 @@ package rpc
 // as they keep coming, and a frame timeout after the last one.
 //
 // READ  client → replica: a read frame {handle u64, version u64, offset i64,
-// length u32}; the replica answers with data frames of verified chunk data
-// and an ok frame whose payload is one byte, 1 if the chunk ended before
+// length u32, [u8 length, token]} (the token absent when there is none);
+// the replica answers with data frames of verified chunk data and an ok
+// frame whose payload is one byte, 1 if the chunk ended before
 // length bytes, or with an error frame {kind u8, message} at any point.
+//
+// A token is opaque here, at most MaxTokenLen bytes; the server's
+// StreamConfig.Authorize decides on it before anything is read or kept,
+// and a replica forwards a push with the token it came with. A frame
+// without a token is the version-2 frame of before, so the magic stays.
 //
 // A frame that breaks these rules (bad magic, unknown type, oversized
 // length, bad checksum, unexpected type) closes the connection.
@@ -54,6 +61,8 @@ const (
 	// MaxReadSize bounds the length of one read request.
 	MaxReadSize = 64 << 20
 	maxAddrLen  = 255
+	// MaxTokenLen bounds the chunk access token of a request.
+	MaxTokenLen = 255
 	// readBuffer is the read buffer of a stream connection: enough for a
 	// header and a little more. Payloads are read straight into their
 	// destination (a Read into a slice larger than the buffer bypasses it
@@ -165,6 +174,34 @@ type pushRequest struct {
 	id     chunkfs.DataID
 	length int64
 	chain  []string // replicas after the receiver
+	token  []byte   // chunk access token; nil when none
+}
+
+// appendToken appends the optional token field: nothing when tok is
+// empty. Callers check it is at most MaxTokenLen bytes (checkToken).
+func appendToken(b, tok []byte) []byte {
+	if len(tok) == 0 {
+		return b
+	}
+	return append(append(b, byte(len(tok))), tok...)
+}
+
+func checkToken(op string, tok []byte) error {
+	if len(tok) > MaxTokenLen {
+		return chunkfs.E(op, "", chunkfs.KindInvalid, "token too long")
+	}
+	return nil
+}
+
+// decodeToken decodes the optional token field, which must end b.
+func decodeToken(op string, b []byte) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if n := int(b[0]); n == 0 || len(b) != 1+n {
+		return nil, protocolError("bad token in %s frame", op)
+	}
+	return append([]byte(nil), b[1:]...), nil
 }
 
 func (p *pushRequest) encode() ([]byte, error) {
@@ -180,7 +217,10 @@ func (p *pushRequest) encode() ([]byte, error) {
 		}
 		b = append(append(b, byte(len(a))), a...)
 	}
-	return b, nil
+	if err := checkToken("push", p.token); err != nil {
+		return nil, err
+	}
+	return appendToken(b, p.token), nil
 }
 
 func decodePush(b []byte) (*pushRequest, error) {
@@ -203,9 +243,11 @@ func decodePush(b []byte) (*pushRequest, error) {
 		p.chain = append(p.chain, string(b[1:1+b[0]]))
 		b = b[1+b[0]:]
 	}
-	if len(b) != 0 {
-		return nil, protocolError("trailing bytes in push frame")
+	tok, err := decodeToken("push", b)
+	if err != nil {
+		return nil, err
 	}
+	p.token = tok
 	return p, nil
 }
 
@@ -215,24 +257,35 @@ type readRequest struct {
 	version chunkfs.Version
 	off     int64
 	length  int
+	token   []byte // chunk access token; nil when none
 }
 
+// readFixed is the length of a read frame without its token.
+const readFixed = 28
+
+// encode encodes r, whose token is at most MaxTokenLen bytes.
 func (r *readRequest) encode() []byte {
 	b := binary.LittleEndian.AppendUint64(nil, uint64(r.handle))
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.version))
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.off))
-	return binary.LittleEndian.AppendUint32(b, uint32(r.length))
+	b = binary.LittleEndian.AppendUint32(b, uint32(r.length))
+	return appendToken(b, r.token)
 }
 
 func decodeRead(b []byte) (*readRequest, error) {
-	if len(b) != 28 {
+	if len(b) < readFixed {
 		return nil, protocolError("read frame of %d bytes", len(b))
+	}
+	tok, err := decodeToken("read", b[readFixed:])
+	if err != nil {
+		return nil, err
 	}
 	r := &readRequest{
 		handle:  chunkfs.Handle(binary.LittleEndian.Uint64(b)),
 		version: chunkfs.Version(binary.LittleEndian.Uint64(b[8:])),
 		off:     int64(binary.LittleEndian.Uint64(b[16:])),
 		length:  int(binary.LittleEndian.Uint32(b[24:])),
+		token:   tok,
 	}
 	if r.off < 0 || r.length > MaxReadSize {
 		return nil, protocolError("read of %d bytes at %d", r.length, r.off)

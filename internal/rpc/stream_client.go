@@ -189,13 +189,19 @@ func (dc *dataConn) readFrame() (frameHeader, []byte, error) {
 // Push sends data to chain[0], which forwards it along chain; it returns
 // once every replica in chain holds it under id.
 func (c *DataClient) Push(ctx context.Context, chain []string, id chunkfs.DataID, data []byte) error {
+	return c.PushToken(ctx, chain, id, data, nil)
+}
+
+// PushToken is Push carrying a chunk access token (write access), which
+// every replica of the chain checks.
+func (c *DataClient) PushToken(ctx context.Context, chain []string, id chunkfs.DataID, data []byte, tok []byte) error {
 	if len(chain) == 0 || len(chain) > chunkfs.MaxReplication {
 		return chunkfs.E("push", "", chunkfs.KindInvalid, "chain must name 1 to 16 replicas")
 	}
 	if len(data) > MaxPushSize {
 		return chunkfs.E("push", "", chunkfs.KindTooLarge, "push larger than 64 MiB")
 	}
-	dc, err := c.startPush(ctx, chain[0], &pushRequest{id: id, length: int64(len(data)), chain: chain[1:]})
+	dc, err := c.startPush(ctx, chain[0], &pushRequest{id: id, length: int64(len(data)), chain: chain[1:], token: tok})
 	if err != nil {
 		return err
 	}
@@ -219,13 +225,21 @@ func ctxErr(ctx context.Context, err error) error {
 // be ≥ v) on the chunkserver at addr; it returns n < len(p) and io.EOF
 // when the chunk's data ends first.
 func (c *DataClient) Read(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte) (int, error) {
+	return c.ReadToken(ctx, addr, h, v, off, p, nil)
+}
+
+// ReadToken is Read carrying a chunk access token (read access) for h.
+func (c *DataClient) ReadToken(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, tok []byte) (int, error) {
 	if off < 0 {
 		return 0, chunkfs.E("read", addr, chunkfs.KindInvalid, "negative offset")
+	}
+	if err := checkToken("read", tok); err != nil {
+		return 0, err
 	}
 	n := 0
 	for n < len(p) {
 		m := min(len(p)-n, MaxReadSize)
-		got, err := c.readOnce(ctx, addr, &readRequest{handle: h, version: v, off: off + int64(n), length: m}, p[n:n+m])
+		got, err := c.readOnce(ctx, addr, &readRequest{handle: h, version: v, off: off + int64(n), length: m, token: tok}, p[n:n+m])
 		n += got
 		if err != nil {
 			return n, ctxErr(ctx, err)

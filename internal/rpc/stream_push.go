@@ -17,9 +17,16 @@ import (
 // replica or of one further down, and a frame that failed its checksum, are
 // reported once the whole data has been received, so the connection stays
 // in step; a broken stream (bad header, I/O error) closes the connection.
-// Until it answers, it sends wait frames upstream (sendWaits).
-func (c *streamConn) servePush(req *pushRequest) error {
-	buf, done, err := c.s.h.BeginPush(req.id, req.length)
+// Until it answers, it sends wait frames upstream (sendWaits). A push
+// refused (refused not nil) is received, dropped and answered with that
+// error; it goes no further down the chain.
+func (c *streamConn) servePush(req *pushRequest, refused error) error {
+	var buf []byte
+	var done func([]uint32, bool)
+	err := refused
+	if err == nil {
+		buf, done, err = c.s.h.BeginPush(req.id, req.length)
+	}
 	var next *dataConn
 	if err != nil {
 		buf, done = nil, func([]uint32, bool) {}
@@ -95,7 +102,7 @@ func (c *streamConn) openNext(req *pushRequest) (*dataConn, error) {
 	if len(req.chain) == 0 {
 		return nil, nil
 	}
-	fwd := &pushRequest{id: req.id, length: req.length, chain: req.chain[1:]}
+	fwd := &pushRequest{id: req.id, length: req.length, chain: req.chain[1:], token: req.token}
 	dc, err := c.s.cfg.Client.startPush(context.Background(), req.chain[0], fwd)
 	if err != nil {
 		return nil, err

@@ -49,6 +49,20 @@ type StreamConfig struct {
 	// NoSendfile sends reads from memory even when the handler keeps its
 	// chunks in files (see ChunkOpener).
 	NoSendfile bool
+	// Authorize, when set, decides on every request before anything is
+	// read from a chunk or kept of a push; its error is the answer (the
+	// pushed data is received and dropped, so the connection stays in
+	// step). Nil lets every request through.
+	Authorize func(StreamRequest) error
+}
+
+// StreamRequest is what Authorize decides on: a request, the connection
+// it came on (for ConnIdentity) and the token it carries.
+type StreamRequest struct {
+	Conn   net.Conn
+	Push   bool           // a push; else a read of Handle
+	Handle chunkfs.Handle // the chunk a read names; zero for a push
+	Token  []byte         // nil when the request carries none
 }
 
 // DefaultStreamIdle is the default IdleTimeout: twice DefaultIdleAge.
@@ -224,15 +238,26 @@ func (c *streamConn) serveRequest() error {
 		if err != nil {
 			return err
 		}
-		return c.servePush(req)
+		return c.servePush(req, c.authorize(StreamRequest{Conn: c.conn, Push: true, Token: req.token}))
 	case frameRead:
 		req, err := decodeRead(payload)
 		if err != nil {
 			return err
 		}
+		if err := c.authorize(StreamRequest{Conn: c.conn, Handle: req.handle, Token: req.token}); err != nil {
+			return c.reply(frameError, encodeError(err))
+		}
 		return c.serveRead(req)
 	}
 	return protocolError("unexpected %v frame for a request", h.typ)
+}
+
+// authorize asks the configured Authorize about r.
+func (c *streamConn) authorize(r StreamRequest) error {
+	if c.s.cfg.Authorize == nil {
+		return nil
+	}
+	return c.s.cfg.Authorize(r)
 }
 
 // reply writes one frame with a deadline.

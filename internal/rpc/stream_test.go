@@ -374,6 +374,9 @@ func FuzzDecodeRequests(f *testing.F) {
 	p, _ := (&pushRequest{id: 1, length: 10, chain: []string{"127.0.0.1:1"}}).encode()
 	f.Add(p)
 	f.Add((&readRequest{handle: 1, version: 2, off: 3, length: 4}).encode())
+	p, _ = (&pushRequest{id: 1, length: 10, token: bytes.Repeat([]byte{7}, 90)}).encode()
+	f.Add(p)
+	f.Add((&readRequest{handle: 1, version: 2, off: 3, length: 4, token: bytes.Repeat([]byte{7}, 90)}).encode())
 	f.Add(encodeError(chunkfs.E("x", "", chunkfs.KindStale, "m")))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if r, err := decodePush(b); err == nil {
@@ -382,8 +385,13 @@ func FuzzDecodeRequests(f *testing.F) {
 				t.Fatalf("push %+v does not re-encode: %v", r, err)
 			}
 		}
-		if r, err := decodeRead(b); err == nil && (r.off < 0 || r.length > MaxReadSize) {
-			t.Fatalf("bad read accepted: %+v", r)
+		if r, err := decodeRead(b); err == nil {
+			if r.off < 0 || r.length > MaxReadSize || len(r.token) > MaxTokenLen {
+				t.Fatalf("bad read accepted: %+v", r)
+			}
+			if again := r.encode(); !bytes.Equal(again, b) {
+				t.Fatalf("read %+v does not re-encode", r)
+			}
 		}
 		decodeError("op", "", b)
 		if len(b) >= frameHeaderSize {
@@ -400,7 +408,14 @@ func FuzzServeConn(f *testing.F) {
 	push, _ := (&pushRequest{id: 1, length: 3}).encode()
 	f.Add(append(append([]byte(StreamMagic), appendFrame(nil, framePush, push)...), appendFrame(nil, frameData, []byte("abc"))...))
 	f.Add(append([]byte(StreamMagic), appendFrame(nil, frameRead, (&readRequest{handle: 1, length: 10}).encode())...))
+	f.Add(append([]byte(StreamMagic), appendFrame(nil, frameRead, (&readRequest{handle: 1, length: 10, token: []byte("tok")}).encode())...))
 	cfg := DefaultStreamConfig()
+	cfg.Authorize = func(r StreamRequest) error {
+		if len(r.Token) == 0 {
+			return chunkfs.E("stream", "", chunkfs.KindPermission, "permission denied: no chunk access token")
+		}
+		return nil
+	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.FrameTimeout = time.Second
 	cfg.IdleTimeout = time.Second

@@ -133,3 +133,29 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestActiveKey(t *testing.T) {
+	r := NewKeyring(time.Hour)
+	for id, until := range map[uint32]time.Time{1: t0.Add(time.Hour), 2: t0.Add(2 * time.Hour)} {
+		r.Add(Key{ID: id, Until: until, Secret: [32]byte{byte(id)}}, t0)
+	}
+	for _, c := range []struct {
+		at time.Duration
+		id uint32
+	}{{0, 1}, {59 * time.Minute, 1}, {time.Hour, 2}, {119 * time.Minute, 2}} {
+		tok, err := r.SignActive(7, Read, 1, t0.Add(c.at))
+		if err != nil || tok.KeyID != c.id {
+			t.Fatalf("at +%v: key %d, %v; want key %d", c.at, tok.KeyID, err, c.id)
+		}
+		if err := r.Verify(tok, 7, Read, t0.Add(c.at+59*time.Minute)); err != nil {
+			t.Fatalf("at +%v: %v", c.at, err)
+		}
+	}
+	if _, err := r.SignActive(7, Read, 1, t0.Add(2*time.Hour)); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("no key signs after the last one's period: %v", err)
+	}
+	tok, err := r.SignUntil(7, Write, 1, t0.Add(time.Minute))
+	if err != nil || tok.KeyID != 2 || r.Verify(tok, 7, Write, t0) != nil {
+		t.Fatalf("SignUntil: %+v, %v", tok, err)
+	}
+}

@@ -1,0 +1,219 @@
+package chunkserver
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs/internal/token"
+)
+
+// tokenCluster is a test cluster that requires tokens, its servers given
+// the keys of signer, which plays the master.
+type tokenCluster struct {
+	*testCluster
+	signer *token.Keyring
+}
+
+func newTokenCluster(t *testing.T, n int) *tokenCluster {
+	t.Helper()
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	tc := &tokenCluster{testCluster: newTunedCluster(t, dirs, func(c *Config) { c.RequireTokens = true })}
+	tc.signer = token.NewKeyring(10 * time.Minute)
+	tc.addKey(1)
+	return tc
+}
+
+// addKey makes key id the signer's and hands it to every server, as a
+// heartbeat answer would.
+func (tc *tokenCluster) addKey(id uint32) {
+	k := token.Key{ID: id, Secret: [32]byte{byte(id), 7}, Until: tc.clock.Now().Add(time.Hour)}
+	tc.signer.Add(k, tc.clock.Now())
+	pk := &pb.TokenKey{Id: id, Secret: k.Secret[:], ExpiresUnixMs: k.Until.Add(tc.signer.TTL()).UnixMilli()}
+	for _, s := range tc.servers {
+		s.learnKeys([]*pb.TokenKey{pk})
+	}
+}
+
+func (tc *tokenCluster) token(h chunkfs.Handle, a token.Access, at time.Time) []byte {
+	tc.t.Helper()
+	t, err := tc.signer.Sign(uint64(h), a, 1000, at)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	return t.Encode()
+}
+
+// writeWith pushes data with push's token and writes it with write's.
+func (tc *tokenCluster) writeWith(h chunkfs.Handle, off int64, data, push, write []byte) error {
+	id := tc.newID()
+	if err := tc.data.PushToken(context.Background(), tc.addrs, id, data, push); err != nil {
+		return err
+	}
+	_, err := tc.cs(0).Write(context.Background(), &pb.WriteRequest{Handle: uint64(h), Version: 1, Offset: off, DataId: uint64(id),
+		Length: int64(len(data)), Secondaries: tc.addrs[1:], Token: write})
+	return err
+}
+
+// badTokens are the tokens a direct request for chunk h is refused with,
+// and the kind of each refusal.
+func (tc *tokenCluster) badTokens(h chunkfs.Handle, a token.Access) map[string]struct {
+	tok  []byte
+	kind chunkfs.Kind
+} {
+	now := tc.clock.Now()
+	forged := tc.token(h, a, now)
+	forged[len(forged)-1] ^= 1
+	other := token.NewKeyring(time.Hour)
+	other.Add(token.Key{ID: 9, Until: now.Add(time.Hour)}, now)
+	unknown, _ := other.Sign(uint64(h), a, 1000, now)
+	return map[string]struct {
+		tok  []byte
+		kind chunkfs.Kind
+	}{
+		"no token":                  {nil, chunkfs.KindPermission},
+		"a forged token":            {forged, chunkfs.KindPermission},
+		"an expired token":          {tc.token(h, a, now.Add(-10*time.Minute)), chunkfs.KindStale},
+		"a token for another chunk": {tc.token(h+1, a|token.Write, now), chunkfs.KindPermission},
+		"an unknown key's token":    {unknown.Encode(), chunkfs.KindStale},
+		"garbage":                   {[]byte("not a token"), chunkfs.KindPermission},
+	}
+}
+
+func TestChunkserverRefusesReadsWithoutAValidToken(t *testing.T) {
+	tc := newTokenCluster(t, 3)
+	const h = chunkfs.Handle(5)
+	tc.grant(h, 1)
+	data := bytes.Repeat([]byte("secret data "), 10000)
+	rw := tc.token(h, token.Read|token.Write, tc.clock.Now())
+	if err := tc.writeWith(h, 0, data, rw, rw); err != nil {
+		t.Fatalf("write with a valid token: %v", err)
+	}
+	for name, bad := range tc.badTokens(h, token.Read) {
+		for i := range tc.addrs {
+			p := make([]byte, len(data))
+			n, err := tc.data.ReadToken(context.Background(), tc.addrs[i], h, 1, 0, p, bad.tok)
+			if n != 0 || chunkfs.KindOf(err) != bad.kind || bytes.Contains(p, data[:64]) {
+				t.Fatalf("read of replica %d with %s: %d bytes, %v; want nothing, %v", i, name, n, err, bad.kind)
+			}
+			if _, err := tc.cs(i).ChunkInfo(context.Background(), &pb.ChunkInfoRequest{Handle: uint64(h), Token: bad.tok}); chunkfs.KindOf(err) != bad.kind {
+				t.Fatalf("chunk info on %d with %s: %v", i, name, err)
+			}
+		}
+	}
+	p := make([]byte, len(data))
+	rt := tc.token(h, token.Read, tc.clock.Now())
+	if n, err := tc.data.ReadToken(context.Background(), tc.addrs[2], h, 1, 0, p, rt); err != nil || n != len(data) || !bytes.Equal(p, data) {
+		t.Fatalf("read with a read token: %d, %v", n, err)
+	}
+	if _, err := tc.cs(1).ChunkInfo(context.Background(), &pb.ChunkInfoRequest{Handle: uint64(h), Token: rt}); err != nil {
+		t.Fatalf("chunk info with a read token: %v", err)
+	}
+}
+
+func TestChunkserverRefusesMutationsWithoutAWriteToken(t *testing.T) {
+	tc := newTokenCluster(t, 2)
+	const h = chunkfs.Handle(5)
+	tc.grant(h, 1)
+	now := tc.clock.Now()
+	rw, ro := tc.token(h, token.Read|token.Write, now), tc.token(h, token.Read, now)
+	if err := tc.data.PushToken(context.Background(), tc.addrs, tc.newID(), []byte("x"), ro); chunkfs.KindOf(err) != chunkfs.KindPermission {
+		t.Fatalf("push with a read token: %v", err)
+	}
+	if err := tc.writeWith(h, 0, []byte("pushed"), rw, ro); chunkfs.KindOf(err) != chunkfs.KindPermission {
+		t.Fatalf("write with a read token: %v", err)
+	}
+	for name, bad := range tc.badTokens(h, token.Write) {
+		if err := tc.data.PushToken(context.Background(), tc.addrs, tc.newID(), []byte("x"), bad.tok); name != "a token for another chunk" && chunkfs.KindOf(err) != bad.kind {
+			t.Fatalf("push with %s: %v", name, err)
+		}
+		if err := tc.writeWith(h, 0, []byte("y"), rw, bad.tok); chunkfs.KindOf(err) != bad.kind {
+			t.Fatalf("write with %s: %v", name, err)
+		}
+		id := tc.newID()
+		tc.data.PushToken(context.Background(), tc.addrs, id, []byte("z"), rw)
+		_, err := tc.cs(0).Append(context.Background(), &pb.AppendRequest{Handle: uint64(h), Version: 1, DataId: uint64(id), Length: 1, Secondaries: tc.addrs[1:], ChunkSize: 1 << 20, Token: bad.tok})
+		if chunkfs.KindOf(err) != bad.kind {
+			t.Fatalf("append with %s: %v", name, err)
+		}
+		_, err = tc.cs(0).Reserve(context.Background(), &pb.ReserveRequest{Handle: uint64(h), Version: 1, DataId: 99, Length: 1, ChunkSize: 1 << 20, Token: bad.tok})
+		if chunkfs.KindOf(err) != bad.kind {
+			t.Fatalf("reserve with %s: %v", name, err)
+		}
+		if _, err := tc.cs(0).Sync(context.Background(), &pb.SyncRequest{Handle: uint64(h), Version: 1, Secondaries: tc.addrs[1:], Token: bad.tok}); chunkfs.KindOf(err) != bad.kind {
+			t.Fatalf("sync with %s: %v", name, err)
+		}
+	}
+	if got := tc.replicaWith(1, h, rw); len(got) != 0 {
+		t.Fatalf("refused mutations left %q on a replica", got)
+	}
+	if err := tc.writeWith(h, 0, []byte("allowed"), rw, rw); err != nil {
+		t.Fatalf("write with a write token: %v", err)
+	}
+	if _, err := tc.cs(0).Sync(context.Background(), &pb.SyncRequest{Handle: uint64(h), Version: 1, Secondaries: tc.addrs[1:], Token: rw}); err != nil {
+		t.Fatalf("sync (forwarded with the client's token): %v", err)
+	}
+	if got := tc.replicaWith(1, h, rw); string(got) != "allowed" {
+		t.Fatalf("secondary holds %q", got)
+	}
+}
+
+// replicaWith reads the whole of chunk h from server i with tok.
+func (tc *tokenCluster) replicaWith(i int, h chunkfs.Handle, tok []byte) []byte {
+	tc.t.Helper()
+	info, err := tc.cs(i).ChunkInfo(context.Background(), &pb.ChunkInfoRequest{Handle: uint64(h), Token: tok})
+	if err != nil {
+		tc.t.Fatalf("chunk info on %d: %v", i, err)
+	}
+	p := make([]byte, info.Length)
+	if n, err := tc.data.ReadToken(context.Background(), tc.addrs[i], h, 1, 0, p, tok); err != nil || n != len(p) {
+		tc.t.Fatalf("read replica %d: %d of %d bytes, %v", i, n, len(p), err)
+	}
+	return p
+}
+
+// TestCloneCarriesItsOwnToken: on plain TCP a clone's reads carry a token
+// the target signs with the keys it holds.
+func TestCloneCarriesItsOwnToken(t *testing.T) {
+	tc := newTokenCluster(t, 2)
+	const h = chunkfs.Handle(8)
+	if _, err := tc.cs(0).Lease(context.Background(), &pb.LeaseRequest{Handle: uint64(h), Version: 1, Create: true, LeaseMs: 60000}); err != nil {
+		t.Fatal(err)
+	}
+	rw := tc.token(h, token.Read|token.Write, tc.clock.Now())
+	id := tc.newID()
+	data := bytes.Repeat([]byte("c"), 300000)
+	if err := tc.data.PushToken(context.Background(), tc.addrs[:1], id, data, rw); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.cs(0).Write(context.Background(), &pb.WriteRequest{Handle: uint64(h), Version: 1, DataId: uint64(id), Length: int64(len(data)), Token: rw}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.cs(1).Clone(context.Background(), &pb.CloneRequest{Handle: uint64(h), Version: 1, Source: tc.addrs[0], Length: int64(len(data))}); err != nil {
+		t.Fatalf("clone: %v", err)
+	}
+	if got := tc.replicaWith(1, h, rw); !bytes.Equal(got, data) {
+		t.Fatal("clone differs")
+	}
+}
+
+func TestKeysLearntExpire(t *testing.T) {
+	k := newTokenKeys()
+	now := time.Unix(1e9, 0)
+	k.learn([]*pb.TokenKey{{Id: 1, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(time.Minute).UnixMilli()},
+		{Id: 2, Secret: make([]byte, 31), ExpiresUnixMs: now.Add(time.Hour).UnixMilli()},
+		{Id: 3, Secret: make([]byte, 32), ExpiresUnixMs: now.UnixMilli()}}, now)
+	if keys := k.ring.Keys(); len(keys) != 1 || keys[0].ID != 1 {
+		t.Fatalf("held %v; want key 1 alone (2 has a short secret, 3 has expired)", keys)
+	}
+	k.learn([]*pb.TokenKey{{Id: 4, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(2 * time.Hour).UnixMilli()}}, now.Add(time.Minute))
+	if keys := k.ring.Keys(); len(keys) != 1 || keys[0].ID != 4 {
+		t.Fatalf("held %v; want key 1 dropped once expired", keys)
+	}
+}
