@@ -146,12 +146,19 @@ func (r *Keyring) Add(k Key, now time.Time) {
 // Keys returns the keys held, oldest first (for handing to chunkservers).
 func (r *Keyring) Keys() []Key { return append([]Key(nil), r.keys...) }
 
-// Current returns the signing key, and false when there is none.
+// Current returns the signing key (the one whose period ends last), and
+// false when there is none.
 func (r *Keyring) Current() (Key, bool) {
 	if len(r.keys) == 0 {
 		return Key{}, false
 	}
-	return r.keys[len(r.keys)-1], true
+	cur := r.keys[len(r.keys)-1]
+	for _, k := range r.keys { // the newest by its period, whatever order keys came in
+		if k.Until.After(cur.Until) {
+			cur = k
+		}
+	}
+	return cur, true
 }
 
 // Sign grants uid access to handle until now plus the keyring's lifetime.
