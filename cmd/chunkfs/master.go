@@ -82,6 +82,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	observer := fs.Bool("observer", false, "join the group named by --cluster as a non-voting observer that serves reads")
 	addr := fs.String("addr", "", "address the other masters and clients reach this one on (default: its --cluster entry, or --listen)")
 	readWait := fs.Duration("read-wait", cfg.ReadWait, "how long a standby or observer waits to catch up with a client's state before refusing the read")
+	queueStats := fs.String("queue-stats", "", "write a JSON summary of the RPC queue times to `FILE` on exit")
 	verbose := fs.Bool("v", false, "log informational messages")
 	fs.Usage = func() {
 		fmt.Fprintf(&out, "Usage: chunkfs master --dir DIR --listen HOST:PORT [--id ID --cluster ID=HOST:PORT,... [--observer]] [flags]\n\nFlags:\n")
@@ -109,6 +110,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones
 	cfg.SafeModeThreshold, cfg.SafeModeMinServers = *safeThreshold, *safeServers
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
+	cfg.QueueStatsFile = *queueStats
 	members, err := parseGroup(*group)
 	if err != nil {
 		return cfg, "", err

@@ -60,6 +60,9 @@ type Config struct {
 	// state ID a client has seen before it is refused as too far behind
 	// (the client then asks another master).
 	ReadWait time.Duration
+	// QueueStatsFile, when set, receives the summary of the calls' RPC
+	// queue times (QueueStats, JSON) when the master closes (queue.go).
+	QueueStatsFile string
 
 	Clock  clock.Clock
 	Logger *slog.Logger

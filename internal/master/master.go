@@ -67,6 +67,8 @@ type Master struct {
 
 	stop chan struct{}  // closed by Close
 	bg   sync.WaitGroup // background goroutines
+
+	queue queueHist // the calls' RPC queue times (queue.go)
 }
 
 // Open takes the lock on cfg.Dir (creating the directory if needed), opens
@@ -210,7 +212,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		m.srvMu.Unlock()
 		return errors.New("master: Serve called twice")
 	}
-	m.srv = rpc.NewServer(m.cfg.Logger, m.leaderGuard)
+	m.srv = rpc.NewServer(m.cfg.Logger, m.queueGuard, m.leaderGuard)
 	pb.RegisterMasterServer(m.srv, m)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()
@@ -241,7 +243,7 @@ func (m *Master) Close() error {
 	}
 	close(m.stop)
 	m.bg.Wait()
-	err := m.log.Close()
+	err := errors.Join(m.log.Close(), m.reportQueue())
 	m.pool.Close()
 	m.lock.Close()
 	return err

@@ -46,7 +46,7 @@ func MethodName(full string) string { return full[strings.LastIndexByte(full, '/
 // NewServer returns a gRPC server whose handlers are guarded: a panic in a
 // handler is logged and answered as an internal error, never crashing the
 // process, guards may refuse a call before its handler, and errors are
-// translated by Status.
+// translated by Status. Each call's arrival is noted for Arrival.
 func NewServer(log *slog.Logger, guards ...Guard) *grpc.Server {
 	if log == nil {
 		log = slog.Default()
@@ -55,6 +55,7 @@ func NewServer(log *slog.Logger, guards ...Guard) *grpc.Server {
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
 		grpc.UnaryInterceptor(unaryGuard(log, guards)),
+		grpc.InTapHandle(stampArrival),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
 }
