@@ -27,6 +27,8 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 		return &waitTask{master: t.Master, servers: t.Servers}, nil
 	case OpLocate:
 		return &locateTask{master: t.Master, files: t.Files}, nil
+	case OpMeta:
+		return setupMetaLoad(ctx, t.Master, *t.Meta)
 	}
 	var trace *traceHandler
 	if t.Op == OpRead || t.Op == OpWrite || t.Op == OpAppend {
