@@ -162,6 +162,9 @@ type MasterUse struct {
 	// cap held it back.
 	CPU       float64 `json:"cpu"`
 	Throttled float64 `json:"throttled"`
+	// IdleCPU is the CPUs it used in the idleWindow before the run,
+	// set up but unloaded: its floor of Raft and chunkserver heartbeats.
+	IdleCPU float64 `json:"idle_cpu"`
 }
 
 // QueueTimes is a master's RPC queue-time summary, as it writes it
@@ -209,6 +212,7 @@ func RunObservers(ctx context.Context, cfg ObserversConfig, log *slog.Logger) (*
 		return nil, err
 	}
 	rep, err := runObserversIn(ctx, cfg, dir, log)
+	err = errors.Join(err, removeCgroups(cfg.Prefix))
 	if err == nil && !rep.failed() {
 		os.RemoveAll(dir)
 	} else {
@@ -263,6 +267,10 @@ type obsGroup struct {
 	logs    []*os.File
 	stats   []string // each master's queue-stats file
 }
+
+// idleWindow is how long a column's masters are watched idle, set up,
+// before the run.
+const idleWindow = 2 * time.Second
 
 // masterPortObs is the port every master listens on in its namespace.
 const masterPortObs = "7000"
@@ -346,8 +354,17 @@ func (g *obsGroup) stop() error {
 	for _, p := range g.masters {
 		p.cmd.Process.Signal(syscall.SIGTERM) // all at once: they close in parallel
 	}
+	deadline := time.After(20 * time.Second)
 	for _, p := range g.masters {
-		p.stop(15 * time.Second)
+		// A second SIGTERM (p.stop) would end a master whose signal
+		// handler is done before it writes its queue stats: wait, then
+		// kill.
+		select {
+		case <-p.done:
+		case <-deadline:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
 	}
 	var errs []error
 	for _, c := range g.caps {
@@ -385,7 +402,12 @@ func runColumn(ctx context.Context, cfg ObserversConfig, net *obsNet, col Column
 	if m, err := w.next(); err != nil || !m.Ready {
 		return cr, errors.Join(errors.New("generator not ready"), err)
 	}
+	idle, i0 := g.sample(), time.Now()
+	if err := sleepCtx(ctx, idleWindow); err != nil {
+		return cr, err
+	}
 	before, t0 := g.sample(), time.Now()
+	idleSecs := t0.Sub(i0).Seconds()
 	if _, err := io.WriteString(w.in, "go\n"); err != nil {
 		return cr, err
 	}
@@ -399,7 +421,7 @@ func runColumn(ctx context.Context, cfg ObserversConfig, net *obsNet, col Column
 		return cr, err
 	}
 	for i, id := range g.ids {
-		u := MasterUse{ID: id, CPU: (after.cpu[i] - before.cpu[i]) / secs}
+		u := MasterUse{ID: id, CPU: (after.cpu[i] - before.cpu[i]) / secs, IdleCPU: (before.cpu[i] - idle.cpu[i]) / idleSecs}
 		if dp := after.periods[i] - before.periods[i]; dp > 0 {
 			u.Throttled = float64(after.throttled[i]-before.throttled[i]) / float64(dp)
 		}

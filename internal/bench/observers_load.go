@@ -48,10 +48,10 @@ type MetaResult struct {
 	Writes     Latency  `json:"writes"`
 	Violations int64    `json:"violations"`         // reads that missed the client's own acknowledged writes
 	Examples   []string `json:"examples,omitempty"` // the first violations and errors
-	// CPUSeconds is the generator's own CPU time during the run; LateMS
-	// how late it issued its most delayed operation.
+	// CPUSeconds is the generator's own CPU time during the run; Late how
+	// late it issued its operations (included in their latencies).
 	CPUSeconds float64 `json:"cpu_seconds"`
-	LateMS     float64 `json:"late_ms"`
+	Late       Latency `json:"late"`
 	Leader     string  `json:"leader"` // the leader's address at the end
 }
 
@@ -295,13 +295,13 @@ func (t *metaLoadTask) runMeta(ctx context.Context) (MetaResult, error) {
 	var res MetaResult
 	cpu0 := cpuTime()
 	start := time.Now()
-	late := time.Duration(0)
+	lates := make([]float64, 0, n)
 	for k := 0; k < n && ctx.Err() == nil; k++ {
 		due := start.Add(time.Duration(float64(k) / l.Rate * 1e9))
 		if d := time.Until(due); d > 0 {
 			sleepCtx(ctx, d)
 		}
-		late = max(late, time.Since(due))
+		lates = append(lates, float64(time.Since(due))/1e6)
 		select {
 		case sem <- struct{}{}:
 		default:
@@ -322,7 +322,7 @@ func (t *metaLoadTask) runMeta(ctx context.Context) (MetaResult, error) {
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
 	res.CPUSeconds = cpuTime() - cpu0
-	res.LateMS = float64(late) / 1e6
+	res.Late = summarize(lates)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	res.Reads, res.Writes = summarize(t.reads), summarize(t.writes)

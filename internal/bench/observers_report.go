@@ -40,6 +40,7 @@ var obsRows = []obsRow{
 	{"Acknowledged writes/s", func(c ColumnResult) string { return fmt.Sprintf("%.0f", c.writesPerSec()) }},
 	{"Write latency p90 (ms)", func(c ColumnResult) string { return ms(c.Load.Writes.P90MS) }},
 	{"Leader CPU (CPUs used)", func(c ColumnResult) string { return fmt.Sprintf("%.3f", c.Leader.CPU) }},
+	{"Leader CPU idle, before the run (CPUs)", func(c ColumnResult) string { return fmt.Sprintf("%.3f", c.Leader.IdleCPU) }},
 	{"Leader throttled (% of periods)", func(c ColumnResult) string { return fmt.Sprintf("%.0f", 100*c.Leader.Throttled) }},
 	{"Leader CPU per write (ms)", func(c ColumnResult) string {
 		if c.Column.WriteOnly || c.Column.Share == 1 {
@@ -50,7 +51,9 @@ var obsRows = []obsRow{
 	{"Generator CPU (CPUs used)", func(c ColumnResult) string {
 		return fmt.Sprintf("%.3f", c.Load.CPUSeconds/max(c.Load.Seconds, 1e-9))
 	}},
-	{"Generator max lateness (ms)", func(c ColumnResult) string { return ms(c.Load.LateMS) }},
+	{"Generator lateness mean / p99 (ms)", func(c ColumnResult) string {
+		return ms(c.Load.Late.MeanMS) + " / " + ms(c.Load.Late.P99MS)
+	}},
 	{"Shed / failed ops", func(c ColumnResult) string { return fmt.Sprintf("%d / %d", c.Load.Shed, c.Load.Errors) }},
 	{"Read-your-writes violations", func(c ColumnResult) string { return fmt.Sprint(c.Load.Violations) }},
 }
