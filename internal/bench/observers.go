@@ -397,6 +397,17 @@ func runColumn(ctx context.Context, cfg ObserversConfig, net *obsNet, col Column
 		return cr, err
 	}
 	defer w.kill()
+	gen, err := newCPUCap(filepath.Join(cfg.Prefix+"bench", "lg"), 0)
+	if err != nil {
+		return cr, err
+	}
+	defer func() {
+		w.kill() // out of the group before it is removed
+		err = errors.Join(err, gen.remove())
+	}()
+	if err := gen.add(w.p.cmd.Process.Pid); err != nil {
+		return cr, err
+	}
 	stop := context.AfterFunc(ctx, func() { w.in.Close(); w.p.cmd.Process.Kill() })
 	defer stop()
 	if m, err := w.next(); err != nil || !m.Ready {

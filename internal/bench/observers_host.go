@@ -53,23 +53,38 @@ func (n *obsNet) close() error { return n.tb.Close() }
 const cgroupRoot = "/sys/fs/cgroup/cpu"
 
 // cpuCap is a cgroup v1 cpu group that holds a process to a share of one
-// CPU (cpu.cfs_quota_us over cpu.cfs_period_us).
+// CPU (cpu.cfs_quota_us over cpu.cfs_period_us) and weighs it above the
+// machine's other processes (cpu.shares), so that on a busy machine the
+// cap, not the others' load, is what limits it: each master behaves as a
+// host with a small CPU of its own.
 type cpuCap struct{ dir string }
 
-const cfsPeriod = 100000 // µs
+const (
+	cfsPeriod = 100000 // µs
+	// cpuShares is 4 times a process's default weight (1024).
+	cpuShares = 4096
+)
 
 // newCPUCap makes the group name (a path under cgroupRoot) capped to cpus
-// CPUs.
+// CPUs; 0 means no cap, only the weight.
 func newCPUCap(name string, cpus float64) (*cpuCap, error) {
 	dir := filepath.Join(cgroupRoot, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
 	c := &cpuCap{dir: dir}
-	if err := c.write("cpu.cfs_period_us", strconv.Itoa(cfsPeriod)); err != nil {
-		return nil, errors.Join(err, c.remove())
+	quota := -1
+	if cpus > 0 {
+		quota = int(cpus * cfsPeriod)
 	}
-	if err := c.write("cpu.cfs_quota_us", strconv.Itoa(int(cpus*cfsPeriod))); err != nil {
+	err := c.write("cpu.cfs_period_us", strconv.Itoa(cfsPeriod))
+	if err == nil {
+		err = c.write("cpu.cfs_quota_us", strconv.Itoa(quota))
+	}
+	if err == nil {
+		err = c.write("cpu.shares", strconv.Itoa(cpuShares))
+	}
+	if err != nil {
 		return nil, errors.Join(err, c.remove())
 	}
 	return c, nil

@@ -23,7 +23,8 @@ import (
 // group's observers and the rest to the leader (client.Config.LeaderReads),
 // issue Rate operations a second in all, drawn from Mix, for Duration:
 // open loop, operation i due at i/Rate whatever became of the earlier ones,
-// each timed from when it was due. Operation i is client i mod Clients's.
+// each timed from when it was issued; how late the generator issued them is
+// reported apart (MetaResult.Late). Operation i is client i mod Clients's.
 type MetaLoad struct {
 	Clients         int           `json:"clients"`
 	ObserverClients int           `json:"observer_clients"`
@@ -316,7 +317,7 @@ func (t *metaLoadTask) runMeta(ctx context.Context) (MetaResult, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			t.timeOne(ctx, i, p, due)
+			t.timeOne(ctx, i, p, time.Now())
 		}()
 	}
 	wg.Wait()
@@ -335,12 +336,12 @@ func (t *metaLoadTask) runMeta(ctx context.Context) (MetaResult, error) {
 	return res, ctx.Err()
 }
 
-// timeOne runs p for client i, due at due, and records it.
-func (t *metaLoadTask) timeOne(ctx context.Context, i int, p metaPlan, due time.Time) {
+// timeOne runs p for client i, issued at start, and records it.
+func (t *metaLoadTask) timeOne(ctx context.Context, i int, p metaPlan, start time.Time) {
 	octx, cancel := context.WithTimeout(ctx, opTimeout)
 	found, err := t.exec(octx, i, p)
 	cancel()
-	ms := float64(time.Since(due)) / 1e6
+	ms := float64(time.Since(start)) / 1e6
 	var bad []string
 	t.mus[i].Lock()
 	if p.Op.IsRead() {
