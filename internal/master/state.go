@@ -28,6 +28,20 @@ func (s *state) Apply(index uint64, cmd []byte) any {
 	return r
 }
 
+// ApplyEntry applies the commands of one log entry under one hold of the
+// lock, and only then advances the state ID: a read at the entry's index
+// sees all of them (oplog.EntryFSM).
+func (s *state) ApplyEntry(index uint64, cmds [][]byte) []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := make([]any, len(cmds))
+	for i, c := range cmds {
+		res[i] = s.ns.ApplyEncoded(c)
+	}
+	s.advanceLocked(index)
+	return res
+}
+
 func (s *state) advanceLocked(index uint64) {
 	s.applied = index
 	if s.notify != nil {
