@@ -137,7 +137,8 @@ func (c ObserversConfig) Columns() []Column {
 	}
 	writeRate := c.Rate * (1 - c.Mix.ReadShare())
 	for _, k := range c.WriteScales {
-		out = append(out, Column{Name: fmt.Sprintf("writes %gx", k), Share: 1, WriteOnly: true, Rate: k * writeRate, Mix: c.Mix.Writes()})
+		rate := math.Round(k*writeRate*1e6) / 1e6 // 1000 × 0.1 × 4 is 400, not 399.99…
+		out = append(out, Column{Name: fmt.Sprintf("writes %gx", k), Share: 1, WriteOnly: true, Rate: rate, Mix: c.Mix.Writes()})
 	}
 	return out
 }

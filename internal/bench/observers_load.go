@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -290,7 +291,7 @@ const opTimeout = 30 * time.Second
 func (t *metaLoadTask) runMeta(ctx context.Context) (MetaResult, error) {
 	l := t.load
 	r := rand.New(rand.NewPCG(l.Seed, 1))
-	n := int(l.Rate * l.Duration.Seconds())
+	n := int(math.Round(l.Rate * l.Duration.Seconds()))
 	sem := make(chan struct{}, l.MaxInFlight)
 	var wg sync.WaitGroup
 	var res MetaResult

@@ -39,6 +39,13 @@ var obsRows = []obsRow{
 	{"Acknowledged ops/s", func(c ColumnResult) string { return fmt.Sprintf("%.0f", c.Load.OpsPerSec) }},
 	{"Acknowledged writes/s", func(c ColumnResult) string { return fmt.Sprintf("%.0f", c.writesPerSec()) }},
 	{"Write latency p90 (ms)", func(c ColumnResult) string { return ms(c.Load.Writes.P90MS) }},
+	{"Observers' CPU, each (CPUs used)", func(c ColumnResult) string {
+		var parts []string
+		for _, o := range c.Observers {
+			parts = append(parts, fmt.Sprintf("%.3f", o.CPU))
+		}
+		return strings.Join(parts, " / ")
+	}},
 	{"Leader CPU (CPUs used)", func(c ColumnResult) string { return fmt.Sprintf("%.3f", c.Leader.CPU) }},
 	{"Leader CPU idle, before the run (CPUs)", func(c ColumnResult) string { return fmt.Sprintf("%.3f", c.Leader.IdleCPU) }},
 	{"Leader throttled (% of periods)", func(c ColumnResult) string { return fmt.Sprintf("%.0f", 100*c.Leader.Throttled) }},
