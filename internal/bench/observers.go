@@ -298,7 +298,7 @@ func startGroup(cfg ObserversConfig, net *obsNet, dir string) (*obsGroup, error)
 		if i >= cfg.Voters {
 			argv = append(argv, "--observer")
 		}
-		cap, err := newCPUCap(filepath.Join(cfg.Prefix+"bench", g.ids[i]), cfg.MasterCPU)
+		cap, err := newCPUCap(filepath.Join(cfg.Prefix+"bench", g.ids[i]), cfg.MasterCPU, masterShares)
 		if err != nil {
 			return g, err
 		}
@@ -398,7 +398,7 @@ func runColumn(ctx context.Context, cfg ObserversConfig, net *obsNet, col Column
 		return cr, err
 	}
 	defer w.kill()
-	gen, err := newCPUCap(filepath.Join(cfg.Prefix+"bench", "lg"), 0)
+	gen, err := newCPUCap(filepath.Join(cfg.Prefix+"bench", "lg"), 0, generatorShares)
 	if err != nil {
 		return cr, err
 	}

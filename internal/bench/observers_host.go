@@ -56,18 +56,22 @@ const cgroupRoot = "/sys/fs/cgroup/cpu"
 // CPU (cpu.cfs_quota_us over cpu.cfs_period_us) and weighs it above the
 // machine's other processes (cpu.shares), so that on a busy machine the
 // cap, not the others' load, is what limits it: each master behaves as a
-// host with a small CPU of its own.
+// host with a small CPU of its own, and the uncapped load generator gets
+// the CPU it asks for.
 type cpuCap struct{ dir string }
 
 const (
 	cfsPeriod = 100000 // µs
-	// cpuShares is 4 times a process's default weight (1024).
-	cpuShares = 4096
+	// masterShares and generatorShares are 16 and 32 times a process's
+	// default weight (1024): on this 2-core machine, at a load average of
+	// 30, 4x was not enough for the generator to keep its schedule.
+	masterShares    = 16384
+	generatorShares = 32768
 )
 
 // newCPUCap makes the group name (a path under cgroupRoot) capped to cpus
-// CPUs; 0 means no cap, only the weight.
-func newCPUCap(name string, cpus float64) (*cpuCap, error) {
+// CPUs, 0 meaning no cap, with weight shares.
+func newCPUCap(name string, cpus float64, shares int) (*cpuCap, error) {
 	dir := filepath.Join(cgroupRoot, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cgroup: %w", err)
@@ -82,7 +86,7 @@ func newCPUCap(name string, cpus float64) (*cpuCap, error) {
 		err = c.write("cpu.cfs_quota_us", strconv.Itoa(quota))
 	}
 	if err == nil {
-		err = c.write("cpu.shares", strconv.Itoa(cpuShares))
+		err = c.write("cpu.shares", strconv.Itoa(shares))
 	}
 	if err != nil {
 		return nil, errors.Join(err, c.remove())
