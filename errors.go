@@ -29,6 +29,7 @@ const (
 	KindNotPrimary               // this chunkserver holds no valid lease for the chunk
 	KindTooLarge                 // argument exceeds a size limit
 	KindNotLeader                // this master is not the leader
+	KindNoAttr                   // no such extended attribute
 	kindCount
 )
 
@@ -50,6 +51,7 @@ var kindNames = [...]string{
 	KindNotPrimary:   "not the primary",
 	KindTooLarge:     "too large",
 	KindNotLeader:    "not the leader",
+	KindNoAttr:       "no such attribute",
 }
 
 func (k Kind) String() string {

@@ -24,6 +24,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
 	"github.com/chunkfs/chunkfs/internal/cluster"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // Option changes how NewCluster starts the cluster.
@@ -43,6 +44,11 @@ func Chunkservers(n int) Option {
 // Replication sets the default replication (default 3, at most the number
 // of chunkservers).
 func Replication(n int) Option { return func(c *cluster.Config) { c.Replication = n } }
+
+// TLS runs the cluster with mutual TLS on every connection: a CA and
+// certificates are made in its directory, and its clients present a
+// superuser client certificate (Security).
+func TLS() Option { return func(c *cluster.Config) { c.TLS = true } }
 
 // Cluster is a running test cluster.
 type Cluster struct {
@@ -115,6 +121,14 @@ func (tc *Cluster) Close() error {
 // --master flag.
 func (tc *Cluster) MasterAddr() string { return tc.c.MasterAddr() }
 
+// Security returns what a client of a TLS cluster (TLS) presents: a
+// superuser client certificate; nil (plain TCP) on a plain cluster.
+func (tc *Cluster) Security() *rpc.Security { return tc.c.Security() }
+
+// TLSDir returns the directory of the superuser client's certificate, for
+// the CLI's --tls-dir; "" on a plain cluster.
+func (tc *Cluster) TLSDir() string { return tc.c.TLSDir("root") }
+
 // ChunkSize returns the cluster's chunk size.
 func (tc *Cluster) ChunkSize() int64 { return tc.c.ChunkSize() }
 
@@ -134,6 +148,7 @@ func (tc *Cluster) NewClientAs(caller chunkfs.Caller) (*client.Client, error) {
 	cfg := client.DefaultConfig()
 	cfg.Master = tc.c.MasterAddr()
 	cfg.Caller = caller
+	cfg.Security = tc.c.Security()
 	cfg.RetryTimeout = 20 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -52,6 +52,10 @@ type masterAPI interface {
 	PrepareWrite(context.Context, *pb.PrepareWriteRequest) (*pb.PrepareWriteResponse, error)
 	ReportCorrupt(context.Context, *pb.ReportCorruptRequest) (*pb.ReportCorruptResponse, error)
 	Fsck(context.Context, *pb.FsckRequest) (*pb.FsckResponse, error)
+	GetXattr(context.Context, *pb.GetXattrRequest) (*pb.GetXattrResponse, error)
+	ListXattr(context.Context, *pb.ListXattrRequest) (*pb.ListXattrResponse, error)
+	SetXattr(context.Context, *pb.SetXattrRequest) (*pb.SetXattrResponse, error)
+	RemoveXattr(context.Context, *pb.RemoveXattrRequest) (*pb.RemoveXattrResponse, error)
 }
 
 // batcher is the client's masterAPI: Stat, Create, Mkdir, Delete, Rename,
@@ -393,6 +397,22 @@ func (b *batcher) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptReques
 
 func (b *batcher) Fsck(ctx context.Context, req *pb.FsckRequest) (*pb.FsckResponse, error) {
 	return b.mc.Fsck(ctx, req)
+}
+
+func (b *batcher) GetXattr(ctx context.Context, req *pb.GetXattrRequest) (*pb.GetXattrResponse, error) {
+	return b.mc.GetXattr(ctx, req)
+}
+
+func (b *batcher) ListXattr(ctx context.Context, req *pb.ListXattrRequest) (*pb.ListXattrResponse, error) {
+	return b.mc.ListXattr(ctx, req)
+}
+
+func (b *batcher) SetXattr(ctx context.Context, req *pb.SetXattrRequest) (*pb.SetXattrResponse, error) {
+	return b.mc.SetXattr(ctx, req)
+}
+
+func (b *batcher) RemoveXattr(ctx context.Context, req *pb.RemoveXattrRequest) (*pb.RemoveXattrResponse, error) {
+	return b.mc.RemoveXattr(ctx, req)
 }
 
 // The batched calls.

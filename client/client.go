@@ -70,6 +70,10 @@ type Config struct {
 	// Caller is the identity requests act as; DefaultConfig uses the
 	// process's user and groups.
 	Caller chunkfs.Caller
+	// Security secures the client's connections to masters and
+	// chunkservers: mutual TLS with its certificate, or plain TCP when nil
+	// or rpc.Insecure().
+	Security *rpc.Security
 	// Umask clears permission bits of files and directories the client
 	// creates, like a process's umask.
 	Umask fs.FileMode
@@ -204,7 +208,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindInvalid, err.Error())
 	}
-	c := &Client{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, pool: rpc.NewPool(), data: rpc.NewDataClient(), floor: replicaFloor}
+	c := &Client{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, pool: cfg.Security.NewPool(), data: cfg.Security.NewDataClient(), floor: replicaFloor}
 	c.reader = c.data
 	if c.log == nil {
 		c.log = slog.Default()

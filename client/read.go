@@ -474,8 +474,20 @@ func (c *Client) readInTurn(ctx context.Context, path string, loc *chunkLoc, rep
 
 // readReplica reads dst at co from one replica; unless it is the last
 // one to try, within replicaTimeout, a replica that misses it becoming a
-// suspect (see suspects.go).
+// suspect (see suspects.go). A replica that no longer holds the chunk
+// answers as stale, so that the read looks the chunk up again.
 func (c *Client) readReplica(ctx context.Context, addr string, last bool, loc *chunkLoc, co int64, dst []byte) (int, error) {
+	n, err := c.readReplicaOnce(ctx, addr, last, loc, co, dst)
+	if chunkfs.KindOf(err) == chunkfs.KindNotExist {
+		// The replica is gone (the balancer moved it, or it was trimmed
+		// or collected) since the location was looked up: the location
+		// is stale, and a fresh look-up finds where the chunk is now.
+		err = &chunkfs.Error{Op: "read", Path: addr, Kind: chunkfs.KindStale, Err: err}
+	}
+	return n, err
+}
+
+func (c *Client) readReplicaOnce(ctx context.Context, addr string, last bool, loc *chunkLoc, co int64, dst []byte) (int, error) {
 	if last {
 		return c.reader.Read(ctx, addr, loc.handle, loc.version, co, dst)
 	}

@@ -27,6 +27,8 @@ type Report struct {
 	// meanwhile. SafeModeReason says what it waits for.
 	SafeMode       bool   `json:"safe_mode"`
 	SafeModeReason string `json:"safe_mode_reason,omitempty"`
+	// Balance is the rebalancer's state (nil from a master without one).
+	Balance *BalanceStatus `json:"balance,omitempty"`
 }
 
 // ServerStatus describes one chunkserver as the master sees it.
@@ -42,6 +44,11 @@ type ServerStatus struct {
 	Chunks        int64         `json:"chunks"`
 	Alive         bool          `json:"alive"`
 	LastHeartbeat time.Duration `json:"last_heartbeat_ns"`
+	// State is live, dead, decommissioning or decommissioned (safe to
+	// remove); DrainRemaining, while decommissioning, the chunks it holds
+	// that do not yet have their replication elsewhere.
+	State          string `json:"state"`
+	DrainRemaining int64  `json:"drain_remaining"`
 }
 
 // Disk is a file system holding a chunkserver's data. Servers that share
@@ -90,13 +97,13 @@ func (c *Client) ClusterReport(ctx context.Context) (*Report, error) {
 		UnderReplicated: resp.UnderReplicated, Bytes: resp.Bytes, ChunkSize: resp.ChunkSize,
 		Missing: resp.Missing, BeingCloned: resp.BeingCloned, Corrupt: resp.Corrupt, RepairRate: resp.RepairRate,
 		Repaired: resp.Repaired, SafeMode: resp.SafeMode, SafeModeReason: resp.SafeModeReason,
-		Servers: make([]ServerStatus, 0, len(resp.Servers)),
+		Balance: balanceFrom(resp.Balance), Servers: make([]ServerStatus, 0, len(resp.Servers)),
 	}
 	for _, s := range resp.Servers {
 		st := ServerStatus{
 			ID: s.Id, Addr: s.Addr, Rack: s.Rack, Capacity: s.Capacity, Used: s.Used, Free: s.Free, Load: s.Load,
 			Chunks: s.Chunks, Alive: s.Alive, LastHeartbeat: time.Duration(s.LastHeartbeatMs) * time.Millisecond,
-			Disks: make([]Disk, 0, len(s.Disks)),
+			Disks: make([]Disk, 0, len(s.Disks)), State: s.State, DrainRemaining: s.DrainRemaining,
 		}
 		for _, d := range s.Disks {
 			st.Disks = append(st.Disks, Disk{ID: d.Id, Capacity: d.Capacity, Free: d.Free})

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end: a master and three chunkservers as separate OS processes on
-# loopback, driven through the CLI: put a 100 MB file, get it back and compare
+# loopback, with mutual TLS from certificates made by `chunkfs cert`, driven
+# through the CLI: put a 100 MB file, get it back and compare
 # checksums, append records and read them back, kill one chunkserver with
 # SIGKILL and read again. Everything it starts it stops.
 set -euo pipefail
@@ -23,10 +24,21 @@ base=$((20000 + RANDOM % 20000))
 master="127.0.0.1:$base"
 export CHUNKFS_MASTER="$master"
 
-"$bin" master --dir "$work/master" --listen "$master" >"$work/master.log" 2>&1 &
+# A cluster CA, a certificate for each process, one for the client commands.
+ca="$work/ca"
+"$bin" cert init --dir "$ca" >/dev/null
+"$bin" cert issue --dir "$ca" --role master --name master --host 127.0.0.1 >/dev/null
+for i in 1 2 3; do
+	"$bin" cert issue --dir "$ca" --role chunkserver --name "cs$i" --host 127.0.0.1 >/dev/null
+done
+"$bin" cert issue --dir "$ca" --role client --name root --uid 0 >/dev/null
+export CHUNKFS_TLS_DIR="$ca/root"
+
+"$bin" master --dir "$work/master" --listen "$master" --tls-dir "$ca/master" >"$work/master.log" 2>&1 &
 pids+=($!)
 for i in 1 2 3; do
-	"$bin" chunkserver --dir "$work/cs$i" --listen "127.0.0.1:$((base + i))" --master "$master" --rack "rack$i" >"$work/cs$i.log" 2>&1 &
+	"$bin" chunkserver --dir "$work/cs$i" --listen "127.0.0.1:$((base + i))" --master "$master" --rack "rack$i" \
+		--tls-dir "$ca/cs$i" >"$work/cs$i.log" 2>&1 &
 	pids+=($!)
 done
 cs3=${pids[3]}
@@ -54,6 +66,8 @@ want=$(sha256sum <"$work/big" | cut -d' ' -f1)
 got=$(sha256sum <"$work/big.out" | cut -d' ' -f1)
 [ "$got" = "$want" ] || fail "checksum after get: $got != $want"
 "$bin" ls -l /e2e/data | grep -q big || fail "ls -l does not show the file"
+if out=$("$bin" ls --insecure /e2e/data 2>&1); then fail "a plain-TCP client was served: $out"; fi
+echo "$out" | grep -q "server requires TLS" || fail "a plain-TCP client was refused without saying why: $out"
 
 seq 1 1000 | sed 's/^/record-/' | "$bin" append /e2e/log || fail "append"
 n=$("$bin" records /e2e/log | sort -u | wc -l)

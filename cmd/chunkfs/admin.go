@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -11,11 +12,14 @@ import (
 )
 
 var adminCommand = &command{
-	name:    "admin",
-	args:    "report | fsck [PATH] | ha [add-voter ID ADDR | add-observer ID ADDR | remove ID | transfer-leader [ID]] [--json]",
-	summary: "cluster administration: report prints the cluster's figures, fsck the health of files' chunks, ha the masters of a group (and changes it)",
+	name: "admin",
+	args: "report | fsck [PATH] | ha [add-voter ID ADDR | add-observer ID ADDR | remove ID | transfer-leader [ID]] | " +
+		"balance [status | start [--threshold P] | stop] | decommission [SERVER] | recommission SERVER [--json]",
+	summary: "cluster administration: report prints the cluster's figures, fsck the health of files' chunks, ha the masters of a group (and changes it), " +
+		"balance the rebalancer, decommission drains a chunkserver (no argument: shows the drains), recommission undoes that",
 	example: "  chunkfs admin report\n  chunkfs admin report --json | jq '.servers[] | select(.alive | not)'\n" +
-		"  chunkfs admin fsck /data\n  chunkfs admin ha\n  chunkfs admin ha transfer-leader m2",
+		"  chunkfs admin fsck /data\n  chunkfs admin ha\n  chunkfs admin ha transfer-leader m2\n" +
+		"  chunkfs admin balance start --threshold 5\n  chunkfs admin decommission cs3\n  chunkfs admin recommission cs3",
 	run: runAdmin,
 }
 
@@ -23,9 +27,23 @@ func runAdmin(ctx context.Context, e *env, args []string) error {
 	fs := flagSet(e)
 	cf := addClientFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
+	threshold := fs.Float64("threshold", 0, "balance start: percentage points around the mean utilisation every server is brought within (default: the master's, 10)")
 	ops, err := parse(e, fs, args)
 	if err != nil {
 		return err
+	}
+	thresholdSet := false
+	fs.Visit(func(f *flag.Flag) { thresholdSet = thresholdSet || f.Name == "threshold" })
+	if thresholdSet && (len(ops) == 0 || ops[0] != "balance") {
+		return usagef("--threshold goes with admin balance start")
+	}
+	if len(ops) > 0 {
+		switch ops[0] {
+		case "balance":
+			return runBalance(ctx, e, cf, *asJSON, *threshold, thresholdSet, ops[1:])
+		case "decommission", "recommission":
+			return runDecommission(ctx, e, cf, *asJSON, ops[0] == "recommission", ops[1:])
+		}
 	}
 	if len(ops) > 0 && ops[0] == "fsck" {
 		return runFsck(ctx, e, cf, *asJSON, ops[1:])
@@ -34,7 +52,7 @@ func runAdmin(ctx context.Context, e *env, args []string) error {
 		return runHA(ctx, e, cf, *asJSON, ops[1:])
 	}
 	if len(ops) != 1 || ops[0] != "report" {
-		return usagef("unknown admin command %q; known: report, fsck, ha", fmt.Sprint(ops))
+		return usagef("unknown admin command %q; known: report, fsck, ha, balance, decommission, recommission", fmt.Sprint(ops))
 	}
 	c, err := cf.connect(ctx, e)
 	if err != nil {
@@ -70,6 +88,14 @@ func printReport(w io.Writer, r *client.Report) {
 	fmt.Fprintf(w, "Directories:       %d\n", r.Directories)
 	fmt.Fprintf(w, "Chunks:            %d (%d under-replicated, %d missing, %d corrupt replicas)\n", r.Chunks, r.UnderReplicated, r.Missing, r.Corrupt)
 	fmt.Fprintf(w, "Repair:            %d being cloned, %s/s over the last minute, %d clones since start\n", r.BeingCloned, humanSize(int64(r.RepairRate)), r.Repaired)
+	if b := r.Balance; b != nil {
+		state := "stopped"
+		if b.Running {
+			state = "running"
+		}
+		fmt.Fprintf(w, "Balancer:          %s (threshold %g points), spread %.1f points, %d moves in flight, %d replicas moved\n",
+			state, b.Threshold, b.Spread, b.MovesInFlight, b.Moved)
+	}
 	if r.SafeMode {
 		fmt.Fprintf(w, "Safe mode:         on (%s); no chunk is created until it ends\n", r.SafeModeReason)
 	}
@@ -78,10 +104,7 @@ func printReport(w io.Writer, r *client.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tADDRESS\tRACK\tSTATE\tCHUNKS\tUSED\tFREE\tCAPACITY\tLOAD\tHEARTBEAT")
 	for _, s := range r.Servers {
-		state := "alive"
-		if !s.Alive {
-			state = "dead"
-		}
+		state := serverState(s)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s ago\n", s.ID, s.Addr, s.Rack, state, s.Chunks,
 			humanSize(s.Used), humanSize(s.Free), humanSize(s.Capacity), s.Load, s.LastHeartbeat.Round(time.Millisecond))
 	}
@@ -94,4 +117,17 @@ func percent(n, total int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
+}
+
+// serverState is a server's state as the report's table shows it.
+func serverState(s client.ServerStatus) string {
+	switch {
+	case s.State == "decommissioning":
+		return fmt.Sprintf("decommissioning (%d left)", s.DrainRemaining)
+	case s.State != "":
+		return drainState(s.State)
+	case s.Alive:
+		return "live"
+	}
+	return "dead"
 }

@@ -28,7 +28,7 @@ func runBench(ctx context.Context, args []string) error {
 		return runBenchObservers(ctx, args[1:])
 	}
 	if len(args) == 0 || args[0] != "gfs" {
-		return benchUsage("usage: chunkfs bench gfs [--quick] [--scale F] [--clients 1,2,4,8,16] [--out DIR]\n       chunkfs bench observers [--quick] [--rate N] [--duration D] [--out DIR]")
+		return benchUsage("usage: chunkfs bench gfs [--quick] [--scale F] [--clients 1,2,4,8,16] [--tls] [--out DIR]\n       chunkfs bench observers [--quick] [--rate N] [--duration D] [--out DIR]")
 	}
 	cfg, out, verbose, err := benchFlags(args[1:])
 	if err != nil {
@@ -94,6 +94,8 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	calibrate := fs.Bool("calibrate", true, "first measure raw TCP across the testbed for every N")
 	probe := fs.Bool("probe", true, "time each step of one client's writes and appends on the idle cluster")
 	networkOnly := fs.Bool("network-only", false, "build the testbed and measure raw TCP only, with no cluster")
+	prefix := fs.String("netns-prefix", bench.DefaultPrefix, "start of the testbed's namespace names (1-8 bytes), so that two runs on one machine do not meet")
+	useTLS := fs.Bool("tls", false, "run the cluster with mutual TLS on every connection (certificates made in the work directory); without it, plain TCP")
 	workDir := fs.String("work-dir", "", "where the servers keep their data and logs (default: the system temp dir)")
 	fs.StringVar(&out, "out", "bench-out", "directory for gfs.csv, gfs.json and gfs.png")
 	fs.BoolVar(&verbose, "v", false, "log every command the testbed runs")
@@ -150,6 +152,8 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 		cfg.WriteChunkSize = n
 	}
 	cfg.Calibrate, cfg.Probe, cfg.NetworkOnly, cfg.WorkDir = *calibrate, *probe, *networkOnly, *workDir
+	cfg.TLS = *useTLS
+	cfg.Testbed.Prefix = *prefix
 	return cfg, out, verbose, nil
 }
 

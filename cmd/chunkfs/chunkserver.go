@@ -56,6 +56,9 @@ func runChunkserver(ctx context.Context, args []string) error {
 		s.Close()
 		return err
 	}
+	if o.cfg.Security.IsInsecure() {
+		o.cfg.Logger.Warn("serving plain TCP (--insecure): no TLS, no certificates")
+	}
 	o.cfg.Logger.Info("chunkserver listening", "listen", lis.Addr().String(), "id", s.ID(), "dirs", o.cfg.Dirs, "masters", o.cfg.Masters)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(lis) }()
@@ -88,6 +91,7 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 	reserve := fs.String("reserve", size(int(c.Reserve)), "free space each disk keeps: no new replica goes to a disk with less (suffix K, M, G)")
 	fs.DurationVar(&c.StreamIdle, "stream-idle", c.StreamIdle, "close a data-stream connection that sends no request for this long (clients reuse theirs for 15s)")
 	fs.BoolVar(&o.verbose, "v", false, "log debugging detail")
+	tf := addTLSFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stdout, chunkserverUsage)
@@ -124,6 +128,9 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 		return o, usagef("--reserve: %v", err)
 	}
 	c.Reserve = int64(n)
+	if c.Security, err = tf.security(os.Getenv); err != nil {
+		return o, err
+	}
 	if err := c.Validate(); err != nil {
 		return o, usagef("%v", err)
 	}

@@ -23,10 +23,11 @@ type clientFlags struct {
 	master       string
 	retryTimeout time.Duration
 	leaderReads  bool
+	tls          *tlsFlags
 }
 
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
-	cf := &clientFlags{}
+	cf := &clientFlags{tls: addTLSFlags(fs)}
 	fs.StringVar(&cf.master, "master", "", "master address host:port, or a group's masters comma-separated (default $CHUNKFS_MASTER or "+defaultMaster+")")
 	fs.DurationVar(&cf.retryTimeout, "retry-timeout", client.DefaultConfig().RetryTimeout,
 		"how long a read or write keeps retrying after failures (other replicas, a new primary) before it fails")
@@ -49,7 +50,12 @@ func (cf *clientFlags) connect(ctx context.Context, e *env) (*client.Client, err
 	if cf.retryTimeout <= 0 {
 		return nil, usagef("--retry-timeout must be positive")
 	}
+	sec, err := cf.tls.security(e.getenv)
+	if err != nil {
+		return nil, err
+	}
 	cfg := client.DefaultConfig()
+	cfg.Security = sec
 	cfg.Master = addr
 	cfg.RetryTimeout, cfg.LeaderReads = cf.retryTimeout, cf.leaderReads
 	c, err := client.New(ctx, cfg)

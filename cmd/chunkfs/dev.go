@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -17,9 +18,9 @@ import (
 
 var devCommand = &command{
 	name:    "dev",
-	args:    "[--dir DIR] [--listen HOST:PORT] [--masters N [--observers M]] [--mount DIR]",
-	summary: "run a whole cluster (master + 3 chunkservers) in this process, for trying chunkfs out",
-	example: "  chunkfs dev &\n  chunkfs put README.md /\n  chunkfs ls -l /\n\n  # a highly available group: three voting masters and two observers\n  chunkfs dev --masters 3 --observers 2",
+	args:    "[--dir DIR] [--listen HOST:PORT] [--masters N [--observers M]] [--mount DIR] [--tls]",
+	summary: "run a whole cluster (master + 3 chunkservers) in this process, for trying chunkfs out; plain TCP unless --tls",
+	example: "  chunkfs dev &\n  export CHUNKFS_INSECURE=1\n  chunkfs put README.md /\n  chunkfs ls -l /\n\n  # a highly available group: three voting masters and two observers\n  chunkfs dev --masters 3 --observers 2",
 	run:     runDev,
 }
 
@@ -32,6 +33,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	mountDir := fs.String("mount", "", "also mount the cluster on this directory with FUSE (default cache options)")
 	masters := fs.Int("masters", 1, "voting masters: more than one runs a highly available group, on --listen and the ports after it")
 	observers := fs.Int("observers", 0, "observer masters of the group, which serve reads (ports after the voters')")
+	useTLS := fs.Bool("tls", false, "mutual TLS: make a CA and certificates under DIR/tls (a new CA each start) and print the client's --tls-dir")
 	ops, err := parse(e, fs, args)
 	if err != nil {
 		return err
@@ -66,6 +68,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	cfg.Heartbeat = time.Second
 	cfg.DeadAfter = 10 * time.Second
 	cfg.Lease = chunkfs.LeaseDuration
+	cfg.TLS = *useTLS
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, nil))
 	}
@@ -79,7 +82,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	printDevBanner(e, c, *dir)
 	var mountErr error
 	if *mountDir != "" {
-		mountErr = serveDevMount(ctx, e, c.MasterAddr(), *mountDir)
+		mountErr = serveDevMount(ctx, e, c, *mountDir)
 	} else {
 		<-ctx.Done()
 	}
@@ -92,8 +95,8 @@ func runDev(ctx context.Context, e *env, args []string) error {
 
 // serveDevMount mounts the dev cluster on dir and serves it until ctx ends
 // (then unmounts); a mount that fails ends the dev cluster with its error.
-func serveDevMount(ctx context.Context, e *env, master, dir string) error {
-	o := mountOptions{master: master, dir: dir, fuse: fusefs.DefaultConfig()}
+func serveDevMount(ctx context.Context, e *env, c *cluster.Cluster, dir string) error {
+	o := mountOptions{master: c.MasterAddr(), dir: dir, fuse: fusefs.DefaultConfig(), security: c.MountSecurity()}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := serveMount(ctx, o, log); err != nil {
 		return fmt.Errorf("mount %s: %w", dir, err)
@@ -114,14 +117,22 @@ func printDevBanner(e *env, c *cluster.Cluster, dir string) {
 	for i := range c.Chunkservers() {
 		fmt.Fprintf(w, "  chunkserver %d on %s\n", i, c.ChunkserverAddr(i))
 	}
+	exports := []string{"CHUNKFS_INSECURE=1"}
+	if c.Security().IsInsecure() {
+		fmt.Fprintf(w, "\nInsecure: plain TCP, no TLS, no certificates (chunkfs dev --tls for mutual TLS).\n")
+	} else {
+		fmt.Fprintf(w, "\nMutual TLS: a new CA and certificates in %s.\n", filepath.Dir(c.TLSDir("root")))
+		exports = []string{"CHUNKFS_TLS_DIR=" + c.TLSDir("root")}
+	}
 	master := ""
 	if c.MasterAddr() != defaultMaster {
 		master = " --master " + c.MasterAddr()
-		fmt.Fprintf(w, "\nIn another terminal: export CHUNKFS_MASTER=%s\n", c.MasterAddr())
+		exports = append([]string{"CHUNKFS_MASTER=" + c.MasterAddr()}, exports...)
 		if c.Masters() > 1 {
 			master = "" // the list is long: the commands below take it from CHUNKFS_MASTER
 		}
 	}
+	fmt.Fprintf(w, "In another terminal: export %s\n", strings.Join(exports, " "))
 	fmt.Fprintf(w, "\nTry:\n  chunkfs%s mkdir -p /demo\n  chunkfs%s put /etc/hosts /demo/\n  chunkfs%s ls -l /demo\n  chunkfs%s cat /demo/hosts\n  chunkfs%s admin report\n",
 		master, master, master, master, master)
 	fmt.Fprintln(w, "\nCtrl-C stops the cluster; running this again on the same directory keeps the data.")

@@ -42,6 +42,9 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// The shared test cluster runs plain TCP: every run of the binary is
+	// told so (TLS tests give --tls-dir, which takes precedence).
+	os.Setenv("CHUNKFS_INSECURE", "1")
 	binary = filepath.Join(dir, "chunkfs")
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building chunkfs: %v\n%s", err, out)

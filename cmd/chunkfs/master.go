@@ -11,15 +11,14 @@ import (
 	"strings"
 
 	"github.com/chunkfs/chunkfs/internal/master"
-	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
-const masterExample = `  chunkfs master --dir /var/lib/chunkfs/master --listen 127.0.0.1:7070
+const masterExample = `  chunkfs master --dir /var/lib/chunkfs/master --listen 127.0.0.1:7070 --tls-dir /etc/chunkfs/m1
 
   # a group of three masters and an observer, one command on each host:
-  chunkfs master --id m1 --dir /var/lib/chunkfs/master --listen 10.0.0.1:7070 \
+  chunkfs master --id m1 --dir /var/lib/chunkfs/master --listen 10.0.0.1:7070 --tls-dir /etc/chunkfs/m1 \
       --cluster m1=10.0.0.1:7070,m2=10.0.0.2:7070,m3=10.0.0.3:7070
-  chunkfs master --id o1 --observer --dir /var/lib/chunkfs/master --listen 10.0.0.4:7070 \
+  chunkfs master --id o1 --observer --dir /var/lib/chunkfs/master --listen 10.0.0.4:7070 --tls-dir /etc/chunkfs/o1 \
       --cluster m1=10.0.0.1:7070,m2=10.0.0.2:7070,m3=10.0.0.3:7070`
 
 // runMaster runs `chunkfs master`: it serves the master on --listen with its
@@ -34,12 +33,19 @@ func runMaster(ctx context.Context, args []string) error {
 		return fmt.Errorf("listen on %s: %v", listen, err)
 	}
 	serveOn := lis
-	if len(cfg.Members) > 0 || cfg.Observer {
-		// One port for clients, chunkservers and the other masters' Raft.
-		mux := rpc.NewMux(lis, cfg.Logger)
-		cfg.RaftListener, serveOn = mux.Raft(), mux.GRPC()
+	if grouped := len(cfg.Members) > 0 || cfg.Observer; grouped || !cfg.Security.IsInsecure() {
+		// One port for clients, chunkservers and the other masters' Raft,
+		// TLS terminated before the protocol is told apart.
+		mux := cfg.Security.NewMux(lis, cfg.Logger)
+		serveOn = mux.GRPC()
+		if grouped {
+			cfg.RaftListener = mux.Raft()
+		}
 		go mux.Serve()
 		defer mux.Close()
+	}
+	if cfg.Security.IsInsecure() {
+		cfg.Logger.Warn("serving plain TCP (--insecure): no TLS, no certificates")
 	}
 	m, err := master.Open(cfg)
 	if err != nil {
@@ -77,6 +83,9 @@ func masterFlags(args []string) (master.Config, string, error) {
 	safeThreshold := fs.Float64("safe-mode-threshold", cfg.SafeModeThreshold, "fraction of chunks with data that must be located before leaving safe mode after a start")
 	safeServers := fs.Int("safe-mode-servers", cfg.SafeModeMinServers, "live chunkservers safe mode waits for (0: --min-replicas)")
 	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver, as source or target")
+	balance := fs.Bool("balance", cfg.Balance, "run the rebalancer from the start (admin balance starts and stops it later)")
+	balanceThreshold := fs.Float64("balance-threshold", cfg.BalanceThreshold, "rebalancer target: every live chunkserver within this many percentage points of the mean utilisation")
+	balanceMoves := fs.Int("balance-moves", cfg.BalanceMaxMoves, "rebalancer moves in flight (each also within --max-clones)")
 	id := fs.String("id", cfg.NodeID, "this master's node ID in its group")
 	group := fs.String("cluster", "", "the group's voters as `ID=HOST:PORT,...` (their client addresses, which also carry Raft); empty: a master alone")
 	observer := fs.Bool("observer", false, "join the group named by --cluster as a non-voting observer that serves reads")
@@ -84,6 +93,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	readWait := fs.Duration("read-wait", cfg.ReadWait, "how long a standby or observer waits to catch up with a client's state before refusing the read")
 	queueStats := fs.String("queue-stats", "", "write a JSON summary of the RPC queue times to `FILE` on exit")
 	verbose := fs.Bool("v", false, "log informational messages")
+	tf := addTLSFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(&out, "Usage: chunkfs master --dir DIR --listen HOST:PORT [--id ID --cluster ID=HOST:PORT,... [--observer]] [flags]\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -109,6 +119,7 @@ func masterFlags(args []string) (master.Config, string, error) {
 	cfg.Dir, cfg.ChunkSize, cfg.DefaultReplication, cfg.LeaseDuration, cfg.DeadAfter = *dir, *chunkSize, *repl, *lease, *deadAfter
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones
 	cfg.SafeModeThreshold, cfg.SafeModeMinServers = *safeThreshold, *safeServers
+	cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves = *balance, *balanceThreshold, *balanceMoves
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
 	cfg.QueueStatsFile = *queueStats
 	members, err := parseGroup(*group)
@@ -128,6 +139,9 @@ func masterFlags(args []string) (master.Config, string, error) {
 		cfg.Addr = *listen
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if cfg.Security, err = tf.security(os.Getenv); err != nil {
+		return cfg, "", err
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, "", usagef("%v", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chunkfs/chunkfs/client"
 	"github.com/chunkfs/chunkfs/internal/fusefs"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // runMount is `chunkfs mount [--master ADDR] [cache options] DIR`: it
@@ -44,6 +45,7 @@ type mountOptions struct {
 	verbose     bool
 	leaderReads bool
 	autoMsync   time.Duration
+	security    *rpc.Security
 }
 
 // serveMount mounts and blocks until the mount goes away or ctx ends, then
@@ -51,6 +53,7 @@ type mountOptions struct {
 func serveMount(ctx context.Context, o mountOptions, log *slog.Logger) error {
 	cc := client.DefaultConfig()
 	cc.Master = o.master
+	cc.Security = o.security
 	cc.RetryTimeout = o.fuse.OpTimeout
 	cc.LeaderReads, cc.AutoMsync = o.leaderReads, o.autoMsync
 	cc.Logger = log
@@ -108,6 +111,7 @@ func mountFlags(args []string) (mountOptions, error) {
 	fs.BoolVar(&o.verbose, "v", false, "log mount activity")
 	fs.BoolVar(&o.leaderReads, "leader-reads", false, "with a group of masters, send every call to the leader, no reads to observers")
 	fs.DurationVar(&o.autoMsync, "auto-msync", time.Second, "with observers, sync with the leader before a read when this long has passed since the last sync (0: never)")
+	tf := addTLSFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stdout, "Usage: chunkfs mount [flags] DIR")
@@ -150,6 +154,9 @@ func mountFlags(args []string) (mountOptions, error) {
 	}
 	if *noCache {
 		*c = c.NoCache()
+	}
+	if o.security, err = tf.security(os.Getenv); err != nil {
+		return o, err
 	}
 	if err := c.Validate(); err != nil {
 		return o, usagef("%v", err)

@@ -170,3 +170,19 @@ func TestParseGroup(t *testing.T) {
 		t.Fatalf("masterFlags of a group member: %+v, %v; want its --cluster address", cfg.Addr, err)
 	}
 }
+
+func TestMasterBalanceFlags(t *testing.T) {
+	cfg, _, err := masterFlags([]string{"--dir", t.TempDir()})
+	if err != nil || !cfg.Balance || cfg.BalanceThreshold != 10 || cfg.BalanceMaxMoves != 4 {
+		t.Fatalf("defaults: balance %v threshold %v moves %v, %v", cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves, err)
+	}
+	cfg, _, err = masterFlags([]string{"--dir", t.TempDir(), "--balance=false", "--balance-threshold", "5", "--balance-moves", "8"})
+	if err != nil || cfg.Balance || cfg.BalanceThreshold != 5 || cfg.BalanceMaxMoves != 8 {
+		t.Fatalf("set: balance %v threshold %v moves %v, %v", cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves, err)
+	}
+	for _, bad := range [][]string{{"--balance-threshold", "0"}, {"--balance-threshold", "100"}, {"--balance-moves", "0"}} {
+		if _, _, err := masterFlags(append([]string{"--dir", t.TempDir()}, bad...)); !isUsage(err) {
+			t.Errorf("%v: %v, want a usage error", bad, err)
+		}
+	}
+}

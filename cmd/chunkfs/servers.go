@@ -44,7 +44,7 @@ func serverCommands() []*command {
 	return []*command{
 		externalOwnHelp("master", "--dir DIR [--listen HOST:PORT] [flags]", "run a master server", runMaster),
 		externalOwnHelp("chunkserver", "--dir DIR --master HOST:PORT [--listen HOST:PORT] [--rack R] [flags]", "run a chunkserver", runChunkserver),
-		external("bench", "gfs [--quick] [--scale F] [--clients 1,2,4,8,16] [--out DIR]",
+		external("bench", "gfs [--quick] [--scale F] [--clients 1,2,4,8,16] [--tls] [--out DIR]",
 			"reproduce the GFS paper's measurements on a shaped testbed (needs root)", "  sudo chunkfs bench gfs --quick", runBench),
 		external("bench-worker", "[flags]", "one client of a benchmark run (started by chunkfs bench)", "  (started by chunkfs bench, not by hand)", runBenchWorker),
 		external("mount", "[--master ADDR] [cache flags] DIR", "mount the cluster on DIR with FUSE (until umount or Ctrl-C)",

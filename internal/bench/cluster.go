@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/chunkfs/chunkfs/internal/certs"
 )
 
 // Ports the servers listen on, each in its own namespace.
@@ -22,6 +24,7 @@ type cluster struct {
 	chunkSize int64
 	procs     []*proc
 	logs      []*os.File
+	tlsDir    string // the workers' client certificate; "": plain TCP
 }
 
 // startCluster starts the master of a new file system with chunks of
@@ -29,8 +32,16 @@ type cluster struct {
 // chunkserver host, each writing its data under dir and its log beside it.
 func startCluster(tb *Testbed, cfg Config, dir string, chunkSize int64) (*cluster, error) {
 	c := &cluster{master: net.JoinHostPort(tb.Master.Addr.String(), masterPort), chunkSize: chunkSize}
+	tlsArgs, err := clusterPKI(tb, cfg.TLS, filepath.Join(dir, "tls"))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.TLS {
+		c.tlsDir = filepath.Join(dir, "tls", "bench")
+	}
 	argv := append([]string{cfg.Binary, "master", "--dir", filepath.Join(dir, "master"), "--listen", c.master,
-		"--chunk-size", strconv.FormatInt(chunkSize, 10)}, cfg.MasterArgs...)
+		"--chunk-size", strconv.FormatInt(chunkSize, 10)}, tlsArgs("master")...)
+	argv = append(argv, cfg.MasterArgs...)
 	if err := c.start("master", tb.Master.NS, argv, dir); err != nil {
 		return nil, errors.Join(err, c.stop())
 	}
@@ -40,7 +51,8 @@ func startCluster(tb *Testbed, cfg Config, dir string, chunkSize int64) (*cluste
 			"--dir", filepath.Join(dir, name),
 			"--listen", net.JoinHostPort(h.Addr.String(), chunkserverPort),
 			"--master", c.master,
-			"--rack", "chunkserver-switch"}, cfg.ChunkserverArgs...)
+			"--rack", "chunkserver-switch"}, tlsArgs(name)...)
+		argv = append(argv, cfg.ChunkserverArgs...)
 		if err := c.start(name, h.NS, argv, dir); err != nil {
 			return nil, errors.Join(err, c.stop())
 		}
@@ -83,4 +95,33 @@ func (c *cluster) stop() error {
 	}
 	c.procs, c.logs = nil, nil
 	return errors.Join(errs...)
+}
+
+// clusterPKI makes, when on, a CA under dir and a certificate for the
+// master, each chunkserver (named chunkserverNN, for their testbed
+// addresses) and the workers (bench), and returns the TLS flags of each
+// server's command line: --tls-dir of its certificate, or --insecure.
+func clusterPKI(tb *Testbed, on bool, dir string) (func(name string) []string, error) {
+	if !on {
+		return func(string) []string { return []string{"--insecure"} }, nil
+	}
+	ca, err := certs.NewCA("chunkfs bench CA", time.Now(), 7*24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	issue := func(id certs.Identity, host string) error {
+		return ca.IssueDir(filepath.Join(dir, id.Name), id, []string{host}, time.Now(), 7*24*time.Hour)
+	}
+	if err := issue(certs.Identity{Role: certs.RoleMaster, Name: "master"}, tb.Master.Addr.String()); err != nil {
+		return nil, err
+	}
+	for i, h := range tb.Chunkservers {
+		if err := issue(certs.Identity{Role: certs.RoleChunkserver, Name: fmt.Sprintf("chunkserver%02d", i+1)}, h.Addr.String()); err != nil {
+			return nil, err
+		}
+	}
+	if err := issue(certs.Identity{Role: certs.RoleClient, Name: "bench", GIDs: []uint32{0}}, ""); err != nil {
+		return nil, err
+	}
+	return func(name string) []string { return []string{"--tls-dir", filepath.Join(dir, name)} }, nil
 }

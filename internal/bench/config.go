@@ -71,6 +71,10 @@ type Config struct {
 	Probe bool
 	// NetworkOnly builds the testbed and calibrates it, with no cluster.
 	NetworkOnly bool
+	// TLS runs the cluster with mutual TLS on every connection: a CA and
+	// certificates are made in the run's directory; otherwise every
+	// process runs --insecure.
+	TLS bool
 }
 
 // MiB is 2^20 bytes, the unit of I/O sizes; rates are in MB (10^6 bytes) per

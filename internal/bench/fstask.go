@@ -23,10 +23,16 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 		return newSink(t.Addr)
 	case OpSource:
 		return newSource(ctx, t.Addr, t.Bytes)
+	}
+	sec, err := t.security()
+	if err != nil {
+		return nil, err
+	}
+	switch t.Op {
 	case OpWait:
-		return &waitTask{master: t.Master, servers: t.Servers}, nil
+		return &waitTask{sec: sec, master: t.Master, servers: t.Servers}, nil
 	case OpLocate:
-		return &locateTask{master: t.Master, files: t.Files}, nil
+		return &locateTask{sec: sec, master: t.Master, files: t.Files}, nil
 	case OpMeta:
 		return setupMetaLoad(ctx, t.Master, *t.Meta)
 	}
@@ -34,11 +40,11 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 	if t.Op == OpRead || t.Op == OpWrite || t.Op == OpAppend {
 		trace = &traceHandler{}
 	}
-	c, err := dialClient(ctx, t.Master, int(t.IOSize), trace)
+	c, err := dialClient(ctx, sec, t.Master, int(t.IOSize), trace)
 	if err != nil {
 		return nil, err
 	}
-	r, err := setupFSTask(ctx, c, t, trace)
+	r, err := setupFSTask(ctx, sec, c, t, trace)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -46,7 +52,7 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 	return r, nil
 }
 
-func setupFSTask(ctx context.Context, c *client.Client, t Task, trace *traceHandler) (runner, error) {
+func setupFSTask(ctx context.Context, sec *rpc.Security, c *client.Client, t Task, trace *traceHandler) (runner, error) {
 	if err := makeParents(ctx, c, t); err != nil {
 		return nil, err
 	}
@@ -75,7 +81,7 @@ func setupFSTask(ctx context.Context, c *client.Client, t Task, trace *traceHand
 			}
 			f.Close()
 		}
-		return &probeTask{c: c, master: t.Master, path: t.Path, io: t.IOSize, rounds: int(max(t.Bytes/t.IOSize, 1))}, nil
+		return &probeTask{c: c, sec: sec, master: t.Master, path: t.Path, io: t.IOSize, rounds: int(max(t.Bytes/t.IOSize, 1))}, nil
 	}
 	return nil, fmt.Errorf("task %s is not a file system task", t.Op)
 }
@@ -101,9 +107,9 @@ func makeParents(ctx context.Context, c *client.Client, t Task) error {
 
 // dialClient connects to the master with a write buffer of one operation, so
 // that each of the workload's writes is one mutation, as in the paper.
-func dialClient(ctx context.Context, master string, writeBuffer int, trace *traceHandler) (*client.Client, error) {
+func dialClient(ctx context.Context, sec *rpc.Security, master string, writeBuffer int, trace *traceHandler) (*client.Client, error) {
 	cfg := client.DefaultConfig()
-	cfg.Master = master
+	cfg.Master, cfg.Security = master, sec
 	cfg.WriteBuffer = writeBuffer
 	if trace != nil {
 		cfg.Logger = slog.New(trace)
@@ -121,12 +127,13 @@ func payload(n int64, seed uint64) []byte {
 
 // waitTask polls the master until it reports enough live chunkservers.
 type waitTask struct {
+	sec     *rpc.Security
 	master  string
 	servers int
 }
 
 func (w *waitTask) run(ctx context.Context) (Result, error) {
-	pool := rpc.NewPool()
+	pool := w.sec.NewPool()
 	defer pool.Close()
 	return timed(func() (int64, int64, error) {
 		for polls := int64(1); ; polls++ {

@@ -46,6 +46,7 @@ func (p *Placement) String() string {
 
 // locateTask asks the master where each chunk of files is.
 type locateTask struct {
+	sec    *rpc.Security
 	master string
 	files  []string
 }
@@ -53,7 +54,7 @@ type locateTask struct {
 func (l *locateTask) close() error { return nil }
 
 func (l *locateTask) run(ctx context.Context) (Result, error) {
-	pool := rpc.NewPool()
+	pool := l.sec.NewPool()
 	defer pool.Close()
 	m, err := pool.Master(l.master)
 	if err != nil {
@@ -96,7 +97,7 @@ func locateFile(ctx context.Context, m pb.MasterClient, caller *pb.Caller, f str
 // locate finds where the replicas of files are; a failure is logged, not
 // fatal: placement explains a figure, it is not one.
 func (s *session) locate(ctx context.Context, files []string) *Placement {
-	task := Task{Op: OpLocate, Master: s.cl.master, Files: files, Timeout: time.Minute}
+	task := Task{Op: OpLocate, Master: s.cl.master, TLSDir: s.cl.tlsDir, Files: files, Timeout: time.Minute}
 	res, err := runWorkers(ctx, s.cfg, s.tb.Clients[:1], []Task{task}, s.dir, "locate")
 	if err != nil || res[0].Placement == nil {
 		s.log.Warn("could not locate replicas", "err", err)

@@ -37,6 +37,7 @@ const (
 // probeTask runs Ops rounds of each step with IOSize of data.
 type probeTask struct {
 	c      *client.Client
+	sec    *rpc.Security
 	master string
 	path   string
 	io     int64
@@ -46,7 +47,7 @@ type probeTask struct {
 func (p *probeTask) close() error { return p.c.Close() }
 
 func (p *probeTask) run(ctx context.Context) (Result, error) {
-	pool, data := rpc.NewPool(), rpc.NewDataClient()
+	pool, data := p.sec.NewPool(), p.sec.NewDataClient()
 	defer pool.Close()
 	defer data.Close()
 	m, err := pool.Master(p.master)

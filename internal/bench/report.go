@@ -14,8 +14,12 @@ import (
 // WriteTable prints the report as an aligned table, one row a point, with
 // the paper's own figures beside ours where it gives them.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "chunkfs bench gfs: %d chunkservers, %d replicas, NICs %g Mbit/s, link %g Mbit/s (scale %g of the paper)\n",
-		r.Servers, r.Replicas, r.NICMbit, r.LinkMbit, r.Scale)
+	transport := "plain TCP"
+	if r.TLS {
+		transport = "mutual TLS"
+	}
+	fmt.Fprintf(w, "chunkfs bench gfs: %d chunkservers, %d replicas, NICs %g Mbit/s, link %g Mbit/s (scale %g of the paper), %s\n",
+		r.Servers, r.Replicas, r.NICMbit, r.LinkMbit, r.Scale, transport)
 	for _, p := range r.Network {
 		fmt.Fprintf(w, "raw TCP, %2d clients → chunkservers: %7.3f MB/s of %7.3f = %5.1f%%\n", p.Clients, p.Aggregate, p.Limit, 100*p.Efficiency)
 	}

@@ -42,6 +42,7 @@ type Report struct {
 	LinkMbit float64    `json:"link_mbit"`
 	Servers  int        `json:"chunkservers"`
 	Replicas int        `json:"replicas"`
+	TLS      bool       `json:"tls,omitempty"`     // the cluster ran mutual TLS
 	Network  []NetPoint `json:"network,omitempty"` // raw TCP across the testbed
 	Probe    *Probe     `json:"probe,omitempty"`
 	ReadSet  *Placement `json:"read_set,omitempty"` // where the read set's replicas are
@@ -146,7 +147,7 @@ type session struct {
 func (s *session) run(ctx context.Context) (*Report, error) {
 	net := s.cfg.Network()
 	rep := &Report{Started: time.Now().UTC(), Scale: s.cfg.Scale, NICMbit: float64(net.NIC / Mbit),
-		LinkMbit: float64(net.Link / Mbit), Servers: net.Chunkservers, Replicas: net.Replicas}
+		LinkMbit: float64(net.Link / Mbit), Servers: net.Chunkservers, Replicas: net.Replicas, TLS: s.cfg.TLS}
 	if s.cfg.Calibrate {
 		np, err := s.calibrate(ctx)
 		if err != nil {
@@ -225,7 +226,7 @@ func (s *session) stopCluster() error {
 // waitCluster waits until the master sees every chunkserver.
 func (s *session) waitCluster(ctx context.Context) error {
 	s.log.Info("waiting for the cluster", "master", s.cl.master)
-	task := Task{Op: OpWait, Master: s.cl.master, Servers: len(s.tb.Chunkservers), Timeout: time.Minute}
+	task := Task{Op: OpWait, Master: s.cl.master, TLSDir: s.cl.tlsDir, Servers: len(s.tb.Chunkservers), Timeout: time.Minute}
 	_, err := runWorkers(ctx, s.cfg, s.tb.Clients[:1], []Task{task}, s.dir, "wait")
 	if err != nil {
 		return errors.Join(fmt.Errorf("cluster did not come up: %w", err), s.cl.failed())
@@ -238,7 +239,7 @@ const probeRounds = 5
 
 // probe times the steps of one client's writes and appends.
 func (s *session) probe(ctx context.Context) (*Probe, error) {
-	task := Task{Op: OpProbe, Master: s.cl.master, Path: "/bench/probe/file", IOSize: s.cfg.WriteSize,
+	task := Task{Op: OpProbe, Master: s.cl.master, TLSDir: s.cl.tlsDir, Path: "/bench/probe/file", IOSize: s.cfg.WriteSize,
 		Bytes: probeRounds * s.cfg.WriteSize, Timeout: 5 * time.Minute}
 	res, err := runWorkers(ctx, s.cfg, s.tb.Clients[:1], []Task{task}, s.dir, "probe")
 	if err != nil {
@@ -271,7 +272,7 @@ func (s *session) prepareReadSet(ctx context.Context) error {
 	k := min(4, len(s.tb.Clients), len(files))
 	tasks := make([]Task, k)
 	for i := range tasks {
-		tasks[i] = Task{Op: OpPrepare, Master: s.cl.master, IOSize: s.cfg.WriteSize, Bytes: s.cfg.ReadSetFileSize}
+		tasks[i] = Task{Op: OpPrepare, Master: s.cl.master, TLSDir: s.cl.tlsDir, IOSize: s.cfg.WriteSize, Bytes: s.cfg.ReadSetFileSize}
 	}
 	for i, f := range files {
 		tasks[i%k].Files = append(tasks[i%k].Files, f)
@@ -311,7 +312,7 @@ func (s *session) point(ctx context.Context, w Workload, n int) Point {
 
 // task is client i's part of the point (w, n).
 func (s *session) task(w Workload, n, i int) Task {
-	t := Task{Master: s.cl.master, IOSize: s.cfg.ioSize(w), Bytes: s.cfg.perClientBytes(w, n), Timeout: 10*s.cfg.Duration + time.Minute}
+	t := Task{Master: s.cl.master, TLSDir: s.cl.tlsDir, IOSize: s.cfg.ioSize(w), Bytes: s.cfg.perClientBytes(w, n), Timeout: 10*s.cfg.Duration + time.Minute}
 	switch w {
 	case Reads:
 		t.Op, t.Files, t.Seed = OpRead, s.readSet(), int64(1000*n+i)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // Task is what a worker process is told to do, as one JSON line on its
@@ -16,6 +18,9 @@ import (
 type Task struct {
 	Op     Op     `json:"op"`
 	Master string `json:"master,omitempty"` // host:port of the master
+	// TLSDir is the directory of the client certificate the worker
+	// connects with (a cluster run with Config.TLS); "": plain TCP.
+	TLSDir string `json:"tls_dir,omitempty"`
 	// Path is the file written (writes), appended to (appends) or the
 	// directory of the read set (reads).
 	Path   string   `json:"path,omitempty"`
@@ -29,6 +34,15 @@ type Task struct {
 	Addr    string        `json:"addr,omitempty"`
 	Timeout time.Duration `json:"timeout,omitempty"` // for the whole task; 0: none
 	Meta    *MetaLoad     `json:"meta,omitempty"`    // OpMeta (observers_load.go)
+}
+
+// security is what the worker connects with: the certificate in TLSDir,
+// or plain TCP.
+func (t *Task) security() (*rpc.Security, error) {
+	if t.TLSDir == "" {
+		return rpc.Insecure(), nil
+	}
+	return rpc.LoadSecurity(t.TLSDir)
 }
 
 // Op names a worker task.

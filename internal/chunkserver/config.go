@@ -31,6 +31,12 @@ type Config struct {
 	StreamIdle        time.Duration // a data-stream connection sending no request for this long is closed
 	Reserve           int64         // bytes each disk keeps free: no new replica (chunk or clone) goes to one with less
 
+	// Security secures every connection the server serves (gRPC control
+	// and the data stream, on one port) and opens (heartbeats, forwarding
+	// and clone pulls to other chunkservers): mutual TLS, or plain TCP
+	// when nil or rpc.Insecure().
+	Security *rpc.Security
+
 	FS     chunkstore.FS // file system of the data directories
 	Clock  clock.Clock
 	Logger *slog.Logger

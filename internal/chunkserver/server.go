@@ -92,7 +92,7 @@ func Open(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: cfg.Logger.With("chunkserver", id), id: id, store: store,
 		buf:   newBuffer(cfg.Clock, cfg.BufferBytes, cfg.BufferExpiry),
-		peers: rpc.NewPool(), data: rpc.NewDataClient(),
+		peers: cfg.Security.NewPool(), data: cfg.Security.NewDataClient(),
 		clones: newCloneLimiter(cfg.Clock, cfg.CloneStreams, cfg.CloneRate),
 		chunks: make(map[chunkfs.Handle]*chunkState), ctx: ctx, cancel: cancel,
 	}
@@ -171,7 +171,7 @@ func (s *Server) start(lis net.Listener) error {
 	if err != nil {
 		return err
 	}
-	s.stream, s.mux, s.grpc = stream, rpc.NewMux(lis, s.log), rpc.NewServer(s.log)
+	s.stream, s.mux, s.grpc = stream, s.cfg.Security.NewMux(lis, s.log), s.cfg.Security.NewServer(s.log)
 	pb.RegisterChunkServerServer(s.grpc, &control{s: s})
 	mux, grpc := s.mux, s.grpc
 	s.goBackgroundLocked(func() { grpc.Serve(mux.GRPC()) })

@@ -20,6 +20,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/chunkserver"
+	"github.com/chunkfs/chunkfs/internal/chunkstore"
 	"github.com/chunkfs/chunkfs/internal/master"
 )
 
@@ -48,6 +49,13 @@ type Config struct {
 	// GroupAddrs optionally gives group master i's address (voters, then
 	// observers); a missing or empty entry picks a free port on 127.0.0.1.
 	GroupAddrs []string
+	// TLS runs mutual TLS on every connection, with a CA and certificates
+	// made under Dir/tls (tls.go); clients use Security().
+	TLS bool
+	// Capacity, when set, is the size (bytes) each chunkserver reports for
+	// its data directory, as if each had a disk of its own that size
+	// (tests of utilisation: the real servers share one disk).
+	Capacity int64
 }
 
 // DefaultConfig is a small test cluster: 3 chunkservers, 1 MiB chunks, fast
@@ -90,6 +98,7 @@ type Cluster struct {
 	group  []*node    // a group's masters: voters, then observers
 	cs     []*node
 	closed bool
+	pki    *pki // nil: plain TCP
 }
 
 // node is one server: its address survives restarts.
@@ -111,6 +120,12 @@ func Start(cfg Config) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, log: cfg.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(discard{}, nil))
+	}
+	if cfg.TLS {
+		var err error
+		if c.pki, err = newPKI(filepath.Join(cfg.Dir, "tls")); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Masters > 1 || cfg.Observers > 0 {
 		if err := c.startGroup(); err != nil {
@@ -179,7 +194,20 @@ func (c *Cluster) startMaster() error {
 		return err
 	}
 	c.master.close = m.Close
-	c.master.done = serve(func() error { return m.Serve(ln) })
+	if c.pki == nil {
+		c.master.done = serve(func() error { return m.Serve(ln) })
+		return nil
+	}
+	// As `chunkfs master` does: TLS is terminated by a Mux, which tells
+	// plain-TCP clients that the server requires TLS.
+	mux := c.masterSecurity().NewMux(ln, c.log)
+	go mux.Serve()
+	c.master.close = func() error {
+		err := m.Close()
+		mux.Close()
+		return err
+	}
+	c.master.done = serve(func() error { return m.Serve(mux.GRPC()) })
 	return nil
 }
 
@@ -195,6 +223,7 @@ func (c *Cluster) masterConfig(dir string, log *slog.Logger, group func(*master.
 	mc.DeadAfter = c.cfg.DeadAfter
 	mc.RepairInterval = c.cfg.Heartbeat
 	mc.Logger = log
+	mc.Security = c.masterSecurity()
 	if group != nil {
 		group(&mc)
 	}
@@ -217,6 +246,11 @@ func (c *Cluster) startChunkserver(i int) error {
 	sc.Addr = n.addr
 	sc.HeartbeatInterval = c.cfg.Heartbeat
 	sc.Logger = c.log.With("role", "chunkserver", "i", i)
+	sc.Security = c.chunkserverSecurity()
+	if c.cfg.Capacity > 0 {
+		sc.FS = sizedFS{FS: sc.FS, size: c.cfg.Capacity}
+		sc.Reserve = 0
+	}
 	s, err := chunkserver.Open(sc)
 	if err != nil {
 		ln.Close()
@@ -252,10 +286,18 @@ func (c *Cluster) masterAddrs() []string {
 func (c *Cluster) ChunkSize() int64 { return c.cfg.ChunkSize }
 
 // ChunkserverAddr returns chunkserver i's address.
-func (c *Cluster) ChunkserverAddr(i int) string { return c.cs[i].addr }
+func (c *Cluster) ChunkserverAddr(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cs[i].addr
+}
 
 // Chunkservers returns the number of chunkservers.
-func (c *Cluster) Chunkservers() int { return len(c.cs) }
+func (c *Cluster) Chunkservers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.cs)
+}
 
 // stop closes a node and waits for Serve to return.
 func stop(n *node) error {
@@ -270,6 +312,43 @@ func stop(n *node) error {
 		return errors.New("cluster: server did not stop within 10s")
 	}
 	return err
+}
+
+// AddChunkserver starts a new, empty chunkserver and returns its index;
+// the master learns of it at its registration.
+func (c *Cluster) AddChunkserver() (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := len(c.cs)
+	c.cs = append(c.cs, &node{dir: filepath.Join(c.cfg.Dir, fmt.Sprintf("cs%d", i))})
+	if err := c.startChunkserver(i); err != nil {
+		return -1, err
+	}
+	return i, nil
+}
+
+// sizedFS reports every data directory as a disk of its own of a given
+// size, with what the store holds under it used (Cluster.Config.Capacity).
+type sizedFS struct {
+	chunkstore.FS
+	size int64
+}
+
+func (f sizedFS) Space(dir string) (chunkstore.Disk, error) {
+	d, err := f.FS.Space(dir)
+	if err != nil {
+		return d, err
+	}
+	var used int64
+	filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			if info, err := e.Info(); err == nil {
+				used += info.Size()
+			}
+		}
+		return nil
+	})
+	return chunkstore.Disk{ID: "sized:" + dir, Total: f.size, Free: max(min(d.Free, f.size-used), 0)}, nil
 }
 
 // StopChunkserver stops chunkserver i, as a crash would (its data directory

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs/internal/master"
-	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // A highly available group of masters: Config.Masters voters named m1…mN
@@ -59,7 +58,7 @@ func (c *Cluster) startGroupMaster(i int) error {
 		mid, _ := c.groupMember(j)
 		members = append(members, master.Member{ID: mid, Addr: c.group[j].addr})
 	}
-	mux := rpc.NewMux(ln, c.log)
+	mux := c.masterSecurity().NewMux(ln, c.log)
 	if n.gate == nil {
 		n.gate = newRaftGate()
 	}

@@ -212,6 +212,7 @@ func newDefaultClient(ctx context.Context, c *Cluster) (*client.Client, error) {
 	cfg := client.DefaultConfig()
 	cfg.Master = c.MasterAddr()
 	cfg.Caller = chunkfs.Root
+	cfg.Security = c.Security()
 	return client.New(ctx, cfg)
 }
 

@@ -13,15 +13,15 @@ import (
 // least n live chunkservers, or ctx ends.
 func (c *Cluster) WaitAlive(ctx context.Context, n int) error {
 	for _, addr := range c.masterAddrs() {
-		if err := waitAliveAt(ctx, addr, n); err != nil {
+		if err := waitAliveAt(ctx, c.Security(), addr, n); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func waitAliveAt(ctx context.Context, addr string, n int) error {
-	cc, err := rpc.Dial(addr)
+func waitAliveAt(ctx context.Context, sec *rpc.Security, addr string, n int) error {
+	cc, err := sec.Dial(addr)
 	if err != nil {
 		return err
 	}

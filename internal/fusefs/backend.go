@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/locks"
 )
 
 // Backend is what the mount needs of a chunkfs cluster: path-based metadata
@@ -47,6 +48,24 @@ type Backend interface {
 	Readlink(ctx context.Context, c chunkfs.Caller, path string) (string, error)
 	// Usage reports the cluster's capacity, for statfs.
 	Usage(ctx context.Context) (Usage, error)
+	// GetXattr returns the value of extended attribute name of path;
+	// KindNoAttr when it has none.
+	GetXattr(ctx context.Context, c chunkfs.Caller, path, name string) ([]byte, error)
+	// ListXattr lists the names of path's extended attributes c may see.
+	ListXattr(ctx context.Context, c chunkfs.Caller, path string) ([]string, error)
+	// SetXattr sets extended attribute name of path, as setxattr(2) with
+	// flags XATTR_CREATE (1) or XATTR_REPLACE (2).
+	SetXattr(ctx context.Context, c chunkfs.Caller, path, name string, value []byte, flags uint32) error
+	// RemoveXattr removes extended attribute name of path.
+	RemoveXattr(ctx context.Context, c chunkfs.Caller, path, name string) error
+	// LockSession opens (session 0), renews, adopts after a master change
+	// (reclaim) or closes (close) a lock session, returning it and its
+	// lifetime.
+	LockSession(ctx context.Context, session uint64, reclaim, close bool) (uint64, time.Duration, error)
+	// Lock tests (test), takes, or releases (unlock) l of l.Session on the
+	// file at path of inode ino; it returns whether it was (or would be)
+	// granted, or the lock in the way.
+	Lock(ctx context.Context, c chunkfs.Caller, path string, ino uint64, l locks.Lock, unlock, test, reclaim bool) (bool, locks.Lock, error)
 }
 
 // File is an open file of a Backend.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/locks"
 )
 
 // maxCallers bounds how many identities one mount acts as at once.
@@ -434,3 +435,72 @@ func (f clientFile) Close() error { return f.f.Close() }
 
 // Moved re-points the file at its new path after the mount renamed it.
 func (f clientFile) Moved(path string) error { return f.f.Moved(path) }
+
+// GetXattr returns one extended attribute.
+func (b *ClientBackend) GetXattr(ctx context.Context, caller chunkfs.Caller, path, name string) ([]byte, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	defer b.seen(c)
+	return c.GetXattr(ctx, path, name)
+}
+
+// ListXattr lists extended attribute names.
+func (b *ClientBackend) ListXattr(ctx context.Context, caller chunkfs.Caller, path string) ([]string, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	defer b.seen(c)
+	return c.ListXattr(ctx, path)
+}
+
+// SetXattr sets one extended attribute.
+func (b *ClientBackend) SetXattr(ctx context.Context, caller chunkfs.Caller, path, name string, value []byte, flags uint32) error {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return err
+	}
+	defer b.seen(c)
+	return c.SetXattr(ctx, path, name, value, client.XattrFlags(flags&(xattrCreate|xattrReplace)))
+}
+
+// RemoveXattr removes one extended attribute.
+func (b *ClientBackend) RemoveXattr(ctx context.Context, caller chunkfs.Caller, path, name string) error {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return err
+	}
+	defer b.seen(c)
+	return c.RemoveXattr(ctx, path, name)
+}
+
+// LockSession opens, renews, adopts or closes a lock session.
+func (b *ClientBackend) LockSession(ctx context.Context, session uint64, reclaim, close bool) (uint64, time.Duration, error) {
+	c, err := b.client(ctx, chunkfs.Root)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer b.seen(c)
+	id, ttl, _, err := c.LockSession(ctx, session, reclaim, close)
+	return id, ttl, err
+}
+
+// Lock tests, takes or releases a file lock.
+func (b *ClientBackend) Lock(ctx context.Context, caller chunkfs.Caller, path string, ino uint64, l locks.Lock, unlock, test, reclaim bool) (bool, locks.Lock, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return false, locks.Lock{}, err
+	}
+	defer b.seen(c)
+	fl := client.FileLock{Kind: int(l.Kind), Type: int(l.Type), Start: l.Start, End: l.End, Owner: l.ID, PID: l.PID}
+	if unlock {
+		fl.Type = client.LockUnlock
+	}
+	ok, h, err := c.Lock(ctx, path, ino, l.Session, fl, test, reclaim)
+	if err != nil {
+		return false, locks.Lock{}, err
+	}
+	return ok, locks.Lock{Owner: locks.Owner{Session: h.Session, ID: h.Owner}, Kind: locks.Kind(h.Kind), Type: locks.Type(h.Type), Start: h.Start, End: h.End, PID: h.PID}, nil
+}

@@ -31,6 +31,13 @@ func newTestCluster(t *testing.T) *chunkfstest.Cluster {
 // `chunkfs mount` does.
 func mountCluster(t testing.TB, tc *chunkfstest.Cluster, cfg Config) string {
 	t.Helper()
+	cfg.OpTimeout = 20 * time.Second
+	return mountT(t, clusterBackend(t, tc), cfg)
+}
+
+// clusterBackend is a client backend of tc, closed at cleanup.
+func clusterBackend(t testing.TB, tc *chunkfstest.Cluster) *ClientBackend {
+	t.Helper()
 	cc := client.DefaultConfig()
 	cc.Master = tc.MasterAddr()
 	cc.RetryTimeout = 20 * time.Second
@@ -42,8 +49,7 @@ func mountCluster(t testing.TB, tc *chunkfstest.Cluster, cfg Config) string {
 		t.Fatalf("client backend: %v", err)
 	}
 	t.Cleanup(func() { b.Close() })
-	cfg.OpTimeout = 20 * time.Second
-	return mountT(t, b, cfg)
+	return b
 }
 
 // TestPOSIXCluster runs the POSIX suites on a mount of a real in-process

@@ -30,6 +30,7 @@ var errnos = map[chunkfs.Kind]syscall.Errno{
 	chunkfs.KindNotPrimary:   syscall.EIO,
 	chunkfs.KindTooLarge:     syscall.EFBIG,
 	chunkfs.KindNotLeader:    syscall.EIO,
+	chunkfs.KindNoAttr:       syscall.ENODATA,
 }
 
 // errno returns the errno for err: 0 for nil, the table's entry for a

@@ -24,8 +24,9 @@ type handle struct {
 	// (write-back cache), and Release uncounts it.
 	counted bool
 
-	mu sync.Mutex // guards ra
-	ra window
+	mu         sync.Mutex // guards ra and lockOwners
+	ra         window
+	lockOwners map[lockOwner]bool // owners of locks taken through this open file
 
 	// fetching serialises read-ahead fetches, so that the kernel's
 	// concurrent reads of one stream wait for one window instead of each
@@ -482,6 +483,7 @@ var _ = (gofs.FileReleaser)((*handle)(nil))
 // kernel ignores its result, so a failure to push is logged; close(2) has
 // already reported it through Flush.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.releaseLocks()
 	cctx, cancel := h.n.m.call(context.Background())
 	defer cancel()
 	if h.counted {

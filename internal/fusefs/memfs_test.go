@@ -4,13 +4,16 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/locks"
 )
 
 // memBackend is an in-memory twin of a cluster, for running the POSIX
@@ -22,11 +25,13 @@ type memBackend struct {
 	next  uint64
 	// failWrites, when set, makes every WriteAt fail with it.
 	failWrites error
+	locks      *locks.Table // created on first use
 }
 
 type memNode struct {
-	fi   chunkfs.FileInfo
-	data []byte
+	fi     chunkfs.FileInfo
+	data   []byte
+	xattrs map[string][]byte
 }
 
 func newMemBackend() *memBackend {
@@ -386,4 +391,109 @@ func (f *memFile) Moved(path string) error {
 	defer f.b.mu.Unlock()
 	f.path = path
 	return nil
+}
+
+func (b *memBackend) GetXattr(ctx context.Context, c chunkfs.Caller, p, name string) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("getxattr", p)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := n.xattrs[name]
+	if !ok {
+		return nil, chunkfs.E("getxattr", p, chunkfs.KindNoAttr, "")
+	}
+	return slices.Clone(v), nil
+}
+
+func (b *memBackend) ListXattr(ctx context.Context, c chunkfs.Caller, p string) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("listxattr", p)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(n.xattrs)), nil
+}
+
+func (b *memBackend) SetXattr(ctx context.Context, c chunkfs.Caller, p, name string, value []byte, flags uint32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("setxattr", p)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(name, "user.") && !strings.HasPrefix(name, "trusted.") && !strings.HasPrefix(name, "security.") {
+		return chunkfs.E("setxattr", p, chunkfs.KindNotSupported, "")
+	}
+	_, ok := n.xattrs[name]
+	switch {
+	case ok && flags&xattrCreate != 0:
+		return chunkfs.E("setxattr", p, chunkfs.KindExist, "")
+	case !ok && flags&xattrReplace != 0:
+		return chunkfs.E("setxattr", p, chunkfs.KindNoAttr, "")
+	}
+	if n.xattrs == nil {
+		n.xattrs = map[string][]byte{}
+	}
+	n.xattrs[name] = slices.Clone(value)
+	return nil
+}
+
+func (b *memBackend) RemoveXattr(ctx context.Context, c chunkfs.Caller, p, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("removexattr", p)
+	if err != nil {
+		return err
+	}
+	if _, ok := n.xattrs[name]; !ok {
+		return chunkfs.E("removexattr", p, chunkfs.KindNoAttr, "")
+	}
+	delete(n.xattrs, name)
+	return nil
+}
+
+// The twin keeps locks in a table of its own, as the leader does.
+func (b *memBackend) lockTable() *locks.Table {
+	if b.locks == nil {
+		b.locks = locks.New(time.Minute, 0, time.Now(), 0)
+	}
+	return b.locks
+}
+
+func (b *memBackend) LockSession(ctx context.Context, session uint64, reclaim, close bool) (uint64, time.Duration, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.lockTable()
+	switch {
+	case close:
+		t.Close(session)
+		return session, t.TTL(), nil
+	case session == 0:
+		id, err := t.Open(time.Now())
+		return id, t.TTL(), err
+	case !t.Renew(session, reclaim, time.Now()):
+		return 0, 0, chunkfs.E("lock session", "", chunkfs.KindNotExist, "")
+	}
+	return session, t.TTL(), nil
+}
+
+func (b *memBackend) Lock(ctx context.Context, c chunkfs.Caller, p string, ino uint64, l locks.Lock, unlock, test, reclaim bool) (bool, locks.Lock, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.lockTable()
+	switch {
+	case unlock:
+		return true, locks.Lock{}, t.Unlock(ino, l.Owner, l.Kind, l.Start, l.End)
+	case test:
+		h, ok := t.Test(ino, l)
+		return !ok, h, nil
+	}
+	h, err := t.Set(ino, l, reclaim, time.Now())
+	if err != nil {
+		return false, locks.Lock{}, chunkfs.E("lock", p, chunkfs.KindInvalid, err.Error())
+	}
+	return h == (locks.Lock{}), h, nil
 }

@@ -40,6 +40,7 @@ type Server struct {
 	dir string
 	srv *fuse.Server
 	log *slog.Logger
+	m   *mount
 }
 
 // Mount checks that the cluster answers, mounts it on dir and returns once
@@ -53,7 +54,7 @@ func Mount(ctx context.Context, dir string, b Backend, cfg Config, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	m := &mount{b: b, cfg: cfg, log: log, files: newFiles(clock.Real{}), names: newNames()}
+	m := &mount{b: b, cfg: cfg, log: log, files: newFiles(clock.Real{}), names: newNames(), locks: newLockManager(b, log)}
 	if cfg.CacheSize > 0 {
 		m.cache = newBlockCache(cfg.CacheSize)
 	}
@@ -69,7 +70,7 @@ func Mount(ctx context.Context, dir string, b Backend, cfg Config, log *slog.Log
 		}
 	}
 	log.Info("mounted", "dir", dir)
-	return &Server{dir: dir, srv: srv, log: log}, nil
+	return &Server{dir: dir, srv: srv, log: log, m: m}, nil
 }
 
 // raiseDirtyLimit lets the kernel hold up to limit bytes of dirty pages of
@@ -125,15 +126,19 @@ func options(cfg Config, log *slog.Logger) *gofs.Options {
 		AllowOther: cfg.AllowOther,
 		// The kernel checks permissions from the attributes, as a local
 		// file system does, including the sticky bit and chown rules.
-		Options:       []string{"default_permissions"},
-		FsName:        cfg.FsName,
-		Name:          "chunkfs",
-		MaxWrite:      cfg.MaxWrite,
-		DisableXAttrs: true, // the kernel answers EOPNOTSUPP without asking
+		Options:  []string{"default_permissions"},
+		FsName:   cfg.FsName,
+		Name:     "chunkfs",
+		MaxWrite: cfg.MaxWrite,
+		// security.capability is asked for before writes (to drop file
+		// capabilities); go-fuse answers it "none" without a round trip
+		// to the master. Capabilities are not kept, as on a nosuid mount.
+		IgnoreSecurityLabels: true,
 		// With io-cache the mount decides when pages go (at an open that
 		// sees a new version), not the kernel on every mtime it notices.
 		ExplicitDataCacheControl: cfg.KeepCache,
-		MaxBackground:            64, // room for the kernel's write-back and read-ahead requests
+		MaxBackground:            64,   // room for the kernel's write-back and read-ahead requests
+		EnableLocks:              true, // fcntl and flock locks hold across mounts (locks.go)
 		Debug:                    cfg.Debug,
 		Logger:                   slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
@@ -147,13 +152,17 @@ func options(cfg Config, log *slog.Logger) *gofs.Options {
 func (s *Server) Dir() string { return s.dir }
 
 // Wait blocks until the mount is unmounted.
-func (s *Server) Wait() { s.srv.Wait() }
+func (s *Server) Wait() {
+	s.srv.Wait()
+	s.m.locks.close() // the mount's file locks go with it
+}
 
 // Unmount unmounts; it fails (EBUSY) while files are open on the mount.
 func (s *Server) Unmount() error {
 	if err := s.srv.Unmount(); err != nil {
 		return fmt.Errorf("unmount %s: %w", s.dir, err)
 	}
+	s.m.locks.close()
 	s.log.Info("unmounted", "dir", s.dir)
 	return nil
 }

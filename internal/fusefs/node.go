@@ -23,6 +23,7 @@ type mount struct {
 	files *files      // per-inode generations, with the write-back cache
 	cache *blockCache // nil without Config.CacheSize
 	names *names      // the paths open files name
+	locks *lockManager
 }
 
 // writeback reports whether the kernel's write-back cache is on.

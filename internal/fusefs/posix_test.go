@@ -50,18 +50,23 @@ var posixCases = map[string]func(t *testing.T, dir string){
 	"FifoAndSocket":        testFifoAndSocket,
 	"RenameWhileWriting":   testRenameWhileWriting,
 	"DeviceNodes":          testDeviceNodes,
+	"Xattrs":               testXattrs,
+	"Fallocate":            testFallocate,
 }
 
 // goFusePosix lists the cases of go-fuse's posixtest suite chunkfs must
-// pass. Left out: hard links (Link, LinkUnlinkRename), xattrs, locks,
-// fallocate and lseek of holes (not supported: they fail with a clear
-// errno).
+// pass. Left out: hard links (Link, LinkUnlinkRename) and lseek of holes
+// (not supported: they fail with a clear errno), and FcntlFlockLocksFile,
+// which expects two descriptors of one process to conflict, as the
+// loopback's open-file-description locks do (POSIX locks of one process
+// never conflict; TestLocksAcrossMounts checks conflicts across mounts).
 var goFusePosix = []string{
 	"AppendWrite", "DirSeek", "FdLeak", "FileBasic", "FileLarge", "FstatDeleted",
 	"MkdirRmdir", "NlinkZero", "OpenAt", "ParallelFileOpen", "ReadDirBasic",
 	"ReadDirConsistency", "RenameOpenDir", "RenameOverwriteDestExist",
 	"RenameOverwriteDestNoExist", "SetattrSymlink", "SymlinkReadlink",
-	"TruncateFile", "TruncateNoFile",
+	"TruncateFile", "TruncateNoFile", "XAttr", "XAttrLarge", "Fallocate",
+	"FcntlFlockSetLk",
 }
 
 // runPOSIX runs both suites on the mount at mnt.
@@ -336,9 +341,7 @@ func testUnsupported(t *testing.T, dir string) {
 	f := filepath.Join(dir, "file")
 	writeFile(t, f, []byte("x"))
 	wantErrno(t, "link", os.Link(f, filepath.Join(dir, "hard")), syscall.EPERM)
-	wantErrno(t, "setxattr", unix.Setxattr(f, "user.k", []byte("v"), 0), syscall.ENOTSUP)
-	_, err := unix.Getxattr(f, "user.k", nil)
-	wantErrno(t, "getxattr", err, syscall.ENOTSUP)
+	wantErrno(t, "setxattr system.", unix.Setxattr(f, "system.chunkfs", []byte("v"), 0), syscall.ENOTSUP)
 	if err := syscall.Mknod(filepath.Join(dir, "regular"), syscall.S_IFREG|0o600, 0); err != nil {
 		t.Errorf("mknod of a regular file: %v", err)
 	}
@@ -480,4 +483,132 @@ func testUtimensWhileOpen(t *testing.T, dir string) {
 	if got := readFile(t, p); len(got) != 2032 {
 		t.Errorf("read %d bytes", len(got))
 	}
+}
+
+// testXattrs checks setxattr(2)'s flags, the size query and ERANGE,
+// listxattr, removal, the namespaces and the limits.
+func testXattrs(t *testing.T, dir string) {
+	f := filepath.Join(dir, "file")
+	writeFile(t, f, []byte("x"))
+	if err := unix.Setxattr(f, "user.a", []byte("12345"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(f, "user.b", nil, unix.XATTR_CREATE); err != nil {
+		t.Fatal(err)
+	}
+	wantErrno(t, "create existing", unix.Setxattr(f, "user.a", []byte("x"), unix.XATTR_CREATE), syscall.EEXIST)
+	wantErrno(t, "replace missing", unix.Setxattr(f, "user.c", []byte("x"), unix.XATTR_REPLACE), syscall.ENODATA)
+	if n, err := unix.Getxattr(f, "user.a", nil); err != nil || n != 5 {
+		t.Errorf("size query = %d, %v; want 5", n, err)
+	}
+	_, err := unix.Getxattr(f, "user.a", make([]byte, 2))
+	wantErrno(t, "small buffer", err, syscall.ERANGE)
+	buf := make([]byte, 16)
+	if n, err := unix.Getxattr(f, "user.a", buf); err != nil || string(buf[:n]) != "12345" {
+		t.Errorf("getxattr = %q, %v", buf[:n], err)
+	}
+	if n, err := unix.Getxattr(f, "user.b", buf); err != nil || n != 0 {
+		t.Errorf("empty value = %d, %v", n, err)
+	}
+	n, err := unix.Listxattr(f, buf)
+	if err != nil || string(buf[:n]) != "user.a\x00user.b\x00" {
+		t.Errorf("listxattr = %q, %v", buf[:n], err)
+	}
+	_, err = unix.Listxattr(f, make([]byte, 3))
+	wantErrno(t, "list small buffer", err, syscall.ERANGE)
+	if err := unix.Removexattr(f, "user.a"); err != nil {
+		t.Fatal(err)
+	}
+	wantErrno(t, "remove again", unix.Removexattr(f, "user.a"), syscall.ENODATA)
+	_, err = unix.Getxattr(f, "user.a", buf)
+	wantErrno(t, "get removed", err, syscall.ENODATA)
+	// Attributes stay with the file through a rename, and on directories.
+	g := filepath.Join(dir, "moved")
+	if err := os.Rename(f, g); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := unix.Listxattr(g, buf); err != nil || string(buf[:n]) != "user.b\x00" {
+		t.Errorf("after rename: %q, %v", buf[:n], err)
+	}
+	if err := unix.Setxattr(dir, "user.d", []byte("dir"), 0); err != nil {
+		t.Errorf("setxattr on a directory: %v", err)
+	}
+	// user. attributes belong to files and directories only.
+	l := filepath.Join(dir, "link")
+	if err := os.Symlink("moved", l); err != nil {
+		t.Fatal(err)
+	}
+	wantErrno(t, "user. on a symlink", unix.Lsetxattr(l, "user.a", []byte("x"), 0), syscall.EPERM)
+	// The limits: a value over 64 KiB is refused by the kernel (E2BIG).
+	wantErrno(t, "value too large", unix.Setxattr(g, "user.big", make([]byte, 64<<10+1), 0), syscall.E2BIG)
+	_, err = unix.Getxattr(filepath.Join(dir, "none"), "user.a", buf)
+	wantErrno(t, "missing file", err, syscall.ENOENT)
+}
+
+// testFallocate checks that mode 0 extends a file with zeros and never
+// shrinks it, KEEP_SIZE changes nothing, and the other modes are refused.
+func testFallocate(t *testing.T, dir string) {
+	p := filepath.Join(dir, "file")
+	writeFile(t, p, []byte("abc"))
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() != 1<<20 {
+		t.Fatalf("size after fallocate = %v, %v; want 1 MiB", fi, err)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got[:3], []byte("abc")) || !bytes.Equal(got[3:], make([]byte, 1<<20-3)) {
+		t.Errorf("contents after fallocate: %d bytes, %v", len(got), err)
+	}
+	// A punched hole and a zeroed range read as zeros; a punch past the
+	// end does not extend, a zeroed range does unless KEEP_SIZE.
+	if _, err := f.WriteAt(bytes.Repeat([]byte{7}, 300<<10), 100<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 150<<10, 100<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 1<<20-5, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_ZERO_RANGE, 390<<10, 20<<10); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 1<<20)
+	copy(want, "abc")
+	for i := 100 << 10; i < 400<<10; i++ {
+		if i < 150<<10 || i >= 250<<10 && i < 390<<10 {
+			want[i] = 7
+		}
+	}
+	got, err = os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("after punching and zeroing: %d bytes (want %d), equal %v, %v", len(got), len(want), bytes.Equal(got, want), err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_ZERO_RANGE, 1<<20-1, 11); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := f.Stat(); fi.Size() != 1<<20+10 {
+		t.Errorf("zero range past the end: size %d, want %d", fi.Size(), 1<<20+10)
+	}
+	wantErrno(t, "punch without keep-size", unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE, 0, 10), syscall.EOPNOTSUPP)
+	wantErrno(t, "collapse range", unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_COLLAPSE_RANGE, 0, 64<<10), syscall.EOPNOTSUPP)
+	r, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	wantErrno(t, "read-only descriptor", unix.Fallocate(int(r.Fd()), 0, 0, 2<<20), syscall.EBADF)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/placement"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // Config configures a master.
@@ -40,6 +41,14 @@ type Config struct {
 	// RepairInterval is how often the master plans re-replication and
 	// trimming.
 	RepairInterval time.Duration
+	// Balance runs the rebalancer from the start (admin balance starts
+	// and stops it later): it moves replicas, at lower priority than
+	// repair and within the clone throttle, until every live server's
+	// utilisation is within BalanceThreshold percentage points of the
+	// mean, with at most BalanceMaxMoves moves in flight.
+	Balance          bool
+	BalanceThreshold float64
+	BalanceMaxMoves  int
 	// OnClone, when set, is told of each clone started and ended (tests and
 	// benchmarks). It is called without locks held and must not block.
 	OnClone           func(CloneEvent)
@@ -64,6 +73,13 @@ type Config struct {
 	// queue times (QueueStats, JSON) when the master closes (queue.go).
 	QueueStatsFile string
 
+	// Security secures every connection the master serves or opens
+	// (clients, chunkservers, the other masters' Raft): mutual TLS, or
+	// plain TCP when nil or rpc.Insecure(). Serve expects a listener of a
+	// Mux made with the same Security, or a bare one, whose connections the
+	// gRPC server then handshakes itself.
+	Security *rpc.Security
+
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
@@ -77,7 +93,19 @@ type CloneEvent struct {
 	Target  string
 	Done    bool
 	Err     error // for an ended clone: nil when the replica counts
+	// Move marks a balancer move: once its clone counts, the source's
+	// replica is trimmed (Trimmed).
+	Move    bool
+	Trimmed bool
 }
+
+// Rebalancer defaults: every server within 10 percentage points of the
+// mean utilisation (HDFS's balancer threshold), 4 moves in flight (each
+// also bounded by the per-server clone throttle).
+const (
+	DefaultBalanceThreshold = 10
+	DefaultMaxMoves         = 4
+)
 
 // DefaultReserve is the default free space (bytes) a chunkserver must keep
 // beyond a new replica: 1 GiB.
@@ -86,7 +114,8 @@ const DefaultReserve = 1 << 30
 // DefaultConfig returns the defaults: 64 MiB chunks, 3 replicas, 60 s
 // leases, 3 s heartbeats, dead after 30 s, writes acknowledged with at
 // least 2 replicas, safe mode until 99.9 % of chunks are located, 2 clones
-// in flight per chunkserver, a 1 GiB reserve.
+// in flight per chunkserver, a 1 GiB reserve, the rebalancer on with a 10
+// point threshold and 4 moves in flight.
 func DefaultConfig() Config {
 	return Config{
 		ChunkSize:          chunkfs.DefaultChunkSize,
@@ -100,6 +129,9 @@ func DefaultConfig() Config {
 		SafeModeThreshold:  0.999,
 		MaxClonesPerServer: 2,
 		RepairInterval:     time.Second,
+		Balance:            true,
+		BalanceThreshold:   DefaultBalanceThreshold,
+		BalanceMaxMoves:    DefaultMaxMoves,
 		SnapshotThreshold:  65536,
 		NodeID:             "master-1",
 		ReadWait:           time.Second,
@@ -131,6 +163,8 @@ func (c Config) Validate() error {
 		return errors.New("master: SafeModeThreshold must be in [0, 1], SafeModeMinServers not negative")
 	case c.MaxClonesPerServer < 1 || c.RepairInterval <= 0:
 		return errors.New("master: MaxClonesPerServer and RepairInterval must be positive")
+	case !(c.BalanceThreshold > 0 && c.BalanceThreshold < 100) || c.BalanceMaxMoves < 1:
+		return errors.New("master: BalanceThreshold must be in (0, 100) percentage points, BalanceMaxMoves positive")
 	case c.Clock == nil || c.Logger == nil:
 		return errors.New("master: Clock and Logger must be set")
 	case c.NodeID == "" || c.ReadWait <= 0:

@@ -20,9 +20,11 @@ func FuzzHandlers(f *testing.F) {
 	f.Add(uint8(1), "/a/b", "", uint32(0o644), int64(5), uint32(3))
 	f.Add(uint8(2), "/a", "/a/b", uint32(0), int64(-1), uint32(17))
 	f.Add(uint8(5), "/a/../b", "x\x00", uint32(1<<31), int64(1<<62), uint32(1000))
+	f.Add(uint8(12), "", "start", uint32(0), int64(5), uint32(0))
+	f.Add(uint8(13), "cs1", "", uint32(0), int64(1), uint32(0))
 	f.Fuzz(func(t *testing.T, op uint8, p, q string, mode uint32, n int64, uid uint32) {
 		c := &pb.Caller{Uid: uid % 3 * 1000, Gids: []uint32{uid % 5}}
-		switch op % 9 {
+		switch op % 14 {
 		case 0:
 			tm.m.Mkdir(bg, &pb.MkdirRequest{Caller: c, Path: p, Mode: mode, Parents: n%2 == 0})
 		case 1:
@@ -41,6 +43,17 @@ func FuzzHandlers(f *testing.F) {
 			tm.m.CommitLength(bg, &pb.CommitLengthRequest{Caller: c, Path: p, Length: n})
 		case 8:
 			tm.m.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: c, Path: p, Index: n, Append: mode%2 == 0})
+		case 9:
+			tm.m.SetXattr(bg, &pb.SetXattrRequest{Caller: c, Path: p, Name: q, Value: []byte(q), Create: n%2 == 0, Replace: n%3 == 0})
+		case 10:
+			tm.m.GetXattr(bg, &pb.GetXattrRequest{Caller: c, Path: p, Name: q})
+			tm.m.ListXattr(bg, &pb.ListXattrRequest{Caller: c, Path: p})
+		case 11:
+			tm.m.RemoveXattr(bg, &pb.RemoveXattrRequest{Caller: c, Path: p, Name: q})
+		case 12:
+			tm.m.Balance(bg, &pb.BalanceRequest{Caller: c, Action: q, Threshold: float64(n)})
+		case 13:
+			tm.m.Decommission(bg, &pb.DecommissionRequest{Caller: c, Server: p, Recommission: n%2 == 0})
 		}
 		if err := tm.m.Check(); err != nil {
 			t.Fatal(err)

@@ -41,6 +41,11 @@ type leadership struct {
 	mu          sync.Mutex // guards leasePause and handleFloor
 	leasePause  time.Time  // no lease on a chunk below handleFloor until then
 	handleFloor chunkfs.Handle
+
+	// fresh: this master made the namespace (a new cluster), so no lock
+	// session can exist to reclaim. Written and read by the goroutine
+	// that makes the master ready.
+	fresh bool
 }
 
 // leaseHold returns until when leases on chunks below which handle wait
@@ -103,6 +108,7 @@ func (m *Master) takeOver() {
 		}
 		err := m.catchUp()
 		if err == nil {
+			m.locks.reset(m.cfg.Clock.Now(), LockSessionTTL, m.lead.fresh)
 			m.lead.ready.Store(true)
 			pause, _ := m.lead.leaseHold()
 			m.cfg.Logger.Info("master leads", "id", m.cfg.NodeID, "state_id", m.StateID(), "old_leases_end", pause)
@@ -146,6 +152,7 @@ func (m *Master) notLeader(op string) error {
 var anywhere = map[string]bool{
 	"Stat": true, "List": true, "GetChunks": true, "ClusterInfo": true, "ClusterReport": true,
 	"Fsck": true, "HAStatus": true, "Register": true, "Heartbeat": true,
+	"GetXattr": true, "ListXattr": true,
 }
 
 // leaderGuard refuses, on a master that does not lead, every call only the

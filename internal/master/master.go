@@ -60,6 +60,8 @@ type Master struct {
 	// held: no lease on a chunk that existed then is granted before (ha.go).
 	lead leadership
 
+	locks fileLocks // the leader's file locks (locks_rpc.go)
+
 	srvMu  sync.Mutex // guards srv, addr and closed
 	srv    *rpc.Server
 	addr   string
@@ -86,8 +88,9 @@ func Open(cfg Config) (*Master, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Master{cfg: cfg, lock: lock, state: newState(), pool: rpc.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
+	m := &Master{cfg: cfg, lock: lock, state: newState(), pool: cfg.Security.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
 	m.reg = newRegistry(uint64(cfg.Clock.Now().UnixNano()))
+	m.reg.configureBalance(cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves)
 	m.safe, m.safeWhy = true, "no chunkserver has registered"
 	if err := m.openLog(); err != nil {
 		m.pool.Close()
@@ -137,7 +140,7 @@ func (m *Master) openLog() error {
 	lc.Logger = m.cfg.Logger
 	if m.cfg.grouped() {
 		lc.BindAddr, lc.Members, lc.Observer = m.cfg.Addr, m.cfg.logMembers(), m.cfg.Observer
-		lc.Listener, lc.Dial = m.cfg.RaftListener, rpc.DialRaft
+		lc.Listener, lc.Dial = m.cfg.RaftListener, m.cfg.Security.DialRaft
 		lc.ElectionTimeout = groupElectionTimeout
 		lc.OnLeadership = m.onLeadership
 	}
@@ -158,6 +161,7 @@ func (m *Master) openLog() error {
 	// An old lease ends by the logged horizon, and also at most a lease
 	// (plus slack) after the previous master stopped, which was before now.
 	m.holdFromLog(m.cfg.Clock.Now().Add(m.cfg.LeaseDuration + m.leaseSlack()))
+	m.locks.reset(m.cfg.Clock.Now(), LockSessionTTL, m.lead.fresh)
 	m.lead.ready.Store(true)
 	return nil
 }
@@ -173,6 +177,7 @@ func (m *Master) initNamespace(ctx context.Context) error {
 	var done bool
 	var size int64
 	m.state.read(func(ns *namespace.Namespace) { done, size = ns.Initialized(), ns.ChunkSize() })
+	m.lead.fresh = !done // a new cluster: nobody can hold a lock to reclaim
 	if done {
 		if size != m.cfg.ChunkSize {
 			m.cfg.Logger.Info("chunk size fixed when the namespace was made; ignoring the configured one", "chunk_size", size, "configured", m.cfg.ChunkSize)
@@ -212,7 +217,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		m.srvMu.Unlock()
 		return errors.New("master: Serve called twice")
 	}
-	m.srv = rpc.NewServer(m.cfg.Logger, m.queueGuard, m.leaderGuard)
+	m.srv = m.cfg.Security.NewServer(m.cfg.Logger, m.queueGuard, m.leaderGuard)
 	pb.RegisterMasterServer(m.srv, m)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()

@@ -34,6 +34,8 @@ type server struct {
 	again          bool                               // to be told to register again at its next heartbeat
 	cloning        int                                // clones in flight with it as target
 	sourcing       int                                // clones in flight with it as source
+	moveIn         int64                              // bytes of balancer moves in flight to it
+	moveOut        int64                              // bytes of balancer moves in flight from it
 }
 
 // disk is one file system a chunkserver keeps data on; servers sharing a
@@ -59,13 +61,16 @@ type chunkInfo struct {
 	busy    int           // grants or cuts in flight: their replicas are not all recorded yet
 }
 
-// pendingClone is a re-replication in flight: target pulls version v
-// from source.
+// pendingClone is a re-replication or a balancer move in flight: target
+// pulls version v from source; a move then trims source's replica.
 type pendingClone struct {
 	target, source *server
 	version        chunkfs.Version
 	started        time.Time
-	live           int // live replicas when it started (plan's priority)
+	live           int   // counted replicas when it started (plan's priority)
+	move           bool  // a balancer move (registry_balance.go)
+	length         int64 // a move's chunk length when it started
+	want           int   // a move's chunk replication when it started
 }
 
 // registry is the single owner of what the master knows of chunkservers
@@ -86,8 +91,12 @@ type registry struct {
 	// on a full sweep.
 	dirty map[chunkfs.Handle]struct{}
 
-	repaired int64        // clones completed
-	recent   []repairDone // clones completed in the last minute, oldest first (repairRate)
+	repaired  int64        // clones completed
+	repairing int          // repair clones in flight (not moves)
+	recent    []repairDone // clones completed in the last minute, oldest first (repairRate)
+
+	drain map[string]bool // IDs of the servers being decommissioned (registry_drain.go)
+	bal   balancer        // the rebalancer (registry_balance.go)
 }
 
 // repairDone is one completed clone, for the repair rate.
@@ -103,6 +112,7 @@ func newRegistry(seed uint64) *registry {
 		chunks:  make(map[chunkfs.Handle]*chunkInfo),
 		dirty:   make(map[chunkfs.Handle]struct{}),
 		rng:     rand.New(rand.NewPCG(seed, 0x636b6673)),
+		bal:     balancer{on: true, threshold: DefaultBalanceThreshold, maxMoves: DefaultMaxMoves},
 	}
 }
 
@@ -266,12 +276,12 @@ func candidate(s *server, now time.Time, cfg placement.Config) placement.Server 
 }
 
 // choose picks up to n live servers with room for a new replica, excluding
-// those in skip, and counts the creations; they come in the order writers
+// those in skip and those being decommissioned, and counts the creations; they come in the order writers
 // should push along (orderChain).
 func (r *registry) choose(cfg placement.Config, n int, now time.Time, skip []*server) ([]*server, error) {
 	var live []*server
 	for _, s := range r.live() {
-		if !slices.Contains(skip, s) {
+		if !slices.Contains(skip, s) && !r.draining(s) {
 			live = append(live, s)
 		}
 	}

@@ -22,6 +22,7 @@ type cloneOrder struct {
 	target  *server
 	source  *server
 	pending *pendingClone
+	move    bool // a balancer move: the source is trimmed once the clone is counted
 	// The servers' addresses when it was planned (a server's record
 	// changes under Master.regMu only).
 	targetAddr, sourceAddr string
@@ -38,11 +39,14 @@ type trimOrder struct {
 const blockedFor = time.Minute
 
 // plan decides the re-replication work to start at now: clones of chunks
-// with fewer live current replicas than their file's replication, in
-// placement.RepairOrder (the fewest live replicas first; a chunk a writer
-// waits on first among equals), at most maxClones in flight per server as
-// source or target; and the trimming of chunks with more than their
-// replication (condemned here, deleted at the server's next heartbeat).
+// with fewer counted live current replicas than their file's replication
+// (a replica on a server being decommissioned does not count), in
+// placement.RepairOrder (the fewest counted replicas first; a chunk a
+// writer waits on first among equals), at most maxClones in flight per
+// server as source or target; the trimming of chunks with more than their
+// replication (condemned here, deleted at the server's next heartbeat);
+// and, when no repair is in flight or waiting for a clone slot, the
+// balancer's moves (balance).
 //
 // Priority is strict: no chunk is cloned while a chunk with fewer live
 // replicas waits or is being cloned, so every one-replica chunk is healed
@@ -66,11 +70,14 @@ func (r *registry) plan(cfg placement.Config, lookup chunkLookup, maxClones int,
 			delete(r.dirty, h)
 			return
 		}
-		live := len(r.replicas(h, v))
+		all := r.replicas(h, v)
+		live := len(r.counted(h, v))
 		switch {
+		case ci.clone != nil && ci.clone.move:
+			r.dirty[h] = struct{}{} // its source is trimmed when it ends
 		case ci.clone != nil:
 			level = min(level, ci.clone.live)
-		case ci.busy > 0 || live == 0 || r.leaseOutstanding(h, now):
+		case ci.busy > 0 || len(all) == 0 || r.leaseOutstanding(h, now):
 			r.dirty[h] = struct{}{} // look again next time
 		case live < want:
 			r.dirty[h] = struct{}{}
@@ -97,15 +104,22 @@ func (r *registry) plan(cfg placement.Config, lookup chunkLookup, maxClones int,
 	}
 	placement.RepairOrder(needs)
 	var orders []cloneOrder
+	waiting := false // a repair waits for a clone slot
 	for _, n := range needs {
 		if n.Live > level {
+			waiting = true
 			break
 		}
 		h := chunkfs.Handle(n.Handle)
 		v, _, length, _ := lookup(h)
-		if o, ok := r.startClone(cfg, h, v, length, n.Live, maxClones, now); ok {
+		o, ok, throttled := r.startClone(cfg, h, v, length, n.Live, maxClones, now)
+		if ok {
 			orders = append(orders, o)
 		}
+		waiting = waiting || throttled
+	}
+	if len(orders) == 0 && !waiting && r.repairing == 0 {
+		orders = append(orders, r.balance(cfg, lookup, maxClones, now)...)
 	}
 	return orders, trims
 }
@@ -122,25 +136,31 @@ func (r *registry) block(h chunkfs.Handle, now time.Time) {
 	}
 }
 
-// startClone picks a source among h's live replicas and a target among the
-// other live servers with room and records the clone as in flight.
-func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.Version, length int64, live, maxClones int, now time.Time) (cloneOrder, bool) {
+// startClone picks a source among h's live replicas (those on servers
+// being decommissioned too: they still serve reads) and a target among the
+// other live servers with room that are not being decommissioned, and
+// records the clone as in flight. When it cannot, throttled says whether
+// only the clone throttle stood in the way.
+func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.Version, length int64, live, maxClones int, now time.Time) (o cloneOrder, ok, throttled bool) {
 	holders := r.replicas(h, v)
 	hc := make([]placement.Server, len(holders))
-	racks := make([]string, len(holders))
+	var racks []string // of the counted replicas: the drained ones will go
 	for i, s := range holders {
-		hc[i], racks[i] = candidate(s, now, cfg), s.rack
+		hc[i] = candidate(s, now, cfg)
+		if !r.draining(s) {
+			racks = append(racks, s.rack)
+		}
 	}
 	si := placement.CloneSource(hc, maxClones)
 	if si < 0 {
-		return cloneOrder{}, false
+		return cloneOrder{}, false, len(holders) > 0
 	}
 	var others []*server
 	for _, s := range r.live() {
 		_, has := s.chunks[h]
 		_, doubted := s.doubt[h]
 		// A server still to be told to delete h could delete the clone.
-		if !has && !doubted && !slices.Contains(s.garbage, h) {
+		if !has && !doubted && !r.draining(s) && !slices.Contains(s.garbage, h) {
 			others = append(others, s)
 		}
 	}
@@ -150,15 +170,16 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	}
 	ti := placement.CloneTarget(cfg, oc, racks, maxClones, r.rng)
 	if ti < 0 {
-		return cloneOrder{}, false
+		return cloneOrder{}, false, placement.CloneTarget(cfg, oc, racks, int(^uint(0)>>1), nil) >= 0
 	}
 	source, target := holders[si], others[ti]
 	pc := &pendingClone{target: target, source: source, version: v, started: now, live: live}
 	r.info(h).clone = pc
 	source.sourcing++
 	target.cloning++
+	r.repairing++
 	return cloneOrder{handle: h, version: v, length: length, live: live, target: target, source: source, pending: pc,
-		targetAddr: target.addr, sourceAddr: source.addr}, true
+		targetAddr: target.addr, sourceAddr: source.addr}, true, false
 }
 
 // cloning reports whether s is the target of a clone of h in flight (its
@@ -172,7 +193,19 @@ func (r *registry) cloning(h chunkfs.Handle, s *server) bool {
 // still has the version cloned and the target is still the same live
 // server, the target's replica counts; otherwise whatever the target
 // stored is garbage. cur and exists are the chunk's logged version now.
-func (r *registry) cloneDone(h chunkfs.Handle, pc *pendingClone, length int64, err error, cur chunkfs.Version, exists bool, now time.Time) bool {
+// The end of a balancer move also trims its source (moveDone): trimmed
+// says so.
+func (r *registry) cloneDone(h chunkfs.Handle, pc *pendingClone, length int64, err error, cur chunkfs.Version, exists bool, now time.Time) (counted, trimmed bool) {
+	counted = r.endClone(h, pc, length, err, cur, exists, now)
+	if pc.move {
+		return counted, r.moveDone(h, pc, counted, now)
+	}
+	r.repairing--
+	return counted, false
+}
+
+// endClone is cloneDone's part common to repairs and moves.
+func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, err error, cur chunkfs.Version, exists bool, now time.Time) bool {
 	pc.source.sourcing--
 	pc.target.cloning--
 	if ci := r.chunks[h]; ci != nil && ci.clone == pc {
@@ -191,40 +224,49 @@ func (r *registry) cloneDone(h chunkfs.Handle, pc *pendingClone, length int64, e
 	}
 	r.addReplica(t, h, pc.version)
 	r.clearDoubt(t, h)
+	if pc.move {
+		return true
+	}
 	if ci := r.chunks[h]; ci != nil && ci.corrupt > 0 {
 		ci.corrupt--
 	}
 	r.repaired++
-	r.recent = append(r.recent, repairDone{at: now, bytes: length})
-	r.pruneRecent(now)
+	r.recent = append(pruneDone(r.recent, now), repairDone{at: now, bytes: length})
 	return true
 }
 
 // repairWindow is the span the repair rate is measured over.
 const repairWindow = time.Minute
 
-func (r *registry) pruneRecent(now time.Time) {
+// pruneDone drops from done, oldest first, what is older than the window.
+func pruneDone(done []repairDone, now time.Time) []repairDone {
 	i := 0
-	for i < len(r.recent) && now.Sub(r.recent[i].at) > repairWindow {
+	for i < len(done) && now.Sub(done[i].at) > repairWindow {
 		i++
 	}
-	r.recent = r.recent[i:]
+	return done[i:]
 }
 
-// repairRate returns the bytes per second cloned over the last minute.
-func (r *registry) repairRate(now time.Time) float64 {
-	r.pruneRecent(now)
+// rateOf returns the bytes per second of done over the window.
+func rateOf(done []repairDone) float64 {
 	var sum int64
-	for _, d := range r.recent {
+	for _, d := range done {
 		sum += d.bytes
 	}
 	return float64(sum) / repairWindow.Seconds()
 }
 
-// trim condemns the excess live replicas of h beyond want, keeping the best
-// rack spread (placement.Trim).
+// repairRate returns the bytes per second cloned over the last minute.
+func (r *registry) repairRate(now time.Time) float64 {
+	r.recent = pruneDone(r.recent, now)
+	return rateOf(r.recent)
+}
+
+// trim condemns the excess counted replicas of h beyond want, keeping the
+// best rack spread (placement.Trim). A replica on a server being
+// decommissioned is never trimmed: it stays until the server is removed.
 func (r *registry) trim(h chunkfs.Handle, v chunkfs.Version, want int, now time.Time) []trimOrder {
-	holders := r.replicas(h, v)
+	holders := r.counted(h, v)
 	slices.SortFunc(holders, func(a, b *server) int { return cmpString(a.id, b.id) })
 	hc := make([]placement.Server, len(holders))
 	for i, s := range holders {

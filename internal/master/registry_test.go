@@ -42,6 +42,13 @@ import (
 //	corrupt a 1           a's replica of chunk 1 failed its checksum
 //	delete 1              the chunk is deleted
 //	garbage a             what a is told to delete at its next heartbeat
+//	space a 600/1000      a reports 600 bytes used of 1000 of capacity
+//	drain a b             a and b are being decommissioned (the logged set)
+//	choose 3              servers for a new chunk, in ID order
+//	progress a            "STATE chunks=N remaining=N"
+//	balance on [T]|off    start (threshold T points) or stop the rebalancer
+//	balance               "running=B threshold=T in-flight=N moved=N bytes=N spread=S"
+//	                      (plan prints a move as "move H vV live=N SRC->DST")
 func TestRegistryScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/registry/*.txt")
 	if len(files) == 0 {
@@ -72,7 +79,9 @@ func runRegistryScenario(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	s := &registryScenario{t: t, r: newRegistry(1), now: time.Unix(1_700_000_000, 0), chunks: map[chunkfs.Handle]*nsChunk{}}
+	reg := newRegistry(1)
+	reg.configureBalance(false, DefaultBalanceThreshold, 2) // transcripts start it when they test it
+	s := &registryScenario{t: t, r: reg, now: time.Unix(1_700_000_000, 0), chunks: map[chunkfs.Handle]*nsChunk{}}
 	var want []string
 	cmd, line := "", 0
 	check := func() {
@@ -225,7 +234,7 @@ func (s *registryScenario) run(f []string) {
 	case "beat":
 		for _, name := range f[1:] {
 			sv := s.server(name)
-			if b := r.heartbeat(beat{figures: figures{id: sv.id, addr: sv.addr, capacity: sv.capacity, free: sv.free}}, s.version, s.now, 10*time.Second, true); b.reregister {
+			if b := r.heartbeat(beat{figures: figures{id: sv.id, addr: sv.addr, capacity: sv.capacity, used: sv.used, free: sv.free}}, s.version, s.now, 10*time.Second, true); b.reregister {
 				s.printf("%s: reregister", name)
 			}
 		}
@@ -237,7 +246,7 @@ func (s *registryScenario) run(f []string) {
 		clones, trims := r.plan(placement.DefaultConfig(), s.lookup, 2, s.now, len(f) > 1 && f[1] == "full")
 		slices.SortFunc(clones, func(a, b cloneOrder) int { return int(a.handle) - int(b.handle) })
 		for _, c := range clones {
-			s.printf("clone %d v%d live=%d %s->%s", c.handle, c.version, c.live, c.source.id, c.target.id)
+			s.printf("%s %d v%d live=%d %s->%s", map[bool]string{false: "clone", true: "move"}[c.move], c.handle, c.version, c.live, c.source.id, c.target.id)
 		}
 		slices.SortFunc(trims, func(a, b trimOrder) int { return int(a.handle) - int(b.handle) })
 		for _, t := range trims {
@@ -258,7 +267,13 @@ func (s *registryScenario) run(f []string) {
 		if c != nil {
 			v = c.v
 		}
-		s.printf("counted=%v", r.cloneDone(h, ci.clone, 1000, err, v, c != nil, s.now))
+		pc := ci.clone
+		counted, trimmed := r.cloneDone(h, pc, 1000, err, v, c != nil, s.now)
+		if trimmed {
+			s.printf("counted=%v trimmed %s", counted, pc.source.id)
+		} else {
+			s.printf("counted=%v", counted)
+		}
 	case "health":
 		h := s.handle(f[1])
 		hl := r.health(h, s.chunks[h].v)
@@ -288,6 +303,36 @@ func (s *registryScenario) run(f []string) {
 		r.forget([]chunkfs.Handle{h}, s.now)
 	case "garbage":
 		s.printf("%v", r.takeGarbage(s.server(f[1])))
+	case "space":
+		used, capacity, _ := strings.Cut(f[2], "/")
+		sv := s.server(f[1])
+		sv.used, _ = strconv.ParseInt(used, 10, 64)
+		sv.capacity, _ = strconv.ParseInt(capacity, 10, 64)
+	case "drain":
+		r.setDraining(f[1:])
+	case "choose":
+		n, _ := strconv.Atoi(f[1])
+		got, err := r.choose(placement.DefaultConfig(), n, s.now, nil)
+		if err != nil {
+			s.printf("%v", err)
+			break
+		}
+		slices.SortFunc(got, func(a, b *server) int { return cmpString(a.id, b.id) })
+		s.printf("%s", names(got))
+	case "progress":
+		p := r.progress(s.server(f[1]), s.lookup)
+		s.printf("%s chunks=%d remaining=%d", p.state, p.chunks, p.remaining)
+	case "balance":
+		if len(f) == 1 {
+			b := r.balanceStatus(placement.DefaultConfig(), s.now)
+			s.printf("running=%v threshold=%g in-flight=%d moved=%d bytes=%d spread=%.1f", b.running, b.threshold, b.inFlight, b.moved, b.bytes, b.spread)
+			break
+		}
+		t := 0.0
+		if len(f) > 2 {
+			t, _ = strconv.ParseFloat(f[2], 64)
+		}
+		r.setBalance(f[1] == "on", t)
 	default:
 		s.t.Fatalf("unknown registry command %q", f[0])
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
-// repairLoop plans re-replication and trimming every RepairInterval
-// (registry.plan) and starts the clones it decides.
+// repairLoop plans re-replication, trimming and the balancer's moves every
+// RepairInterval (registry.plan) and starts the clones it decides.
 func (m *Master) repairLoop() {
 	defer m.bg.Done()
 	t := m.cfg.Clock.NewTicker(m.cfg.RepairInterval)
@@ -34,6 +34,7 @@ const fullSweepEvery = 30
 // locations are still being learnt.
 func (m *Master) repairOnce(full bool) {
 	m.updateSafeMode()
+	m.syncDraining()
 	if !m.leads() {
 		return // only the leader re-replicates and trims
 	}
@@ -52,10 +53,21 @@ func (m *Master) repairOnce(full bool) {
 		m.cfg.Logger.Info("trimming an excess replica", "handle", t.handle, "server", t.server.id)
 	}
 	for _, o := range orders {
-		m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr})
+		m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Move: o.move})
 		m.bg.Add(1)
 		go m.runClone(o)
 	}
+}
+
+// syncDraining gives the registry the logged set of chunkservers being
+// decommissioned, on every master: one that becomes the leader places no
+// new replica on them from its first allocation.
+func (m *Master) syncDraining() {
+	m.state.read(func(ns *namespace.Namespace) {
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		m.reg.setDraining(ns.Draining())
+	})
 }
 
 // lookupIn answers the registry's questions about chunks from ns.
@@ -91,17 +103,20 @@ func (m *Master) runClone(o cloneOrder) {
 	err := m.cloneCall(ctx, o)
 	cur := m.currentVersion(o.handle)
 	m.regMu.Lock()
-	ok := m.reg.cloneDone(o.handle, o.pending, o.length, err, cur, cur != 0, m.cfg.Clock.Now())
+	ok, trimmed := m.reg.cloneDone(o.handle, o.pending, o.length, err, cur, cur != 0, m.cfg.Clock.Now())
 	m.regMu.Unlock()
 	if err == nil && !ok {
 		err = chunkfs.E("clone", "", chunkfs.KindStale, "the chunk changed while it was cloned")
 	}
-	if err != nil {
-		m.cfg.Logger.Warn("clone failed", "handle", o.handle, "source", o.sourceAddr, "target", o.targetAddr, "err", err)
-	} else {
+	switch {
+	case err != nil:
+		m.cfg.Logger.Warn("clone failed", "handle", o.handle, "source", o.sourceAddr, "target", o.targetAddr, "move", o.move, "err", err)
+	case o.move:
+		m.cfg.Logger.Info("replica moved", "handle", o.handle, "version", o.version, "source", o.sourceAddr, "target", o.targetAddr, "source_trimmed", trimmed)
+	default:
 		m.cfg.Logger.Info("chunk re-replicated", "handle", o.handle, "version", o.version, "source", o.sourceAddr, "target", o.targetAddr)
 	}
-	m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Done: true, Err: err})
+	m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Done: true, Err: err, Move: o.move, Trimmed: trimmed})
 }
 
 func (m *Master) cloneCall(ctx context.Context, o cloneOrder) error {

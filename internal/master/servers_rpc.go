@@ -190,8 +190,9 @@ func (m *Master) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest
 	return &pb.ReportCorruptResponse{StateId: m.state.stateID()}, nil
 }
 
-// ClusterReport summarises chunkservers, the namespace, replication
-// health, re-replication and safe mode.
+// ClusterReport summarises chunkservers (with their decommissioning
+// state), the namespace, replication health, re-replication, the
+// rebalancer and safe mode.
 func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest) (*pb.ClusterReportResponse, error) {
 	resp := &pb.ClusterReportResponse{}
 	now := m.cfg.Clock.Now()
@@ -217,11 +218,15 @@ func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest
 			resp.Corrupt += int64(hl.corrupt)
 		})
 		resp.RepairRate, resp.Repaired = m.reg.repairRate(now), m.reg.repaired
+		m.reg.setDraining(ns.Draining())
+		resp.Balance = balanceTo(m.reg.balanceStatus(m.cfg.Placement, now))
+		lookup := lookupIn(ns)
 		for _, s := range m.reg.sorted() {
+			p := m.reg.progress(s, lookup)
 			resp.Servers = append(resp.Servers, &pb.ChunkServerStatus{
 				Id: s.id, Addr: s.addr, Rack: s.rack, Capacity: s.capacity, Used: s.used, Load: s.load,
 				Chunks: int64(len(s.chunks)), Alive: s.alive, LastHeartbeatMs: now.Sub(s.lastBeat).Milliseconds(),
-				Free: s.free, Disks: disksTo(s.disks),
+				Free: s.free, Disks: disksTo(s.disks), State: p.state, DrainRemaining: int64(p.remaining),
 			})
 		}
 	})

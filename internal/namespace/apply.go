@@ -51,6 +51,12 @@ func (ns *Namespace) Apply(c *Command) Result {
 		ns.leaseHorizon = max(ns.leaseHorizon, c.Length)
 	case OpSetVersion:
 		r = ns.setVersion(c)
+	case OpSetXattr:
+		r = ns.setXattr(c)
+	case OpRemoveXattr:
+		r = ns.removeXattr(c)
+	case OpDecommission, OpRecommission:
+		r = ns.decommission(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}

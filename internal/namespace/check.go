@@ -76,6 +76,7 @@ func (c *checker) node(n *inode, p string) {
 	if n.ino == 0 || n.ino >= c.ns.nextInode || !c.inodes.add(n.ino) {
 		c.fail(p, "inode number %d reused or out of range", n.ino)
 	}
+	c.xattrs(n, p)
 	switch {
 	case n.isDir():
 		c.dirs++
@@ -134,8 +135,29 @@ func (c *checker) dir(n *inode, p string) {
 	}
 }
 
+// xattrs checks an inode's extended attributes: valid names, sorted,
+// bounded, and an ext held by a file only for them.
+func (c *checker) xattrs(n *inode, p string) {
+	xs := n.xattrs()
+	for i, x := range xs {
+		if checkXattrName("check", p, x.name) != nil || len(x.value) > MaxXattrValue || x.value == nil ||
+			i > 0 && x.name <= xs[i-1].name {
+			c.fail(p, "bad extended attribute %q", x.name)
+		}
+	}
+	if xattrBytes(xs) > MaxXattrTotal {
+		c.fail(p, "extended attributes larger than %d bytes", MaxXattrTotal)
+	}
+	if n.ext != nil && xs != nil && len(xs) == 0 {
+		c.fail(p, "empty attribute list kept")
+	}
+}
+
 func (c *checker) file(n *inode, p string) {
-	if n.ext != nil || n.length < 0 || n.repl > chunkfs.MaxReplication {
+	if n.ext != nil && (n.ext.kids.Len() != 0 || n.ext.target != "" || n.ext.rdev != 0 || len(n.ext.xattrs) == 0) {
+		c.fail(p, "bad file fields")
+	}
+	if n.length < 0 || n.repl > chunkfs.MaxReplication {
 		c.fail(p, "bad file fields")
 	}
 	if n.isSpecial() && (n.length != 0 || n.chunks != nil || !validSpecial(n.mode)) {

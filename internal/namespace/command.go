@@ -24,6 +24,10 @@ const (
 	OpCommitLength               // Path, Length, FlagTouch
 	OpLeaseHorizon               // Length = horizon (Unix ns)
 	OpSetVersion                 // Handle, Length = version; raises it, never lowers
+	OpSetXattr                   // Path, Target = name, Value; Set = XattrCreate or XattrReplace
+	OpRemoveXattr                // Path, Target = name
+	OpDecommission               // Path = chunkserver ID: drain it (servers.go)
+	OpRecommission               // Path = chunkserver ID: stop draining it
 	opEnd
 )
 
@@ -32,6 +36,8 @@ var opNames = [...]string{
 	OpDelete: "delete", OpSetAttr: "setattr", OpAllocChunk: "allocate chunk",
 	OpBumpVersion: "bump version", OpCommitLength: "commit length",
 	OpLeaseHorizon: "lease horizon", OpSetVersion: "set version",
+	OpSetXattr: "setxattr", OpRemoveXattr: "removexattr",
+	OpDecommission: "decommission", OpRecommission: "recommission",
 }
 
 func (o Op) String() string {
@@ -91,6 +97,7 @@ type Command struct {
 	Replication uint32
 	Length      int64 // length, chunk index, chunk size or horizon, by Op
 	Handle      chunkfs.Handle
+	Value       []byte // an extended attribute's value
 }
 
 // Field presence bits of the encoding.
@@ -107,6 +114,7 @@ const (
 	hasRepl
 	hasLength
 	hasHandle
+	hasValue
 	hasAll = 1<<iota - 1
 )
 
@@ -150,6 +158,10 @@ func (c *Command) Encode(b []byte) []byte {
 	if c.Handle != 0 {
 		b = binary.AppendUvarint(b, uint64(c.Handle))
 	}
+	if c.Value != nil {
+		b = binary.AppendUvarint(b, uint64(len(c.Value)))
+		b = append(b, c.Value...)
+	}
 	return b
 }
 
@@ -180,6 +192,7 @@ func (c *Command) presence() uint {
 	set(hasRepl, c.Replication != 0)
 	set(hasLength, c.Length != 0)
 	set(hasHandle, c.Handle != 0)
+	set(hasValue, c.Value != nil)
 	return p
 }
 
@@ -265,7 +278,7 @@ func (d *decoder) command() (*Command, error) {
 	if c.Op == 0 || c.Op >= opEnd {
 		return nil, errors.New("unknown op")
 	}
-	if c.Set&^setAll != 0 {
+	if c.Op != OpSetXattr && c.Set&^setAll != 0 {
 		return nil, errors.New("unknown setattr bits")
 	}
 	d.fields(c, uint(p))
@@ -310,6 +323,9 @@ func (d *decoder) fields(c *Command, p uint) {
 	}
 	if p&hasHandle != 0 {
 		c.Handle = chunkfs.Handle(d.uvarint(1<<64 - 1))
+	}
+	if p&hasValue != 0 {
+		c.Value = []byte(d.string(MaxXattrValue))
 	}
 }
 

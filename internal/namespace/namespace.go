@@ -1,6 +1,7 @@
 // Package namespace is the master's metadata state machine: the tree of
 // directories, files and symbolic links, each file's chunk list (handle and
-// version per chunk index), the handle counter, and the lease horizon.
+// version per chunk index), the handle counter, the lease horizon, and the
+// chunkservers an operator is decommissioning.
 //
 // It is pure and deterministic: no goroutines, no clock reads, no I/O. Every
 // mutation is a Command (encoded compactly for the replicated log) carrying
@@ -59,11 +60,13 @@ type inode struct {
 	repl   uint8
 }
 
-// ext holds what only directories, symbolic links and device nodes need.
+// ext holds what only directories, symbolic links and device nodes need,
+// and the extended attributes of any inode that has some.
 type ext struct {
 	kids   children
 	target string
-	rdev   uint32 // a device node's device number (Linux's encoding)
+	rdev   uint32  // a device node's device number (Linux's encoding)
+	xattrs []xattr // sorted by name
 }
 
 func (n *inode) isDir() bool     { return n.mode&fs.ModeDir != 0 }
@@ -96,9 +99,10 @@ type Namespace struct {
 	nextHandle   chunkfs.Handle
 	chunkSize    int64
 	defaultRepl  uint8
-	leaseHorizon int64 // Unix ns; no lease granted by any master lasts beyond it
-	files, dirs  int64 // counts (symbolic links count as files)
-	bytes        int64 // sum of file lengths
+	leaseHorizon int64    // Unix ns; no lease granted by any master lasts beyond it
+	draining     []string // IDs of the chunkservers being decommissioned, sorted (servers.go)
+	files, dirs  int64    // counts (symbolic links count as files)
+	bytes        int64    // sum of file lengths
 }
 
 // New returns an empty namespace: a root directory owned by root with mode

@@ -24,7 +24,7 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 		return p
 	}
 	c := &Command{Time: now, Caller: callers[rng.IntN(len(callers))], Path: name(), Mode: uint32(rng.IntN(0o1000))}
-	switch rng.IntN(10) {
+	switch rng.IntN(12) {
 	case 0:
 		c.Op, c.Flags = OpMkdir, FlagParents*uint8(rng.IntN(2))
 	case 1:
@@ -45,6 +45,11 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 		c.Op, c.Handle = OpBumpVersion, chunkfs.Handle(rng.IntN(40))
 	case 9:
 		c.Op, c.Handle, c.Length = OpSetVersion, chunkfs.Handle(rng.IntN(40)), rng.Int64N(5)
+	case 10:
+		c.Op, c.Target, c.Set = OpSetXattr, []string{"user.a", "user.b", "trusted.t", "security.s"}[rng.IntN(4)], uint8(rng.IntN(3))
+		c.Value = make([]byte, rng.IntN(20))
+	case 11:
+		c.Op, c.Target = OpRemoveXattr, []string{"user.a", "user.b", "trusted.t", "security.s"}[rng.IntN(4)]
 	}
 	return c
 }

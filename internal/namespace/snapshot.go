@@ -12,8 +12,15 @@ import (
 	"github.com/chunkfs/chunkfs"
 )
 
-// snapshotMagic starts every snapshot; the last byte is the format version.
-var snapshotMagic = []byte("CFNS\x01")
+// snapshotMagic starts every snapshot, followed by the format version:
+// 1 without extended attributes, 2 with them, 3 also with the chunkservers
+// being decommissioned after the inodes. Restore reads all three.
+var snapshotMagic = []byte("CFNS")
+
+const (
+	snapshotV1      = 1
+	snapshotVersion = 3
+)
 
 // maxDepth bounds directory nesting in a snapshot (a valid path cannot be
 // deeper).
@@ -25,15 +32,26 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // counters, then every inode in tree order (parents first, children sorted
 // by name) with varint fields, then a CRC32C of everything before it.
 // Equal states give equal bytes.
-func (ns *Namespace) Snapshot(w io.Writer) error {
+func (ns *Namespace) Snapshot(w io.Writer) error { return ns.snapshotAs(w, snapshotVersion) }
+
+// snapshotAs writes the state in format version (tests write version 1,
+// which has no extended attributes).
+func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
-	s := &snapWriter{w: bw, crc: crc32.New(crcTable)}
+	s := &snapWriter{w: bw, crc: crc32.New(crcTable), version: version}
 	s.raw(snapshotMagic)
+	s.raw([]byte{version})
 	for _, v := range []uint64{ns.nextInode, uint64(ns.nextHandle), uint64(ns.chunkSize), uint64(ns.defaultRepl)} {
 		s.uvarint(v)
 	}
 	s.varint(ns.leaseHorizon)
 	s.inode(ns.root)
+	if version >= 3 {
+		s.uvarint(uint64(len(ns.draining)))
+		for _, id := range ns.draining {
+			s.string(id)
+		}
+	}
 	s.raw(binary.BigEndian.AppendUint32(nil, s.crc.Sum32()))
 	if s.err != nil {
 		return s.err
@@ -47,8 +65,9 @@ type snapWriter struct {
 		io.Writer
 		Sum32() uint32
 	}
-	buf []byte
-	err error
+	buf     []byte
+	version byte
+	err     error
 }
 
 func (s *snapWriter) raw(b []byte) {
@@ -74,6 +93,15 @@ func (s *snapWriter) inode(n *inode) {
 	}
 	for _, v := range []int64{n.mtime, n.atime, n.ctime} {
 		s.varint(v)
+	}
+	if s.version >= 2 {
+		xs := n.xattrs()
+		s.uvarint(uint64(len(xs)))
+		for _, x := range xs {
+			s.string(x.name)
+			s.raw(binary.AppendUvarint(s.buf[:0], uint64(len(x.value))))
+			s.raw(x.value)
+		}
 	}
 	switch {
 	case n.isDir():
@@ -119,7 +147,7 @@ func Restore(r io.Reader) (*Namespace, error) {
 }
 
 func restore(b []byte) (*Namespace, error) {
-	if len(b) < len(snapshotMagic)+4 {
+	if len(b) < len(snapshotMagic)+5 {
 		return nil, errors.New("truncated snapshot")
 	}
 	body, sum := b[:len(b)-4], b[len(b)-4:]
@@ -136,8 +164,9 @@ func restore(b []byte) (*Namespace, error) {
 
 // snapReader parses a snapshot held in memory; the first error sticks.
 type snapReader struct {
-	b   []byte
-	err error
+	b       []byte
+	version byte
+	err     error
 }
 
 func (s *snapReader) fail(format string, args ...any) {
@@ -197,6 +226,12 @@ func (s *snapReader) namespace() (*Namespace, error) {
 	if m := s.full(len(snapshotMagic)); s.err == nil && string(m) != string(snapshotMagic) {
 		return nil, errors.New("not a namespace snapshot")
 	}
+	if v := s.full(1); s.err == nil {
+		s.version = v[0]
+		if s.version < snapshotV1 || s.version > snapshotVersion {
+			return nil, fmt.Errorf("snapshot format %d is not one this master reads", s.version)
+		}
+	}
 	ns := New()
 	ns.nextInode = s.uvarint(1<<63 - 1)
 	ns.nextHandle = chunkfs.Handle(s.uvarint(1<<63 - 1))
@@ -205,6 +240,9 @@ func (s *snapReader) namespace() (*Namespace, error) {
 	ns.leaseHorizon = s.varint()
 	ns.dirs = 0
 	root := s.inode(ns, nil, 0)
+	if s.version >= 3 {
+		s.draining(ns)
+	}
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -223,6 +261,10 @@ func (s *snapReader) inode(ns *Namespace, parent *inode, depth int) *inode {
 	n.ino = s.uvarint(1<<63 - 1)
 	n.uid, n.gid = uint32(s.uvarint(1<<32-1)), uint32(s.uvarint(1<<32-1))
 	n.mtime, n.atime, n.ctime = s.varint(), s.varint(), s.varint()
+	var xs []xattr
+	if s.version >= 2 {
+		xs = s.xattrs()
+	}
 	if s.err != nil {
 		return nil
 	}
@@ -248,7 +290,36 @@ func (s *snapReader) inode(ns *Namespace, parent *inode, depth int) *inode {
 	default:
 		s.fail("unknown file type %v", n.mode.Type())
 	}
+	if len(xs) > 0 {
+		if n.ext == nil {
+			n.ext = &ext{}
+		}
+		n.ext.xattrs = xs
+	}
 	return n
+}
+
+// xattrs reads an inode's extended attributes: bounded, valid, sorted.
+func (s *snapReader) xattrs() []xattr {
+	count := s.uvarint(MaxXattrTotal)
+	var xs []xattr
+	total := 0
+	for i := uint64(0); i < count && s.err == nil; i++ {
+		x := xattr{name: s.string(MaxXattrName)}
+		x.value = []byte(s.string(MaxXattrValue))
+		total += len(x.name) + len(x.value)
+		switch {
+		case s.err != nil:
+		case checkXattrName("restore", "", x.name) != nil:
+			s.fail("bad attribute name %q", x.name)
+		case len(xs) > 0 && x.name <= xs[len(xs)-1].name:
+			s.fail("attributes unsorted or repeated at %q", x.name)
+		case total > MaxXattrTotal:
+			s.fail("attributes larger than %d bytes", MaxXattrTotal)
+		}
+		xs = append(xs, x)
+	}
+	return xs
 }
 
 func (s *snapReader) kids(ns *Namespace, d *inode, depth int) {
@@ -292,5 +363,22 @@ func (s *snapReader) file(ns *Namespace, n *inode) {
 			ns.handles.set(r.handle, n)
 		}
 		n.chunks = append(n.chunks, r)
+	}
+}
+
+// draining reads the chunkservers being decommissioned: sorted, unique,
+// bounded.
+func (s *snapReader) draining(ns *Namespace) {
+	n := s.uvarint(MaxDraining)
+	for range n {
+		id := s.string(MaxServerIDLen)
+		if s.err != nil {
+			return
+		}
+		if id == "" || (len(ns.draining) > 0 && id <= ns.draining[len(ns.draining)-1]) {
+			s.fail("decommissioned servers empty, unsorted or repeated")
+			return
+		}
+		ns.draining = append(ns.draining, id)
 	}
 }

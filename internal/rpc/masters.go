@@ -71,7 +71,7 @@ func (s *MasterSet) reader() string {
 // coordinatedRead reports whether a call may be served by an observer.
 func coordinatedRead(method string, args any) bool {
 	switch MethodName(method) {
-	case "Stat", "List", "GetChunks":
+	case "Stat", "List", "GetChunks", "GetXattr", "ListXattr":
 		return true
 	case "Batch":
 		b, ok := args.(*pb.BatchRequest)

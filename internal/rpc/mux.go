@@ -1,6 +1,8 @@
 package rpc
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -8,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chunkfs/chunkfs/internal/certs"
 )
 
 // http2Preface is how every gRPC (HTTP/2) connection starts; its first four
@@ -26,23 +30,39 @@ const RaftMagic = "CKR1"
 // own, and hands the connection to the GRPC or the Data listener (bytes
 // replayed) or to the Raft listener (RaftMagic consumed). A connection that
 // starts with anything else is closed.
+//
+// A Mux of a secure process terminates TLS first: it handshakes each
+// connection (bounded by HandshakeTimeout), requiring a client certificate
+// of the cluster CA, and sniffs the decrypted bytes; the connections it
+// hands on are TLS connections (ConnIdentity works on them, and gRPC
+// adopts them, see adoptCreds). A plain-TCP client is refused in its own
+// protocol with "server requires TLS"; a TLS client of a plain Mux is
+// closed and logged.
 type Mux struct {
 	lis  net.Listener
+	sec  *Security
 	log  *slog.Logger
 	grpc *muxListener
 	data *muxListener
 	raft atomic.Pointer[muxListener] // set by Raft; nil: Raft connections are refused
 
+	refuseOnce sync.Once
+	refuse     *StreamServer // answers plain-TCP data streams of a TLS Mux
+
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close
 }
 
-// NewMux returns a multiplexer of lis; call Serve to start it.
-func NewMux(lis net.Listener, log *slog.Logger) *Mux {
+// NewMux returns a plain-TCP multiplexer of lis; call Serve to start it.
+func NewMux(lis net.Listener, log *slog.Logger) *Mux { return (*Security)(nil).NewMux(lis, log) }
+
+// NewMux returns a multiplexer of lis whose connections use s (nil:
+// plain TCP); call Serve to start it.
+func (s *Security) NewMux(lis net.Listener, log *slog.Logger) *Mux {
 	if log == nil {
 		log = slog.Default()
 	}
-	m := &Mux{lis: lis, log: log, done: make(chan struct{})}
+	m := &Mux{lis: lis, sec: s, log: log, done: make(chan struct{})}
 	m.grpc = &muxListener{m: m, conns: make(chan net.Conn)}
 	m.data = &muxListener{m: m, conns: make(chan net.Conn)}
 	return m
@@ -65,18 +85,29 @@ func (m *Mux) Raft() net.Listener {
 	return m.raft.Load()
 }
 
-// DialRaft connects to the Raft transport behind a Mux at addr.
+// DialRaft connects to the Raft transport behind a plain-TCP Mux at addr.
 func DialRaft(addr string, timeout time.Duration) (net.Conn, error) {
+	return (*Security)(nil).DialRaft(addr, timeout)
+}
+
+// DialRaft connects to the Raft transport behind a Mux at addr, over TLS
+// unless s is insecure.
+func (s *Security) DialRaft(addr string, timeout time.Duration) (net.Conn, error) {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
 	}
-	conn.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := io.WriteString(conn, RaftMagic); err != nil {
+	if !s.IsInsecure() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if conn, err = s.clientTLS(ctx, conn, addr); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeMagic(conn, RaftMagic, timeout); err != nil {
 		conn.Close()
 		return nil, err
 	}
-	conn.SetWriteDeadline(time.Time{})
 	return conn, nil
 }
 
@@ -104,28 +135,83 @@ func (m *Mux) Serve() error {
 	}
 }
 
-// sniff reads a connection's first bytes and dispatches it.
+// sniff terminates TLS on a connection, when the Mux is secure, reads its
+// first bytes and dispatches it.
 func (m *Mux) sniff(conn net.Conn) {
-	conn.SetReadDeadline(time.Now().Add(sniffTimeout))
-	var head [4]byte
-	if _, err := io.ReadFull(conn, head[:]); err != nil {
+	conn.SetDeadline(time.Now().Add(sniffTimeout))
+	head, err := readHead(conn)
+	if err != nil {
 		m.log.Debug("connection closed before its first bytes", "remote", conn.RemoteAddr(), "err", err)
 		conn.Close()
 		return
 	}
-	conn.SetReadDeadline(time.Time{})
+	switch {
+	case !m.sec.IsInsecure() && !isTLSHello(head):
+		m.log.Warn("plain-TCP connection refused: this server requires TLS", "remote", conn.RemoteAddr())
+		m.refusePlain(conn, head)
+		return
+	case m.sec.IsInsecure() && isTLSHello(head):
+		m.log.Warn("TLS connection refused: this server runs without TLS (--insecure)", "remote", conn.RemoteAddr())
+		conn.Close()
+		return
+	case !m.sec.IsInsecure():
+		if conn, head, err = m.handshake(conn, head); err != nil {
+			m.log.Warn("TLS handshake failed", "remote", conn.RemoteAddr(), "err", err)
+			conn.Close()
+			return
+		}
+	}
+	m.dispatch(conn, head)
+}
+
+// readHead reads a connection's first four bytes.
+func readHead(conn net.Conn) ([]byte, error) {
+	head := make([]byte, 4)
+	if _, err := io.ReadFull(conn, head); err != nil {
+		return nil, err
+	}
+	return head, nil
+}
+
+// handshake runs the server side of TLS on conn, whose first bytes, head,
+// were already read, acknowledges it (tlsAck), and reads the first bytes
+// of the decrypted stream.
+// The deadline set by sniff bounds both.
+func (m *Mux) handshake(conn net.Conn, head []byte) (net.Conn, []byte, error) {
+	tc := tls.Server(&prefixConn{Conn: conn, prefix: head}, m.sec.muxConfig())
+	if err := tc.Handshake(); err != nil {
+		return conn, nil, err
+	}
+	if _, err := tc.Write([]byte{tlsAck}); err != nil {
+		return conn, nil, err
+	}
+	head, err := readHead(tc)
+	if err != nil {
+		return conn, nil, err
+	}
+	return tc, head, nil
+}
+
+// dispatch hands a connection whose first bytes were head to its listener.
+func (m *Mux) dispatch(conn net.Conn, head []byte) {
+	conn.SetDeadline(time.Time{})
 	var to *muxListener
-	var pc net.Conn = &prefixConn{Conn: conn, prefix: head[:]}
-	switch string(head[:]) {
+	var pc net.Conn = &prefixConn{Conn: conn, prefix: head}
+	switch string(head) {
 	case http2Preface[:4]:
 		to = m.grpc
 	case StreamMagic:
 		to = m.data
 	case RaftMagic:
 		to, pc = m.raft.Load(), conn
+		if !m.sec.IsInsecure() && to != nil && !isMaster(conn) {
+			m.log.Warn("Raft connection refused: the peer's certificate is not a master's", "remote", conn.RemoteAddr())
+			conn.Close()
+			return
+		}
 	}
 	if to == nil {
-		m.log.Warn("connection closed: unknown protocol", "remote", conn.RemoteAddr(), "first_bytes", head[:])
+		m.log.Warn("connection closed: unknown protocol", "remote", conn.RemoteAddr(), "first_bytes", head)
 		conn.Close()
 		return
 	}
@@ -136,6 +222,13 @@ func (m *Mux) sniff(conn net.Conn) {
 	}
 }
 
+// isMaster reports whether conn's peer presented a master's certificate:
+// only masters speak Raft.
+func isMaster(conn net.Conn) bool {
+	id, ok := ConnIdentity(conn)
+	return ok && id.Role == certs.RoleMaster
+}
+
 // Close stops Serve, closes the listener, and makes Accept on both child
 // listeners fail.
 func (m *Mux) Close() error {
@@ -143,6 +236,10 @@ func (m *Mux) Close() error {
 	m.closeOnce.Do(func() {
 		close(m.done)
 		err = m.lis.Close()
+		m.refuseOnce.Do(func() {}) // no refuser after Close
+		if m.refuse != nil {
+			m.refuse.Close()
+		}
 	})
 	return err
 }
@@ -180,4 +277,13 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	return c.Conn.Read(p)
+}
+
+// ConnectionState is the TLS state of the connection under c; the zero
+// state when it is plain TCP.
+func (c *prefixConn) ConnectionState() tls.ConnectionState {
+	if tc, ok := c.Conn.(tlsConn); ok {
+		return tc.ConnectionState()
+	}
+	return tls.ConnectionState{}
 }

@@ -9,13 +9,18 @@ import (
 // Pool keeps one gRPC client connection per address, opened on first use and
 // shared by every caller. It is safe for concurrent use.
 type Pool struct {
+	sec    *Security
 	mu     sync.Mutex // guards conns and closed
 	conns  map[string]*ClientConn
 	closed bool
 }
 
-// NewPool returns an empty pool.
-func NewPool() *Pool { return &Pool{conns: make(map[string]*ClientConn)} }
+// NewPool returns an empty pool of plain-TCP connections.
+func NewPool() *Pool { return (*Security)(nil).NewPool() }
+
+// NewPool returns an empty pool whose connections s secures (nil: plain
+// TCP).
+func (s *Security) NewPool() *Pool { return &Pool{sec: s, conns: make(map[string]*ClientConn)} }
 
 // Conn returns the connection to addr, dialing it if needed.
 func (p *Pool) Conn(addr string) (*ClientConn, error) {
@@ -27,7 +32,7 @@ func (p *Pool) Conn(addr string) (*ClientConn, error) {
 	if cc, ok := p.conns[addr]; ok {
 		return cc, nil
 	}
-	cc, err := Dial(addr)
+	cc, err := p.sec.Dial(addr)
 	if err != nil {
 		return nil, err
 	}

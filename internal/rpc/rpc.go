@@ -17,7 +17,6 @@ import (
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 )
@@ -46,12 +45,22 @@ func MethodName(full string) string { return full[strings.LastIndexByte(full, '/
 // NewServer returns a gRPC server whose handlers are guarded: a panic in a
 // handler is logged and answered as an internal error, never crashing the
 // process, guards may refuse a call before its handler, and errors are
-// translated by Status. Each call's arrival is noted for Arrival.
+// translated by Status. Served through a TLS Mux it adopts the Mux's TLS
+// connections; on a listener of its own it serves plain TCP. Each call's arrival is noted for Arrival.
 func NewServer(log *slog.Logger, guards ...Guard) *grpc.Server {
+	return (*Security)(nil).NewServer(log, guards...)
+}
+
+// NewServer is rpc.NewServer for a process secured by s: through a Mux it
+// adopts the Mux's TLS connections, and on a listener of its own it runs
+// the TLS handshake itself (unless s is insecure).
+func (s *Security) NewServer(log *slog.Logger, guards ...Guard) *grpc.Server {
 	if log == nil {
 		log = slog.Default()
 	}
 	return grpc.NewServer(
+		grpc.Creds(newAdoptCreds(s)),
+		grpc.ConnectionTimeout(HandshakeTimeout),
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
 		grpc.UnaryInterceptor(unaryGuard(log, guards)),
@@ -81,11 +90,15 @@ func unaryGuard(log *slog.Logger, guards []Guard) grpc.UnaryServerInterceptor {
 	}
 }
 
-// Dial opens a client connection to addr. Calls without a deadline get
-// DefaultTimeout.
-func Dial(addr string) (*grpc.ClientConn, error) {
+// Dial opens a plain-TCP client connection to addr. Calls without a
+// deadline get DefaultTimeout.
+func Dial(addr string) (*grpc.ClientConn, error) { return (*Security)(nil).Dial(addr) }
+
+// Dial opens a client connection to addr secured by s (nil: plain TCP).
+// Calls without a deadline get DefaultTimeout.
+func (s *Security) Dial(addr string) (*grpc.ClientConn, error) {
 	return grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(s.dialCreds(addr)),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.WithUnaryInterceptor(clientDeadline),
@@ -118,6 +131,7 @@ var kindCodes = map[chunkfs.Kind]codes.Code{
 	chunkfs.KindNotSupported: codes.Unimplemented,
 	chunkfs.KindChunkFull:    codes.OutOfRange,
 	chunkfs.KindNotPrimary:   codes.FailedPrecondition,
+	chunkfs.KindNoAttr:       codes.NotFound,
 }
 
 // Status converts err to a gRPC status error carrying its chunkfs Kind, Op
@@ -200,6 +214,9 @@ func Err(err error) error {
 		// from a server that failed.
 		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: fmt.Errorf("%s: %w", st.Message(), context.Canceled)}
 	case codes.Unavailable:
+		if refusal := tlsRefusal(st.Message()); refusal != nil {
+			return &chunkfs.Error{Kind: chunkfs.KindPermission, Err: refusal}
+		}
 		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: &unreachableError{msg: st.Message()}}
 	case codes.DeadlineExceeded, codes.Aborted:
 		return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: errors.New(st.Message())}
@@ -207,7 +224,7 @@ func Err(err error) error {
 		return &chunkfs.Error{Kind: chunkfs.KindNotExist, Err: errors.New(st.Message())}
 	case codes.InvalidArgument:
 		return &chunkfs.Error{Kind: chunkfs.KindInvalid, Err: errors.New(st.Message())}
-	case codes.PermissionDenied:
+	case codes.PermissionDenied, codes.Unauthenticated:
 		return &chunkfs.Error{Kind: chunkfs.KindPermission, Err: errors.New(st.Message())}
 	case codes.Unimplemented:
 		return &chunkfs.Error{Kind: chunkfs.KindNotSupported, Err: errors.New(st.Message())}

@@ -29,6 +29,7 @@ const DefaultIdleAge = 15 * time.Second
 // connections per address and is safe for concurrent use; each request has
 // a connection to itself.
 type DataClient struct {
+	sec     *Security // nil: plain TCP
 	dialer  net.Dialer
 	idleAge time.Duration    // DefaultIdleAge
 	now     func() time.Time // time.Now; tests replace it
@@ -38,9 +39,15 @@ type DataClient struct {
 	closed bool
 }
 
-// NewDataClient returns a client with an empty pool.
-func NewDataClient() *DataClient {
-	return &DataClient{dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+// NewDataClient returns a plain-TCP client with an empty pool.
+func NewDataClient() *DataClient { return (*Security)(nil).NewDataClient() }
+
+// NewDataClient returns a client with an empty pool whose connections s
+// secures (nil: plain TCP). Under TLS, reads and pushes use ordinary
+// writes and reads: the zero-copy paths (sendfile, scatter reads) need
+// the bare socket.
+func (s *Security) NewDataClient() *DataClient {
+	return &DataClient{sec: s, dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
 		idleAge: DefaultIdleAge, now: time.Now, idle: make(map[string][]*dataConn)}
 }
 
@@ -65,7 +72,7 @@ func unavailable(op, addr string, err error) error {
 	if errors.As(err, &e) {
 		return err
 	}
-	return &chunkfs.Error{Op: op, Path: addr, Kind: chunkfs.KindUnavailable, Err: err}
+	return &chunkfs.Error{Op: op, Path: addr, Kind: failureKind(err), Err: err}
 }
 
 // get returns an idle connection to addr or dials a new one, armed for
@@ -112,8 +119,12 @@ func (c *DataClient) dial(ctx context.Context, addr string, perFrame bool) (*dat
 	if err != nil {
 		return nil, unavailable("dial", addr, err)
 	}
-	conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(conn, StreamMagic); err != nil {
+	if !c.sec.IsInsecure() {
+		if conn, err = c.sec.clientTLS(ctx, conn, addr); err != nil {
+			return nil, unavailable("dial", addr, err)
+		}
+	}
+	if err := writeMagic(conn, StreamMagic, 10*time.Second); err != nil {
 		conn.Close()
 		return nil, unavailable("dial", addr, err)
 	}

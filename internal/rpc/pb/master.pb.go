@@ -3968,6 +3968,830 @@ func (x *HAChangeResponse) GetStateId() uint64 {
 	return 0
 }
 
+// Extended attributes (user., trusted. and security. namespaces). Get and
+// List are coordinated reads.
+type GetXattrRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	MinStateId    uint64                 `protobuf:"varint,4,opt,name=min_state_id,json=minStateId,proto3" json:"min_state_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetXattrRequest) Reset() {
+	*x = GetXattrRequest{}
+	mi := &file_master_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetXattrRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetXattrRequest) ProtoMessage() {}
+
+func (x *GetXattrRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetXattrRequest.ProtoReflect.Descriptor instead.
+func (*GetXattrRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *GetXattrRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *GetXattrRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *GetXattrRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetXattrRequest) GetMinStateId() uint64 {
+	if x != nil {
+		return x.MinStateId
+	}
+	return 0
+}
+
+type GetXattrResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetXattrResponse) Reset() {
+	*x = GetXattrResponse{}
+	mi := &file_master_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetXattrResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetXattrResponse) ProtoMessage() {}
+
+func (x *GetXattrResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetXattrResponse.ProtoReflect.Descriptor instead.
+func (*GetXattrResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *GetXattrResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *GetXattrResponse) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type ListXattrRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	MinStateId    uint64                 `protobuf:"varint,3,opt,name=min_state_id,json=minStateId,proto3" json:"min_state_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListXattrRequest) Reset() {
+	*x = ListXattrRequest{}
+	mi := &file_master_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListXattrRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListXattrRequest) ProtoMessage() {}
+
+func (x *ListXattrRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListXattrRequest.ProtoReflect.Descriptor instead.
+func (*ListXattrRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ListXattrRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *ListXattrRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ListXattrRequest) GetMinStateId() uint64 {
+	if x != nil {
+		return x.MinStateId
+	}
+	return 0
+}
+
+type ListXattrResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	Names         []string               `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListXattrResponse) Reset() {
+	*x = ListXattrResponse{}
+	mi := &file_master_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListXattrResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListXattrResponse) ProtoMessage() {}
+
+func (x *ListXattrResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListXattrResponse.ProtoReflect.Descriptor instead.
+func (*ListXattrResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ListXattrResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *ListXattrResponse) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+type SetXattrRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Value         []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	Create        bool                   `protobuf:"varint,5,opt,name=create,proto3" json:"create,omitempty"`   // XATTR_CREATE: fail if it exists
+	Replace       bool                   `protobuf:"varint,6,opt,name=replace,proto3" json:"replace,omitempty"` // XATTR_REPLACE: fail if it does not
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetXattrRequest) Reset() {
+	*x = SetXattrRequest{}
+	mi := &file_master_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetXattrRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetXattrRequest) ProtoMessage() {}
+
+func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetXattrRequest.ProtoReflect.Descriptor instead.
+func (*SetXattrRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *SetXattrRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *SetXattrRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SetXattrRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetXattrRequest) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *SetXattrRequest) GetCreate() bool {
+	if x != nil {
+		return x.Create
+	}
+	return false
+}
+
+func (x *SetXattrRequest) GetReplace() bool {
+	if x != nil {
+		return x.Replace
+	}
+	return false
+}
+
+type SetXattrResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetXattrResponse) Reset() {
+	*x = SetXattrResponse{}
+	mi := &file_master_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetXattrResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetXattrResponse) ProtoMessage() {}
+
+func (x *SetXattrResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetXattrResponse.ProtoReflect.Descriptor instead.
+func (*SetXattrResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *SetXattrResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+type RemoveXattrRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveXattrRequest) Reset() {
+	*x = RemoveXattrRequest{}
+	mi := &file_master_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveXattrRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveXattrRequest) ProtoMessage() {}
+
+func (x *RemoveXattrRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveXattrRequest.ProtoReflect.Descriptor instead.
+func (*RemoveXattrRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *RemoveXattrRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *RemoveXattrRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RemoveXattrRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RemoveXattrResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveXattrResponse) Reset() {
+	*x = RemoveXattrResponse{}
+	mi := &file_master_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveXattrResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveXattrResponse) ProtoMessage() {}
+
+func (x *RemoveXattrResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveXattrResponse.ProtoReflect.Descriptor instead.
+func (*RemoveXattrResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *RemoveXattrResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+// File locks (POSIX record locks and flock), kept by the leader for lock
+// sessions (see internal/locks). A session lives while it is renewed.
+type LockSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       uint64                 `protobuf:"varint,1,opt,name=session,proto3" json:"session,omitempty"` // 0: open a new session
+	Reclaim       bool                   `protobuf:"varint,2,opt,name=reclaim,proto3" json:"reclaim,omitempty"` // after a master change: adopt this session to reclaim its locks
+	Close         bool                   `protobuf:"varint,3,opt,name=close,proto3" json:"close,omitempty"`     // end the session, releasing its locks
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockSessionRequest) Reset() {
+	*x = LockSessionRequest{}
+	mi := &file_master_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockSessionRequest) ProtoMessage() {}
+
+func (x *LockSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockSessionRequest.ProtoReflect.Descriptor instead.
+func (*LockSessionRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *LockSessionRequest) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *LockSessionRequest) GetReclaim() bool {
+	if x != nil {
+		return x.Reclaim
+	}
+	return false
+}
+
+func (x *LockSessionRequest) GetClose() bool {
+	if x != nil {
+		return x.Close
+	}
+	return false
+}
+
+type LockSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       uint64                 `protobuf:"varint,1,opt,name=session,proto3" json:"session,omitempty"`
+	TtlMs         int64                  `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"` // the session lapses this long after the last renewal
+	Grace         bool                   `protobuf:"varint,3,opt,name=grace,proto3" json:"grace,omitempty"`              // the lock table grants only reclaims for now
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockSessionResponse) Reset() {
+	*x = LockSessionResponse{}
+	mi := &file_master_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockSessionResponse) ProtoMessage() {}
+
+func (x *LockSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockSessionResponse.ProtoReflect.Descriptor instead.
+func (*LockSessionResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *LockSessionResponse) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *LockSessionResponse) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *LockSessionResponse) GetGrace() bool {
+	if x != nil {
+		return x.Grace
+	}
+	return false
+}
+
+type FileLock struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          uint32                 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"` // 1 POSIX, 2 flock
+	Type          uint32                 `protobuf:"varint,2,opt,name=type,proto3" json:"type,omitempty"` // 1 read, 2 write, 3 unlock
+	Start         uint64                 `protobuf:"varint,3,opt,name=start,proto3" json:"start,omitempty"`
+	End           uint64                 `protobuf:"varint,4,opt,name=end,proto3" json:"end,omitempty"`     // inclusive; 2^64-1: to the end of the file
+	Owner         uint64                 `protobuf:"varint,5,opt,name=owner,proto3" json:"owner,omitempty"` // the lock owner within the session
+	Pid           uint32                 `protobuf:"varint,6,opt,name=pid,proto3" json:"pid,omitempty"`
+	Session       uint64                 `protobuf:"varint,7,opt,name=session,proto3" json:"session,omitempty"` // the holder's session (in a conflict)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileLock) Reset() {
+	*x = FileLock{}
+	mi := &file_master_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileLock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileLock) ProtoMessage() {}
+
+func (x *FileLock) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileLock.ProtoReflect.Descriptor instead.
+func (*FileLock) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *FileLock) GetKind() uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *FileLock) GetType() uint32 {
+	if x != nil {
+		return x.Type
+	}
+	return 0
+}
+
+func (x *FileLock) GetStart() uint64 {
+	if x != nil {
+		return x.Start
+	}
+	return 0
+}
+
+func (x *FileLock) GetEnd() uint64 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
+func (x *FileLock) GetOwner() uint64 {
+	if x != nil {
+		return x.Owner
+	}
+	return 0
+}
+
+func (x *FileLock) GetPid() uint32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *FileLock) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+type LockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`    // the file, for the permission check
+	Inode         uint64                 `protobuf:"varint,3,opt,name=inode,proto3" json:"inode,omitempty"` // the file's inode: locks belong to it
+	Session       uint64                 `protobuf:"varint,4,opt,name=session,proto3" json:"session,omitempty"`
+	Lock          *FileLock              `protobuf:"bytes,5,opt,name=lock,proto3" json:"lock,omitempty"`
+	Test          bool                   `protobuf:"varint,6,opt,name=test,proto3" json:"test,omitempty"` // F_GETLK: report a conflict, change nothing
+	Reclaim       bool                   `protobuf:"varint,7,opt,name=reclaim,proto3" json:"reclaim,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockRequest) Reset() {
+	*x = LockRequest{}
+	mi := &file_master_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockRequest) ProtoMessage() {}
+
+func (x *LockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockRequest.ProtoReflect.Descriptor instead.
+func (*LockRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *LockRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *LockRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *LockRequest) GetInode() uint64 {
+	if x != nil {
+		return x.Inode
+	}
+	return 0
+}
+
+func (x *LockRequest) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *LockRequest) GetLock() *FileLock {
+	if x != nil {
+		return x.Lock
+	}
+	return nil
+}
+
+func (x *LockRequest) GetTest() bool {
+	if x != nil {
+		return x.Test
+	}
+	return false
+}
+
+func (x *LockRequest) GetReclaim() bool {
+	if x != nil {
+		return x.Reclaim
+	}
+	return false
+}
+
+type LockResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Granted       bool                   `protobuf:"varint,1,opt,name=granted,proto3" json:"granted,omitempty"`
+	Conflict      *FileLock              `protobuf:"bytes,2,opt,name=conflict,proto3" json:"conflict,omitempty"` // when not granted (or, for test, the lock that conflicts)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockResponse) Reset() {
+	*x = LockResponse{}
+	mi := &file_master_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockResponse) ProtoMessage() {}
+
+func (x *LockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockResponse.ProtoReflect.Descriptor instead.
+func (*LockResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *LockResponse) GetGranted() bool {
+	if x != nil {
+		return x.Granted
+	}
+	return false
+}
+
+func (x *LockResponse) GetConflict() *FileLock {
+	if x != nil {
+		return x.Conflict
+	}
+	return nil
+}
+
 // BalanceStatus is the rebalancer's state.
 type BalanceStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3984,7 +4808,7 @@ type BalanceStatus struct {
 
 func (x *BalanceStatus) Reset() {
 	*x = BalanceStatus{}
-	mi := &file_master_proto_msgTypes[52]
+	mi := &file_master_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3996,7 +4820,7 @@ func (x *BalanceStatus) String() string {
 func (*BalanceStatus) ProtoMessage() {}
 
 func (x *BalanceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[52]
+	mi := &file_master_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4009,7 +4833,7 @@ func (x *BalanceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceStatus.ProtoReflect.Descriptor instead.
 func (*BalanceStatus) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{52}
+	return file_master_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *BalanceStatus) GetRunning() bool {
@@ -4073,7 +4897,7 @@ type BalanceRequest struct {
 
 func (x *BalanceRequest) Reset() {
 	*x = BalanceRequest{}
-	mi := &file_master_proto_msgTypes[53]
+	mi := &file_master_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4085,7 +4909,7 @@ func (x *BalanceRequest) String() string {
 func (*BalanceRequest) ProtoMessage() {}
 
 func (x *BalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[53]
+	mi := &file_master_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4098,7 +4922,7 @@ func (x *BalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceRequest.ProtoReflect.Descriptor instead.
 func (*BalanceRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{53}
+	return file_master_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *BalanceRequest) GetCaller() *Caller {
@@ -4132,7 +4956,7 @@ type BalanceResponse struct {
 
 func (x *BalanceResponse) Reset() {
 	*x = BalanceResponse{}
-	mi := &file_master_proto_msgTypes[54]
+	mi := &file_master_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4144,7 +4968,7 @@ func (x *BalanceResponse) String() string {
 func (*BalanceResponse) ProtoMessage() {}
 
 func (x *BalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[54]
+	mi := &file_master_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4157,7 +4981,7 @@ func (x *BalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceResponse.ProtoReflect.Descriptor instead.
 func (*BalanceResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{54}
+	return file_master_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *BalanceResponse) GetStateId() uint64 {
@@ -4188,7 +5012,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_master_proto_msgTypes[55]
+	mi := &file_master_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4200,7 +5024,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[55]
+	mi := &file_master_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4213,7 +5037,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{55}
+	return file_master_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *DecommissionRequest) GetCaller() *Caller {
@@ -4250,7 +5074,7 @@ type DecommissionState struct {
 
 func (x *DecommissionState) Reset() {
 	*x = DecommissionState{}
-	mi := &file_master_proto_msgTypes[56]
+	mi := &file_master_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4262,7 +5086,7 @@ func (x *DecommissionState) String() string {
 func (*DecommissionState) ProtoMessage() {}
 
 func (x *DecommissionState) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[56]
+	mi := &file_master_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4275,7 +5099,7 @@ func (x *DecommissionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionState.ProtoReflect.Descriptor instead.
 func (*DecommissionState) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{56}
+	return file_master_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *DecommissionState) GetId() string {
@@ -4323,7 +5147,7 @@ type DecommissionResponse struct {
 
 func (x *DecommissionResponse) Reset() {
 	*x = DecommissionResponse{}
-	mi := &file_master_proto_msgTypes[57]
+	mi := &file_master_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4335,7 +5159,7 @@ func (x *DecommissionResponse) String() string {
 func (*DecommissionResponse) ProtoMessage() {}
 
 func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[57]
+	mi := &file_master_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4348,7 +5172,7 @@ func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionResponse.ProtoReflect.Descriptor instead.
 func (*DecommissionResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{57}
+	return file_master_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *DecommissionResponse) GetStateId() uint64 {
@@ -4688,7 +5512,66 @@ const file_master_proto_rawDesc = "" +
 	"\x02id\x18\x03 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x04 \x01(\tR\x04addr\"-\n" +
 	"\x10HAChangeResponse\x12\x19\n" +
-	"\bstate_id\x18\x01 \x01(\x04R\astateId\"\xd2\x01\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\"\x87\x01\n" +
+	"\x0fGetXattrRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12 \n" +
+	"\fmin_state_id\x18\x04 \x01(\x04R\n" +
+	"minStateId\"C\n" +
+	"\x10GetXattrResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"t\n" +
+	"\x10ListXattrRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12 \n" +
+	"\fmin_state_id\x18\x03 \x01(\x04R\n" +
+	"minStateId\"D\n" +
+	"\x11ListXattrResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x14\n" +
+	"\x05names\x18\x02 \x03(\tR\x05names\"\xad\x01\n" +
+	"\x0fSetXattrRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value\x12\x16\n" +
+	"\x06create\x18\x05 \x01(\bR\x06create\x12\x18\n" +
+	"\areplace\x18\x06 \x01(\bR\areplace\"-\n" +
+	"\x10SetXattrResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\"h\n" +
+	"\x12RemoveXattrRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"0\n" +
+	"\x13RemoveXattrResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\"^\n" +
+	"\x12LockSessionRequest\x12\x18\n" +
+	"\asession\x18\x01 \x01(\x04R\asession\x12\x18\n" +
+	"\areclaim\x18\x02 \x01(\bR\areclaim\x12\x14\n" +
+	"\x05close\x18\x03 \x01(\bR\x05close\"\\\n" +
+	"\x13LockSessionResponse\x12\x18\n" +
+	"\asession\x18\x01 \x01(\x04R\asession\x12\x15\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\x12\x14\n" +
+	"\x05grace\x18\x03 \x01(\bR\x05grace\"\x9c\x01\n" +
+	"\bFileLock\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\rR\x04type\x12\x14\n" +
+	"\x05start\x18\x03 \x01(\x04R\x05start\x12\x10\n" +
+	"\x03end\x18\x04 \x01(\x04R\x03end\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\x04R\x05owner\x12\x10\n" +
+	"\x03pid\x18\x06 \x01(\rR\x03pid\x12\x18\n" +
+	"\asession\x18\a \x01(\x04R\asession\"\xd5\x01\n" +
+	"\vLockRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x14\n" +
+	"\x05inode\x18\x03 \x01(\x04R\x05inode\x12\x18\n" +
+	"\asession\x18\x04 \x01(\x04R\asession\x12(\n" +
+	"\x04lock\x18\x05 \x01(\v2\x14.chunkfs.v1.FileLockR\x04lock\x12\x12\n" +
+	"\x04test\x18\x06 \x01(\bR\x04test\x12\x18\n" +
+	"\areclaim\x18\a \x01(\bR\areclaim\"Z\n" +
+	"\fLockResponse\x12\x18\n" +
+	"\agranted\x18\x01 \x01(\bR\agranted\x120\n" +
+	"\bconflict\x18\x02 \x01(\v2\x14.chunkfs.v1.FileLockR\bconflict\"\xd2\x01\n" +
 	"\rBalanceStatus\x12\x18\n" +
 	"\arunning\x18\x01 \x01(\bR\arunning\x12\x1c\n" +
 	"\tthreshold\x18\x02 \x01(\x01R\tthreshold\x12&\n" +
@@ -4717,7 +5600,7 @@ const file_master_proto_rawDesc = "" +
 	"\tremaining\x18\x05 \x01(\x03R\tremaining\"j\n" +
 	"\x14DecommissionResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
-	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.DecommissionStateR\aservers2\x9c\f\n" +
+	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.DecommissionStateR\aservers2\xcf\x0f\n" +
 	"\x06Master\x12<\n" +
 	"\x05Mkdir\x12\x18.chunkfs.v1.MkdirRequest\x1a\x19.chunkfs.v1.MkdirResponse\x12?\n" +
 	"\x06Create\x12\x19.chunkfs.v1.CreateRequest\x1a\x1a.chunkfs.v1.CreateResponse\x129\n" +
@@ -4738,7 +5621,13 @@ const file_master_proto_rawDesc = "" +
 	"\tHeartbeat\x12\x1c.chunkfs.v1.HeartbeatRequest\x1a\x1d.chunkfs.v1.HeartbeatResponse\x12<\n" +
 	"\x05Msync\x12\x18.chunkfs.v1.MsyncRequest\x1a\x19.chunkfs.v1.MsyncResponse\x12E\n" +
 	"\bHAStatus\x12\x1b.chunkfs.v1.HAStatusRequest\x1a\x1c.chunkfs.v1.HAStatusResponse\x12E\n" +
-	"\bHAChange\x12\x1b.chunkfs.v1.HAChangeRequest\x1a\x1c.chunkfs.v1.HAChangeResponse\x12B\n" +
+	"\bHAChange\x12\x1b.chunkfs.v1.HAChangeRequest\x1a\x1c.chunkfs.v1.HAChangeResponse\x12E\n" +
+	"\bGetXattr\x12\x1b.chunkfs.v1.GetXattrRequest\x1a\x1c.chunkfs.v1.GetXattrResponse\x12H\n" +
+	"\tListXattr\x12\x1c.chunkfs.v1.ListXattrRequest\x1a\x1d.chunkfs.v1.ListXattrResponse\x12E\n" +
+	"\bSetXattr\x12\x1b.chunkfs.v1.SetXattrRequest\x1a\x1c.chunkfs.v1.SetXattrResponse\x12N\n" +
+	"\vRemoveXattr\x12\x1e.chunkfs.v1.RemoveXattrRequest\x1a\x1f.chunkfs.v1.RemoveXattrResponse\x12N\n" +
+	"\vLockSession\x12\x1e.chunkfs.v1.LockSessionRequest\x1a\x1f.chunkfs.v1.LockSessionResponse\x129\n" +
+	"\x04Lock\x12\x17.chunkfs.v1.LockRequest\x1a\x18.chunkfs.v1.LockResponse\x12B\n" +
 	"\aBalance\x12\x1a.chunkfs.v1.BalanceRequest\x1a\x1b.chunkfs.v1.BalanceResponse\x12Q\n" +
 	"\fDecommission\x12\x1f.chunkfs.v1.DecommissionRequest\x1a .chunkfs.v1.DecommissionResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
@@ -4754,7 +5643,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_master_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: chunkfs.v1.Caller
 	(*FileInfo)(nil),              // 1: chunkfs.v1.FileInfo
@@ -4808,13 +5697,26 @@ var file_master_proto_goTypes = []any{
 	(*HAStatusResponse)(nil),      // 49: chunkfs.v1.HAStatusResponse
 	(*HAChangeRequest)(nil),       // 50: chunkfs.v1.HAChangeRequest
 	(*HAChangeResponse)(nil),      // 51: chunkfs.v1.HAChangeResponse
-	(*BalanceStatus)(nil),         // 52: chunkfs.v1.BalanceStatus
-	(*BalanceRequest)(nil),        // 53: chunkfs.v1.BalanceRequest
-	(*BalanceResponse)(nil),       // 54: chunkfs.v1.BalanceResponse
-	(*DecommissionRequest)(nil),   // 55: chunkfs.v1.DecommissionRequest
-	(*DecommissionState)(nil),     // 56: chunkfs.v1.DecommissionState
-	(*DecommissionResponse)(nil),  // 57: chunkfs.v1.DecommissionResponse
-	(*ErrorDetail)(nil),           // 58: chunkfs.v1.ErrorDetail
+	(*GetXattrRequest)(nil),       // 52: chunkfs.v1.GetXattrRequest
+	(*GetXattrResponse)(nil),      // 53: chunkfs.v1.GetXattrResponse
+	(*ListXattrRequest)(nil),      // 54: chunkfs.v1.ListXattrRequest
+	(*ListXattrResponse)(nil),     // 55: chunkfs.v1.ListXattrResponse
+	(*SetXattrRequest)(nil),       // 56: chunkfs.v1.SetXattrRequest
+	(*SetXattrResponse)(nil),      // 57: chunkfs.v1.SetXattrResponse
+	(*RemoveXattrRequest)(nil),    // 58: chunkfs.v1.RemoveXattrRequest
+	(*RemoveXattrResponse)(nil),   // 59: chunkfs.v1.RemoveXattrResponse
+	(*LockSessionRequest)(nil),    // 60: chunkfs.v1.LockSessionRequest
+	(*LockSessionResponse)(nil),   // 61: chunkfs.v1.LockSessionResponse
+	(*FileLock)(nil),              // 62: chunkfs.v1.FileLock
+	(*LockRequest)(nil),           // 63: chunkfs.v1.LockRequest
+	(*LockResponse)(nil),          // 64: chunkfs.v1.LockResponse
+	(*BalanceStatus)(nil),         // 65: chunkfs.v1.BalanceStatus
+	(*BalanceRequest)(nil),        // 66: chunkfs.v1.BalanceRequest
+	(*BalanceResponse)(nil),       // 67: chunkfs.v1.BalanceResponse
+	(*DecommissionRequest)(nil),   // 68: chunkfs.v1.DecommissionRequest
+	(*DecommissionState)(nil),     // 69: chunkfs.v1.DecommissionState
+	(*DecommissionResponse)(nil),  // 70: chunkfs.v1.DecommissionResponse
+	(*ErrorDetail)(nil),           // 71: chunkfs.v1.ErrorDetail
 }
 var file_master_proto_depIdxs = []int32{
 	0,  // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
@@ -4845,7 +5747,7 @@ var file_master_proto_depIdxs = []int32{
 	28, // 25: chunkfs.v1.HeartbeatResponse.token_keys:type_name -> chunkfs.v1.TokenKey
 	26, // 26: chunkfs.v1.ChunkServerStatus.disks:type_name -> chunkfs.v1.Disk
 	36, // 27: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
-	52, // 28: chunkfs.v1.ClusterReportResponse.balance:type_name -> chunkfs.v1.BalanceStatus
+	65, // 28: chunkfs.v1.ClusterReportResponse.balance:type_name -> chunkfs.v1.BalanceStatus
 	0,  // 29: chunkfs.v1.FsckRequest.caller:type_name -> chunkfs.v1.Caller
 	39, // 30: chunkfs.v1.FsckResponse.files:type_name -> chunkfs.v1.FsckFile
 	6,  // 31: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
@@ -4855,7 +5757,7 @@ var file_master_proto_depIdxs = []int32{
 	10, // 35: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
 	14, // 36: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
 	21, // 37: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
-	58, // 38: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
+	71, // 38: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
 	7,  // 39: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
 	5,  // 40: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
 	3,  // 41: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
@@ -4867,59 +5769,78 @@ var file_master_proto_depIdxs = []int32{
 	42, // 47: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
 	48, // 48: chunkfs.v1.HAStatusResponse.members:type_name -> chunkfs.v1.HAMember
 	0,  // 49: chunkfs.v1.HAChangeRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 50: chunkfs.v1.BalanceRequest.caller:type_name -> chunkfs.v1.Caller
-	52, // 51: chunkfs.v1.BalanceResponse.status:type_name -> chunkfs.v1.BalanceStatus
-	0,  // 52: chunkfs.v1.DecommissionRequest.caller:type_name -> chunkfs.v1.Caller
-	56, // 53: chunkfs.v1.DecommissionResponse.servers:type_name -> chunkfs.v1.DecommissionState
-	2,  // 54: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
-	4,  // 55: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
-	6,  // 56: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
-	8,  // 57: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
-	10, // 58: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
-	12, // 59: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
-	14, // 60: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
-	17, // 61: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
-	19, // 62: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
-	21, // 63: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
-	23, // 64: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
-	35, // 65: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
-	33, // 66: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
-	38, // 67: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
-	43, // 68: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
-	29, // 69: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
-	31, // 70: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
-	45, // 71: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
-	47, // 72: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
-	50, // 73: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
-	53, // 74: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
-	55, // 75: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
-	3,  // 76: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
-	5,  // 77: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
-	7,  // 78: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
-	9,  // 79: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
-	11, // 80: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
-	13, // 81: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
-	15, // 82: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
-	18, // 83: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
-	20, // 84: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
-	22, // 85: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
-	24, // 86: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
-	37, // 87: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
-	34, // 88: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
-	40, // 89: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
-	44, // 90: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
-	30, // 91: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
-	32, // 92: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
-	46, // 93: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
-	49, // 94: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
-	51, // 95: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
-	54, // 96: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
-	57, // 97: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
-	76, // [76:98] is the sub-list for method output_type
-	54, // [54:76] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	0,  // 50: chunkfs.v1.GetXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,  // 51: chunkfs.v1.ListXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,  // 52: chunkfs.v1.SetXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,  // 53: chunkfs.v1.RemoveXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,  // 54: chunkfs.v1.LockRequest.caller:type_name -> chunkfs.v1.Caller
+	62, // 55: chunkfs.v1.LockRequest.lock:type_name -> chunkfs.v1.FileLock
+	62, // 56: chunkfs.v1.LockResponse.conflict:type_name -> chunkfs.v1.FileLock
+	0,  // 57: chunkfs.v1.BalanceRequest.caller:type_name -> chunkfs.v1.Caller
+	65, // 58: chunkfs.v1.BalanceResponse.status:type_name -> chunkfs.v1.BalanceStatus
+	0,  // 59: chunkfs.v1.DecommissionRequest.caller:type_name -> chunkfs.v1.Caller
+	69, // 60: chunkfs.v1.DecommissionResponse.servers:type_name -> chunkfs.v1.DecommissionState
+	2,  // 61: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
+	4,  // 62: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
+	6,  // 63: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
+	8,  // 64: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
+	10, // 65: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
+	12, // 66: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
+	14, // 67: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
+	17, // 68: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
+	19, // 69: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
+	21, // 70: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
+	23, // 71: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
+	35, // 72: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
+	33, // 73: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
+	38, // 74: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
+	43, // 75: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
+	29, // 76: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
+	31, // 77: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
+	45, // 78: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
+	47, // 79: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
+	50, // 80: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
+	52, // 81: chunkfs.v1.Master.GetXattr:input_type -> chunkfs.v1.GetXattrRequest
+	54, // 82: chunkfs.v1.Master.ListXattr:input_type -> chunkfs.v1.ListXattrRequest
+	56, // 83: chunkfs.v1.Master.SetXattr:input_type -> chunkfs.v1.SetXattrRequest
+	58, // 84: chunkfs.v1.Master.RemoveXattr:input_type -> chunkfs.v1.RemoveXattrRequest
+	60, // 85: chunkfs.v1.Master.LockSession:input_type -> chunkfs.v1.LockSessionRequest
+	63, // 86: chunkfs.v1.Master.Lock:input_type -> chunkfs.v1.LockRequest
+	66, // 87: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
+	68, // 88: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
+	3,  // 89: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
+	5,  // 90: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
+	7,  // 91: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
+	9,  // 92: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
+	11, // 93: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
+	13, // 94: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
+	15, // 95: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
+	18, // 96: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
+	20, // 97: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
+	22, // 98: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
+	24, // 99: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
+	37, // 100: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
+	34, // 101: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
+	40, // 102: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
+	44, // 103: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
+	30, // 104: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
+	32, // 105: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
+	46, // 106: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
+	49, // 107: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
+	51, // 108: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
+	53, // 109: chunkfs.v1.Master.GetXattr:output_type -> chunkfs.v1.GetXattrResponse
+	55, // 110: chunkfs.v1.Master.ListXattr:output_type -> chunkfs.v1.ListXattrResponse
+	57, // 111: chunkfs.v1.Master.SetXattr:output_type -> chunkfs.v1.SetXattrResponse
+	59, // 112: chunkfs.v1.Master.RemoveXattr:output_type -> chunkfs.v1.RemoveXattrResponse
+	61, // 113: chunkfs.v1.Master.LockSession:output_type -> chunkfs.v1.LockSessionResponse
+	64, // 114: chunkfs.v1.Master.Lock:output_type -> chunkfs.v1.LockResponse
+	67, // 115: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
+	70, // 116: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
+	89, // [89:117] is the sub-list for method output_type
+	61, // [61:89] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -4954,7 +5875,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   58,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

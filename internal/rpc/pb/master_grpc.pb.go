@@ -43,6 +43,12 @@ const (
 	Master_Msync_FullMethodName         = "/chunkfs.v1.Master/Msync"
 	Master_HAStatus_FullMethodName      = "/chunkfs.v1.Master/HAStatus"
 	Master_HAChange_FullMethodName      = "/chunkfs.v1.Master/HAChange"
+	Master_GetXattr_FullMethodName      = "/chunkfs.v1.Master/GetXattr"
+	Master_ListXattr_FullMethodName     = "/chunkfs.v1.Master/ListXattr"
+	Master_SetXattr_FullMethodName      = "/chunkfs.v1.Master/SetXattr"
+	Master_RemoveXattr_FullMethodName   = "/chunkfs.v1.Master/RemoveXattr"
+	Master_LockSession_FullMethodName   = "/chunkfs.v1.Master/LockSession"
+	Master_Lock_FullMethodName          = "/chunkfs.v1.Master/Lock"
 	Master_Balance_FullMethodName       = "/chunkfs.v1.Master/Balance"
 	Master_Decommission_FullMethodName  = "/chunkfs.v1.Master/Decommission"
 )
@@ -73,6 +79,12 @@ type MasterClient interface {
 	Msync(ctx context.Context, in *MsyncRequest, opts ...grpc.CallOption) (*MsyncResponse, error)
 	HAStatus(ctx context.Context, in *HAStatusRequest, opts ...grpc.CallOption) (*HAStatusResponse, error)
 	HAChange(ctx context.Context, in *HAChangeRequest, opts ...grpc.CallOption) (*HAChangeResponse, error)
+	GetXattr(ctx context.Context, in *GetXattrRequest, opts ...grpc.CallOption) (*GetXattrResponse, error)
+	ListXattr(ctx context.Context, in *ListXattrRequest, opts ...grpc.CallOption) (*ListXattrResponse, error)
+	SetXattr(ctx context.Context, in *SetXattrRequest, opts ...grpc.CallOption) (*SetXattrResponse, error)
+	RemoveXattr(ctx context.Context, in *RemoveXattrRequest, opts ...grpc.CallOption) (*RemoveXattrResponse, error)
+	LockSession(ctx context.Context, in *LockSessionRequest, opts ...grpc.CallOption) (*LockSessionResponse, error)
+	Lock(ctx context.Context, in *LockRequest, opts ...grpc.CallOption) (*LockResponse, error)
 	Balance(ctx context.Context, in *BalanceRequest, opts ...grpc.CallOption) (*BalanceResponse, error)
 	Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*DecommissionResponse, error)
 }
@@ -285,6 +297,66 @@ func (c *masterClient) HAChange(ctx context.Context, in *HAChangeRequest, opts .
 	return out, nil
 }
 
+func (c *masterClient) GetXattr(ctx context.Context, in *GetXattrRequest, opts ...grpc.CallOption) (*GetXattrResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetXattrResponse)
+	err := c.cc.Invoke(ctx, Master_GetXattr_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) ListXattr(ctx context.Context, in *ListXattrRequest, opts ...grpc.CallOption) (*ListXattrResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListXattrResponse)
+	err := c.cc.Invoke(ctx, Master_ListXattr_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) SetXattr(ctx context.Context, in *SetXattrRequest, opts ...grpc.CallOption) (*SetXattrResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetXattrResponse)
+	err := c.cc.Invoke(ctx, Master_SetXattr_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) RemoveXattr(ctx context.Context, in *RemoveXattrRequest, opts ...grpc.CallOption) (*RemoveXattrResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveXattrResponse)
+	err := c.cc.Invoke(ctx, Master_RemoveXattr_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) LockSession(ctx context.Context, in *LockSessionRequest, opts ...grpc.CallOption) (*LockSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LockSessionResponse)
+	err := c.cc.Invoke(ctx, Master_LockSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) Lock(ctx context.Context, in *LockRequest, opts ...grpc.CallOption) (*LockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LockResponse)
+	err := c.cc.Invoke(ctx, Master_Lock_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *masterClient) Balance(ctx context.Context, in *BalanceRequest, opts ...grpc.CallOption) (*BalanceResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(BalanceResponse)
@@ -331,6 +403,12 @@ type MasterServer interface {
 	Msync(context.Context, *MsyncRequest) (*MsyncResponse, error)
 	HAStatus(context.Context, *HAStatusRequest) (*HAStatusResponse, error)
 	HAChange(context.Context, *HAChangeRequest) (*HAChangeResponse, error)
+	GetXattr(context.Context, *GetXattrRequest) (*GetXattrResponse, error)
+	ListXattr(context.Context, *ListXattrRequest) (*ListXattrResponse, error)
+	SetXattr(context.Context, *SetXattrRequest) (*SetXattrResponse, error)
+	RemoveXattr(context.Context, *RemoveXattrRequest) (*RemoveXattrResponse, error)
+	LockSession(context.Context, *LockSessionRequest) (*LockSessionResponse, error)
+	Lock(context.Context, *LockRequest) (*LockResponse, error)
 	Balance(context.Context, *BalanceRequest) (*BalanceResponse, error)
 	Decommission(context.Context, *DecommissionRequest) (*DecommissionResponse, error)
 	mustEmbedUnimplementedMasterServer()
@@ -402,6 +480,24 @@ func (UnimplementedMasterServer) HAStatus(context.Context, *HAStatusRequest) (*H
 }
 func (UnimplementedMasterServer) HAChange(context.Context, *HAChangeRequest) (*HAChangeResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method HAChange not implemented")
+}
+func (UnimplementedMasterServer) GetXattr(context.Context, *GetXattrRequest) (*GetXattrResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetXattr not implemented")
+}
+func (UnimplementedMasterServer) ListXattr(context.Context, *ListXattrRequest) (*ListXattrResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListXattr not implemented")
+}
+func (UnimplementedMasterServer) SetXattr(context.Context, *SetXattrRequest) (*SetXattrResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetXattr not implemented")
+}
+func (UnimplementedMasterServer) RemoveXattr(context.Context, *RemoveXattrRequest) (*RemoveXattrResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RemoveXattr not implemented")
+}
+func (UnimplementedMasterServer) LockSession(context.Context, *LockSessionRequest) (*LockSessionResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method LockSession not implemented")
+}
+func (UnimplementedMasterServer) Lock(context.Context, *LockRequest) (*LockResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Lock not implemented")
 }
 func (UnimplementedMasterServer) Balance(context.Context, *BalanceRequest) (*BalanceResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Balance not implemented")
@@ -790,6 +886,114 @@ func _Master_HAChange_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_GetXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetXattrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).GetXattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_GetXattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).GetXattr(ctx, req.(*GetXattrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_ListXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListXattrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).ListXattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_ListXattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).ListXattr(ctx, req.(*ListXattrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_SetXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetXattrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).SetXattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_SetXattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).SetXattr(ctx, req.(*SetXattrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_RemoveXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveXattrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).RemoveXattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_RemoveXattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).RemoveXattr(ctx, req.(*RemoveXattrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_LockSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LockSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).LockSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_LockSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).LockSession(ctx, req.(*LockSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_Lock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).Lock(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_Lock_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).Lock(ctx, req.(*LockRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Master_Balance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(BalanceRequest)
 	if err := dec(in); err != nil {
@@ -912,6 +1116,30 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "HAChange",
 			Handler:    _Master_HAChange_Handler,
+		},
+		{
+			MethodName: "GetXattr",
+			Handler:    _Master_GetXattr_Handler,
+		},
+		{
+			MethodName: "ListXattr",
+			Handler:    _Master_ListXattr_Handler,
+		},
+		{
+			MethodName: "SetXattr",
+			Handler:    _Master_SetXattr_Handler,
+		},
+		{
+			MethodName: "RemoveXattr",
+			Handler:    _Master_RemoveXattr_Handler,
+		},
+		{
+			MethodName: "LockSession",
+			Handler:    _Master_LockSession_Handler,
+		},
+		{
+			MethodName: "Lock",
+			Handler:    _Master_Lock_Handler,
 		},
 		{
 			MethodName: "Balance",

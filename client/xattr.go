@@ -1,0 +1,80 @@
+package client
+
+import (
+	"context"
+
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// XattrFlags choose how SetXattr treats an existing attribute, as
+// setxattr(2)'s flags.
+type XattrFlags int
+
+const (
+	XattrCreate  XattrFlags = 1 // fail with an Exist error if it exists
+	XattrReplace XattrFlags = 2 // fail with a NoAttr error if it does not
+)
+
+// GetXattr returns the value of extended attribute name of path (names
+// are in the user., trusted. or security. namespace). A missing attribute
+// is an error of kind KindNoAttr.
+func (c *Client) GetXattr(ctx context.Context, path, name string) ([]byte, error) {
+	path, err := checkPath("getxattr", path)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.master.GetXattr(ctx, &pb.GetXattrRequest{Caller: c.caller, Path: path, Name: name, MinStateId: c.readState(ctx)})
+	if err != nil {
+		return nil, wrapOp("getxattr", path, err)
+	}
+	c.observe(resp.StateId)
+	if resp.Value == nil {
+		return []byte{}, nil
+	}
+	return resp.Value, nil
+}
+
+// ListXattr returns the names of path's extended attributes the caller
+// may see, sorted.
+func (c *Client) ListXattr(ctx context.Context, path string) ([]string, error) {
+	path, err := checkPath("listxattr", path)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.master.ListXattr(ctx, &pb.ListXattrRequest{Caller: c.caller, Path: path, MinStateId: c.readState(ctx)})
+	if err != nil {
+		return nil, wrapOp("listxattr", path, err)
+	}
+	c.observe(resp.StateId)
+	return resp.Names, nil
+}
+
+// SetXattr sets extended attribute name of path to value.
+func (c *Client) SetXattr(ctx context.Context, path, name string, value []byte, flags XattrFlags) error {
+	path, err := checkPath("setxattr", path)
+	if err != nil {
+		return err
+	}
+	req := &pb.SetXattrRequest{Caller: c.caller, Path: path, Name: name, Value: value,
+		Create: flags&XattrCreate != 0, Replace: flags&XattrReplace != 0}
+	resp, err := c.master.SetXattr(ctx, req)
+	if err != nil {
+		return wrapOp("setxattr", path, err)
+	}
+	c.observe(resp.StateId)
+	return nil
+}
+
+// RemoveXattr removes extended attribute name of path.
+func (c *Client) RemoveXattr(ctx context.Context, path, name string) error {
+	path, err := checkPath("removexattr", path)
+	if err != nil {
+		return err
+	}
+	resp, err := c.master.RemoveXattr(ctx, &pb.RemoveXattrRequest{Caller: c.caller, Path: path, Name: name})
+	if err != nil {
+		return wrapOp("removexattr", path, err)
+	}
+	c.observe(resp.StateId)
+	return nil
+}

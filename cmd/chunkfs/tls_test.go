@@ -1,0 +1,103 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTLSCLIAgainstProcesses makes a CA and certificates with `chunkfs
+// cert`, runs a master and three chunkserver processes with --tls-dir, and
+// drives them with client commands: with the client's certificate
+// everything works; with --insecure, or a certificate of another CA, the
+// command fails with one line saying why; with neither flag it says which
+// to give.
+func TestTLSCLIAgainstProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four server processes")
+	}
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca")
+	ok(t, "", "cert", "init", "--dir", ca)
+	ok(t, "", "cert", "issue", "--dir", ca, "--role", "master", "--name", "m1", "--host", "127.0.0.1")
+	for _, cs := range []string{"cs1", "cs2", "cs3"} {
+		ok(t, "", "cert", "issue", "--dir", ca, "--role", "chunkserver", "--name", cs, "--host", "127.0.0.1")
+	}
+	ok(t, "", "cert", "issue", "--dir", ca, "--role", "client", "--name", "root", "--uid", "0")
+	other := filepath.Join(dir, "other")
+	ok(t, "", "cert", "init", "--dir", other)
+	ok(t, "", "cert", "issue", "--dir", other, "--role", "client", "--name", "root", "--uid", "0")
+
+	master := freeAddr(t)
+	startProc(t, "master", "master", "--dir", filepath.Join(dir, "m1"), "--listen", master,
+		"--chunk-size", "65536", "--reserve", "0", "--tls-dir", filepath.Join(ca, "m1"))
+	for _, cs := range []string{"cs1", "cs2", "cs3"} {
+		startProc(t, cs, "chunkserver", "--dir", filepath.Join(dir, cs), "--listen", freeAddr(t),
+			"--master", master, "--heartbeat", "200ms", "--reserve", "0", "--tls-dir", filepath.Join(ca, cs))
+	}
+	tlsDir := filepath.Join(ca, "root")
+	inv := invocation{master: master}
+	waitTLSCluster(t, inv, tlsDir)
+
+	data := strings.Repeat("secret data over TLS\n", 10000) // several 64 KiB chunks
+	if r := runWith(t, invocation{master: master, stdin: strings.NewReader(data)}, "put", "--tls-dir", tlsDir, "-", "/tls.txt"); r.code != 0 {
+		t.Fatalf("put over TLS: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runWith(t, inv, "cat", "--tls-dir", tlsDir, "/tls.txt"); r.code != 0 || r.stdout != data {
+		t.Fatalf("cat over TLS: exit %d, %d bytes: %s", r.code, len(r.stdout), r.stderr)
+	}
+	files := []string{"--cert", filepath.Join(tlsDir, "tls.crt"), "--key", filepath.Join(tlsDir, "tls.key"), "--ca", filepath.Join(tlsDir, "ca.crt")}
+	if r := runWith(t, inv, append([]string{"ls", "/"}, files...)...); r.code != 0 || !strings.Contains(r.stdout, "tls.txt") {
+		t.Fatalf("ls with --cert, --key, --ca: exit %d: %q %s", r.code, r.stdout, r.stderr)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"insecure", []string{"--insecure"}, "server requires TLS"},
+		{"another CA", []string{"--tls-dir", filepath.Join(other, "root")}, "certificate not trusted"},
+	} {
+		start := time.Now()
+		r := runWith(t, inv, append([]string{"cat", "/tls.txt"}, tc.args...)...)
+		switch {
+		case r.code == 0 || r.stdout != "":
+			t.Errorf("%s: exit %d, printed %d bytes", tc.name, r.code, len(r.stdout))
+		case !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0:
+			t.Errorf("%s: stderr %q; want one line saying %q", tc.name, r.stderr, tc.want)
+		case time.Since(start) > 30*time.Second:
+			t.Errorf("%s: took %v", tc.name, time.Since(start))
+		}
+	}
+}
+
+// TestCLINeedsTLSOrInsecure checks that a command given neither TLS nor
+// --insecure fails at once with the line saying which to give.
+func TestCLINeedsTLSOrInsecure(t *testing.T) {
+	t.Setenv("CHUNKFS_INSECURE", "")
+	for _, args := range [][]string{{"ls", "/"}, {"master", "--dir", t.TempDir()}, {"chunkserver", "--dir", t.TempDir()}} {
+		r := runCLI(t, "", args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--tls-dir") || !strings.Contains(r.stderr, "--insecure") {
+			t.Errorf("chunkfs %s: exit %d, stderr %q; want a usage error naming --tls-dir and --insecure", args[0], r.code, r.stderr)
+		}
+	}
+}
+
+// waitTLSCluster waits until the cluster answers a TLS client and has its
+// chunkservers.
+func waitTLSCluster(t *testing.T, inv invocation, tlsDir string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := runWith(t, inv, "admin", "report", "--tls-dir", tlsDir)
+		if r.code == 0 && strings.Count(r.stdout, "127.0.0.1") >= 3 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("TLS cluster not up: exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,191 @@
+package master
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/locks"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// LockSessionTTL is how long a lock session lives after its last renewal;
+// mounts renew every third of it. It is also the grace period of a new
+// leader's lock table, in which mounts reclaim the locks they held.
+const LockSessionTTL = 30 * time.Second
+
+// fileLocks is the leader's lock table (internal/locks): in memory only,
+// started afresh, in its grace period, whenever this master becomes ready
+// to lead.
+type fileLocks struct {
+	mu         sync.Mutex
+	table      *locks.Table // nil until this master leads
+	lastExpire time.Time
+}
+
+// reset starts an empty table at now, in its grace period unless the
+// cluster is new. Session IDs start at a random point so that new sessions
+// never take the ID of one an earlier leader gave, which its holder may
+// still reclaim.
+func (f *fileLocks) reset(now time.Time, ttl time.Duration, fresh bool) {
+	var b [8]byte
+	rand.Read(b[:])
+	first := binary.BigEndian.Uint64(b[:]) >> 2 // room to count up
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	grace := ttl
+	if fresh {
+		grace = 0
+	}
+	f.table = locks.New(ttl, grace, now, first)
+}
+
+// with runs fn on the table after expiring lapsed sessions (at most once a
+// second); it fails when this master has no table (it does not lead).
+func (f *fileLocks) with(now time.Time, fn func(t *locks.Table) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.table == nil {
+		return chunkfs.E("lock", "", chunkfs.KindUnavailable, "lock table not ready")
+	}
+	if now.Sub(f.lastExpire) >= time.Second {
+		f.table.Expire(now)
+		f.lastExpire = now
+	}
+	return fn(f.table)
+}
+
+// LockSession opens, renews, adopts (reclaim) or closes a lock session.
+func (m *Master) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*pb.LockSessionResponse, error) {
+	now := m.cfg.Clock.Now()
+	resp := &pb.LockSessionResponse{}
+	err := m.locks.with(now, func(t *locks.Table) error {
+		resp.TtlMs, resp.Grace = t.TTL().Milliseconds(), t.InGrace(now)
+		switch {
+		case req.Close:
+			t.Close(req.Session)
+			resp.Session = req.Session
+		case req.Session == 0:
+			id, err := t.Open(now)
+			if err != nil {
+				return lockErr(err)
+			}
+			resp.Session = id
+		case !t.Renew(req.Session, req.Reclaim, now):
+			return lockErr(locks.ErrNoSession)
+		default:
+			resp.Session = req.Session
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// Lock tests, takes or releases one lock. Taking one needs the path to
+// name the inode, as the caller sees it (search permission on the way).
+func (m *Master) Lock(ctx context.Context, req *pb.LockRequest) (*pb.LockResponse, error) {
+	const op = "lock"
+	c, err := pathArg(op, req.Path, req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	l, unlock, err := lockArg(op, req)
+	if err != nil {
+		return nil, err
+	}
+	if !unlock {
+		var fi chunkfs.FileInfo
+		m.state.read(func(ns *namespace.Namespace) { fi, err = ns.Stat(c, req.Path) })
+		switch {
+		case err != nil:
+			return nil, err
+		case !fi.Mode().IsRegular():
+			return nil, chunkfs.E(op, req.Path, chunkfs.KindInvalid, "locks are for regular files")
+		case fi.Inode != req.Inode:
+			return nil, chunkfs.E(op, req.Path, chunkfs.KindStale, "the path names another file now")
+		}
+	}
+	now := m.cfg.Clock.Now()
+	resp := &pb.LockResponse{}
+	err = m.locks.with(now, func(t *locks.Table) error {
+		if unlock {
+			if !t.Renew(l.Session, false, now) {
+				return lockErr(locks.ErrNoSession)
+			}
+			return lockErr(t.Unlock(req.Inode, l.Owner, l.Kind, l.Start, l.End))
+		}
+		if req.Test {
+			if h, ok := t.Test(req.Inode, l); ok {
+				resp.Conflict = lockPB(h)
+			} else {
+				resp.Granted = true
+			}
+			return nil
+		}
+		h, err := t.Set(req.Inode, l, req.Reclaim, now)
+		if err != nil {
+			return lockErr(err)
+		}
+		if h != (locks.Lock{}) {
+			resp.Conflict = lockPB(h)
+		} else {
+			resp.Granted = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// lockUnlock is FileLock.type for a release.
+const lockUnlock = 3
+
+func lockArg(op string, req *pb.LockRequest) (l locks.Lock, unlock bool, err error) {
+	fl := req.Lock
+	if fl == nil || req.Session == 0 || req.Inode == 0 {
+		return l, false, chunkfs.E(op, req.Path, chunkfs.KindInvalid, "lock, session and inode are required")
+	}
+	l = locks.Lock{Owner: locks.Owner{Session: req.Session, ID: fl.Owner}, Kind: locks.Kind(fl.Kind),
+		Type: locks.Type(fl.Type), Start: fl.Start, End: fl.End, PID: fl.Pid}
+	if fl.Type == lockUnlock {
+		l.Type = locks.Read // for validation; the type does not matter to a release
+		unlock = true
+	}
+	if l.Kind == locks.Flock {
+		l.Start, l.End = 0, locks.ToEnd
+	}
+	if (l.Kind != locks.Posix && l.Kind != locks.Flock) || (l.Type != locks.Read && l.Type != locks.Write) || l.Start > l.End {
+		return l, false, chunkfs.E(op, req.Path, chunkfs.KindInvalid, "bad lock kind, type or range")
+	}
+	return l, unlock, nil
+}
+
+func lockPB(l locks.Lock) *pb.FileLock {
+	return &pb.FileLock{Kind: uint32(l.Kind), Type: uint32(l.Type), Start: l.Start, End: l.End, Owner: l.ID, Pid: l.PID, Session: l.Session}
+}
+
+// lockErr gives the table's errors their kinds: a lapsed session or the
+// grace period is retriable, too many locks is no space.
+func lockErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, locks.ErrNoSession):
+		return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindNotExist, Err: err}
+	case errors.Is(err, locks.ErrGrace):
+		return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindUnavailable, Err: err}
+	case errors.Is(err, locks.ErrTooMany):
+		return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindNoSpace, Err: err}
+	}
+	return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindInvalid, Err: err}
+}

@@ -1,0 +1,91 @@
+package master
+
+import (
+	"testing"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+func (tm *testMaster) session(id uint64, reclaim bool) (uint64, error) {
+	resp, err := tm.c.LockSession(bg, &pb.LockSessionRequest{Session: id, Reclaim: reclaim})
+	if err != nil {
+		return 0, err
+	}
+	return resp.Session, nil
+}
+
+func (tm *testMaster) lock(fi *pb.FileInfo, p string, session, owner uint64, typ uint32, reclaim bool) (*pb.LockResponse, error) {
+	return tm.c.Lock(bg, &pb.LockRequest{Caller: root, Path: p, Inode: fi.Inode, Session: session, Reclaim: reclaim,
+		Lock: &pb.FileLock{Kind: 1, Type: typ, Start: 0, End: ^uint64(0), Owner: owner}})
+}
+
+// TestLocksAcrossRestart: a new cluster grants locks at once; after a
+// master restart the table is empty and in its grace period, sessions
+// reclaim what they held, others wait, and a session that does not come
+// back loses its locks when the grace period ends.
+func TestLocksAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	tm := startMaster(t, dir, nil)
+	fi := tm.create(root, "/f")
+	a, err := tm.session(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := tm.session(0, false)
+	if r, err := tm.lock(fi, "/f", a, 1, 2, false); err != nil || !r.Granted {
+		t.Fatalf("first lock on a new cluster: %v %v", r, err)
+	}
+	if r, err := tm.lock(fi, "/f", b, 1, 1, false); err != nil || r.Granted || r.Conflict.GetSession() != a {
+		t.Fatalf("conflicting lock: %v %v", r, err)
+	}
+	// Bad input changes nothing.
+	for _, req := range []*pb.LockRequest{
+		{Caller: root, Path: "/f", Inode: fi.Inode, Session: a},
+		{Caller: root, Path: "/f", Inode: fi.Inode, Session: a, Lock: &pb.FileLock{Kind: 7, Type: 1}},
+		{Caller: root, Path: "/f", Inode: fi.Inode, Session: a, Lock: &pb.FileLock{Kind: 1, Type: 1, Start: 9, End: 3}},
+		{Caller: root, Path: "/f", Inode: fi.Inode + 1, Session: a, Lock: &pb.FileLock{Kind: 1, Type: 1}},
+		{Caller: root, Path: "/", Inode: 1, Session: a, Lock: &pb.FileLock{Kind: 1, Type: 1}},
+		{Caller: root, Path: "rel", Inode: fi.Inode, Session: a, Lock: &pb.FileLock{Kind: 1, Type: 1}},
+		{Caller: root, Path: "/f", Inode: fi.Inode, Session: 12345, Lock: &pb.FileLock{Kind: 1, Type: 1}},
+	} {
+		if _, err := tm.c.Lock(bg, req); err == nil {
+			t.Errorf("lock %v accepted", req)
+		}
+	}
+	clk := tm.clock
+	tm.close()
+	tm = startMaster(t, dir, clk)
+	if _, err := tm.session(a, false); kindOf(err) != chunkfs.KindNotExist {
+		t.Fatalf("renewing after a restart without reclaim: %v", err)
+	}
+	if _, err := tm.session(a, true); err != nil {
+		t.Fatalf("reclaiming the session: %v", err)
+	}
+	c, _ := tm.session(0, false)
+	if _, err := tm.lock(fi, "/f", c, 1, 1, false); kindOf(err) != chunkfs.KindUnavailable {
+		t.Errorf("a new lock in the grace period: %v", err)
+	}
+	if r, err := tm.lock(fi, "/f", a, 1, 2, true); err != nil || !r.Granted {
+		t.Fatalf("reclaim: %v %v", r, err)
+	}
+	for range 3 { // past the grace period, both renewing
+		clk.Advance(LockSessionTTL / 2)
+		tm.session(a, false)
+		tm.session(c, false)
+	}
+	if r, err := tm.lock(fi, "/f", c, 1, 1, false); err != nil || r.Granted {
+		t.Fatalf("after the grace period, the reclaimed lock holds: %v %v", r, err)
+	}
+	if _, err := tm.session(b, true); kindOf(err) != chunkfs.KindNotExist {
+		t.Errorf("a session reclaimed after the grace period: %v", err)
+	}
+	// a stops renewing: its session lapses and its lock goes.
+	for range 3 {
+		clk.Advance(LockSessionTTL / 2)
+		tm.session(c, false)
+	}
+	if r, err := tm.lock(fi, "/f", c, 1, 2, false); err != nil || !r.Granted {
+		t.Fatalf("a lapsed session's lock still holds: %v %v", r, err)
+	}
+}
