@@ -277,7 +277,8 @@ const idleWindow = 2 * time.Second
 const masterPortObs = "7000"
 
 // startGroup starts the masters, each in its namespace and cgroup, and the
-// chunkserver.
+// chunkserver, all on plain TCP (--insecure): the experiment measures the
+// metadata path, not TLS.
 func startGroup(cfg ObserversConfig, net *obsNet, dir string) (*obsGroup, error) {
 	g := &obsGroup{}
 	var voters []string
@@ -294,7 +295,7 @@ func startGroup(cfg ObserversConfig, net *obsNet, dir string) (*obsGroup, error)
 		g.stats = append(g.stats, stats)
 		argv := []string{cfg.Binary, "master", "--id", g.ids[i], "--dir", filepath.Join(dir, g.ids[i]),
 			"--listen", g.addrs[i], "--cluster", strings.Join(voters, ","), "--replication", "1",
-			"--min-replicas", "1", "--queue-stats", stats}
+			"--min-replicas", "1", "--queue-stats", stats, "--insecure"}
 		if i >= cfg.Voters {
 			argv = append(argv, "--observer")
 		}
@@ -313,7 +314,7 @@ func startGroup(cfg ObserversConfig, net *obsNet, dir string) (*obsGroup, error)
 		}
 	}
 	argv := []string{cfg.Binary, "chunkserver", "--dir", filepath.Join(dir, "cs"), "--listen", netJoin(net.Chunk, "7001"),
-		"--master", strings.Join(g.addrs, ","), "--heartbeat", metaHeartbeat.String()}
+		"--master", strings.Join(g.addrs, ","), "--heartbeat", metaHeartbeat.String(), "--insecure"}
 	p, err := g.start("chunkserver", net.Chunk.NS, argv, dir)
 	g.chunk = p
 	return g, err
