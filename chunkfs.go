@@ -61,11 +61,18 @@ const (
 // a quarter of a chunk, as in GFS.
 func MaxRecordSize(chunkSize int64) int64 { return chunkSize / 4 }
 
-// Caller is the identity a request acts as. UID 0 is the superuser.
+// Caller is the identity a request acts as. UID 0 is the superuser, and so
+// is a caller marked Super.
 type Caller struct {
 	UID  uint32
 	GIDs []uint32 // primary group first
+	// Super marks a member of the master's superuser group. The master
+	// alone sets it, from its configuration; it never travels in a request.
+	Super bool
 }
+
+// Superuser reports whether c is the superuser: UID 0 or marked Super.
+func (c *Caller) Superuser() bool { return c.UID == 0 || c.Super }
 
 // Root is the superuser.
 var Root = Caller{UID: 0, GIDs: []uint32{0}}
@@ -86,7 +93,7 @@ const (
 // file that has no execute bit at all.
 func (c *Caller) Allows(mode fs.FileMode, uid, gid uint32, want Access) bool {
 	perm := Access(mode.Perm())
-	if c.UID == 0 {
+	if c.Superuser() {
 		return want&AccessExec == 0 || mode.IsDir() || perm&0o111 != 0
 	}
 	var bits Access

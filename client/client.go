@@ -245,7 +245,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			return nil, err
 		}
 	}
-	if set != nil && !cfg.LeaderReads {
+	switch {
+	case set != nil && cfg.LeaderReads:
+		set.SetLeaderReads(true)
+	case set != nil:
 		c.findObservers(ctx, set)
 	}
 	c.lastSync.Store(c.clock.Now().UnixNano())

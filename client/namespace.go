@@ -179,6 +179,16 @@ func (c *Client) Chtimes(ctx context.Context, path string, atime, mtime time.Tim
 	return err
 }
 
+// Touch sets the access and modification times of path to now by the
+// master's clock, as touch(1) (utimensat's UTIME_NOW): the owner or a
+// caller with write permission may, where Chtimes, which sets times of
+// the caller's choosing, needs the owner.
+func (c *Client) Touch(ctx context.Context, path string) error {
+	now := time.Now().UnixNano()
+	_, err := c.setAttr(ctx, "touch", path, &pb.SetAttrRequest{AtimeNs: &now, MtimeNs: &now, TimesNow: true})
+	return err
+}
+
 // SetReplication sets how many replicas the chunks of file path keep.
 func (c *Client) SetReplication(ctx context.Context, path string, n int) error {
 	if n < 1 || n > chunkfs.MaxReplication {

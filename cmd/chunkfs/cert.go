@@ -86,10 +86,14 @@ func runCertIssue(e *env, args []string) error {
 	hosts := fs.String("host", "", "a node's DNS names and IP addresses, comma-separated (default: --name)")
 	days := fs.Int("days", 365, "how long the certificate is valid, in days")
 	out := fs.String("out", "", "directory for ca.crt, tls.crt and tls.key (default: DIR/NAME; created)")
+	noProxy := fs.Bool("no-proxy", false, "a mount certificate that acts only as --uid, not for every user of its machine")
 	if _, err := parse(e, fs, args); err != nil {
 		return err
 	}
 	id, err := identityFromFlags(*role, *name, *uid, *gids)
+	if *noProxy {
+		id.Proxy = false
+	}
 	switch {
 	case err != nil:
 		return err

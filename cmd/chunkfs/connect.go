@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/certs"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"golang.org/x/term"
 )
 
@@ -56,6 +59,7 @@ func (cf *clientFlags) connect(ctx context.Context, e *env) (*client.Client, err
 	}
 	cfg := client.DefaultConfig()
 	cfg.Security = sec
+	cfg.Caller = certCaller(sec, cfg.Caller)
 	cfg.Master = addr
 	cfg.RetryTimeout, cfg.LeaderReads = cf.retryTimeout, cf.leaderReads
 	c, err := client.New(ctx, cfg)
@@ -63,6 +67,17 @@ func (cf *clientFlags) connect(ctx context.Context, e *env) (*client.Client, err
 		return nil, fmt.Errorf("cannot reach the master at %s (start one with 'chunkfs dev', or give --master or $CHUNKFS_MASTER): %w", addr, err)
 	}
 	return c, err
+}
+
+// certCaller is whom the CLI acts as: with a user's certificate, the user
+// and groups it names (the master refuses any other claim); with a proxy
+// mount's certificate or none, the process's user, def.
+func certCaller(sec *rpc.Security, def chunkfs.Caller) chunkfs.Caller {
+	id := sec.Identity()
+	if id.Role != certs.RoleClient && (id.Role != certs.RoleMount || id.Proxy) {
+		return def
+	}
+	return chunkfs.Caller{UID: id.UID, GIDs: slices.Clone(id.GIDs)}
 }
 
 // remotePath checks a chunkfs path argument: it must be absolute.

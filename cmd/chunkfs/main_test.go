@@ -19,6 +19,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
 	"github.com/chunkfs/chunkfs/internal/cluster"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -471,6 +472,14 @@ func TestCert(t *testing.T) {
 	ok(t, "", "cert", "init", "--dir", dir)
 	ok(t, "", "cert", "issue", "--dir", dir, "--role", "chunkserver", "--name", "cs1", "--host", "127.0.0.1")
 	ok(t, "", "cert", "issue", "--dir", dir, "--role", "client", "--name", "alice", "--uid", "1000", "--gids", "1000,27")
+	ok(t, "", "cert", "issue", "--dir", dir, "--role", "mount", "--name", "gw", "--uid", "0")
+	ok(t, "", "cert", "issue", "--dir", dir, "--role", "mount", "--name", "laptop", "--uid", "1000", "--no-proxy")
+	for name, proxy := range map[string]bool{"gw": true, "laptop": false, "alice": false} {
+		sec, err := rpc.LoadSecurity(filepath.Join(dir, name))
+		if err != nil || sec.Identity().Proxy != proxy {
+			t.Errorf("%s: %v, proxy %v; want %v", name, err, sec.Identity().Proxy, proxy)
+		}
+	}
 	for _, f := range []string{"ca.key", "cs1/tls.key", "alice/tls.key"} {
 		st, err := os.Stat(filepath.Join(dir, f))
 		if err != nil || st.Mode().Perm() != 0o600 {

@@ -77,21 +77,24 @@ func masterFlags(args []string) (master.Config, string, error) {
 	chunkSize := fs.Int64("chunk-size", cfg.ChunkSize, "chunk size in bytes for a new file system (fixed once made)")
 	repl := fs.Int("replication", cfg.DefaultReplication, "default replicas per chunk for a new file system")
 	lease := fs.Duration("lease", cfg.LeaseDuration, "chunk lease duration")
+	noAdopt := fs.Bool("no-lease-adoption", false, "after a take-over or restart, wait out every lease the previous leader may have granted instead of adopting those chunkservers report (GFS)")
 	deadAfter := fs.Duration("dead-after", cfg.DeadAfter, "declare a chunkserver dead after this long without a heartbeat")
 	minRepl := fs.Int("min-replicas", cfg.MinReplicas, "fewest replicas a write is acknowledged with when fewer than a file's replication can take it")
 	reserve := fs.Int64("reserve", cfg.Placement.MinFree, "free bytes a chunkserver keeps: one with less gets no new replica")
 	safeThreshold := fs.Float64("safe-mode-threshold", cfg.SafeModeThreshold, "fraction of chunks with data that must be located before leaving safe mode after a start")
 	safeServers := fs.Int("safe-mode-servers", cfg.SafeModeMinServers, "live chunkservers safe mode waits for (0: --min-replicas)")
-	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver, as source or target")
+	maxClones := fs.Int("max-clones", cfg.MaxClonesPerServer, "re-replications in flight per chunkserver as source, and apart as target")
 	balance := fs.Bool("balance", cfg.Balance, "run the rebalancer from the start (admin balance starts and stops it later)")
 	balanceThreshold := fs.Float64("balance-threshold", cfg.BalanceThreshold, "rebalancer target: every live chunkserver within this many percentage points of the mean utilisation")
 	balanceMoves := fs.Int("balance-moves", cfg.BalanceMaxMoves, "rebalancer moves in flight (each also within --max-clones)")
+	cloneMinRate := fs.String("clone-min-rate", size(int(cfg.MinCloneRate)), "slowest clone transfer a clone's deadline allows for, bytes a second with a K, M or G suffix (at most the chunkservers' --clone-rate / --clone-streams)")
 	id := fs.String("id", cfg.NodeID, "this master's node ID in its group")
 	group := fs.String("cluster", "", "the group's voters as `ID=HOST:PORT,...` (their client addresses, which also carry Raft); empty: a master alone")
 	observer := fs.Bool("observer", false, "join the group named by --cluster as a non-voting observer that serves reads")
 	addr := fs.String("addr", "", "address the other masters and clients reach this one on (default: its --cluster entry, or --listen)")
 	readWait := fs.Duration("read-wait", cfg.ReadWait, "how long a standby or observer waits to catch up with a client's state before refusing the read")
 	queueStats := fs.String("queue-stats", "", "write a JSON summary of the RPC queue times to `FILE` on exit")
+	superGroup := fs.Uint("superuser-group", uint(cfg.SuperuserGroup), "`GID` whose members, with uid 0, are the superuser: every permission and the admin calls")
 	verbose := fs.Bool("v", false, "log informational messages")
 	tf := addTLSFlags(fs)
 	fs.Usage = func() {
@@ -117,11 +120,21 @@ func masterFlags(args []string) (master.Config, string, error) {
 		level = slog.LevelInfo
 	}
 	cfg.Dir, cfg.ChunkSize, cfg.DefaultReplication, cfg.LeaseDuration, cfg.DeadAfter = *dir, *chunkSize, *repl, *lease, *deadAfter
+	cfg.NoLeaseAdoption = *noAdopt
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones
 	cfg.SafeModeThreshold, cfg.SafeModeMinServers = *safeThreshold, *safeServers
 	cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves = *balance, *balanceThreshold, *balanceMoves
+	n, err := parseSize(*cloneMinRate)
+	if err != nil || n == 0 {
+		return cfg, "", usagef("--clone-min-rate: %q is not a positive rate (like 256K)", *cloneMinRate)
+	}
+	cfg.MinCloneRate = int64(n)
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
 	cfg.QueueStatsFile = *queueStats
+	if *superGroup > 1<<32-1 {
+		return cfg, "", usagef("--superuser-group %d is not a 32-bit GID", *superGroup)
+	}
+	cfg.SuperuserGroup = uint32(*superGroup)
 	members, err := parseGroup(*group)
 	if err != nil {
 		return cfg, "", err

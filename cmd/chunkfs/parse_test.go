@@ -186,3 +186,19 @@ func TestMasterBalanceFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestSuperuserGroupFlag(t *testing.T) {
+	cfg, _, err := masterFlags([]string{"--dir", t.TempDir()})
+	if err != nil || cfg.SuperuserGroup != 0 {
+		t.Fatalf("default superuser group %d, %v; want 0", cfg.SuperuserGroup, err)
+	}
+	cfg, _, err = masterFlags([]string{"--dir", t.TempDir(), "--superuser-group", "4242"})
+	if err != nil || cfg.SuperuserGroup != 4242 {
+		t.Fatalf("--superuser-group 4242: %d, %v", cfg.SuperuserGroup, err)
+	}
+	for _, bad := range []string{"-1", "4294967296", "wheel"} {
+		if _, _, err := masterFlags([]string{"--dir", t.TempDir(), "--superuser-group", bad}); !isUsage(err) {
+			t.Errorf("--superuser-group %s: %v, want a usage error", bad, err)
+		}
+	}
+}

@@ -35,6 +35,8 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 		return &locateTask{sec: sec, master: t.Master, files: t.Files}, nil
 	case OpMeta:
 		return setupMetaLoad(ctx, t.Master, *t.Meta)
+	case OpWatch, OpReadLoad, OpWriteLoad:
+		return setupRecoveryTask(ctx, sec, t)
 	}
 	var trace *traceHandler
 	if t.Op == OpRead || t.Op == OpWrite || t.Op == OpAppend {

@@ -276,10 +276,10 @@ const idleWindow = 2 * time.Second
 // masterPortObs is the port every master listens on in its namespace.
 const masterPortObs = "7000"
 
-// startGroup starts the masters, each in its namespace and cgroup, and the
+// startObsGroup starts the masters, each in its namespace and cgroup, and the
 // chunkserver, all on plain TCP (--insecure): the experiment measures the
 // metadata path, not TLS.
-func startGroup(cfg ObserversConfig, net *obsNet, dir string) (*obsGroup, error) {
+func startObsGroup(cfg ObserversConfig, net *obsNet, dir string) (*obsGroup, error) {
 	g := &obsGroup{}
 	var voters []string
 	for i, h := range net.Masters {
@@ -385,7 +385,7 @@ func runColumn(ctx context.Context, cfg ObserversConfig, net *obsNet, col Column
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return cr, err
 	}
-	g, err := startGroup(cfg, net, dir)
+	g, err := startObsGroup(cfg, net, dir)
 	defer func() { err = errors.Join(err, g.stop()) }()
 	if err != nil {
 		return cr, err

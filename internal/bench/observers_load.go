@@ -231,15 +231,6 @@ func writeWhole(ctx context.Context, c *client.Client, p string, data []byte) er
 	return f.Close()
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
-
 // do runs plan p of client i, returning what a read found in found.
 func (t *metaLoadTask) do(ctx context.Context, i int, p metaPlan) error {
 	_, err := t.exec(ctx, i, p)

@@ -34,6 +34,7 @@ type Task struct {
 	Addr    string        `json:"addr,omitempty"`
 	Timeout time.Duration `json:"timeout,omitempty"` // for the whole task; 0: none
 	Meta    *MetaLoad     `json:"meta,omitempty"`    // OpMeta (observers_load.go)
+	Watch   *WatchSpec    `json:"watch,omitempty"`   // OpWatch
 }
 
 // security is what the worker connects with: the certificate in TLSDir,
@@ -68,7 +69,7 @@ const maxTaskLine = 1 << 20
 // Validate checks a task decoded from the wire.
 func (t *Task) Validate() error {
 	switch t.Op {
-	case OpWait, OpPrepare, OpRead, OpWrite, OpAppend, OpSink, OpSource, OpProbe, OpLocate:
+	case OpWait, OpPrepare, OpRead, OpWrite, OpAppend, OpSink, OpSource, OpProbe, OpLocate, OpWatch, OpReadLoad, OpWriteLoad:
 	case OpMeta:
 		return t.Meta.validate()
 	default:
@@ -107,6 +108,8 @@ type Result struct {
 	Events []Event `json:"events,omitempty"`
 	// Meta is what an observer-reads load generator measured.
 	Meta *MetaResult `json:"meta,omitempty"`
+	// Recovery is what the tasks of bench recovery report.
+	Recovery *RecoveryResult `json:"recovery,omitempty"`
 }
 
 // maxOpTimes bounds Result.OpsMS.

@@ -40,6 +40,22 @@ type Config struct {
 	FS     chunkstore.FS // file system of the data directories
 	Clock  clock.Clock
 	Logger *slog.Logger
+
+	// OnMutation, when set, is called with every mutation this server
+	// applied as primary and all its replicas acknowledged (tests check
+	// lease safety from these records). It must not block.
+	OnMutation func(Mutation)
+}
+
+// Mutation is one mutation a primary applied and had acknowledged by
+// every replica: its chunk, version and serial number, from the lease
+// check that admitted it (Start) to the acknowledgement (End), by the
+// server's clock.
+type Mutation struct {
+	Handle     chunkfs.Handle
+	Version    chunkfs.Version
+	Serial     uint64
+	Start, End time.Time
 }
 
 // Clone throttle defaults: two clones at once, as HDFS's

@@ -229,7 +229,8 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 	st := s.state(h)
 	st.order.Lock()
 	defer st.order.Unlock()
-	if err := st.primaryFor(h, v, s.cfg.Clock.Now()); err != nil {
+	start := s.cfg.Clock.Now()
+	if err := st.primaryFor(h, v, start); err != nil {
 		return err
 	}
 	if err := s.checkVersion("mutate", h, v); err != nil {
@@ -252,7 +253,14 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 			local = rerr
 		}
 	}
-	return local
+	if local != nil {
+		return local
+	}
+	st.noteMutated()
+	if s.cfg.OnMutation != nil {
+		s.cfg.OnMutation(Mutation{Handle: h, Version: v, Serial: m.Serial, Start: start, End: s.cfg.Clock.Now()})
+	}
+	return nil
 }
 
 // mutationData takes the pushed data a mutation needs (none for padding)

@@ -104,7 +104,8 @@ func (s *Server) heartbeatLoop(master string) {
 func (s *Server) register(master string) error {
 	sp := s.space()
 	req := &pb.RegisterRequest{Id: s.id, Addr: s.Addr(), Rack: s.cfg.Rack,
-		Capacity: sp.capacity, Used: sp.used, Free: sp.free, Disks: sp.disks}
+		Capacity: sp.capacity, Used: sp.used, Free: sp.free, Disks: sp.disks,
+		Leases: s.heldLeases(s.cfg.Clock.Now())}
 	for _, in := range s.store.List() {
 		if !in.Corrupt {
 			req.Chunks = append(req.Chunks, replica(in))
@@ -176,6 +177,7 @@ func (s *Server) heartbeatRequest() *pb.HeartbeatRequest {
 		Free: sp.free, Disks: sp.disks, Load: s.load.Load(),
 		Sample: s.reporter.sample(all, s.cfg.ReportSize)}
 	now := s.cfg.Clock.Now()
+	req.Leases = s.heldLeases(now)
 	for _, in := range all {
 		if in.Corrupt {
 			req.Corrupt = append(req.Corrupt, uint64(in.Handle))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // chunkState is what the server knows of a chunk beyond its stored data:
@@ -71,14 +72,24 @@ func (st *chunkState) primaryFor(h chunkfs.Handle, v chunkfs.Version, now time.T
 	return nil
 }
 
-// nextSerial assigns the next serial number (primary) and notes a mutation.
+// nextSerial assigns the next serial number (primary).
 func (st *chunkState) nextSerial(v chunkfs.Version) uint64 {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.resetSerialLocked(v)
 	st.serial++
-	st.mutated = true
 	return st.serial
+}
+
+// noteMutated notes a mutation every replica applied, so that the next
+// heartbeat asks to extend the lease. A mutation that failed does not: a
+// primary whose chain is broken (a secondary lost its replica) lets its
+// lease end, and the master's next grant finds the replicas that still
+// hold the chunk, instead of extending a lease no write succeeds under.
+func (st *chunkState) noteMutated() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.mutated = true
 }
 
 // acceptSerial checks that serial follows the last applied one (secondary).
@@ -104,6 +115,36 @@ func (st *chunkState) lease(now time.Time) (bool, time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return !st.leaseUntil.IsZero() && now.Before(st.leaseUntil), st.leaseUntil
+}
+
+// held returns the version and time left of the lease this server holds
+// as primary at now; ok is false when it holds none.
+func (st *chunkState) held(now time.Time) (v chunkfs.Version, left time.Duration, ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.leaseUntil.IsZero() || !now.Before(st.leaseUntil) {
+		return 0, 0, false
+	}
+	return st.leaseVersion, st.leaseUntil.Sub(now), true
+}
+
+// heldLeases lists the leases this server holds as primary at now, with
+// the time left of each by its own clock, for the masters: a newly elected
+// one adopts those it can confirm instead of waiting them out.
+func (s *Server) heldLeases(now time.Time) []*pb.HeldLease {
+	s.mu.Lock()
+	states := make(map[chunkfs.Handle]*chunkState, len(s.chunks))
+	for h, st := range s.chunks {
+		states[h] = st
+	}
+	s.mu.Unlock()
+	var out []*pb.HeldLease
+	for h, st := range states {
+		if v, left, ok := st.held(now); ok {
+			out = append(out, &pb.HeldLease{Handle: uint64(h), Version: uint64(v), RemainingMs: left.Milliseconds()})
+		}
+	}
+	return out
 }
 
 // takeMutated reports and clears whether the chunk was mutated as primary

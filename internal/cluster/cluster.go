@@ -41,6 +41,9 @@ type Config struct {
 	// Master, when set, adjusts the master's configuration before each
 	// start (tests: minimum replicas, clone hooks, clocks).
 	Master func(*master.Config)
+	// Chunkserver, when set, adjusts chunkserver i's configuration before
+	// each start (tests: mutation hooks).
+	Chunkserver func(i int, cfg *chunkserver.Config)
 	// Masters, when more than one, starts a highly available group of
 	// that many voting masters, and Observers observers beside them
 	// (group.go); MasterAddr then lists them all.
@@ -250,6 +253,9 @@ func (c *Cluster) startChunkserver(i int) error {
 	if c.cfg.Capacity > 0 {
 		sc.FS = sizedFS{FS: sc.FS, size: c.cfg.Capacity}
 		sc.Reserve = 0
+	}
+	if c.cfg.Chunkserver != nil {
+		c.cfg.Chunkserver(i, &sc)
 	}
 	s, err := chunkserver.Open(sc)
 	if err != nil {

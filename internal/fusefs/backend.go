@@ -104,6 +104,9 @@ type SetAttr struct {
 	ATime *time.Time
 	MTime *time.Time
 	Size  *int64 // truncate or extend (sparse)
+	// TimesNow: both times are set to now (utimensat's UTIME_NOW), which
+	// a writer may do; times of the caller's choosing need the owner.
+	TimesNow bool
 }
 
 // Usage is the capacity of a cluster in bytes, and its file count.

@@ -328,7 +328,9 @@ func setAttrSteps(c *client.Client, path string, a SetAttr) []func(context.Conte
 	if a.Size != nil {
 		steps = append(steps, func(ctx context.Context) error { return c.Truncate(ctx, path, *a.Size) })
 	}
-	if a.ATime != nil || a.MTime != nil {
+	if a.TimesNow {
+		steps = append(steps, func(ctx context.Context) error { return c.Touch(ctx, path) })
+	} else if a.ATime != nil || a.MTime != nil {
 		var at, mt time.Time
 		if a.ATime != nil {
 			at = *a.ATime

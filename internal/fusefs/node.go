@@ -258,6 +258,8 @@ func setAttrOf(in *fuse.SetAttrIn) SetAttr {
 		l := int64(s)
 		a.Size = &l
 	}
+	const now = fuse.FATTR_ATIME | fuse.FATTR_MTIME | fuse.FATTR_ATIME_NOW | fuse.FATTR_MTIME_NOW
+	a.TimesNow = in.Valid&now == now
 	return a
 }
 

@@ -124,6 +124,9 @@ func (t *Table) Open(now time.Time) (uint64, error) {
 		}
 	}
 	t.next++
+	for t.next == 0 || t.sessions[t.next] != nil { // an adopted session's ID
+		t.next++
+	}
 	t.sessions[t.next] = &session{expiry: now.Add(t.ttl), files: map[uint64]int{}}
 	return t.next, nil
 }
@@ -131,6 +134,9 @@ func (t *Table) Open(now time.Time) (uint64, error) {
 // Renew extends a live session, or, when reclaim is set, adopts a session
 // this table does not know (one opened under an earlier leader) so that
 // its holder can reclaim its locks. It reports whether the session lives.
+// New sessions never take an adopted session's ID; the master starts each
+// table's IDs at a random point, so that they do not run into the IDs of
+// an earlier leader's sessions that are yet to reclaim.
 func (t *Table) Renew(id uint64, reclaim bool, now time.Time) bool {
 	s, ok := t.sessions[id]
 	if !ok || now.After(s.expiry) {
@@ -142,7 +148,6 @@ func (t *Table) Renew(id uint64, reclaim bool, now time.Time) bool {
 		}
 		s = &session{files: map[uint64]int{}}
 		t.sessions[id] = s
-		t.next = max(t.next, id)
 	}
 	s.expiry = now.Add(t.ttl)
 	return true

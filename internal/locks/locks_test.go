@@ -131,8 +131,13 @@ func TestSessionsExpireAndGrace(t *testing.T) {
 	if _, err := nt.Set(1, posix(a, 1, Write, 0, 9), true, t0); err != nil {
 		t.Errorf("reclaim in the grace period: %v", err)
 	}
-	if id := open(t, nt); id <= a || id <= 100 {
-		t.Errorf("new session %d reuses an adopted or earlier ID", id)
+	// New sessions skip adopted IDs: adopt 102, and the table, counting
+	// from 100, hands out 101 and then 103.
+	if !nt.Renew(102, true, t0) {
+		t.Fatal("adopting 102")
+	}
+	if x, y := open(t, nt), open(t, nt); x != 101 || y != 103 {
+		t.Errorf("new sessions %d, %d; want 101, 103 (102 is adopted)", x, y)
 	}
 	if nt.Renew(b, true, t0.Add(11*time.Second)) {
 		t.Error("session adopted after the grace period")

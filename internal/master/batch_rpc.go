@@ -101,7 +101,7 @@ func (b *batch) prepare(ctx context.Context, i int, op *pb.MetaOp) {
 			break
 		}
 		var c chunkfs.Caller
-		if c, err = pathArg("stat", o.Stat.Path, o.Stat.Caller); err == nil {
+		if c, err = b.m.pathArg(ctx, "Batch", "stat", o.Stat.Path, o.Stat.Caller); err == nil {
 			err = b.m.readable(ctx, "stat", o.Stat.MinStateId)
 		}
 		if err == nil {
@@ -110,27 +110,27 @@ func (b *batch) prepare(ctx context.Context, i int, op *pb.MetaOp) {
 		}
 	case *pb.MetaOp_Create:
 		if o.Create != nil {
-			cmd, err = createCommand(o.Create)
+			cmd, err = b.m.createCommand(ctx, o.Create)
 		}
 	case *pb.MetaOp_Mkdir:
 		if o.Mkdir != nil {
-			cmd, err = mkdirCommand(o.Mkdir)
+			cmd, err = b.m.mkdirCommand(ctx, o.Mkdir)
 		}
 	case *pb.MetaOp_Delete:
 		if o.Delete != nil {
-			cmd, err = deleteCommand(o.Delete)
+			cmd, err = b.m.deleteCommand(ctx, o.Delete)
 		}
 	case *pb.MetaOp_Rename:
 		if o.Rename != nil {
-			cmd, err = renameCommand(o.Rename)
+			cmd, err = b.m.renameCommand(ctx, o.Rename)
 		}
 	case *pb.MetaOp_SetAttr:
 		if o.SetAttr != nil {
-			cmd, err = setAttrCommand(o.SetAttr)
+			cmd, err = b.m.setAttrCommand(ctx, o.SetAttr)
 		}
 	case *pb.MetaOp_CommitLength:
 		if o.CommitLength != nil {
-			cmd, err = commitLengthCommand(o.CommitLength)
+			cmd, err = b.m.commitLengthCommand(ctx, o.CommitLength)
 		}
 	}
 	switch {

@@ -35,9 +35,17 @@ type Config struct {
 	SafeModeThreshold  float64
 	SafeModeMinServers int
 	// MaxClonesPerServer bounds the re-replications in flight that one
-	// chunkserver takes part in, as source or target; chunkservers also
-	// cap their clone bandwidth themselves.
+	// chunkserver takes part in as source and, apart, as target (a clone
+	// uses the source's outgoing and the target's incoming bandwidth);
+	// chunkservers also cap their clone bandwidth themselves.
 	MaxClonesPerServer int
+	// MinCloneRate is the slowest transfer, in bytes a second, a clone's
+	// deadline allows for: RPCTimeout plus the chunk's length at this
+	// rate. It must not exceed what a target's clone throttle gives each
+	// of its clone streams over the network it is on (chunkserver
+	// --clone-rate / --clone-streams), or throttled clones miss their
+	// deadline and are started again and again.
+	MinCloneRate int64
 	// RepairInterval is how often the master plans re-replication and
 	// trimming.
 	RepairInterval time.Duration
@@ -49,6 +57,13 @@ type Config struct {
 	Balance          bool
 	BalanceThreshold float64
 	BalanceMaxMoves  int
+
+	// SuperuserGroup is the group whose members, with UID 0, are the
+	// superuser: they pass every permission check and may make the admin
+	// calls (HAChange, Balance, Decommission). Unless Security is
+	// insecure, every call must come with a verified certificate, whose
+	// identity is whom it acts as (authz.go).
+	SuperuserGroup uint32
 	// OnClone, when set, is told of each clone started and ended (tests and
 	// benchmarks). It is called without locks held and must not block.
 	OnClone           func(CloneEvent)
@@ -72,6 +87,14 @@ type Config struct {
 	// QueueStatsFile, when set, receives the summary of the calls' RPC
 	// queue times (QueueStats, JSON) when the master closes (queue.go).
 	QueueStatsFile string
+	// NoLeaseAdoption makes a new leader (or a restarted master) wait out
+	// every lease its predecessor may have granted, as GFS does, instead
+	// of adopting the leases chunkservers report (registry_leases.go).
+	// LeaseReportAge bounds how old such a report may be when it arrives
+	// (built, sent, queued); a lease is adopted only if it surely holds
+	// allowing for that and for clock rates.
+	NoLeaseAdoption bool
+	LeaseReportAge  time.Duration
 
 	// Security secures every connection the master serves or opens
 	// (clients, chunkservers, the other masters' Raft): mutual TLS, or
@@ -128,6 +151,7 @@ func DefaultConfig() Config {
 		MinReplicas:        2,
 		SafeModeThreshold:  0.999,
 		MaxClonesPerServer: 2,
+		MinCloneRate:       1 << 20,
 		RepairInterval:     time.Second,
 		Balance:            true,
 		BalanceThreshold:   DefaultBalanceThreshold,
@@ -135,6 +159,7 @@ func DefaultConfig() Config {
 		SnapshotThreshold:  65536,
 		NodeID:             "master-1",
 		ReadWait:           time.Second,
+		LeaseReportAge:     defaultAdoptAge,
 		Clock:              clock.Real{},
 		Logger:             slog.Default(),
 	}
@@ -161,12 +186,14 @@ func (c Config) Validate() error {
 		return errors.New("master: MinReplicas out of range")
 	case !(c.SafeModeThreshold >= 0 && c.SafeModeThreshold <= 1) || c.SafeModeMinServers < 0:
 		return errors.New("master: SafeModeThreshold must be in [0, 1], SafeModeMinServers not negative")
-	case c.MaxClonesPerServer < 1 || c.RepairInterval <= 0:
-		return errors.New("master: MaxClonesPerServer and RepairInterval must be positive")
+	case c.MaxClonesPerServer < 1 || c.RepairInterval <= 0 || c.MinCloneRate <= 0:
+		return errors.New("master: MaxClonesPerServer, RepairInterval and MinCloneRate must be positive")
 	case !(c.BalanceThreshold > 0 && c.BalanceThreshold < 100) || c.BalanceMaxMoves < 1:
 		return errors.New("master: BalanceThreshold must be in (0, 100) percentage points, BalanceMaxMoves positive")
 	case c.Clock == nil || c.Logger == nil:
 		return errors.New("master: Clock and Logger must be set")
+	case c.LeaseReportAge < 0:
+		return errors.New("master: LeaseReportAge must not be negative")
 	case c.NodeID == "" || c.ReadWait <= 0:
 		return errors.New("master: NodeID must be set and ReadWait positive")
 	}

@@ -4,33 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
-	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // nobody is the identity of a request that names no caller.
 var nobody = chunkfs.Caller{UID: 65534, GIDs: []uint32{65534}}
-
-// caller converts a request's caller, bounding its group list.
-func caller(op, p string, c *pb.Caller) (chunkfs.Caller, error) {
-	if c == nil {
-		return nobody, nil
-	}
-	if len(c.Gids) > namespace.MaxGroups {
-		return chunkfs.Caller{}, chunkfs.E(op, p, chunkfs.KindInvalid, "caller names too many groups")
-	}
-	return chunkfs.Caller{UID: c.Uid, GIDs: c.Gids}, nil
-}
-
-// pathArg validates a path argument and converts the caller.
-func pathArg(op, p string, c *pb.Caller) (chunkfs.Caller, error) {
-	if err := namespace.ValidatePath(op, p); err != nil {
-		return chunkfs.Caller{}, err
-	}
-	return caller(op, p, c)
-}
 
 func fileInfo(fi chunkfs.FileInfo) *pb.FileInfo {
 	p := new(pb.FileInfo)
@@ -134,6 +115,7 @@ func reportFrom(req *pb.RegisterRequest) fullReport {
 	return fullReport{
 		figures: figures{id: req.Id, addr: req.Addr, rack: req.Rack, capacity: req.Capacity, used: req.Used, free: req.Free, disks: disksFrom(req.Disks)},
 		chunks:  replicasFrom(req.Chunks),
+		leases:  heldFrom(req.Leases),
 	}
 }
 
@@ -142,5 +124,15 @@ func beatFrom(req *pb.HeartbeatRequest) beat {
 	return beat{
 		figures: figures{id: req.Id, addr: req.Addr, capacity: req.Capacity, used: req.Used, free: req.Free, load: req.Load, disks: disksFrom(req.Disks)},
 		sample:  replicasFrom(req.Sample), corrupt: handlesFrom(req.Corrupt), extend: handlesFrom(req.ExtendLeases),
+		leases: heldFrom(req.Leases),
 	}
+}
+
+// heldFrom converts the leases a chunkserver reports holding.
+func heldFrom(in []*pb.HeldLease) []heldReport {
+	out := make([]heldReport, 0, len(in))
+	for _, l := range in {
+		out = append(out, heldReport{handle: chunkfs.Handle(l.Handle), version: chunkfs.Version(l.Version), left: time.Duration(l.RemainingMs) * time.Millisecond})
+	}
+	return out
 }

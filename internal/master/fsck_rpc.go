@@ -22,7 +22,7 @@ const maxFsckFiles = 100000
 // what it may not see is skipped.
 func (m *Master) Fsck(ctx context.Context, req *pb.FsckRequest) (*pb.FsckResponse, error) {
 	const op = "fsck"
-	c, err := pathArg(op, req.Path, req.Caller)
+	c, err := m.pathArg(ctx, "Fsck", op, req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}

@@ -29,9 +29,12 @@ import (
 // read so the client asks the leader (HDFS-13924).
 //
 // A master that becomes leader first applies every committed entry
-// (a barrier), initialises a new namespace if the group is new, and waits
-// out the leases the previous leader may have granted: the logged lease
+// (a barrier), initialises a new namespace if the group is new, and holds
+// the leases the previous leader may have granted: the logged lease
 // horizon bounds them. Until then it refuses mutations as a follower does.
+// During the hold it adopts the leases chunkservers report and it can
+// confirm (registry.adopt); every other chunk below the hold's handle
+// floor waits for the hold to end.
 
 // leadership is what a master knows of its role; the zero value is a
 // master that does not lead.
@@ -77,6 +80,21 @@ func (m *Master) holdFromLog(capAt time.Time) {
 		pause = capAt
 	}
 	m.lead.setHold(pause, floor)
+	m.regMu.Lock()
+	m.reg.setHold(pause, floor)
+	m.regMu.Unlock()
+}
+
+// adoptReported adopts the leases chunkservers reported before this master
+// led, where it can confirm them (registry.adopt).
+func (m *Master) adoptReported() int {
+	var n int
+	m.state.read(func(ns *namespace.Namespace) {
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		n = len(m.reg.adoptAll(ns.ChunkVersion, m.cfg.Clock.Now()))
+	})
+	return n
 }
 
 // onLeadership is the log's leadership callback.
@@ -108,10 +126,11 @@ func (m *Master) takeOver() {
 		}
 		err := m.catchUp()
 		if err == nil {
+			adopted := m.adoptReported()
 			m.locks.reset(m.cfg.Clock.Now(), LockSessionTTL, m.lead.fresh)
 			m.lead.ready.Store(true)
 			pause, _ := m.lead.leaseHold()
-			m.cfg.Logger.Info("master leads", "id", m.cfg.NodeID, "state_id", m.StateID(), "old_leases_end", pause)
+			m.cfg.Logger.Info("master leads", "id", m.cfg.NodeID, "state_id", m.StateID(), "old_leases_end", pause, "leases_adopted", adopted)
 			return
 		}
 		m.cfg.Logger.Warn("new leader not ready yet", "id", m.cfg.NodeID, "err", err)
@@ -156,13 +175,17 @@ var anywhere = map[string]bool{
 }
 
 // leaderGuard refuses, on a master that does not lead, every call only the
-// leader takes: mutations, leases, msync. A batch is read-only only if all
-// its ops are stats.
+// leader takes: mutations, leases, msync, and any call its client marked
+// for the leader alone (rpc.LeaderOnly: a client that reads from the
+// leader only). A batch is read-only only if all its ops are stats.
 func (m *Master) leaderGuard(ctx context.Context, method string, req any) error {
 	if m.leads() {
 		return nil
 	}
 	name := rpc.MethodName(method)
+	if rpc.LeaderOnly(ctx) {
+		return m.notLeader(name)
+	}
 	if anywhere[name] {
 		return nil
 	}
@@ -236,11 +259,9 @@ func (m *Master) advertised() string {
 	return m.addr
 }
 
-// HAChange changes the group's membership or moves the leadership.
+// HAChange changes the group's membership or moves the leadership. Only
+// the superuser, or another master, may (authGuard).
 func (m *Master) HAChange(ctx context.Context, req *pb.HAChangeRequest) (*pb.HAChangeResponse, error) {
-	if req.Caller == nil || req.Caller.Uid != 0 {
-		return nil, chunkfs.E("ha "+req.Op, req.Id, chunkfs.KindPermission, "only the superuser may change the masters")
-	}
 	if !m.cfg.grouped() {
 		return nil, chunkfs.E("ha "+req.Op, req.Id, chunkfs.KindNotSupported, "this master runs alone (no --cluster)")
 	}

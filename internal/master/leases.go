@@ -97,6 +97,9 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 	}
 	pause, floor := m.lead.leaseHold()
 	m.regMu.Lock()
+	if ch.Handle < floor && now.Before(pause) {
+		m.reg.adopt(ch.Handle, cur, now) // a lease the previous leader granted, reported by its primary
+	}
 	d := m.reg.grantable(ch.Handle, cur, now)
 	need := m.cfg.minReplicas(repl)
 	if d.verdict == leaseGrant && len(d.replicas) < need {
@@ -196,6 +199,9 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 			m.reg.forgetFailed(ch.Handle, order, errs, now)
 		}
 		m.regMu.Unlock()
+		if !create && took > 0 {
+			m.adoptTaken(ctx, ch, order, errs)
+		}
 		if errs[0] == nil {
 			return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, fmt.Sprintf("only %d of the chunk's new replicas were created, below the minimum of %d", took, need))
 		}
@@ -223,6 +229,26 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 	// count as current meanwhile).
 	m.reg.recordLease(ch.Handle, primary, expiry)
 	return err
+}
+
+// adoptTaken settles a grant whose primary failed after other replicas
+// took the new version: they are ahead of the log, and the clone of a
+// replica at the logged version fails at them, so a chunk left with those
+// replicas alone could never be re-replicated. As Register does for a
+// replica ahead of the log (GFS §4.5: the higher version is the current
+// one), the version is adopted: recorded, then logged. No lease is
+// recorded: should the failed primary hold one after all, no client
+// learnt of it (the grant answered with an error), so no mutation comes
+// through it; the next grant fences it off with a higher version.
+func (m *Master) adoptTaken(ctx context.Context, ch namespace.Chunk, order []*server, errs []error) {
+	m.regMu.Lock()
+	m.reg.recordTaken(ch.Handle, ch.Version, order[1:], errs[1:])
+	m.regMu.Unlock()
+	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Length: int64(ch.Version)}); err != nil {
+		m.cfg.Logger.Warn("could not log the version replicas took from a failed grant", "handle", ch.Handle, "version", ch.Version, "err", err)
+		return
+	}
+	m.cfg.Logger.Info("adopted the version replicas took from a grant whose primary failed", "handle", ch.Handle, "version", ch.Version)
 }
 
 // callLease sends Lease to every replica at once; the first gets leaseMs.

@@ -93,7 +93,7 @@ func (m *Master) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*
 // name the inode, as the caller sees it (search permission on the way).
 func (m *Master) Lock(ctx context.Context, req *pb.LockRequest) (*pb.LockResponse, error) {
 	const op = "lock"
-	c, err := pathArg(op, req.Path, req.Caller)
+	c, err := m.pathArg(ctx, "Lock", op, req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}

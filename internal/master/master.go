@@ -91,6 +91,7 @@ func Open(cfg Config) (*Master, error) {
 	m := &Master{cfg: cfg, lock: lock, state: newState(), pool: cfg.Security.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
 	m.reg = newRegistry(uint64(cfg.Clock.Now().UnixNano()))
 	m.reg.configureBalance(cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves)
+	m.reg.adoption.on, m.reg.adoption.age = !cfg.NoLeaseAdoption, cfg.LeaseReportAge
 	m.safe, m.safeWhy = true, "no chunkserver has registered"
 	if err := m.openLog(); err != nil {
 		m.pool.Close()
@@ -217,7 +218,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		m.srvMu.Unlock()
 		return errors.New("master: Serve called twice")
 	}
-	m.srv = m.cfg.Security.NewServer(m.cfg.Logger, m.queueGuard, m.leaderGuard)
+	m.srv = m.cfg.Security.NewServer(m.cfg.Logger, m.queueGuard, m.authGuard, m.leaderGuard)
 	pb.RegisterMasterServer(m.srv, m)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()

@@ -11,7 +11,7 @@ import (
 
 // Mkdir makes a directory, and its parents when asked.
 func (m *Master) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResponse, error) {
-	cmd, err := mkdirCommand(req)
+	cmd, err := m.mkdirCommand(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -22,8 +22,8 @@ func (m *Master) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResp
 	return mkdirResponse(r, id), nil
 }
 
-func mkdirCommand(req *pb.MkdirRequest) (*namespace.Command, error) {
-	c, err := pathArg("mkdir", req.Path, req.Caller)
+func (m *Master) mkdirCommand(ctx context.Context, req *pb.MkdirRequest) (*namespace.Command, error) {
+	c, err := m.pathArg(ctx, "Mkdir", "mkdir", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func mkdirResponse(r namespace.Result, id uint64) *pb.MkdirResponse {
 // Create makes a file or symbolic link, or opens (and maybe truncates) an
 // existing file.
 func (m *Master) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateResponse, error) {
-	cmd, err := createCommand(req)
+	cmd, err := m.createCommand(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +52,8 @@ func (m *Master) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateR
 	return createResponse(r, id), nil
 }
 
-func createCommand(req *pb.CreateRequest) (*namespace.Command, error) {
-	c, err := pathArg("create", req.Path, req.Caller)
+func (m *Master) createCommand(ctx context.Context, req *pb.CreateRequest) (*namespace.Command, error) {
+	c, err := m.pathArg(ctx, "Create", "create", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func createResponse(r namespace.Result, id uint64) *pb.CreateResponse {
 
 // Stat describes a path without following a final symbolic link.
 func (m *Master) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatResponse, error) {
-	c, err := pathArg("stat", req.Path, req.Caller)
+	c, err := m.pathArg(ctx, "Stat", "stat", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (m *Master) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatRespons
 
 // List returns one page of a directory.
 func (m *Master) List(ctx context.Context, req *pb.ListRequest) (*pb.ListResponse, error) {
-	c, err := pathArg("list", req.Path, req.Caller)
+	c, err := m.pathArg(ctx, "List", "list", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (m *Master) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 
 // Rename moves a file or directory atomically.
 func (m *Master) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameResponse, error) {
-	cmd, err := renameCommand(req)
+	cmd, err := m.renameCommand(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +136,8 @@ func (m *Master) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameR
 	return &pb.RenameResponse{StateId: id}, nil
 }
 
-func renameCommand(req *pb.RenameRequest) (*namespace.Command, error) {
-	c, err := pathArg("rename", req.Src, req.Caller)
+func (m *Master) renameCommand(ctx context.Context, req *pb.RenameRequest) (*namespace.Command, error) {
+	c, err := m.pathArg(ctx, "Rename", "rename", req.Src, req.Caller)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func renameCommand(req *pb.RenameRequest) (*namespace.Command, error) {
 // Delete removes a file or directory (recursively when asked); its chunks
 // become garbage that chunkservers are told to delete.
 func (m *Master) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
-	cmd, err := deleteCommand(req)
+	cmd, err := m.deleteCommand(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -170,8 +170,8 @@ func (m *Master) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteR
 	return &pb.DeleteResponse{StateId: id}, nil
 }
 
-func deleteCommand(req *pb.DeleteRequest) (*namespace.Command, error) {
-	c, err := pathArg("delete", req.Path, req.Caller)
+func (m *Master) deleteCommand(ctx context.Context, req *pb.DeleteRequest) (*namespace.Command, error) {
+	c, err := m.pathArg(ctx, "Delete", "delete", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func deleteCommand(req *pb.DeleteRequest) (*namespace.Command, error) {
 // and has its replicas cut; if none could be, the new length stands but the
 // call fails (KindUnavailable) and should be retried, which cuts again.
 func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAttrResponse, error) {
-	cmd, err := setAttrCommand(req)
+	cmd, err := m.setAttrCommand(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -203,8 +203,8 @@ func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAt
 	return &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}, nil
 }
 
-func setAttrCommand(req *pb.SetAttrRequest) (*namespace.Command, error) {
-	c, err := pathArg("setattr", req.Path, req.Caller)
+func (m *Master) setAttrCommand(ctx context.Context, req *pb.SetAttrRequest) (*namespace.Command, error) {
+	c, err := m.pathArg(ctx, "SetAttr", "setattr", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +229,9 @@ func setAttrCommand(req *pb.SetAttrRequest) (*namespace.Command, error) {
 		cmd.Set |= namespace.SetMTime
 		cmd.MTime = *req.MtimeNs
 	}
+	if req.TimesNow {
+		cmd.Flags |= namespace.FlagTimesNow
+	}
 	if req.Replication != nil {
 		cmd.Set |= namespace.SetReplication
 		cmd.Replication = *req.Replication
@@ -242,7 +245,7 @@ func setAttrCommand(req *pb.SetAttrRequest) (*namespace.Command, error) {
 
 // CommitLength raises a file's length to what a writer reports.
 func (m *Master) CommitLength(ctx context.Context, req *pb.CommitLengthRequest) (*pb.CommitLengthResponse, error) {
-	cmd, err := commitLengthCommand(req)
+	cmd, err := m.commitLengthCommand(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -253,8 +256,8 @@ func (m *Master) CommitLength(ctx context.Context, req *pb.CommitLengthRequest) 
 	return &pb.CommitLengthResponse{StateId: id, Length: r.Info.Length}, nil
 }
 
-func commitLengthCommand(req *pb.CommitLengthRequest) (*namespace.Command, error) {
-	c, err := pathArg("commit length", req.Path, req.Caller)
+func (m *Master) commitLengthCommand(ctx context.Context, req *pb.CommitLengthRequest) (*namespace.Command, error) {
+	c, err := m.pathArg(ctx, "CommitLength", "commit length", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}

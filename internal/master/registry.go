@@ -32,6 +32,7 @@ type server struct {
 	recent         placement.Recency                  // its decaying count of chunks created on it
 	forwards       placement.Recency                  // its decaying count of new chunks' chains it forwards in (chain_order.go)
 	again          bool                               // to be told to register again at its next heartbeat
+	held           map[chunkfs.Handle]heldLease       // leases it last reported holding as primary (registry_leases.go)
 	cloning        int                                // clones in flight with it as target
 	sourcing       int                                // clones in flight with it as source
 	moveIn         int64                              // bytes of balancer moves in flight to it
@@ -91,6 +92,8 @@ type registry struct {
 	// on a full sweep.
 	dirty map[chunkfs.Handle]struct{}
 
+	adoption adoptRule // which reported leases a new leader adopts (registry_leases.go)
+
 	repaired  int64        // clones completed
 	repairing int          // repair clones in flight (not moves)
 	recent    []repairDone // clones completed in the last minute, oldest first (repairRate)
@@ -107,12 +110,13 @@ type repairDone struct {
 
 func newRegistry(seed uint64) *registry {
 	return &registry{
-		servers: make(map[string]*server),
-		byAddr:  make(map[string]*server),
-		chunks:  make(map[chunkfs.Handle]*chunkInfo),
-		dirty:   make(map[chunkfs.Handle]struct{}),
-		rng:     rand.New(rand.NewPCG(seed, 0x636b6673)),
-		bal:     balancer{on: true, threshold: DefaultBalanceThreshold, maxMoves: DefaultMaxMoves},
+		servers:  make(map[string]*server),
+		byAddr:   make(map[string]*server),
+		chunks:   make(map[chunkfs.Handle]*chunkInfo),
+		dirty:    make(map[chunkfs.Handle]struct{}),
+		rng:      rand.New(rand.NewPCG(seed, 0x636b6673)),
+		bal:      balancer{on: true, threshold: DefaultBalanceThreshold, maxMoves: DefaultMaxMoves},
+		adoption: adoptRule{on: true, age: defaultAdoptAge, rate: defaultAdoptRate},
 	}
 }
 

@@ -184,3 +184,161 @@ func (r *registry) dropPrimary(h chunkfs.Handle, primary *server, now time.Time)
 		r.doubt(primary, h, now)
 	}
 }
+
+// Lease adoption. A new leader does not know which leases its predecessor
+// granted, only that all of them end by the logged horizon (the hold). The
+// chunkservers report the leases they hold as primary, with the time left
+// by their own clock, in every registration and heartbeat to every master;
+// each master records the latest report of each server. A leader adopts a
+// reported lease on a chunk the hold covers when it can confirm it (adopt),
+// and from then on treats it as one it granted: writers are sent to that
+// primary and its extensions are answered. A chunk whose primary it cannot
+// confirm waits for the hold to end as before.
+
+// heldLease is a lease a server reported holding as primary.
+type heldLease struct {
+	version chunkfs.Version
+	at      time.Time     // when the master received the report, by its clock
+	left    time.Duration // time left then, by the server's clock
+}
+
+// heldReport is one lease in a report: a chunk, its version, time left.
+type heldReport struct {
+	handle  chunkfs.Handle
+	version chunkfs.Version
+	left    time.Duration
+}
+
+// adoptRule says which reported leases a leader may adopt and how far it
+// trusts the reports' figures.
+type adoptRule struct {
+	on    bool
+	until time.Time      // the previous leader's leases may be held until then (the hold)
+	floor chunkfs.Handle // on chunks below this handle
+	age   time.Duration  // bound on a report's age when received: built, sent and queued
+	rate  float64        // bound on how much faster or slower a server's clock runs than the master's
+}
+
+// Default adoption margins: a report is trusted to be at most this old
+// when received, and clocks to run within this rate of each other.
+const (
+	defaultAdoptAge  = time.Second
+	defaultAdoptRate = 0.01
+)
+
+// setHold records that the previous leader's leases on chunks below floor
+// may be held until until; reports of them may be adopted meanwhile.
+func (r *registry) setHold(until time.Time, floor chunkfs.Handle) {
+	r.adoption.until, r.adoption.floor = until, floor
+}
+
+// recordHeld replaces what s last reported holding by leases, received at now.
+func (r *registry) recordHeld(s *server, leases []heldReport, now time.Time) {
+	if len(leases) == 0 {
+		s.held = nil
+		return
+	}
+	s.held = make(map[chunkfs.Handle]heldLease, len(leases))
+	for _, l := range leases {
+		s.held[l.handle] = heldLease{version: l.version, at: now, left: max(l.left, 0)}
+	}
+}
+
+// sureUntil is when the lease reported in l surely still holds: the report
+// may be age old, and the server's clock may run fast.
+func (a adoptRule) sureUntil(l heldLease) time.Time {
+	return l.at.Add(-a.age).Add(time.Duration(float64(l.left) * (1 - a.rate)))
+}
+
+// endsBy is when the lease reported in l has surely ended: the report was
+// built before it was received, and the server's clock may run slow.
+func (a adoptRule) endsBy(l heldLease) time.Time {
+	return l.at.Add(time.Duration(float64(l.left) * (1 + a.rate)))
+}
+
+// adopt decides whether the leader, at now, takes the lease reported on
+// chunk h (logged at version cur) as its own, and records it if so. It
+// adopts only while the hold covers h, and only when exactly one server
+// reports a lease on h that may still be held; that server is alive and
+// counted as holding h at cur, reports the lease at cur and it surely
+// holds at now; no replica of h is ahead of the log and no version above
+// cur was told (a grant that was never logged may be out); and no other
+// lease on h is on record. The lease is recorded until it has surely
+// ended by the report, but no later than the hold. It reports whether h
+// has a lease on record at cur from that server, adopted now or before.
+func (r *registry) adopt(h chunkfs.Handle, cur chunkfs.Version, now time.Time) bool {
+	a := r.adoption
+	ci := r.chunks[h]
+	if !a.on || h >= a.floor || !now.Before(a.until) || ci == nil {
+		return false
+	}
+	if p, _ := r.lease(h, now); p != nil {
+		return p.chunks[h] == cur
+	}
+	if (ci.primary != nil && now.Before(ci.expiry)) || ci.told > cur || ci.fence {
+		return false
+	}
+	s, l := r.soleReporter(h, now)
+	if s == nil || !s.alive || l.version != cur || s.chunks[h] != cur || !now.Before(a.sureUntil(l)) {
+		return false
+	}
+	for _, x := range ci.holders {
+		if x.chunks[h] > cur {
+			return false
+		}
+	}
+	ci.primary, ci.expiry = s, a.endsBy(l)
+	if ci.expiry.After(a.until) {
+		ci.expiry = a.until
+	}
+	return true
+}
+
+// soleReporter returns the one server whose report of a lease on h may
+// still hold at now; nil when none or more than one.
+func (r *registry) soleReporter(h chunkfs.Handle, now time.Time) (*server, heldLease) {
+	var one *server
+	var lease heldLease
+	for _, s := range r.servers {
+		l, ok := s.held[h]
+		if !ok || !now.Before(r.adoption.endsBy(l)) {
+			continue
+		}
+		if one != nil {
+			return nil, heldLease{}
+		}
+		one, lease = s, l
+	}
+	return one, lease
+}
+
+// adoptFrom adopts, where it can, the leases server id last reported, and
+// returns the chunks whose lease it adopted now.
+func (r *registry) adoptFrom(id string, version versionOf, now time.Time) []chunkfs.Handle {
+	s := r.servers[id]
+	if s == nil || !r.adoption.on || !now.Before(r.adoption.until) {
+		return nil
+	}
+	var out []chunkfs.Handle
+	for h := range s.held {
+		if p, _ := r.lease(h, now); p != nil {
+			continue // on record already
+		}
+		if cur, ok := version(h); ok && r.adopt(h, cur, now) {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// adoptAll adopts what every server last reported (a new leader, once it
+// has caught up) and returns the chunks whose lease it adopted.
+func (r *registry) adoptAll(version versionOf, now time.Time) []chunkfs.Handle {
+	var out []chunkfs.Handle
+	for _, s := range r.sorted() {
+		out = append(out, r.adoptFrom(s.id, version, now)...)
+	}
+	slices.Sort(out)
+	return out
+}

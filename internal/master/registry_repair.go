@@ -43,10 +43,11 @@ const blockedFor = time.Minute
 // (a replica on a server being decommissioned does not count), in
 // placement.RepairOrder (the fewest counted replicas first; a chunk a
 // writer waits on first among equals), at most maxClones in flight per
-// server as source or target; the trimming of chunks with more than their
-// replication (condemned here, deleted at the server's next heartbeat);
-// and, when no repair is in flight or waiting for a clone slot, the
-// balancer's moves (balance).
+// server as source and, apart, as target (a clone uses the source's
+// outgoing and the target's incoming bandwidth); the trimming of chunks
+// with more than their replication (condemned here, deleted at the
+// server's next heartbeat); and, when no repair is in flight or waiting
+// for a clone slot, the balancer's moves (balance).
 //
 // Priority is strict: no chunk is cloned while a chunk with fewer live
 // replicas waits or is being cloned, so every one-replica chunk is healed
@@ -147,6 +148,7 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	var racks []string // of the counted replicas: the drained ones will go
 	for i, s := range holders {
 		hc[i] = candidate(s, now, cfg)
+		hc[i].Clones = s.sourcing // a NIC's two directions: sourcing and cloning are bounded apart
 		if !r.draining(s) {
 			racks = append(racks, s.rack)
 		}
@@ -167,6 +169,7 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	oc := make([]placement.Server, len(others))
 	for i, s := range others {
 		oc[i] = candidate(s, now, cfg)
+		oc[i].Clones = s.cloning
 	}
 	ti := placement.CloneTarget(cfg, oc, racks, maxClones, r.rng)
 	if ti < 0 {
@@ -213,11 +216,20 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 		defer r.gc(h, ci)
 	}
 	t := pc.target
-	ok := err == nil && exists && cur == pc.version && t.alive && r.servers[t.id] == t
+	// A target that answers it holds the chunk at the version cloned
+	// already (its report had not reached this master, a new leader say)
+	// has a good replica: it counts, and it must never be deleted as the
+	// leftovers of a failed clone.
+	held := chunkfs.KindOf(err) == chunkfs.KindExist
+	ok := (err == nil || held) && exists && cur == pc.version && t.alive && r.servers[t.id] == t
 	if !ok {
-		// What the target stored is garbage, unless it holds a counted
-		// replica of its own (then the clone did not touch it).
-		if _, has := t.chunks[h]; !has && r.servers[t.id] == t {
+		// What the target stored is garbage, unless it holds a replica of
+		// its own that the clone did not touch: one this master counts,
+		// or one the target says it holds (at the version or newer), which
+		// its reports will tell about.
+		_, has := t.chunks[h]
+		own := held || chunkfs.KindOf(err) == chunkfs.KindStale
+		if !has && !own && r.servers[t.id] == t {
 			r.queueGarbage(t, h)
 		}
 		return false

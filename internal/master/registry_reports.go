@@ -30,6 +30,7 @@ type replica struct {
 type fullReport struct {
 	figures
 	chunks []replica
+	leases []heldReport // leases it holds as primary
 }
 
 // beat is a chunkserver's heartbeat: itself, a sample of its replicas,
@@ -39,6 +40,7 @@ type beat struct {
 	sample  []replica
 	corrupt []chunkfs.Handle
 	extend  []chunkfs.Handle
+	leases  []heldReport // leases it holds as primary
 }
 
 // registered is the registry's answer to a full report.
@@ -127,6 +129,7 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Ha
 	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.chunks))
 	s.doubt, s.again = nil, false
 	s.alive, s.lastBeat = true, now
+	r.recordHeld(s, req.leases, now)
 	r.byAddr[req.addr] = s
 	return s, known, doubt, nil
 }
@@ -144,11 +147,13 @@ type beaten struct {
 	garbage    []chunkfs.Handle // replicas the server must delete
 	verify     []chunkfs.Handle // replicas in doubt to check with the server (verifyDoubts)
 	extended   []chunkfs.Handle // leases extended
+	adopted    []chunkfs.Handle // leases it reported that the leader adopted (adopt)
 }
 
-// heartbeat records a chunkserver's figures, checks its sample and corrupt
-// list and extends the leases it asks for, by leaseFor from now. A master
-// that does not lead (leads false) records the figures and learns the
+// heartbeat records a chunkserver's figures and the leases it reports,
+// adopts those it can (adopt), checks its sample and corrupt list and
+// extends the leases it asks for, by leaseFor from now. A master that does
+// not lead (leads false) records the figures and leases and learns the
 // sample's replicas at the versions it has applied (learn), and no more:
 // its log may lag, so a replica of a chunk it has not applied yet would
 // look like garbage, and the deletions it queued would be handed out to
@@ -160,11 +165,13 @@ func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFo
 	}
 	s.capacity, s.used, s.load, s.lastBeat = req.capacity, req.used, req.load, now
 	s.free, s.disks = req.free, req.disks
+	r.recordHeld(s, req.leases, now)
 	if !leads {
 		r.learn(s, req.sample, version)
 		return beaten{}
 	}
 	var out beaten
+	out.adopted = r.adoptFrom(s.id, version, now)
 	out.garbage, out.verify = r.sample(s, req, version, now)
 	out.extended = r.extend(s, req.extend, now, leaseFor)
 	return out

@@ -49,6 +49,11 @@ import (
 //	balance on [T]|off    start (threshold T points) or stop the rebalancer
 //	balance               "running=B threshold=T in-flight=N moved=N bytes=N spread=S"
 //	                      (plan prints a move as "move H vV live=N SRC->DST")
+//	hold 30s              a new leader holds its predecessor's leases on every chunk for 30s
+//	reports a 1:1:8s      a's latest report: it holds chunk 1's lease at version 1, 8s left
+//	adopt 1               the leader tries to adopt chunk 1's reported lease: "adopted A for D" or "wait"
+//	extend a 1            a asks to extend its lease on chunk 1: "extended [...]"
+//	no-adoption           adoption switched off (NoLeaseAdoption)
 func TestRegistryScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/registry/*.txt")
 	if len(files) == 0 {
@@ -139,6 +144,14 @@ func (s *registryScenario) handle(arg string) chunkfs.Handle {
 		s.t.Fatal(err)
 	}
 	return chunkfs.Handle(h)
+}
+
+func (s *registryScenario) duration(arg string) time.Duration {
+	d, err := time.ParseDuration(arg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return d
 }
 
 func names(servers []*server) string {
@@ -259,7 +272,13 @@ func (s *registryScenario) run(f []string) {
 			s.t.Fatalf("no clone of %d in flight", h)
 		}
 		var err error
-		if f[2] != "ok" {
+		switch f[2] {
+		case "ok":
+		case "exists": // the target holds the chunk at the version cloned
+			err = chunkfs.E("clone", "", chunkfs.KindExist, "replica held")
+		case "newer": // the target holds a newer version
+			err = chunkfs.E("clone", "", chunkfs.KindStale, "replica held at a newer version")
+		default:
 			err = errors.New("clone failed")
 		}
 		c := s.chunks[h]
@@ -333,6 +352,28 @@ func (s *registryScenario) run(f []string) {
 			t, _ = strconv.ParseFloat(f[2], 64)
 		}
 		r.setBalance(f[1] == "on", t)
+	case "hold":
+		r.setHold(s.now.Add(s.duration(f[1])), chunkfs.Handle(1<<62))
+	case "reports":
+		var leases []heldReport
+		for _, arg := range f[2:] {
+			parts := strings.Split(arg, ":")
+			v, _ := strconv.ParseUint(parts[1], 10, 64)
+			leases = append(leases, heldReport{handle: s.handle(parts[0]), version: chunkfs.Version(v), left: s.duration(parts[2])})
+		}
+		r.recordHeld(s.server(f[1]), leases, s.now)
+	case "adopt":
+		h := s.handle(f[1])
+		if !r.adopt(h, s.chunks[h].v, s.now) {
+			s.printf("wait")
+			break
+		}
+		ci := r.chunks[h]
+		s.printf("adopted %s for %v", ci.primary.id, ci.expiry.Sub(s.now))
+	case "extend":
+		s.printf("extended %v", r.extend(s.server(f[1]), []chunkfs.Handle{s.handle(f[2])}, s.now, 10*time.Second))
+	case "no-adoption":
+		r.adoption.on = false
 	default:
 		s.t.Fatalf("unknown registry command %q", f[0])
 	}
@@ -351,5 +392,30 @@ func TestNoSpaceMarksFull(t *testing.T) {
 		if err != nil || len(got) != 2 || slices.Contains(got, order[0]) {
 			t.Fatalf("chose %v (%v) with cs01 full", names(got), err)
 		}
+	}
+}
+
+// TestHeartbeatAdoptsOnlyOnTheLeader: every master records the leases a
+// heartbeat reports, only the leader adopts them (and extends them).
+func TestHeartbeatAdoptsOnlyOnTheLeader(t *testing.T) {
+	r := registryOf(3)
+	now := time.Unix(2000, 0)
+	s := r.servers["cs01"]
+	for _, x := range r.sorted() {
+		r.addReplica(x, 7, 4)
+	}
+	version := func(h chunkfs.Handle) (chunkfs.Version, bool) { return 4, h == 7 }
+	r.setHold(now.Add(30*time.Second), 100)
+	b := beat{figures: figures{id: s.id, addr: s.addr}, extend: []chunkfs.Handle{7},
+		leases: []heldReport{{handle: 7, version: 4, left: 20 * time.Second}}}
+	if got := r.heartbeat(b, version, now, 10*time.Second, false); len(got.adopted) > 0 || len(got.extended) > 0 {
+		t.Fatalf("a follower adopted %v and extended %v", got.adopted, got.extended)
+	}
+	if p, _ := r.lease(7, now); p != nil || s.held[7].version != 4 {
+		t.Fatalf("follower: lease on record %v, report %+v", p, s.held[7])
+	}
+	got := r.heartbeat(b, version, now, 10*time.Second, true)
+	if !slices.Equal(got.adopted, []chunkfs.Handle{7}) || !slices.Equal(got.extended, []chunkfs.Handle{7}) {
+		t.Fatalf("leader: adopted %v, extended %v; want [7] and [7]", got.adopted, got.extended)
 	}
 }

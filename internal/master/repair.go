@@ -83,14 +83,11 @@ func lookupIn(ns *namespace.Namespace) chunkLookup {
 	}
 }
 
-// minCloneRate is the slowest transfer a clone's deadline allows for.
-const minCloneRate = 1 << 20 // bytes per second
-
 // runClone tells the target to copy the chunk from the source and records
 // the outcome.
 func (m *Master) runClone(o cloneOrder) {
 	defer m.bg.Done()
-	timeout := m.cfg.RPCTimeout + time.Duration(o.length/minCloneRate)*time.Second
+	timeout := m.cfg.RPCTimeout + time.Duration(float64(o.length)/float64(m.cfg.MinCloneRate)*float64(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	go func() {

@@ -38,7 +38,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if err := checkServerArgs("register", req.Id, req.Addr, req.Rack); err != nil {
 		return nil, err
 	}
-	if len(req.Chunks) > maxReportLen {
+	if len(req.Chunks) > maxReportLen || len(req.Leases) > maxReportLen {
 		return nil, chunkfs.E("register", req.Id, chunkfs.KindTooLarge, "chunk report too long")
 	}
 	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds()}
@@ -47,7 +47,11 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		d, err = m.reg.register(reportFrom(req), ns.ChunkVersion, m.cfg.Clock.Now())
+		now := m.cfg.Clock.Now()
+		d, err = m.reg.register(reportFrom(req), ns.ChunkVersion, now)
+		if err == nil && m.leads() {
+			m.reg.adoptFrom(req.Id, ns.ChunkVersion, now)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -105,7 +109,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	if err := checkServerArgs("heartbeat", req.Id, req.Addr, ""); err != nil {
 		return nil, err
 	}
-	if len(req.Sample) > maxListInBeat || len(req.ExtendLeases) > maxListInBeat || len(req.Corrupt) > maxListInBeat {
+	if len(req.Sample) > maxListInBeat || len(req.ExtendLeases) > maxListInBeat || len(req.Corrupt) > maxListInBeat || len(req.Leases) > maxListInBeat {
 		return nil, chunkfs.E("heartbeat", req.Id, chunkfs.KindTooLarge, "heartbeat lists too long")
 	}
 	now := m.cfg.Clock.Now()
@@ -127,6 +131,9 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		return resp, nil // figures and locations only: no deletions, no leases
 	}
 	resp.Garbage, resp.Extended = handlesTo(d.garbage), handlesTo(d.extended)
+	if len(d.adopted) > 0 {
+		m.cfg.Logger.Info("adopted leases the previous leader granted", "primary", req.Addr, "chunks", len(d.adopted))
+	}
 	if len(d.verify) > 0 {
 		resp.Garbage = append(resp.Garbage, m.verifyDoubts(ctx, req.Id, req.Addr, d.verify)...)
 	}

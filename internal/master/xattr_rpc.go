@@ -15,7 +15,7 @@ import (
 // GetXattr returns one attribute's value.
 func (m *Master) GetXattr(ctx context.Context, req *pb.GetXattrRequest) (*pb.GetXattrResponse, error) {
 	const op = "getxattr"
-	c, err := pathArg(op, req.Path, req.Caller)
+	c, err := m.pathArg(ctx, "GetXattr", op, req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (m *Master) GetXattr(ctx context.Context, req *pb.GetXattrRequest) (*pb.Get
 // ListXattr returns the names of the attributes the caller may see.
 func (m *Master) ListXattr(ctx context.Context, req *pb.ListXattrRequest) (*pb.ListXattrResponse, error) {
 	const op = "listxattr"
-	c, err := pathArg(op, req.Path, req.Caller)
+	c, err := m.pathArg(ctx, "ListXattr", op, req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (m *Master) ListXattr(ctx context.Context, req *pb.ListXattrRequest) (*pb.L
 // SetXattr creates or replaces one attribute.
 func (m *Master) SetXattr(ctx context.Context, req *pb.SetXattrRequest) (*pb.SetXattrResponse, error) {
 	const op = "setxattr"
-	c, err := pathArg(op, req.Path, req.Caller)
+	c, err := m.pathArg(ctx, "SetXattr", op, req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (m *Master) SetXattr(ctx context.Context, req *pb.SetXattrRequest) (*pb.Set
 // RemoveXattr removes one attribute.
 func (m *Master) RemoveXattr(ctx context.Context, req *pb.RemoveXattrRequest) (*pb.RemoveXattrResponse, error) {
 	const op = "removexattr"
-	c, err := pathArg(op, req.Path, req.Caller)
+	c, err := m.pathArg(ctx, "RemoveXattr", op, req.Path, req.Caller)
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,8 @@ func (ns *Namespace) newInode(c *Command, dir *inode, name string, mode fs.FileM
 		n.gid = dir.gid
 		if n.isDir() {
 			n.mode |= fs.ModeSetgid
+		} else if n.mode&(fs.ModeSetgid|0o010) == fs.ModeSetgid|0o010 && !inGroup(&c.Caller, n.gid) && !isRoot(&c.Caller) {
+			n.mode &^= fs.ModeSetgid // as Linux: no setgid into a group the creator is not in
 		}
 	}
 	n.mtime, n.atime, n.ctime = c.Time, c.Time, c.Time
@@ -234,7 +236,7 @@ func (ns *Namespace) create(c *Command) Result {
 	if fs.FileMode(c.Mode)&fs.ModeDevice != 0 && !isRoot(&c.Caller) {
 		// As mknod(2) without CAP_MKNOD: a device node would open a
 		// device on every machine that mounts the cluster with devices.
-		return fail(op, p, chunkfs.KindPermission, "only the superuser may make a device node")
+		return Result{Err: permission(op, p, "only the superuser may make a device node")}
 	}
 	_, name := split(p)
 	mode := permBits(c.Mode) | fs.FileMode(c.Mode)&specialTypes

@@ -18,7 +18,7 @@ const (
 	OpCreate                     // Path, Mode, Replication, FlagExclusive, FlagTruncate, Target
 	OpRename                     // Path → Target, FlagNoReplace or FlagExchange
 	OpDelete                     // Path, FlagRecursive, FlagDirOnly, FlagFileOnly
-	OpSetAttr                    // Path, Set mask and the fields it names
+	OpSetAttr                    // Path, Set mask and the fields it names, FlagTimesNow
 	OpAllocChunk                 // Path, Length = chunk index; FlagAppend
 	OpBumpVersion                // Handle
 	OpCommitLength               // Path, Length, FlagTouch
@@ -59,12 +59,14 @@ const (
 	FlagAppend                      // alloc: record append; index must be last or next
 )
 
-// FlagTouch (commit length: set mtime) shares a bit with FlagParents, and
-// FlagExchange (rename: swap source and target, both of which must exist,
-// as rename(2)'s RENAME_EXCHANGE) one with FlagRecursive; the operations
-// never overlap.
+// FlagTouch (commit length: set mtime) and FlagTimesNow (setattr: the
+// times it sets are the command's Time, as utimensat's UTIME_NOW) share a
+// bit with FlagParents, and FlagExchange (rename: swap source and target,
+// both of which must exist, as rename(2)'s RENAME_EXCHANGE) one with
+// FlagRecursive; the operations never overlap.
 const (
 	FlagTouch    = FlagParents
+	FlagTimesNow = FlagParents
 	FlagExchange = FlagRecursive
 )
 
@@ -115,7 +117,8 @@ const (
 	hasLength
 	hasHandle
 	hasValue
-	hasAll = 1<<iota - 1
+	hasSuper // the caller is the superuser by group (Caller.Super); no bytes
+	hasAll   = 1<<iota - 1
 )
 
 // encodingVersion is the first byte of an encoded command.
@@ -193,6 +196,7 @@ func (c *Command) presence() uint {
 	set(hasLength, c.Length != 0)
 	set(hasHandle, c.Handle != 0)
 	set(hasValue, c.Value != nil)
+	set(hasSuper, c.Caller.Super)
 	return p
 }
 
@@ -327,6 +331,7 @@ func (d *decoder) fields(c *Command, p uint) {
 	if p&hasValue != 0 {
 		c.Value = []byte(d.string(MaxXattrValue))
 	}
+	c.Caller.Super = p&hasSuper != 0
 }
 
 func (d *decoder) caller() chunkfs.Caller {

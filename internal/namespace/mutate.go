@@ -93,7 +93,7 @@ func (ns *Namespace) checkRename(c *Command, sp, sn, dp, dn *inode) error {
 		return chunkfs.E(op, src, chunkfs.KindPermission, "")
 	}
 	if sn.isDir() && sp != dp && !may(&c.Caller, sn, accessWrite) {
-		return chunkfs.E(op, src, chunkfs.KindPermission, "moving a directory needs write permission on it")
+		return permission(op, src, "moving a directory needs write permission on it")
 	}
 	if dn == nil {
 		return nil
@@ -132,7 +132,7 @@ func (ns *Namespace) delete(c *Command) Result {
 	case n.isDir() && n.ext.kids.Len() > 0 && c.Flags&FlagRecursive == 0:
 		return fail(op, p, chunkfs.KindNotEmpty, "")
 	case n.isDir() && !mayEmpty(&c.Caller, n):
-		return fail(op, p, chunkfs.KindPermission, "cannot remove everything below")
+		return Result{Err: permission(op, p, "cannot remove everything below")}
 	}
 	return Result{Garbage: ns.removeTree(n, c.Time)}
 }
@@ -202,11 +202,16 @@ func (ns *Namespace) setAttr(c *Command) Result {
 	if c.Set&SetGID != 0 {
 		n.gid = c.GID
 	}
+	n.mode &^= killedBits(&c.Caller, c.Set, n)
+	atime, mtime := c.ATime, c.MTime
+	if c.Flags&FlagTimesNow != 0 {
+		atime, mtime = c.Time, c.Time
+	}
 	if c.Set&SetATime != 0 {
-		n.atime = c.ATime
+		n.atime = atime
 	}
 	if c.Set&SetMTime != 0 {
-		n.mtime = c.MTime
+		n.mtime = mtime
 	}
 	if c.Set&SetReplication != 0 {
 		n.repl = uint8(c.Replication)
@@ -220,18 +225,20 @@ func (ns *Namespace) setAttr(c *Command) Result {
 func (ns *Namespace) checkSetAttr(c *Command, n *inode) error {
 	const op = "setattr"
 	p, who := c.Path, &c.Caller
-	deny := func(msg string) error { return chunkfs.E(op, p, chunkfs.KindPermission, msg) }
+	deny := func(msg string) error { return permission(op, p, msg) }
 	if c.Set&SetMode != 0 && !owns(who, n) {
 		return deny("only the owner may change the mode")
 	}
-	if c.Set&SetUID != 0 && c.UID != n.uid && !isRoot(who) {
+	// As chown(2): the owner may "change" the owner to itself, and the
+	// group to one it belongs to or to the group the file has.
+	if c.Set&SetUID != 0 && !isRoot(who) && (c.UID != n.uid || who.UID != n.uid) {
 		return deny("only the superuser may change the owner")
 	}
-	if c.Set&SetGID != 0 && c.GID != n.gid && !isRoot(who) && !(who.UID == n.uid && inGroup(who, c.GID)) {
+	if c.Set&SetGID != 0 && !isRoot(who) && (who.UID != n.uid || c.GID != n.gid && !inGroup(who, c.GID)) {
 		return deny("only the owner, as a member of the new group, may change the group")
 	}
-	if c.Set&(SetATime|SetMTime) != 0 && !owns(who, n) && !may(who, n, accessWrite) {
-		return deny("")
+	if err := checkTimes(c, n); err != nil {
+		return err
 	}
 	if c.Set&(SetReplication|SetLength) == 0 {
 		return nil
@@ -243,6 +250,43 @@ func (ns *Namespace) checkSetAttr(c *Command, n *inode) error {
 		return deny("")
 	}
 	return ns.checkSizes(c)
+}
+
+// checkTimes decides whether c may set n's times, as utimensat(2): to
+// now, the owner or a caller with write permission; to times of its
+// choosing, only the owner.
+func checkTimes(c *Command, n *inode) error {
+	who := &c.Caller
+	switch {
+	case c.Set&(SetATime|SetMTime) == 0 || owns(who, n):
+		return nil
+	case c.Flags&FlagTimesNow != 0 && may(who, n, accessWrite):
+		return nil
+	case c.Flags&FlagTimesNow != 0:
+		return chunkfs.E("setattr", c.Path, chunkfs.KindPermission, "")
+	}
+	return permission("setattr", c.Path, "only the owner may set times other than now")
+}
+
+// killedBits are the mode bits a setattr by c clears on n, as Linux does:
+// a chmod by a caller outside the file's (new) group loses the setgid bit,
+// and a chown or chgrp of a non-directory by anyone but the superuser
+// loses setuid, and setgid when group execute is set.
+func killedBits(c *chunkfs.Caller, set uint8, n *inode) fs.FileMode {
+	if isRoot(c) {
+		return 0
+	}
+	var kill fs.FileMode
+	if set&SetMode != 0 && !inGroup(c, n.gid) {
+		kill |= fs.ModeSetgid
+	}
+	if set&(SetUID|SetGID) != 0 && !n.isDir() {
+		kill |= fs.ModeSetuid
+		if n.mode&0o010 != 0 { // without group execute, setgid marks locking, not privilege
+			kill |= fs.ModeSetgid
+		}
+	}
+	return kill
 }
 
 // checkSizes validates the replication and length a setattr asks for.

@@ -21,8 +21,9 @@ const permExtra = fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 // permBits keeps the settable bits of a requested mode.
 func permBits(m uint32) fs.FileMode { return fs.FileMode(m) & (fs.ModePerm | permExtra) }
 
-// isRoot reports whether c is the superuser.
-func isRoot(c *chunkfs.Caller) bool { return c.UID == 0 }
+// isRoot reports whether c is the superuser: UID 0, or a member of the
+// superuser group as the master marked it (Caller.Super).
+func isRoot(c *chunkfs.Caller) bool { return c.Superuser() }
 
 // inGroup reports whether c belongs to gid.
 func inGroup(c *chunkfs.Caller, gid uint32) bool { return slices.Contains(c.GIDs, gid) }
@@ -55,3 +56,11 @@ func mayRemove(c *chunkfs.Caller, dir, n *inode) bool {
 
 // owns reports whether c owns n or is the superuser.
 func owns(c *chunkfs.Caller, n *inode) bool { return isRoot(c) || c.UID == n.uid }
+
+// permission is a refusal: "op path: permission denied[: why]", one line.
+func permission(op, p, why string) error {
+	if why == "" {
+		return chunkfs.E(op, p, chunkfs.KindPermission, "")
+	}
+	return chunkfs.E(op, p, chunkfs.KindPermission, chunkfs.KindPermission.String()+": "+why)
+}

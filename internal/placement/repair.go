@@ -30,7 +30,10 @@ func RepairOrder(rs []Repair) {
 // CloneTarget returns the index in servers of the best target for a new
 // replica of a chunk whose holders are on holderRacks: a server with room
 // and fewer than maxClones clones in flight, on a rack no holder is on if
-// one can be, ranked as Choose ranks. It returns -1 when none can take it.
+// one can be, then the one with the fewest clones in flight (a target's
+// clone bandwidth is its own, so clones spread over idle targets finish
+// sooner than clones queued on the best-ranked one), then ranked as
+// Choose ranks. It returns -1 when none can take it.
 func CloneTarget(cfg Config, servers []Server, holderRacks []string, maxClones int, rng *rand.Rand) int {
 	var cand []int
 	for _, i := range candidates(cfg, servers) {
@@ -42,12 +45,14 @@ func CloneTarget(cfg Config, servers []Server, holderRacks []string, maxClones i
 		return -1
 	}
 	rank(cfg, servers, cand, rng)
-	for _, i := range cand {
-		if !slices.Contains(holderRacks, servers[i].Rack) {
-			return i
+	offRack := func(i int) bool { return !slices.Contains(holderRacks, servers[i].Rack) }
+	best := cand[0]
+	for _, i := range cand[1:] { // in rank order: a later one must be strictly better
+		if cmp.Or(cmpBool(!offRack(i), !offRack(best)), cmp.Compare(servers[i].Clones, servers[best].Clones)) < 0 {
+			best = i
 		}
 	}
-	return cand[0]
+	return best
 }
 
 // CloneSource returns the index in holders of the replica to copy from:

@@ -48,6 +48,24 @@ func TestCloneTargetAvoidsHolderRacksFullAndBusy(t *testing.T) {
 	}
 }
 
+func TestCloneTargetSpreadsClones(t *testing.T) {
+	ss := servers(4, 1) // one rack
+	ss[0].Clones, ss[1].Clones, ss[3].Clones = 1, 1, 1
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 20 {
+		if i := CloneTarget(DefaultConfig(), ss, []string{"r0"}, 2, rng); i != 2 {
+			t.Fatalf("target %d, want the one with no clone in flight (2)", i)
+		}
+	}
+	// Rack spread comes first: an idle server on a holder's rack loses to
+	// a busier one elsewhere.
+	ss = servers(4, 2) // r0, r1, r0, r1
+	ss[1].Clones, ss[3].Clones = 1, 1
+	if i := CloneTarget(DefaultConfig(), ss, []string{"r0"}, 2, rng); i != 1 && i != 3 {
+		t.Errorf("target %d on a holder's rack", i)
+	}
+}
+
 func TestCloneSource(t *testing.T) {
 	hs := []Server{{ID: "a", Clones: 1}, {ID: "b", Load: 5}, {ID: "c", Load: 1}, {ID: "d", Clones: 2}}
 	if i := CloneSource(hs, 2); i != 2 {

@@ -10,6 +10,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 )
 
 // MasterSet is a connection to a group of masters for the Master service:
@@ -29,10 +30,38 @@ type MasterSet struct {
 	addrs []string
 	wait  func(context.Context, time.Duration) error // sleeps between rounds
 
-	mu      sync.Mutex // guards current, readers and next
-	current string     // the master calls go to first
-	readers []string   // observers that take coordinated reads
-	turn    int        // the reader the next read goes to
+	mu          sync.Mutex // guards current, readers, turn and leaderReads
+	current     string     // the master calls go to first
+	readers     []string   // observers that take coordinated reads
+	turn        int        // the reader the next read goes to
+	leaderReads bool       // every call is for the leader alone (SetLeaderReads)
+}
+
+// leaderOnlyKey is the metadata of a call that only the leader may answer.
+const leaderOnlyKey = "chunkfs-leader-only"
+
+// LeaderOnly reports whether an incoming call asks that only the leader
+// answer it (a client reading from the leader only): any other master
+// refuses it with "not the leader" and a hint, as it refuses a write.
+func LeaderOnly(ctx context.Context) bool {
+	md, ok := metadata.FromIncomingContext(ctx)
+	return ok && len(md.Get(leaderOnlyKey)) > 0
+}
+
+// SetLeaderReads makes every call, reads included, one only the leader
+// answers. Without it a follower answers a read, so a set whose leader
+// failed, having skipped to a follower, would keep reading from that
+// follower until a write's "not the leader" moved it on.
+func (s *MasterSet) SetLeaderReads(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leaderReads = on
+}
+
+func (s *MasterSet) leaderOnly() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leaderReads
 }
 
 var _ grpc.ClientConnInterface = (*MasterSet)(nil)
@@ -125,6 +154,9 @@ func (s *MasterSet) Invoke(ctx context.Context, method string, args, reply any, 
 				return err
 			}
 		}
+	}
+	if s.leaderOnly() {
+		ctx = metadata.AppendToOutgoingContext(ctx, leaderOnlyKey, "1")
 	}
 	addr := s.Leader()
 	for tried, backoff := 0, 10*time.Millisecond; ; {

@@ -211,3 +211,62 @@ func TestMasterSetSendsReadsToObservers(t *testing.T) {
 		t.Fatal("a batch with a create counted as a read")
 	}
 }
+
+// readMaster answers Stat as a master of a group does: a leader always,
+// a follower (leader set) unless the call is for the leader alone.
+type readMaster struct {
+	pb.UnimplementedMasterServer
+	leader string
+	served atomic.Int64
+}
+
+func (f *readMaster) Stat(ctx context.Context, _ *pb.StatRequest) (*pb.StatResponse, error) {
+	if f.leader != "" && LeaderOnly(ctx) {
+		return nil, &chunkfs.Error{Op: "stat", Kind: chunkfs.KindNotLeader, Err: &chunkfs.LeaderHint{Leader: f.leader}}
+	}
+	f.served.Add(1)
+	return &pb.StatResponse{}, nil
+}
+
+// After a failover a set reading from the leader only skips the dead
+// leader to a follower, which refuses the read naming the new leader: the
+// reads, this one and the next, go to the new leader, not to the follower
+// (which would answer them, and keep the set there until a write moved it).
+func TestMasterSetLeaderReadsLeaveAFollower(t *testing.T) {
+	leader := &readMaster{}
+	lis := serveRead(t, leader)
+	follower := &readMaster{leader: lis}
+	fol := serveRead(t, follower)
+	for _, only := range []bool{false, true} {
+		leader.served.Store(0)
+		follower.served.Store(0)
+		mc, set := masterClient(t, closedAddr(t), fol, lis)
+		set.SetLeaderReads(only)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		for range 3 {
+			if _, err := mc.Stat(ctx, &pb.StatRequest{Path: "/"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel()
+		switch {
+		case only && (leader.served.Load() != 3 || follower.served.Load() != 0 || set.Leader() != lis):
+			t.Errorf("leader reads: leader served %d, follower %d, set at %s (leader %s)", leader.served.Load(), follower.served.Load(), set.Leader(), lis)
+		case !only && follower.served.Load() != 3:
+			t.Errorf("reads anywhere: follower served %d of 3", follower.served.Load())
+		}
+	}
+}
+
+func serveRead(t *testing.T, f *readMaster) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(nil)
+	pb.RegisterMasterServer(srv, f)
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
+	return ln.Addr().String()
+}

@@ -43,11 +43,13 @@ func (c *streamConn) servePush(req *pushRequest) error {
 		// Read the next hop's answer even after a bad frame (which it got
 		// too and reports as well), so its connection stays in step.
 		ferr := next.finishPush(req.chain[0])
-		stopWaits()
 		if err == nil {
 			err = ferr
 		}
 	}
+	// Before the answer, also at the chain's last replica: a wait frame
+	// after it would reach whoever uses the connection next.
+	stopWaits()
 	// The data is kept (or dropped) before the answer goes back, so an
 	// acknowledged push is visible to a write that follows.
 	done(sums, err == nil)

@@ -667,3 +667,26 @@ func TestPushClientSkipsWaitFrames(t *testing.T) {
 		t.Errorf("silent chain failed after %v, before the frame timeout %v", d, frameTimeout)
 	}
 }
+
+// TestReadAfterPushToLastReplica: the last replica of a chain (here the
+// only one) stops its wait frames once it has answered the push, so the
+// pooled connection it came on serves a read later — as a chunkserver's
+// does when it clones from a server it once forwarded a push to.
+func TestReadAfterPushToLastReplica(t *testing.T) {
+	const frameTimeout = 300 * time.Millisecond
+	h := newMemHandler()
+	data := testData(2*chunkfs.BlockSize, 7)
+	h.chunks[1] = memChunk{version: 1, data: data}
+	a, _ := startStreamTimeout(t, h, frameTimeout)
+	c := NewDataClient()
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Push(ctx, []string{a}, 1, testData(100_000, 1)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * frameTimeout) // a stray wait frame would be due every third of it
+	p := make([]byte, len(data))
+	if n, err := c.Read(ctx, a, 1, 1, 0, p); err != nil && err != io.EOF || !bytes.Equal(p[:n], data) {
+		t.Fatalf("read on the push's connection: %d bytes, %v", n, err)
+	}
+}

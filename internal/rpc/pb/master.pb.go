@@ -997,16 +997,21 @@ func (x *DeleteResponse) GetStateId() uint64 {
 
 // SetAttrRequest changes whichever optional fields are set, atomically.
 type SetAttrRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
-	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	Mode          *uint32                `protobuf:"varint,3,opt,name=mode,proto3,oneof" json:"mode,omitempty"` // permission bits
-	Uid           *uint32                `protobuf:"varint,4,opt,name=uid,proto3,oneof" json:"uid,omitempty"`
-	Gid           *uint32                `protobuf:"varint,5,opt,name=gid,proto3,oneof" json:"gid,omitempty"`
-	AtimeNs       *int64                 `protobuf:"varint,6,opt,name=atime_ns,json=atimeNs,proto3,oneof" json:"atime_ns,omitempty"`
-	MtimeNs       *int64                 `protobuf:"varint,7,opt,name=mtime_ns,json=mtimeNs,proto3,oneof" json:"mtime_ns,omitempty"`
-	Replication   *uint32                `protobuf:"varint,8,opt,name=replication,proto3,oneof" json:"replication,omitempty"`
-	Length        *int64                 `protobuf:"varint,9,opt,name=length,proto3,oneof" json:"length,omitempty"` // truncate or extend (sparse)
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Caller      *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path        string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Mode        *uint32                `protobuf:"varint,3,opt,name=mode,proto3,oneof" json:"mode,omitempty"` // permission bits
+	Uid         *uint32                `protobuf:"varint,4,opt,name=uid,proto3,oneof" json:"uid,omitempty"`
+	Gid         *uint32                `protobuf:"varint,5,opt,name=gid,proto3,oneof" json:"gid,omitempty"`
+	AtimeNs     *int64                 `protobuf:"varint,6,opt,name=atime_ns,json=atimeNs,proto3,oneof" json:"atime_ns,omitempty"`
+	MtimeNs     *int64                 `protobuf:"varint,7,opt,name=mtime_ns,json=mtimeNs,proto3,oneof" json:"mtime_ns,omitempty"`
+	Replication *uint32                `protobuf:"varint,8,opt,name=replication,proto3,oneof" json:"replication,omitempty"`
+	Length      *int64                 `protobuf:"varint,9,opt,name=length,proto3,oneof" json:"length,omitempty"` // truncate or extend (sparse)
+	// times_now sets the times given (atime_ns, mtime_ns, whose values are
+	// then ignored) to the master's clock, as utimensat's UTIME_NOW: the
+	// owner or a caller with write permission may; times of the caller's
+	// choosing need the owner.
+	TimesNow      bool `protobuf:"varint,10,opt,name=times_now,json=timesNow,proto3" json:"times_now,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1102,6 +1107,13 @@ func (x *SetAttrRequest) GetLength() int64 {
 		return *x.Length
 	}
 	return 0
+}
+
+func (x *SetAttrRequest) GetTimesNow() bool {
+	if x != nil {
+		return x.TimesNow
+	}
+	return false
 }
 
 type SetAttrResponse struct {
@@ -5270,7 +5282,7 @@ const file_master_proto_rawDesc = "" +
 	"\bdir_only\x18\x04 \x01(\bR\adirOnly\x12\x1b\n" +
 	"\tfile_only\x18\x05 \x01(\bR\bfileOnly\"+\n" +
 	"\x0eDeleteResponse\x12\x19\n" +
-	"\bstate_id\x18\x01 \x01(\x04R\astateId\"\xe9\x02\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\"\x86\x03\n" +
 	"\x0eSetAttrRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x17\n" +
@@ -5280,7 +5292,9 @@ const file_master_proto_rawDesc = "" +
 	"\batime_ns\x18\x06 \x01(\x03H\x03R\aatimeNs\x88\x01\x01\x12\x1e\n" +
 	"\bmtime_ns\x18\a \x01(\x03H\x04R\amtimeNs\x88\x01\x01\x12%\n" +
 	"\vreplication\x18\b \x01(\rH\x05R\vreplication\x88\x01\x01\x12\x1b\n" +
-	"\x06length\x18\t \x01(\x03H\x06R\x06length\x88\x01\x01B\a\n" +
+	"\x06length\x18\t \x01(\x03H\x06R\x06length\x88\x01\x01\x12\x1b\n" +
+	"\ttimes_now\x18\n" +
+	" \x01(\bR\btimesNowB\a\n" +
 	"\x05_modeB\x06\n" +
 	"\x04_uidB\x06\n" +
 	"\x04_gidB\v\n" +

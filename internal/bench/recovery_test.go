@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"bytes"
+	"image/png"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCloneLimit(t *testing.T) {
+	for _, c := range []struct {
+		n    CloneNetwork
+		want float64
+	}{
+		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 7}, 4.375}, // the throttle binds
+		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 0, Survivors: 7}, 8.75},        // unlimited: the NICs
+		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 50 << 20, Survivors: 5}, 6.25}, // a throttle above the NIC
+		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 0}, 0},
+	} {
+		if got := c.n.Limit(); got < c.want-1e-9 || got > c.want+1e-9 {
+			t.Errorf("%+v: limit %g MB/s, want %g", c.n, got, c.want)
+		}
+	}
+	n := CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 4} // 2.5 MB/s
+	if got := n.TransferTime(10_000_000); got != 4*time.Second {
+		t.Errorf("10 MB at 2.5 MB/s: %v, want 4s", got)
+	}
+	if got := (CloneNetwork{}).TransferTime(1); got != 0 {
+		t.Errorf("no survivors: %v, want 0", got)
+	}
+}
+
+func TestHealTime(t *testing.T) {
+	n := CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 4, MaxClones: 2} // 2.5 MB/s; 1.25 a source
+	if got := n.SourceRate(); got != 1.25 {
+		t.Errorf("source rate %g MB/s, want the NIC's 1.25", got)
+	}
+	spread := map[string]int64{"a": 2.5e6, "b": 2.5e6, "c": 2.5e6, "d": 2.5e6}
+	if got := n.HealTime(spread); got != 4*time.Second {
+		t.Errorf("10 MB spread over 4 sources: %v, want 4s at the limit", got)
+	}
+	crowded := map[string]int64{"a": 10e6}
+	if got := n.HealTime(crowded); got != 8*time.Second {
+		t.Errorf("10 MB on one source: %v, want 8s at its NIC", got)
+	}
+	n.MaxClones = 1
+	if got := n.HealTime(crowded); got != 16*time.Second {
+		t.Errorf("10 MB on one source, one clone at a time: %v, want 16s at the throttle", got)
+	}
+}
+
+func TestRecoveryConfigValidate(t *testing.T) {
+	ok := DefaultRecoveryConfig()
+	ok.Binary, ok.WorkerArgv = "chunkfs", []string{"chunkfs", "bench-worker"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("default: %v", err)
+	}
+	q := QuickRecoveryConfig()
+	q.Binary, q.WorkerArgv = ok.Binary, ok.WorkerArgv
+	if err := q.Validate(); err != nil {
+		t.Fatalf("quick: %v", err)
+	}
+	for name, mod := range map[string]func(*RecoveryConfig){
+		"too few servers":    func(c *RecoveryConfig) { c.Testbed.Chunkservers = 5 },
+		"too few clients":    func(c *RecoveryConfig) { c.Testbed.Clients = 3 },
+		"dead before a beat": func(c *RecoveryConfig) { c.DeadAfter = c.Heartbeat },
+		"file above fill":    func(c *RecoveryConfig) { c.FileBytes = c.FillBytes + 1 },
+		"odd chunk":          func(c *RecoveryConfig) { c.ChunkSize = 1000 },
+		"no streams":         func(c *RecoveryConfig) { c.CloneStreams = 0 },
+	} {
+		c := ok
+		mod(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: valid", name)
+		}
+	}
+	one := ok
+	one.Testbed.Chunkservers, one.Second = 4, false
+	if err := one.Validate(); err != nil {
+		t.Errorf("4 servers, one killed: %v", err)
+	}
+}
+
+// samplePhase is a recovery from two of seven killed, sampled every
+// second: detected at 5 s, the two one-replica chunks healed by 8 s, the
+// fill by 12 s after a clone a second, all by 20 s.
+func samplePhase() RecoveryPhase {
+	const kill = int64(1_000_000_000_000)
+	dead := []string{"a:1", "b:1"}
+	p := RecoveryPhase{Killed: dead, KillNS: kill, Survivors: 5, Limit: c0.cloneNetwork(5).Limit()}
+	for sec := -1; sec <= 20; sec++ {
+		s := ReplicaSample{AtNS: kill + int64(sec)*1e9, Used: map[string]int64{"a:1": 40e6, "b:1": 20e6, "c:1": 99e6},
+			Alive: map[string]bool{"a:1": sec < 5, "b:1": sec < 5, "c:1": true}, Repaired: int64(max(sec-5, 0)), ByReplicas: []int{0, 0, 0, 30}}
+		s.Live = 5
+		if sec < 5 {
+			s.Live = 6 // never 5 before the detection
+		}
+		s.FillByReplicas = []int{0, 0, 0, 20}
+		if sec >= 5 && sec < 12 {
+			s.FillByReplicas = []int{0, 0, 5, 15}
+		}
+		switch {
+		case sec >= 5 && sec < 8:
+			s.ByReplicas, s.OneReplicaBytes, s.UnderReplicated = []int{0, 2, 10, 18}, 8e6, 12
+			s.OneReplicaOn = map[string]int64{"c:1": 5e6, "d:1": 3e6}
+		case sec >= 8 && sec < 20:
+			s.ByReplicas, s.UnderReplicated = []int{0, 0, 10, 20}, 10
+		}
+		p.Samples = append(p.Samples, s)
+	}
+	return p
+}
+
+// c0 is the configuration the sample phases are measured with.
+var c0 = DefaultRecoveryConfig()
+
+func TestRecoveryPhaseMeasure(t *testing.T) {
+	c := DefaultRecoveryConfig() // 10 Mbit/s, 625 KB/s throttle
+	p := samplePhase()
+	p.measure(c)
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if got < want-1e-6 || got > want+1e-6 {
+			t.Errorf("%s = %g, want %g", name, got, want)
+		}
+	}
+	near("detected", p.DetectedS, 5)
+	near("one-replica healed", p.OneHealedS, 8)
+	near("healed", p.HealedS, 20)
+	near("lost MB", float64(p.LostBytes)/1e6, 60)
+	near("fill healed", p.FillHealedS, 12)
+	near("clone MB/s", p.CloneMBps, 4.194304) // 7 clones of 4 MiB in 7 s
+	near("efficiency", p.Efficiency, 4.194304/3.125)
+	near("one-replica transfer", p.OneTransferS, 4) // 5 MB from c at its NIC's 1.25 MB/s
+	near("one-replica factor", p.OneFactor, 0.75)
+	if p.OneReplica != 2 || p.TwoReplicas != 10 || p.UnderReplicated != 12 || p.Repaired != 15 {
+		t.Errorf("counts %d/%d, under %d, repaired %d; want 2/10, 12, 15", p.OneReplica, p.TwoReplicas, p.UnderReplicated, p.Repaired)
+	}
+}
+
+func TestWindowRate(t *testing.T) {
+	res := []Result{{Recovery: &RecoveryResult{Ops: []OpDone{{EndNS: 1e9, Bytes: 1e6}, {EndNS: 2e9, Bytes: 1e6}, {EndNS: 3e9, Bytes: 0, Err: "x"}}}},
+		{Recovery: &RecoveryResult{Ops: []OpDone{{EndNS: 2.5e9, Bytes: 2e6}}}}}
+	rate, errs := windowRate(res, 1.5e9, 3.5e9)
+	if rate != 1.5 || errs != 1 {
+		t.Errorf("rate %g MB/s, %d errors; want 1.5, 1", rate, errs)
+	}
+}
+
+func TestRecoveryReportOutput(t *testing.T) {
+	c := DefaultRecoveryConfig()
+	r := newRecoveryReport(c)
+	one := samplePhase() // as if one of six were killed, at a limit of 5 MB/s
+	one.Killed, one.Limit = one.Killed[:1], 5
+	one.measure(c)
+	two := samplePhase()
+	two.measure(c)
+	r.Phases = []RecoveryPhase{one, two}
+	r.Clients = []ClientRates{{Kind: "reads", Clients: 2, Before: 2, During: []float64{1.5, 0.8}, Errors: []int{0, 3}}}
+	var b bytes.Buffer
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"8 chunkservers, 3 replicas, NICs 10 Mbit/s",
+		"clone rate 0.625 MB/s per target server",
+		"target clone rate, one killed: want ≥ 80 % of 5.000 MB/s, got 4.194 MB/s = 83.9 %: met",
+		"target one-replica chunks healed, two killed: want ≤ 2× their 4.0 s at the limit, got 3.0 s after detection = 0.75×: met",
+		"target reads during recovery 1: want ≥ 50 % of 2.000 MB/s, got 1.500 MB/s = 75 %: met",
+		"target reads during recovery 2: want ≥ 50 % of 2.000 MB/s, got 0.800 MB/s = 40 %: NOT MET",
+		"GFS (paper §6.2.5)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	if err := r.WritePNG(&b); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&b)
+	if err != nil || img.Bounds().Dx() != 2*panelW {
+		t.Errorf("figure: %v, %v", img.Bounds(), err)
+	}
+}

@@ -1,0 +1,217 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/certs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// Who may act as whom (docs/architecture.md, "Who may act as whom").
+// A call's identity is its connection's verified certificate, never a
+// request field: a client certificate acts as exactly the user it names; a
+// mount certificate with the proxy privilege acts as the user each request
+// claims (it forwards the requests of its machine's users); nodes call only
+// the node calls. On a plain connection (--insecure) the claimed caller is
+// trusted, as before there were certificates.
+
+// policy is what the master's configuration says about callers.
+type policy struct {
+	requireIdentity bool   // a call without a certificate identity is refused
+	superGroup      uint32 // its members, and UID 0, are the superuser
+}
+
+func (c Config) policy() policy {
+	return policy{requireIdentity: !c.Security.IsInsecure(), superGroup: c.SuperuserGroup}
+}
+
+// access says who may make one call.
+type access struct {
+	nodes []certs.Role // node roles that may make it
+	users bool         // client and mount certificates may make it
+	admin bool         // a user making it must be the superuser
+}
+
+var (
+	forUsers    = access{users: true}
+	forAdmins   = access{users: true, admin: true}
+	forServers  = access{nodes: []certs.Role{certs.RoleChunkserver}}
+	forAnyone   = access{users: true, nodes: []certs.Role{certs.RoleChunkserver, certs.RoleMaster}}
+	forHA       = access{users: true, nodes: []certs.Role{certs.RoleMaster}}
+	forHAAdmins = access{users: true, admin: true, nodes: []certs.Role{certs.RoleMaster}}
+)
+
+// methods lists every Master call and who may make it; a call not listed
+// is refused to every certificate. ClusterReport (counts and servers, no
+// names) and Fsck (which skips what its caller may not read, as hdfs fsck)
+// are open to every user; the calls that change the cluster need the
+// superuser.
+var methods = map[string]access{
+	"Mkdir": forUsers, "Create": forUsers, "Stat": forUsers, "List": forUsers,
+	"Rename": forUsers, "Delete": forUsers, "SetAttr": forUsers, "GetChunks": forUsers,
+	"PrepareWrite": forUsers, "CommitLength": forUsers, "Batch": forUsers, "Msync": forUsers,
+	"ClusterReport": forUsers, "Fsck": forUsers,
+	"GetXattr": forUsers, "ListXattr": forUsers, "SetXattr": forUsers, "RemoveXattr": forUsers,
+	"LockSession": forUsers, "Lock": forUsers,
+	"ClusterInfo": forAnyone, "ReportCorrupt": forAnyone, // clients and chunkservers both find bad replicas
+	"Register": forServers, "Heartbeat": forServers,
+	"HAStatus": forHA, "HAChange": forHAAdmins, // a new observer asks the leader to add it
+	"Balance": forAdmins, "Decommission": forAdmins,
+}
+
+// authorize decides whom a call of method (its last name, "Create") acts
+// as, given the verified identity of its peer (nil on a plain connection)
+// and the caller its request claims (nil when it names none). A refusal is
+// a permission error.
+func authorize(p policy, id *certs.Identity, method string, claimed *chunkfs.Caller) (chunkfs.Caller, error) {
+	a, known := methods[method]
+	if id == nil {
+		if p.requireIdentity {
+			return chunkfs.Caller{}, deny(method, "no client certificate")
+		}
+		c := p.mark(trusted(claimed))
+		if err := p.admitted(method, a, c); err != nil {
+			return chunkfs.Caller{}, err
+		}
+		return c, nil
+	}
+	switch {
+	case !known:
+		return chunkfs.Caller{}, deny(method, "unknown call")
+	case id.Role.Node():
+		if !slices.Contains(a.nodes, id.Role) {
+			return chunkfs.Caller{}, deny(method, fmt.Sprintf("not a call for a %s", id.Role))
+		}
+		return nobody, nil // a node acts on no one's files
+	case !a.users:
+		return chunkfs.Caller{}, deny(method, fmt.Sprintf("not a call for a %s certificate", id.Role))
+	}
+	c, err := actingAs(id, claimed)
+	if err != nil {
+		return chunkfs.Caller{}, deny(method, err.Error())
+	}
+	c = p.mark(c)
+	if err := p.admitted(method, a, c); err != nil {
+		return chunkfs.Caller{}, err
+	}
+	return c, nil
+}
+
+// trusted is the caller a plain connection's request acts as: the one it
+// claims, or nobody.
+func trusted(claimed *chunkfs.Caller) chunkfs.Caller {
+	if claimed == nil {
+		return nobody
+	}
+	return *claimed
+}
+
+// actingAs is the caller a user certificate's request acts as. A proxy
+// mount acts as whom it claims; any other acts as its certificate's user,
+// and a claim of another UID or of a group it lacks is refused.
+func actingAs(id *certs.Identity, claimed *chunkfs.Caller) (chunkfs.Caller, error) {
+	own := chunkfs.Caller{UID: id.UID, GIDs: slices.Clone(id.GIDs)}
+	switch {
+	case claimed == nil:
+		return own, nil
+	case id.Proxy && id.Role == certs.RoleMount:
+		return chunkfs.Caller{UID: claimed.UID, GIDs: slices.Clone(claimed.GIDs)}, nil
+	case claimed.UID != id.UID:
+		return chunkfs.Caller{}, fmt.Errorf("certificate of uid %d cannot act as uid %d", id.UID, claimed.UID)
+	}
+	for _, g := range claimed.GIDs {
+		if !slices.Contains(id.GIDs, g) {
+			return chunkfs.Caller{}, fmt.Errorf("certificate of uid %d is not in group %d", id.UID, g)
+		}
+	}
+	return own, nil
+}
+
+// mark sets c's superuser mark from the superuser group.
+func (p policy) mark(c chunkfs.Caller) chunkfs.Caller {
+	c.Super = c.UID == 0 || slices.Contains(c.GIDs, p.superGroup)
+	return c
+}
+
+// admitted refuses an admin call to a caller that is not the superuser.
+func (p policy) admitted(method string, a access, c chunkfs.Caller) error {
+	if a.admin && !c.Superuser() {
+		return deny(method, "only the superuser")
+	}
+	return nil
+}
+
+// deny is the one-line refusal of a call: "Stat: permission denied: why".
+func deny(method, why string) error {
+	return chunkfs.E(method, "", chunkfs.KindPermission, chunkfs.KindPermission.String()+": "+why)
+}
+
+// peerIdentity is the verified certificate identity of ctx's peer, nil on
+// a plain connection.
+func peerIdentity(ctx context.Context) *certs.Identity {
+	id, ok := rpc.PeerIdentity(ctx)
+	if !ok {
+		return nil
+	}
+	return &id
+}
+
+// authGuard refuses, before its handler, a call its peer may not make:
+// the wrong role, a user's forged claim, an admin call of a non-superuser.
+// The caller each handler acts as comes from Master.caller, which asks
+// authorize again for the request's (or batch operation's) claim.
+func (m *Master) authGuard(ctx context.Context, method string, req any) error {
+	var claimed *pb.Caller
+	if r, ok := req.(interface{ GetCaller() *pb.Caller }); ok {
+		claimed = r.GetCaller()
+	}
+	c, err := claimedCaller(method, claimed)
+	if err != nil {
+		return err
+	}
+	_, err = authorize(m.cfg.policy(), peerIdentity(ctx), rpc.MethodName(method), c)
+	return err
+}
+
+// caller is the caller a request of call method, claiming c, acts as.
+func (m *Master) caller(ctx context.Context, method, op, p string, c *pb.Caller) (chunkfs.Caller, error) {
+	claimed, err := claimedCaller(op, c)
+	if err != nil {
+		return chunkfs.Caller{}, err
+	}
+	who, err := authorize(m.cfg.policy(), peerIdentity(ctx), method, claimed)
+	if err != nil {
+		var e *chunkfs.Error
+		if errors.As(err, &e) {
+			e.Op, e.Path = op, p
+		}
+	}
+	return who, err
+}
+
+// claimedCaller converts a request's caller, bounding its group list; nil
+// when the request names none.
+func claimedCaller(op string, c *pb.Caller) (*chunkfs.Caller, error) {
+	if c == nil {
+		return nil, nil
+	}
+	if len(c.Gids) > namespace.MaxGroups {
+		return nil, chunkfs.E(op, "", chunkfs.KindInvalid, "caller names too many groups")
+	}
+	return &chunkfs.Caller{UID: c.Uid, GIDs: c.Gids}, nil
+}
+
+// pathArg validates a path argument and decides the caller of a request
+// of call method.
+func (m *Master) pathArg(ctx context.Context, method, op, p string, c *pb.Caller) (chunkfs.Caller, error) {
+	if err := namespace.ValidatePath(op, p); err != nil {
+		return chunkfs.Caller{}, err
+	}
+	return m.caller(ctx, method, op, p, c)
+}
