@@ -24,11 +24,14 @@ func runBench(ctx context.Context, args []string) error {
 		_, _, _, err := benchFlags(args) // prints the flags of bench gfs
 		return err
 	}
+	if len(args) > 0 && args[0] == "observers" {
+		return runBenchObservers(ctx, args[1:])
+	}
 	if len(args) > 0 && args[0] == "recovery" {
 		return runBenchRecovery(ctx, args[1:])
 	}
 	if len(args) == 0 || args[0] != "gfs" {
-		return benchUsage("usage: chunkfs bench gfs [--quick] [--scale F] [--clients 1,2,4,8,16] [--tls] [--out DIR]\n       chunkfs bench recovery [--quick] [--servers N] [--fill BYTES] [--out DIR]")
+		return benchUsage("usage: chunkfs bench gfs [--quick] [--scale F] [--clients 1,2,4,8,16] [--tls] [--out DIR]\n       chunkfs bench recovery [--quick] [--servers N] [--fill BYTES] [--out DIR]\n       chunkfs bench observers [--quick] [--rate N] [--duration D] [--out DIR]")
 	}
 	cfg, out, verbose, err := benchFlags(args[1:])
 	if err != nil {

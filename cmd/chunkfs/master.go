@@ -104,6 +104,7 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	readWait := fs.Duration("read-wait", cfg.ReadWait, "how long a standby or observer waits to catch up with a client's state before refusing the read")
 	keyPeriod := fs.Duration("token-key-period", cfg.TokenKeyPeriod, "how long each chunk-access-token key signs before the next takes over (secure clusters)")
 	tokenLife := fs.Duration("token-lifetime", cfg.TokenLifetime, "how long a chunk access token is valid; clients refresh expired ones")
+	queueStats := fs.String("queue-stats", "", "write a JSON summary of the RPC queue times to `FILE` on exit")
 	superGroup := fs.Uint("superuser-group", uint(cfg.SuperuserGroup), "`GID` whose members, with uid 0, are the superuser: every permission and the admin calls")
 	verbose := fs.Bool("v", false, "log informational messages")
 	for _, add := range extra {
@@ -144,6 +145,7 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	cfg.MinCloneRate = int64(n)
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
 	cfg.TokenKeyPeriod, cfg.TokenLifetime = *keyPeriod, *tokenLife
+	cfg.QueueStatsFile = *queueStats
 	if *superGroup > 1<<32-1 {
 		return cfg, "", usagef("--superuser-group %d is not a 32-bit GID", *superGroup)
 	}

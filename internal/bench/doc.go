@@ -17,6 +17,13 @@
 // paper derives it (see Limit), and writes a table, CSV, JSON and a PNG in
 // the style of Figure 3.
 //
+// RunObservers is the other experiment, HDFS-12943's (observers.go): a
+// group of masters, each in its own namespace and a CPU-capped cgroup, and
+// one load generator process issuing a metadata workload open loop, with
+// 0-100 % of its reads on the observers and then its writes alone at
+// higher rates; it reports the leader's latencies, RPC queue times and CPU
+// beside the generator's own.
+//
 // Everything here needs root and iproute2 (ip, tc); Run says so in one line
 // when they are missing.
 package bench

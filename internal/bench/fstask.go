@@ -33,6 +33,8 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 		return &waitTask{sec: sec, master: t.Master, servers: t.Servers}, nil
 	case OpLocate:
 		return &locateTask{sec: sec, master: t.Master, files: t.Files}, nil
+	case OpMeta:
+		return setupMetaLoad(ctx, t.Master, *t.Meta)
 	case OpWatch, OpReadLoad, OpWriteLoad:
 		return setupRecoveryTask(ctx, sec, t)
 	}

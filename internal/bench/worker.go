@@ -33,6 +33,7 @@ type Task struct {
 	// Addr is the address a sink listens on or a source sends to.
 	Addr    string        `json:"addr,omitempty"`
 	Timeout time.Duration `json:"timeout,omitempty"` // for the whole task; 0: none
+	Meta    *MetaLoad     `json:"meta,omitempty"`    // OpMeta (observers_load.go)
 	Watch   *WatchSpec    `json:"watch,omitempty"`   // OpWatch
 }
 
@@ -59,6 +60,7 @@ const (
 	OpSource  Op = "source"  // send Bytes over TCP to Addr (network calibration)
 	OpProbe   Op = "probe"   // time each step of writes and appends to Path, Bytes/IOSize rounds
 	OpLocate  Op = "locate"  // report where the replicas of Files are
+	OpMeta    Op = "meta"    // the observer-reads metadata workload, Meta, against the masters Master
 )
 
 // maxTaskLine bounds the task line a worker accepts.
@@ -68,6 +70,8 @@ const maxTaskLine = 1 << 20
 func (t *Task) Validate() error {
 	switch t.Op {
 	case OpWait, OpPrepare, OpRead, OpWrite, OpAppend, OpSink, OpSource, OpProbe, OpLocate, OpWatch, OpReadLoad, OpWriteLoad:
+	case OpMeta:
+		return t.Meta.validate()
 	default:
 		return fmt.Errorf("unknown task op %q", t.Op)
 	}
@@ -102,6 +106,8 @@ type Result struct {
 	// logs (reads: every piece of a region; writes and appends: every
 	// attempt, with its steps), start times in Unix ms.
 	Events []Event `json:"events,omitempty"`
+	// Meta is what an observer-reads load generator measured.
+	Meta *MetaResult `json:"meta,omitempty"`
 	// Recovery is what the tasks of bench recovery report.
 	Recovery *RecoveryResult `json:"recovery,omitempty"`
 }

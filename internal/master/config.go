@@ -84,6 +84,9 @@ type Config struct {
 	// state ID a client has seen before it is refused as too far behind
 	// (the client then asks another master).
 	ReadWait time.Duration
+	// QueueStatsFile, when set, receives the summary of the calls' RPC
+	// queue times (QueueStats, JSON) when the master closes (queue.go).
+	QueueStatsFile string
 	// NoLeaseAdoption makes a new leader (or a restarted master) wait out
 	// every lease its predecessor may have granted, as GFS does, instead
 	// of adopting the leases chunkservers report (registry_leases.go).

@@ -72,6 +72,8 @@ type Master struct {
 
 	stop chan struct{}  // closed by Close
 	bg   sync.WaitGroup // background goroutines
+
+	queue queueHist // the calls' RPC queue times (queue.go)
 }
 
 // Open takes the lock on cfg.Dir (creating the directory if needed), opens
@@ -223,7 +225,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		m.srvMu.Unlock()
 		return errors.New("master: Serve called twice")
 	}
-	m.srv = m.cfg.Security.NewObservedServer(m.cfg.Logger, m.cfg.OnCall, m.authGuard, m.leaderGuard)
+	m.srv = m.cfg.Security.NewObservedServer(m.cfg.Logger, m.cfg.OnCall, m.queueGuard, m.authGuard, m.leaderGuard)
 	pb.RegisterMasterServer(m.srv, m)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()
@@ -254,7 +256,7 @@ func (m *Master) Close() error {
 	}
 	close(m.stop)
 	m.bg.Wait()
-	err := m.log.Close()
+	err := errors.Join(m.log.Close(), m.reportQueue())
 	m.pool.Close()
 	m.lock.Close()
 	return err

@@ -153,9 +153,11 @@ type beaten struct {
 // heartbeat records a chunkserver's figures and the leases it reports,
 // adopts those it can (adopt), checks its sample and corrupt list and
 // extends the leases it asks for, by leaseFor from now. A master that does
-// not lead (leads false) records the figures and leases only: its log may
-// lag, so a replica of a chunk it has not applied yet would look like
-// garbage, and the deletions it queued would be handed out to nobody.
+// not lead (leads false) records the figures and leases and learns the
+// sample's replicas at the versions it has applied (learn), and no more:
+// its log may lag, so a replica of a chunk it has not applied yet would
+// look like garbage, and the deletions it queued would be handed out to
+// nobody.
 func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFor time.Duration, leads bool) beaten {
 	s := r.servers[req.id]
 	if s == nil || !s.alive || s.addr != req.addr || s.again {
@@ -165,6 +167,7 @@ func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFo
 	s.free, s.disks = req.free, req.disks
 	r.recordHeld(s, req.leases, now)
 	if !leads {
+		r.learn(s, req.sample, version)
 		return beaten{}
 	}
 	var out beaten
@@ -172,6 +175,20 @@ func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFo
 	out.garbage, out.verify = r.sample(s, req, version, now)
 	out.extended = r.extend(s, req.extend, now, leaseFor)
 	return out
+}
+
+// learn records, on a master that does not lead, each sampled replica at
+// the version this master has applied for its chunk: without it a standby
+// or observer would know only the replicas a server had when it
+// registered, and refuse every look-up of a chunk made since (HDFS-13924's
+// hand-off to the leader). It condemns nothing: a replica of a chunk not
+// applied yet, or at another version, may be right by the log's head.
+func (r *registry) learn(s *server, sample []replica, version versionOf) {
+	for _, c := range sample {
+		if cur, ok := version(c.handle); ok && c.version == cur && s.chunks[c.handle] != cur {
+			r.addReplica(s, c.handle, cur)
+		}
+	}
 }
 
 // maxVerifyPerBeat bounds the replicas in doubt one heartbeat checks.

@@ -29,7 +29,8 @@ func newState(tokenLifetime time.Duration) *state {
 }
 
 // Apply applies one logged command: a token key (its result nil or an
-// error) or else a namespace command (a namespace.Result).
+// error) or else a namespace command (a namespace.Result). ApplyEntry
+// applies the commands of one entry alike.
 func (s *state) Apply(index uint64, cmd []byte) any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -41,6 +42,24 @@ func (s *state) Apply(index uint64, cmd []byte) any {
 	}
 	s.advanceLocked(index)
 	return r
+}
+
+// ApplyEntry applies the commands of one log entry under one hold of the
+// lock, and only then advances the state ID: a read at the entry's index
+// sees all of them (oplog.EntryFSM).
+func (s *state) ApplyEntry(index uint64, cmds [][]byte) []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := make([]any, len(cmds))
+	for i, c := range cmds {
+		if isKeyCommand(c) {
+			res[i] = s.applyKeyLocked(c)
+		} else {
+			res[i] = s.ns.ApplyEncoded(c)
+		}
+	}
+	s.advanceLocked(index)
+	return res
 }
 
 func (s *state) advanceLocked(index uint64) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"github.com/chunkfs/chunkfs/internal/token"
 )
@@ -188,5 +189,25 @@ func TestTokensOffByDefault(t *testing.T) {
 	tm.create(alice, "/f")
 	if pw := tm.prepare(alice, "/f", 0, false); len(pw.Chunk.Token) != 0 {
 		t.Fatal("a token signed with tokens off")
+	}
+}
+
+// TestEntryWithKeyCommand: a log entry holding a token key among
+// namespace commands applies the key too (the log applies whole entries
+// through ApplyEntry).
+func TestEntryWithKeyCommand(t *testing.T) {
+	s := newState(time.Minute)
+	at := time.Unix(1_800_000_000, 0)
+	init := (&namespace.Command{Op: namespace.OpInit, Length: 1 << 20, Replication: 3}).Encode(nil)
+	key := encodeKeyCommand(token.Key{ID: 1, Secret: [32]byte{1}, Until: at.Add(time.Hour)}, at)
+	res := s.ApplyEntry(1, [][]byte{init, key})
+	if r, ok := res[0].(namespace.Result); !ok || r.Err != nil {
+		t.Fatalf("namespace command: %v", res[0])
+	}
+	if res[1] != nil {
+		t.Fatalf("key command: %v", res[1])
+	}
+	if keys := s.keys.Keys(); len(keys) != 1 || keys[0].ID != 1 {
+		t.Fatalf("keys after the entry: %v", keys)
 	}
 }

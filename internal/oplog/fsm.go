@@ -42,6 +42,9 @@ func (a *fsmAdapter) applyEntry(l *raft.Log) []any {
 	if err != nil {
 		return nil
 	}
+	if ef, ok := a.fsm.(EntryFSM); ok {
+		return ef.ApplyEntry(l.Index, cmds)
+	}
 	res := make([]any, len(cmds))
 	for i, c := range cmds {
 		res[i] = a.fsm.Apply(l.Index, c)

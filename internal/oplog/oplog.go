@@ -43,6 +43,19 @@ type FSM interface {
 	Restore(index uint64, r io.Reader) error
 }
 
+// EntryFSM is an FSM that applies the commands of one log entry together.
+// Concurrent commands share an entry (group commit) and so its index; an
+// FSM that reports its applied index to readers (a state ID) must not let
+// a reader see that index with only some of the entry's commands applied,
+// or a read at the index a writer was told can miss that write. The log
+// calls ApplyEntry, not Apply, when the FSM has it.
+type EntryFSM interface {
+	FSM
+	// ApplyEntry applies cmds, all logged at index, as one step, and
+	// returns one result per command.
+	ApplyEntry(index uint64, cmds [][]byte) []any
+}
+
 // Config configures a log.
 type Config struct {
 	Dir    string // data directory; holds raft.db and snapshots/

@@ -46,7 +46,7 @@ func MethodName(full string) string { return full[strings.LastIndexByte(full, '/
 // handler is logged and answered as an internal error, never crashing the
 // process, guards may refuse a call before its handler, and errors are
 // translated by Status. Served through a TLS Mux it adopts the Mux's TLS
-// connections; on a listener of its own it serves plain TCP.
+// connections; on a listener of its own it serves plain TCP. Each call's arrival is noted for Arrival.
 func NewServer(log *slog.Logger, guards ...Guard) *grpc.Server {
 	return (*Security)(nil).NewServer(log, guards...)
 }
@@ -68,6 +68,7 @@ func (s *Security) newServer(log *slog.Logger, obs CallObserver, guards []Guard)
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
 		grpc.ChainUnaryInterceptor(observed(obs, unaryGuard(log, guards))...), // observe.go: the metrics hook
+		grpc.InTapHandle(stampArrival),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
 }
