@@ -146,7 +146,7 @@ func printDevBanner(e *env, c *cluster.Cluster, dir string) {
 		}
 	}
 	fmt.Fprintf(w, "In another terminal: export %s\n", strings.Join(exports, " "))
-	fmt.Fprintf(w, "\nTry:\n  chunkfs%s mkdir -p /demo\n  chunkfs%s put /etc/hosts /demo/\n  chunkfs%s ls -l /demo\n  chunkfs%s cat /demo/hosts\n  chunkfs%s admin report\n",
+	fmt.Fprintf(w, "\nThen, in that terminal:\n  chunkfs%s mkdir -p /demo\n  chunkfs%s put /etc/hosts /demo/\n  chunkfs%s ls -l /demo\n  chunkfs%s cat /demo/hosts\n  chunkfs%s admin report\n",
 		master, master, master, master, master)
 	fmt.Fprintln(w, "\nCtrl-C stops the cluster; running this again on the same directory keeps the data.")
 }
