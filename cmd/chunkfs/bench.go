@@ -37,7 +37,7 @@ func runBench(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	exe, err := os.Executable()
+	exe, log, err := benchSetup(verbose)
 	if err != nil {
 		return err
 	}
@@ -45,11 +45,6 @@ func runBench(ctx context.Context, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return benchUsage("%v", err)
 	}
-	level := slog.LevelInfo
-	if verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	// Ctrl-C and SIGTERM cancel the run, which tears the testbed down.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -201,4 +196,18 @@ func runBenchWorker(ctx context.Context, args []string) error {
 // benchUsage is an error in the command line of chunkfs bench.
 func benchUsage(format string, args ...any) error {
 	return fmt.Errorf(format, args...)
+}
+
+// benchSetup returns this binary (the benchmarks start it as servers and
+// as bench-worker) and a logger at the verbosity asked for.
+func benchSetup(verbose bool) (string, *slog.Logger, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return exe, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -26,7 +25,7 @@ func runBenchObservers(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	exe, err := os.Executable()
+	exe, log, err := benchSetup(verbose)
 	if err != nil {
 		return err
 	}
@@ -34,11 +33,6 @@ func runBenchObservers(ctx context.Context, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return benchUsage("%v", err)
 	}
-	level := slog.LevelInfo
-	if verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := bench.RunObservers(ctx, cfg, log)

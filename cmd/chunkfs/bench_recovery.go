@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,7 +22,7 @@ func runBenchRecovery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	exe, err := os.Executable()
+	exe, log, err := benchSetup(verbose)
 	if err != nil {
 		return err
 	}
@@ -31,11 +30,6 @@ func runBenchRecovery(ctx context.Context, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return benchUsage("%v", err)
 	}
-	level := slog.LevelInfo
-	if verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := bench.RunRecovery(ctx, cfg, log)
