@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -21,11 +22,12 @@ type fileHandler struct {
 	*memHandler
 	dir    string
 	opened atomic.Int32
+	closed chan struct{} // a token for every opened chunk closed
 	tamper atomic.Bool
 }
 
 func newFileHandler(t *testing.T) *fileHandler {
-	return &fileHandler{memHandler: newMemHandler(), dir: t.TempDir()}
+	return &fileHandler{memHandler: newMemHandler(), dir: t.TempDir(), closed: make(chan struct{}, 1024)}
 }
 
 func (f *fileHandler) path(h chunkfs.Handle) string {
@@ -47,18 +49,26 @@ func (f *fileHandler) OpenChunk(h chunkfs.Handle, v chunkfs.Version) (OpenChunk,
 		return nil, chunkfs.E("read", "", chunkfs.KindNotExist, err.Error())
 	}
 	f.opened.Add(1)
-	return &fileChunk{handlerChunk: handlerChunk{h: f, hd: h, v: v}, file: file}, nil
+	return &fileChunk{handlerChunk: handlerChunk{h: f, hd: h, v: v}, file: file, closed: f.closed}, nil
 }
 
 // fileChunk is a chunk read through its handler and sent from its file.
 type fileChunk struct {
 	handlerChunk
-	file *os.File
+	file   *os.File
+	closed chan<- struct{}
 }
 
 func (c *fileChunk) File() *os.File { return c.file }
 
-func (c *fileChunk) Close() error { return c.file.Close() }
+func (c *fileChunk) Close() error {
+	err := c.file.Close()
+	select {
+	case c.closed <- struct{}{}:
+	default:
+	}
+	return err
+}
 
 func (f *fileHandler) ReadChunk(h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, sums []uint32) (int, []uint32, error) {
 	n, sums, err := f.memHandler.ReadChunk(h, v, off, p, sums)
@@ -126,6 +136,13 @@ func TestReadSendfileChangedFile(t *testing.T) {
 	_, err := c.Read(context.Background(), addr, 1, 1, 0, make([]byte, len(data)))
 	if chunkfs.KindOf(err) != chunkfs.KindChecksum || !InTransit(err) {
 		t.Fatalf("read of a range changed after its check: %v, want KindChecksum in transit", err)
+	}
+	// The server goes on reading ahead (and tampering) until it sees the
+	// connection closed; it closes the chunk once its reader has stopped.
+	select {
+	case <-h.closed:
+	case <-time.After(time.Minute):
+		t.Fatal("the server never closed the chunk of a read whose reader went away")
 	}
 	_, err = c.Read(context.Background(), addr, 2, 1, 0, make([]byte, 10))
 	if chunkfs.KindOf(err) != chunkfs.KindChecksum || InTransit(err) {
