@@ -15,7 +15,7 @@
 // read whole on open (quick-read), plus the kernel's write-back cache
 // (with close-to-open kept by per-version FUSE generations, writeback.go)
 // and a block cache in the mount's memory (blockcache.go).
-// docs/architecture.md ("The mount") weighs each one's consistency cost.
+// docs/architecture.md (§7, "The mount and its caches") weighs each one's consistency cost.
 package fusefs
 
 import (
