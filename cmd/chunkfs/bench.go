@@ -88,7 +88,7 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	fqBuckets := fs.Int("fq-buckets", 0, "flow queues under each host NIC's shaper with --host-queue fq: a power of two, 4-64 (default 16)")
 	tcp := fs.String("tcp", "", "TCP congestion control of the testbed's hosts (default reno; \"inherit\": what a new namespace gets from the machine)")
 	chunkSize := fs.Int64("chunk-size", 0, "chunk size of the file system the reads and appends run on (default: the master's, 64 MiB)")
-	writeChunkSize := fs.String("write-chunk-size", "", "chunk size of the file system the writes run on (default 1 MiB, scaled with the writes' volume; 0: as --chunk-size)")
+	writeChunkSize := fs.String("write-chunk-size", "", "chunk size of the write panel's labelled variant, run after the headline on --chunk-size's chunks (default 1 MiB; 0: no variant)")
 	calibrate := fs.Bool("calibrate", true, "first measure raw TCP across the testbed for every N")
 	probe := fs.Bool("probe", true, "time each step of one client's writes and appends on the idle cluster")
 	networkOnly := fs.Bool("network-only", false, "build the testbed and measure raw TCP only, with no cluster")

@@ -29,7 +29,7 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 	case OpWait:
 		return &waitTask{sec: sec, master: t.Master, servers: t.Servers}, nil
 	case OpLocate:
-		return &locateTask{sec: sec, master: t.Master, files: t.Files, chunks: t.Op == OpLocate && t.PerChunk}, nil
+		return &locateTask{sec: sec, master: t.Master, files: t.Files, chunks: t.PerChunk}, nil
 	case OpMeta:
 		return setupMetaLoad(ctx, t.Master, *t.Meta)
 	case OpWatch, OpReadLoad, OpWriteLoad:

@@ -98,9 +98,10 @@ func (pl *Placement) add(f string, chunks []client.ChunkInfo, byChunk bool) {
 }
 
 // locate finds where the replicas of files are; a failure is logged, not
-// fatal: placement explains a figure, it is not one.
-func (s *session) locate(ctx context.Context, files []string) *Placement {
-	task := Task{Op: OpLocate, Master: s.cl.master, TLSDir: s.cl.tlsDir, Files: files, Timeout: time.Minute}
+// fatal: placement explains a figure, it is not one. With byChunk it
+// lists each chunk's replicas too.
+func (s *session) locate(ctx context.Context, files []string, byChunk bool) *Placement {
+	task := Task{Op: OpLocate, Master: s.cl.master, TLSDir: s.cl.tlsDir, Files: files, PerChunk: byChunk, Timeout: time.Minute}
 	res, err := runWorkers(ctx, s.cfg, s.tb.Clients[:1], []Task{task}, s.dir, "locate")
 	if err != nil || res[0].Placement == nil {
 		s.log.Warn("could not locate replicas", "err", err)

@@ -19,12 +19,17 @@ func sampleReport() *Report {
 		Writes:  {6.3, 12, 22, 30, 35},
 		Appends: {6.0, 5.8, 5.5, 5.1, 4.8},
 	}
-	for _, w := range Workloads {
+	panels := []Panel{{Reads, 64 * MiB, false}, {Writes, 64 * MiB, false}, {Appends, 64 * MiB, false}, {Writes, MiB, true}}
+	for _, pn := range panels {
 		for i, n := range []int{1, 2, 4, 8, 16} {
-			p := Point{Workload: w, Clients: n, Aggregate: measured[w][i], Limit: net.Limit(w, n), Seconds: 10}
-			p.ChunkSize = 64 * MiB
-			if w == Writes {
-				p.ChunkSize = MiB
+			w := pn.Workload
+			p := Point{Workload: w, Clients: n, Aggregate: measured[w][i], Limit: net.Limit(w, n), LimitRule: net.Rule(w), Seconds: 10,
+				ChunkSize: pn.ChunkSize, Variant: pn.Variant}
+			if pn.Variant {
+				p.Aggregate *= 1.2
+			}
+			if w == Appends && n == 16 {
+				p.LimitRule = RuleAppends
 			}
 			p.PerClient = p.Aggregate / float64(n)
 			p.Efficiency = p.Aggregate / p.Limit
@@ -32,7 +37,7 @@ func sampleReport() *Report {
 			r.Points = append(r.Points, p)
 		}
 	}
-	r.Points = append(r.Points, Point{Workload: Appends, Clients: 32, Limit: 12.5, ChunkSize: 64 * MiB, Err: "worker 3: unavailable"})
+	r.Points = append(r.Points, Point{Workload: Appends, Clients: 32, Limit: 12.5, LimitRule: RuleAppendsOneChunk, ChunkSize: 64 * MiB, Err: "worker 3: unavailable"})
 	return r
 }
 
@@ -62,9 +67,12 @@ func TestWriteTableCSVJSON(t *testing.T) {
 	if !strings.Contains(tab.String(), "75.2%") || !strings.Contains(tab.String(), "FAILED: worker 3") {
 		t.Errorf("table lacks the reads N=16 efficiency or the failed point:\n%s", tab.String())
 	}
-	for _, row := range []string{"reads  64 MiB  16", "writes   1 MiB   1"} {
+	for _, row := range []string{"reads  64 MiB  16", "writes  64 MiB   1", "writes (variant)   1 MiB   1",
+		"writes, 64 MiB chunks (headline): limit " + RuleWrites,
+		"writes, 1 MiB chunks (labelled variant): limit " + RuleWrites,
+		"appends, 64 MiB chunks (headline): limit " + RuleAppendsOneChunk + " at N = 1,2,4,8,32; " + RuleAppends + " at N = 16"} {
 		if !strings.Contains(tab.String(), row) {
-			t.Errorf("table lacks the chunk size in %q:\n%s", row, tab.String())
+			t.Errorf("table lacks %q:\n%s", row, tab.String())
 		}
 	}
 	if err := r.WriteCSV(&c); err != nil {
@@ -74,8 +82,8 @@ func TestWriteTableCSVJSON(t *testing.T) {
 	if err != nil || len(rows) != len(r.Points)+1 || rows[0][0] != "workload" {
 		t.Fatalf("CSV: %d rows, err %v", len(rows), err)
 	}
-	if rows[1][1] != "67108864" || rows[6][1] != "1048576" {
-		t.Errorf("CSV chunk sizes %q (reads) and %q (writes), want the default and 1 MiB", rows[1][1], rows[6][1])
+	if rows[1][1] != "67108864" || rows[6][1] != "67108864" || rows[16][1] != "1048576" || rows[16][11] != "true" || rows[16][12] != RuleWrites {
+		t.Errorf("CSV rows %q (reads), %q (writes), %q (the writes' variant)", rows[1], rows[6], rows[16])
 	}
 	if err := r.WriteJSON(&j); err != nil {
 		t.Fatal(err)
