@@ -70,6 +70,9 @@ type Config struct {
 	Probe bool
 	// NetworkOnly builds the testbed and calibrates it, with no cluster.
 	NetworkOnly bool
+	// Events makes the report's files include gfs.json: the whole report
+	// with every client's operation times and trace events (megabytes).
+	Events bool
 	// TLS runs the cluster with mutual TLS on every connection: a CA and
 	// certificates are made in the run's directory; otherwise every
 	// process runs --insecure.

@@ -163,22 +163,30 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// SaveFiles writes gfs.csv, gfs.json and gfs.png into dir and returns their
-// paths.
-func (r *Report) SaveFiles(dir string) ([]string, error) {
+// SaveFiles writes gfs.csv and the figure (gfs.png, gfs.svg) into dir,
+// and with events gfs.json too (the whole report, every client's
+// operation times and trace events: megabytes), and returns their paths.
+func (r *Report) SaveFiles(dir string, events bool) ([]string, error) {
+	outs := []output{{"gfs.csv", r.WriteCSV}, {"gfs.png", r.WritePNG}, {"gfs.svg", r.WriteSVG}}
+	if events {
+		outs = append(outs, output{"gfs.json", r.WriteJSON})
+	}
+	return saveOutputs(dir, outs)
+}
+
+// output is a file a report writes.
+type output struct {
+	name  string
+	write func(io.Writer) error
+}
+
+// saveOutputs writes each of outs into dir and returns their paths.
+func saveOutputs(dir string, outs []output) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	outputs := []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{"gfs.csv", r.WriteCSV},
-		{"gfs.json", r.WriteJSON},
-		{"gfs.png", r.WritePNG},
-	}
 	var paths []string
-	for _, o := range outputs {
+	for _, o := range outs {
 		p := filepath.Join(dir, o.name)
 		if err := saveFile(p, o.write); err != nil {
 			return paths, err

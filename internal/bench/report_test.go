@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"encoding/xml"
 	"image/png"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,6 +61,66 @@ func TestWritePNG(t *testing.T) {
 	}
 }
 
+// The SVG is the same figure: three panels, their titles, the variant's
+// series labelled in the writes' panel.
+func TestWriteSVG(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sampleReport().WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		XMLName xml.Name `xml:"svg"`
+		Width   string   `xml:"width,attr"`
+	}
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("not SVG: %v", err)
+	}
+	for _, text := range []string{"(a) Reads, 64 MiB chunks", "(b) Writes, 64 MiB chunks", "(c) Record appends, 64 MiB chunks",
+		"Aggregate rate, 1 MiB chunks (variant)", "Network limit"} {
+		if !strings.Contains(buf.String(), text) {
+			t.Errorf("SVG lacks %q", text)
+		}
+	}
+	if dir := os.Getenv("CHUNKFS_BENCH_PNG_DIR"); dir != "" {
+		os.WriteFile(dir+"/sample.svg", buf.Bytes(), 0o644)
+	}
+}
+
+// A figure in an unknown format is refused, not written.
+func TestWriteFigureFormat(t *testing.T) {
+	var buf bytes.Buffer
+	if err := writeFigure(&buf, "gif", sampleReport().figurePanels()); err == nil || buf.Len() != 0 {
+		t.Fatalf("gif: %v, %d bytes written", err, buf.Len())
+	}
+}
+
+// SaveFiles writes the table's CSV and the figure; the JSON of every
+// event only when asked.
+func TestSaveFiles(t *testing.T) {
+	for _, events := range []bool{false, true} {
+		dir := t.TempDir()
+		paths, err := sampleReport().SaveFiles(dir, events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"gfs.csv", "gfs.png", "gfs.svg"}
+		if events {
+			want = append(want, "gfs.json")
+		}
+		var got []string
+		for _, p := range paths {
+			got = append(got, filepath.Base(p))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("events %v: wrote %v, want %v", events, got, want)
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != len(want) {
+			t.Errorf("events %v: %d files in the directory, want %d", events, len(entries), len(want))
+		}
+	}
+}
+
 func TestWriteTableCSVJSON(t *testing.T) {
 	r := sampleReport()
 	var tab, c, j bytes.Buffer
@@ -91,16 +154,5 @@ func TestWriteTableCSVJSON(t *testing.T) {
 	var back Report
 	if err := json.Unmarshal(j.Bytes(), &back); err != nil || len(back.Points) != len(r.Points) || back.Points[4].Aggregate != 94 {
 		t.Fatalf("JSON round trip: %v, %+v", err, back.Points)
-	}
-}
-
-func TestNiceAxis(t *testing.T) {
-	cases := []struct{ top, step, end float64 }{
-		{16, 5, 20}, {137.5, 50, 150}, {13.75, 5, 15}, {1.375, 0.5, 1.5}, {7.3, 2, 8}, {0, 0.2, 1},
-	}
-	for _, c := range cases {
-		if s, e := niceAxis(c.top); s != c.step || e != c.end {
-			t.Errorf("niceAxis(%g) = %g, %g; want %g, %g", c.top, s, e, c.step, c.end)
-		}
 	}
 }
