@@ -30,6 +30,19 @@ func (r *recorder) trace() *client.Trace {
 	}
 }
 
+// failedAttempts counts the write and append attempts that failed.
+func (r *recorder) failedAttempts() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, a := range r.attempts {
+		if a.Err != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // tracedClient is a client of tc with r's Trace and no write buffer, so
 // that each Write is one mutation per chunk it touches.
 func tracedClient(t *testing.T, tc *chunkfstest.Cluster, r *recorder) *client.Client {
