@@ -29,11 +29,13 @@ type Trace struct {
 	// Push is called after each push of a write's or record's data along
 	// its chain of replicas.
 	Push func(Push)
-	// PieceRead is called after each piece of a read region is read (a
-	// region is split into pieces read from several replicas at once).
+	// PieceRead is called after each piece of a parallel read: a region
+	// of 1 MiB or more is read in pieces from several replicas at once.
+	// A smaller read, from one replica in turn, is not reported.
 	PieceRead func(PieceRead)
-	// Retry is called when a read, write or append failed and is about to
-	// be tried again (after a back-off, perhaps elsewhere).
+	// Retry is called when a failed read, write or append is tried again:
+	// after its back-off, before the next attempt (which may go to other
+	// replicas, a new primary or the file's next chunk).
 	Retry func(Retry)
 	// LeaseWait is called before a write or append waits out a lease that
 	// is about to end, so that the next one the master grants is new.
