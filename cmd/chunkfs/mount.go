@@ -34,6 +34,7 @@ func runMount(ctx context.Context, args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	reloadCRLOnHangup(ctx, o.security, log)
 	return serveMount(ctx, o, log)
 }
 

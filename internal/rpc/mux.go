@@ -156,7 +156,11 @@ func (m *Mux) sniff(conn net.Conn) {
 		return
 	case !m.sec.IsInsecure():
 		if conn, head, err = m.handshake(conn, head); err != nil {
-			m.log.Warn("TLS handshake failed", "remote", conn.RemoteAddr(), "err", err)
+			msg := "TLS handshake failed"
+			if errors.Is(err, ErrRevoked) {
+				msg = "connection refused: certificate revoked"
+			}
+			m.log.Warn(msg, "remote", conn.RemoteAddr(), "err", err)
 			conn.Close()
 			return
 		}
@@ -182,7 +186,7 @@ func (m *Mux) handshake(conn net.Conn, head []byte) (net.Conn, []byte, error) {
 	if err := tc.Handshake(); err != nil {
 		return conn, nil, err
 	}
-	if _, err := tc.Write([]byte{tlsAck}); err != nil {
+	if err := m.sec.acceptTLS(tc, tc.ConnectionState()); err != nil {
 		return conn, nil, err
 	}
 	head, err := readHead(tc)
