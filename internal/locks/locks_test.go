@@ -98,6 +98,66 @@ func TestSplitAndMerge(t *testing.T) {
 	}
 }
 
+// TestClaimBindsSessions: the first holder to claim a session owns it;
+// another is refused with ErrNotHolder until the session lapses, and a
+// session adopted by a reclaim belongs to its adopter.
+func TestClaimBindsSessions(t *testing.T) {
+	tb, a, b := newTable(t)
+	if err := tb.Claim(a, "alice", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Claim(b, "bob", t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"bob", ""} {
+		if err := tb.Claim(a, h, t0); !errors.Is(err, ErrNotHolder) {
+			t.Errorf("%q claiming alice's session: %v", h, err)
+		}
+	}
+	if err := tb.Claim(a, "alice", t0); err != nil {
+		t.Errorf("alice claiming her own session: %v", err)
+	}
+	if err := tb.Claim(12345, "bob", t0); err != nil {
+		t.Errorf("an unknown session: %v; want the call that follows to fail", err)
+	}
+	// A lapsed session binds no one; its locks go, and an adopter owns it.
+	mustSet(t, tb, 1, posix(a, 1, Write, 0, ToEnd))
+	late := t0.Add(11 * time.Second)
+	if err := tb.Claim(a, "bob", late); err != nil {
+		t.Errorf("claiming a lapsed session: %v", err)
+	}
+	nt := New(10*time.Second, 10*time.Second, t0, 100)
+	if !nt.Renew(a, true, t0) {
+		t.Fatal("reclaim not adopted")
+	}
+	if err := nt.Claim(a, "alice", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := nt.Claim(a, "mallory", t0); !errors.Is(err, ErrNotHolder) {
+		t.Errorf("mallory claiming alice's adopted session: %v", err)
+	}
+}
+
+// TestRenewOfLapsedSessionDropsItsLocks: a session that lapsed before the
+// table expired it loses its locks when it is renewed, even when a
+// reclaim adopts its ID again.
+func TestRenewOfLapsedSessionDropsItsLocks(t *testing.T) {
+	nt := New(10*time.Second, time.Minute, t0, 100)
+	if !nt.Renew(7, true, t0) {
+		t.Fatal("adopting 7")
+	}
+	if _, err := nt.Set(1, posix(7, 1, Write, 0, ToEnd), true, t0); err != nil {
+		t.Fatal(err)
+	}
+	if !nt.Renew(7, true, t0.Add(20*time.Second)) {
+		t.Fatal("re-adopting 7 in the grace period")
+	}
+	if nt.Count() != 0 || len(nt.Held(1)) != 0 {
+		t.Errorf("the lapsed session's locks stayed: %v", nt.Held(1))
+	}
+	nt.Close(7)
+}
+
 func TestSessionsExpireAndGrace(t *testing.T) {
 	tb, a, b := newTable(t)
 	mustSet(t, tb, 1, posix(a, 1, Write, 0, ToEnd))

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -60,12 +61,31 @@ func (f *fileLocks) with(now time.Time, fn func(t *locks.Table) error) error {
 	return fn(f.table)
 }
 
-// LockSession opens, renews, adopts (reclaim) or closes a lock session.
+// lockHolder is who a call's lock sessions belong to: its peer's
+// certificate identity (role, name and UID), so that a session opened by
+// one mount or client is refused to every other; "" on a plain
+// connection, where every caller is trusted.
+func lockHolder(ctx context.Context) string {
+	id := peerIdentity(ctx)
+	if id == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s?uid=%d", id.Role, id.Name, id.UID)
+}
+
+// LockSession opens, renews, adopts (reclaim) or closes a lock session,
+// bound to the certificate identity that opened or adopted it.
 func (m *Master) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*pb.LockSessionResponse, error) {
 	now := m.cfg.Clock.Now()
+	holder := lockHolder(ctx)
 	resp := &pb.LockSessionResponse{}
 	err := m.locks.with(now, func(t *locks.Table) error {
 		resp.TtlMs, resp.Grace = t.TTL().Milliseconds(), t.InGrace(now)
+		if req.Session != 0 {
+			if err := t.Claim(req.Session, holder, now); err != nil {
+				return lockErr(err)
+			}
+		}
 		switch {
 		case req.Close:
 			t.Close(req.Session)
@@ -80,6 +100,9 @@ func (m *Master) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*
 			return lockErr(locks.ErrNoSession)
 		default:
 			resp.Session = req.Session
+		}
+		if !req.Close {
+			t.Claim(resp.Session, holder, now) // binds a new or adopted session
 		}
 		return nil
 	})
@@ -114,8 +137,12 @@ func (m *Master) Lock(ctx context.Context, req *pb.LockRequest) (*pb.LockRespons
 		}
 	}
 	now := m.cfg.Clock.Now()
+	holder := lockHolder(ctx)
 	resp := &pb.LockResponse{}
 	err = m.locks.with(now, func(t *locks.Table) error {
+		if err := t.Claim(l.Session, holder, now); err != nil {
+			return lockErr(err)
+		}
 		if unlock {
 			if !t.Renew(l.Session, false, now) {
 				return lockErr(locks.ErrNoSession)
@@ -175,7 +202,8 @@ func lockPB(l locks.Lock) *pb.FileLock {
 }
 
 // lockErr gives the table's errors their kinds: a lapsed session or the
-// grace period is retriable, too many locks is no space.
+// grace period is retriable, too many locks is no space, another holder's
+// session is permission denied.
 func lockErr(err error) error {
 	switch {
 	case err == nil:
@@ -186,6 +214,8 @@ func lockErr(err error) error {
 		return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindUnavailable, Err: err}
 	case errors.Is(err, locks.ErrTooMany):
 		return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindNoSpace, Err: err}
+	case errors.Is(err, locks.ErrNotHolder):
+		return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindPermission, Err: fmt.Errorf("%v: %w", chunkfs.KindPermission, err)}
 	}
 	return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindInvalid, Err: err}
 }
