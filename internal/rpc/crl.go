@@ -30,6 +30,11 @@ import (
 // signed by the cluster CA, or is older (a lower CRL number) than the list
 // in force leaves that list in force, and is logged once. So is a file that
 // disappears: revocations are never dropped silently.
+//
+// When a new list comes into force, every Mux of the process closes its
+// live connections from peers the list revokes, so that a revoked client
+// that was connected before loses its connections too, and must
+// handshake again to go on.
 
 // CRLFile is the cluster CA's revocation list in a TLS directory.
 const CRLFile = "ca.crl"
@@ -51,6 +56,10 @@ type revocations struct {
 	log      *slog.Logger
 
 	list atomic.Pointer[certs.RevocationList] // in force; nil: none
+
+	subsMu  sync.Mutex     // guards subs and nextSub
+	subs    map[int]func() // called when a new list comes into force
+	nextSub int
 
 	mu      sync.Mutex  // guards seen and missing; serialises reloads
 	seen    fs.FileInfo // of the file last read, good or bad; nil: none yet
@@ -97,7 +106,55 @@ func (s *Security) ReloadCRL() (changed bool, err error) {
 	if s.IsInsecure() || s.crl == nil {
 		return false, nil
 	}
-	return s.crl.reload(true)
+	changed, err = s.crl.reload(true)
+	if changed {
+		s.crl.notify()
+	}
+	return changed, err
+}
+
+// onRevocation calls fn whenever a new list comes into force, until
+// cancel is called. fn must not block.
+func (s *Security) onRevocation(fn func()) (cancel func()) {
+	if s.IsInsecure() || s.crl == nil {
+		return func() {}
+	}
+	r := s.crl
+	r.subsMu.Lock()
+	defer r.subsMu.Unlock()
+	if r.subs == nil {
+		r.subs = map[int]func(){}
+	}
+	id := r.nextSub
+	r.nextSub++
+	r.subs[id] = fn
+	return func() {
+		r.subsMu.Lock()
+		defer r.subsMu.Unlock()
+		delete(r.subs, id)
+	}
+}
+
+// notify calls the functions onRevocation registered.
+func (r *revocations) notify() {
+	r.subsMu.Lock()
+	fns := make([]func(), 0, len(r.subs))
+	for _, fn := range r.subs {
+		fns = append(fns, fn)
+	}
+	r.subsMu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// peerRevoked reports whether the peer of a TLS connection in state st
+// presented a certificate the list in force revokes. It does not reload.
+func (s *Security) peerRevoked(st tls.ConnectionState) bool {
+	if s.IsInsecure() || s.crl == nil || len(st.PeerCertificates) == 0 {
+		return false
+	}
+	return s.crl.list.Load().Revoked(st.PeerCertificates[0])
 }
 
 // CRL is the revocation list in force; nil when there is none.
@@ -119,11 +176,15 @@ func (s *Security) checkRevoked(st tls.ConnectionState) error {
 	if !s.crl.list.Load().Revoked(leaf) {
 		return nil
 	}
-	who := leaf.Subject.CommonName
-	if id, err := certs.FromCertificate(leaf); err == nil {
-		who = string(id.Role) + " " + id.Name
+	return &revokedError{serial: leaf.SerialNumber.Text(16), who: describePeer(leaf)}
+}
+
+// describePeer names a peer certificate's holder: its role and name.
+func describePeer(c *x509.Certificate) string {
+	if id, err := certs.FromCertificate(c); err == nil {
+		return string(id.Role) + " " + id.Name
 	}
-	return &revokedError{serial: leaf.SerialNumber.Text(16), who: who}
+	return c.Subject.CommonName
 }
 
 // revokedError is a peer's certificate found on the revocation list.
@@ -152,6 +213,7 @@ func (r *revocations) reloadIfChanged() {
 	case changed:
 		l := r.list.Load()
 		r.log.Info("revocation list loaded", "path", r.path, "crl_number", l.Number, "revoked", l.Len())
+		r.notify()
 	}
 }
 

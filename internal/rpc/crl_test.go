@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"errors"
 	"log/slog"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/certs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"google.golang.org/grpc"
 )
 
 // writeCRL writes a CRL of ca numbered number revoking secs' certificates
@@ -241,4 +245,84 @@ func TestCRLReloadForced(t *testing.T) {
 	if !sec.CRL().Revoked(client.cert.Leaf) {
 		t.Error("junk replaced the list in force")
 	}
+}
+
+// TestCRLClosesLiveConnectionsOfRevokedPeers: connections a revoked peer
+// opened before the revocation are closed as soon as the new list is in
+// force — found by the next handshake of anyone, or by ReloadCRL (SIGHUP)
+// — while other peers' connections stay.
+func TestCRLClosesLiveConnectionsOfRevokedPeers(t *testing.T) {
+	pki := newTestPKI(t)
+	h := newMemHandler()
+	h.chunks[7] = memChunk{version: 1, data: []byte("secret")}
+	srvSec := pki.security(nodeID, time.Hour)
+	srv := startSecure(t, srvSec, h)
+	alice := pki.security(clientID, time.Hour)
+	bob := pki.security(certs.Identity{Role: certs.RoleClient, Name: "bob", UID: 1001, GIDs: []uint32{1001}}, time.Hour)
+	master := pki.security(masterID, time.Hour)
+
+	info := func(cc *grpc.ClientConn) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := pb.NewMasterClient(cc).ClusterInfo(ctx, &pb.ClusterInfoRequest{})
+		return Err(err)
+	}
+	aliceCC, err := alice.Dial(srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aliceCC.Close()
+	bobCC, err := bob.Dial(srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bobCC.Close()
+	for who, cc := range map[string]*grpc.ClientConn{"alice": aliceCC, "bob": bobCC} {
+		if err := info(cc); err != nil {
+			t.Fatalf("%s before revocation: %v", who, err)
+		}
+	}
+	raftConn, err := master.DialRaft(srv.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raftConn.Close()
+	accepted, err := srv.raft.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer accepted.Close()
+
+	// Alice is revoked; bob's next handshake finds the new file.
+	pki.writeCRL(pki.ca, nodeID.Name, 1, alice)
+	if _, err := clusterInfo(bob, srv.addr); err != nil {
+		t.Fatalf("bob's new connection: %v", err)
+	}
+	// Alice's call fails: on the closed connection if her client has not
+	// seen it close yet, then at the handshake of a new one.
+	if err := info(aliceCC); err == nil {
+		t.Error("alice's connection from before still serves her")
+	}
+	refusedRevoked(t, "alice's connection from before", info(aliceCC))
+	if err := info(bobCC); err != nil {
+		t.Errorf("bob's connection from before: %v", err)
+	}
+
+	// The master is revoked; SIGHUP (ReloadCRL) closes its Raft link.
+	pki.writeCRL(pki.ca, nodeID.Name, 2, alice, master)
+	if changed, err := srvSec.ReloadCRL(); !changed || err != nil {
+		t.Fatalf("ReloadCRL: %v, %v", changed, err)
+	}
+	raftConn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := raftConn.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Errorf("the revoked master's Raft connection stayed open: %v", err)
+	}
+	if err := info(bobCC); err != nil {
+		t.Errorf("bob's connection after the second list: %v", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
