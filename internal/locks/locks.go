@@ -122,13 +122,10 @@ func (t *Table) TTL() time.Duration { return t.ttl }
 // InGrace reports whether only reclaims are granted at now.
 func (t *Table) InGrace(now time.Time) bool { return now.Before(t.graceUntil) }
 
-// Open starts a new session.
+// Open starts a new session, numbered after the last.
 func (t *Table) Open(now time.Time) (uint64, error) {
-	if len(t.sessions) >= MaxSessions {
-		t.Expire(now)
-		if len(t.sessions) >= MaxSessions {
-			return 0, ErrTooMany
-		}
+	if err := t.room(now); err != nil {
+		return 0, err
 	}
 	t.next++
 	for t.next == 0 || t.sessions[t.next] != nil { // an adopted session's ID
@@ -136,6 +133,33 @@ func (t *Table) Open(now time.Time) (uint64, error) {
 	}
 	t.sessions[t.next] = &session{expiry: now.Add(t.ttl), files: map[uint64]int{}}
 	return t.next, nil
+}
+
+// OpenID starts a new session numbered id, which the caller draws at
+// random so that no one can guess another holder's session (and adopt it
+// first in a grace period). It fails with ErrInvalid if id is 0 or
+// taken: draw again.
+func (t *Table) OpenID(id uint64, now time.Time) error {
+	if err := t.room(now); err != nil {
+		return err
+	}
+	if id == 0 || t.sessions[id] != nil {
+		return ErrInvalid
+	}
+	t.sessions[id] = &session{expiry: now.Add(t.ttl), files: map[uint64]int{}}
+	return nil
+}
+
+// room makes room for a new session, expiring lapsed ones if the table
+// is full; ErrTooMany if it stays full.
+func (t *Table) room(now time.Time) error {
+	if len(t.sessions) >= MaxSessions {
+		t.Expire(now)
+		if len(t.sessions) >= MaxSessions {
+			return ErrTooMany
+		}
+	}
+	return nil
 }
 
 // Renew extends a live session, or, when reclaim is set, adopts a session

@@ -299,3 +299,28 @@ func TestRandomAgainstModel(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenID: a session opened with a chosen ID is a session like any
+// other; 0 and a taken ID are refused, and Open skips chosen IDs.
+func TestOpenID(t *testing.T) {
+	tb := New(10*time.Second, 0, t0, 100)
+	if err := tb.OpenID(101, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint64{0, 101} {
+		if err := tb.OpenID(id, t0); !errors.Is(err, ErrInvalid) {
+			t.Errorf("OpenID(%d): %v; want ErrInvalid", id, err)
+		}
+	}
+	mustSet(t, tb, 1, posix(101, 1, Write, 0, ToEnd))
+	if id := open(t, tb); id != 102 {
+		t.Errorf("Open after OpenID(101) = %d, want 102", id)
+	}
+	if !tb.Renew(101, false, t0.Add(5*time.Second)) {
+		t.Error("a chosen-ID session was not renewed")
+	}
+	tb.Close(101)
+	if tb.Count() != 0 {
+		t.Error("closing it left its locks")
+	}
+}

@@ -30,20 +30,17 @@ type fileLocks struct {
 }
 
 // reset starts an empty table at now, in its grace period unless the
-// cluster is new. Session IDs start at a random point so that new sessions
-// never take the ID of one an earlier leader gave, which its holder may
+// cluster is new. Sessions get random IDs (openRandom), so new sessions
+// do not run into the IDs an earlier leader gave, which their holders may
 // still reclaim.
 func (f *fileLocks) reset(now time.Time, ttl time.Duration, fresh bool) {
-	var b [8]byte
-	rand.Read(b[:])
-	first := binary.BigEndian.Uint64(b[:]) >> 2 // room to count up
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	grace := ttl
 	if fresh {
 		grace = 0
 	}
-	f.table = locks.New(ttl, grace, now, first)
+	f.table = locks.New(ttl, grace, now, 0)
 }
 
 // with runs fn on the table after expiring lapsed sessions (at most once a
@@ -73,6 +70,20 @@ func lockHolder(ctx context.Context) string {
 	return fmt.Sprintf("%s/%s?uid=%d", id.Role, id.Name, id.UID)
 }
 
+// openRandom opens a session with a random ID: a holder who knows its own
+// session's ID learns nothing of the others', so it cannot adopt one of
+// them before its holder reclaims it after a change of leader.
+func openRandom(t *locks.Table, now time.Time) (uint64, error) {
+	for {
+		var b [8]byte
+		rand.Read(b[:])
+		err := t.OpenID(binary.BigEndian.Uint64(b[:]), now)
+		if !errors.Is(err, locks.ErrInvalid) {
+			return binary.BigEndian.Uint64(b[:]), err
+		}
+	}
+}
+
 // LockSession opens, renews, adopts (reclaim) or closes a lock session,
 // bound to the certificate identity that opened or adopted it.
 func (m *Master) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*pb.LockSessionResponse, error) {
@@ -91,7 +102,7 @@ func (m *Master) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*
 			t.Close(req.Session)
 			resp.Session = req.Session
 		case req.Session == 0:
-			id, err := t.Open(now)
+			id, err := openRandom(t, now)
 			if err != nil {
 				return lockErr(err)
 			}
