@@ -72,12 +72,12 @@ func (tf *tlsFlags) security(getenv func(string) string) (*rpc.Security, error) 
 // reloadCRLOnHangup reloads sec's revocation list on every SIGHUP until
 // ctx ends, logging the outcome to log (and, from then on, sec's reload
 // failures). A server reloads the list by itself when its file changes;
-// SIGHUP forces it.
+// SIGHUP forces it. On plain TCP there is no list: SIGHUP is logged and
+// ignored, as on TLS, rather than ending the process.
 func reloadCRLOnHangup(ctx context.Context, sec *rpc.Security, log *slog.Logger) {
-	if sec.IsInsecure() {
-		return
+	if !sec.IsInsecure() {
+		sec.SetCRLLogger(log)
 	}
-	sec.SetCRLLogger(log)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
@@ -87,6 +87,10 @@ func reloadCRLOnHangup(ctx context.Context, sec *rpc.Security, log *slog.Logger)
 			case <-ctx.Done():
 				return
 			case <-hup:
+			}
+			if sec.IsInsecure() {
+				log.Info("SIGHUP: plain TCP, no revocation list to reload")
+				continue
 			}
 			switch changed, err := sec.ReloadCRL(); {
 			case err != nil:
