@@ -89,7 +89,7 @@ func reloadCRLOnHangup(ctx context.Context, sec *rpc.Security, log *slog.Logger)
 			case <-hup:
 			}
 			if sec.IsInsecure() {
-				log.Info("SIGHUP: plain TCP, no revocation list to reload")
+				log.Warn("SIGHUP: plain TCP, no revocation list to reload; ignored")
 				continue
 			}
 			switch changed, err := sec.ReloadCRL(); {

@@ -127,3 +127,34 @@ func waitTLSCluster(t *testing.T, inv invocation, tlsDir string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestInsecureMasterSurvivesHangup: a master on plain TCP has no
+// revocation list to reload; SIGHUP is logged and the master goes on
+// serving, as it does on TLS, instead of ending.
+func TestInsecureMasterSurvivesHangup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server process")
+	}
+	master := freeAddr(t)
+	mp := startProc(t, "master", "master", "--insecure", "--dir", t.TempDir(), "--listen", master, "--reserve", "0")
+	inv := invocation{master: master}
+	deadline := time.Now().Add(30 * time.Second)
+	for r := runWith(t, inv, "ls", "--insecure", "/"); r.code != 0; r = runWith(t, inv, "ls", "--insecure", "/") {
+		if time.Now().After(deadline) {
+			t.Fatalf("master not up: exit %d: %s", r.code, r.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := mp.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(mp.out.String(), "SIGHUP: plain TCP") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no SIGHUP line in the master's log:\n%s", mp.out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := runWith(t, inv, "ls", "--insecure", "/"); r.code != 0 {
+		t.Fatalf("ls after SIGHUP: exit %d: %s", r.code, r.stderr)
+	}
+}
