@@ -32,6 +32,7 @@ import (
 //	grant 1 a b           the grant's calls to a and b succeed at the next version, logged
 //	advance 10s           move the clock
 //	beat a b              heartbeats (no sample)
+//	sample a 1:1 2:1      a heartbeat of a sampling chunk 1 at version 1, 2 at 1: "garbage=[...]"
 //	dead                  declare servers silent for 30s dead: "dead A B"
 //	plan [full]           plan repairs: "clone H vV live=N SRC->DST", "trim H SRV"
 //	                      (ties between equal targets go by the registry's seeded rng)
@@ -251,6 +252,16 @@ func (s *registryScenario) run(f []string) {
 				s.printf("%s: reregister", name)
 			}
 		}
+	case "sample":
+		sv := s.server(f[1])
+		req := beat{figures: figures{id: sv.id, addr: sv.addr, capacity: sv.capacity, used: sv.used, free: sv.free}}
+		for _, hv := range f[2:] {
+			hs, vs, _ := strings.Cut(hv, ":")
+			v, _ := strconv.ParseUint(vs, 10, 64)
+			req.sample = append(req.sample, replica{handle: s.handle(hs), version: chunkfs.Version(v)})
+		}
+		b := r.heartbeat(req, s.version, s.now, 10*time.Second, true)
+		s.printf("garbage=%v", b.garbage)
 	case "dead":
 		if dead := r.markDead(s.now, 30*time.Second); len(dead) > 0 {
 			s.printf("dead %s", strings.ReplaceAll(names(dead), ",", " "))
