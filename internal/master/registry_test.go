@@ -36,7 +36,7 @@ import (
 //	dead                  declare servers silent for 30s dead: "dead A B"
 //	plan [full]           plan repairs: "clone H vV live=N SRC->DST", "trim H SRV"
 //	                      (ties between equal targets go by the registry's seeded rng)
-//	done 1 ok|fail        chunk 1's clone in flight ends
+//	done 1 ok|fail|exists|newer|gone  chunk 1's clone in flight ends (gone: the source has no such chunk)
 //	health 1              "live=N cloning=B corrupt=N"
 //	register c 1:1 2:1    a full report: "stale=[...] garbage=[...]"
 //	unreachable 1 a       a writer reported chunk 1's primary a, and the probe failed
@@ -289,6 +289,8 @@ func (s *registryScenario) run(f []string) {
 			err = chunkfs.E("clone", "", chunkfs.KindExist, "replica held")
 		case "newer": // the target holds a newer version
 			err = chunkfs.E("clone", "", chunkfs.KindStale, "replica held at a newer version")
+		case "gone": // the source holds no such chunk
+			err = chunkfs.E("clone", "", chunkfs.KindNotExist, "no such chunk")
 		default:
 			err = errors.New("clone failed")
 		}
