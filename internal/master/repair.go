@@ -31,7 +31,8 @@ func (m *Master) repairLoop() {
 const fullSweepEvery = 30
 
 // repairOnce runs one round of planning: nothing while in safe mode, when
-// locations are still being learnt.
+// locations are still being learnt, nor while the chunkservers that were
+// not needed to leave it register (settling).
 func (m *Master) repairOnce(full bool) {
 	m.updateSafeMode()
 	m.syncDraining()
@@ -42,6 +43,9 @@ func (m *Master) repairOnce(full bool) {
 		return
 	}
 	now := m.cfg.Clock.Now()
+	if m.settling(now) {
+		return
+	}
 	var orders []cloneOrder
 	var trims []trimOrder
 	m.state.read(func(ns *namespace.Namespace) {
