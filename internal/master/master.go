@@ -56,9 +56,10 @@ type Master struct {
 	regMu sync.Mutex // guards reg: every call into it
 	reg   *registry  // chunkservers, replicas, leases, clones: the one owner of that state
 
-	safeMu  sync.Mutex // guards safe and safeWhy
-	safe    bool       // in safe mode: no chunk is created (safemode.go)
-	safeWhy string     // what safe mode waits for
+	safeMu   sync.Mutex // guards safe, safeWhy and safeLeft
+	safe     bool       // in safe mode: no chunk is created (safemode.go)
+	safeWhy  string     // what safe mode waits for
+	safeLeft time.Time  // when safe mode ended
 
 	allocMu   [stripes]sync.Mutex // serialise chunk allocation per file (by path hash)
 	leaseMu   [stripes]sync.Mutex // serialise lease grants per chunk (by handle)
