@@ -307,8 +307,9 @@ func (s *names) awaitHidden(ctx context.Context, dir string) bool {
 
 // unhide removes n's hidden name at its last release, and then stops
 // counting n as open: until then a rename of its directory re-points the
-// hidden name. A file with other names (hard links) is named by them
-// again. The names' io is held shared meanwhile, so no rename runs
+// hidden name, and an rmdir waits for it. A file with other names (hard
+// links) is named by them again from the moment its hidden name starts
+// to go. The names' io is held shared meanwhile, so no rename runs
 // between the look at the name and its removal.
 func (n *node) unhide(ctx context.Context) {
 	if n.hidden.Load() == nil {
@@ -316,22 +317,27 @@ func (n *node) unhide(ctx context.Context) {
 	}
 	n.m.names.io.RLock()
 	defer n.m.names.io.RUnlock()
-	if n.isOpen() {
-		return // opened again (through /proc/PID/fd): a later release
-	}
+	n.mu.Lock()
 	hp := n.hidden.Load()
+	if hp == nil || len(n.handles) > 0 {
+		n.mu.Unlock()
+		return // opened again (through /proc/PID/fd or another name): a later release
+	}
+	n.unhiding.Store(true)
+	n.mu.Unlock()
 	if err := n.m.b.Remove(ctx, chunkfs.Root, *hp); err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
 		n.m.log.Warn("remove hidden file", "path", *hp, "err", err)
 	}
 	n.mu.Lock()
+	n.hidden.Store(nil)
+	n.unhiding.Store(false)
+	n.m.names.hid(n.StableAttr().Ino, false)
 	if len(n.handles) == 0 {
 		n.m.names.closed(n)
-		n.hidden.Store(nil)
-		n.m.names.hid(n.StableAttr().Ino, false)
-		if n.gone != nil {
-			close(n.gone)
-			n.gone = nil
-		}
+	}
+	if n.gone != nil {
+		close(n.gone)
+		n.gone = nil
 	}
 	n.mu.Unlock()
 }

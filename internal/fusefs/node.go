@@ -58,6 +58,9 @@ type node struct {
 	gen     uint64                 // bumped by every write or truncate through this mount
 	written atomic.Bool            // written since the last close recorded the version
 	hidden  atomic.Pointer[string] // the hidden path of a file unlinked while open
+	// unhiding is set while the hidden name is being removed: the file's
+	// other names (hard links), if any, name it meanwhile.
+	unhiding atomic.Bool
 	// gone is closed once a hidden node's name is removed (made by
 	// setHidden under mu, closed and cleared by unhide under mu).
 	gone chan struct{}
@@ -79,7 +82,7 @@ func (m *mount) newNode() *node { return &node{m: m, handles: map[*handle]struct
 
 // path returns the node's absolute path in the cluster.
 func (n *node) path() string {
-	if hp := n.hidden.Load(); hp != nil {
+	if hp := n.hidden.Load(); hp != nil && !n.unhiding.Load() {
 		return *hp
 	}
 	return "/" + n.Path(nil)
