@@ -456,6 +456,9 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	fi, err := n.m.b.Link(cctx, callerOf(ctx), tn.path(), n.child(name))
+	if chunkfs.KindOf(err) == chunkfs.KindTooLarge {
+		return nil, syscall.EMLINK // the most names an inode may have (namespace.MaxLinks)
+	}
 	if err != nil {
 		return nil, errno(err)
 	}
