@@ -127,8 +127,9 @@ type FileInfo struct {
 	Target      string // symbolic link target
 	Chunks      int64  // number of chunks (files only)
 	// Nlink is the number of names the inode has, as st_nlink counts
-	// them: 1 for a file or symbolic link, 2 plus its subdirectories
-	// for a directory (its entry, its ".", and each subdirectory's "..").
+	// them: its directory entries for a file, symbolic link or special
+	// file (more than 1 with hard links), 2 plus its subdirectories for
+	// a directory (its entry, its ".", and each subdirectory's "..").
 	Nlink uint32
 	// Rdev is a device node's device number, in Linux's encoding
 	// (major and minor, as stat's st_rdev).

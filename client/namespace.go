@@ -140,6 +140,27 @@ func (c *Client) Rename(ctx context.Context, oldpath, newpath string) error {
 	return nil
 }
 
+// Link gives the file at oldpath the further name newpath, as os.Link and
+// link(2) do: both names are one file (one inode, its data and
+// attributes), which lives until its last name is removed. oldpath may be
+// any type but a directory (a symbolic link is linked, not followed);
+// newpath must not exist, and the caller needs write and search
+// permission on its directory. The error wraps fs.ErrExist,
+// fs.ErrNotExist or fs.ErrPermission (a directory) as link(2) would fail.
+func (c *Client) Link(ctx context.Context, oldpath, newpath string) error {
+	oldpath, newpath, err := checkPaths("link", oldpath, newpath)
+	if err != nil {
+		return err
+	}
+	resp, err := c.mc.Link(ctx, &pb.LinkRequest{Caller: c.caller, Src: oldpath, Dst: newpath})
+	if err != nil {
+		return wrapOp("link", oldpath, err)
+	}
+	c.observe(resp.StateId)
+	c.Forget(newpath)
+	return nil
+}
+
 // Chmod sets the permission bits of path.
 func (c *Client) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
 	m := uint32(mode & modeBits)

@@ -27,6 +27,7 @@ type fileJSON struct {
 	Replication int       `json:"replication,omitempty"`
 	Chunks      int64     `json:"chunks,omitempty"`
 	Inode       uint64    `json:"inode"`
+	Nlink       uint32    `json:"nlink"` // names of a file (hard links); 2 + subdirectories for a directory
 	MTime       time.Time `json:"mtime"`
 	ATime       time.Time `json:"atime"`
 	Target      string    `json:"target,omitempty"`
@@ -37,7 +38,7 @@ func toJSON(p string, fi *chunkfs.FileInfo) fileJSON {
 		Path: p, Name: path.Base(p), Type: fileType(fi.FileMode), Size: fi.Length,
 		Mode: fmt.Sprintf("%04o", uint32(fi.FileMode.Perm())|specialBits(fi.FileMode)),
 		Perm: fi.FileMode.String(), UID: fi.UID, GID: fi.GID, Replication: fi.Replication,
-		Chunks: fi.Chunks, Inode: fi.Inode, MTime: fi.MTime.UTC(), ATime: fi.ATime.UTC(), Target: fi.Target,
+		Chunks: fi.Chunks, Inode: fi.Inode, Nlink: fi.Nlink, MTime: fi.MTime.UTC(), ATime: fi.ATime.UTC(), Target: fi.Target,
 	}
 }
 

@@ -65,6 +65,7 @@ func printStat(e *env, j fileJSON) {
 	line("Mode", "%s (%s)", j.Mode, j.Perm)
 	line("Owner", "uid %d, gid %d", j.UID, j.GID)
 	line("Inode", "%d", j.Inode)
+	line("Links", "%d", j.Nlink)
 	if j.Type == "file" {
 		line("Replication", "%d", j.Replication)
 		line("Chunks", "%d", j.Chunks)

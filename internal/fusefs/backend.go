@@ -36,6 +36,10 @@ type Backend interface {
 	// RenameNoReplace it fails with KindExist if dst exists, and with
 	// RenameExchange it swaps src and dst, which must both exist.
 	Rename(ctx context.Context, c chunkfs.Caller, src, dst string, how RenameHow) error
+	// Link gives the file at oldpath (any type but a directory) the
+	// further name newpath, as link(2), and describes it: one inode, two
+	// names.
+	Link(ctx context.Context, c chunkfs.Caller, oldpath, newpath string) (*chunkfs.FileInfo, error)
 	// SetAttr changes the attributes set in a, atomically.
 	SetAttr(ctx context.Context, c chunkfs.Caller, path string, a SetAttr) (*chunkfs.FileInfo, error)
 	// Mknod makes a fifo, a socket or a device node of number dev (the

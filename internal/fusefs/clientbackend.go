@@ -330,6 +330,20 @@ func (b *ClientBackend) Rename(ctx context.Context, caller chunkfs.Caller, src, 
 	return nil
 }
 
+// Link makes a hard link and describes the file under its new name.
+func (b *ClientBackend) Link(ctx context.Context, caller chunkfs.Caller, oldpath, newpath string) (*chunkfs.FileInfo, error) {
+	c, err := b.client(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	defer b.seen(c)
+	if err := c.Link(ctx, oldpath, newpath); err != nil {
+		return nil, err
+	}
+	b.io.Forget(newpath)
+	return c.Stat(ctx, newpath)
+}
+
 // SetAttr applies a's changes one call at a time (mode, owner, times,
 // length) and describes the result.
 func (b *ClientBackend) SetAttr(ctx context.Context, caller chunkfs.Caller, path string, a SetAttr) (*chunkfs.FileInfo, error) {

@@ -66,11 +66,18 @@ func (b *memBackend) Stat(ctx context.Context, c chunkfs.Caller, p string) (*chu
 	return b.infoLocked(p, n), nil
 }
 
-// infoLocked describes node n at p, counting a directory's links as the
-// cluster does.
+// infoLocked describes node n at p, counting links as the cluster does:
+// a file's names (one node at several paths), a directory's
+// subdirectories.
 func (b *memBackend) infoLocked(p string, n *memNode) *chunkfs.FileInfo {
 	fi := n.fi
-	fi.Nlink = 1
+	fi.FileName = path.Base(p)
+	fi.Nlink = 0
+	for _, k := range b.nodes {
+		if k == n {
+			fi.Nlink++
+		}
+	}
 	if fi.IsDir() {
 		fi.Nlink = 2
 		for q, k := range b.nodes {
@@ -129,8 +136,7 @@ func (b *memBackend) Mkdir(ctx context.Context, c chunkfs.Caller, p string, perm
 	if err != nil {
 		return nil, err
 	}
-	fi := n.fi
-	return &fi, nil
+	return b.infoLocked(p, n), nil
 }
 
 func (b *memBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, error) {
@@ -149,8 +155,7 @@ func (b *memBackend) Create(ctx context.Context, c chunkfs.Caller, p string, per
 	if err != nil {
 		return nil, nil, err
 	}
-	fi := n.fi
-	return &memFile{b: b, path: p}, &fi, nil
+	return &memFile{b: b, path: p}, b.infoLocked(p, n), nil
 }
 
 func (b *memBackend) Open(ctx context.Context, c chunkfs.Caller, p string, write bool) (File, *chunkfs.FileInfo, error) {
@@ -163,8 +168,7 @@ func (b *memBackend) Open(ctx context.Context, c chunkfs.Caller, p string, write
 	if n.fi.IsDir() && write {
 		return nil, nil, chunkfs.E("open", p, chunkfs.KindIsDir, "")
 	}
-	fi := n.fi
-	return &memFile{b: b, path: p}, &fi, nil
+	return &memFile{b: b, path: p}, b.infoLocked(p, n), nil
 }
 
 func (b *memBackend) Remove(ctx context.Context, c chunkfs.Caller, p string) error {
@@ -178,7 +182,32 @@ func (b *memBackend) Remove(ctx context.Context, c chunkfs.Caller, p string) err
 		return chunkfs.E("remove", p, chunkfs.KindNotEmpty, "")
 	}
 	delete(b.nodes, p)
+	n.fi.CTime = time.Now() // its other names, if any, see it
 	return nil
+}
+
+func (b *memBackend) Link(ctx context.Context, c chunkfs.Caller, oldpath, newpath string) (*chunkfs.FileInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.getLocked("link", oldpath)
+	if err != nil {
+		return nil, err
+	}
+	parent, err := b.getLocked("link", path.Dir(newpath))
+	switch {
+	case err != nil:
+		return nil, err
+	case !parent.fi.IsDir():
+		return nil, chunkfs.E("link", newpath, chunkfs.KindNotDir, "")
+	case b.nodes[newpath] != nil:
+		return nil, chunkfs.E("link", newpath, chunkfs.KindExist, "")
+	case n.fi.IsDir():
+		return nil, chunkfs.E("link", oldpath, chunkfs.KindPermission, "a directory")
+	}
+	b.nodes[newpath] = n
+	now := time.Now()
+	n.fi.CTime, parent.fi.MTime = now, now
+	return b.infoLocked(newpath, n), nil
 }
 
 func (b *memBackend) hasChildrenLocked(p string) bool {
@@ -196,6 +225,9 @@ func (b *memBackend) Rename(ctx context.Context, c chunkfs.Caller, src, dst stri
 	n, err := b.getLocked("rename", src)
 	if err != nil {
 		return err
+	}
+	if b.nodes[dst] == n {
+		return nil // one file's two names: rename(2) does nothing
 	}
 	if strings.HasPrefix(dst, src+"/") {
 		return chunkfs.E("rename", src, chunkfs.KindInvalid, "into itself")
@@ -287,8 +319,7 @@ func (b *memBackend) SetAttr(ctx context.Context, c chunkfs.Caller, p string, a 
 		n.resize(*a.Size)
 	}
 	n.fi.CTime = time.Now()
-	fi := n.fi
-	return &fi, nil
+	return b.infoLocked(p, n), nil
 }
 
 func (n *memNode) resize(size int64) {
@@ -309,8 +340,7 @@ func (b *memBackend) Symlink(ctx context.Context, c chunkfs.Caller, target, p st
 		return nil, err
 	}
 	n.fi.Target = target
-	fi := n.fi
-	return &fi, nil
+	return b.infoLocked(p, n), nil
 }
 
 func (b *memBackend) Mknod(ctx context.Context, c chunkfs.Caller, p string, mode fs.FileMode, dev uint32) (*chunkfs.FileInfo, error) {
@@ -321,8 +351,7 @@ func (b *memBackend) Mknod(ctx context.Context, c chunkfs.Caller, p string, mode
 		return nil, err
 	}
 	n.fi.Rdev = dev
-	fi := n.fi
-	return &fi, nil
+	return b.infoLocked(p, n), nil
 }
 
 func (b *memBackend) Readlink(ctx context.Context, c chunkfs.Caller, p string) (string, error) {

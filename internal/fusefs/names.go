@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // An open file lives through its inode whatever happens to its name. The
@@ -22,9 +23,12 @@ import (
 //     the source to its new path (File.Moved), with no I/O running
 //     meanwhile;
 //   - an unlink, or a rename over the name, of a file this mount has open
-//     renames it to a hidden name in the same directory instead (NFS's
-//     "silly rename": .fuse_hidden<inode><n>), and the last release of
-//     the file removes that name. fstat reports nlink 0 meanwhile.
+//     through that name renames it to a hidden name in the same directory
+//     instead (NFS's "silly rename": .fuse_hidden<inode><n>), and the last
+//     release of the file removes that name. fstat reports nlink 0
+//     meanwhile, or the number of its other names (hard links). A file
+//     open only through other names keeps them and loses this one; one
+//     hidden already moves the open files of this name to its hidden one.
 //
 // Another mount's unlink still takes the data away: only the master could
 // keep an inode alive for every mount's open descriptors.
@@ -44,10 +48,36 @@ type names struct {
 	// open holds the nodes with open handles, and hidden nodes until
 	// their hidden name is removed.
 	open map[*node]struct{}
-	seq  atomic.Uint32 // numbers hidden names
+	// hiddenIno holds the inode numbers of hidden nodes, for the link
+	// counts of the other names a hidden file may have (hard links).
+	hiddenIno map[uint64]bool
+	seq       atomic.Uint32 // numbers hidden names
 }
 
-func newNames() *names { return &names{open: map[*node]struct{}{}} }
+func newNames() *names { return &names{open: map[*node]struct{}{}, hiddenIno: map[uint64]bool{}} }
+
+// hid records whether inode ino has a hidden name.
+func (s *names) hid(ino uint64, hidden bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if hidden {
+		s.hiddenIno[ino] = true
+	} else {
+		delete(s.hiddenIno, ino)
+	}
+}
+
+// links leaves a hidden name out of the link count of a: a file unlinked
+// while open has 0 links, as POSIX says, or as many as its other names.
+// The cluster counts the hidden name, which is no name of the user's.
+func (s *names) links(a *fuse.Attr) {
+	s.mu.Lock()
+	hidden := s.hiddenIno[a.Ino]
+	s.mu.Unlock()
+	if hidden && a.Nlink > 0 {
+		a.Nlink--
+	}
+}
 
 // opened and closed count nodes with open handles in or out.
 func (s *names) opened(n *node) {
@@ -160,6 +190,37 @@ func (n *node) setHidden(p string) {
 	}
 	n.mu.Unlock()
 	n.hidden.Store(&p)
+	n.m.names.hid(n.StableAttr().Ino, true)
+}
+
+// names reports whether an open file of n names path p.
+func (n *node) names(p string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for h := range n.handles {
+		if h.name == p {
+			return true
+		}
+	}
+	return false
+}
+
+// spare readies the removal of name from n (an unlink, or a rename over
+// it), which names c, open on this mount: c's open files that name that
+// path must name another of c's first. With none, c keeps the names its
+// open files name (hard links) and nothing is done; when c is hidden
+// already, they move to its hidden name; otherwise the name becomes a
+// hidden one (hide), and spare reports it made the removal itself. The
+// names' io is held.
+func (n *node) spare(ctx context.Context, caller chunkfs.Caller, name string, c *node) (hid bool, err error) {
+	p := n.child(name)
+	switch hp := c.hidden.Load(); {
+	case !c.names(p):
+		return false, nil
+	case hp != nil:
+		return false, n.m.names.moved(move{p, *hp})
+	}
+	return true, n.hide(ctx, caller, name, c)
 }
 
 // isOpen reports whether the mount has n open.
@@ -224,7 +285,9 @@ func (s *names) awaitHidden(ctx context.Context, dir string) bool {
 	var gone []chan struct{}
 	for _, n := range hidden {
 		n.mu.Lock()
-		gone = append(gone, n.gone)
+		if n.gone != nil { // nil: its name went meanwhile
+			gone = append(gone, n.gone)
+		}
 		n.mu.Unlock()
 	}
 	if len(gone) == 0 {
@@ -244,7 +307,9 @@ func (s *names) awaitHidden(ctx context.Context, dir string) bool {
 
 // unhide removes n's hidden name at its last release, and then stops
 // counting n as open: until then a rename of its directory re-points the
-// hidden name. The names' io is held shared meanwhile, so no rename runs
+// hidden name, and an rmdir waits for it. A file with other names (hard
+// links) is named by them again from the moment its hidden name starts
+// to go. The names' io is held shared meanwhile, so no rename runs
 // between the look at the name and its removal.
 func (n *node) unhide(ctx context.Context) {
 	if n.hidden.Load() == nil {
@@ -252,17 +317,27 @@ func (n *node) unhide(ctx context.Context) {
 	}
 	n.m.names.io.RLock()
 	defer n.m.names.io.RUnlock()
-	if n.isOpen() {
-		return // opened again (through /proc/PID/fd): a later release
-	}
+	n.mu.Lock()
 	hp := n.hidden.Load()
+	if hp == nil || len(n.handles) > 0 {
+		n.mu.Unlock()
+		return // opened again (through /proc/PID/fd or another name): a later release
+	}
+	n.unhiding.Store(true)
+	n.mu.Unlock()
 	if err := n.m.b.Remove(ctx, chunkfs.Root, *hp); err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
 		n.m.log.Warn("remove hidden file", "path", *hp, "err", err)
 	}
 	n.mu.Lock()
+	n.hidden.Store(nil)
+	n.unhiding.Store(false)
+	n.m.names.hid(n.StableAttr().Ino, false)
 	if len(n.handles) == 0 {
 		n.m.names.closed(n)
-		n.goneOnce.Do(func() { close(n.gone) })
+	}
+	if n.gone != nil {
+		close(n.gone)
+		n.gone = nil
 	}
 	n.mu.Unlock()
 }

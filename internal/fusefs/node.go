@@ -58,10 +58,12 @@ type node struct {
 	gen     uint64                 // bumped by every write or truncate through this mount
 	written atomic.Bool            // written since the last close recorded the version
 	hidden  atomic.Pointer[string] // the hidden path of a file unlinked while open
+	// unhiding is set while the hidden name is being removed: the file's
+	// other names (hard links), if any, name it meanwhile.
+	unhiding atomic.Bool
 	// gone is closed once a hidden node's name is removed (made by
-	// setHidden under mu, closed once).
-	gone     chan struct{}
-	goneOnce sync.Once
+	// setHidden under mu, closed and cleared by unhide under mu).
+	gone chan struct{}
 }
 
 // version identifies the contents of a file for io-cache: unchanged size
@@ -80,7 +82,7 @@ func (m *mount) newNode() *node { return &node{m: m, handles: map[*handle]struct
 
 // path returns the node's absolute path in the cluster.
 func (n *node) path() string {
-	if hp := n.hidden.Load(); hp != nil {
+	if hp := n.hidden.Load(); hp != nil && !n.unhiding.Load() {
 		return *hp
 	}
 	return "/" + n.Path(nil)
@@ -101,6 +103,7 @@ func (n *node) checkChild(name string) syscall.Errno {
 // entry fills out for fi and returns the child inode of n named by fi.
 func (n *node) entry(ctx context.Context, fi *chunkfs.FileInfo, out *fuse.EntryOut) *gofs.Inode {
 	fillAttr(fi, &out.Attr)
+	n.m.names.links(&out.Attr) // another name of a file hidden while open
 	out.SetEntryTimeout(n.m.cfg.EntryTimeout)
 	out.SetAttrTimeout(n.m.cfg.AttrTimeout)
 	st := gofs.StableAttr{Mode: out.Attr.Mode & syscall.S_IFMT, Ino: fi.Inode}
@@ -162,9 +165,7 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 	}
 	n.sawAttr(fi)
 	fillAttr(fi, &out.Attr)
-	if n.hidden.Load() != nil {
-		out.Attr.Nlink = 0 // unlinked while open
-	}
+	n.m.names.links(&out.Attr)
 	out.SetTimeout(n.m.cfg.AttrTimeout)
 	return 0
 }
@@ -204,6 +205,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	}
 	n.sawAttr(fi)
 	fillAttr(fi, &out.Attr)
+	n.m.names.links(&out.Attr)
 	out.SetTimeout(n.m.cfg.AttrTimeout)
 	return 0
 }
@@ -297,8 +299,9 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 var _ = (gofs.NodeUnlinker)((*node)(nil))
 
 // Unlink removes a file or symbolic link; the kernel has checked it is not
-// a directory. A file this mount has open gets a hidden name instead, kept
-// until its last release (names.go).
+// a directory. A file this mount has open through that name gets a hidden
+// name instead, kept until its last release, unless it has one already
+// (names.go, spare).
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if n.openChild(name) != nil {
 		cctx, cancel := n.m.mutation(ctx)
@@ -306,7 +309,10 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 		n.m.names.io.Lock()
 		defer n.m.names.io.Unlock()
 		if c := n.openChild(name); c != nil {
-			return errno(n.hide(cctx, callerOf(ctx), name, c))
+			hid, err := n.spare(cctx, callerOf(ctx), name, c)
+			if err != nil || hid {
+				return errno(err)
+			}
 		}
 	}
 	return n.remove(ctx, name)
@@ -351,10 +357,13 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	defer n.m.names.io.Unlock()
 	var hidden *node
 	if c := np.openChild(newName); c != nil && how == RenameReplace && c != n.openChild(name) {
-		if err := np.hide(cctx, caller, newName, c); err != nil {
+		hid, err := np.spare(cctx, caller, newName, c)
+		if err != nil {
 			return errno(err)
 		}
-		hidden = c
+		if hid {
+			hidden = c
+		}
 	}
 	if err := n.m.b.Rename(cctx, caller, src, dst, how); err != nil {
 		if hidden != nil {
@@ -392,6 +401,7 @@ func (n *node) unhideBack(ctx context.Context, caller chunkfs.Caller, name strin
 		return
 	}
 	c.hidden.Store(nil)
+	n.m.names.hid(c.StableAttr().Ino, false)
 	if err := n.m.names.moved(move{*hp, dst}); err != nil {
 		n.m.log.Warn("rename hidden file back", "path", dst, "err", err)
 	}
@@ -431,10 +441,33 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 var _ = (gofs.NodeLinker)((*node)(nil))
 
-// Link fails: chunkfs has no hard links. EPERM is what link(2) returns on
-// a file system that does not support them.
+// Link gives target the further name name in n, a hard link (the kernel
+// refuses directories and files with no name left itself). The new entry
+// is target's own inode, so that both names share one page cache, one
+// set of open files and one lock table entry.
 func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EPERM
+	if e := n.checkChild(name); e != 0 {
+		return nil, e
+	}
+	tn, ok := target.(*node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
+	cctx, cancel := n.m.mutation(ctx)
+	defer cancel()
+	fi, err := n.m.b.Link(cctx, callerOf(ctx), tn.path(), n.child(name))
+	if chunkfs.KindOf(err) == chunkfs.KindTooLarge {
+		return nil, syscall.EMLINK // the most names an inode may have (namespace.MaxLinks)
+	}
+	if err != nil {
+		return nil, errno(err)
+	}
+	tn.sawAttr(fi)
+	fillAttr(fi, &out.Attr)
+	n.m.names.links(&out.Attr)
+	out.SetEntryTimeout(n.m.cfg.EntryTimeout)
+	out.SetAttrTimeout(n.m.cfg.AttrTimeout)
+	return tn.EmbeddedInode(), 0
 }
 
 var _ = (gofs.NodeMknoder)((*node)(nil))

@@ -52,21 +52,23 @@ var posixCases = map[string]func(t *testing.T, dir string){
 	"DeviceNodes":          testDeviceNodes,
 	"Xattrs":               testXattrs,
 	"Fallocate":            testFallocate,
+	"HardLinks":            testHardLinks,
+	"HardLinkOpenFile":     testHardLinkOpenFile,
 }
 
 // goFusePosix lists the cases of go-fuse's posixtest suite chunkfs must
-// pass. Left out: hard links (Link, LinkUnlinkRename) and lseek of holes
-// (not supported: they fail with a clear errno), and FcntlFlockLocksFile,
-// which expects two descriptors of one process to conflict, as the
-// loopback's open-file-description locks do (POSIX locks of one process
-// never conflict; TestLocksAcrossMounts checks conflicts across mounts).
+// pass. Left out: lseek of holes (not supported: it fails with a clear
+// errno), and FcntlFlockLocksFile, which expects two descriptors of one
+// process to conflict, as the loopback's open-file-description locks do
+// (POSIX locks of one process never conflict; TestLocksAcrossMounts
+// checks conflicts across mounts).
 var goFusePosix = []string{
 	"AppendWrite", "DirSeek", "FdLeak", "FileBasic", "FileLarge", "FstatDeleted",
 	"MkdirRmdir", "NlinkZero", "OpenAt", "ParallelFileOpen", "ReadDirBasic",
 	"ReadDirConsistency", "RenameOpenDir", "RenameOverwriteDestExist",
 	"RenameOverwriteDestNoExist", "SetattrSymlink", "SymlinkReadlink",
 	"TruncateFile", "TruncateNoFile", "XAttr", "XAttrLarge", "Fallocate",
-	"FcntlFlockSetLk",
+	"FcntlFlockSetLk", "Link", "LinkUnlinkRename",
 }
 
 // runPOSIX runs both suites on the mount at mnt.
@@ -340,7 +342,6 @@ func testErrnos(t *testing.T, dir string) {
 func testUnsupported(t *testing.T, dir string) {
 	f := filepath.Join(dir, "file")
 	writeFile(t, f, []byte("x"))
-	wantErrno(t, "link", os.Link(f, filepath.Join(dir, "hard")), syscall.EPERM)
 	wantErrno(t, "setxattr system.", unix.Setxattr(f, "system.chunkfs", []byte("v"), 0), syscall.ENOTSUP)
 	if err := syscall.Mknod(filepath.Join(dir, "regular"), syscall.S_IFREG|0o600, 0); err != nil {
 		t.Errorf("mknod of a regular file: %v", err)

@@ -55,6 +55,8 @@ func TestAuthorize(t *testing.T) {
 		{"client of the superuser group", secure, id(adminID), "Stat", nil, &chunkfs.Caller{UID: 1005, GIDs: []uint32{1005, 7}, Super: true}},
 		{"client of uid 0", secure, id(rootID), "Stat", claim(0, 0), &chunkfs.Caller{UID: 0, GIDs: []uint32{0}, Super: true}},
 		{"proxy mount acts for its user", secure, id(proxyID), "Create", claim(1001, 101), claim(1001, 101)},
+		{"proxy mount links for its user", secure, id(proxyID), "Link", claim(1001, 101), claim(1001, 101)},
+		{"client links as itself", secure, id(aliceID), "Link", claim(1000, 100), claim(1000, 100, 102)},
 		{"proxy mount acts for root", secure, id(proxyID), "Stat", claim(0, 0), &chunkfs.Caller{UID: 0, GIDs: []uint32{0}, Super: true}},
 		{"proxy mount claiming nothing", secure, id(proxyID), "Stat", nil, claim(1002, 1002)},
 		{"mount without proxy is a client", secure, id(mountID), "Stat", claim(1001, 101), nil},

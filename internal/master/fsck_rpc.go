@@ -39,7 +39,7 @@ func (m *Master) Fsck(ctx context.Context, req *pb.FsckRequest) (*pb.FsckRespons
 		if fi, err = ns.Stat(c, req.Path); err != nil {
 			return
 		}
-		f := fsckWalk{m: m, ns: ns, c: c, resp: resp, limit: limit}
+		f := fsckWalk{m: m, ns: ns, c: c, resp: resp, limit: limit, links: map[uint64]bool{}}
 		err = f.visit(req.Path, fi)
 	})
 	if err != nil {
@@ -56,6 +56,7 @@ type fsckWalk struct {
 	c     chunkfs.Caller
 	resp  *pb.FsckResponse
 	limit int64
+	links map[uint64]bool // files with several names, checked at the first
 }
 
 func (f *fsckWalk) visit(p string, fi chunkfs.FileInfo) error {
@@ -65,7 +66,12 @@ func (f *fsckWalk) visit(p string, fi chunkfs.FileInfo) error {
 		return nil
 	case fi.IsDir():
 		return f.dir(p)
+	case fi.Mode().IsRegular() && fi.Nlink > 1 && f.links[fi.Inode]:
+		return nil // a hard link of a file checked under another name
 	case fi.Mode().IsRegular():
+		if fi.Nlink > 1 {
+			f.links[fi.Inode] = true
+		}
 		return f.file(p, fi)
 	}
 	return nil

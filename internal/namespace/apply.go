@@ -57,6 +57,8 @@ func (ns *Namespace) Apply(c *Command) Result {
 		r = ns.removeXattr(c)
 	case OpDecommission, OpRecommission:
 		r = ns.decommission(c)
+	case OpLink:
+		r = ns.link(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}
@@ -88,13 +90,13 @@ func (ns *Namespace) init(c *Command) Result {
 	}
 	ns.chunkSize, ns.defaultRepl = c.Length, uint8(c.Replication)
 	ns.root.mtime, ns.root.atime, ns.root.ctime = c.Time, c.Time, c.Time
-	return Result{Info: ns.root.info()}
+	return Result{Info: ns.root.info("/")}
 }
 
 // newInode makes an inode named name in dir for caller c, owned by c, with
 // the group of dir when dir is setgid and c's primary group otherwise.
 func (ns *Namespace) newInode(c *Command, dir *inode, name string, mode fs.FileMode) *inode {
-	n := &inode{name: name, ino: ns.nextInode, mode: mode, uid: c.Caller.UID, gid: primaryGID(&c.Caller)}
+	n := &inode{ino: ns.nextInode, mode: mode, uid: c.Caller.UID, gid: primaryGID(&c.Caller)}
 	ns.nextInode++
 	if dir.mode&fs.ModeSetgid != 0 {
 		n.gid = dir.gid
@@ -108,34 +110,33 @@ func (ns *Namespace) newInode(c *Command, dir *inode, name string, mode fs.FileM
 	if n.isDir() || n.isSymlink() {
 		n.ext = &ext{}
 	}
-	ns.link(dir, n, c.Time)
-	return n
-}
-
-// link inserts n into dir and counts it.
-func (ns *Namespace) link(dir, n *inode, now int64) {
-	n.parent = dir
-	dir.ext.kids.insert(n)
-	dir.mtime, dir.ctime = now, now
 	if n.isDir() {
 		ns.dirs++
 	} else {
 		ns.files++
-		ns.bytes += n.length
+	}
+	ns.attach(dir, name, n, c.Time)
+	return n
+}
+
+// attach adds the entry name → n to dir.
+func (ns *Namespace) attach(dir *inode, name string, n *inode, now int64) {
+	dir.ext.kids.insert(name, n)
+	dir.mtime, dir.ctime = now, now
+	n.nlink++
+	if n.isDir() {
+		n.ext.parent = dir
 	}
 }
 
-// unlink removes n from its directory and uncounts it (not its subtree).
-func (ns *Namespace) unlink(n *inode, now int64) {
-	dir := n.parent
-	dir.ext.kids.remove(n.name)
+// detach removes the entry name, which names n, from dir. n lives on
+// whatever its link count; the caller frees it (drop) when it should.
+func (ns *Namespace) detach(dir *inode, name string, n *inode, now int64) {
+	dir.ext.kids.remove(name)
 	dir.mtime, dir.ctime = now, now
-	n.parent = nil
+	n.nlink--
 	if n.isDir() {
-		ns.dirs--
-	} else {
-		ns.files--
-		ns.bytes -= n.length
+		n.ext.parent = nil
 	}
 }
 
@@ -148,7 +149,7 @@ func (ns *Namespace) mkdir(c *Command) Result {
 	}
 	if err == nil && n != nil {
 		if c.Flags&FlagParents != 0 && n.isDir() {
-			return Result{Info: n.info()}
+			return Result{Info: n.info(base(p))}
 		}
 		return fail(op, p, chunkfs.KindExist, "")
 	}
@@ -156,9 +157,9 @@ func (ns *Namespace) mkdir(c *Command) Result {
 		if !may(&c.Caller, parent, accessWrite|accessExec) {
 			return fail(op, p, chunkfs.KindPermission, "")
 		}
-		_, name := split(p)
+		name := base(p)
 		n = ns.newInode(c, parent, name, fs.ModeDir|permBits(c.Mode))
-		return Result{Info: n.info(), Created: true}
+		return Result{Info: n.info(name), Created: true}
 	}
 	return ns.mkdirParents(c)
 }
@@ -202,7 +203,7 @@ func (ns *Namespace) makeChain(c *Command, dir *inode, rest string) Result {
 		}
 		next := ns.newInode(c, dir, name, mode)
 		if !more {
-			return Result{Info: next.info(), Created: true}
+			return Result{Info: next.info(name), Created: true}
 		}
 		dir, rest = next, tail
 	}
@@ -238,7 +239,7 @@ func (ns *Namespace) create(c *Command) Result {
 		// device on every machine that mounts the cluster with devices.
 		return Result{Err: permission(op, p, "only the superuser may make a device node")}
 	}
-	_, name := split(p)
+	name := base(p)
 	mode := permBits(c.Mode) | fs.FileMode(c.Mode)&specialTypes
 	if c.Target != "" {
 		mode = fs.ModeSymlink | 0o777
@@ -254,7 +255,7 @@ func (ns *Namespace) create(c *Command) Result {
 	case !n.isSpecial():
 		n.repl = ns.replication(c.Replication)
 	}
-	return Result{Info: n.info(), Created: true}
+	return Result{Info: n.info(name), Created: true}
 }
 
 // checkNewFile validates a create command's arguments.
@@ -300,12 +301,12 @@ func (ns *Namespace) createExisting(c *Command, n *inode) Result {
 	case n.isDir():
 		return fail(op, c.Path, chunkfs.KindIsDir, "")
 	case c.Flags&FlagTruncate == 0 || n.isSymlink():
-		return Result{Info: n.info()}
+		return Result{Info: n.info(base(c.Path))}
 	case !may(&c.Caller, n, accessWrite):
 		return fail(op, c.Path, chunkfs.KindPermission, "")
 	}
 	r := Result{Garbage: ns.truncate(n, 0, c.Time)}
-	r.Info = n.info()
+	r.Info = n.info(base(c.Path))
 	return r
 }
 
@@ -365,7 +366,7 @@ func (ns *Namespace) commitLength(c *Command) Result {
 	if c.Flags&FlagTouch != 0 {
 		n.mtime, n.ctime = c.Time, c.Time
 	}
-	return Result{Info: n.info()}
+	return Result{Info: n.info(base(c.Path))}
 }
 
 // writable resolves c.Path to a regular file c may write in an initialised
@@ -404,7 +405,7 @@ func (ns *Namespace) allocChunk(c *Command) Result {
 	}
 	if i < int64(len(n.chunks)) && n.chunks[i].handle != 0 {
 		r := n.chunks[i]
-		return Result{Info: n.info(), Chunk: Chunk{Index: i, Handle: r.handle, Version: r.version}}
+		return Result{Info: n.info(base(c.Path)), Chunk: Chunk{Index: i, Handle: r.handle, Version: r.version}}
 	}
 	h := ns.nextHandle
 	ns.nextHandle++
@@ -413,7 +414,7 @@ func (ns *Namespace) allocChunk(c *Command) Result {
 	}
 	n.chunks[i] = chunkRef{handle: h, version: 1}
 	ns.handles.set(h, n)
-	return Result{Info: n.info(), Chunk: Chunk{Index: i, Handle: h, Version: 1}, Allocated: true}
+	return Result{Info: n.info(base(c.Path)), Chunk: Chunk{Index: i, Handle: h, Version: 1}, Allocated: true}
 }
 
 func (ns *Namespace) bumpVersion(c *Command) Result {

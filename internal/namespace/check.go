@@ -7,18 +7,26 @@ import (
 )
 
 // Check verifies the namespace's invariants and returns the first violation:
-// tree links, sorted unique names, unique inode numbers below the counter,
-// per-type fields, every chunk held by exactly one file and indexed, handles
-// below the counter, versions at least 1, and the summary counts. Tests run
-// it after every case; `chunkfs admin fsck` can run it too.
+// tree links (every directory named once, by the directory it names as its
+// parent), sorted unique names, unique inode numbers below the counter,
+// link counts (a non-directory named by as many entries as its count, an
+// inode with several names the same inode under each), per-type fields,
+// every chunk held by exactly one file and indexed, handles below the
+// counter, versions at least 1, and the summary counts. Tests run it after
+// every case; `chunkfs admin fsck` can run it too.
 func (ns *Namespace) Check() error {
-	c := &checker{ns: ns, inodes: newInodeSet(ns.nextInode, ns.files+ns.dirs)}
-	if ns.root.parent != nil || ns.root.ino != RootInode || !ns.root.isDir() {
+	c := &checker{ns: ns, inodes: newInodeSet(ns.nextInode, ns.files+ns.dirs), links: map[*inode]uint32{}}
+	if ns.root.ino != RootInode || !ns.root.isDir() || ns.root.ext == nil || ns.root.ext.parent != nil || ns.root.nlink != 0 {
 		return fmt.Errorf("namespace: bad root")
 	}
 	c.node(ns.root, "/")
 	if c.err != nil {
 		return c.err
+	}
+	for n, seen := range c.links {
+		if seen != n.nlink {
+			return fmt.Errorf("namespace: inode %d has %d names, counts %d", n.ino, seen, n.nlink)
+		}
 	}
 	got := Counts{Files: c.files, Dirs: c.dirs, Chunks: c.chunks, Bytes: c.bytes}
 	want := ns.Counts()
@@ -31,6 +39,7 @@ func (ns *Namespace) Check() error {
 type checker struct {
 	ns                         *Namespace
 	inodes                     inodeSet
+	links                      map[*inode]uint32 // entries seen naming each inode with several names
 	files, dirs, bytes, chunks int64
 	err                        error
 }
@@ -72,9 +81,31 @@ func (c *checker) fail(p, format string, args ...any) {
 	}
 }
 
+// entry checks an entry of a directory naming n at p: an inode with
+// several names is checked at its first.
+func (c *checker) entry(n *inode, p string) {
+	switch {
+	case n.nlink == 0:
+		c.fail(p, "inode %d has a name but a link count of 0", n.ino)
+	case n.isDir() && n.nlink != 1:
+		c.fail(p, "directory with a link count of %d", n.nlink)
+	case n.nlink > MaxLinks:
+		c.fail(p, "link count %d above the limit", n.nlink)
+	case n.nlink > 1:
+		c.links[n]++
+		if c.links[n] > 1 {
+			return // checked at its first name
+		}
+	}
+	c.node(n, p)
+}
+
 func (c *checker) node(n *inode, p string) {
 	if n.ino == 0 || n.ino >= c.ns.nextInode || !c.inodes.add(n.ino) {
 		c.fail(p, "inode number %d reused or out of range", n.ino)
+	}
+	if !n.isDir() && n.ext != nil && n.ext.parent != nil {
+		c.fail(p, "a non-directory with a parent")
 	}
 	c.xattrs(n, p)
 	switch {
@@ -109,19 +140,20 @@ func (c *checker) dir(n *inode, p string) {
 		if len(blk) == 0 {
 			c.fail(p, "empty block")
 		}
-		for _, k := range blk {
+		for _, e := range blk {
 			count++
-			if k.name <= prev || pathProblem("/"+k.name) != "" {
-				c.fail(p, "entry %q unsorted or invalid", k.name)
+			if e.name <= prev || pathProblem("/"+e.name) != "" {
+				c.fail(p, "entry %q unsorted or invalid", e.name)
 			}
-			if k.parent != n {
-				c.fail(p, "entry %q has a wrong parent", k.name)
+			if e.n == nil || e.n.isDir() && (e.n.ext == nil || e.n.ext.parent != n) {
+				c.fail(p, "entry %q has no inode or a wrong parent", e.name)
+				return
 			}
-			prev = k.name
-			if k.isDir() {
+			prev = e.name
+			if e.n.isDir() {
 				dirs++
 			}
-			c.node(k, join(p, k.name))
+			c.entry(e.n, join(p, e.name))
 			if c.err != nil {
 				return
 			}

@@ -4,14 +4,20 @@ import "sort"
 
 // maxBlock is the most entries a block of a children list holds before it
 // splits. Blocks keep inserts into million-entry directories cheap (no
-// memmove of the whole list) while costing one pointer per entry.
+// memmove of the whole list) at little cost beyond the entries.
 const maxBlock = 512
+
+// dirent is one directory entry: a name and the inode it names.
+type dirent struct {
+	name string
+	n    *inode
+}
 
 // children is a directory's entries sorted by name, in blocks: each block is
 // sorted, blocks are in order, and no block is empty. It counts the
 // entries that are directories, for the directory's link count.
 type children struct {
-	blocks [][]*inode
+	blocks [][]dirent
 	n      int
 	dirs   int
 }
@@ -55,26 +61,27 @@ func (c *children) find(name string) (b, i int, ok bool) {
 	return b, i, i < len(blk) && blk[i].name == name
 }
 
-// get returns the entry named name, or nil.
+// get returns the inode named name, or nil.
 func (c *children) get(name string) *inode {
 	b, i, ok := c.find(name)
 	if !ok {
 		return nil
 	}
-	return c.blocks[b][i]
+	return c.blocks[b][i].n
 }
 
-// insert adds n, which must not be present.
-func (c *children) insert(n *inode) {
+// insert adds the entry name → n; name must not be present.
+func (c *children) insert(name string, n *inode) {
 	c.counted(n, 1)
+	e := dirent{name: name, n: n}
 	if len(c.blocks) == 0 {
-		c.blocks = [][]*inode{{n}}
+		c.blocks = [][]dirent{{e}}
 		return
 	}
-	b, i, _ := c.find(n.name)
-	blk := append(c.blocks[b], nil)
+	b, i, _ := c.find(name)
+	blk := append(c.blocks[b], dirent{})
 	copy(blk[i+1:], blk[i:])
-	blk[i] = n
+	blk[i] = e
 	c.blocks[b] = blk
 	if len(blk) > maxBlock {
 		c.split(b)
@@ -85,8 +92,8 @@ func (c *children) insert(n *inode) {
 func (c *children) split(b int) {
 	blk := c.blocks[b]
 	half := len(blk) / 2
-	lo := append(make([]*inode, 0, half+half/4), blk[:half]...)
-	hi := append(make([]*inode, 0, len(blk)-half+half/4), blk[half:]...)
+	lo := append(make([]dirent, 0, half+half/4), blk[:half]...)
+	hi := append(make([]dirent, 0, len(blk)-half+half/4), blk[half:]...)
 	c.blocks = append(c.blocks, nil)
 	copy(c.blocks[b+2:], c.blocks[b+1:])
 	c.blocks[b], c.blocks[b+1] = lo, hi
@@ -99,9 +106,9 @@ func (c *children) remove(name string) bool {
 		return false
 	}
 	blk := c.blocks[b]
-	c.counted(blk[i], -1)
+	c.counted(blk[i].n, -1)
 	copy(blk[i:], blk[i+1:])
-	blk[len(blk)-1] = nil
+	blk[len(blk)-1] = dirent{}
 	blk = blk[:len(blk)-1]
 	if len(blk) == 0 {
 		c.blocks = append(c.blocks[:b], c.blocks[b+1:]...)
@@ -113,7 +120,7 @@ func (c *children) remove(name string) bool {
 
 // after calls fn for each entry whose name sorts after name (all entries
 // when name is empty), in order, until fn returns false.
-func (c *children) after(name string, fn func(*inode) bool) {
+func (c *children) after(name string, fn func(name string, n *inode) bool) {
 	b, i := 0, 0
 	if name != "" && len(c.blocks) > 0 {
 		var ok bool
@@ -123,8 +130,8 @@ func (c *children) after(name string, fn func(*inode) bool) {
 		}
 	}
 	for ; b < len(c.blocks); b, i = b+1, 0 {
-		for _, n := range c.blocks[b][i:] {
-			if !fn(n) {
+		for _, e := range c.blocks[b][i:] {
+			if !fn(e.name, e.n) {
 				return
 			}
 		}
@@ -132,18 +139,19 @@ func (c *children) after(name string, fn func(*inode) bool) {
 }
 
 // all calls fn for every entry in order until it returns false.
-func (c *children) all(fn func(*inode) bool) { c.after("", fn) }
+func (c *children) all(fn func(name string, n *inode) bool) { c.after("", fn) }
 
-// appendSorted adds n after every entry; its name must sort after them all.
-// Restoring a snapshot builds lists this way, in full blocks.
-func (c *children) appendSorted(n *inode) {
+// appendSorted adds the entry name → n after every entry; name must sort
+// after them all. Restoring a snapshot builds lists this way, in full
+// blocks.
+func (c *children) appendSorted(name string, n *inode) {
 	c.counted(n, 1)
 	last := len(c.blocks) - 1
 	if last < 0 || len(c.blocks[last]) >= maxBlock/2 {
-		c.blocks = append(c.blocks, make([]*inode, 0, maxBlock/2))
+		c.blocks = append(c.blocks, make([]dirent, 0, maxBlock/2))
 		last++
 	}
-	c.blocks[last] = append(c.blocks[last], n)
+	c.blocks[last] = append(c.blocks[last], dirent{name: name, n: n})
 }
 
 // lastName returns the greatest name, or "" when empty.

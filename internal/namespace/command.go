@@ -28,6 +28,7 @@ const (
 	OpRemoveXattr                // Path, Target = name
 	OpDecommission               // Path = chunkserver ID: drain it (servers.go)
 	OpRecommission               // Path = chunkserver ID: stop draining it
+	OpLink                       // Path → Target: a new name for an existing non-directory
 	opEnd
 )
 
@@ -38,6 +39,7 @@ var opNames = [...]string{
 	OpLeaseHorizon: "lease horizon", OpSetVersion: "set version",
 	OpSetXattr: "setxattr", OpRemoveXattr: "removexattr",
 	OpDecommission: "decommission", OpRecommission: "recommission",
+	OpLink: "link",
 }
 
 func (o Op) String() string {

@@ -58,11 +58,11 @@ func (ns *Namespace) existing(op string, c *chunkfs.Caller, p string) (parent, n
 	return parent, n, err
 }
 
-// info describes n.
-func (n *inode) info() chunkfs.FileInfo {
+// info describes n, named name.
+func (n *inode) info(name string) chunkfs.FileInfo {
 	fi := chunkfs.FileInfo{
 		Inode:       n.ino,
-		FileName:    n.name,
+		FileName:    name,
 		Length:      n.length,
 		FileMode:    n.mode,
 		UID:         n.uid,
@@ -72,13 +72,10 @@ func (n *inode) info() chunkfs.FileInfo {
 		CTime:       time.Unix(0, n.ctime),
 		Replication: int(n.repl),
 		Chunks:      int64(len(n.chunks)),
-		Nlink:       1,
+		Nlink:       n.nlink,
 	}
 	if n.isDir() {
 		fi.Nlink = 2 + uint32(n.ext.kids.Dirs())
-	}
-	if n.parent == nil {
-		fi.FileName = "/"
 	}
 	if n.isSymlink() {
 		fi.Target = n.ext.target
@@ -96,7 +93,7 @@ func (ns *Namespace) Stat(c chunkfs.Caller, p string) (chunkfs.FileInfo, error) 
 	if err != nil {
 		return chunkfs.FileInfo{}, err
 	}
-	return n.info(), nil
+	return n.info(base(p)), nil
 }
 
 // List returns up to limit entries of directory p whose names sort after
@@ -119,12 +116,12 @@ func (ns *Namespace) List(c chunkfs.Caller, p, after string, limit int) ([]chunk
 	}
 	var out []chunkfs.FileInfo
 	more := false
-	n.ext.kids.after(after, func(k *inode) bool {
+	n.ext.kids.after(after, func(name string, k *inode) bool {
 		if len(out) == limit {
 			more = true
 			return false
 		}
-		out = append(out, k.info())
+		out = append(out, k.info(name))
 		return true
 	})
 	return out, more, nil
@@ -168,7 +165,7 @@ func (ns *Namespace) Chunks(c chunkfs.Caller, p string, first int64, count int, 
 			out = append(out, Chunk{Index: i, Handle: r.handle, Version: r.version})
 		}
 	}
-	return n.info(), out, nil
+	return n.info(base(p)), out, nil
 }
 
 // fileOnly requires n to be a regular file.
@@ -215,9 +212,10 @@ func (ns *Namespace) ChunkFile(h chunkfs.Handle) (index, length int64, repl int,
 }
 
 // EachChunk calls fn for every chunk with its version and its file's
-// replication, walking the tree in order.
+// replication, walking the tree in order (a file with several names at
+// its first).
 func (ns *Namespace) EachChunk(fn func(h chunkfs.Handle, v chunkfs.Version, repl int)) {
-	ns.root.walkTree(func(n *inode) {
+	ns.eachInode(func(n *inode) {
 		for _, r := range n.chunks {
 			if r.handle != 0 {
 				fn(r.handle, r.version, int(n.repl))
@@ -226,13 +224,28 @@ func (ns *Namespace) EachChunk(fn func(h chunkfs.Handle, v chunkfs.Version, repl
 	})
 }
 
-// walkTree calls fn for n and everything below it, parents first.
-func (n *inode) walkTree(fn func(*inode)) {
-	fn(n)
-	if n.isDir() {
-		n.ext.kids.all(func(k *inode) bool {
-			k.walkTree(fn)
-			return true
-		})
+// eachInode calls fn once for every inode, in tree order: parents first,
+// entries by name, an inode with several names at its first.
+func (ns *Namespace) eachInode(fn func(*inode)) {
+	var seen map[*inode]bool // inodes with several names, once visited
+	var walk func(n *inode)
+	walk = func(n *inode) {
+		if n.nlink > 1 {
+			if seen[n] {
+				return
+			}
+			if seen == nil {
+				seen = make(map[*inode]bool)
+			}
+			seen[n] = true
+		}
+		fn(n)
+		if n.isDir() {
+			n.ext.kids.all(func(_ string, k *inode) bool {
+				walk(k)
+				return true
+			})
+		}
 	}
+	walk(ns.root)
 }

@@ -30,20 +30,22 @@ func (ns *Namespace) rename(c *Command) Result {
 		return Result{Err: err}
 	}
 	if dn == sn {
-		return Result{Info: sn.info()}
+		// The same entry, or two hard links of one inode: as rename(2),
+		// nothing is done and both names stay.
+		return Result{Info: sn.info(base(src))}
 	}
 	if err := ns.checkRename(c, sp, sn, dp, dn); err != nil {
 		return Result{Err: err}
 	}
 	var r Result
+	name := base(dst)
 	if dn != nil {
-		r.Garbage = ns.removeTree(dn, c.Time)
+		r.Garbage = ns.removeTree(dp, name, dn, c.Time)
 	}
-	ns.unlink(sn, c.Time)
-	_, sn.name = split(dst)
+	ns.detach(sp, base(src), sn, c.Time)
 	sn.ctime = c.Time
-	ns.link(dp, sn, c.Time)
-	r.Info = sn.info()
+	ns.attach(dp, name, sn, c.Time)
+	r.Info = sn.info(name)
 	return r
 }
 
@@ -57,7 +59,7 @@ func (ns *Namespace) exchange(c *Command, sp, sn *inode) Result {
 		return Result{Err: err}
 	}
 	if dn == sn {
-		return Result{Info: sn.info()}
+		return Result{Info: sn.info(base(src))}
 	}
 	if dn.isDir() && isUnder(src, dst) {
 		return fail(op, dst, chunkfs.KindInvalid, "cannot exchange a directory with an entry below it: "+printable(src))
@@ -65,13 +67,13 @@ func (ns *Namespace) exchange(c *Command, sp, sn *inode) Result {
 	if !mayMove(&c.Caller, sp, sn, dp) || !mayMove(&c.Caller, dp, dn, sp) {
 		return fail(op, src, chunkfs.KindPermission, "")
 	}
-	ns.unlink(sn, c.Time)
-	ns.unlink(dn, c.Time)
-	sn.name, dn.name = dn.name, sn.name
+	sname, dname := base(src), base(dst)
+	ns.detach(sp, sname, sn, c.Time)
+	ns.detach(dp, dname, dn, c.Time)
 	sn.ctime, dn.ctime = c.Time, c.Time
-	ns.link(dp, sn, c.Time)
-	ns.link(sp, dn, c.Time)
-	return Result{Info: sn.info()}
+	ns.attach(dp, dname, sn, c.Time)
+	ns.attach(sp, sname, dn, c.Time)
+	return Result{Info: sn.info(dname)}
 }
 
 // mayMove reports whether c may move n out of directory from into
@@ -134,7 +136,7 @@ func (ns *Namespace) delete(c *Command) Result {
 	case n.isDir() && !mayEmpty(&c.Caller, n):
 		return Result{Err: permission(op, p, "cannot remove everything below")}
 	}
-	return Result{Garbage: ns.removeTree(n, c.Time)}
+	return Result{Garbage: ns.removeTree(parent, base(p), n, c.Time)}
 }
 
 // mayEmpty reports whether c may remove everything below directory d, as
@@ -148,34 +150,48 @@ func mayEmpty(c *chunkfs.Caller, d *inode) bool {
 		return false
 	}
 	ok := true
-	d.ext.kids.all(func(k *inode) bool {
+	d.ext.kids.all(func(_ string, k *inode) bool {
 		ok = mayRemove(c, d, k) && (!k.isDir() || mayEmpty(c, k))
 		return ok
 	})
 	return ok
 }
 
-// removeTree unlinks n and drops everything below it; it returns the chunk
-// handles that became garbage, in tree order.
-func (ns *Namespace) removeTree(n *inode, now int64) []chunkfs.Handle {
-	var garbage []chunkfs.Handle
-	ns.unlink(n, now)
-	n.walkTree(func(k *inode) {
-		for _, r := range k.chunks {
-			if r.handle != 0 {
-				garbage = append(garbage, r.handle)
-				ns.handles.remove(r.handle)
-			}
+// removeTree removes the entry name, which names n, from dir. An inode
+// left with no name is freed, with everything below it for a directory;
+// one that keeps a name elsewhere (a hard link) has its status changed.
+// It returns the chunk handles that became garbage, in tree order.
+func (ns *Namespace) removeTree(dir *inode, name string, n *inode, now int64) []chunkfs.Handle {
+	ns.detach(dir, name, n, now)
+	return ns.unlinked(n, now, nil)
+}
+
+// unlinked frees n if it lost its last name, or records the change of
+// its link count, and appends the garbage it leaves to garbage.
+func (ns *Namespace) unlinked(n *inode, now int64, garbage []chunkfs.Handle) []chunkfs.Handle {
+	if n.nlink > 0 {
+		n.ctime = now
+		return garbage
+	}
+	for _, r := range n.chunks {
+		if r.handle != 0 {
+			garbage = append(garbage, r.handle)
+			ns.handles.remove(r.handle)
 		}
-		if k == n {
-			return
-		}
+	}
+	if !n.isDir() {
+		ns.files--
+		ns.bytes -= n.length
+		return garbage
+	}
+	ns.dirs--
+	n.ext.kids.all(func(_ string, k *inode) bool {
+		k.nlink--
 		if k.isDir() {
-			ns.dirs--
-		} else {
-			ns.files--
-			ns.bytes -= k.length
+			k.ext.parent = nil
 		}
+		garbage = ns.unlinked(k, now, garbage)
+		return true
 	})
 	return garbage
 }
@@ -217,7 +233,7 @@ func (ns *Namespace) setAttr(c *Command) Result {
 		n.repl = uint8(c.Replication)
 	}
 	n.ctime = c.Time
-	r.Info = n.info()
+	r.Info = n.info(base(c.Path))
 	return r
 }
 

@@ -1,7 +1,9 @@
 // Package namespace is the master's metadata state machine: the tree of
-// directories, files and symbolic links, each file's chunk list (handle and
-// version per chunk index), the handle counter, the lease horizon, and the
-// chunkservers an operator is decommissioning.
+// directories whose entries name inodes (files, directories, symbolic
+// links, fifos, sockets and device nodes; a non-directory may have several
+// names, hard links), each file's chunk list (handle and version per chunk
+// index), the handle counter, the lease horizon, and the chunkservers an
+// operator is decommissioning.
 //
 // It is pure and deterministic: no goroutines, no clock reads, no I/O. Every
 // mutation is a Command (encoded compactly for the replicated log) carrying
@@ -34,6 +36,8 @@ const (
 	// MaxFileChunks bounds the chunk index of a file (2^24 chunks of 64 MiB
 	// is a 1 PiB file).
 	MaxFileChunks = 1 << 24
+	// MaxLinks bounds the names of one inode, as ext4's link limit does.
+	MaxLinks = 65000
 )
 
 // chunkRef is one entry of a file's chunk list; handle 0 is a hole.
@@ -42,12 +46,13 @@ type chunkRef struct {
 	version chunkfs.Version
 }
 
-// inode is a file, directory or symbolic link. Its layout is kept small:
-// a million single-chunk files should cost well under 200 bytes each.
+// inode is a file, directory, symbolic link or metadata-only inode. It
+// has no name: directory entries (children) name inodes, and a
+// non-directory may have several (hard links); its chunks belong to it,
+// whatever names it. Its layout is kept small: a million single-chunk
+// files should cost well under 200 bytes each.
 type inode struct {
-	name   string
-	parent *inode // nil for the root
-	ext    *ext   // directories and symbolic links only
+	ext    *ext // directories, symbolic links and device nodes, and inodes with extended attributes
 	chunks []chunkRef
 	ino    uint64
 	length int64
@@ -57,6 +62,7 @@ type inode struct {
 	mode   fs.FileMode
 	uid    uint32
 	gid    uint32
+	nlink  uint32 // directory entries naming it: 0 for the root, 1 for any other directory
 	repl   uint8
 }
 
@@ -64,6 +70,7 @@ type inode struct {
 // and the extended attributes of any inode that has some.
 type ext struct {
 	kids   children
+	parent *inode // a directory's parent (its ".."); nil for the root
 	target string
 	rdev   uint32  // a device node's device number (Linux's encoding)
 	xattrs []xattr // sorted by name
@@ -101,7 +108,7 @@ type Namespace struct {
 	defaultRepl  uint8
 	leaseHorizon int64    // Unix ns; no lease granted by any master lasts beyond it
 	draining     []string // IDs of the chunkservers being decommissioned, sorted (servers.go)
-	files, dirs  int64    // counts (symbolic links count as files)
+	files, dirs  int64    // inodes (symbolic links and special files count as files; a hard link adds none)
 	bytes        int64    // sum of file lengths
 }
 

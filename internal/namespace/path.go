@@ -82,6 +82,15 @@ func split(p string) (dir, name string) {
 	return p[:i], p[i+1:]
 }
 
+// base returns the name a valid path's last entry has: "/" for the root.
+func base(p string) string {
+	if p == "/" {
+		return "/"
+	}
+	_, name := split(p)
+	return name
+}
+
 // isUnder reports whether p is dir or inside it (both valid paths).
 func isUnder(p, dir string) bool {
 	if dir == "/" || p == dir {

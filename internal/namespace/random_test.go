@@ -24,7 +24,7 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 		return p
 	}
 	c := &Command{Time: now, Caller: callers[rng.IntN(len(callers))], Path: name(), Mode: uint32(rng.IntN(0o1000))}
-	switch rng.IntN(12) {
+	switch rng.IntN(16) {
 	case 0:
 		c.Op, c.Flags = OpMkdir, FlagParents*uint8(rng.IntN(2))
 	case 1:
@@ -50,6 +50,9 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 		c.Value = make([]byte, rng.IntN(20))
 	case 11:
 		c.Op, c.Target = OpRemoveXattr, []string{"user.a", "user.b", "trusted.t", "security.s"}[rng.IntN(4)]
+	case 12, 13, 14, 15:
+		// Sources near the root, where files are most often found.
+		c.Op, c.Path, c.Target = OpLink, name()[:2], name()
 	}
 	return c
 }
@@ -266,5 +269,100 @@ func TestMillionEntryDirectory(t *testing.T) {
 	}
 	if err := ns.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRandomLinksAgainstModel runs random creates, links, renames,
+// exchanges, unlinks and recursive deletes over a few names and checks
+// the namespace against a model after every step: which inode each name
+// has, each inode's link count, and that an inode's chunks are freed
+// exactly when its last name goes.
+func TestRandomLinksAgainstModel(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		ns := New()
+		ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+		model := map[string]uint64{} // file name → inode number
+		chunk := map[uint64]chunkfs.Handle{}
+		name := func() string { return fmt.Sprintf("/d%d/f%d", rng.IntN(2), rng.IntN(4)) }
+		for i := range 300 {
+			for _, d := range []string{"/d0", "/d1"} {
+				ns.Apply(&Command{Op: OpMkdir, Path: d, Flags: FlagParents, Mode: 0o755})
+			}
+			c := &Command{Time: int64(i + 1), Path: name(), Target: name(), Mode: 0o644}
+			c.Op = []Op{OpCreate, OpLink, OpLink, OpRename, OpRename, OpDelete, OpDelete}[rng.IntN(7)]
+			if c.Op == OpCreate {
+				c.Target = "" // a file, not a symbolic link
+			}
+			if c.Op == OpRename && rng.IntN(3) == 0 {
+				c.Flags = FlagExchange
+			}
+			if c.Op == OpDelete && rng.IntN(8) == 0 {
+				c.Path, c.Flags = fmt.Sprintf("/d%d", rng.IntN(2)), FlagRecursive
+			}
+			r := ns.Apply(c)
+			freed := map[chunkfs.Handle]bool{}
+			for _, h := range r.Garbage {
+				freed[h] = true
+			}
+			applyModel(model, c, r)
+			if c.Op == OpCreate && r.Created {
+				ar := ns.Apply(&Command{Op: OpAllocChunk, Path: c.Path})
+				if ar.Err != nil {
+					t.Fatal(ar.Err)
+				}
+				chunk[r.Info.Inode] = ar.Chunk.Handle
+			}
+			if err := ns.Check(); err != nil {
+				t.Fatalf("seed %d step %d %v %s → %s: %v", seed, i, c.Op, c.Path, c.Target, err)
+			}
+			names := map[uint64]uint32{}
+			for p, ino := range model {
+				names[ino]++
+				fi, err := ns.Stat(chunkfs.Root, p)
+				if err != nil || fi.Inode != ino {
+					t.Fatalf("seed %d step %d: %s is %+v %v, model says inode %d", seed, i, p, fi, err, ino)
+				}
+			}
+			for p, ino := range model {
+				if fi, _ := ns.Stat(chunkfs.Root, p); fi.Nlink != names[ino] {
+					t.Fatalf("seed %d step %d: %s has nlink %d, model %d", seed, i, p, fi.Nlink, names[ino])
+				}
+			}
+			for ino, h := range chunk {
+				_, live := ns.ChunkVersion(h)
+				if live != (names[ino] > 0) || freed[h] == live {
+					t.Fatalf("seed %d step %d: inode %d (%d names): chunk live %v, freed now %v", seed, i, ino, names[ino], live, freed[h])
+				}
+				if !live {
+					delete(chunk, ino)
+				}
+			}
+		}
+	}
+}
+
+// applyModel applies c's effect on the model of file names, given that
+// the namespace answered r.
+func applyModel(model map[string]uint64, c *Command, r Result) {
+	if r.Err != nil {
+		return
+	}
+	switch {
+	case c.Op == OpCreate:
+		model[c.Path] = r.Info.Inode
+	case c.Op == OpLink:
+		model[c.Target] = model[c.Path]
+	case c.Op == OpRename && c.Flags&FlagExchange != 0:
+		model[c.Path], model[c.Target] = model[c.Target], model[c.Path]
+	case c.Op == OpRename && model[c.Path] != model[c.Target]:
+		model[c.Target] = model[c.Path]
+		delete(model, c.Path)
+	case c.Op == OpDelete:
+		for p := range model {
+			if isUnder(p, c.Path) {
+				delete(model, p)
+			}
+		}
 	}
 }

@@ -14,12 +14,14 @@ import (
 
 // snapshotMagic starts every snapshot, followed by the format version:
 // 1 without extended attributes, 2 with them, 3 also with the chunkservers
-// being decommissioned after the inodes. Restore reads all three.
+// being decommissioned after the inodes, 4 with directory entries apart
+// from inodes (hard links). Restore reads all four.
 var snapshotMagic = []byte("CFNS")
 
 const (
 	snapshotV1      = 1
-	snapshotVersion = 3
+	snapshotLinks   = 4 // the first format with hard links
+	snapshotVersion = 4
 )
 
 // maxDepth bounds directory nesting in a snapshot (a valid path cannot be
@@ -29,23 +31,27 @@ const maxDepth = chunkfs.MaxPathLen / 2
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // Snapshot writes the whole state to w in a compact format: a header of
-// counters, then every inode in tree order (parents first, children sorted
-// by name) with varint fields, then a CRC32C of everything before it.
-// Equal states give equal bytes.
+// counters, then every directory entry in tree order (parents first,
+// entries sorted by name) with varint fields, then the chunkservers being
+// decommissioned, then a CRC32C of everything before it. An entry is its
+// name and uvarint(inode number<<1 | linked): linked means the inode was
+// written at an earlier entry (a hard link), and nothing follows;
+// otherwise the inode does, a non-directory with its link count. Equal
+// states give equal bytes.
 func (ns *Namespace) Snapshot(w io.Writer) error { return ns.snapshotAs(w, snapshotVersion) }
 
-// snapshotAs writes the state in format version (tests write version 1,
-// which has no extended attributes).
+// snapshotAs writes the state in format version (tests write older
+// formats; those fail on an inode with several names).
 func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
-	s := &snapWriter{w: bw, crc: crc32.New(crcTable), version: version}
+	s := &snapWriter{w: bw, crc: crc32.New(crcTable), version: version, seen: map[*inode]bool{}}
 	s.raw(snapshotMagic)
 	s.raw([]byte{version})
 	for _, v := range []uint64{ns.nextInode, uint64(ns.nextHandle), uint64(ns.chunkSize), uint64(ns.defaultRepl)} {
 		s.uvarint(v)
 	}
 	s.varint(ns.leaseHorizon)
-	s.inode(ns.root)
+	s.inode("", ns.root)
 	if version >= 3 {
 		s.uvarint(uint64(len(ns.draining)))
 		for _, id := range ns.draining {
@@ -67,6 +73,7 @@ type snapWriter struct {
 	}
 	buf     []byte
 	version byte
+	seen    map[*inode]bool // inodes with several names, once written
 	err     error
 }
 
@@ -85,10 +92,28 @@ func (s *snapWriter) string(v string) {
 	s.raw([]byte(v))
 }
 
-func (s *snapWriter) inode(n *inode) {
-	s.uvarint(uint64(n.mode))
-	s.string(n.name)
-	for _, v := range []uint64{n.ino, uint64(n.uid), uint64(n.gid)} {
+// inode writes the entry name → n, and n unless an earlier entry did.
+func (s *snapWriter) inode(name string, n *inode) {
+	if s.version >= snapshotLinks {
+		s.string(name)
+		if s.seen[n] {
+			s.uvarint(n.ino<<1 | 1)
+			return
+		}
+		if n.nlink > 1 {
+			s.seen[n] = true
+		}
+		s.uvarint(n.ino << 1)
+		s.uvarint(uint64(n.mode))
+	} else {
+		if n.nlink > 1 && s.err == nil {
+			s.err = fmt.Errorf("snapshot format %d cannot hold inode %d's %d names", s.version, n.ino, n.nlink)
+		}
+		s.uvarint(uint64(n.mode))
+		s.string(name)
+		s.uvarint(n.ino)
+	}
+	for _, v := range []uint64{uint64(n.uid), uint64(n.gid)} {
 		s.uvarint(v)
 	}
 	for _, v := range []int64{n.mtime, n.atime, n.ctime} {
@@ -103,11 +128,14 @@ func (s *snapWriter) inode(n *inode) {
 			s.raw(x.value)
 		}
 	}
+	if s.version >= snapshotLinks && !n.isDir() {
+		s.uvarint(uint64(n.nlink))
+	}
 	switch {
 	case n.isDir():
 		s.uvarint(uint64(n.ext.kids.Len()))
-		n.ext.kids.all(func(k *inode) bool {
-			s.inode(k)
+		n.ext.kids.all(func(name string, k *inode) bool {
+			s.inode(name, k)
 			return s.err == nil
 		})
 	case n.isSymlink():
@@ -154,7 +182,7 @@ func restore(b []byte) (*Namespace, error) {
 	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(sum) {
 		return nil, errors.New("checksum mismatch")
 	}
-	s := &snapReader{b: body}
+	s := &snapReader{b: body, links: map[uint64]*inode{}}
 	ns, err := s.namespace()
 	if err == nil && len(s.b) != 0 {
 		err = errors.New("trailing bytes")
@@ -166,6 +194,7 @@ func restore(b []byte) (*Namespace, error) {
 type snapReader struct {
 	b       []byte
 	version byte
+	links   map[uint64]*inode // inodes with several names, by number, once read
 	err     error
 }
 
@@ -239,38 +268,62 @@ func (s *snapReader) namespace() (*Namespace, error) {
 	ns.defaultRepl = uint8(s.uvarint(chunkfs.MaxReplication))
 	ns.leaseHorizon = s.varint()
 	ns.dirs = 0
-	root := s.inode(ns, nil, 0)
+	name, root := s.inode(ns, 0)
 	if s.version >= 3 {
 		s.draining(ns)
 	}
 	if s.err != nil {
 		return nil, s.err
 	}
-	if !root.isDir() || root.ino != RootInode || root.name != "" {
+	if !root.isDir() || root.ino != RootInode || name != "" {
 		return nil, errors.New("bad root")
 	}
+	root.nlink = 0
 	ns.root = root
 	return ns, s.err
 }
 
-// inode reads one inode and, for a directory, its subtree.
-func (s *snapReader) inode(ns *Namespace, parent *inode, depth int) *inode {
-	n := &inode{parent: parent}
-	n.mode = fs.FileMode(s.uvarint(1<<32 - 1))
-	n.name = s.string(chunkfs.MaxNameLen)
-	n.ino = s.uvarint(1<<63 - 1)
+// inode reads one entry: its name and the inode it names, read with its
+// subtree unless an earlier entry named it. It returns a nil inode after
+// an error.
+func (s *snapReader) inode(ns *Namespace, depth int) (string, *inode) {
+	n := &inode{nlink: 1}
+	var name string
+	if s.version >= snapshotLinks {
+		name = s.string(chunkfs.MaxNameLen)
+		v := s.uvarint(1<<64 - 1)
+		n.ino = v >> 1
+		if v&1 != 0 {
+			return name, s.linked(n.ino)
+		}
+		n.mode = fs.FileMode(s.uvarint(1<<32 - 1))
+	} else {
+		n.mode = fs.FileMode(s.uvarint(1<<32 - 1))
+		name = s.string(chunkfs.MaxNameLen)
+		n.ino = s.uvarint(1<<63 - 1)
+	}
 	n.uid, n.gid = uint32(s.uvarint(1<<32-1)), uint32(s.uvarint(1<<32-1))
 	n.mtime, n.atime, n.ctime = s.varint(), s.varint(), s.varint()
 	var xs []xattr
 	if s.version >= 2 {
 		xs = s.xattrs()
 	}
-	if s.err != nil {
-		return nil
+	if s.version >= snapshotLinks && !n.isDir() {
+		n.nlink = uint32(s.uvarint(MaxLinks))
 	}
-	if n.ino == 0 || n.ino >= ns.nextInode {
-		s.fail("inode number %d out of range", n.ino)
-		return nil
+	if s.err != nil {
+		return "", nil
+	}
+	if n.ino == 0 || n.ino >= ns.nextInode || n.nlink == 0 {
+		s.fail("inode number %d out of range or without a name", n.ino)
+		return "", nil
+	}
+	if n.nlink > 1 {
+		if s.links[n.ino] != nil {
+			s.fail("inode %d written twice", n.ino)
+			return "", nil
+		}
+		s.links[n.ino] = n
 	}
 	switch n.mode.Type() {
 	case fs.ModeDir:
@@ -295,6 +348,19 @@ func (s *snapReader) inode(ns *Namespace, parent *inode, depth int) *inode {
 			n.ext = &ext{}
 		}
 		n.ext.xattrs = xs
+	}
+	if s.err != nil {
+		return "", nil
+	}
+	return name, n
+}
+
+// linked returns the inode an entry names that an earlier entry read.
+// Check, after Restore, counts the names against the link count.
+func (s *snapReader) linked(ino uint64) *inode {
+	n := s.links[ino]
+	if n == nil && s.err == nil {
+		s.fail("entry names inode %d, not read before with several names", ino)
 	}
 	return n
 }
@@ -327,17 +393,20 @@ func (s *snapReader) kids(ns *Namespace, d *inode, depth int) {
 		s.fail("directories nested too deep")
 		return
 	}
-	count := s.uvarint(ns.nextInode)
+	count := s.uvarint(uint64(len(s.b))) // an entry takes two bytes at least
 	for i := uint64(0); i < count && s.err == nil; i++ {
-		k := s.inode(ns, d, depth+1)
+		name, k := s.inode(ns, depth+1)
 		if s.err != nil {
 			return
 		}
-		if k.name == "" || k.name <= d.ext.kids.lastName() || pathProblem("/"+k.name) != "" {
-			s.fail("bad or unsorted name %q", k.name)
+		if name == "" || name <= d.ext.kids.lastName() || pathProblem("/"+name) != "" {
+			s.fail("bad or unsorted name %q", name)
 			return
 		}
-		d.ext.kids.appendSorted(k)
+		if k.isDir() {
+			k.ext.parent = d
+		}
+		d.ext.kids.appendSorted(name, k)
 	}
 }
 

@@ -170,7 +170,7 @@ func (ns *Namespace) setXattr(c *Command) Result {
 		n.ext.xattrs = slices.Insert(xs, at, xattr{name: name, value: v})
 	}
 	n.ctime = c.Time
-	return Result{Info: n.info()}
+	return Result{Info: n.info(base(c.Path))}
 }
 
 func (ns *Namespace) removeXattr(c *Command) Result {
@@ -197,7 +197,7 @@ func (ns *Namespace) removeXattr(c *Command) Result {
 		}
 	}
 	n.ctime = c.Time
-	return Result{Info: n.info()}
+	return Result{Info: n.info(base(c.Path))}
 }
 
 // Xattr returns the value of attribute name of p.

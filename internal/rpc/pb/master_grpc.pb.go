@@ -51,6 +51,7 @@ const (
 	Master_Lock_FullMethodName          = "/chunkfs.v1.Master/Lock"
 	Master_Balance_FullMethodName       = "/chunkfs.v1.Master/Balance"
 	Master_Decommission_FullMethodName  = "/chunkfs.v1.Master/Decommission"
+	Master_Link_FullMethodName          = "/chunkfs.v1.Master/Link"
 )
 
 // MasterClient is the client API for Master service.
@@ -87,6 +88,7 @@ type MasterClient interface {
 	Lock(ctx context.Context, in *LockRequest, opts ...grpc.CallOption) (*LockResponse, error)
 	Balance(ctx context.Context, in *BalanceRequest, opts ...grpc.CallOption) (*BalanceResponse, error)
 	Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*DecommissionResponse, error)
+	Link(ctx context.Context, in *LinkRequest, opts ...grpc.CallOption) (*LinkResponse, error)
 }
 
 type masterClient struct {
@@ -377,6 +379,16 @@ func (c *masterClient) Decommission(ctx context.Context, in *DecommissionRequest
 	return out, nil
 }
 
+func (c *masterClient) Link(ctx context.Context, in *LinkRequest, opts ...grpc.CallOption) (*LinkResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LinkResponse)
+	err := c.cc.Invoke(ctx, Master_Link_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -411,6 +423,7 @@ type MasterServer interface {
 	Lock(context.Context, *LockRequest) (*LockResponse, error)
 	Balance(context.Context, *BalanceRequest) (*BalanceResponse, error)
 	Decommission(context.Context, *DecommissionRequest) (*DecommissionResponse, error)
+	Link(context.Context, *LinkRequest) (*LinkResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -504,6 +517,9 @@ func (UnimplementedMasterServer) Balance(context.Context, *BalanceRequest) (*Bal
 }
 func (UnimplementedMasterServer) Decommission(context.Context, *DecommissionRequest) (*DecommissionResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Decommission not implemented")
+}
+func (UnimplementedMasterServer) Link(context.Context, *LinkRequest) (*LinkResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Link not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -1030,6 +1046,24 @@ func _Master_Decommission_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_Link_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LinkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).Link(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_Link_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).Link(ctx, req.(*LinkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1148,6 +1182,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Decommission",
 			Handler:    _Master_Decommission_Handler,
+		},
+		{
+			MethodName: "Link",
+			Handler:    _Master_Link_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
