@@ -491,5 +491,8 @@ func (s *Server) deleteChunk(h chunkfs.Handle) error {
 	if chunkfs.KindOf(err) == chunkfs.KindNotExist {
 		return nil
 	}
+	if err == nil {
+		s.reporter.noteDeleted(h)
+	}
 	return err
 }

@@ -27,6 +27,7 @@ type fakeMaster struct {
 	garbage    []uint64 // handed out with the next heartbeat
 	reregister bool     // asked with the next heartbeat
 	extend     []uint64 // leases extended with the next heartbeat
+	failBeats  int      // heartbeats to refuse (as unavailable) from now
 	events     chan string
 }
 
@@ -77,6 +78,12 @@ func (m *fakeMaster) Register(ctx context.Context, req *pb.RegisterRequest) (*pb
 
 func (m *fakeMaster) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
 	m.mu.Lock()
+	if m.failBeats > 0 {
+		m.failBeats--
+		m.mu.Unlock()
+		m.event("heartbeat refused")
+		return nil, chunkfs.E("heartbeat", m.addr, chunkfs.KindUnavailable, "refused by the test")
+	}
 	m.beats = append(m.beats, req)
 	resp := &pb.HeartbeatResponse{Garbage: m.garbage, Reregister: m.reregister, Extended: m.extend, LeaseMs: 60000}
 	m.garbage, m.reregister, m.extend = nil, false, nil

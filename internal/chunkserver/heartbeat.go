@@ -11,17 +11,72 @@ import (
 )
 
 // reporter tells the masters about corrupt replicas: at once by
-// ReportCorrupt, and in every heartbeat until the replica is deleted.
+// ReportCorrupt, and in every heartbeat until the replica is deleted; and
+// about deleted replicas, in the next heartbeat to each master (as HDFS's
+// incremental block reports): a master that does not lead, told nothing of
+// the deletions the leader ordered, would go on handing the replica to
+// readers until the server registered again.
 type reporter struct {
 	s *Server
 
-	mu       sync.Mutex // guards reported and cursor
+	mu       sync.Mutex // guards the fields below
 	reported map[chunkfs.Handle]bool
 	cursor   chunkfs.Handle // last handle of the previous heartbeat sample
+	// deleted holds, per master address, the replicas deleted since the
+	// last heartbeat that master answered; overflowed marks a master whose
+	// list outgrew maxDeletedPending, which is sent a full report instead.
+	deleted    map[string][]chunkfs.Handle
+	overflowed map[string]bool
 }
+
+// maxDeletedPending bounds the deletions kept for one master (the
+// master's bound on a heartbeat's lists).
+const maxDeletedPending = 100000
 
 func (r *reporter) init(s *Server) {
 	r.s, r.reported = s, make(map[chunkfs.Handle]bool)
+	r.deleted, r.overflowed = make(map[string][]chunkfs.Handle), make(map[string]bool)
+}
+
+// noteDeleted records that the replica of h is gone, for every master.
+func (r *reporter) noteDeleted(h chunkfs.Handle) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.s.cfg.Masters {
+		if r.overflowed[m] {
+			continue
+		}
+		if len(r.deleted[m]) >= maxDeletedPending {
+			r.deleted[m], r.overflowed[m] = nil, true
+			continue
+		}
+		r.deleted[m] = append(r.deleted[m], h)
+	}
+}
+
+// takeDeleted returns the deletions to tell master and forgets them; ok is
+// false when some were lost (the list overflowed), so only a full report
+// can set the master right.
+func (r *reporter) takeDeleted(master string) (hs []chunkfs.Handle, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hs, ok = r.deleted[master], !r.overflowed[master]
+	delete(r.deleted, master)
+	delete(r.overflowed, master)
+	return hs, ok
+}
+
+// requeueDeleted puts back deletions a master was not told (its heartbeat
+// or registration failed); a full report that did not reach it either
+// leaves it as uninformed as before.
+func (r *reporter) requeueDeleted(master string, hs []chunkfs.Handle, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !ok || r.overflowed[master] || len(hs)+len(r.deleted[master]) > maxDeletedPending {
+		r.deleted[master], r.overflowed[master] = nil, true
+		return
+	}
+	r.deleted[master] = append(hs, r.deleted[master]...)
 }
 
 // corrupt reports chunk h corrupt to every master, once.
@@ -101,8 +156,10 @@ func (s *Server) heartbeatLoop(master string) {
 	}
 }
 
-// register sends a full chunk report (corrupt replicas left out).
+// register sends a full chunk report (corrupt replicas left out), which
+// supersedes the deletions not yet told to master.
 func (s *Server) register(master string) error {
+	deleted, complete := s.reporter.takeDeleted(master)
 	sp := s.space()
 	req := &pb.RegisterRequest{Id: s.id, Addr: s.Addr(), Rack: s.cfg.Rack,
 		Capacity: sp.capacity, Used: sp.used, Free: sp.free, Disks: sp.disks,
@@ -116,10 +173,12 @@ func (s *Server) register(master string) error {
 	defer cancel()
 	m, err := s.peers.Master(master)
 	if err != nil {
+		s.reporter.requeueDeleted(master, deleted, complete)
 		return err
 	}
 	resp, err := m.Register(ctx, req)
 	if err != nil {
+		s.reporter.requeueDeleted(master, deleted, complete)
 		s.log.Warn("register with master", "master", master, "err", err)
 		s.redialIfUnreachable(master, err)
 		return err
@@ -169,15 +228,21 @@ func (s *Server) space() spaceReport {
 // new registration.
 func (s *Server) heartbeat(master string) bool {
 	sent := s.cfg.Clock.Now()
-	req := s.heartbeatRequest()
+	deleted, complete := s.reporter.takeDeleted(master)
+	if !complete {
+		return false // deletions were lost: register again with a full report
+	}
+	req := s.heartbeatRequest(deleted)
 	ctx, cancel := s.callCtx(s.ctx)
 	defer cancel()
 	m, err := s.peers.Master(master)
 	if err != nil {
+		s.reporter.requeueDeleted(master, deleted, true)
 		return true
 	}
 	resp, err := m.Heartbeat(ctx, req)
 	if err != nil {
+		s.reporter.requeueDeleted(master, deleted, true)
 		s.log.Warn("heartbeat", "master", master, "err", err)
 		s.redialIfUnreachable(master, err)
 		return true
@@ -188,12 +253,25 @@ func (s *Server) heartbeat(master string) bool {
 	return !resp.Reregister
 }
 
-func (s *Server) heartbeatRequest() *pb.HeartbeatRequest {
+// heartbeatRequest builds a heartbeat telling the replicas in deleted gone,
+// except those held again since (a clone of the chunk arrived after).
+func (s *Server) heartbeatRequest(deleted []chunkfs.Handle) *pb.HeartbeatRequest {
 	sp := s.space()
 	all := s.store.List()
 	req := &pb.HeartbeatRequest{Id: s.id, Addr: s.Addr(), Capacity: sp.capacity, Used: sp.used,
 		Free: sp.free, Disks: sp.disks, Load: s.load.Load(),
 		Sample: s.reporter.sample(all, s.cfg.ReportSize)}
+	if len(deleted) > 0 {
+		held := make(map[chunkfs.Handle]bool, len(all))
+		for _, in := range all {
+			held[in.Handle] = true
+		}
+		for _, h := range deleted {
+			if !held[h] {
+				req.Deleted = append(req.Deleted, uint64(h))
+			}
+		}
+	}
 	now := s.cfg.Clock.Now()
 	req.Leases = s.heldLeases(now)
 	for _, in := range all {

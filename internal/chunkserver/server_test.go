@@ -536,6 +536,42 @@ func TestScrubberFindsRot(t *testing.T) {
 	tc.master.wait(t, "corrupt")
 }
 
+// TestHeartbeatTellsDeletions: a replica deleted (here at the master's
+// word) is listed as deleted in the next heartbeat the master answers —
+// kept through a refused one — and then no more.
+func TestHeartbeatTellsDeletions(t *testing.T) {
+	tc := newTestCluster(t, 1)
+	for h := chunkfs.Handle(9); h <= 10; h++ {
+		tc.grant(h, 1)
+		if err := tc.write(h, 1, 0, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc.master.mu.Lock()
+	tc.master.garbage = []uint64{9}
+	tc.master.mu.Unlock()
+	tc.clock.Advance(3 * time.Second)
+	tc.master.wait(t, "heartbeat")
+	if b := tc.master.lastBeat(); len(b.Deleted) != 0 {
+		t.Fatalf("heartbeat before the deletion lists deleted %v", b.Deleted)
+	}
+	tc.master.mu.Lock()
+	tc.master.failBeats = 1
+	tc.master.mu.Unlock()
+	tc.clock.Advance(3 * time.Second)
+	tc.master.wait(t, "heartbeat refused")
+	tc.clock.Advance(3 * time.Second)
+	tc.master.wait(t, "heartbeat")
+	if b := tc.master.lastBeat(); !slices.Equal(b.Deleted, []uint64{9}) {
+		t.Fatalf("heartbeat after the deletion (and a refused one) lists deleted %v, want [9]", b.Deleted)
+	}
+	tc.clock.Advance(3 * time.Second)
+	tc.master.wait(t, "heartbeat")
+	if b := tc.master.lastBeat(); len(b.Deleted) != 0 {
+		t.Fatalf("a deletion told once is told again: %v", b.Deleted)
+	}
+}
+
 // TestScrubberGoesRoundOneChunkAnInterval rots every chunk and checks that
 // the scrubber finds them one per interval, in turn, and lists them in
 // heartbeats.

@@ -160,3 +160,50 @@ func TestGroupFollowersAndObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestObserverForgetsDeletedReplicas: a replica the leader has deleted (an
+// excess one, trimmed after the file's replication is lowered) is dropped
+// by the observer too, from the chunkserver's next heartbeat, so the
+// observer stops handing it to readers; before, it listed the replica
+// until the server registered again.
+func TestObserverForgetsDeletedReplicas(t *testing.T) {
+	c, cl, ctx := startGroupCluster(t)
+	put(t, ctx, cl, "/trimmed", bytes.Repeat([]byte("x"), 1000))
+	obs := c.Masters() - 1
+	cc, err := rpc.Dial(c.GroupMasterAddr(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	mc := pb.NewMasterClient(cc)
+	replicas := func() int {
+		resp, err := mc.GetChunks(ctx, &pb.GetChunksRequest{Caller: &pb.Caller{Uid: 0, Gids: []uint32{0}}, Path: "/trimmed", MinStateId: uint64(cl.StateID())})
+		if chunkfs.KindOf(err) == chunkfs.KindNotLeader {
+			return 0 // it knows no location yet and hands the read to the leader
+		}
+		if err != nil {
+			t.Fatalf("observer's locations: %v", err)
+		}
+		if len(resp.Chunks) != 1 {
+			t.Fatalf("observer lists %d chunks, want 1", len(resp.Chunks))
+		}
+		return len(resp.Chunks[0].Replicas)
+	}
+	for replicas() != 3 {
+		if ctx.Err() != nil {
+			t.Fatal("the observer never learned the three replicas")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cl.SetReplication(ctx, "/trimmed", 2); err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for replicas() != 2 {
+		if waitCtx.Err() != nil {
+			t.Fatalf("the observer still lists %d replicas after the leader trimmed one", replicas())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

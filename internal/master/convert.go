@@ -124,7 +124,7 @@ func beatFrom(req *pb.HeartbeatRequest) beat {
 	return beat{
 		figures: figures{id: req.Id, addr: req.Addr, capacity: req.Capacity, used: req.Used, free: req.Free, load: req.Load, disks: disksFrom(req.Disks)},
 		sample:  replicasFrom(req.Sample), corrupt: handlesFrom(req.Corrupt), extend: handlesFrom(req.ExtendLeases),
-		leases: heldFrom(req.Leases),
+		leases: heldFrom(req.Leases), deleted: handlesFrom(req.Deleted),
 	}
 }
 

@@ -40,7 +40,8 @@ type beat struct {
 	sample  []replica
 	corrupt []chunkfs.Handle
 	extend  []chunkfs.Handle
-	leases  []heldReport // leases it holds as primary
+	leases  []heldReport     // leases it holds as primary
+	deleted []chunkfs.Handle // replicas it deleted since its last heartbeat to this master
 }
 
 // registered is the registry's answer to a full report.
@@ -172,6 +173,7 @@ func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFo
 	s.capacity, s.used, s.load, s.lastBeat = req.capacity, req.used, req.load, now
 	s.free, s.disks = req.free, req.disks
 	r.recordHeld(s, req.leases, now)
+	r.forgetDeleted(s, req.deleted, now)
 	if !leads {
 		r.learn(s, req.sample, version)
 		return beaten{}
@@ -181,6 +183,19 @@ func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFo
 	out.garbage, out.verify = r.sample(s, req, version, now)
 	out.extended = r.extend(s, req.extend, now, leaseFor)
 	return out
+}
+
+// forgetDeleted drops the replicas s says it has deleted (and does not
+// hold again). The leader mostly knows already — it ordered the deletion —
+// but a follower or observer learns it only so, and a deletion ordered by
+// a previous leader is news to a new one: without it they would hand the
+// replica to readers until s registered again.
+func (r *registry) forgetDeleted(s *server, deleted []chunkfs.Handle, now time.Time) {
+	for _, h := range deleted {
+		if _, ok := s.chunks[h]; ok {
+			r.dropReplica(s, h, now)
+		}
+	}
 }
 
 // learn records, on a master that does not lead, each sampled replica at

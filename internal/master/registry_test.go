@@ -262,6 +262,18 @@ func (s *registryScenario) run(f []string) {
 		}
 		b := r.heartbeat(req, s.version, s.now, 10*time.Second, true)
 		s.printf("garbage=%v", b.garbage)
+	case "deleted": // deleted NAME [follower] H...: a heartbeat telling replicas deleted
+		sv := s.server(f[1])
+		leads, hs := true, f[2:]
+		if len(hs) > 0 && hs[0] == "follower" {
+			leads, hs = false, hs[1:]
+		}
+		req := beat{figures: figures{id: sv.id, addr: sv.addr, capacity: sv.capacity, used: sv.used, free: sv.free}}
+		for _, h := range hs {
+			req.deleted = append(req.deleted, s.handle(h))
+		}
+		b := r.heartbeat(req, s.version, s.now, 10*time.Second, leads)
+		s.printf("garbage=%v", b.garbage)
 	case "dead":
 		if dead := r.markDead(s.now, 30*time.Second); len(dead) > 0 {
 			s.printf("dead %s", strings.ReplaceAll(names(dead), ",", " "))

@@ -12,7 +12,7 @@ import (
 const (
 	maxIDLen       = 256
 	maxAddrLen     = 512
-	maxListInBeat  = 100000 // sample, extend_leases and corrupt entries per heartbeat
+	maxListInBeat  = 100000 // sample, extend_leases, corrupt, leases and deleted entries per heartbeat
 	maxReportLen   = 1 << 22
 	maxServerCount = 10000
 )
@@ -109,7 +109,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	if err := checkServerArgs("heartbeat", req.Id, req.Addr, ""); err != nil {
 		return nil, err
 	}
-	if len(req.Sample) > maxListInBeat || len(req.ExtendLeases) > maxListInBeat || len(req.Corrupt) > maxListInBeat || len(req.Leases) > maxListInBeat {
+	if len(req.Sample) > maxListInBeat || len(req.ExtendLeases) > maxListInBeat || len(req.Corrupt) > maxListInBeat || len(req.Leases) > maxListInBeat || len(req.Deleted) > maxListInBeat {
 		return nil, chunkfs.E("heartbeat", req.Id, chunkfs.KindTooLarge, "heartbeat lists too long")
 	}
 	now := m.cfg.Clock.Now()

@@ -2337,7 +2337,8 @@ type HeartbeatRequest struct {
 	Corrupt       []uint64               `protobuf:"varint,8,rep,packed,name=corrupt,proto3" json:"corrupt,omitempty"`                               // handles that failed checksums
 	Free          int64                  `protobuf:"varint,9,opt,name=free,proto3" json:"free,omitempty"`                                            // bytes free on its distinct disks
 	Disks         []*Disk                `protobuf:"bytes,10,rep,name=disks,proto3" json:"disks,omitempty"`
-	Leases        []*HeldLease           `protobuf:"bytes,11,rep,name=leases,proto3" json:"leases,omitempty"` // leases this server holds as primary
+	Leases        []*HeldLease           `protobuf:"bytes,11,rep,name=leases,proto3" json:"leases,omitempty"`           // leases this server holds as primary
+	Deleted       []uint64               `protobuf:"varint,12,rep,packed,name=deleted,proto3" json:"deleted,omitempty"` // replicas deleted since the last heartbeat this master answered (and not held again)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2445,6 +2446,13 @@ func (x *HeartbeatRequest) GetDisks() []*Disk {
 func (x *HeartbeatRequest) GetLeases() []*HeldLease {
 	if x != nil {
 		return x.Leases
+	}
+	return nil
+}
+
+func (x *HeartbeatRequest) GetDeleted() []uint64 {
+	if x != nil {
+		return x.Deleted
 	}
 	return nil
 }
@@ -5507,7 +5515,7 @@ const file_master_proto_rawDesc = "" +
 	"\x05stale\x18\x03 \x03(\x04R\x05stale\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x04 \x01(\x03R\x13heartbeatIntervalMs\x123\n" +
 	"\n" +
-	"token_keys\x18\x05 \x03(\v2\x14.chunkfs.v1.TokenKeyR\ttokenKeys\"\xd6\x02\n" +
+	"token_keys\x18\x05 \x03(\v2\x14.chunkfs.v1.TokenKeyR\ttokenKeys\"\xf0\x02\n" +
 	"\x10HeartbeatRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1a\n" +
@@ -5520,7 +5528,8 @@ const file_master_proto_rawDesc = "" +
 	"\x04free\x18\t \x01(\x03R\x04free\x12&\n" +
 	"\x05disks\x18\n" +
 	" \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\x12-\n" +
-	"\x06leases\x18\v \x03(\v2\x15.chunkfs.v1.HeldLeaseR\x06leases\"\xd4\x01\n" +
+	"\x06leases\x18\v \x03(\v2\x15.chunkfs.v1.HeldLeaseR\x06leases\x12\x18\n" +
+	"\adeleted\x18\f \x03(\x04R\adeleted\"\xd4\x01\n" +
 	"\x11HeartbeatResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x1e\n" +
 	"\n" +
