@@ -92,6 +92,7 @@ func metadataFlags(args []string) (cfg bench.MetadataConfig, out string, err err
 	if *verbose {
 		level = slog.LevelDebug
 	}
+	cfg.Progress = func(s string) { fmt.Fprintln(os.Stderr, s) }
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	return cfg, out, nil
 }

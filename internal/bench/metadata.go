@@ -54,6 +54,14 @@ type metaRun struct {
 	bm    *benchMaster
 	fleet *fleet.Fleet
 	regs  registrations
+	obs   callObserver
+}
+
+// progress tells the config's Progress what the run is doing.
+func (r *metaRun) progress(format string, args ...any) {
+	if r.cfg.Progress != nil {
+		r.cfg.Progress(fmt.Sprintf(format, args...))
+	}
 }
 
 // registrations records which servers registered since reset, and when
@@ -91,6 +99,7 @@ func (g *registrations) all() (bool, time.Time) {
 func (r *metaRun) clusterB(ctx context.Context) error {
 	cfg := r.cfg
 	mc := masterConfig(filepath.Join(cfg.Dir, "clusterb"), cfg.NoSync, cfg.Heartbeat, cfg.Logger)
+	mc.OnCall = r.obs.observe
 	r.shape = newShape(cfg.files(), cfg.chunks(), mc.ChunkSize)
 	rep := r.rep
 	rep.Files, rep.Dirs, rep.Chunks, rep.Servers, rep.Bytes = r.shape.files(), r.shape.dirs()+1, r.shape.total, cfg.servers(), r.shape.bytes()
@@ -115,15 +124,18 @@ func (r *metaRun) clusterB(ctx context.Context) error {
 	if err := r.waitService(ctx, 0); err != nil {
 		return err
 	}
+	r.progress("building %d files, %d chunks on %d simulated chunkservers", rep.Files, rep.Chunks, rep.Servers)
 	if err := r.build(ctx); err != nil {
 		return err
 	}
 	if err := r.table2(ctx); err != nil {
 		return err
 	}
+	r.progress("built in %s; timing operations (%d of each kind, %d clients)", rep.Build.Round(time.Millisecond), cfg.ops(), cfg.Clients)
 	if err := r.rates(ctx); err != nil {
 		return err
 	}
+	r.progress("checkpoint, restore and restart")
 	return r.checkpointAndRestart(ctx)
 }
 
@@ -254,6 +266,7 @@ func (r *metaRun) checkpointAndRestart(ctx context.Context) error {
 	}
 	without := heapNow()
 	r.regs.reset(r.fleet.Len())
+	reg0 := r.obs.regNs.Load()
 	start = time.Now()
 	open, err := r.bm.restart()
 	if err != nil {
@@ -264,6 +277,7 @@ func (r *metaRun) checkpointAndRestart(ctx context.Context) error {
 		return err
 	}
 	rep.RestartService = r.serviceAt().Sub(start)
+	rep.RestartRegister = time.Duration(r.obs.regNs.Load() - reg0)
 	rep.HeapAfterRestart = heapNow() - without
 	return nil
 }

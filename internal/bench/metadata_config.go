@@ -47,7 +47,9 @@ type MetadataConfig struct {
 	// HeapProfile, when set, receives a heap profile (pprof) taken with
 	// the Cluster B namespace built.
 	HeapProfile string
-	Logger      *slog.Logger
+	// Progress, when set, is told what the run is doing as it goes.
+	Progress func(string)
+	Logger   *slog.Logger
 }
 
 // DefaultMetadataConfig returns the full-scale run: Cluster B, 16

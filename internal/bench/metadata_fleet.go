@@ -22,6 +22,9 @@ type FleetFigures struct {
 	Interval       time.Duration `json:"heartbeat_interval_ns"`
 	ReportSize     int           `json:"report_size"`
 	Restart        time.Duration `json:"restart_to_service_ns"` // master opened until every server registered, every chunk located
+	// RegisterHandler is the master's time in the registrations' handlers
+	// (summed; they run concurrently).
+	RegisterHandler time.Duration `json:"register_handler_ns"`
 	// Over the heartbeat window, no workload running: heartbeats
 	// answered, the process's CPU time (both ends: the fleet and the
 	// master are in this process) and the master's handler time.
@@ -53,16 +56,21 @@ func (f FleetFigures) CPUPerBeat() time.Duration {
 	return f.CPU / time.Duration(f.Beats)
 }
 
-// beatObserver sums the master's time in Heartbeat handlers (its OnCall hook).
-type beatObserver struct {
-	n  atomic.Int64
-	ns atomic.Int64
+// callObserver sums the master's time in the chunkservers' Heartbeat and
+// Register handlers (its OnCall hook).
+type callObserver struct {
+	beats, beatNs atomic.Int64
+	regs, regNs   atomic.Int64
 }
 
-func (o *beatObserver) observe(method, _ string, elapsed time.Duration) {
-	if strings.HasSuffix(method, "/Heartbeat") {
-		o.n.Add(1)
-		o.ns.Add(int64(elapsed))
+func (o *callObserver) observe(method, _ string, elapsed time.Duration) {
+	switch {
+	case strings.HasSuffix(method, "/Heartbeat"):
+		o.beats.Add(1)
+		o.beatNs.Add(int64(elapsed))
+	case strings.HasSuffix(method, "/Register"):
+		o.regs.Add(1)
+		o.regNs.Add(int64(elapsed))
 	}
 }
 
@@ -95,10 +103,10 @@ func (r *metaRun) fleetRun(ctx context.Context) error {
 		}
 	}
 	lists, chunks = nil, nil
-	var obs beatObserver
-	r.bm.cfg.OnCall = obs.observe
 	ff := FleetFigures{Servers: n, ServersPerConn: fc.ServersPerConn, Interval: fc.HeartbeatInterval, ReportSize: fc.ReportSize, Clients: cfg.Clients}
+	r.progress("fleet run: %d servers registering with a restarted master", n)
 	r.regs.reset(n)
+	reg0 := r.obs.regNs.Load()
 	start := time.Now()
 	if _, err := r.bm.restart(); err != nil {
 		return err
@@ -109,16 +117,18 @@ func (r *metaRun) fleetRun(ctx context.Context) error {
 		return err
 	}
 	ff.Restart = r.serviceAt().Sub(start)
+	ff.RegisterHandler = time.Duration(r.obs.regNs.Load() - reg0)
 	rep.Fleet = &ff
+	r.progress("fleet run: heartbeats alone for %s, then the workload for %s", cfg.HeartbeatWindow, cfg.FleetWorkload)
 	if err := sleepCtx(ctx, fc.HeartbeatInterval); err != nil { // every server heartbeating
 		return err
 	}
-	b0, c0, h0 := fl.Stats().Heartbeats, cpuSpent(), obs.ns.Load()
+	b0, c0, h0 := fl.Stats().Heartbeats, cpuSpent(), r.obs.beatNs.Load()
 	t0 := time.Now()
 	if err := sleepCtx(ctx, cfg.HeartbeatWindow); err != nil {
 		return err
 	}
-	ff.Window, ff.Beats, ff.CPU, ff.HandlerTime = time.Since(t0), fl.Stats().Heartbeats-b0, cpuSpent()-c0, time.Duration(obs.ns.Load()-h0)
+	ff.Window, ff.Beats, ff.CPU, ff.HandlerTime = time.Since(t0), fl.Stats().Heartbeats-b0, cpuSpent()-c0, time.Duration(r.obs.beatNs.Load()-h0)
 	b1 := fl.Stats().Heartbeats
 	t1 := time.Now()
 	lat, err := r.workload(ctx, cfg.FleetWorkload)
