@@ -69,10 +69,10 @@ func metadataOutput(rep *bench.MetadataReport, out string) error {
 func metadataFlags(args []string) (cfg bench.MetadataConfig, out string, err error) {
 	fs := flag.NewFlagSet("bench metadata", flag.ContinueOnError)
 	cfg = bench.DefaultMetadataConfig()
-	fs.Float64Var(&cfg.Scale, "scale", cfg.Scale, "fraction of Cluster B's files, chunks and chunkservers, and of the fleet, to build (0.01: the CI form)")
+	fs.Float64Var(&cfg.Scale, "scale", cfg.Scale, "fraction of Cluster B's files, chunks and chunkservers to build (0.01: a small form)")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "client goroutines of the operation rates and the fleet workload")
 	fs.IntVar(&cfg.Ops, "ops", cfg.Ops, "operations of each kind timed, at scale 1")
-	fs.IntVar(&cfg.FleetServers, "fleet", cfg.FleetServers, "simulated chunkservers of the fleet run, at scale 1")
+	fs.IntVar(&cfg.FleetServers, "fleet", cfg.FleetServers, "simulated chunkservers of the fleet run, holding Cluster B's replicas (not scaled)")
 	fs.IntVar(&cfg.ServersPerConn, "servers-per-conn", cfg.ServersPerConn, "fleet servers sharing one connection to the master (a process has a limited number of file descriptors)")
 	fs.DurationVar(&cfg.FleetWorkload, "workload", cfg.FleetWorkload, "length of the fleet run's metadata workload")
 	fs.DurationVar(&cfg.HeartbeatWindow, "heartbeat-window", cfg.HeartbeatWindow, "how long heartbeats alone are measured")

@@ -373,7 +373,13 @@ func (r *metaRun) waitService(ctx context.Context, chunks int) error {
 				return nil
 			}
 		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+		// A report walks every chunk under the registry's lock: asked
+		// for often, it would slow what it waits for.
+		wait := 20 * time.Millisecond
+		if all {
+			wait = 250 * time.Millisecond
+		}
+		if err := sleepCtx(ctx, wait); err != nil {
 			return fmt.Errorf("waiting for every chunkserver to report: %v", err)
 		}
 	}

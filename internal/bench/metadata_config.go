@@ -19,9 +19,8 @@ const (
 
 // MetadataConfig configures `chunkfs bench metadata`.
 type MetadataConfig struct {
-	// Scale shrinks Cluster B's files, chunks and chunkservers, and the
-	// fleet run's servers, by this factor (1: the paper's cluster; 0.01:
-	// the form CI runs).
+	// Scale shrinks Cluster B's files, chunks and chunkservers by this
+	// factor (1: the paper's cluster; 0.01: a small form).
 	Scale float64
 	// Dir holds the masters' data directories.
 	Dir string
@@ -30,7 +29,8 @@ type MetadataConfig struct {
 	Clients int
 	// Ops is how many operations of each kind the rates time, at scale 1.
 	Ops int
-	// FleetServers is the fleet run's simulated chunkservers at scale 1;
+	// FleetServers is the fleet run's simulated chunkservers, whatever
+	// the scale (they hold Cluster B's replicas, three a chunk);
 	// ServersPerConn of them share a connection to the master.
 	FleetServers   int
 	ServersPerConn int
@@ -94,5 +94,5 @@ func (c MetadataConfig) scaled(n, least int) int {
 func (c MetadataConfig) files() int        { return c.scaled(clusterBFiles, 10) }
 func (c MetadataConfig) chunks() int       { return max(c.scaled(clusterBChunks, 10), c.files()) }
 func (c MetadataConfig) servers() int      { return c.scaled(clusterBServers, 3) }
-func (c MetadataConfig) fleetServers() int { return c.scaled(c.FleetServers, 3) }
+func (c MetadataConfig) fleetServers() int { return c.FleetServers }
 func (c MetadataConfig) ops() int          { return c.scaled(c.Ops, 100) }

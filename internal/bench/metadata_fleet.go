@@ -104,6 +104,13 @@ func (r *metaRun) fleetRun(ctx context.Context) error {
 	}
 	lists, chunks = nil, nil
 	ff := FleetFigures{Servers: n, ServersPerConn: fc.ServersPerConn, Interval: fc.HeartbeatInterval, ReportSize: fc.ReportSize, Clients: cfg.Clients}
+	// With safe mode's default threshold every registration would walk
+	// every chunk under the registry lock until 99.9 % are located
+	// (master.updateSafeMode): O(servers × chunks), hours at 10,000
+	// servers. The fleet run is about heartbeats, so its master leaves
+	// safe mode once the minimum of servers is live; the Cluster B
+	// restart keeps the default and measures that cost.
+	r.bm.cfg.SafeModeThreshold = 0
 	r.progress("fleet run: %d servers registering with a restarted master", n)
 	r.regs.reset(n)
 	reg0 := r.obs.regNs.Load()

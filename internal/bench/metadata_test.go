@@ -14,7 +14,7 @@ import (
 // back from the fleet's reports. Speed is not asserted.
 func TestMetadataSmall(t *testing.T) {
 	cfg := DefaultMetadataConfig()
-	cfg.Scale, cfg.Dir, cfg.Clients, cfg.NoSync = 0.002, t.TempDir(), 4, true
+	cfg.Scale, cfg.Dir, cfg.Clients, cfg.NoSync, cfg.FleetServers = 0.002, t.TempDir(), 4, true, 20
 	cfg.Heartbeat, cfg.HeartbeatWindow, cfg.FleetWorkload = 200*time.Millisecond, time.Second, time.Second
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
