@@ -266,7 +266,7 @@ func (r *metaRun) checkpointAndRestart(ctx context.Context) error {
 	}
 	without := heapNow()
 	r.regs.reset(r.fleet.Len())
-	reg0 := r.obs.regNs.Load()
+	reg0, regs0 := r.obs.regNs.Load(), r.obs.regs.Load()
 	start = time.Now()
 	open, err := r.bm.restart()
 	if err != nil {
@@ -277,7 +277,7 @@ func (r *metaRun) checkpointAndRestart(ctx context.Context) error {
 		return err
 	}
 	rep.RestartService = r.serviceAt().Sub(start)
-	rep.RestartRegister = time.Duration(r.obs.regNs.Load() - reg0)
+	rep.RestartRegister, rep.RestartRegisterCalls = time.Duration(r.obs.regNs.Load()-reg0), r.obs.regs.Load()-regs0
 	rep.HeapAfterRestart = heapNow() - without
 	return nil
 }

@@ -21,10 +21,13 @@ type FleetFigures struct {
 	ServersPerConn int           `json:"servers_per_conn"`
 	Interval       time.Duration `json:"heartbeat_interval_ns"`
 	ReportSize     int           `json:"report_size"`
-	Restart        time.Duration `json:"restart_to_service_ns"` // master opened until every server registered, every chunk located
-	// RegisterHandler is the master's time in the registrations' handlers
-	// (summed; they run concurrently).
+	Restart        time.Duration `json:"restart_to_service_ns"` // fleet started (master open, in safe mode) until every server registered, every chunk located
+	// RegisterHandler is the master's time in the registrations' handlers,
+	// summed over handlers running at once (lock waits included), and
+	// RegisterCalls how many it answered (a server whose call timed out
+	// registers again).
 	RegisterHandler time.Duration `json:"register_handler_ns"`
+	RegisterCalls   int64         `json:"register_calls"`
 	// Over the heartbeat window, no workload running: heartbeats
 	// answered, the process's CPU time (both ends: the fleet and the
 	// master are in this process) and the master's handler time.
@@ -81,10 +84,25 @@ func (r *metaRun) fleetRun(ctx context.Context) error {
 	cfg, rep := r.cfg, r.rep
 	chunks := r.distinctChunks()
 	n := cfg.fleetServers()
+	ff := FleetFigures{Servers: n, ServersPerConn: cfg.ServersPerConn, Clients: cfg.Clients}
+	// With safe mode's default threshold every registration would walk
+	// every chunk under the registry lock until 99.9 % are located
+	// (master.updateSafeMode): O(servers × chunks), hours at 10,000
+	// servers. The fleet run is about heartbeats, so its master leaves
+	// safe mode once the minimum of servers is live; the Cluster B
+	// restart keeps the default and measures that cost.
+	r.bm.cfg.SafeModeThreshold = 0
+	// The master opens first: its port is free until then, and the
+	// fleet's listeners could take it.
+	if _, err := r.bm.restart(); err != nil {
+		return err
+	}
+	defer r.bm.close()
 	fc := fleet.DefaultConfig()
 	fc.Master, fc.Servers, fc.ServersPerConn, fc.IDPrefix = r.bm.addr, n, cfg.ServersPerConn, "fleet-"
 	fc.Logger, fc.OnRegister, fc.Capacity = cfg.Logger, r.regs.note, capacityFor(rep.Bytes, n)
 	fc.HeartbeatInterval = cfg.Heartbeat
+	ff.Interval, ff.ReportSize = fc.HeartbeatInterval, fc.ReportSize
 	fl, err := fleet.New(fc)
 	if err != nil {
 		return err
@@ -103,28 +121,16 @@ func (r *metaRun) fleetRun(ctx context.Context) error {
 		}
 	}
 	lists, chunks = nil, nil
-	ff := FleetFigures{Servers: n, ServersPerConn: fc.ServersPerConn, Interval: fc.HeartbeatInterval, ReportSize: fc.ReportSize, Clients: cfg.Clients}
-	// With safe mode's default threshold every registration would walk
-	// every chunk under the registry lock until 99.9 % are located
-	// (master.updateSafeMode): O(servers × chunks), hours at 10,000
-	// servers. The fleet run is about heartbeats, so its master leaves
-	// safe mode once the minimum of servers is live; the Cluster B
-	// restart keeps the default and measures that cost.
-	r.bm.cfg.SafeModeThreshold = 0
 	r.progress("fleet run: %d servers registering with a restarted master", n)
 	r.regs.reset(n)
-	reg0 := r.obs.regNs.Load()
+	reg0, regs0 := r.obs.regNs.Load(), r.obs.regs.Load()
 	start := time.Now()
-	if _, err := r.bm.restart(); err != nil {
-		return err
-	}
-	defer r.bm.close()
 	fl.Start()
 	if err := r.waitService(ctx, rep.Chunks); err != nil {
 		return err
 	}
 	ff.Restart = r.serviceAt().Sub(start)
-	ff.RegisterHandler = time.Duration(r.obs.regNs.Load() - reg0)
+	ff.RegisterHandler, ff.RegisterCalls = time.Duration(r.obs.regNs.Load()-reg0), r.obs.regs.Load()-regs0
 	rep.Fleet = &ff
 	r.progress("fleet run: heartbeats alone for %s, then the workload for %s", cfg.HeartbeatWindow, cfg.FleetWorkload)
 	if err := sleepCtx(ctx, fc.HeartbeatInterval); err != nil { // every server heartbeating

@@ -74,7 +74,7 @@ func (bm *benchMaster) restart() (time.Duration, error) {
 		return 0, err
 	}
 	open := time.Since(start)
-	lis, err := net.Listen("tcp", bm.addr)
+	lis, err := listenAgain(bm.addr)
 	if err != nil {
 		m.Close()
 		return 0, fmt.Errorf("listen for the master again: %v", err)
@@ -102,4 +102,19 @@ func (bm *benchMaster) table2(ctx context.Context) (status.Table2, error) {
 		return status.Table2{}, err
 	}
 	return status.NewTable2(web.ClusterOf(r, bm.m.Figures().MetadataBytes)), nil
+}
+
+// listenAgain listens on addr, a port just closed, trying for a few
+// seconds: a client redialling the closed port from the ephemeral range
+// may hold it for a moment (a connection to itself).
+func listenAgain(addr string) (net.Listener, error) {
+	var err error
+	for range 50 {
+		var lis net.Listener
+		if lis, err = net.Listen("tcp", addr); err == nil {
+			return lis, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil, err
 }
