@@ -24,7 +24,7 @@ import (
 //
 // Limits: at most Config.MetaBatch calls and batchMaxBytes (by the master's
 // own measure) per batch. One batch in flight per lane measured best (fewer,
-// fuller batches: less CPU per call; see docs/master-notes.md); the lane
+// fuller batches: less CPU per call; docs/architecture.md §6); the lane
 // allows more.
 
 const (

@@ -88,7 +88,7 @@ type chunkReader interface {
 // by the rates the replicas achieved on their last pieces, and at least
 // readPieceMin. With fixed pieces the last one often went to a replica that
 // other readers kept slow, and the region waited a second or more for it
-// while the other replicas idled (the GFS read benchmark, docs/bench-notes.md).
+// while the other replicas idled (the GFS read benchmark, docs/architecture.md §6).
 const (
 	parallelReadMin = 1 << 20
 	readPieceSize   = 512 << 10
@@ -116,7 +116,7 @@ func (c *Client) readReplicas(ctx context.Context, path string, loc *chunkLoc, c
 // testbed: a 512 KiB piece taking 8.7 s on a replica whose flow had
 // stalled, while the other two replicas had finished the rest of the
 // region in 4.3 s; a hedge at once for every slow piece cost more than it
-// saved (client-notes.md), so only a piece far behind is rescued, when the
+// saved (docs/architecture.md §6), so only a piece far behind is rescued, when the
 // reader's NIC is otherwise idle.
 const (
 	rescueAfter  = time.Second

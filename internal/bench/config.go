@@ -27,7 +27,7 @@ type Config struct {
 	// A read point ends with the slowest of N readers, each reading random
 	// 4 MB regions, so its figure is noisy when each reads only a few: at
 	// 20 s (6 regions each), reads at N = 8 spread over 80-94 %, at 80 s
-	// (24) over 90-93 % (docs/bench-notes.md, sixth round).
+	// (24) over 90-93 % (docs/architecture.md §10).
 	Duration   time.Duration
 	ReadSize   int64 // one read region (the paper: 4 MB)
 	WriteSize  int64 // one write (the paper: 1 MB)

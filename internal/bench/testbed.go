@@ -27,7 +27,7 @@ type TestbedConfig struct {
 	// queue) holds before it drops. It is bytes, as in hardware, so the
 	// scaled-down network has the paper's buffers and packet dynamics in
 	// slow motion. Small queues drop the ACKs that share a forwarding
-	// chunkserver's egress with its data (see docs/bench-notes.md).
+	// chunkserver's egress with its data (docs/architecture.md §10).
 	Queue int
 	MTU   int
 	// HostQueue is the queueing discipline under each host NIC's shaper:
@@ -84,7 +84,7 @@ func DefaultTestbedConfig() TestbedConfig {
 // a namespace here may not pick). This machine's own default, BBR (v1),
 // paced by a minimum RTT measured while the switch queues were empty,
 // starves a chain whose ACKs queue behind data at a switch port: with it
-// the contended points lose 10-15 points (docs/bench-notes.md).
+// the contended points lose 10-15 points (docs/architecture.md §10).
 const DefaultTCP = "reno"
 
 // Validate reports whether the configuration can be built.

@@ -183,8 +183,7 @@ type readPiece struct {
 // small enough that the data is still in cache when it is verified and
 // sent, large enough to take few system calls and hand-offs between the
 // reading and the sending goroutine (256 KiB pieces took a third more
-// context switches than 512 KiB ones and ~5 % more CPU; see
-// docs/chunkserver-notes.md).
+// context switches than 512 KiB ones and ~5 % more CPU).
 const pieceSize = 512 << 10
 
 // piecePool recycles the piece buffers of all connections: a connection
