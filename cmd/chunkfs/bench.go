@@ -19,6 +19,9 @@ import (
 // runBench is `chunkfs bench gfs`: the GFS paper's Figure 3 (reads, writes
 // and record appends by N clients) on a shaped network-namespace testbed.
 // It needs root.
+// benchSubcommands are bench's subcommands, the default first.
+var benchSubcommands = []string{"gfs", "recovery", "observers", "metadata"}
+
 func runBench(ctx context.Context, args []string) error {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 		_, _, _, err := benchFlags(args) // prints the flags of bench gfs

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -68,6 +69,7 @@ func metadataOutput(rep *bench.MetadataReport, out string) error {
 // metadataFlags parses the options of `chunkfs bench metadata`.
 func metadataFlags(args []string) (cfg bench.MetadataConfig, out string, err error) {
 	fs := flag.NewFlagSet("bench metadata", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	cfg = bench.DefaultMetadataConfig()
 	fs.Float64Var(&cfg.Scale, "scale", cfg.Scale, "fraction of Cluster B's files, chunks and chunkservers to build (0.01: a small form)")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "client goroutines of the operation rates and the fleet workload")
@@ -83,7 +85,12 @@ func metadataFlags(args []string) (cfg bench.MetadataConfig, out string, err err
 	fs.StringVar(&out, "out", "bench-out", "directory for metadata.txt and metadata.json")
 	verbose := fs.Bool("v", false, "log the master's and the fleet's informational messages")
 	if err := fs.Parse(args); err != nil {
-		return cfg, "", err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return cfg, "", err
+		}
+		return cfg, "", benchUsage("%v", err)
 	}
 	if fs.NArg() > 0 {
 		return cfg, "", benchUsage("unexpected argument %q", fs.Arg(0))

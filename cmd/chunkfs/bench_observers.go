@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -69,6 +70,7 @@ func observersOutput(rep *bench.ObserversReport, out string) error {
 // observersFlags parses the options of `chunkfs bench observers`.
 func observersFlags(args []string) (cfg bench.ObserversConfig, out string, verbose bool, err error) {
 	fs := flag.NewFlagSet("bench observers", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	quick := fs.Bool("quick", false, "a smoke run: 3 s a column at 200 ops/s")
 	def := bench.DefaultObserversConfig()
 	rate := fs.Float64("rate", 0, fmt.Sprintf("operations a second of the mixed workload, all clients (default %g; --quick %g)", def.Rate, bench.QuickObserversConfig().Rate))
@@ -86,7 +88,12 @@ func observersFlags(args []string) (cfg bench.ObserversConfig, out string, verbo
 	fs.StringVar(&out, "out", "bench-out", "directory for observers.md and observers.json")
 	fs.BoolVar(&verbose, "v", false, "log every command run")
 	if err := fs.Parse(args); err != nil {
-		return cfg, "", false, err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return cfg, "", false, err
+		}
+		return cfg, "", false, benchUsage("%v", err)
 	}
 	if fs.NArg() > 0 {
 		return cfg, "", false, benchUsage("unexpected argument %q", fs.Arg(0))
