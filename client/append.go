@@ -26,14 +26,15 @@ func (f *File) Append(record []byte) (int64, error) {
 	if err := f.flushLocked(); err != nil {
 		return 0, err
 	}
+	ctx := f.opCtx()
 	if f.lastIdx < 0 {
-		idx, err := f.c.lastChunk(f.ctx, f.path)
+		idx, err := f.c.lastChunk(ctx, f.path)
 		if err != nil {
 			return 0, err
 		}
 		f.lastIdx = idx
 	}
-	off, idx, err := f.c.appendRecord(f.ctx, f.path, frameRecord(f.c.nextRecordID(), record), f.lastIdx)
+	off, idx, err := f.c.appendRecord(ctx, f.path, frameRecord(f.c.nextRecordID(), record), f.lastIdx)
 	f.lastIdx = idx
 	f.rbuf = f.rbuf[:0]
 	if err != nil {

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 )
 
 // StreamHandler is what a StreamServer serves: a place to keep pushed data
@@ -104,7 +106,7 @@ func NewStreamServer(h StreamHandler, cfg StreamConfig) (*StreamServer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &StreamServer{h: h, cfg: cfg, log: cfg.Logger, conns: make(map[net.Conn]struct{})}, nil
+	return &StreamServer{h: h, cfg: cfg, log: reqid.Logger(cfg.Logger), conns: make(map[net.Conn]struct{})}, nil
 }
 
 // Serve accepts connections from lis, serving each in its own goroutine,
@@ -200,6 +202,9 @@ type streamConn struct {
 	bufs net.Buffers     // their writev vector
 	lens []int           // their payload lengths
 	raw  syscall.RawConn // the TCP socket for sendfile; nil until a read needs it
+	// answered is the error the current request was answered with; nil
+	// until an error frame is sent.
+	answered error
 }
 
 func (c *streamConn) serve() error {
@@ -232,24 +237,52 @@ func (c *streamConn) serveRequest() error {
 	if err := readPayload(c.r, h, payload); err != nil {
 		return err
 	}
+	c.answered = nil
 	switch h.typ {
 	case framePush:
 		req, err := decodePush(payload)
 		if err != nil {
 			return err
 		}
-		return c.servePush(req, c.authorize(StreamRequest{Conn: c.conn, Push: true, Token: req.token}))
+		defer c.trace(req.reqID, time.Now(), &err, "push", "data_id", req.id, "bytes", req.length, "downstream", len(req.chain))
+		err = c.servePush(req, c.authorize(StreamRequest{Conn: c.conn, Push: true, Token: req.token}))
+		return err
 	case frameRead:
 		req, err := decodeRead(payload)
 		if err != nil {
 			return err
 		}
-		if err := c.authorize(StreamRequest{Conn: c.conn, Handle: req.handle, Token: req.token}); err != nil {
-			return c.reply(frameError, encodeError(err))
+		defer c.trace(req.reqID, time.Now(), &err, "read", "handle", req.handle, "offset", req.off, "length", req.length)
+		if err = c.authorize(StreamRequest{Conn: c.conn, Handle: req.handle, Token: req.token}); err != nil {
+			err = c.reply(frameError, encodeError(err))
+			return err
 		}
-		return c.serveRead(req)
+		err = c.serveRead(req)
+		return err
 	}
 	return protocolError("unexpected %v frame for a request", h.typ)
+}
+
+// trace logs, at debug level, a request that carried a request ID once it
+// is answered (or its connection broke, *err): what it was (args), how long
+// it took and the error it was answered with, if any. Requests without an
+// ID are not logged, as gRPC calls without one are not.
+func (c *streamConn) trace(id string, start time.Time, err *error, msg string, args ...any) {
+	if id == "" {
+		return
+	}
+	ctx := reqid.With(context.Background(), id)
+	if !c.s.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	args = append(args, "took", time.Since(start))
+	switch {
+	case *err != nil:
+		args = append(args, "err", (*err).Error())
+	case c.answered != nil:
+		args = append(args, "err", c.answered.Error())
+	}
+	c.s.log.DebugContext(ctx, "data stream "+msg, args...)
 }
 
 // authorize asks the configured Authorize about r.
@@ -260,8 +293,12 @@ func (c *streamConn) authorize(r StreamRequest) error {
 	return c.s.cfg.Authorize(r)
 }
 
-// reply writes one frame with a deadline.
+// reply writes one frame with a deadline. An error frame is kept in
+// answered, for the request's trace.
 func (c *streamConn) reply(t frameType, payload []byte) error {
+	if t == frameError {
+		c.answered = decodeError("", "", payload)
+	}
 	c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
 	_, err := c.conn.Write(appendFrame(nil, t, payload))
 	return err

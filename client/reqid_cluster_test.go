@@ -1,0 +1,137 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs/chunkfstest"
+	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/chunkserver"
+	"github.com/chunkfs/chunkfs/internal/cluster"
+	"github.com/chunkfs/chunkfs/internal/master"
+)
+
+// capture is one process's log, at debug level, safe for concurrent use.
+type capture struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.Write(p)
+}
+
+func (c *capture) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(c, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// lines returns the lines that contain every one of subs.
+func (c *capture) lines(subs ...string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(c.b.String(), "\n") {
+		ok := l != ""
+		for _, s := range subs {
+			ok = ok && strings.Contains(l, s)
+		}
+		if ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+var reqAttr = regexp.MustCompile(`req=([0-9A-Za-z._-]+)`)
+
+// TestRequestIDFollowsAWrite writes a file through a cluster of three
+// replicas, with TLS and chunk access tokens, and finds the client's ID
+// for the write in the master's log and in every replica's: the push
+// along the chain and the primary's Write or a secondary's Apply.
+func TestRequestIDFollowsAWrite(t *testing.T) {
+	var masterLog, clientLog capture
+	csLogs := make([]capture, 3)
+	tc := chunkfstest.NewCluster(t, chunkfstest.ChunkSize(1<<20), chunkfstest.TLS(), func(c *cluster.Config) {
+		c.Tokens = true
+		c.Master = func(mc *master.Config) { mc.Logger = masterLog.logger() }
+		c.Chunkserver = func(i int, sc *chunkserver.Config) { sc.Logger = csLogs[i].logger() }
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := client.DefaultConfig()
+	cfg.Master, cfg.Security, cfg.Logger = tc.MasterAddr(), tc.Security(), clientLog.logger()
+	c, err := client.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	data := randomBytes(7, 300<<10)
+	writeFile(t, ctx, c, "/traced", data)
+	attempts := clientLog.lines(`msg="chunkfs write: attempt"`)
+	if len(attempts) != 1 {
+		t.Fatalf("want one write attempt in the client's log, got %q", attempts)
+	}
+	m := reqAttr.FindStringSubmatch(attempts[0])
+	if m == nil {
+		t.Fatalf("the client's write line has no request ID: %s", attempts[0])
+	}
+	id := "req=" + m[1]
+	if l := masterLog.lines(id); len(l) == 0 {
+		t.Errorf("the master's log has no line with %s", id)
+	}
+	if testing.Verbose() {
+		t.Logf("client: %q\nmaster: %q\nchunkserver 0: %q", clientLog.lines(id), masterLog.lines(id), csLogs[0].lines(id))
+	}
+	primaries := 0
+	for i := range csLogs {
+		if l := csLogs[i].lines(`msg="data stream push"`, id, fmt.Sprintf("bytes=%d", len(data))); len(l) != 1 {
+			t.Errorf("chunkserver %d: want one push line with %s, got %q", i, id, l)
+		}
+		write, apply := csLogs[i].lines("method=Write", id), csLogs[i].lines("method=Apply", id)
+		primaries += len(write)
+		if len(write)+len(apply) != 1 {
+			t.Errorf("chunkserver %d: want its Write or Apply with %s, got %q and %q", i, id, write, apply)
+		}
+	}
+	if primaries != 1 {
+		t.Errorf("%d primaries logged the write", primaries)
+	}
+
+	// A read has an ID of its own, in the master's (location look-up)
+	// and the replica's lines.
+	f, err := c.Open(ctx, "/traced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := make([]byte, len(data))
+	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %v", err)
+	}
+	var readID string
+	for i := range csLogs {
+		for _, l := range csLogs[i].lines(`msg="data stream read"`) {
+			if m := reqAttr.FindStringSubmatch(l); m != nil {
+				readID = "req=" + m[1]
+			}
+		}
+	}
+	switch {
+	case readID == "":
+		t.Fatal("no replica logged the read with a request ID")
+	case readID == id:
+		t.Fatal("the read has the write's ID")
+	case len(masterLog.lines(readID)) == 0:
+		t.Errorf("the master's log has no line with the read's %s", readID)
+	}
+}
