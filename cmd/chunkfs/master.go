@@ -58,7 +58,7 @@ func runMaster(ctx context.Context, args []string) error {
 	served := make(chan error, 1)
 	go func() { served <- m.Serve(serveOn) }()
 	if status != nil {
-		if _, err := status.serve(ctx, os.Stderr, cfg.Logger, cmp.Or(cfg.Addr, listen), cfg.Security, func() *master.Master { return m }, nil); err != nil {
+		if _, err := status.serve(ctx, os.Stderr, cfg.Logger, cmp.Or(cfg.Addr, listen), cfg.Security, func() *master.Master { return m }, m.Traffic); err != nil {
 			cfg.Logger.Error("status page", "err", err)
 		}
 	}

@@ -105,7 +105,7 @@ func (s *Server) register(master string) error {
 	sp := s.space()
 	req := &pb.RegisterRequest{Id: s.id, Addr: s.Addr(), Rack: s.cfg.Rack,
 		Capacity: sp.capacity, Used: sp.used, Free: sp.free, Disks: sp.disks,
-		Leases: s.heldLeases(s.cfg.Clock.Now())}
+		Leases: s.heldLeases(s.cfg.Clock.Now()), BytesRead: s.traffic.read.Load(), BytesWritten: s.traffic.written.Load()}
 	for _, in := range s.store.List() {
 		if !in.Corrupt {
 			req.Chunks = append(req.Chunks, replica(in))
@@ -177,7 +177,7 @@ func (s *Server) heartbeatRequest() *pb.HeartbeatRequest {
 	all := s.store.List()
 	req := &pb.HeartbeatRequest{Id: s.id, Addr: s.Addr(), Capacity: sp.capacity, Used: sp.used,
 		Free: sp.free, Disks: sp.disks, Load: s.load.Load(),
-		Sample: s.reporter.sample(all, s.cfg.ReportSize)}
+		Sample: s.reporter.sample(all, s.cfg.ReportSize), BytesRead: s.traffic.read.Load(), BytesWritten: s.traffic.written.Load()}
 	now := s.cfg.Clock.Now()
 	req.Leases = s.heldLeases(now)
 	for _, in := range all {

@@ -50,6 +50,8 @@ type Master struct {
 	regMu sync.Mutex // guards reg: every call into it
 	reg   *registry  // chunkservers, replicas, leases, clones: the one owner of that state
 
+	traffic traffic // the chunk data chunkservers report serving and receiving (traffic.go)
+
 	safeMu  sync.Mutex // guards safe and safeWhy
 	safe    bool       // in safe mode: no chunk is created (safemode.go)
 	safeWhy string     // what safe mode waits for
