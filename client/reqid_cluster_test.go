@@ -16,6 +16,7 @@ import (
 	"github.com/chunkfs/chunkfs/internal/chunkserver"
 	"github.com/chunkfs/chunkfs/internal/cluster"
 	"github.com/chunkfs/chunkfs/internal/master"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 )
 
 // capture is one process's log, at debug level, safe for concurrent use.
@@ -49,6 +50,19 @@ func (c *capture) lines(subs ...string) []string {
 		}
 	}
 	return out
+}
+
+// hasID reports whether a line carries request ID id (not only one that
+// starts with it).
+func (c *capture) hasID(id string) bool {
+	for _, l := range c.lines("req=" + id) {
+		for _, m := range reqAttr.FindAllStringSubmatch(l, -1) {
+			if m[1] == id {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var reqAttr = regexp.MustCompile(`req=([0-9A-Za-z._-]+)`)
@@ -133,5 +147,37 @@ func TestRequestIDFollowsAWrite(t *testing.T) {
 		t.Fatal("the read has the write's ID")
 	case len(masterLog.lines(readID)) == 0:
 		t.Errorf("the master's log has no line with the read's %s", readID)
+	}
+}
+
+// TestRequestIDOfBatchedCalls makes concurrent stats, which the client
+// sends to the master in batches: each keeps its caller's ID, found in
+// the master's log (a batch's op line, or the call's own when alone).
+func TestRequestIDOfBatchedCalls(t *testing.T) {
+	var masterLog capture
+	tc := chunkfstest.NewCluster(t, chunkfstest.ChunkSize(1<<20), func(c *cluster.Config) {
+		c.Master = func(mc *master.Config) { mc.Logger = masterLog.logger() }
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := tc.Client()
+	writeFile(t, ctx, c, "/s", []byte("x"))
+	const n = 40
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if _, err := c.Stat(reqid.With(ctx, fmt.Sprintf("stat-%d", i)), "/s"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if !masterLog.hasID(fmt.Sprintf("stat-%d", i)) {
+			t.Errorf("the master's log has no line of stat %d", i)
+		}
+	}
+	if testing.Verbose() {
+		t.Logf("%d batch op lines, %d batch calls with an ID", len(masterLog.lines(`msg="batch op"`)), len(masterLog.lines("method=Batch", "req=")))
 	}
 }
