@@ -65,7 +65,8 @@ func serveMount(ctx context.Context, o mountOptions, log *slog.Logger) error {
 		return fmt.Errorf("master %s not reachable: %w", o.master, err)
 	}
 	defer b.Close()
-	srv, err := fusefs.Mount(ctx, o.dir, mountMetrics(ctx, o.http, b), o.fuse, log)
+	observed, cfg := mountMetrics(ctx, o.http, b, o.fuse)
+	srv, err := fusefs.Mount(ctx, o.dir, observed, cfg, log)
 	if err != nil {
 		return err
 	}
