@@ -65,7 +65,7 @@ func (c *Client) appendRecord(ctx context.Context, path string, frame []byte, id
 			idx++ // the primary padded the chunk: go on to the next
 			continue
 		}
-		c.log.Debug("chunkfs append: attempt failed", "path", path, "chunk", idx, "err", err)
+		c.log.DebugContext(ctx, "chunkfs append: attempt failed", "path", path, "chunk", idx, "err", err)
 		if last, lerr := c.lastChunk(ctx, path); lerr == nil && last > idx {
 			idx = last // other appenders moved on: so do we
 			continue

@@ -57,7 +57,7 @@ func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, dat
 		if err == nil || earlier {
 			return err
 		}
-		c.log.Debug("chunkfs write: attempt failed", "path", path, "chunk", idx, "err", err)
+		c.log.DebugContext(ctx, "chunkfs write: attempt failed", "path", path, "chunk", idx, "err", err)
 		if !r.again(ctx, err) {
 			return wrapOp("write", path, err)
 		}
