@@ -107,6 +107,8 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	queueStats := fs.String("queue-stats", "", "write a JSON summary of the RPC queue times to `FILE` on exit")
 	superGroup := fs.Uint("superuser-group", uint(cfg.SuperuserGroup), "`GID` whose members, with uid 0, are the superuser: every permission and the admin calls")
 	verbose := fs.Bool("v", false, "log informational messages")
+	var ll logLevel
+	addLogLevel(fs, &ll, "warn, info with -v")
 	for _, add := range extra {
 		add(fs)
 	}
@@ -133,6 +135,7 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	if *verbose {
 		level = slog.LevelInfo
 	}
+	level = ll.or(level)
 	cfg.Dir, cfg.ChunkSize, cfg.DefaultReplication, cfg.LeaseDuration, cfg.DeadAfter = *dir, *chunkSize, *repl, *lease, *deadAfter
 	cfg.NoLeaseAdoption = *noAdopt
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones

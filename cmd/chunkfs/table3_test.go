@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,18 +16,21 @@ import (
 // chunkserver processes, writes and reads a file through them, and finds
 // Table 3's read and write rates, which the master has only from the
 // chunkservers' heartbeats, on its /api/tables and in `admin report
-// --http`: every replica's received bytes counted, the read once.
+// --http`: every replica's received bytes counted, the read once. The
+// servers log at debug level, and each write's request ID is in the
+// master's log and in every chunkserver's.
 func TestStandaloneMasterTable3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four server processes")
 	}
 	dir := t.TempDir()
 	master, page := freeAddr(t), freeAddr(t)
-	startProc(t, "master", "master", "--dir", filepath.Join(dir, "m"), "--listen", master,
-		"--chunk-size", "65536", "--reserve", "0", "--http", page)
+	m := startProc(t, "master", "master", "--dir", filepath.Join(dir, "m"), "--listen", master,
+		"--chunk-size", "65536", "--reserve", "0", "--http", page, "--log-level", "debug")
+	var css []*proc
 	for _, cs := range []string{"cs1", "cs2", "cs3"} {
-		startProc(t, cs, "chunkserver", "--dir", filepath.Join(dir, cs), "--listen", freeAddr(t),
-			"--master", master, "--heartbeat", "200ms", "--reserve", "0")
+		css = append(css, startProc(t, cs, "chunkserver", "--dir", filepath.Join(dir, cs), "--listen", freeAddr(t),
+			"--master", master, "--heartbeat", "200ms", "--reserve", "0", "--log-level", "debug"))
 	}
 	inv := invocation{master: master}
 	waitFor3(t, inv)
@@ -61,6 +65,7 @@ func TestStandaloneMasterTable3(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	checkRequestIDs(t, m, css)
 	r := runWith(t, inv, "admin", "report", "--http", page)
 	if r.code != 0 {
 		t.Fatalf("admin report --http: exit %d: %s", r.code, r.stderr)
@@ -83,5 +88,34 @@ func waitFor3(t *testing.T, inv invocation) {
 			t.Fatalf("cluster not up: exit %d: %s %s", r.code, r.stdout, r.stderr)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+var pushID = regexp.MustCompile(`msg="data stream push".* req=([0-9a-f]+)`)
+
+// checkRequestIDs finds, for every push a chunkserver logged (the file's
+// four chunks, each pushed along a chain of the three), its request ID in
+// the master's log (the write's lease) and in every chunkserver's (a
+// write spans one chain).
+func checkRequestIDs(t *testing.T, m *proc, css []*proc) {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, cs := range css {
+		for _, match := range pushID.FindAllStringSubmatch(cs.out.String(), -1) {
+			ids[match[1]] = true
+		}
+	}
+	if len(ids) < 4 {
+		t.Fatalf("%d request IDs in the chunkservers' push lines, want one per chunk written (4)", len(ids))
+	}
+	for id := range ids {
+		if !strings.Contains(m.out.String(), "req="+id) {
+			t.Errorf("request %s is in a chunkserver's log, not in the master's", id)
+		}
+		for _, cs := range css {
+			if !strings.Contains(cs.out.String(), "req="+id) {
+				t.Errorf("request %s is not in %s's log", id, cs.name)
+			}
+		}
 	}
 }
