@@ -202,9 +202,9 @@ type streamConn struct {
 	bufs net.Buffers     // their writev vector
 	lens []int           // their payload lengths
 	raw  syscall.RawConn // the TCP socket for sendfile; nil until a read needs it
-	// answered is the error the current request was answered with; nil
-	// until an error frame is sent.
-	answered error
+	// pending logs the current request's trace (traced); nil when it has
+	// none or it is logged.
+	pending func(answer error)
 }
 
 func (c *streamConn) serve() error {
@@ -237,14 +237,13 @@ func (c *streamConn) serveRequest() error {
 	if err := readPayload(c.r, h, payload); err != nil {
 		return err
 	}
-	c.answered = nil
 	switch h.typ {
 	case framePush:
 		req, err := decodePush(payload)
 		if err != nil {
 			return err
 		}
-		defer c.trace(req.reqID, time.Now(), &err, "push", "data_id", req.id, "bytes", req.length, "downstream", len(req.chain))
+		defer c.traced(req.reqID, "push", "data_id", req.id, "bytes", req.length, "downstream", len(req.chain))(&err)
 		err = c.servePush(req, c.authorize(StreamRequest{Conn: c.conn, Push: true, Token: req.token}))
 		return err
 	case frameRead:
@@ -252,7 +251,7 @@ func (c *streamConn) serveRequest() error {
 		if err != nil {
 			return err
 		}
-		defer c.trace(req.reqID, time.Now(), &err, "read", "handle", req.handle, "offset", req.off, "length", req.length)
+		defer c.traced(req.reqID, "read", "handle", req.handle, "offset", req.off, "length", req.length)(&err)
 		if err = c.authorize(StreamRequest{Conn: c.conn, Handle: req.handle, Token: req.token}); err != nil {
 			err = c.reply(frameError, encodeError(err))
 			return err
@@ -263,26 +262,34 @@ func (c *streamConn) serveRequest() error {
 	return protocolError("unexpected %v frame for a request", h.typ)
 }
 
-// trace logs, at debug level, a request that carried a request ID once it
-// is answered (or its connection broke, *err): what it was (args), how long
-// it took and the error it was answered with, if any. Requests without an
-// ID are not logged, as gRPC calls without one are not.
-func (c *streamConn) trace(id string, start time.Time, err *error, msg string, args ...any) {
-	if id == "" {
-		return
-	}
+// traced arranges for a request that carries request ID id to be logged
+// at debug level, once: just before its answer's last frame is written
+// (reply), so that the line is there by the time the requester has its
+// answer, or, when the request ends without one (the connection broke),
+// by the returned function, given the request's error. The line says what
+// the request was (args), how long it took and the error it was answered
+// with, if any. Requests without an ID are not logged, as gRPC calls
+// without one are not.
+func (c *streamConn) traced(id, what string, args ...any) func(*error) {
+	c.pending = nil
 	ctx := reqid.With(context.Background(), id)
-	if !c.s.log.Enabled(ctx, slog.LevelDebug) {
-		return
+	if id == "" || !c.s.log.Enabled(ctx, slog.LevelDebug) {
+		return func(*error) {}
 	}
-	args = append(args, "took", time.Since(start))
-	switch {
-	case *err != nil:
-		args = append(args, "err", (*err).Error())
-	case c.answered != nil:
-		args = append(args, "err", c.answered.Error())
+	start := time.Now()
+	c.pending = func(err error) {
+		args = append(args, "took", time.Since(start))
+		if err != nil {
+			args = append(args, "err", err.Error())
+		}
+		c.s.log.DebugContext(ctx, "data stream "+what, args...)
 	}
-	c.s.log.DebugContext(ctx, "data stream "+msg, args...)
+	return func(err *error) {
+		if c.pending != nil {
+			c.pending(*err)
+			c.pending = nil
+		}
+	}
 }
 
 // authorize asks the configured Authorize about r.
@@ -293,11 +300,16 @@ func (c *streamConn) authorize(r StreamRequest) error {
 	return c.s.cfg.Authorize(r)
 }
 
-// reply writes one frame with a deadline. An error frame is kept in
-// answered, for the request's trace.
+// reply writes one frame with a deadline. An ok or error frame ends the
+// request's answer: its trace, if any, is logged first.
 func (c *streamConn) reply(t frameType, payload []byte) error {
-	if t == frameError {
-		c.answered = decodeError("", "", payload)
+	if c.pending != nil && (t == frameOK || t == frameError) {
+		var answer error
+		if t == frameError {
+			answer = decodeError("", "", payload)
+		}
+		c.pending(answer)
+		c.pending = nil
 	}
 	c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
 	_, err := c.conn.Write(appendFrame(nil, t, payload))
