@@ -239,3 +239,30 @@ func TestMalformedIDClosesTheConnection(t *testing.T) {
 		t.Errorf("the refusal is not logged: %q", logs.String())
 	}
 }
+
+// BenchmarkPushChainRequestID is BenchmarkPushChain's 64 KiB push without
+// and with a request ID, the servers not logging at debug level: what
+// carrying the ID costs when nobody traces.
+func BenchmarkPushChainRequestID(b *testing.B) {
+	var chain []string
+	for range 3 {
+		addr, _ := startStream(b, newMemHandler())
+		chain = append(chain, addr)
+	}
+	c := NewDataClient()
+	defer c.Close()
+	data := testData(64<<10, 2)
+	for _, v := range []struct {
+		name string
+		ctx  context.Context
+	}{{"none", context.Background()}, {"id", reqid.With(context.Background(), reqid.New())}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if err := c.Push(v.ctx, chain, 1, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
