@@ -50,8 +50,6 @@ type Master struct {
 	regMu sync.Mutex // guards reg: every call into it
 	reg   *registry  // chunkservers, replicas, leases, clones: the one owner of that state
 
-	traffic traffic // the chunk data chunkservers report serving and receiving (traffic.go)
-
 	safeMu  sync.Mutex // guards safe and safeWhy
 	safe    bool       // in safe mode: no chunk is created (safemode.go)
 	safeWhy string     // what safe mode waits for
@@ -66,7 +64,8 @@ type Master struct {
 	// held: no lease on a chunk that existed then is granted before (ha.go).
 	lead leadership
 
-	locks fileLocks // the leader's file locks (locks_rpc.go)
+	locks   fileLocks // the leader's file locks (locks_rpc.go)
+	traffic traffic   // the chunk data chunkservers report serving and receiving (traffic.go)
 
 	srvMu  sync.Mutex // guards srv, addr and closed
 	srv    *rpc.Server
