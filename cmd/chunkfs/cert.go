@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,12 +19,14 @@ import (
 
 var certCommand = &command{
 	name: "cert",
-	args: "init|issue [flags]",
-	summary: "make a cluster CA (init) and issue node and user certificates from it (issue); " +
-		"each issued certificate goes to a directory of its own (ca.crt, tls.crt, tls.key) to give a process as --tls-dir",
+	args: "init|issue|revoke [flags]",
+	summary: "make a cluster CA (init), issue node and user certificates from it (issue) and revoke them (revoke); " +
+		"each issued certificate goes to a directory of its own (ca.crt, tls.crt, tls.key, ca.crl) to give a process as --tls-dir; " +
+		"revoke writes the CA's ca.crl, which every process's TLS directory needs a copy of",
 	example: "  chunkfs cert init --dir /etc/chunkfs/ca\n" +
 		"  chunkfs cert issue --dir /etc/chunkfs/ca --role master --name m1 --host m1.example,10.0.0.1\n" +
-		"  chunkfs cert issue --dir /etc/chunkfs/ca --role client --name alice --uid 1000 --gids 1000,27",
+		"  chunkfs cert issue --dir /etc/chunkfs/ca --role client --name alice --uid 1000 --gids 1000,27\n" +
+		"  chunkfs cert revoke --dir /etc/chunkfs/ca --name alice",
 	run: runCert,
 }
 
@@ -34,20 +39,23 @@ const (
 )
 
 func runCert(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || (args[0] != "init" && args[0] != "issue" && !strings.HasPrefix(args[0], "-")) {
-		return usagef("need init or issue")
-	}
-	if strings.HasPrefix(args[0], "-") {
-		_, err := parse(e, flagSet(e), args)
-		if err != nil {
+	if len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		if _, err := parse(e, flagSet(e), args); err != nil {
 			return err
 		}
-		return usagef("need init or issue")
 	}
-	if args[0] == "init" {
+	if len(args) == 0 {
+		return usagef("need init, issue or revoke")
+	}
+	switch args[0] {
+	case "init":
 		return runCertInit(e, args[1:])
+	case "issue":
+		return runCertIssue(e, args[1:])
+	case "revoke":
+		return runCertRevoke(e, args[1:])
 	}
-	return runCertIssue(e, args[1:])
+	return usagef("need init, issue or revoke")
 }
 
 func runCertInit(e *env, args []string) error {
@@ -69,7 +77,11 @@ func runCertInit(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeNew(*dir, map[string][]byte{caCertFile: certs.EncodeCert(ca.Cert.Raw), caKeyFile: keyPEM}); err != nil {
+	crl, err := ca.RevocationList(nil, big.NewInt(0), time.Now(), time.Duration(*days)*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	if err := writeNew(*dir, map[string][]byte{caCertFile: certs.EncodeCert(ca.Cert.Raw), caKeyFile: keyPEM, caCRLFile: crl}); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "cluster CA in %s (keep %s secret; give %s to every process)\n", *dir, caKeyFile, caCertFile)
@@ -116,7 +128,15 @@ func runCertIssue(e *env, args []string) error {
 		*out = filepath.Join(*dir, id.Name)
 	}
 	files := map[string][]byte{caCertFile: certs.EncodeCert(ca.Cert.Raw), tlsCertFile: certPEM, tlsKeyFile: keyPEM}
+	if crl, err := os.ReadFile(filepath.Join(*dir, caCRLFile)); err == nil {
+		files[caCRLFile] = crl
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	if err := writeNew(*out, files); err != nil {
+		return err
+	}
+	if err := recordIssued(*dir, certPEM); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "%s certificate for %s in %s (give the directory as --tls-dir)\n", id.Role, id.Name, *out)
@@ -148,6 +168,17 @@ func identityFromFlags(role, name string, uid uint, gids string) (certs.Identity
 	return id, nil
 }
 
+// recordIssued keeps a copy of an issued certificate in the CA
+// directory, named by its serial number, for cert revoke --name.
+func recordIssued(dir string, certPEM []byte) error {
+	b, _ := pem.Decode(certPEM)
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return err
+	}
+	return writeNew(filepath.Join(dir, issuedDir), map[string][]byte{c.SerialNumber.Text(16) + ".crt": certPEM})
+}
+
 func loadCA(dir string) (*certs.CA, error) {
 	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
 	if err != nil {
@@ -170,7 +201,7 @@ func writeNew(dir string, files map[string][]byte) error {
 	for name := range files {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return &fs.PathError{Op: "create", Path: filepath.Join(dir, name), Err: fs.ErrExist}
-		} else if !errors.Is(err, fs.ErrNotExist) {
+		} else if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}

@@ -59,6 +59,7 @@ func runChunkserver(ctx context.Context, args []string) error {
 		o.cfg.OnCall = reg.ObserveCall
 		o.cfg.Logger = slog.New(recent.Handler(o.cfg.Logger.Handler()))
 	}
+	reloadCRLOnHangup(ctx, o.cfg.Security, o.cfg.Logger)
 	s, err := chunkserver.Open(o.cfg)
 	if err != nil {
 		return err

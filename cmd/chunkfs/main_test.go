@@ -491,7 +491,8 @@ func TestCert(t *testing.T) {
 		code int
 		err  string
 	}{
-		{[]string{"cert"}, 2, "need init or issue"},
+		{[]string{"cert"}, 2, "need init, issue or revoke"},
+		{[]string{"cert", "sign"}, 2, "need init, issue or revoke"},
 		{[]string{"cert", "init", "--dir", dir}, 1, "file already exists"},
 		{[]string{"cert", "issue", "--dir", dir, "--role", "client", "--name", "alice", "--uid", "1"}, 1, "file already exists"},
 		{[]string{"cert", "issue", "--dir", dir, "--role", "admin", "--name", "x"}, 2, "unknown role"},

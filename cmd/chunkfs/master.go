@@ -30,6 +30,7 @@ func runMaster(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	reloadCRLOnHangup(ctx, cfg.Security, cfg.Logger)
 	status := newMasterStatus(hf, &cfg)
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {

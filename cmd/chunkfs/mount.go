@@ -35,6 +35,7 @@ func runMount(ctx context.Context, args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	reloadCRLOnHangup(ctx, o.security, log)
 	return serveMount(ctx, o, log)
 }
 
@@ -164,6 +165,9 @@ func mountFlags(args []string) (mountOptions, error) {
 	if o.security, err = tf.security(os.Getenv); err != nil {
 		return o, err
 	}
+	if err := singleUserMount(o.security, c.AllowOther, uint32(os.Getuid())); err != nil {
+		return o, err
+	}
 	if err := c.Validate(); err != nil {
 		return o, usagef("%v", err)
 	}
@@ -218,4 +222,19 @@ func parseSize(s string) (int, error) {
 		return 0, fmt.Errorf("%q is not a size (like 512K or 8M)", s)
 	}
 	return n * mult, nil
+}
+
+// singleUserMount refuses a mount that would serve no one: one whose
+// certificate is a plain user's (it serves only that UID, see
+// fusefs.ClientBackend) run by another user without --allow-other, which
+// the kernel lets in alone.
+func singleUserMount(sec *rpc.Security, allowOther bool, uid uint32) error {
+	if sec.IsInsecure() || sec.Identity().Proxy || allowOther {
+		return nil
+	}
+	if id := sec.Identity(); id.UID != uid {
+		return usagef("this %s certificate (%s) acts only as uid %d, and without --allow-other only uid %d may use the mount: "+
+			"run the mount as uid %d, give --allow-other, or use a mount certificate with the proxy privilege", id.Role, id.Name, id.UID, uid, id.UID)
+	}
+	return nil
 }

@@ -157,7 +157,9 @@ func (s *Server) readPiece(ctx context.Context, source string, h chunkfs.Handle,
 // sourceError describes a failed read from a clone's source, keeping its
 // kind: KindStale (the source is older than the clone's version),
 // KindChecksum (the source found its replica corrupt, or a block failed
-// its checksum on the way), KindNotExist, KindUnavailable.
+// its checksum on the way), KindNotExist (the source holds no such chunk;
+// nothing else makes Clone answer it, and the master forgets that
+// replica), KindUnavailable.
 func sourceError(h chunkfs.Handle, source string, err error) error {
 	return &chunkfs.Error{Op: "clone", Path: chunkName(h) + " from " + source, Kind: chunkfs.KindOf(err), Err: err}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/chunkstore"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -120,12 +121,26 @@ func (s *Server) register(master string) error {
 	resp, err := m.Register(ctx, req)
 	if err != nil {
 		s.log.Warn("register with master", "master", master, "err", err)
+		s.redialIfUnreachable(master, err)
 		return err
 	}
 	s.log.Info("registered with master", "master", master, "chunks", len(req.Chunks))
 	s.learnKeys(resp.TokenKeys)
 	s.deleteAll(append(resp.Garbage, resp.Stale...))
 	return nil
+}
+
+// redialIfUnreachable drops the connection to master after a call that
+// reached no server (the master is down or restarting), so that the next
+// heartbeat dials afresh. Kept, the connection would retry only after
+// gRPC's exponential back-off (up to two minutes), every call failing at
+// once meanwhile though the master was back: after a master restart the
+// chunkservers registered up to seconds late, and the master stayed
+// without them, in safe mode or healing on the few that had.
+func (s *Server) redialIfUnreachable(master string, err error) {
+	if rpc.Unreachable(err) {
+		s.peers.Forget(master)
+	}
 }
 
 // spaceReport is what a chunkserver tells the master of its space.
@@ -164,6 +179,7 @@ func (s *Server) heartbeat(master string) bool {
 	resp, err := m.Heartbeat(ctx, req)
 	if err != nil {
 		s.log.Warn("heartbeat", "master", master, "err", err)
+		s.redialIfUnreachable(master, err)
 		return true
 	}
 	s.learnKeys(resp.TokenKeys)

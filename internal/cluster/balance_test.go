@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
 	"github.com/chunkfs/chunkfs/internal/master"
 )
@@ -30,6 +31,10 @@ func TestNewServerFilledGradually(t *testing.T) {
 	cfg.ChunkSize = healChunk
 	cfg.Replication = 2
 	cfg.Capacity = capacity
+	// No server dies here: on a loaded machine a heartbeat can be late
+	// by more than the default second, and a server wrongly declared dead
+	// would have its chunks repaired, which is not what this test is about.
+	cfg.DeadAfter = 10 * time.Second
 	cfg.Master = func(mc *master.Config) {
 		mc.Placement.MinFree = 0
 		mc.OnClone = log.add
@@ -138,10 +143,33 @@ func TestNewServerFilledGradually(t *testing.T) {
 	if err := readsAll(ctx, cl, files); err != nil {
 		t.Error(err)
 	}
+	// Every location the master lists is a replica on that server's disk:
+	// none it trimmed was counted again from a report built before the
+	// server deleted it.
+	if err := listedHeld(ctx, c, cl, files); err != nil {
+		t.Error(err)
+	}
 	for _, s := range rep.Servers {
 		t.Logf("%s: %d chunks, %.1f %% used", s.Addr, s.Chunks, 100*float64(s.Used)/float64(s.Capacity))
 	}
 	t.Logf("%d replicas moved (%d to the new server), at most %d in flight", moved, toFresh, peak)
+}
+
+// listedHeld checks that every replica the master lists for the chunks of
+// files is on the listed chunkserver's disk.
+func listedHeld(ctx context.Context, c *Cluster, cl *client.Client, files map[string][]byte) error {
+	sets, err := replicaSets(ctx, cl, files)
+	if err != nil {
+		return err
+	}
+	for h, rs := range sets {
+		for _, addr := range rs {
+			if i := serverIndex(c, addr); i < 0 || !c.HasReplica(i, chunkfs.Handle(h)) {
+				return fmt.Errorf("chunk %d is listed on %s, which does not hold it", h, addr)
+			}
+		}
+	}
+	return nil
 }
 
 // waitBalanced waits until every live server's utilisation is within

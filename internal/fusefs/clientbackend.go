@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
+
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
 	"github.com/chunkfs/chunkfs/internal/locks"
@@ -35,9 +37,17 @@ const maxCallers = 256
 // through the descriptor that created it; see docs/architecture.md,
 // "Access is decided at open"). Every change of what a path names made
 // through a caller's client makes io forget its cached locations of it.
+//
+// A mount whose certificate is a plain user's (no proxy privilege) acts
+// only as that user: requests of the certificate's UID act as its
+// identity (its groups, not the process's), open files' I/O too, and
+// every other local user, root included, is refused with EACCES, as an
+// NFS client holding one user's Kerberos credentials refuses users who
+// hold none. A proxy certificate, or plain TCP, acts as each caller.
 type ClientBackend struct {
-	cfg client.Config
-	io  *client.Client // the I/O of every open file
+	cfg    client.Config
+	io     *client.Client  // the I/O of every open file
+	single *chunkfs.Caller // the one caller of a plain user certificate; nil: any
 
 	mu      sync.Mutex // guards clients
 	clients map[string]*client.Client
@@ -56,10 +66,16 @@ func NewClientBackend(ctx context.Context, cfg client.Config) (*ClientBackend, e
 	cfg.WriteBuffer = max(cfg.WriteBuffer, 4<<20)
 	cfg.Umask = 0
 	b := &ClientBackend{cfg: cfg, clients: map[string]*client.Client{}}
-	if _, err := b.clientFor(ctx, cfg.Caller); err != nil {
+	ioCaller := chunkfs.Root
+	if sec := cfg.Security; !sec.IsInsecure() && !sec.Identity().Proxy {
+		id := sec.Identity()
+		b.single = &chunkfs.Caller{UID: id.UID, GIDs: slices.Clone(id.GIDs)}
+		b.cfg.Caller, ioCaller = *b.single, *b.single
+	}
+	if _, err := b.clientFor(ctx, b.cfg.Caller); err != nil {
 		return nil, err
 	}
-	io, err := b.clientFor(ctx, chunkfs.Root)
+	io, err := b.clientFor(ctx, ioCaller)
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +102,34 @@ func (b *ClientBackend) Close() error {
 // through any of them, from observers too, sees every change this mount
 // made.
 func (b *ClientBackend) client(ctx context.Context, caller chunkfs.Caller) (*client.Client, error) {
+	if b.single != nil {
+		if caller.UID != b.single.UID && !ownRequest(ctx) {
+			return nil, chunkfs.E("mount", "", chunkfs.KindPermission,
+				fmt.Sprintf("permission denied: this mount's certificate acts only as uid %d, not uid %d", b.single.UID, caller.UID))
+		}
+		caller = *b.single
+	}
 	c, err := b.clientFor(ctx, caller)
 	if err == nil && b.io != nil {
 		c.Observe(b.io.StateID())
 	}
 	return c, err
+}
+
+// ownRequest reports whether ctx is a call of the mount process itself —
+// not a FUSE request, or one a thread of this process made (go-fuse's
+// check that the mount is up) — which acts as the mount's certificate:
+// the process holds its key.
+func ownRequest(ctx context.Context) bool {
+	fc, ok := fuse.FromContext(ctx)
+	if !ok {
+		return true
+	}
+	if int(fc.Pid) == os.Getpid() {
+		return true
+	}
+	_, err := os.Stat("/proc/self/task/" + strconv.FormatUint(uint64(fc.Pid), 10))
+	return fc.Pid != 0 && err == nil
 }
 
 // seen passes what c has seen on to the I/O client.

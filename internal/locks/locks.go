@@ -9,6 +9,11 @@
 // a grace period of one session lifetime, in which only reclaims (a
 // session re-asserting locks it held) are granted.
 //
+// A session may be bound to a holder, the authenticated identity that
+// opened or adopted it (Claim): then only that holder may use it, so that
+// no client can release, renew or close another's locks by naming its
+// session.
+//
 // The package is pure: no goroutines, no clock reads; every call that
 // depends on time takes now. A Table is not safe for concurrent use.
 package locks
@@ -81,6 +86,7 @@ var (
 	ErrGrace     = errors.New("lock table in its grace period after a master change: only reclaims are granted")
 	ErrTooMany   = errors.New("too many locks")
 	ErrInvalid   = errors.New("invalid lock")
+	ErrNotHolder = errors.New("lock session belongs to another client")
 )
 
 // Table is the cluster's lock table.
@@ -97,6 +103,7 @@ type Table struct {
 }
 
 type session struct {
+	holder string // who may use it; "": not bound yet
 	expiry time.Time
 	count  int
 	files  map[uint64]int // inode → locks held on it
@@ -115,13 +122,10 @@ func (t *Table) TTL() time.Duration { return t.ttl }
 // InGrace reports whether only reclaims are granted at now.
 func (t *Table) InGrace(now time.Time) bool { return now.Before(t.graceUntil) }
 
-// Open starts a new session.
+// Open starts a new session, numbered after the last.
 func (t *Table) Open(now time.Time) (uint64, error) {
-	if len(t.sessions) >= MaxSessions {
-		t.Expire(now)
-		if len(t.sessions) >= MaxSessions {
-			return 0, ErrTooMany
-		}
+	if err := t.room(now); err != nil {
+		return 0, err
 	}
 	t.next++
 	for t.next == 0 || t.sessions[t.next] != nil { // an adopted session's ID
@@ -129,6 +133,33 @@ func (t *Table) Open(now time.Time) (uint64, error) {
 	}
 	t.sessions[t.next] = &session{expiry: now.Add(t.ttl), files: map[uint64]int{}}
 	return t.next, nil
+}
+
+// OpenID starts a new session numbered id, which the caller draws at
+// random so that no one can guess another holder's session (and adopt it
+// first in a grace period). It fails with ErrInvalid if id is 0 or
+// taken: draw again.
+func (t *Table) OpenID(id uint64, now time.Time) error {
+	if err := t.room(now); err != nil {
+		return err
+	}
+	if id == 0 || t.sessions[id] != nil {
+		return ErrInvalid
+	}
+	t.sessions[id] = &session{expiry: now.Add(t.ttl), files: map[uint64]int{}}
+	return nil
+}
+
+// room makes room for a new session, expiring lapsed ones if the table
+// is full; ErrTooMany if it stays full.
+func (t *Table) room(now time.Time) error {
+	if len(t.sessions) >= MaxSessions {
+		t.Expire(now)
+		if len(t.sessions) >= MaxSessions {
+			return ErrTooMany
+		}
+	}
+	return nil
 }
 
 // Renew extends a live session, or, when reclaim is set, adopts a session
@@ -140,10 +171,10 @@ func (t *Table) Open(now time.Time) (uint64, error) {
 func (t *Table) Renew(id uint64, reclaim bool, now time.Time) bool {
 	s, ok := t.sessions[id]
 	if !ok || now.After(s.expiry) {
+		if ok {
+			t.drop(id) // a lapsed session's locks go before any adoption
+		}
 		if !reclaim || id == 0 || !t.InGrace(now) {
-			if ok {
-				t.drop(id)
-			}
 			return false
 		}
 		s = &session{files: map[uint64]int{}}
@@ -151,6 +182,25 @@ func (t *Table) Renew(id uint64, reclaim bool, now time.Time) bool {
 	}
 	s.expiry = now.Add(t.ttl)
 	return true
+}
+
+// Claim checks that holder may use session id, binding the session to
+// holder if it is bound to no one yet (it was just opened or adopted).
+// A session another holder is bound to is refused with ErrNotHolder; an
+// unknown or lapsed session passes, for the call that follows to fail on
+// (or, reclaiming, to adopt). Callers claim a session before every use.
+func (t *Table) Claim(id uint64, holder string, now time.Time) error {
+	s, ok := t.sessions[id]
+	switch {
+	case !ok || now.After(s.expiry):
+		return nil
+	case s.holder == "":
+		s.holder = holder
+		return nil
+	case s.holder != holder:
+		return ErrNotHolder
+	}
+	return nil
 }
 
 // Close ends a session, releasing its locks.

@@ -98,6 +98,66 @@ func TestSplitAndMerge(t *testing.T) {
 	}
 }
 
+// TestClaimBindsSessions: the first holder to claim a session owns it;
+// another is refused with ErrNotHolder until the session lapses, and a
+// session adopted by a reclaim belongs to its adopter.
+func TestClaimBindsSessions(t *testing.T) {
+	tb, a, b := newTable(t)
+	if err := tb.Claim(a, "alice", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Claim(b, "bob", t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"bob", ""} {
+		if err := tb.Claim(a, h, t0); !errors.Is(err, ErrNotHolder) {
+			t.Errorf("%q claiming alice's session: %v", h, err)
+		}
+	}
+	if err := tb.Claim(a, "alice", t0); err != nil {
+		t.Errorf("alice claiming her own session: %v", err)
+	}
+	if err := tb.Claim(12345, "bob", t0); err != nil {
+		t.Errorf("an unknown session: %v; want the call that follows to fail", err)
+	}
+	// A lapsed session binds no one; its locks go, and an adopter owns it.
+	mustSet(t, tb, 1, posix(a, 1, Write, 0, ToEnd))
+	late := t0.Add(11 * time.Second)
+	if err := tb.Claim(a, "bob", late); err != nil {
+		t.Errorf("claiming a lapsed session: %v", err)
+	}
+	nt := New(10*time.Second, 10*time.Second, t0, 100)
+	if !nt.Renew(a, true, t0) {
+		t.Fatal("reclaim not adopted")
+	}
+	if err := nt.Claim(a, "alice", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := nt.Claim(a, "mallory", t0); !errors.Is(err, ErrNotHolder) {
+		t.Errorf("mallory claiming alice's adopted session: %v", err)
+	}
+}
+
+// TestRenewOfLapsedSessionDropsItsLocks: a session that lapsed before the
+// table expired it loses its locks when it is renewed, even when a
+// reclaim adopts its ID again.
+func TestRenewOfLapsedSessionDropsItsLocks(t *testing.T) {
+	nt := New(10*time.Second, time.Minute, t0, 100)
+	if !nt.Renew(7, true, t0) {
+		t.Fatal("adopting 7")
+	}
+	if _, err := nt.Set(1, posix(7, 1, Write, 0, ToEnd), true, t0); err != nil {
+		t.Fatal(err)
+	}
+	if !nt.Renew(7, true, t0.Add(20*time.Second)) {
+		t.Fatal("re-adopting 7 in the grace period")
+	}
+	if nt.Count() != 0 || len(nt.Held(1)) != 0 {
+		t.Errorf("the lapsed session's locks stayed: %v", nt.Held(1))
+	}
+	nt.Close(7)
+}
+
 func TestSessionsExpireAndGrace(t *testing.T) {
 	tb, a, b := newTable(t)
 	mustSet(t, tb, 1, posix(a, 1, Write, 0, ToEnd))
@@ -237,5 +297,30 @@ func TestRandomAgainstModel(t *testing.T) {
 				t.Fatalf("step %d: byte %d: model %v, table %v", step, i, model[i], got[i])
 			}
 		}
+	}
+}
+
+// TestOpenID: a session opened with a chosen ID is a session like any
+// other; 0 and a taken ID are refused, and Open skips chosen IDs.
+func TestOpenID(t *testing.T) {
+	tb := New(10*time.Second, 0, t0, 100)
+	if err := tb.OpenID(101, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint64{0, 101} {
+		if err := tb.OpenID(id, t0); !errors.Is(err, ErrInvalid) {
+			t.Errorf("OpenID(%d): %v; want ErrInvalid", id, err)
+		}
+	}
+	mustSet(t, tb, 1, posix(101, 1, Write, 0, ToEnd))
+	if id := open(t, tb); id != 102 {
+		t.Errorf("Open after OpenID(101) = %d, want 102", id)
+	}
+	if !tb.Renew(101, false, t0.Add(5*time.Second)) {
+		t.Error("a chosen-ID session was not renewed")
+	}
+	tb.Close(101)
+	if tb.Count() != 0 {
+		t.Error("closing it left its locks")
 	}
 }

@@ -65,7 +65,9 @@ type Config struct {
 	// identity is whom it acts as (authz.go).
 	SuperuserGroup uint32
 	// OnClone, when set, is told of each clone started and ended (tests and
-	// benchmarks). It is called without locks held and must not block.
+	// benchmarks), in the order the master decided them: it is called with
+	// the master's replica registry locked, and must neither block nor
+	// call the master.
 	OnClone           func(CloneEvent)
 	SnapshotThreshold uint64 // log entries between checkpoints
 	NoSync            bool   // skip fsync of the log (tests of the CPU path only)

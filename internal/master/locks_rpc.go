@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -29,20 +30,17 @@ type fileLocks struct {
 }
 
 // reset starts an empty table at now, in its grace period unless the
-// cluster is new. Session IDs start at a random point so that new sessions
-// never take the ID of one an earlier leader gave, which its holder may
+// cluster is new. Sessions get random IDs (openRandom), so new sessions
+// do not run into the IDs an earlier leader gave, which their holders may
 // still reclaim.
 func (f *fileLocks) reset(now time.Time, ttl time.Duration, fresh bool) {
-	var b [8]byte
-	rand.Read(b[:])
-	first := binary.BigEndian.Uint64(b[:]) >> 2 // room to count up
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	grace := ttl
 	if fresh {
 		grace = 0
 	}
-	f.table = locks.New(ttl, grace, now, first)
+	f.table = locks.New(ttl, grace, now, 0)
 }
 
 // with runs fn on the table after expiring lapsed sessions (at most once a
@@ -60,18 +58,51 @@ func (f *fileLocks) with(now time.Time, fn func(t *locks.Table) error) error {
 	return fn(f.table)
 }
 
-// LockSession opens, renews, adopts (reclaim) or closes a lock session.
+// lockHolder is who a call's lock sessions belong to: its peer's
+// certificate identity (role, name and UID), so that a session opened by
+// one mount or client is refused to every other; "" on a plain
+// connection, where every caller is trusted.
+func lockHolder(ctx context.Context) string {
+	id := peerIdentity(ctx)
+	if id == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s?uid=%d", id.Role, id.Name, id.UID)
+}
+
+// openRandom opens a session with a random ID: a holder who knows its own
+// session's ID learns nothing of the others', so it cannot adopt one of
+// them before its holder reclaims it after a change of leader.
+func openRandom(t *locks.Table, now time.Time) (uint64, error) {
+	for {
+		var b [8]byte
+		rand.Read(b[:])
+		err := t.OpenID(binary.BigEndian.Uint64(b[:]), now)
+		if !errors.Is(err, locks.ErrInvalid) {
+			return binary.BigEndian.Uint64(b[:]), err
+		}
+	}
+}
+
+// LockSession opens, renews, adopts (reclaim) or closes a lock session,
+// bound to the certificate identity that opened or adopted it.
 func (m *Master) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*pb.LockSessionResponse, error) {
 	now := m.cfg.Clock.Now()
+	holder := lockHolder(ctx)
 	resp := &pb.LockSessionResponse{}
 	err := m.locks.with(now, func(t *locks.Table) error {
 		resp.TtlMs, resp.Grace = t.TTL().Milliseconds(), t.InGrace(now)
+		if req.Session != 0 {
+			if err := t.Claim(req.Session, holder, now); err != nil {
+				return lockErr(err)
+			}
+		}
 		switch {
 		case req.Close:
 			t.Close(req.Session)
 			resp.Session = req.Session
 		case req.Session == 0:
-			id, err := t.Open(now)
+			id, err := openRandom(t, now)
 			if err != nil {
 				return lockErr(err)
 			}
@@ -80,6 +111,9 @@ func (m *Master) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*
 			return lockErr(locks.ErrNoSession)
 		default:
 			resp.Session = req.Session
+		}
+		if !req.Close {
+			t.Claim(resp.Session, holder, now) // binds a new or adopted session
 		}
 		return nil
 	})
@@ -114,8 +148,12 @@ func (m *Master) Lock(ctx context.Context, req *pb.LockRequest) (*pb.LockRespons
 		}
 	}
 	now := m.cfg.Clock.Now()
+	holder := lockHolder(ctx)
 	resp := &pb.LockResponse{}
 	err = m.locks.with(now, func(t *locks.Table) error {
+		if err := t.Claim(l.Session, holder, now); err != nil {
+			return lockErr(err)
+		}
 		if unlock {
 			if !t.Renew(l.Session, false, now) {
 				return lockErr(locks.ErrNoSession)
@@ -175,7 +213,8 @@ func lockPB(l locks.Lock) *pb.FileLock {
 }
 
 // lockErr gives the table's errors their kinds: a lapsed session or the
-// grace period is retriable, too many locks is no space.
+// grace period is retriable, too many locks is no space, another holder's
+// session is permission denied.
 func lockErr(err error) error {
 	switch {
 	case err == nil:
@@ -186,6 +225,8 @@ func lockErr(err error) error {
 		return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindUnavailable, Err: err}
 	case errors.Is(err, locks.ErrTooMany):
 		return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindNoSpace, Err: err}
+	case errors.Is(err, locks.ErrNotHolder):
+		return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindPermission, Err: fmt.Errorf("%v: %w", chunkfs.KindPermission, err)}
 	}
 	return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindInvalid, Err: err}
 }

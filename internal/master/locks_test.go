@@ -1,9 +1,12 @@
 package master
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/certs"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -89,3 +92,70 @@ func TestLocksAcrossRestart(t *testing.T) {
 		t.Fatalf("a lapsed session's lock still holds: %v %v", r, err)
 	}
 }
+
+// TestLockSessionsBoundToIdentity: a lock session belongs to the
+// certificate identity that opened it. Another user, or a proxy mount,
+// that names it cannot renew, close or use it — each is refused with
+// permission denied — and its holder's locks stay.
+func TestLockSessionsBoundToIdentity(t *testing.T) {
+	s := openSecure(t)
+	m := s.m
+	rootCtx := s.as(t, rootID)
+	aliceCtx := s.as(t, aliceID)
+	bobCtx := s.as(t, certs.Identity{Role: certs.RoleClient, Name: "bob", UID: 1001, GIDs: []uint32{101}})
+	proxyCtx := s.as(t, proxyID)
+	r, err := call(rootCtx, m, "Create", m.Create, &pb.CreateRequest{Path: "/f", Mode: 0o666})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := r.Info.Inode
+	session := func(ctx context.Context, req *pb.LockSessionRequest) (uint64, error) {
+		resp, err := call(ctx, m, "LockSession", m.LockSession, req)
+		return resp.GetSession(), err
+	}
+	lock := func(ctx context.Context, sess uint64, typ uint32, test bool) (*pb.LockResponse, error) {
+		return call(ctx, m, "Lock", m.Lock, &pb.LockRequest{Path: "/f", Inode: ino, Session: sess, Test: test,
+			Lock: &pb.FileLock{Kind: 1, Type: typ, Start: 0, End: ^uint64(0), Owner: 1}})
+	}
+	a, err := session(aliceCtx, &pb.LockSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := lock(aliceCtx, a, 2, false); err != nil || !r.Granted {
+		t.Fatalf("alice's lock: %v %v", r, err)
+	}
+	for who, ctx := range map[string]context.Context{"bob": bobCtx, "a proxy mount": proxyCtx, "root": rootCtx} {
+		for what, err := range map[string]error{
+			"renew":   second(session(ctx, &pb.LockSessionRequest{Session: a})),
+			"reclaim": second(session(ctx, &pb.LockSessionRequest{Session: a, Reclaim: true})),
+			"close":   second(session(ctx, &pb.LockSessionRequest{Session: a, Close: true})),
+			"unlock":  second(lock(ctx, a, lockUnlock, false)),
+			"lock":    second(lock(ctx, a, 2, false)),
+			"test":    second(lock(ctx, a, 2, true)),
+		} {
+			if kindOf(err) != chunkfs.KindPermission || !strings.Contains(err.Error(), "permission denied") {
+				t.Errorf("%s using alice's session to %s: %v; want permission denied", who, what, err)
+			}
+		}
+	}
+	// Alice's lock stands: bob, in his own session, meets it.
+	b, err := session(bobCtx, &pb.LockSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := lock(bobCtx, b, 2, false); err != nil || r.Granted || r.Conflict.GetSession() != a {
+		t.Fatalf("bob's lock while alice holds hers: %v %v", r, err)
+	}
+	// Alice renews and closes her own session; then bob gets the lock.
+	if _, err := session(aliceCtx, &pb.LockSessionRequest{Session: a}); err != nil {
+		t.Errorf("alice renews: %v", err)
+	}
+	if _, err := session(aliceCtx, &pb.LockSessionRequest{Session: a, Close: true}); err != nil {
+		t.Errorf("alice closes: %v", err)
+	}
+	if r, err := lock(bobCtx, b, 2, false); err != nil || !r.Granted {
+		t.Errorf("bob's lock after alice closed her session: %v %v", r, err)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }

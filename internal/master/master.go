@@ -11,6 +11,13 @@
 // the state ID: the index of the last applied log entry. The log also
 // carries the chunk access token keys, with which any master signs the
 // tokens that go with chunk locations (tokens.go).
+//
+// A Master is made by Open (which replays the log and returns with the
+// state current), serves with Serve until Close, and is safe for
+// concurrent use. What it knows of chunkservers and replicas (holders,
+// versions, leases, fences, clones, garbage) has one owner, the registry
+// (registry*.go): pure state whose methods take now and return decisions,
+// called under Master.regMu, with every RPC made outside it.
 package master
 
 import (
@@ -50,9 +57,10 @@ type Master struct {
 	regMu sync.Mutex // guards reg: every call into it
 	reg   *registry  // chunkservers, replicas, leases, clones: the one owner of that state
 
-	safeMu  sync.Mutex // guards safe and safeWhy
-	safe    bool       // in safe mode: no chunk is created (safemode.go)
-	safeWhy string     // what safe mode waits for
+	safeMu   sync.Mutex // guards safe, safeWhy and safeLeft
+	safe     bool       // in safe mode: no chunk is created (safemode.go)
+	safeWhy  string     // what safe mode waits for
+	safeLeft time.Time  // when safe mode ended
 
 	allocMu   [stripes]sync.Mutex // serialise chunk allocation per file (by path hash)
 	leaseMu   [stripes]sync.Mutex // serialise lease grants per chunk (by handle)

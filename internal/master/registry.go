@@ -242,6 +242,20 @@ func (r *registry) queueGarbage(s *server, h chunkfs.Handle) {
 	}
 }
 
+// queued reports whether a deletion of h is queued for s.
+func (s *server) queued(h chunkfs.Handle) bool {
+	return slices.Contains(s.garbage, h)
+}
+
+// queuedSet returns the chunks whose deletion is queued for s.
+func (s *server) queuedSet() map[chunkfs.Handle]struct{} {
+	out := make(map[chunkfs.Handle]struct{}, len(s.garbage))
+	for _, h := range s.garbage {
+		out[h] = struct{}{}
+	}
+	return out
+}
+
 // forget drops chunks that no longer exist and queues them as garbage on
 // every server holding them.
 func (r *registry) forget(handles []chunkfs.Handle, now time.Time) {

@@ -216,6 +216,9 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 		defer r.gc(h, ci)
 	}
 	t := pc.target
+	if chunkfs.KindOf(err) == chunkfs.KindNotExist {
+		r.sourceGone(h, pc, now)
+	}
 	// A target that answers it holds the chunk at the version cloned
 	// already (its report had not reached this master, a new leader say)
 	// has a good replica: it counts, and it must never be deleted as the
@@ -245,6 +248,19 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	r.repaired++
 	r.recent = append(pruneDone(r.recent, now), repairDone{at: now, bytes: length})
 	return true
+}
+
+// sourceGone forgets the replica of h that clone pc's source was counted
+// for, after the target answered that the source holds no such chunk
+// (chunkserver Clone's KindNotExist): the record was wrong, and every
+// later clone would pick that source again. The next round clones from
+// another replica, or finds the chunk shorter of replicas than it looked.
+// Should the source hold the chunk after all, its next heartbeat sample
+// counts it again.
+func (r *registry) sourceGone(h chunkfs.Handle, pc *pendingClone, now time.Time) {
+	if v, ok := pc.source.chunks[h]; ok && v == pc.version {
+		r.dropReplica(pc.source, h, now)
+	}
 }
 
 // repairWindow is the span the repair rate is measured over.

@@ -53,7 +53,9 @@ type registered struct {
 // register takes a chunkserver's full report: its replicas become the
 // record of where they live, replacing what was held before. Replicas of
 // chunks that do not exist are garbage; replicas with an older version than
-// the logged one are stale, never counted, and deleted.
+// the logged one are stale, never counted, and deleted. A replica whose
+// deletion is queued for the server (condemned: trimmed, moved away) is
+// not counted again: the report was built before the server deleted it.
 //
 // A report may have been built before a Lease or Truncate call raised a
 // replica's version and be handled after the new version was logged. So a
@@ -74,13 +76,17 @@ func (r *registry) register(req fullReport, version versionOf, now time.Time) (r
 	if known != nil {
 		out.redial = req.addr
 	}
+	condemned := s.queuedSet()
 	for _, c := range req.chunks {
 		h, v := c.handle, c.version
 		v = max(v, known[h]) // the report may predate a call that raised it
 		cur, ok := version(h)
+		_, dying := condemned[h]
 		switch {
 		case !ok:
 			out.garbage = append(out.garbage, h)
+		case dying:
+			// Condemned, its deletion still queued: the report predates it.
 		case v < cur && doubt[h] != 0:
 			r.doubt(s, h, now)
 		case v < cur:
@@ -223,8 +229,12 @@ func (r *registry) sample(s *server, req beat, version versionOf, now time.Time)
 			if len(verify) < maxVerifyPerBeat {
 				verify = append(verify, h)
 			}
-		case v == cur && !known && !r.cloning(h, s):
-			r.addReplica(s, h, v) // counted again (after a failed call, say)
+		case v == cur && !known && !r.cloning(h, s) && !s.queued(h):
+			// Counted again (after a failed call, or a deletion handed
+			// out that did not happen), unless it is condemned and its
+			// deletion still queued: the sample predates the condemning,
+			// and the server deletes it once told, at this answer.
+			r.addReplica(s, h, v)
 			r.clearDoubt(s, h)
 		}
 	}

@@ -32,10 +32,11 @@ import (
 //	grant 1 a b           the grant's calls to a and b succeed at the next version, logged
 //	advance 10s           move the clock
 //	beat a b              heartbeats (no sample)
+//	sample a 1:1 2:1      a heartbeat of a sampling chunk 1 at version 1, 2 at 1: "garbage=[...]"
 //	dead                  declare servers silent for 30s dead: "dead A B"
 //	plan [full]           plan repairs: "clone H vV live=N SRC->DST", "trim H SRV"
 //	                      (ties between equal targets go by the registry's seeded rng)
-//	done 1 ok|fail        chunk 1's clone in flight ends
+//	done 1 ok|fail|exists|newer|gone  chunk 1's clone in flight ends (gone: the source has no such chunk)
 //	health 1              "live=N cloning=B corrupt=N"
 //	register c 1:1 2:1    a full report: "stale=[...] garbage=[...]"
 //	unreachable 1 a       a writer reported chunk 1's primary a, and the probe failed
@@ -251,6 +252,16 @@ func (s *registryScenario) run(f []string) {
 				s.printf("%s: reregister", name)
 			}
 		}
+	case "sample":
+		sv := s.server(f[1])
+		req := beat{figures: figures{id: sv.id, addr: sv.addr, capacity: sv.capacity, used: sv.used, free: sv.free}}
+		for _, hv := range f[2:] {
+			hs, vs, _ := strings.Cut(hv, ":")
+			v, _ := strconv.ParseUint(vs, 10, 64)
+			req.sample = append(req.sample, replica{handle: s.handle(hs), version: chunkfs.Version(v)})
+		}
+		b := r.heartbeat(req, s.version, s.now, 10*time.Second, true)
+		s.printf("garbage=%v", b.garbage)
 	case "dead":
 		if dead := r.markDead(s.now, 30*time.Second); len(dead) > 0 {
 			s.printf("dead %s", strings.ReplaceAll(names(dead), ",", " "))
@@ -278,6 +289,8 @@ func (s *registryScenario) run(f []string) {
 			err = chunkfs.E("clone", "", chunkfs.KindExist, "replica held")
 		case "newer": // the target holds a newer version
 			err = chunkfs.E("clone", "", chunkfs.KindStale, "replica held at a newer version")
+		case "gone": // the source holds no such chunk
+			err = chunkfs.E("clone", "", chunkfs.KindNotExist, "no such chunk")
 		default:
 			err = errors.New("clone failed")
 		}

@@ -31,7 +31,8 @@ func (m *Master) repairLoop() {
 const fullSweepEvery = 30
 
 // repairOnce runs one round of planning: nothing while in safe mode, when
-// locations are still being learnt.
+// locations are still being learnt, nor while the chunkservers that were
+// not needed to leave it register (settling).
 func (m *Master) repairOnce(full bool) {
 	m.updateSafeMode()
 	m.syncDraining()
@@ -42,18 +43,23 @@ func (m *Master) repairOnce(full bool) {
 		return
 	}
 	now := m.cfg.Clock.Now()
+	if m.settling(now) {
+		return
+	}
 	var orders []cloneOrder
 	var trims []trimOrder
 	m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
 		orders, trims = m.reg.plan(m.cfg.Placement, lookupIn(ns), m.cfg.MaxClonesPerServer, now, full)
+		for _, o := range orders {
+			m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Move: o.move})
+		}
 	})
 	for _, t := range trims {
 		m.cfg.Logger.Info("trimming an excess replica", "handle", t.handle, "server", t.server.id)
 	}
 	for _, o := range orders {
-		m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Move: o.move})
 		m.bg.Add(1)
 		go m.runClone(o)
 	}
@@ -101,10 +107,11 @@ func (m *Master) runClone(o cloneOrder) {
 	cur := m.currentVersion(o.handle)
 	m.regMu.Lock()
 	ok, trimmed := m.reg.cloneDone(o.handle, o.pending, o.length, err, cur, cur != 0, m.cfg.Clock.Now())
-	m.regMu.Unlock()
 	if err == nil && !ok {
 		err = chunkfs.E("clone", "", chunkfs.KindStale, "the chunk changed while it was cloned")
 	}
+	m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Done: true, Err: err, Move: o.move, Trimmed: trimmed})
+	m.regMu.Unlock()
 	switch {
 	case err != nil:
 		m.cfg.Logger.Warn("clone failed", "handle", o.handle, "source", o.sourceAddr, "target", o.targetAddr, "move", o.move, "err", err)
@@ -113,7 +120,6 @@ func (m *Master) runClone(o cloneOrder) {
 	default:
 		m.cfg.Logger.Info("chunk re-replicated", "handle", o.handle, "version", o.version, "source", o.sourceAddr, "target", o.targetAddr)
 	}
-	m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Done: true, Err: err, Move: o.move, Trimmed: trimmed})
 }
 
 func (m *Master) cloneCall(ctx context.Context, o cloneOrder) error {
@@ -125,7 +131,9 @@ func (m *Master) cloneCall(ctx context.Context, o cloneOrder) error {
 	return err
 }
 
-// event tells the OnClone hook, if any.
+// event tells the OnClone hook, if any; the caller holds regMu, so that
+// the events come in the order the registry decided them (a move's end
+// before the start of the move that took its slot).
 func (m *Master) event(e CloneEvent) {
 	if m.cfg.OnClone != nil {
 		m.cfg.OnClone(e)

@@ -49,6 +49,10 @@ type Mux struct {
 	refuseOnce sync.Once
 	refuse     *StreamServer // answers plain-TCP data streams of a TLS Mux
 
+	liveMu  sync.Mutex // guards live
+	live    map[*liveConn]struct{}
+	unwatch func() // ends the Mux's subscription to new revocation lists
+
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close
 }
@@ -62,9 +66,10 @@ func (s *Security) NewMux(lis net.Listener, log *slog.Logger) *Mux {
 	if log == nil {
 		log = slog.Default()
 	}
-	m := &Mux{lis: lis, sec: s, log: log, done: make(chan struct{})}
+	m := &Mux{lis: lis, sec: s, log: log, done: make(chan struct{}), live: map[*liveConn]struct{}{}}
 	m.grpc = &muxListener{m: m, conns: make(chan net.Conn)}
 	m.data = &muxListener{m: m, conns: make(chan net.Conn)}
+	m.unwatch = s.onRevocation(m.closeRevoked)
 	return m
 }
 
@@ -156,7 +161,11 @@ func (m *Mux) sniff(conn net.Conn) {
 		return
 	case !m.sec.IsInsecure():
 		if conn, head, err = m.handshake(conn, head); err != nil {
-			m.log.Warn("TLS handshake failed", "remote", conn.RemoteAddr(), "err", err)
+			msg := "TLS handshake failed"
+			if errors.Is(err, ErrRevoked) {
+				msg = "connection refused: certificate revoked"
+			}
+			m.log.Warn(msg, "remote", conn.RemoteAddr(), "err", err)
 			conn.Close()
 			return
 		}
@@ -182,14 +191,57 @@ func (m *Mux) handshake(conn net.Conn, head []byte) (net.Conn, []byte, error) {
 	if err := tc.Handshake(); err != nil {
 		return conn, nil, err
 	}
-	if _, err := tc.Write([]byte{tlsAck}); err != nil {
+	if err := m.sec.acceptTLS(tc, tc.ConnectionState()); err != nil {
 		return conn, nil, err
 	}
 	head, err := readHead(tc)
 	if err != nil {
 		return conn, nil, err
 	}
-	return tc, head, nil
+	return m.track(tc), head, nil
+}
+
+// liveConn is a TLS connection a Mux accepted, known to it until it is
+// closed, so that it can be closed when its peer's certificate is
+// revoked.
+type liveConn struct {
+	*tls.Conn
+	m *Mux
+}
+
+// Close forgets the connection and closes it.
+func (c *liveConn) Close() error {
+	c.m.liveMu.Lock()
+	delete(c.m.live, c)
+	c.m.liveMu.Unlock()
+	return c.Conn.Close()
+}
+
+// track makes tc one of the Mux's live connections.
+func (m *Mux) track(tc *tls.Conn) *liveConn {
+	c := &liveConn{Conn: tc, m: m}
+	m.liveMu.Lock()
+	m.live[c] = struct{}{}
+	m.liveMu.Unlock()
+	return c
+}
+
+// closeRevoked closes the live connections whose peers' certificates the
+// revocation list in force revokes.
+func (m *Mux) closeRevoked() {
+	m.liveMu.Lock()
+	var gone []*liveConn
+	for c := range m.live {
+		if m.sec.peerRevoked(c.ConnectionState()) {
+			gone = append(gone, c)
+		}
+	}
+	m.liveMu.Unlock()
+	for _, c := range gone {
+		st := c.ConnectionState()
+		m.log.Warn("connection closed: certificate revoked", "remote", c.RemoteAddr(), "peer", describePeer(st.PeerCertificates[0]))
+		c.Close()
+	}
 }
 
 // dispatch hands a connection whose first bytes were head to its listener.
@@ -234,6 +286,7 @@ func isMaster(conn net.Conn) bool {
 func (m *Mux) Close() error {
 	var err error
 	m.closeOnce.Do(func() {
+		m.unwatch()
 		close(m.done)
 		err = m.lis.Close()
 		m.refuseOnce.Do(func() {}) // no refuser after Close

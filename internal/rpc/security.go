@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -29,6 +30,8 @@ type Security struct {
 	self     certs.Identity
 	cert     tls.Certificate
 	roots    *x509.CertPool
+	ca       *x509.Certificate // the cluster CA, which signs the CRL
+	crl      *revocations      // nil: no revocation list
 }
 
 // Insecure returns the Security of plain TCP: no certificate is presented
@@ -42,9 +45,18 @@ const (
 	KeyFile  = "tls.key"
 )
 
-// LoadSecurity reads a TLS directory: ca.crt, tls.crt and tls.key.
+// LoadSecurity reads a TLS directory: ca.crt, tls.crt and tls.key, and
+// watches its ca.crl, the cluster CA's revocation list, which may appear
+// later (see WatchCRL). A CRL file that exists must be good.
 func LoadSecurity(dir string) (*Security, error) {
-	return LoadSecurityFiles(filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile), filepath.Join(dir, CAFile))
+	s, err := LoadSecurityFiles(filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile), filepath.Join(dir, CAFile))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.watchCRL(filepath.Join(dir, CRLFile), true, nil); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // LoadSecurityFiles reads a certificate, its key and the cluster CA's
@@ -71,7 +83,7 @@ func LoadSecurityFiles(certFile, keyFile, caFile string) (*Security, error) {
 	if !roots.AppendCertsFromPEM(caPEM) {
 		return nil, fmt.Errorf("tls: %s holds no PEM certificate", caFile)
 	}
-	return &Security{self: self, cert: cert, roots: roots}, nil
+	return &Security{self: self, cert: cert, roots: roots, ca: firstCert(caPEM)}, nil
 }
 
 // IsInsecure reports whether s is plain TCP (s may be nil).
@@ -88,7 +100,8 @@ func (s *Security) Identity() certs.Identity {
 
 // ServerConfig is the TLS configuration of a listener: present this
 // process's certificate, require and verify the peer's against the CA.
-// Nil when insecure.
+// Revocation is checked after the handshake (serverAccept), so that the
+// client learns why it is refused. Nil when insecure.
 func (s *Security) ServerConfig() *tls.Config {
 	if s.IsInsecure() {
 		return nil
@@ -117,6 +130,9 @@ func (s *Security) ClientConfig(addr string) *tls.Config {
 		RootCAs:      s.roots,
 		ServerName:   host,
 		MinVersion:   tls.VersionTLS13,
+		VerifyConnection: func(st tls.ConnectionState) error {
+			return s.checkRevoked(st)
+		},
 	}
 }
 
@@ -165,4 +181,29 @@ func stateIdentity(st tls.ConnectionState) (certs.Identity, bool) {
 		return certs.Identity{}, false
 	}
 	return id, true
+}
+
+// firstCert is the first certificate of a PEM bundle: the CA whose
+// revocation list a process takes.
+func firstCert(data []byte) *x509.Certificate {
+	for {
+		b, rest := pem.Decode(data)
+		if b == nil {
+			return nil
+		}
+		if b.Type == "CERTIFICATE" {
+			if c, err := x509.ParseCertificate(b.Bytes); err == nil {
+				return c
+			}
+		}
+		data = rest
+	}
+}
+
+// Certificate is this process's own certificate; nil when insecure.
+func (s *Security) Certificate() *x509.Certificate {
+	if s.IsInsecure() {
+		return nil
+	}
+	return s.cert.Leaf
 }

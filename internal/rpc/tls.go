@@ -64,9 +64,14 @@ func tlsFailure(addr string, err error) error {
 	var verr *tls.CertificateVerificationError
 	var op *net.OpError
 	var rec tls.RecordHeaderError
+	var rev *revokedError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &rev):
+		return fmt.Errorf("%w: %s presented certificate serial %s (%s), which is on the cluster CA's revocation list", ErrRevoked, addr, rev.serial, rev.who)
+	case errors.Is(err, errRevokedByPeer):
+		return fmt.Errorf("%w: %s refused this process's certificate: it is on the cluster CA's revocation list", ErrRevoked, addr)
 	case errors.As(err, &verr):
 		return fmt.Errorf("%w: %s presented a certificate that does not verify against this process's CA: %v", ErrCertificate, addr, verr.Err)
 	case errors.As(err, &op) && op.Op == "remote error":
@@ -81,11 +86,11 @@ func tlsFailure(addr string, err error) error {
 
 // tlsRefusal recovers, from the message of a gRPC call that failed in the
 // transport, a TLS refusal that clientCreds reported (tlsFailure), as an
-// error wrapping ErrCertificate or ErrTLSMismatch; nil for any other
+// error wrapping ErrCertificate, ErrTLSMismatch or ErrRevoked; nil for any other
 // failure. gRPC keeps only the text of a handshake's error, and this is
 // the one place that reads it: the text is tlsFailure's own.
 func tlsRefusal(msg string) error {
-	for _, e := range []error{ErrCertificate, ErrTLSMismatch} {
+	for _, e := range []error{ErrCertificate, ErrTLSMismatch, ErrRevoked} {
 		if i := strings.Index(msg, e.Error()+": "); i >= 0 {
 			rest := strings.ReplaceAll(strings.TrimSuffix(msg[i+len(e.Error())+2:], `"`), `\"`, `"`)
 			return fmt.Errorf("%w: %s", e, rest)
@@ -98,7 +103,7 @@ func tlsRefusal(msg string) error {
 // reason: KindPermission, as no retry elsewhere can cure a certificate;
 // else KindUnavailable.
 func failureKind(err error) chunkfs.Kind {
-	if errors.Is(err, ErrCertificate) || errors.Is(err, ErrTLSMismatch) {
+	if errors.Is(err, ErrCertificate) || errors.Is(err, ErrTLSMismatch) || errors.Is(err, ErrRevoked) {
 		return chunkfs.KindPermission
 	}
 	return chunkfs.KindUnavailable
@@ -135,16 +140,26 @@ func readAck(ctx context.Context, conn net.Conn) error {
 	if _, err := io.ReadFull(conn, ack[:]); err != nil {
 		return err
 	}
-	if ack[0] != tlsAck {
-		return protocolError("bad TLS acknowledgement %#x", ack[0])
+	switch ack[0] {
+	case tlsAck:
+		return nil
+	case tlsRevoked:
+		return errRevokedByPeer
 	}
-	return nil
+	return protocolError("bad TLS acknowledgement %#x", ack[0])
 }
 
-// writeAck writes a TLS server's acknowledgement within HandshakeTimeout.
-func writeAck(conn net.Conn) error {
+// acceptTLS finishes the server side of a TLS connection whose handshake
+// succeeded, in state st: it refuses a peer whose certificate is revoked, answering
+// tlsRevoked, and acknowledges any other (tlsAck), within
+// HandshakeTimeout. The caller closes conn on an error.
+func (s *Security) acceptTLS(conn net.Conn, st tls.ConnectionState) error {
 	conn.SetWriteDeadline(time.Now().Add(HandshakeTimeout))
 	defer conn.SetWriteDeadline(time.Time{})
+	if err := s.checkRevoked(st); err != nil {
+		conn.Write([]byte{tlsRevoked})
+		return err
+	}
 	_, err := conn.Write([]byte{tlsAck})
 	return err
 }
@@ -189,7 +204,8 @@ func (c *adoptCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthI
 		conn.SetDeadline(time.Now().Add(HandshakeTimeout))
 		nc, info, err := c.tls.ServerHandshake(conn)
 		if err == nil {
-			err = writeAck(nc)
+			st, _ := info.(credentials.TLSInfo)
+			err = c.sec.acceptTLS(nc, st.State)
 		}
 		if err != nil {
 			conn.Close()
