@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -88,7 +89,7 @@ const reserveMin = 64 << 10
 
 func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx int64) (off int64, err error) {
 	st := c.newStepTimer()
-	ev := WriteAttempt{Path: path, Index: idx, Offset: -1, Length: len(frame), Append: true, Start: st.last}
+	ev := WriteAttempt{Path: path, Index: idx, Offset: -1, Length: len(frame), Append: true, Start: st.last, ReqID: reqid.From(ctx)}
 	var used *chunkLoc // the lease the record went under, for the trace
 	defer func() {
 		if err == nil {

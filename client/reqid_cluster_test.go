@@ -68,9 +68,10 @@ func (c *capture) hasID(id string) bool {
 var reqAttr = regexp.MustCompile(`req=([0-9A-Za-z._-]+)`)
 
 // TestRequestIDFollowsAWrite writes a file through a cluster of three
-// replicas, with TLS and chunk access tokens, and finds the client's ID
-// for the write in the master's log and in every replica's: the push
-// along the chain and the primary's Write or a secondary's Apply.
+// replicas, with TLS and chunk access tokens, and finds the ID of the
+// client's write (its Trace event: the client logs only attempts that
+// fail) in the master's log and in every replica's: the push along the
+// chain and the primary's Write or a secondary's Apply.
 func TestRequestIDFollowsAWrite(t *testing.T) {
 	var masterLog, clientLog capture
 	csLogs := make([]capture, 3)
@@ -83,6 +84,13 @@ func TestRequestIDFollowsAWrite(t *testing.T) {
 	defer cancel()
 	cfg := client.DefaultConfig()
 	cfg.Master, cfg.Security, cfg.Logger = tc.MasterAddr(), tc.Security(), clientLog.logger()
+	var mu sync.Mutex
+	var attempts []client.WriteAttempt
+	cfg.Trace = &client.Trace{WriteAttempt: func(a client.WriteAttempt) {
+		mu.Lock()
+		attempts = append(attempts, a)
+		mu.Unlock()
+	}}
 	c, err := client.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -91,20 +99,20 @@ func TestRequestIDFollowsAWrite(t *testing.T) {
 
 	data := randomBytes(7, 300<<10)
 	writeFile(t, ctx, c, "/traced", data)
-	attempts := clientLog.lines(`msg="chunkfs write: attempt"`)
-	if len(attempts) != 1 {
-		t.Fatalf("want one write attempt in the client's log, got %q", attempts)
+	mu.Lock()
+	if len(attempts) != 1 || !reqid.Valid(attempts[0].ReqID) || attempts[0].Err != nil {
+		t.Fatalf("want one successful write attempt with a request ID in the client's trace, got %+v", attempts)
 	}
-	m := reqAttr.FindStringSubmatch(attempts[0])
-	if m == nil {
-		t.Fatalf("the client's write line has no request ID: %s", attempts[0])
+	id := "req=" + attempts[0].ReqID
+	mu.Unlock()
+	if l := clientLog.lines("req="); len(l) != 0 {
+		t.Errorf("the client logged a write that went well: %q", l)
 	}
-	id := "req=" + m[1]
 	if l := masterLog.lines(id); len(l) == 0 {
 		t.Errorf("the master's log has no line with %s", id)
 	}
 	if testing.Verbose() {
-		t.Logf("client: %q\nmaster: %q\nchunkserver 0: %q", clientLog.lines(id), masterLog.lines(id), csLogs[0].lines(id))
+		t.Logf("master: %q\nchunkserver 0: %q", masterLog.lines(id), csLogs[0].lines(id))
 	}
 	primaries := 0
 	for i := range csLogs {
@@ -179,5 +187,65 @@ func TestRequestIDOfBatchedCalls(t *testing.T) {
 	}
 	if testing.Verbose() {
 		t.Logf("%d batch op lines, %d batch calls with an ID", len(masterLog.lines(`msg="batch op"`)), len(masterLog.lines("method=Batch", "req=")))
+	}
+}
+
+// TestRequestIDSurvivesRetries writes to a chunk one of whose replicas has
+// just stopped: the client logs the failed attempt with the write's ID,
+// and the attempt that succeeds, after a fresh lease, has the same one.
+func TestRequestIDSurvivesRetries(t *testing.T) {
+	var clientLog capture
+	tc := chunkfstest.NewCluster(t, chunkfstest.ChunkSize(1<<20), chunkfstest.Chunkservers(4))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := client.DefaultConfig()
+	cfg.Master, cfg.Security, cfg.Logger, cfg.WriteBuffer = tc.MasterAddr(), tc.Security(), clientLog.logger(), 0
+	var mu sync.Mutex
+	var attempts []client.WriteAttempt
+	cfg.Trace = &client.Trace{WriteAttempt: func(a client.WriteAttempt) {
+		mu.Lock()
+		attempts = append(attempts, a)
+		mu.Unlock()
+	}}
+	c, err := client.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f, err := c.Create(ctx, "/retried")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	replica := attempts[0].Replicas[len(attempts[0].Replicas)-1]
+	attempts = nil
+	mu.Unlock()
+	for i := range 4 {
+		if tc.ChunkserverAddr(i) == replica {
+			if err := tc.StopChunkserver(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := f.Write([]byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(attempts) < 2 || attempts[0].Err == nil || attempts[len(attempts)-1].Err != nil {
+		t.Fatalf("want a failed attempt, then a successful one: %+v", attempts)
+	}
+	id := attempts[0].ReqID
+	for _, a := range attempts {
+		if a.ReqID != id {
+			t.Errorf("attempts of one write have IDs %q and %q", id, a.ReqID)
+		}
+	}
+	if !clientLog.hasID(id) || len(clientLog.lines(`msg="chunkfs write: attempt failed"`, "req="+id)) == 0 {
+		t.Errorf("the client's log has no failed attempt with req=%s:\n%q", id, clientLog.lines(""))
 	}
 }
