@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -24,14 +25,15 @@ func (f *File) Append(record []byte) (int64, error) {
 	if err := f.flushLocked(); err != nil {
 		return 0, err
 	}
+	ctx := f.opCtx()
 	if f.lastIdx < 0 {
-		idx, err := f.c.lastChunk(f.ctx, f.path)
+		idx, err := f.c.lastChunk(ctx, f.path)
 		if err != nil {
 			return 0, err
 		}
 		f.lastIdx = idx
 	}
-	off, idx, err := f.c.appendRecord(f.ctx, f.path, frameRecord(f.c.nextRecordID(), record), f.lastIdx)
+	off, idx, err := f.c.appendRecord(ctx, f.path, frameRecord(f.c.nextRecordID(), record), f.lastIdx)
 	f.lastIdx = idx
 	f.rbuf = f.rbuf[:0]
 	if err != nil {
@@ -62,7 +64,7 @@ func (c *Client) appendRecord(ctx context.Context, path string, frame []byte, id
 			idx++ // the primary padded the chunk: go on to the next
 			continue
 		}
-		c.log.Debug("chunkfs append: attempt failed", "path", path, "chunk", idx, "err", err)
+		c.log.DebugContext(ctx, "chunkfs append: attempt failed", "path", path, "chunk", idx, "err", err)
 		if last, lerr := c.lastChunk(ctx, path); lerr == nil && last > idx {
 			c.traceRetry("append", path, idx, err)
 			idx = last // other appenders moved on: so do we
@@ -87,7 +89,7 @@ const reserveMin = 64 << 10
 
 func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx int64) (off int64, err error) {
 	st := c.newStepTimer()
-	ev := WriteAttempt{Path: path, Index: idx, Offset: -1, Length: len(frame), Append: true, Start: st.last}
+	ev := WriteAttempt{Path: path, Index: idx, Offset: -1, Length: len(frame), Append: true, Start: st.last, ReqID: reqid.From(ctx)}
 	var used *chunkLoc // the lease the record went under, for the trace
 	defer func() {
 		if err == nil {

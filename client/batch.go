@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
@@ -109,6 +110,7 @@ type call struct {
 // do runs op in a batch and returns its result (which may carry the op's
 // own error) or the error that failed the whole batch.
 func (l *lane) do(ctx context.Context, op *pb.MetaOp) (*pb.MetaResult, error) {
+	op.ReqId = reqid.From(ctx) // a batch carries several operations' IDs
 	if l.direct {
 		return unaryCall(ctx, l.mc, op)
 	}

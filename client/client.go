@@ -28,6 +28,12 @@
 // is a record append: atomic, at least once, at an offset the primary picks.
 // Records are framed so a RecordReader returns each exactly once.
 //
+// Each operation (a namespace call, an open, a read, a flush of written
+// data, an append, a sync) carries a request ID of its own to the master
+// and to every chunkserver it reaches, which log it as req=…: with debug
+// logging, one slow operation can be followed across the cluster. The
+// client's own log lines about it carry the ID too.
+//
 // Package chunkfstest starts a throwaway in-process cluster for tests, as
 // net/http/httptest does for HTTP; the examples here use it.
 package client
@@ -48,6 +54,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
@@ -211,11 +218,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindInvalid, err.Error())
 	}
-	c := &Client{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, pool: cfg.Security.NewPool(), data: cfg.Security.NewDataClient(), floor: replicaFloor}
+	c := &Client{cfg: cfg, log: reqid.Logger(cfg.Logger), clock: cfg.Clock, pool: cfg.Security.NewPool(), data: cfg.Security.NewDataClient(), floor: replicaFloor}
 	c.reader = c.data
-	if c.log == nil {
-		c.log = slog.Default()
-	}
 	if c.clock == nil {
 		c.clock = clock.Real{}
 	}

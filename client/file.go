@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -68,6 +69,8 @@ func (c *Client) OpenFile(ctx context.Context, path string, flag int, perm fs.Fi
 	if err != nil {
 		return nil, err
 	}
+	fctx := ctx             // the file's, for its I/O: each operation gets a request ID of its own (opCtx)
+	ctx = reqid.Ensure(ctx) // the open's
 	var fi *chunkfs.FileInfo
 	if flag&os.O_CREATE != 0 {
 		fi, err = c.create(ctx, path, flag, perm)
@@ -82,7 +85,7 @@ func (c *Client) OpenFile(ctx context.Context, path string, flag int, perm fs.Fi
 			return nil, err
 		}
 	}
-	f := &File{c: c, ctx: ctx, path: path, flag: flag, dir: fi.IsDir(), lastIdx: -1, dirty: make(map[int64]struct{})}
+	f := &File{c: c, ctx: fctx, path: path, flag: flag, dir: fi.IsDir(), lastIdx: -1, dirty: make(map[int64]struct{})}
 	if f.dir && f.writable() {
 		return nil, chunkfs.E("open", path, chunkfs.KindIsDir, "cannot open a directory for writing")
 	}
@@ -155,6 +158,10 @@ func (f *File) checkLocked(op string, write bool) error {
 	return nil
 }
 
+// opCtx is the context of one operation on f (a read, a flush, a sync):
+// the file's, with a request ID of its own unless the file's carries one.
+func (f *File) opCtx() context.Context { return reqid.Ensure(f.ctx) }
+
 // Read reads up to len(p) bytes at the file offset; io.EOF at the end.
 func (f *File) Read(p []byte) (int, error) {
 	f.mu.Lock()
@@ -166,7 +173,7 @@ func (f *File) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	if len(p) >= readAhead {
-		n, err := f.c.readAt(f.ctx, f.path, p, f.off)
+		n, err := f.c.readAt(f.opCtx(), f.path, p, f.off)
 		f.off += int64(n)
 		if n > 0 && err == io.EOF {
 			err = nil
@@ -190,7 +197,7 @@ func (f *File) fillLocked() error {
 		f.rbuf = make([]byte, readAhead)
 	}
 	buf := f.rbuf[:readAhead]
-	n, err := f.c.readAt(f.ctx, f.path, buf, f.off)
+	n, err := f.c.readAt(f.opCtx(), f.path, buf, f.off)
 	f.rbuf, f.rbufOff = buf[:n], f.off
 	if n > 0 {
 		return nil
@@ -209,7 +216,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return f.c.readAt(f.ctx, f.path, p, off)
+	return f.c.readAt(f.opCtx(), f.path, p, off)
 }
 
 // Write writes p at the file offset (the end of the file with O_APPEND).
@@ -220,7 +227,7 @@ func (f *File) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	if f.flag&os.O_APPEND != 0 && len(f.wbuf) == 0 {
-		fi, err := f.c.Stat(f.ctx, f.path)
+		fi, err := f.c.Stat(f.opCtx(), f.path)
 		if err != nil {
 			return 0, err
 		}
@@ -338,7 +345,7 @@ func (f *File) startFlushLocked() error {
 	fl := &flight{done: make(chan struct{}), buf: data}
 	f.flights = append(f.flights, fl)
 	go func() {
-		fl.err = f.c.writeAt(f.ctx, f.path, data, off, prev)
+		fl.err = f.c.writeAt(f.opCtx(), f.path, data, off, prev)
 		close(fl.done)
 	}()
 	return nil
@@ -427,8 +434,9 @@ func (f *File) syncLocked() error {
 	if f.werr != nil {
 		return f.werr
 	}
+	ctx := f.opCtx()
 	for idx := range f.dirty {
-		if err := f.c.syncChunk(f.ctx, f.path, idx); err != nil {
+		if err := f.c.syncChunk(ctx, f.path, idx); err != nil {
 			return wrapOp("sync", f.path, err)
 		}
 		delete(f.dirty, idx)
@@ -452,7 +460,7 @@ func (f *File) Seek(offset int64, whence int) (int64, error) {
 	case io.SeekCurrent:
 		base = f.off
 	case io.SeekEnd:
-		fi, err := f.c.Stat(f.ctx, f.path)
+		fi, err := f.c.Stat(f.opCtx(), f.path)
 		if err != nil {
 			return f.off, err
 		}
@@ -476,7 +484,7 @@ func (f *File) Stat() (*chunkfs.FileInfo, error) {
 			return nil, err
 		}
 	}
-	return f.c.Stat(f.ctx, f.path)
+	return f.c.Stat(f.opCtx(), f.path)
 }
 
 // Truncate sets the file's length.
@@ -491,7 +499,7 @@ func (f *File) Truncate(size int64) error {
 	}
 	f.lastIdx = -1
 	f.rbuf = f.rbuf[:0]
-	return f.c.Truncate(f.ctx, f.path, size)
+	return f.c.Truncate(f.opCtx(), f.path, size)
 }
 
 // Close sends buffered data, makes it durable on every replica when the file

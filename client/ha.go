@@ -39,7 +39,7 @@ func (c *Client) readState(ctx context.Context) uint64 {
 		last := c.lastSync.Load()
 		if now-last >= int64(period) && c.lastSync.CompareAndSwap(last, now) {
 			if err := c.Msync(ctx); err != nil {
-				c.log.Debug("auto msync failed; reading at the state already seen", "err", err)
+				c.log.DebugContext(ctx, "auto msync failed; reading at the state already seen", "err", err)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -43,6 +44,7 @@ type FileLock struct {
 // a master change (reclaim), or closes one (close). It returns the
 // session, its lifetime, and whether the table grants only reclaims now.
 func (c *Client) LockSession(ctx context.Context, session uint64, reclaim, close bool) (uint64, time.Duration, bool, error) {
+	ctx = reqid.Ensure(ctx)
 	resp, err := c.mc.LockSession(ctx, &pb.LockSessionRequest{Session: session, Reclaim: reclaim, Close: close})
 	if err != nil {
 		return 0, 0, false, wrapOp("lock session", "", err)
@@ -55,6 +57,7 @@ func (c *Client) LockSession(ctx context.Context, session uint64, reclaim, close
 // was granted (for a test: whether it would be), or the lock that
 // conflicts.
 func (c *Client) Lock(ctx context.Context, path string, inode, session uint64, l FileLock, test, reclaim bool) (bool, FileLock, error) {
+	ctx = reqid.Ensure(ctx)
 	path, err := checkPath("lock", path)
 	if err != nil {
 		return false, FileLock{}, err

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -16,6 +17,7 @@ import (
 // owner, a mode, times and the device number, never data in the cluster
 // (the kernel of the machine that opens one carries its traffic).
 func (c *Client) Mknod(ctx context.Context, path string, mode fs.FileMode, dev uint32) (*chunkfs.FileInfo, error) {
+	ctx = reqid.Ensure(ctx)
 	path, err := checkPath("mknod", path)
 	if err != nil {
 		return nil, err

@@ -7,18 +7,21 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Mkdir makes directory path with permission bits perm (less Config.Umask).
 // Its parent must exist.
 func (c *Client) Mkdir(ctx context.Context, path string, perm fs.FileMode) error {
+	ctx = reqid.Ensure(ctx)
 	return c.mkdir(ctx, "mkdir", path, perm, false)
 }
 
 // MkdirAll makes directory path and any missing parents, like mkdir -p. It
 // is not an error if path already is a directory.
 func (c *Client) MkdirAll(ctx context.Context, path string, perm fs.FileMode) error {
+	ctx = reqid.Ensure(ctx)
 	return c.mkdir(ctx, "mkdir", path, perm, true)
 }
 
@@ -41,6 +44,7 @@ const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 // Stat returns the metadata of path. A symbolic link is described itself,
 // not followed.
 func (c *Client) Stat(ctx context.Context, path string) (*chunkfs.FileInfo, error) {
+	ctx = reqid.Ensure(ctx)
 	path, err := checkPath("stat", path)
 	if err != nil {
 		return nil, err
@@ -55,6 +59,7 @@ func (c *Client) Stat(ctx context.Context, path string) (*chunkfs.FileInfo, erro
 
 // ReadDir lists directory path, sorted by name.
 func (c *Client) ReadDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
+	ctx = reqid.Ensure(ctx)
 	infos, err := c.readDir(ctx, path)
 	if err != nil {
 		return nil, err
@@ -91,12 +96,14 @@ func (c *Client) readDir(ctx context.Context, path string) ([]*chunkfs.FileInfo,
 
 // Remove removes the file or empty directory path.
 func (c *Client) Remove(ctx context.Context, path string) error {
+	ctx = reqid.Ensure(ctx)
 	return c.remove(ctx, "remove", path, false)
 }
 
 // RemoveAll removes path and everything under it. A path that does not
 // exist is not an error, as with os.RemoveAll.
 func (c *Client) RemoveAll(ctx context.Context, path string) error {
+	ctx = reqid.Ensure(ctx)
 	err := c.remove(ctx, "removeall", path, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -124,6 +131,7 @@ func (c *Client) remove(ctx context.Context, op, path string, recursive bool) er
 
 // Rename moves oldpath to newpath, replacing a file at newpath.
 func (c *Client) Rename(ctx context.Context, oldpath, newpath string) error {
+	ctx = reqid.Ensure(ctx)
 	oldpath, newpath, err := checkPaths("rename", oldpath, newpath)
 	if err != nil {
 		return err
@@ -163,6 +171,7 @@ func (c *Client) Link(ctx context.Context, oldpath, newpath string) error {
 
 // Chmod sets the permission bits of path.
 func (c *Client) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
+	ctx = reqid.Ensure(ctx)
 	m := uint32(mode & modeBits)
 	_, err := c.setAttr(ctx, "chmod", path, &pb.SetAttrRequest{Mode: &m})
 	return err
@@ -171,6 +180,7 @@ func (c *Client) Chmod(ctx context.Context, path string, mode fs.FileMode) error
 // Chown sets the owner and group of path. A negative uid or gid leaves that
 // one unchanged, as with os.Chown.
 func (c *Client) Chown(ctx context.Context, path string, uid, gid int) error {
+	ctx = reqid.Ensure(ctx)
 	req := &pb.SetAttrRequest{}
 	if uid >= 0 {
 		u := uint32(uid)
@@ -187,6 +197,7 @@ func (c *Client) Chown(ctx context.Context, path string, uid, gid int) error {
 // Chtimes sets the access and modification times of path. A zero time
 // leaves that one unchanged.
 func (c *Client) Chtimes(ctx context.Context, path string, atime, mtime time.Time) error {
+	ctx = reqid.Ensure(ctx)
 	req := &pb.SetAttrRequest{}
 	if !atime.IsZero() {
 		a := atime.UnixNano()
@@ -205,6 +216,7 @@ func (c *Client) Chtimes(ctx context.Context, path string, atime, mtime time.Tim
 // caller with write permission may, where Chtimes, which sets times of
 // the caller's choosing, needs the owner.
 func (c *Client) Touch(ctx context.Context, path string) error {
+	ctx = reqid.Ensure(ctx)
 	now := time.Now().UnixNano()
 	_, err := c.setAttr(ctx, "touch", path, &pb.SetAttrRequest{AtimeNs: &now, MtimeNs: &now, TimesNow: true})
 	return err
@@ -212,6 +224,7 @@ func (c *Client) Touch(ctx context.Context, path string) error {
 
 // SetReplication sets how many replicas the chunks of file path keep.
 func (c *Client) SetReplication(ctx context.Context, path string, n int) error {
+	ctx = reqid.Ensure(ctx)
 	if n < 1 || n > chunkfs.MaxReplication {
 		return chunkfs.E("setreplication", path, chunkfs.KindInvalid, "replication must be between 1 and 16")
 	}
@@ -223,6 +236,7 @@ func (c *Client) SetReplication(ctx context.Context, path string, n int) error {
 // Truncate sets the length of file path; growing it leaves a hole that
 // reads as zeros.
 func (c *Client) Truncate(ctx context.Context, path string, size int64) error {
+	ctx = reqid.Ensure(ctx)
 	if size < 0 {
 		return chunkfs.E("truncate", path, chunkfs.KindInvalid, "negative size")
 	}
@@ -254,6 +268,7 @@ func (c *Client) setAttr(ctx context.Context, op, path string, req *pb.SetAttrRe
 
 // Symlink makes newname a symbolic link to target.
 func (c *Client) Symlink(ctx context.Context, target, newname string) error {
+	ctx = reqid.Ensure(ctx)
 	newname, err := checkPath("symlink", newname)
 	if err != nil {
 		return err
@@ -271,6 +286,7 @@ func (c *Client) Symlink(ctx context.Context, target, newname string) error {
 
 // Readlink returns the target of symbolic link path.
 func (c *Client) Readlink(ctx context.Context, path string) (string, error) {
+	ctx = reqid.Ensure(ctx)
 	fi, err := c.Stat(ctx, path)
 	if err != nil {
 		return "", err
@@ -284,6 +300,7 @@ func (c *Client) Readlink(ctx context.Context, path string) (string, error) {
 // Snapshot would copy src to dst cheaply (copy-on-write). It is not
 // supported yet: the error wraps chunkfs.ErrUnsupported.
 func (c *Client) Snapshot(ctx context.Context, src, dst string) error {
+	ctx = reqid.Ensure(ctx)
 	if _, _, err := checkPaths("snapshot", src, dst); err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func (c *Client) readChunk(ctx context.Context, path string, idx, co int64, buf 
 			}
 		}
 		c.locs.drop(path)
-		c.log.Debug("chunkfs read: region failed, looking up again", "path", path, "chunk", idx, "err", err)
+		c.log.DebugContext(ctx, "chunkfs read: region failed, looking up again", "path", path, "chunk", idx, "err", err)
 		if !r.again(ctx, err) {
 			return err
 		}
@@ -448,7 +448,7 @@ func (c *Client) readInTurn(ctx context.Context, path string, loc *chunkLoc, rep
 		if chunkfs.KindOf(err) == chunkfs.KindChecksum && !rpc.InTransit(err) {
 			c.reportCorrupt(loc.handle, addr) // the replica found its data corrupt
 		}
-		c.log.Debug("chunkfs read: replica failed", "path", path, "handle", loc.handle, "replica", addr, "err", err)
+		c.log.DebugContext(ctx, "chunkfs read: replica failed", "path", path, "handle", loc.handle, "replica", addr, "err", err)
 		last = wrapOp("read", path, err)
 	}
 	if best >= 0 {
@@ -491,7 +491,7 @@ func (c *Client) readReplicaOnce(ctx context.Context, addr string, last bool, lo
 	switch {
 	case err != nil && err != io.EOF && ctx.Err() == nil && late:
 		c.suspects.mark(addr, c.clock.Now())
-		c.log.Info("chunkfs read: replica did not answer in time; trying another", "handle", loc.handle, "replica", addr, "deadline", d)
+		c.log.InfoContext(ctx, "chunkfs read: replica did not answer in time; trying another", "handle", loc.handle, "replica", addr, "deadline", d)
 		return n, chunkfs.E("read", addr, chunkfs.KindUnavailable, "no answer within "+d.String())
 	case err == nil || err == io.EOF:
 		c.suspects.clear(addr)

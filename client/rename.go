@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -11,6 +12,7 @@ import (
 // RENAME_NOREPLACE): no other client can slip in between a check and
 // the move.
 func (c *Client) RenameNoReplace(ctx context.Context, oldpath, newpath string) error {
+	ctx = reqid.Ensure(ctx)
 	return c.renameWith(ctx, oldpath, newpath, &pb.RenameRequest{NoReplace: true})
 }
 
@@ -18,6 +20,7 @@ func (c *Client) RenameNoReplace(ctx context.Context, oldpath, newpath string) e
 // with RENAME_EXCHANGE). Both must exist; they may be of different types,
 // and neither may be a directory above the other.
 func (c *Client) Exchange(ctx context.Context, a, b string) error {
+	ctx = reqid.Ensure(ctx)
 	return c.renameWith(ctx, a, b, &pb.RenameRequest{Exchange: true})
 }
 

@@ -53,6 +53,7 @@ type WriteAttempt struct {
 	// failed).
 	Offset   int64
 	Length   int      // bytes of data (of a record: with its frame)
+	ReqID    string   // the operation's request ID, as the master and chunkservers log it (req=…)
 	Append   bool     // a record append, not a write
 	Primary  string   // the primary the mutation went to ("" if none)
 	Replicas []string // the chain the data was pushed along, in order

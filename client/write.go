@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -56,7 +57,7 @@ func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, dat
 		if err == nil || earlier {
 			return err
 		}
-		c.log.Debug("chunkfs write: attempt failed", "path", path, "chunk", idx, "err", err)
+		c.log.DebugContext(ctx, "chunkfs write: attempt failed", "path", path, "chunk", idx, "err", err)
 		if !r.again(ctx, err) {
 			return wrapOp("write", path, err)
 		}
@@ -68,7 +69,7 @@ func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, dat
 // after's failure (or the context ending while waiting for it).
 func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data []byte, after *flight) (earlier bool, err error) {
 	st := c.newStepTimer()
-	ev := WriteAttempt{Path: path, Index: idx, Offset: co, Length: len(data), Start: st.last}
+	ev := WriteAttempt{Path: path, Index: idx, Offset: co, Length: len(data), Start: st.last, ReqID: reqid.From(ctx)}
 	var used *chunkLoc // the lease the data went under, for the trace
 	defer func() { st.finish(&ev, used, err) }()
 	loc, _, err := c.prepareCached(ctx, path, idx, false)

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -19,6 +20,7 @@ const (
 // are in the user., trusted. or security. namespace). A missing attribute
 // is an error of kind KindNoAttr.
 func (c *Client) GetXattr(ctx context.Context, path, name string) ([]byte, error) {
+	ctx = reqid.Ensure(ctx)
 	path, err := checkPath("getxattr", path)
 	if err != nil {
 		return nil, err
@@ -37,6 +39,7 @@ func (c *Client) GetXattr(ctx context.Context, path, name string) ([]byte, error
 // ListXattr returns the names of path's extended attributes the caller
 // may see, sorted.
 func (c *Client) ListXattr(ctx context.Context, path string) ([]string, error) {
+	ctx = reqid.Ensure(ctx)
 	path, err := checkPath("listxattr", path)
 	if err != nil {
 		return nil, err
@@ -51,6 +54,7 @@ func (c *Client) ListXattr(ctx context.Context, path string) ([]string, error) {
 
 // SetXattr sets extended attribute name of path to value.
 func (c *Client) SetXattr(ctx context.Context, path, name string, value []byte, flags XattrFlags) error {
+	ctx = reqid.Ensure(ctx)
 	path, err := checkPath("setxattr", path)
 	if err != nil {
 		return err
@@ -67,6 +71,7 @@ func (c *Client) SetXattr(ctx context.Context, path, name string, value []byte, 
 
 // RemoveXattr removes extended attribute name of path.
 func (c *Client) RemoveXattr(ctx context.Context, path, name string) error {
+	ctx = reqid.Ensure(ctx)
 	path, err := checkPath("removexattr", path)
 	if err != nil {
 		return err

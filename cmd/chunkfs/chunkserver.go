@@ -30,10 +30,11 @@ Flags:`
 
 // chunkserverOptions is the parsed command line of `chunkfs chunkserver`.
 type chunkserverOptions struct {
-	cfg     chunkserver.Config
-	listen  string
-	verbose bool
-	http    httpFlags // status page and /metrics (status_http.go)
+	cfg      chunkserver.Config
+	listen   string
+	verbose  bool
+	logLevel logLevel
+	http     httpFlags // status page and /metrics (status_http.go)
 }
 
 // runChunkserver runs a chunkserver until ctx is cancelled.
@@ -49,6 +50,7 @@ func runChunkserver(ctx context.Context, args []string) error {
 	if o.verbose {
 		level = slog.LevelDebug
 	}
+	level = o.logLevel.or(level)
 	o.cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	var reg *metrics.Registry
 	var recent *web.Recent
@@ -108,6 +110,7 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 	reserve := fs.String("reserve", size(int(c.Reserve)), "free space each disk keeps: no new replica goes to a disk with less (suffix K, M, G)")
 	fs.DurationVar(&c.StreamIdle, "stream-idle", c.StreamIdle, "close a data-stream connection that sends no request for this long (clients reuse theirs for 15s)")
 	fs.BoolVar(&o.verbose, "v", false, "log debugging detail")
+	addLogLevel(fs, &o.logLevel, "info, debug with -v")
 	o.http.add(fs)
 	tf := addTLSFlags(fs)
 	if err := fs.Parse(args); err != nil {

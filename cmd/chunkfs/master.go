@@ -59,7 +59,7 @@ func runMaster(ctx context.Context, args []string) error {
 	served := make(chan error, 1)
 	go func() { served <- m.Serve(serveOn) }()
 	if status != nil {
-		if _, err := status.serve(ctx, os.Stderr, cfg.Logger, cmp.Or(cfg.Addr, listen), cfg.Security, func() *master.Master { return m }, nil); err != nil {
+		if _, err := status.serve(ctx, os.Stderr, cfg.Logger, cmp.Or(cfg.Addr, listen), cfg.Security, func() *master.Master { return m }, m.Traffic); err != nil {
 			cfg.Logger.Error("status page", "err", err)
 		}
 	}
@@ -108,6 +108,8 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	queueStats := fs.String("queue-stats", "", "write a JSON summary of the RPC queue times to `FILE` on exit")
 	superGroup := fs.Uint("superuser-group", uint(cfg.SuperuserGroup), "`GID` whose members, with uid 0, are the superuser: every permission and the admin calls")
 	verbose := fs.Bool("v", false, "log informational messages")
+	var ll logLevel
+	addLogLevel(fs, &ll, "warn, info with -v")
 	for _, add := range extra {
 		add(fs)
 	}
@@ -134,6 +136,7 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	if *verbose {
 		level = slog.LevelInfo
 	}
+	level = ll.or(level)
 	cfg.Dir, cfg.ChunkSize, cfg.DefaultReplication, cfg.LeaseDuration, cfg.DeadAfter = *dir, *chunkSize, *repl, *lease, *deadAfter
 	cfg.NoLeaseAdoption = *noAdopt
 	cfg.MinReplicas, cfg.Placement.MinFree, cfg.MaxClonesPerServer = *minRepl, *reserve, *maxClones

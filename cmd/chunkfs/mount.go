@@ -31,6 +31,7 @@ func runMount(ctx context.Context, args []string) error {
 	if o.verbose {
 		level = slog.LevelInfo
 	}
+	level = o.logLevel.or(level)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -44,6 +45,7 @@ type mountOptions struct {
 	dir         string
 	fuse        fusefs.Config
 	verbose     bool
+	logLevel    logLevel
 	leaderReads bool
 	autoMsync   time.Duration
 	http        httpFlags // /metrics (status_http.go)
@@ -66,7 +68,8 @@ func serveMount(ctx context.Context, o mountOptions, log *slog.Logger) error {
 		return fmt.Errorf("master %s not reachable: %w", o.master, err)
 	}
 	defer b.Close()
-	srv, err := fusefs.Mount(ctx, o.dir, mountMetrics(ctx, o.http, b), o.fuse, log)
+	observed, cfg := mountMetrics(ctx, o.http, b, o.fuse)
+	srv, err := fusefs.Mount(ctx, o.dir, observed, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -111,6 +114,7 @@ func mountFlags(args []string) (mountOptions, error) {
 	fs.BoolVar(&c.AllowOther, "allow-other", false, "let other users use the mount (the kernel checks their permissions)")
 	fs.BoolVar(&c.Debug, "debug", false, "log every FUSE request")
 	fs.BoolVar(&o.verbose, "v", false, "log mount activity")
+	addLogLevel(fs, &o.logLevel, "warn, info with -v")
 	o.http.add(fs)
 	fs.BoolVar(&o.leaderReads, "leader-reads", false, "with a group of masters, send every call to the leader, no reads to observers")
 	fs.DurationVar(&o.autoMsync, "auto-msync", time.Second, "with observers, sync with the leader before a read when this long has passed since the last sync (0: never)")

@@ -156,15 +156,17 @@ func serveDevStatus(ctx context.Context, e *env, s *masterStatus, c *cluster.Clu
 }
 
 // mountMetrics serves a mount's /metrics when --http is given and returns
-// b with its calls timed into them; else b as it is.
-func mountMetrics(ctx context.Context, flags httpFlags, b fusefs.Backend) fusefs.Backend {
+// b with its calls timed into them and cfg with its FUSE operations timed
+// too; else b and cfg as they are.
+func mountMetrics(ctx context.Context, flags httpFlags, b fusefs.Backend, cfg fusefs.Config) (fusefs.Backend, fusefs.Config) {
 	if flags.addr == "" {
-		return b
+		return b, cfg
 	}
 	reg := metrics.New()
 	if _, err := serveHTTP(ctx, os.Stderr, "mount metrics (/metrics)", flags.addr, web.MetricsOnly(reg, flags.pprof)); err != nil {
 		fmt.Fprintf(os.Stderr, "chunkfs: %v\n", err)
-		return b
+		return b, cfg
 	}
-	return fusefs.Observed(b, reg.ObserveMountCall)
+	cfg.Ops = reg.ObserveFuseOp
+	return fusefs.Observed(b, reg.ObserveMountCall), cfg
 }

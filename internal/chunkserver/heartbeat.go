@@ -163,7 +163,7 @@ func (s *Server) register(master string) error {
 	sp := s.space()
 	req := &pb.RegisterRequest{Id: s.id, Addr: s.Addr(), Rack: s.cfg.Rack,
 		Capacity: sp.capacity, Used: sp.used, Free: sp.free, Disks: sp.disks,
-		Leases: s.heldLeases(s.cfg.Clock.Now())}
+		Leases: s.heldLeases(s.cfg.Clock.Now()), BytesRead: s.traffic.read.Load(), BytesWritten: s.traffic.written.Load()}
 	for _, in := range s.store.List() {
 		if !in.Corrupt {
 			req.Chunks = append(req.Chunks, replica(in))
@@ -260,7 +260,7 @@ func (s *Server) heartbeatRequest(deleted []chunkfs.Handle) *pb.HeartbeatRequest
 	all := s.store.List()
 	req := &pb.HeartbeatRequest{Id: s.id, Addr: s.Addr(), Capacity: sp.capacity, Used: sp.used,
 		Free: sp.free, Disks: sp.disks, Load: s.load.Load(),
-		Sample: s.reporter.sample(all, s.cfg.ReportSize)}
+		Sample: s.reporter.sample(all, s.cfg.ReportSize), BytesRead: s.traffic.read.Load(), BytesWritten: s.traffic.written.Load()}
 	if len(deleted) > 0 {
 		held := make(map[chunkfs.Handle]bool, len(all))
 		for _, in := range all {

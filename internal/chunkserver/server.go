@@ -47,6 +47,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/chunkstore"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
@@ -101,7 +102,7 @@ func Open(cfg Config) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg: cfg, log: cfg.Logger.With("chunkserver", id), id: id, store: store,
+		cfg: cfg, log: reqid.Logger(cfg.Logger).With("chunkserver", id), id: id, store: store,
 		buf:   newBuffer(cfg.Clock, cfg.BufferBytes, cfg.BufferExpiry),
 		peers: cfg.Security.NewPool(), data: cfg.Security.NewDataClient(),
 		clones: newCloneLimiter(cfg.Clock, cfg.CloneStreams, cfg.CloneRate), keys: newTokenKeys(),

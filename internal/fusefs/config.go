@@ -67,6 +67,9 @@ type Config struct {
 	FsName string
 	// Debug logs every FUSE request.
 	Debug bool
+	// Ops, when set, is told of every FUSE operation the mount answers
+	// (metrics; observe.go).
+	Ops OpObserver
 }
 
 // DefaultConfig returns the defaults: every cache layer on.

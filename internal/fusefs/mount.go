@@ -65,7 +65,7 @@ func Mount(ctx context.Context, dir string, b Backend, cfg Config, log *slog.Log
 	}
 	opts := options(cfg, log)
 	opts.RootStableAttr = &gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: root.Inode}
-	srv, err := gofs.Mount(dir, m.newNode(), opts)
+	srv, err := mountFS(dir, m.newNode(), opts, cfg.Ops) // observe.go
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}

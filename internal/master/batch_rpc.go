@@ -34,7 +34,7 @@ func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResp
 	}
 	b := &batch{m: m, results: make([]*pb.MetaResult, len(req.Ops)), stats: make([]batchStat, 0, len(req.Ops))}
 	for i, op := range req.Ops {
-		b.prepare(ctx, i, op)
+		b.prepare(opContext(ctx, op), i, op)
 	}
 	b.stat()
 	b.mutate(ctx)
@@ -42,6 +42,7 @@ func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResp
 	for _, r := range b.results {
 		resp.StateId = max(resp.StateId, resultStateID(r))
 	}
+	m.traceBatch(ctx, req.Ops, b.results)
 	return resp, nil
 }
 

@@ -24,6 +24,10 @@ type Figures struct {
 	Leases                                         int    // chunks with a lease valid now
 	Replicas                                       int64  // replicas on live chunkservers
 	MetadataBytes                                  int64  // heap bytes of the namespace (metadataBytes)
+	// ReadBytes and WrittenBytes are the chunk data chunkservers report
+	// having served and received since this master started, every
+	// replica counted (traffic.go): Table 3's read and write rates.
+	ReadBytes, WrittenBytes int64
 }
 
 // Figures computes the master's figures now.
@@ -40,6 +44,7 @@ func (m *Master) Figures() Figures {
 			f.DeadServers++
 		}
 	}
+	f.ReadBytes, f.WrittenBytes = m.traffic.totals()
 	f.MetadataBytes = metadataBytes(namespace.Counts{Files: rep.Files, Dirs: rep.Directories, Chunks: rep.Chunks})
 	now := m.cfg.Clock.Now()
 	m.regMu.Lock()

@@ -127,7 +127,7 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 	ch.Version = m.reg.nextVersion(ch.Handle, cur)
 	m.regMu.Unlock()
 	if d.fenced {
-		m.cfg.Logger.Info("replica set shrank under a lease; moving the survivors to a new version", "handle", ch.Handle, "version", ch.Version, "replicas", len(d.replicas))
+		m.cfg.Logger.InfoContext(ctx, "replica set shrank under a lease; moving the survivors to a new version", "handle", ch.Handle, "version", ch.Version, "replicas", len(d.replicas))
 	}
 	return m.grant(ctx, p, ch, d.replicas, false, false, 1)
 }
@@ -155,7 +155,7 @@ func (m *Master) probePrimary(ctx context.Context, h chunkfs.Handle, cur chunkfs
 	m.regMu.Lock()
 	m.reg.dropPrimary(h, primary, m.cfg.Clock.Now())
 	m.regMu.Unlock()
-	m.cfg.Logger.Warn("primary reported unreachable and did not answer; moving the lease", "handle", h, "primary", addr, "err", err, "version", v)
+	m.cfg.Logger.WarnContext(ctx, "primary reported unreachable and did not answer; moving the lease", "handle", h, "primary", addr, "err", err, "version", v)
 }
 
 // grant tells replicas (in order: the first is named primary) that ch has
@@ -245,10 +245,10 @@ func (m *Master) adoptTaken(ctx context.Context, ch namespace.Chunk, order []*se
 	m.reg.recordTaken(ch.Handle, ch.Version, order[1:], errs[1:])
 	m.regMu.Unlock()
 	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Length: int64(ch.Version)}); err != nil {
-		m.cfg.Logger.Warn("could not log the version replicas took from a failed grant", "handle", ch.Handle, "version", ch.Version, "err", err)
+		m.cfg.Logger.WarnContext(ctx, "could not log the version replicas took from a failed grant", "handle", ch.Handle, "version", ch.Version, "err", err)
 		return
 	}
-	m.cfg.Logger.Info("adopted the version replicas took from a grant whose primary failed", "handle", ch.Handle, "version", ch.Version)
+	m.cfg.Logger.InfoContext(ctx, "adopted the version replicas took from a grant whose primary failed", "handle", ch.Handle, "version", ch.Version)
 }
 
 // callLease sends Lease to every replica at once; the first gets leaseMs.
@@ -279,7 +279,7 @@ func (m *Master) leaseCall(ctx context.Context, addr string, req *pb.LeaseReques
 	defer cancel()
 	_, err = cs.Lease(ctx, req)
 	if err != nil {
-		m.cfg.Logger.Warn("lease call failed", "addr", addr, "handle", req.Handle, "version", req.Version, "err", err)
+		m.cfg.Logger.WarnContext(ctx, "lease call failed", "addr", addr, "handle", req.Handle, "version", req.Version, "err", err)
 	}
 	return err
 }
@@ -309,7 +309,7 @@ func (m *Master) cutChunk(ctx context.Context, p string, cut namespace.Cut) erro
 	case cur == 0:
 		return nil // deleted meanwhile
 	case cur != cut.Version-1:
-		m.cfg.Logger.Warn("truncated chunk was leased again before it was cut; not cut", "handle", cut.Handle, "version", cur, "truncated_at", cut.Version-1)
+		m.cfg.Logger.WarnContext(ctx, "truncated chunk was leased again before it was cut; not cut", "handle", cut.Handle, "version", cur, "truncated_at", cut.Version-1)
 		return nil
 	}
 	m.regMu.Lock()
@@ -333,7 +333,7 @@ func (m *Master) cutChunk(ctx context.Context, p string, cut namespace.Cut) erro
 	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: cut.Handle, Length: int64(cut.Version)}); err != nil {
 		// The replicas that took the cut are ahead of the log; a
 		// registration adopts their version.
-		m.cfg.Logger.Warn("logging a truncated chunk's version failed", "handle", cut.Handle, "err", err)
+		m.cfg.Logger.WarnContext(ctx, "logging a truncated chunk's version failed", "handle", cut.Handle, "err", err)
 		return err
 	}
 	m.regMu.Lock()
@@ -373,7 +373,7 @@ func (m *Master) truncateCall(ctx context.Context, addr string, cut namespace.Cu
 	defer cancel()
 	_, err = cs.Truncate(ctx, &pb.TruncateRequest{Handle: uint64(cut.Handle), Version: uint64(cut.Version), Length: cut.Length})
 	if err != nil {
-		m.cfg.Logger.Warn("truncate call failed", "addr", addr, "handle", cut.Handle, "err", err)
+		m.cfg.Logger.WarnContext(ctx, "truncate call failed", "addr", addr, "handle", cut.Handle, "err", err)
 	}
 	return err
 }

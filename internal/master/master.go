@@ -35,6 +35,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/oplog"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
@@ -71,7 +72,8 @@ type Master struct {
 	// held: no lease on a chunk that existed then is granted before (ha.go).
 	lead leadership
 
-	locks fileLocks // the leader's file locks (locks_rpc.go)
+	locks   fileLocks // the leader's file locks (locks_rpc.go)
+	traffic traffic   // the chunk data chunkservers report serving and receiving (traffic.go)
 
 	srvMu  sync.Mutex // guards srv, addr and closed
 	srv    *rpc.Server
@@ -99,6 +101,7 @@ func Open(cfg Config) (*Master, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Logger = reqid.Logger(cfg.Logger) // lines logged with a call's context carry its request ID
 	m := &Master{cfg: cfg, lock: lock, state: newState(cfg.TokenLifetime), pool: cfg.Security.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
 	m.reg = newRegistry(uint64(cfg.Clock.Now().UnixNano()))
 	m.reg.configureBalance(cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves)

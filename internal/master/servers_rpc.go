@@ -38,6 +38,9 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if err := checkServerArgs("register", req.Id, req.Addr, req.Rack); err != nil {
 		return nil, err
 	}
+	if err := checkTraffic("register", req.Id, req.BytesRead, req.BytesWritten); err != nil {
+		return nil, err
+	}
 	if len(req.Chunks) > maxReportLen || len(req.Leases) > maxReportLen {
 		return nil, chunkfs.E("register", req.Id, chunkfs.KindTooLarge, "chunk report too long")
 	}
@@ -56,6 +59,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if err != nil {
 		return nil, err
 	}
+	m.traffic.note(req.Id, req.BytesRead, req.BytesWritten)
 	if d.redial != "" {
 		m.pool.Forget(d.redial)
 	}
@@ -109,6 +113,9 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	if err := checkServerArgs("heartbeat", req.Id, req.Addr, ""); err != nil {
 		return nil, err
 	}
+	if err := checkTraffic("heartbeat", req.Id, req.BytesRead, req.BytesWritten); err != nil {
+		return nil, err
+	}
 	if len(req.Sample) > maxListInBeat || len(req.ExtendLeases) > maxListInBeat || len(req.Corrupt) > maxListInBeat || len(req.Leases) > maxListInBeat || len(req.Deleted) > maxListInBeat {
 		return nil, chunkfs.E("heartbeat", req.Id, chunkfs.KindTooLarge, "heartbeat lists too long")
 	}
@@ -126,6 +133,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 		defer m.regMu.Unlock()
 		d = m.reg.heartbeat(beatFrom(req), ns.ChunkVersion, now, m.cfg.LeaseDuration+m.leaseSlack(), leads)
 	})
+	m.traffic.note(req.Id, req.BytesRead, req.BytesWritten)
 	resp.Reregister = d.reregister
 	if !leads {
 		return resp, nil // figures and locations only: no deletions, no leases

@@ -12,12 +12,15 @@ package metrics
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sys/unix"
 )
 
 // Registry is one process's metrics. Its methods are safe for concurrent
@@ -27,6 +30,8 @@ type Registry struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	fuse     *prometheus.HistogramVec
+	fuseOps  *prometheus.HistogramVec
+	fuseErrs *prometheus.CounterVec
 }
 
 // latencyBuckets spans 100µs to about 13s: a cached stat to a slow fsync
@@ -51,7 +56,16 @@ func New() *Registry {
 		Help:    "Time a mount's calls to the cluster took, by call: the cluster's part of the latency of the FUSE operations that need one.",
 		Buckets: latencyBuckets,
 	}, []string{"op"})
-	r.reg.MustRegister(r.calls, r.duration, r.fuse,
+	r.fuseOps = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "chunkfs_fuse_operation_duration_seconds",
+		Help:    "Time a mount took to answer a FUSE operation of the kernel, caches included, by operation (lookup, getattr, open, read, write, flush, fsync, ...).",
+		Buckets: latencyBuckets,
+	}, []string{"op"})
+	r.fuseErrs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chunkfs_fuse_operation_errors_total",
+		Help: "FUSE operations a mount answered with an error, by operation and errno (ENOENT, EIO, ...).",
+	}, []string{"op", "errno"})
+	r.reg.MustRegister(r.calls, r.duration, r.fuse, r.fuseOps, r.fuseErrs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
@@ -92,4 +106,26 @@ func (r *Registry) ObserveMountCall(op string, elapsed time.Duration) {
 		return
 	}
 	r.fuse.WithLabelValues(op).Observe(elapsed.Seconds())
+}
+
+// ObserveFuseOp records one FUSE operation a mount answered, with the
+// errno it was answered with (0: success); it has the signature of
+// fusefs.OpObserver.
+func (r *Registry) ObserveFuseOp(op string, errno syscall.Errno, elapsed time.Duration) {
+	if r == nil {
+		return
+	}
+	r.fuseOps.WithLabelValues(op).Observe(elapsed.Seconds())
+	if errno != 0 {
+		r.fuseErrs.WithLabelValues(op, errnoName(errno)).Inc()
+	}
+}
+
+// errnoName is errno's symbolic name ("ENOENT"), or its number when it
+// has none.
+func errnoName(errno syscall.Errno) string {
+	if name := unix.ErrnoName(errno); name != "" {
+		return name
+	}
+	return strconv.Itoa(int(errno))
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -22,6 +23,10 @@ func TestMetricsParseWithHelpAndType(t *testing.T) {
 	r.ObserveCall("/chunkfs.v1.Master/Create", "OK", 3*time.Millisecond)
 	r.ObserveCall("/chunkfs.v1.Master/Create", "NotFound", time.Millisecond)
 	r.ObserveMountCall("read", time.Millisecond)
+	r.ObserveFuseOp("lookup", 0, 50*time.Microsecond)
+	r.ObserveFuseOp("lookup", syscall.ENOENT, 20*time.Microsecond)
+	r.ObserveFuseOp("write", syscall.EIO, time.Second)
+	r.ObserveFuseOp("ioctl", syscall.Errno(4000), time.Millisecond) // no name
 	r.Figures(func() []Figure {
 		return []Figure{
 			{Name: "chunkfs_chunks", Help: "Chunks.", Value: 3},
@@ -42,6 +47,12 @@ func TestMetricsParseWithHelpAndType(t *testing.T) {
 		`chunkfs_stream_bytes_total{direction="written"} 200`,
 		`chunkfs_raft_state{state="leader"} 1`,
 		"# TYPE chunkfs_clones_total counter",
+		`chunkfs_fuse_operation_duration_seconds_count{op="lookup"} 2`,
+		`chunkfs_fuse_operation_duration_seconds_bucket{op="write",le="+Inf"} 1`,
+		`chunkfs_fuse_operation_errors_total{errno="ENOENT",op="lookup"} 1`,
+		`chunkfs_fuse_operation_errors_total{errno="EIO",op="write"} 1`,
+		`chunkfs_fuse_operation_errors_total{errno="4000",op="ioctl"} 1`,
+		"# TYPE chunkfs_fuse_operation_duration_seconds histogram",
 		"go_goroutines",
 	} {
 		if !strings.Contains(text, want) {

@@ -12,9 +12,9 @@ const (
 )
 
 // BatchOpSize is op's share of MaxBatchBytes: its variable-length fields
-// (paths, link target, group list) plus BatchOpOverhead.
+// (paths, link target, group list, request ID) plus BatchOpOverhead.
 func BatchOpSize(op *pb.MetaOp) int {
-	n := BatchOpOverhead
+	n := BatchOpOverhead + len(op.GetReqId())
 	switch o := op.GetOp().(type) {
 	case *pb.MetaOp_Stat:
 		n += len(o.Stat.GetPath()) + 4*len(o.Stat.GetCaller().GetGids())

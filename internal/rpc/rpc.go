@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -69,15 +70,13 @@ func (s *Security) NewServer(log *slog.Logger, guards ...Guard) *grpc.Server {
 }
 
 func (s *Security) newServer(log *slog.Logger, obs CallObserver, guards []Guard) *grpc.Server {
-	if log == nil {
-		log = slog.Default()
-	}
+	log = reqid.Logger(log)
 	return grpc.NewServer(
 		grpc.Creds(newAdoptCreds(s)),
 		grpc.ConnectionTimeout(HandshakeTimeout),
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
-		grpc.ChainUnaryInterceptor(observed(obs, unaryGuard(log, guards))...), // observe.go: the metrics hook
+		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{traceUnary(log)}, observed(obs, unaryGuard(log, guards))...)...), // reqid.go: the request ID; observe.go: the metrics hook
 		grpc.InTapHandle(stampArrival),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
@@ -87,7 +86,7 @@ func unaryGuard(log *slog.Logger, guards []Guard) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				log.Error("rpc handler panic", "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				log.ErrorContext(ctx, "rpc handler panic", "method", info.FullMethod, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				resp, err = nil, status.Error(codes.Internal, "internal error")
 			}
 		}()
@@ -125,7 +124,7 @@ func clientDeadline(ctx context.Context, method string, req, reply any, cc *grpc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
 	}
-	return Err(invoker(ctx, method, req, reply, cc, opts...))
+	return Err(invoker(withOutgoingID(ctx), method, req, reply, cc, opts...))
 }
 
 var kindCodes = map[chunkfs.Kind]codes.Code{

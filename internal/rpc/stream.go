@@ -35,6 +35,14 @@ package rpc
 // and a replica forwards a push with the token it came with. A frame
 // without a token is the version-2 frame of before, so the magic stays.
 //
+// A push or read frame may end, after the token field, with the request ID
+// of the operation it belongs to (internal/reqid): {u8 length, ID}, 1 to
+// reqid.MaxLen bytes of [0-9A-Za-z._-]. The token field is then always
+// there, of length 0 when there is no token. A frame without an ID is
+// byte for byte the frame of before, and a replica forwards a push with
+// the ID it came with. A malformed ID is a malformed frame: the
+// connection is closed, as for any other field.
+//
 // A frame that breaks these rules (bad magic, unknown type, oversized
 // length, bad checksum, unexpected type) closes the connection.
 
@@ -46,6 +54,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/checksum"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 )
 
 // StreamMagic opens every data-stream connection. Its last byte is the
@@ -175,6 +184,7 @@ type pushRequest struct {
 	length int64
 	chain  []string // replicas after the receiver
 	token  []byte   // chunk access token; nil when none
+	reqID  string   // the operation's request ID; "" when none
 }
 
 // appendToken appends the optional token field: nothing when tok is
@@ -204,6 +214,48 @@ func decodeToken(op string, b []byte) ([]byte, error) {
 	return append([]byte(nil), b[1:]...), nil
 }
 
+// appendTail appends a request's optional fields: the token, then the
+// request ID, the token field written (empty) whenever an ID follows.
+func appendTail(b, tok []byte, id string) []byte {
+	if id == "" {
+		return appendToken(b, tok)
+	}
+	b = append(append(b, byte(len(tok))), tok...)
+	return append(append(b, byte(len(id))), id...)
+}
+
+func checkTail(op string, tok []byte, id string) error {
+	if id != "" && !reqid.Valid(id) {
+		return chunkfs.E(op, "", chunkfs.KindInvalid, "malformed request ID")
+	}
+	return checkToken(op, tok)
+}
+
+// decodeTail decodes the optional token and request ID fields, which must
+// end b.
+func decodeTail(op string, b []byte) ([]byte, string, error) {
+	if len(b) == 0 {
+		return nil, "", nil
+	}
+	n := int(b[0])
+	if len(b) < 1+n {
+		return nil, "", protocolError("bad token in %s frame", op)
+	}
+	rest := b[1+n:]
+	if len(rest) == 0 {
+		tok, err := decodeToken(op, b)
+		return tok, "", err
+	}
+	if m := int(rest[0]); len(rest) != 1+m || !reqid.Valid(string(rest[1:])) {
+		return nil, "", protocolError("bad request ID in %s frame", op)
+	}
+	var tok []byte
+	if n > 0 {
+		tok = append(tok, b[1:1+n]...)
+	}
+	return tok, string(rest[1:]), nil
+}
+
 func (p *pushRequest) encode() ([]byte, error) {
 	if len(p.chain) > chunkfs.MaxReplication {
 		return nil, chunkfs.E("push", "", chunkfs.KindInvalid, "chain too long")
@@ -217,10 +269,10 @@ func (p *pushRequest) encode() ([]byte, error) {
 		}
 		b = append(append(b, byte(len(a))), a...)
 	}
-	if err := checkToken("push", p.token); err != nil {
+	if err := checkTail("push", p.token, p.reqID); err != nil {
 		return nil, err
 	}
-	return appendToken(b, p.token), nil
+	return appendTail(b, p.token, p.reqID), nil
 }
 
 func decodePush(b []byte) (*pushRequest, error) {
@@ -243,11 +295,11 @@ func decodePush(b []byte) (*pushRequest, error) {
 		p.chain = append(p.chain, string(b[1:1+b[0]]))
 		b = b[1+b[0]:]
 	}
-	tok, err := decodeToken("push", b)
+	tok, id, err := decodeTail("push", b)
 	if err != nil {
 		return nil, err
 	}
-	p.token = tok
+	p.token, p.reqID = tok, id
 	return p, nil
 }
 
@@ -258,25 +310,26 @@ type readRequest struct {
 	off     int64
 	length  int
 	token   []byte // chunk access token; nil when none
+	reqID   string // the operation's request ID; "" when none
 }
 
 // readFixed is the length of a read frame without its token.
 const readFixed = 28
 
-// encode encodes r, whose token is at most MaxTokenLen bytes.
+// encode encodes r, whose token and request ID pass checkTail.
 func (r *readRequest) encode() []byte {
 	b := binary.LittleEndian.AppendUint64(nil, uint64(r.handle))
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.version))
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.off))
 	b = binary.LittleEndian.AppendUint32(b, uint32(r.length))
-	return appendToken(b, r.token)
+	return appendTail(b, r.token, r.reqID)
 }
 
 func decodeRead(b []byte) (*readRequest, error) {
 	if len(b) < readFixed {
 		return nil, protocolError("read frame of %d bytes", len(b))
 	}
-	tok, err := decodeToken("read", b[readFixed:])
+	tok, id, err := decodeTail("read", b[readFixed:])
 	if err != nil {
 		return nil, err
 	}
@@ -286,6 +339,7 @@ func decodeRead(b []byte) (*readRequest, error) {
 		off:     int64(binary.LittleEndian.Uint64(b[16:])),
 		length:  int(binary.LittleEndian.Uint32(b[24:])),
 		token:   tok,
+		reqID:   id,
 	}
 	if r.off < 0 || r.length > MaxReadSize {
 		return nil, protocolError("read of %d bytes at %d", r.length, r.off)

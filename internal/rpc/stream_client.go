@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 )
 
 // maxIdlePerAddr bounds the idle data connections kept per address.
@@ -201,7 +202,7 @@ func (c *DataClient) PushToken(ctx context.Context, chain []string, id chunkfs.D
 	if len(data) > MaxPushSize {
 		return chunkfs.E("push", "", chunkfs.KindTooLarge, "push larger than 64 MiB")
 	}
-	dc, err := c.startPush(ctx, chain[0], &pushRequest{id: id, length: int64(len(data)), chain: chain[1:], token: tok})
+	dc, err := c.startPush(ctx, chain[0], &pushRequest{id: id, length: int64(len(data)), chain: chain[1:], token: tok, reqID: reqid.From(ctx)})
 	if err != nil {
 		return err
 	}
@@ -233,13 +234,14 @@ func (c *DataClient) ReadToken(ctx context.Context, addr string, h chunkfs.Handl
 	if off < 0 {
 		return 0, chunkfs.E("read", addr, chunkfs.KindInvalid, "negative offset")
 	}
-	if err := checkToken("read", tok); err != nil {
+	id := reqid.From(ctx)
+	if err := checkTail("read", tok, id); err != nil {
 		return 0, err
 	}
 	n := 0
 	for n < len(p) {
 		m := min(len(p)-n, MaxReadSize)
-		got, err := c.readOnce(ctx, addr, &readRequest{handle: h, version: v, off: off + int64(n), length: m, token: tok}, p[n:n+m])
+		got, err := c.readOnce(ctx, addr, &readRequest{handle: h, version: v, off: off + int64(n), length: m, token: tok, reqID: id}, p[n:n+m])
 		n += got
 		if err != nil {
 			return n, ctxErr(ctx, err)

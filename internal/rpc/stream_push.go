@@ -102,7 +102,7 @@ func (c *streamConn) openNext(req *pushRequest) (*dataConn, error) {
 	if len(req.chain) == 0 {
 		return nil, nil
 	}
-	fwd := &pushRequest{id: req.id, length: req.length, chain: req.chain[1:], token: req.token}
+	fwd := &pushRequest{id: req.id, length: req.length, chain: req.chain[1:], token: req.token, reqID: req.reqID}
 	dc, err := c.s.cfg.Client.startPush(context.Background(), req.chain[0], fwd)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 )
 
 // StreamHandler is what a StreamServer serves: a place to keep pushed data
@@ -104,7 +106,7 @@ func NewStreamServer(h StreamHandler, cfg StreamConfig) (*StreamServer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &StreamServer{h: h, cfg: cfg, log: cfg.Logger, conns: make(map[net.Conn]struct{})}, nil
+	return &StreamServer{h: h, cfg: cfg, log: reqid.Logger(cfg.Logger), conns: make(map[net.Conn]struct{})}, nil
 }
 
 // Serve accepts connections from lis, serving each in its own goroutine,
@@ -200,6 +202,9 @@ type streamConn struct {
 	bufs net.Buffers     // their writev vector
 	lens []int           // their payload lengths
 	raw  syscall.RawConn // the TCP socket for sendfile; nil until a read needs it
+	// pending logs the current request's trace (traced); nil when it has
+	// none or it is logged.
+	pending func(answer error)
 }
 
 func (c *streamConn) serve() error {
@@ -238,18 +243,53 @@ func (c *streamConn) serveRequest() error {
 		if err != nil {
 			return err
 		}
-		return c.servePush(req, c.authorize(StreamRequest{Conn: c.conn, Push: true, Token: req.token}))
+		defer c.traced(req.reqID, "push", "data_id", req.id, "bytes", req.length, "downstream", len(req.chain))(&err)
+		err = c.servePush(req, c.authorize(StreamRequest{Conn: c.conn, Push: true, Token: req.token}))
+		return err
 	case frameRead:
 		req, err := decodeRead(payload)
 		if err != nil {
 			return err
 		}
-		if err := c.authorize(StreamRequest{Conn: c.conn, Handle: req.handle, Token: req.token}); err != nil {
-			return c.reply(frameError, encodeError(err))
+		defer c.traced(req.reqID, "read", "handle", req.handle, "offset", req.off, "length", req.length)(&err)
+		if err = c.authorize(StreamRequest{Conn: c.conn, Handle: req.handle, Token: req.token}); err != nil {
+			err = c.reply(frameError, encodeError(err))
+			return err
 		}
-		return c.serveRead(req)
+		err = c.serveRead(req)
+		return err
 	}
 	return protocolError("unexpected %v frame for a request", h.typ)
+}
+
+// traced arranges for a request that carries request ID id to be logged
+// at debug level, once: just before its answer's last frame is written
+// (reply), so that the line is there by the time the requester has its
+// answer, or, when the request ends without one (the connection broke),
+// by the returned function, given the request's error. The line says what
+// the request was (args), how long it took and the error it was answered
+// with, if any. Requests without an ID are not logged, as gRPC calls
+// without one are not.
+func (c *streamConn) traced(id, what string, args ...any) func(*error) {
+	c.pending = nil
+	ctx := reqid.With(context.Background(), id)
+	if id == "" || !c.s.log.Enabled(ctx, slog.LevelDebug) {
+		return func(*error) {}
+	}
+	start := time.Now()
+	c.pending = func(err error) {
+		args = append(args, "took", time.Since(start))
+		if err != nil {
+			args = append(args, "err", err.Error())
+		}
+		c.s.log.DebugContext(ctx, "data stream "+what, args...)
+	}
+	return func(err *error) {
+		if c.pending != nil {
+			c.pending(*err)
+			c.pending = nil
+		}
+	}
 }
 
 // authorize asks the configured Authorize about r.
@@ -260,8 +300,17 @@ func (c *streamConn) authorize(r StreamRequest) error {
 	return c.s.cfg.Authorize(r)
 }
 
-// reply writes one frame with a deadline.
+// reply writes one frame with a deadline. An ok or error frame ends the
+// request's answer: its trace, if any, is logged first.
 func (c *streamConn) reply(t frameType, payload []byte) error {
+	if c.pending != nil && (t == frameOK || t == frameError) {
+		var answer error
+		if t == frameError {
+			answer = decodeError("", "", payload)
+		}
+		c.pending(answer)
+		c.pending = nil
+	}
 	c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
 	_, err := c.conn.Write(appendFrame(nil, t, payload))
 	return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/checksum"
+	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -378,6 +379,9 @@ func FuzzDecodeRequests(f *testing.F) {
 	f.Add(p)
 	f.Add((&readRequest{handle: 1, version: 2, off: 3, length: 4, token: bytes.Repeat([]byte{7}, 90)}).encode())
 	f.Add(encodeError(chunkfs.E("x", "", chunkfs.KindStale, "m")))
+	p, _ = (&pushRequest{id: 1, length: 10, chain: []string{"127.0.0.1:1"}, reqID: "0123456789abcdef"}).encode()
+	f.Add(p)
+	f.Add((&readRequest{handle: 1, length: 4, token: []byte("tok"), reqID: "r-1"}).encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if r, err := decodePush(b); err == nil {
 			again, err := r.encode()
@@ -386,7 +390,7 @@ func FuzzDecodeRequests(f *testing.F) {
 			}
 		}
 		if r, err := decodeRead(b); err == nil {
-			if r.off < 0 || r.length > MaxReadSize || len(r.token) > MaxTokenLen {
+			if r.off < 0 || r.length > MaxReadSize || len(r.token) > MaxTokenLen || (r.reqID != "" && !reqid.Valid(r.reqID)) {
 				t.Fatalf("bad read accepted: %+v", r)
 			}
 			if again := r.encode(); !bytes.Equal(again, b) {

@@ -2151,7 +2151,9 @@ type RegisterRequest struct {
 	Chunks        []*ChunkReplica        `protobuf:"bytes,6,rep,name=chunks,proto3" json:"chunks,omitempty"`      // full chunk report
 	Free          int64                  `protobuf:"varint,7,opt,name=free,proto3" json:"free,omitempty"`         // bytes free on its distinct disks
 	Disks         []*Disk                `protobuf:"bytes,8,rep,name=disks,proto3" json:"disks,omitempty"`
-	Leases        []*HeldLease           `protobuf:"bytes,9,rep,name=leases,proto3" json:"leases,omitempty"` // leases this server holds as primary
+	Leases        []*HeldLease           `protobuf:"bytes,9,rep,name=leases,proto3" json:"leases,omitempty"`                                   // leases this server holds as primary
+	BytesRead     int64                  `protobuf:"varint,10,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`          // chunk data served on its data stream since it started
+	BytesWritten  int64                  `protobuf:"varint,11,opt,name=bytes_written,json=bytesWritten,proto3" json:"bytes_written,omitempty"` // chunk data received by pushes since it started
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2249,6 +2251,20 @@ func (x *RegisterRequest) GetLeases() []*HeldLease {
 	return nil
 }
 
+func (x *RegisterRequest) GetBytesRead() int64 {
+	if x != nil {
+		return x.BytesRead
+	}
+	return 0
+}
+
+func (x *RegisterRequest) GetBytesWritten() int64 {
+	if x != nil {
+		return x.BytesWritten
+	}
+	return 0
+}
+
 type RegisterResponse struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	StateId             uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
@@ -2337,8 +2353,10 @@ type HeartbeatRequest struct {
 	Corrupt       []uint64               `protobuf:"varint,8,rep,packed,name=corrupt,proto3" json:"corrupt,omitempty"`                               // handles that failed checksums
 	Free          int64                  `protobuf:"varint,9,opt,name=free,proto3" json:"free,omitempty"`                                            // bytes free on its distinct disks
 	Disks         []*Disk                `protobuf:"bytes,10,rep,name=disks,proto3" json:"disks,omitempty"`
-	Leases        []*HeldLease           `protobuf:"bytes,11,rep,name=leases,proto3" json:"leases,omitempty"`           // leases this server holds as primary
-	Deleted       []uint64               `protobuf:"varint,12,rep,packed,name=deleted,proto3" json:"deleted,omitempty"` // replicas deleted since the last heartbeat this master answered (and not held again)
+	Leases        []*HeldLease           `protobuf:"bytes,11,rep,name=leases,proto3" json:"leases,omitempty"`                                  // leases this server holds as primary
+	BytesRead     int64                  `protobuf:"varint,12,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`          // chunk data served on its data stream since it started
+	BytesWritten  int64                  `protobuf:"varint,13,opt,name=bytes_written,json=bytesWritten,proto3" json:"bytes_written,omitempty"` // chunk data received by pushes since it started
+	Deleted       []uint64               `protobuf:"varint,14,rep,packed,name=deleted,proto3" json:"deleted,omitempty"`                        // replicas deleted since the last heartbeat this master answered (and not held again)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2448,6 +2466,20 @@ func (x *HeartbeatRequest) GetLeases() []*HeldLease {
 		return x.Leases
 	}
 	return nil
+}
+
+func (x *HeartbeatRequest) GetBytesRead() int64 {
+	if x != nil {
+		return x.BytesRead
+	}
+	return 0
+}
+
+func (x *HeartbeatRequest) GetBytesWritten() int64 {
+	if x != nil {
+		return x.BytesWritten
+	}
+	return 0
 }
 
 func (x *HeartbeatRequest) GetDeleted() []uint64 {
@@ -3279,7 +3311,10 @@ type MetaOp struct {
 	//	*MetaOp_Rename
 	//	*MetaOp_SetAttr
 	//	*MetaOp_CommitLength
-	Op            isMetaOp_Op `protobuf_oneof:"op"`
+	Op isMetaOp_Op `protobuf_oneof:"op"`
+	// The request ID of the operation this op belongs to (internal/reqid): a
+	// batch carries ops of several operations. Ignored when malformed.
+	ReqId         string `protobuf:"bytes,8,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3382,6 +3417,13 @@ func (x *MetaOp) GetCommitLength() *CommitLengthRequest {
 		}
 	}
 	return nil
+}
+
+func (x *MetaOp) GetReqId() string {
+	if x != nil {
+		return x.ReqId
+	}
+	return ""
 }
 
 type isMetaOp_Op interface {
@@ -5498,7 +5540,7 @@ const file_master_proto_rawDesc = "" +
 	"\bTokenKey\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\fR\x06secret\x12&\n" +
-	"\x0fexpires_unix_ms\x18\x03 \x01(\x03R\rexpiresUnixMs\"\x96\x02\n" +
+	"\x0fexpires_unix_ms\x18\x03 \x01(\x03R\rexpiresUnixMs\"\xda\x02\n" +
 	"\x0fRegisterRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -5508,14 +5550,18 @@ const file_master_proto_rawDesc = "" +
 	"\x06chunks\x18\x06 \x03(\v2\x18.chunkfs.v1.ChunkReplicaR\x06chunks\x12\x12\n" +
 	"\x04free\x18\a \x01(\x03R\x04free\x12&\n" +
 	"\x05disks\x18\b \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\x12-\n" +
-	"\x06leases\x18\t \x03(\v2\x15.chunkfs.v1.HeldLeaseR\x06leases\"\xc6\x01\n" +
+	"\x06leases\x18\t \x03(\v2\x15.chunkfs.v1.HeldLeaseR\x06leases\x12\x1d\n" +
+	"\n" +
+	"bytes_read\x18\n" +
+	" \x01(\x03R\tbytesRead\x12#\n" +
+	"\rbytes_written\x18\v \x01(\x03R\fbytesWritten\"\xc6\x01\n" +
 	"\x10RegisterResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x18\n" +
 	"\agarbage\x18\x02 \x03(\x04R\agarbage\x12\x14\n" +
 	"\x05stale\x18\x03 \x03(\x04R\x05stale\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x04 \x01(\x03R\x13heartbeatIntervalMs\x123\n" +
 	"\n" +
-	"token_keys\x18\x05 \x03(\v2\x14.chunkfs.v1.TokenKeyR\ttokenKeys\"\xf0\x02\n" +
+	"token_keys\x18\x05 \x03(\v2\x14.chunkfs.v1.TokenKeyR\ttokenKeys\"\xb4\x03\n" +
 	"\x10HeartbeatRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1a\n" +
@@ -5528,8 +5574,11 @@ const file_master_proto_rawDesc = "" +
 	"\x04free\x18\t \x01(\x03R\x04free\x12&\n" +
 	"\x05disks\x18\n" +
 	" \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\x12-\n" +
-	"\x06leases\x18\v \x03(\v2\x15.chunkfs.v1.HeldLeaseR\x06leases\x12\x18\n" +
-	"\adeleted\x18\f \x03(\x04R\adeleted\"\xd4\x01\n" +
+	"\x06leases\x18\v \x03(\v2\x15.chunkfs.v1.HeldLeaseR\x06leases\x12\x1d\n" +
+	"\n" +
+	"bytes_read\x18\f \x01(\x03R\tbytesRead\x12#\n" +
+	"\rbytes_written\x18\r \x01(\x03R\fbytesWritten\x12\x18\n" +
+	"\adeleted\x18\x0e \x03(\x04R\adeleted\"\xd4\x01\n" +
 	"\x11HeartbeatResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x1e\n" +
 	"\n" +
@@ -5606,7 +5655,7 @@ const file_master_proto_rawDesc = "" +
 	"\acorrupt\x18\b \x01(\x03R\acorrupt\x12\x1c\n" +
 	"\ttruncated\x18\t \x01(\bR\ttruncated\x12\x1b\n" +
 	"\tsafe_mode\x18\n" +
-	" \x01(\bR\bsafeMode\"\x8f\x03\n" +
+	" \x01(\bR\bsafeMode\"\xa6\x03\n" +
 	"\x06MetaOp\x12-\n" +
 	"\x04stat\x18\x01 \x01(\v2\x17.chunkfs.v1.StatRequestH\x00R\x04stat\x123\n" +
 	"\x06create\x18\x02 \x01(\v2\x19.chunkfs.v1.CreateRequestH\x00R\x06create\x120\n" +
@@ -5614,7 +5663,8 @@ const file_master_proto_rawDesc = "" +
 	"\x06delete\x18\x04 \x01(\v2\x19.chunkfs.v1.DeleteRequestH\x00R\x06delete\x123\n" +
 	"\x06rename\x18\x05 \x01(\v2\x19.chunkfs.v1.RenameRequestH\x00R\x06rename\x127\n" +
 	"\bset_attr\x18\x06 \x01(\v2\x1a.chunkfs.v1.SetAttrRequestH\x00R\asetAttr\x12F\n" +
-	"\rcommit_length\x18\a \x01(\v2\x1f.chunkfs.v1.CommitLengthRequestH\x00R\fcommitLengthB\x04\n" +
+	"\rcommit_length\x18\a \x01(\v2\x1f.chunkfs.v1.CommitLengthRequestH\x00R\fcommitLength\x12\x15\n" +
+	"\x06req_id\x18\b \x01(\tR\x05reqIdB\x04\n" +
 	"\x02op\"\xcf\x03\n" +
 	"\n" +
 	"MetaResult\x12/\n" +
