@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/chunkfs/chunkfs/internal/bench"
+	"github.com/chunkfs/chunkfs/internal/bench/metadata"
 )
 
 // runBenchMetadata is `chunkfs bench metadata`: GFS Cluster B's namespace
@@ -38,7 +38,7 @@ func runBenchMetadata(ctx context.Context, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := bench.RunMetadata(ctx, cfg)
+	rep, err := metadata.Run(ctx, cfg)
 	if rep != nil {
 		err = errors.Join(err, metadataOutput(rep, out))
 	}
@@ -46,7 +46,7 @@ func runBenchMetadata(ctx context.Context, args []string) error {
 }
 
 // metadataOutput prints the report and writes it, with its JSON, to out.
-func metadataOutput(rep *bench.MetadataReport, out string) error {
+func metadataOutput(rep *metadata.Report, out string) error {
 	text := rep.Text()
 	fmt.Print(text)
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -67,10 +67,10 @@ func metadataOutput(rep *bench.MetadataReport, out string) error {
 }
 
 // metadataFlags parses the options of `chunkfs bench metadata`.
-func metadataFlags(args []string) (cfg bench.MetadataConfig, out string, err error) {
+func metadataFlags(args []string) (cfg metadata.Config, out string, err error) {
 	fs := flag.NewFlagSet("bench metadata", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	cfg = bench.DefaultMetadataConfig()
+	cfg = metadata.DefaultConfig()
 	fs.Float64Var(&cfg.Scale, "scale", cfg.Scale, "fraction of Cluster B's files, chunks and chunkservers to build (0.01: a small form)")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "client goroutines of the operation rates and the fleet workload")
 	fs.IntVar(&cfg.Ops, "ops", cfg.Ops, "operations of each kind timed, at scale 1")

@@ -1,4 +1,4 @@
-package bench
+package metadata
 
 import (
 	"fmt"
@@ -10,8 +10,8 @@ import (
 	"github.com/chunkfs/chunkfs/internal/status"
 )
 
-// MetadataReport is what `chunkfs bench metadata` measured.
-type MetadataReport struct {
+// Report is what `chunkfs bench metadata` measured.
+type Report struct {
 	Scale   float64   `json:"scale"`
 	CPUs    int       `json:"cpus"`
 	LoadAvg string    `json:"loadavg"` // the machine's /proc/loadavg at the start
@@ -53,7 +53,7 @@ var hdfs = map[string]string{"create": "5.6 k/s", "open": "126 k/s"}
 
 // Text renders the report: Table 2 beside the paper's, the rates beside
 // HDFS's, and the heap, checkpoint, restart and fleet figures.
-func (r *MetadataReport) Text() string {
+func (r *Report) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chunkfs bench metadata, scale %g: %d files in %d directories, %d chunks, %d simulated chunkservers; built in %s\n",
 		r.Scale, r.Files, r.Dirs, r.Chunks, r.Servers, r.Build.Round(time.Millisecond))
@@ -66,7 +66,7 @@ func (r *MetadataReport) Text() string {
 	return b.String()
 }
 
-func (r *MetadataReport) table2Text(b *strings.Builder) {
+func (r *Report) table2Text(b *strings.Builder) {
 	fmt.Fprintf(b, "Table 2 (from the running master)\n")
 	w := tabwriter.NewWriter(b, 2, 8, 2, ' ', 0)
 	fmt.Fprintf(w, "\tchunkfs\tGFS Cluster B\tnote\n")
@@ -86,7 +86,7 @@ func (r *MetadataReport) table2Text(b *strings.Builder) {
 	b.WriteString("\n")
 }
 
-func (r *MetadataReport) heapText(b *strings.Builder) {
+func (r *Report) heapText(b *strings.Builder) {
 	perFile := func(n int64) string {
 		return fmt.Sprintf("%s (%.0f B a file, %.0f B a chunk if all were chunks')", status.Bytes(n), float64(n)/float64(r.Files), float64(n)/float64(r.Chunks))
 	}
@@ -97,7 +97,7 @@ func (r *MetadataReport) heapText(b *strings.Builder) {
 	fmt.Fprintf(b, "  Table 2's formula:                %s\n\n", status.Bytes(r.HeapFormula))
 }
 
-func (r *MetadataReport) ratesText(b *strings.Builder) {
+func (r *Report) ratesText(b *strings.Builder) {
 	fmt.Fprintf(b, "Operation rates (NNThroughputBenchmark's form; HDFS: one NameNode, in-process)\n")
 	w := tabwriter.NewWriter(b, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "op\tclients\tops\tover RPC\tin-process\tHDFS\t\n")
@@ -133,7 +133,7 @@ func orDash(s string) string {
 	return s
 }
 
-func (r *MetadataReport) restartText(b *strings.Builder) {
+func (r *Report) restartText(b *strings.Builder) {
 	fmt.Fprintf(b, "Checkpoint and restart (targets: 2 s, 2 s, 5 s)\n")
 	fmt.Fprintf(b, "  checkpoint (Raft snapshot) written: %s, %s\n", r.Checkpoint.Round(time.Millisecond), status.Bytes(r.CheckpointBytes))
 	fmt.Fprintf(b, "  checkpoint restored alone:          %s\n", r.Restore.Round(time.Millisecond))
@@ -141,7 +141,7 @@ func (r *MetadataReport) restartText(b *strings.Builder) {
 	fmt.Fprintf(b, "                                      %d Register calls answered, their handlers' times summed %s)\n\n", r.RestartRegisterCalls, r.RestartRegister.Round(time.Millisecond))
 }
 
-func (r *MetadataReport) fleetText(b *strings.Builder) {
+func (r *Report) fleetText(b *strings.Builder) {
 	f := r.Fleet
 	if f == nil {
 		return

@@ -1,4 +1,4 @@
-package bench
+package metadata
 
 import (
 	"errors"
@@ -17,8 +17,8 @@ const (
 	clusterBFull      = 155.0 / 180.0 // used over available disk space
 )
 
-// MetadataConfig configures `chunkfs bench metadata`.
-type MetadataConfig struct {
+// Config configures `chunkfs bench metadata`.
+type Config struct {
 	// Scale shrinks Cluster B's files, chunks and chunkservers by this
 	// factor (1: the paper's cluster; 0.01: a small form).
 	Scale float64
@@ -52,11 +52,11 @@ type MetadataConfig struct {
 	Logger   *slog.Logger
 }
 
-// DefaultMetadataConfig returns the full-scale run: Cluster B, 16
+// DefaultConfig returns the full-scale run: Cluster B, 16
 // clients, 50,000 operations of each kind, a fleet of 10,000 servers (10
 // a connection) heartbeating under a 30 s workload.
-func DefaultMetadataConfig() MetadataConfig {
-	return MetadataConfig{
+func DefaultConfig() Config {
+	return Config{
 		Scale: 1, Clients: 16, Ops: 50_000, FleetServers: 10_000, ServersPerConn: 10,
 		FleetWorkload: 30 * time.Second, HeartbeatWindow: 9 * time.Second, Heartbeat: 3 * time.Second,
 		Logger: slog.Default(),
@@ -64,7 +64,7 @@ func DefaultMetadataConfig() MetadataConfig {
 }
 
 // Validate reports the first configuration error.
-func (c MetadataConfig) Validate() error {
+func (c Config) Validate() error {
 	switch {
 	case !(c.Scale > 0 && c.Scale <= 1):
 		return errors.New("bench metadata: --scale must be in (0, 1]")
@@ -87,12 +87,12 @@ func (c MetadataConfig) Validate() error {
 }
 
 // scaled is n times the scale, at least least.
-func (c MetadataConfig) scaled(n, least int) int {
+func (c Config) scaled(n, least int) int {
 	return max(int(math.Round(float64(n)*c.Scale)), least)
 }
 
-func (c MetadataConfig) files() int        { return c.scaled(clusterBFiles, 10) }
-func (c MetadataConfig) chunks() int       { return max(c.scaled(clusterBChunks, 10), c.files()) }
-func (c MetadataConfig) servers() int      { return c.scaled(clusterBServers, 3) }
-func (c MetadataConfig) fleetServers() int { return c.FleetServers }
-func (c MetadataConfig) ops() int          { return c.scaled(c.Ops, 100) }
+func (c Config) files() int        { return c.scaled(clusterBFiles, 10) }
+func (c Config) chunks() int       { return max(c.scaled(clusterBChunks, 10), c.files()) }
+func (c Config) servers() int      { return c.scaled(clusterBServers, 3) }
+func (c Config) fleetServers() int { return c.FleetServers }
+func (c Config) ops() int          { return c.scaled(c.Ops, 100) }

@@ -1,4 +1,4 @@
-package bench
+package metadata
 
 import (
 	"context"
@@ -9,17 +9,17 @@ import (
 )
 
 // TestMetadataSmall runs bench metadata at 0.2 % of Cluster B: Table 2's
-// counts must match what was built (RunMetadata checks), the checkpoint
+// counts must match what was built (Run checks), the checkpoint
 // must hold them, and both restarts must bring every chunk's locations
 // back from the fleet's reports. Speed is not asserted.
 func TestMetadataSmall(t *testing.T) {
-	cfg := DefaultMetadataConfig()
+	cfg := DefaultConfig()
 	cfg.Scale, cfg.Dir, cfg.Clients, cfg.NoSync, cfg.FleetServers = 0.002, t.TempDir(), 4, true, 20
 	cfg.Heartbeat, cfg.HeartbeatWindow, cfg.FleetWorkload = 200*time.Millisecond, time.Second, time.Second
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	rep, err := RunMetadata(ctx, cfg)
+	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

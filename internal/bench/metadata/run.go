@@ -1,4 +1,4 @@
-package bench
+package metadata
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
-// RunMetadata is `chunkfs bench metadata`: it builds a namespace of GFS
+// Run is `chunkfs bench metadata`: it builds a namespace of GFS
 // Cluster B's shape on a master in this process, over its RPCs, with a
 // fleet of simulated chunkservers holding the replicas; prints Table 2
 // from the running master; times metadata operations over RPC and
@@ -25,12 +25,12 @@ import (
 // restore, and its restart until every chunk is located again; and runs a
 // fleet of thousands of servers heartbeating under a metadata workload.
 // A report with what was measured is returned with any error.
-func RunMetadata(ctx context.Context, cfg MetadataConfig) (*MetadataReport, error) {
+func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	rep := &MetadataReport{Scale: cfg.Scale, CPUs: runtime.NumCPU(), LoadAvg: string(trimNL(load)), Started: time.Now().UTC()}
+	rep := &Report{Scale: cfg.Scale, CPUs: runtime.NumCPU(), LoadAvg: string(trimNL(load)), Started: time.Now().UTC()}
 	r := &metaRun{cfg: cfg, rep: rep}
 	err := r.clusterB(ctx)
 	if err == nil {
@@ -48,8 +48,8 @@ func trimNL(b []byte) []byte {
 
 // metaRun is one run of the benchmark.
 type metaRun struct {
-	cfg   MetadataConfig
-	rep   *MetadataReport
+	cfg   Config
+	rep   *Report
 	shape shape
 	bm    *benchMaster
 	fleet *fleet.Fleet
