@@ -341,19 +341,10 @@ func unaryCall(ctx context.Context, mc pb.MasterClient, op *pb.MetaOp) (*pb.Meta
 
 // resultErr returns the error a batch result carries, as a *chunkfs.Error.
 func resultErr(r *pb.MetaResult) error {
-	d := r.GetError()
-	if d == nil {
-		return nil
+	if e := rpc.ErrorOf(r.GetError()); e != nil {
+		return e
 	}
-	k := chunkfs.Kind(d.Kind)
-	if !k.Valid() {
-		k = chunkfs.KindOther
-	}
-	var inner error
-	if d.Message != "" {
-		inner = errors.New(d.Message)
-	}
-	return &chunkfs.Error{Op: d.Op, Path: d.Path, Kind: k, Err: inner}
+	return nil
 }
 
 // answer checks one result: the call's error, or the response field got

@@ -2,7 +2,6 @@ package master
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -250,19 +249,7 @@ func mutationResult(mu *batchMutation) *pb.MetaResult {
 
 // errorResult carries err, as a chunkfs error, in a batch result.
 func errorResult(err error) *pb.MetaResult {
-	var e *chunkfs.Error
-	if !errors.As(err, &e) {
-		k := chunkfs.KindOther
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			k = chunkfs.KindUnavailable
-		}
-		e = &chunkfs.Error{Kind: k, Err: err}
-	}
-	d := &pb.ErrorDetail{Kind: uint32(e.Kind), Op: e.Op, Path: e.Path}
-	if e.Err != nil {
-		d.Message = e.Err.Error()
-	}
-	return &pb.MetaResult{Result: &pb.MetaResult_Error{Error: d}}
+	return &pb.MetaResult{Result: &pb.MetaResult_Error{Error: rpc.DetailOf(err)}}
 }
 
 // resultStateID is the state ID a result carries (0 for an error).

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -168,34 +169,73 @@ func Status(err error) error {
 	if _, ok := status.FromError(err); ok && !isChunkfsError(err) {
 		return err
 	}
-	var e *chunkfs.Error
-	if !errors.As(err, &e) {
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			return status.Error(codes.DeadlineExceeded, err.Error())
-		case errors.Is(err, context.Canceled):
-			return status.Error(codes.Canceled, err.Error())
-		}
-		e = &chunkfs.Error{Kind: chunkfs.KindOther, Err: err}
+	switch {
+	case !isChunkfsError(err) && errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case !isChunkfsError(err) && errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
 	}
+	e, detail := asError(err), DetailOf(err)
 	code, ok := kindCodes[e.Kind]
 	if !ok {
 		code = codes.Unknown
-	}
-	msg := ""
-	if e.Err != nil {
-		msg = e.Err.Error()
-	}
-	detail := &pb.ErrorDetail{Kind: uint32(e.Kind), Op: e.Op, Path: e.Path, Message: msg}
-	var hint *chunkfs.LeaderHint
-	if errors.As(err, &hint) {
-		detail.Leader = hint.Leader
 	}
 	st := status.New(code, e.Error())
 	if withDetail, err := st.WithDetails(detail); err == nil {
 		st = withDetail
 	}
 	return st.Err()
+}
+
+// asError returns err as a *chunkfs.Error: itself if it is one, else
+// wrapped, KindUnavailable for a context's end, KindOther for the rest.
+func asError(err error) *chunkfs.Error {
+	var e *chunkfs.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	k := chunkfs.KindOther
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		k = chunkfs.KindUnavailable
+	}
+	return &chunkfs.Error{Kind: k, Err: err}
+}
+
+// DetailOf is err in its wire form, as a gRPC status detail or a batch
+// result carries it: kind, operation, path, the message of its cause and
+// the leader's address of a "not the leader" answer. ErrorOf is its
+// inverse; together they are the one conversion each way.
+func DetailOf(err error) *pb.ErrorDetail {
+	e := asError(err)
+	d := &pb.ErrorDetail{Kind: uint32(e.Kind), Op: e.Op, Path: e.Path}
+	if e.Err != nil {
+		d.Message = e.Err.Error()
+	}
+	var hint *chunkfs.LeaderHint
+	if errors.As(err, &hint) {
+		d.Leader = hint.Leader
+	}
+	return d
+}
+
+// ErrorOf converts an error detail from the wire back to a *chunkfs.Error
+// (nil for none). A kind this build does not know is KindOther.
+func ErrorOf(d *pb.ErrorDetail) *chunkfs.Error {
+	if d == nil {
+		return nil
+	}
+	k := chunkfs.Kind(d.Kind)
+	if d.Kind > math.MaxUint8 || !k.Valid() {
+		k = chunkfs.KindOther
+	}
+	var inner error
+	switch {
+	case k == chunkfs.KindNotLeader:
+		inner = &chunkfs.LeaderHint{Leader: d.Leader}
+	case d.Message != "":
+		inner = errors.New(d.Message)
+	}
+	return &chunkfs.Error{Op: d.Op, Path: d.Path, Kind: k, Err: inner}
 }
 
 func isChunkfsError(err error) bool {
@@ -218,18 +258,7 @@ func Err(err error) error {
 	}
 	for _, d := range st.Details() {
 		if ed, ok := d.(*pb.ErrorDetail); ok {
-			k := chunkfs.Kind(ed.Kind)
-			if !k.Valid() {
-				k = chunkfs.KindOther
-			}
-			var inner error
-			switch {
-			case k == chunkfs.KindNotLeader:
-				inner = &chunkfs.LeaderHint{Leader: ed.Leader}
-			case ed.Message != "":
-				inner = errors.New(ed.Message)
-			}
-			return &chunkfs.Error{Op: ed.Op, Path: ed.Path, Kind: k, Err: inner}
+			return ErrorOf(ed)
 		}
 	}
 	switch st.Code() {
