@@ -156,7 +156,7 @@ func (m *Master) ensureChunk(ctx context.Context, c chunkfs.Caller, req *pb.Prep
 		return ch, fi, err
 	}
 	if !ok {
-		cmd := &namespace.Command{Op: namespace.OpAllocChunk, Caller: c, Path: req.Path, Length: req.Index}
+		cmd := &namespace.Command{Op: namespace.OpAllocChunk, Caller: c, Path: req.Path, Index: req.Index}
 		if req.Append {
 			cmd.Flags = namespace.FlagAppend
 		}

@@ -33,7 +33,7 @@ func (m *Master) ensureHorizon(ctx context.Context, t time.Time) error {
 	if cur >= t.UnixNano() {
 		return nil
 	}
-	_, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpLeaseHorizon, Length: t.Add(m.cfg.LeaseDuration / 2).UnixNano()})
+	_, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpLeaseHorizon, Horizon: t.Add(m.cfg.LeaseDuration / 2).UnixNano()})
 	return err
 }
 
@@ -217,7 +217,7 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 	m.regMu.Unlock()
 	var err error
 	if !logged {
-		_, _, err = m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Length: int64(ch.Version)})
+		_, _, err = m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Version: ch.Version})
 	}
 	m.regMu.Lock()
 	defer m.regMu.Unlock()
@@ -244,7 +244,7 @@ func (m *Master) adoptTaken(ctx context.Context, ch namespace.Chunk, order []*se
 	m.regMu.Lock()
 	m.reg.recordTaken(ch.Handle, ch.Version, order[1:], errs[1:])
 	m.regMu.Unlock()
-	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Length: int64(ch.Version)}); err != nil {
+	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Version: ch.Version}); err != nil {
 		m.cfg.Logger.WarnContext(ctx, "could not log the version replicas took from a failed grant", "handle", ch.Handle, "version", ch.Version, "err", err)
 		return
 	}
@@ -330,7 +330,7 @@ func (m *Master) cutChunk(ctx context.Context, p string, cut namespace.Cut) erro
 	m.regMu.Lock()
 	m.reg.recordTaken(cut.Handle, cut.Version, replicas, errs)
 	m.regMu.Unlock()
-	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: cut.Handle, Length: int64(cut.Version)}); err != nil {
+	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: cut.Handle, Version: cut.Version}); err != nil {
 		// The replicas that took the cut are ahead of the log; a
 		// registration adopts their version.
 		m.cfg.Logger.WarnContext(ctx, "logging a truncated chunk's version failed", "handle", cut.Handle, "err", err)

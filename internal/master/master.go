@@ -203,7 +203,7 @@ func (m *Master) initNamespace(ctx context.Context) error {
 		}
 		return nil
 	}
-	_, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpInit, Length: m.cfg.ChunkSize, Replication: uint32(m.cfg.DefaultReplication)})
+	_, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpInit, ChunkSize: m.cfg.ChunkSize, Replication: uint32(m.cfg.DefaultReplication)})
 	if err != nil {
 		return fmt.Errorf("initialise namespace: %v", err)
 	}

@@ -17,7 +17,7 @@ func heapOf(t *testing.T, build func(ns *namespace.Namespace)) int64 {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	ns := namespace.New()
-	if r := ns.Apply(&namespace.Command{Op: namespace.OpInit, Length: 1 << 20, Replication: 3}); r.Err != nil {
+	if r := ns.Apply(&namespace.Command{Op: namespace.OpInit, ChunkSize: 1 << 20, Replication: 3}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	build(ns)
@@ -39,7 +39,7 @@ func buildTree(t *testing.T, ns *namespace.Namespace, dirs, files, chunks int) {
 				t.Fatal(r.Err)
 			}
 			for c := 0; c < chunks; c++ {
-				if r := ns.Apply(&namespace.Command{Op: namespace.OpAllocChunk, Path: p, Length: int64(c)}); r.Err != nil {
+				if r := ns.Apply(&namespace.Command{Op: namespace.OpAllocChunk, Path: p, Index: int64(c)}); r.Err != nil {
 					t.Fatal(r.Err)
 				}
 			}

@@ -96,7 +96,7 @@ func (m *Master) adopt(ctx context.Context, ahead []namespace.Chunk) (uint64, er
 	for _, ch := range ahead {
 		mu := &m.leaseMu[handleStripe(ch.Handle)]
 		mu.Lock()
-		_, idx, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Length: int64(ch.Version)})
+		_, idx, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Version: ch.Version})
 		mu.Unlock()
 		if err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
 			return 0, err

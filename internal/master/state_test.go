@@ -20,7 +20,7 @@ var _ oplog.EntryFSM = (*state)(nil)
 func TestStateEntryIsAtomic(t *testing.T) {
 	s := newState(time.Hour)
 	enc := func(c *namespace.Command) []byte { return c.Encode(nil) }
-	if r := s.Apply(1, enc(&namespace.Command{Op: namespace.OpInit, Length: chunkfs.DefaultChunkSize, Replication: 3})); r.(namespace.Result).Err != nil {
+	if r := s.Apply(1, enc(&namespace.Command{Op: namespace.OpInit, ChunkSize: chunkfs.DefaultChunkSize, Replication: 3})); r.(namespace.Result).Err != nil {
 		t.Fatal(r)
 	}
 	const entries = 300

@@ -198,7 +198,7 @@ func TestTokensOffByDefault(t *testing.T) {
 func TestEntryWithKeyCommand(t *testing.T) {
 	s := newState(time.Minute)
 	at := time.Unix(1_800_000_000, 0)
-	init := (&namespace.Command{Op: namespace.OpInit, Length: 1 << 20, Replication: 3}).Encode(nil)
+	init := (&namespace.Command{Op: namespace.OpInit, ChunkSize: 1 << 20, Replication: 3}).Encode(nil)
 	key := encodeKeyCommand(token.Key{ID: 1, Secret: [32]byte{1}, Until: at.Add(time.Hour)}, at)
 	res := s.ApplyEntry(1, [][]byte{init, key})
 	if r, ok := res[0].(namespace.Result); !ok || r.Err != nil {

@@ -48,7 +48,7 @@ func (ns *Namespace) Apply(c *Command) Result {
 	case OpCommitLength:
 		r = ns.commitLength(c)
 	case OpLeaseHorizon:
-		ns.leaseHorizon = max(ns.leaseHorizon, c.Length)
+		ns.leaseHorizon = max(ns.leaseHorizon, c.Horizon)
 	case OpSetVersion:
 		r = ns.setVersion(c)
 	case OpSetXattr:
@@ -83,12 +83,12 @@ func (ns *Namespace) init(c *Command) Result {
 	switch {
 	case ns.Initialized():
 		return fail(op, "", chunkfs.KindExist, "namespace already initialised")
-	case c.Length < 1024 || c.Length > 1<<32:
+	case c.ChunkSize < 1024 || c.ChunkSize > 1<<32:
 		return fail(op, "", chunkfs.KindInvalid, "chunk size out of range [1 KiB, 4 GiB]")
 	case c.Replication < 1 || c.Replication > chunkfs.MaxReplication:
 		return fail(op, "", chunkfs.KindInvalid, "default replication out of range")
 	}
-	ns.chunkSize, ns.defaultRepl = c.Length, uint8(c.Replication)
+	ns.chunkSize, ns.defaultRepl = c.ChunkSize, uint8(c.Replication)
 	ns.root.mtime, ns.root.atime, ns.root.ctime = c.Time, c.Time, c.Time
 	return Result{Info: ns.root.info("/")}
 }
@@ -251,7 +251,7 @@ func (ns *Namespace) create(c *Command) Result {
 		n.length = int64(len(c.Target))
 		ns.bytes += n.length
 	case n.isDevice():
-		n.ext = &ext{rdev: uint32(c.Length)}
+		n.ext = &ext{rdev: c.Rdev}
 	case !n.isSpecial():
 		n.repl = ns.replication(c.Replication)
 	}
@@ -269,8 +269,8 @@ func (ns *Namespace) checkNewFile(op string, c *Command) error {
 		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "symbolic link target contains a NUL byte")
 	case !validSpecial(fs.FileMode(c.Mode)) || fs.FileMode(c.Mode)&specialTypes != 0 && c.Target != "":
 		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "one type: a fifo, a socket, a device or a symbolic link")
-	case c.Length < 0 || c.Length > 1<<32-1 || c.Length != 0 && fs.FileMode(c.Mode)&fs.ModeDevice == 0:
-		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "a device number, for a device node only, of 32 bits")
+	case c.Rdev != 0 && fs.FileMode(c.Mode)&fs.ModeDevice == 0:
+		return chunkfs.E(op, c.Path, chunkfs.KindInvalid, "a device number is for a device node only")
 	}
 	return nil
 }
@@ -394,7 +394,7 @@ func (ns *Namespace) allocChunk(c *Command) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
-	i := c.Length
+	i := c.Index
 	if i < 0 || i >= MaxFileChunks {
 		return fail(op, c.Path, chunkfs.KindInvalid, "chunk index out of range")
 	}
@@ -431,7 +431,7 @@ func (ns *Namespace) bumpVersion(c *Command) Result {
 	return fail("bump version", "", chunkfs.KindNotExist, "chunk missing from its file")
 }
 
-// setVersion raises a chunk's version to c.Length. The master logs it after
+// setVersion raises a chunk's version to c.Version. The master logs it after
 // it has told the replicas (and when a replica reports a version above the
 // logged one: the master had told them and failed before logging). A lower
 // or equal version changes nothing.
@@ -442,8 +442,8 @@ func (ns *Namespace) setVersion(c *Command) Result {
 	}
 	for i := range n.chunks {
 		if r := &n.chunks[i]; r.handle == c.Handle {
-			if v := chunkfs.Version(c.Length); c.Length > 0 && v > r.version {
-				r.version = v
+			if c.Version > r.version {
+				r.version = c.Version
 			}
 			return Result{Chunk: Chunk{Index: int64(i), Handle: r.handle, Version: r.version}}
 		}

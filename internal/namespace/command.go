@@ -13,17 +13,17 @@ type Op uint8
 
 // The mutations. The numeric values are written to the log; append only.
 const (
-	OpInit         Op = iota + 1 // set chunk size (Length) and default replication, once
+	OpInit         Op = iota + 1 // set ChunkSize and default Replication, once
 	OpMkdir                      // Path, Mode, FlagParents
 	OpCreate                     // Path, Mode, Replication, FlagExclusive, FlagTruncate, Target
 	OpRename                     // Path → Target, FlagNoReplace or FlagExchange
 	OpDelete                     // Path, FlagRecursive, FlagDirOnly, FlagFileOnly
 	OpSetAttr                    // Path, Set mask and the fields it names, FlagTimesNow
-	OpAllocChunk                 // Path, Length = chunk index; FlagAppend
+	OpAllocChunk                 // Path, Index; FlagAppend
 	OpBumpVersion                // Handle
 	OpCommitLength               // Path, Length, FlagTouch
-	OpLeaseHorizon               // Length = horizon (Unix ns)
-	OpSetVersion                 // Handle, Length = version; raises it, never lowers
+	OpLeaseHorizon               // Horizon (Unix ns)
+	OpSetVersion                 // Handle, Version; raises it, never lowers
 	OpSetXattr                   // Path, Target = name, Value; Set = XattrCreate or XattrReplace
 	OpRemoveXattr                // Path, Target = name
 	OpDecommission               // Path = chunkserver ID: drain it (servers.go)
@@ -99,7 +99,12 @@ type Command struct {
 	ATime       int64
 	MTime       int64
 	Replication uint32
-	Length      int64 // length, chunk index, chunk size or horizon, by Op
+	Length      int64           // a file's length: OpCommitLength, OpSetAttr's SetLength
+	Index       int64           // OpAllocChunk: the chunk's index in its file
+	ChunkSize   int64           // OpInit: the cluster's chunk size
+	Horizon     int64           // OpLeaseHorizon: Unix ns before which every lease ends
+	Version     chunkfs.Version // OpSetVersion: the version a chunk is raised to
+	Rdev        uint32          // OpCreate of a device node: its device number
 	Handle      chunkfs.Handle
 	Value       []byte // an extended attribute's value
 }
@@ -157,8 +162,8 @@ func (c *Command) Encode(b []byte) []byte {
 	if c.Replication != 0 {
 		b = binary.AppendUvarint(b, uint64(c.Replication))
 	}
-	if c.Length != 0 {
-		b = binary.AppendVarint(b, c.Length)
+	if n := c.number(); n != 0 {
+		b = binary.AppendVarint(b, n)
 	}
 	if c.Handle != 0 {
 		b = binary.AppendUvarint(b, uint64(c.Handle))
@@ -195,7 +200,7 @@ func (c *Command) presence() uint {
 	set(hasATime, c.ATime != 0)
 	set(hasMTime, c.MTime != 0)
 	set(hasRepl, c.Replication != 0)
-	set(hasLength, c.Length != 0)
+	set(hasLength, c.number() != 0)
 	set(hasHandle, c.Handle != 0)
 	set(hasValue, c.Value != nil)
 	set(hasSuper, c.Caller.Super)
@@ -325,7 +330,7 @@ func (d *decoder) fields(c *Command, p uint) {
 		c.Replication = uint32(d.uvarint(1<<32 - 1))
 	}
 	if p&hasLength != 0 {
-		c.Length = d.varint()
+		d.setNumber(c, d.varint())
 	}
 	if p&hasHandle != 0 {
 		c.Handle = chunkfs.Handle(d.uvarint(1<<64 - 1))
@@ -334,6 +339,49 @@ func (d *decoder) fields(c *Command, p uint) {
 		c.Value = []byte(d.string(MaxXattrValue))
 	}
 	c.Caller.Super = p&hasSuper != 0
+}
+
+// number is the one number c carries in the encoding's length slot:
+// whichever of Length, Index, ChunkSize, Horizon, Version and Rdev its Op
+// uses (each op uses at most one).
+func (c *Command) number() int64 {
+	switch c.Op {
+	case OpInit:
+		return c.ChunkSize
+	case OpAllocChunk:
+		return c.Index
+	case OpLeaseHorizon:
+		return c.Horizon
+	case OpSetVersion:
+		return int64(c.Version)
+	case OpCreate:
+		return int64(c.Rdev)
+	}
+	return c.Length
+}
+
+// setNumber puts the length slot's n into the field c's Op uses.
+func (d *decoder) setNumber(c *Command, n int64) {
+	switch c.Op {
+	case OpInit:
+		c.ChunkSize = n
+	case OpAllocChunk:
+		c.Index = n
+	case OpLeaseHorizon:
+		c.Horizon = n
+	case OpSetVersion:
+		if n < 0 {
+			d.fail("negative version")
+		}
+		c.Version = chunkfs.Version(n)
+	case OpCreate:
+		if n < 0 || n > 1<<32-1 {
+			d.fail("device number out of range")
+		}
+		c.Rdev = uint32(n)
+	default:
+		c.Length = n
+	}
 }
 
 func (d *decoder) caller() chunkfs.Caller {

@@ -109,7 +109,7 @@ func TestLinkOtherTypes(t *testing.T) {
 	s := newTNS(t)
 	s.ok(&Command{Op: OpCreate, Path: "/l", Target: "somewhere"})
 	s.ok(&Command{Op: OpCreate, Path: "/p", Mode: uint32(fs.ModeNamedPipe | 0o644)})
-	s.ok(&Command{Op: OpCreate, Path: "/c", Mode: uint32(fs.ModeDevice | fs.ModeCharDevice | 0o600), Length: 0x0103})
+	s.ok(&Command{Op: OpCreate, Path: "/c", Mode: uint32(fs.ModeDevice | fs.ModeCharDevice | 0o600), Rdev: 0x0103})
 	bytesBefore := s.ns.Counts().Bytes
 	for _, p := range []string{"/l", "/p", "/c"} {
 		fi := s.ok(&Command{Op: OpLink, Path: p, Target: p + "2"}).Info
@@ -258,7 +258,7 @@ func TestSnapshotLinks(t *testing.T) {
 func TestCheckCountsLinks(t *testing.T) {
 	build := func() (*Namespace, *inode) {
 		ns := New()
-		ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+		ns.Apply(&Command{Op: OpInit, ChunkSize: testChunk, Replication: 3})
 		ns.Apply(&Command{Op: OpCreate, Path: "/f"})
 		ns.Apply(&Command{Op: OpLink, Path: "/f", Target: "/g"})
 		return ns, ns.root.ext.kids.get("f")

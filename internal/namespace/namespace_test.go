@@ -32,7 +32,7 @@ type tns struct {
 func newTNS(t *testing.T) *tns {
 	t.Helper()
 	s := &tns{t: t, ns: New(), now: 1_000_000_000}
-	s.ok(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+	s.ok(&Command{Op: OpInit, ChunkSize: testChunk, Replication: 3})
 	s.ok(&Command{Op: OpMkdir, Path: "/home", Mode: uint32(0o777 | fs.ModeSticky)})
 	s.ok(&Command{Op: OpMkdir, Path: "/alice", Mode: 0o755})
 	s.ok(&Command{Op: OpSetAttr, Path: "/alice", Set: SetUID | SetGID, UID: 1000, GID: 100})
@@ -292,7 +292,7 @@ func TestDelete(t *testing.T) {
 	for i := range 3 {
 		p := fmt.Sprintf("/alice/d/e/f%d", i)
 		s.ok(&Command{Op: OpCreate, Caller: alice, Path: p, Mode: 0o644})
-		s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: p, Length: 2})
+		s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: p, Index: 2})
 	}
 	s.fails(&Command{Op: OpDelete, Caller: alice, Path: "/alice/d"}, chunkfs.KindNotEmpty)
 	s.fails(&Command{Op: OpDelete, Caller: alice, Path: "/alice/d", Flags: FlagFileOnly}, chunkfs.KindIsDir)
@@ -341,13 +341,13 @@ func TestTruncateAndChunks(t *testing.T) {
 	s.ok(&Command{Op: OpCreate, Caller: alice, Path: "/alice/f", Mode: 0o644})
 	var handles []chunkfs.Handle
 	for i := range int64(4) {
-		r := s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Length: i})
+		r := s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Index: i})
 		if !r.Allocated || r.Chunk.Index != i || r.Chunk.Version != 1 {
 			t.Fatalf("alloc %d: %+v", i, r)
 		}
 		handles = append(handles, r.Chunk.Handle)
 	}
-	if r := s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Length: 2}); r.Allocated || r.Chunk.Handle != handles[2] {
+	if r := s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Index: 2}); r.Allocated || r.Chunk.Handle != handles[2] {
 		t.Errorf("re-alloc of an existing chunk: %+v", r)
 	}
 	s.ok(&Command{Op: OpCommitLength, Caller: alice, Path: "/alice/f", Length: 4 * testChunk})
@@ -367,13 +367,13 @@ func TestTruncateAndChunks(t *testing.T) {
 	if r := s.ok(&Command{Op: OpSetAttr, Caller: alice, Path: "/alice/f", Set: SetLength, Length: testChunk + 100}); r.Cut == nil || r.Cut.Handle != handles[1] || r.Cut.Version != 2 || r.Cut.Length != 100 || len(r.Garbage) != 0 {
 		t.Errorf("truncate to the same length: %+v", r)
 	}
-	if r := s.ok(&Command{Op: OpSetVersion, Handle: handles[1], Length: 2}); r.Chunk.Version != 2 {
+	if r := s.ok(&Command{Op: OpSetVersion, Handle: handles[1], Version: 2}); r.Chunk.Version != 2 {
 		t.Errorf("set version: %+v", r.Chunk)
 	}
-	if r := s.ok(&Command{Op: OpSetVersion, Handle: handles[1], Length: 1}); r.Chunk.Version != 2 {
+	if r := s.ok(&Command{Op: OpSetVersion, Handle: handles[1], Version: 1}); r.Chunk.Version != 2 {
 		t.Errorf("set version lowered it: %+v", r.Chunk)
 	}
-	s.fails(&Command{Op: OpSetVersion, Handle: 424242, Length: 5}, chunkfs.KindNotExist)
+	s.fails(&Command{Op: OpSetVersion, Handle: 424242, Version: 5}, chunkfs.KindNotExist)
 	if _, ok := s.ns.ChunkVersion(handles[3]); ok {
 		t.Error("dropped chunk still known")
 	}
@@ -387,15 +387,15 @@ func TestTruncateAndChunks(t *testing.T) {
 		t.Errorf("truncate on boundary: %+v", r)
 	}
 	// Append allocation: only the last chunk or the next one.
-	s.fails(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Length: 3, Flags: FlagAppend}, chunkfs.KindStale)
-	if r := s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Length: 1, Flags: FlagAppend}); !r.Allocated {
+	s.fails(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Index: 3, Flags: FlagAppend}, chunkfs.KindStale)
+	if r := s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Index: 1, Flags: FlagAppend}); !r.Allocated {
 		t.Error("append alloc of the next chunk")
 	}
-	if r := s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Length: 1, Flags: FlagAppend}); r.Allocated {
+	if r := s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Index: 1, Flags: FlagAppend}); r.Allocated {
 		t.Error("second append alloc of the same chunk allocated again")
 	}
 	// Holes.
-	s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Length: 5})
+	s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Index: 5})
 	_, cs, err := s.ns.Chunks(alice, "/alice/f", 0, 0, false)
 	if err != nil || len(cs) != 3 || cs[2].Index != 5 {
 		t.Errorf("chunks with holes: %+v %v", cs, err)
@@ -406,7 +406,7 @@ func TestTruncateAndChunks(t *testing.T) {
 	}
 	s.fails(&Command{Op: OpBumpVersion, Handle: 99999}, chunkfs.KindNotExist)
 	s.fails(&Command{Op: OpAllocChunk, Caller: bob, Path: "/alice/f"}, chunkfs.KindPermission)
-	s.fails(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Length: MaxFileChunks}, chunkfs.KindInvalid)
+	s.fails(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/f", Index: MaxFileChunks}, chunkfs.KindInvalid)
 	if _, _, err := s.ns.Chunks(bob, "/alice/f", 0, 0, true); !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("chunks for write without permission: %v", err)
 	}
@@ -422,14 +422,14 @@ func TestTruncateAndChunks(t *testing.T) {
 
 func TestLeaseHorizonAndInit(t *testing.T) {
 	s := newTNS(t)
-	s.ok(&Command{Op: OpLeaseHorizon, Length: 500})
-	s.ok(&Command{Op: OpLeaseHorizon, Length: 300})
+	s.ok(&Command{Op: OpLeaseHorizon, Horizon: 500})
+	s.ok(&Command{Op: OpLeaseHorizon, Horizon: 300})
 	if s.ns.LeaseHorizon() != 500 {
 		t.Errorf("horizon %d", s.ns.LeaseHorizon())
 	}
-	s.fails(&Command{Op: OpInit, Length: testChunk, Replication: 3}, chunkfs.KindExist)
+	s.fails(&Command{Op: OpInit, ChunkSize: testChunk, Replication: 3}, chunkfs.KindExist)
 	fresh := New()
-	if r := fresh.Apply(&Command{Op: OpInit, Length: 10, Replication: 3}); chunkfs.KindOf(r.Err) != chunkfs.KindInvalid {
+	if r := fresh.Apply(&Command{Op: OpInit, ChunkSize: 10, Replication: 3}); chunkfs.KindOf(r.Err) != chunkfs.KindInvalid {
 		t.Errorf("tiny chunk size: %v", r.Err)
 	}
 }

@@ -137,8 +137,8 @@ func TestPermissions(t *testing.T) {
 		// not in does not keep a setgid bit it asks for.
 		{"create setgid in a foreign setgid dir", Command{Op: OpCreate, Caller: alice, Path: "/alice/sg101/p", Mode: uint32(0o775 | fs.ModeSetgid)}, false, "/alice/sg101/p", 0o775},
 		{"create setgid in one's setgid dir", Command{Op: OpCreate, Caller: alice, Path: "/alice/sgdir/p", Mode: uint32(0o775 | fs.ModeSetgid)}, false, "/alice/sgdir/p", 0o775 | fs.ModeSetgid},
-		{"device node by the superuser group", Command{Op: OpCreate, Caller: super, Path: "/home/dev", Mode: uint32(0o600 | fs.ModeDevice), Length: 1}, false, "", any},
-		{"device node by a user", Command{Op: OpCreate, Caller: alice, Path: "/alice/dev", Mode: uint32(0o600 | fs.ModeDevice), Length: 1}, true, "", any},
+		{"device node by the superuser group", Command{Op: OpCreate, Caller: super, Path: "/home/dev", Mode: uint32(0o600 | fs.ModeDevice), Rdev: 1}, false, "", any},
+		{"device node by a user", Command{Op: OpCreate, Caller: alice, Path: "/alice/dev", Mode: uint32(0o600 | fs.ModeDevice), Rdev: 1}, true, "", any},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newPermTNS(t)

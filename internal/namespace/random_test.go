@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -38,13 +39,13 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 		c.UID, c.GID, c.Replication = uint32(1000+rng.IntN(2)), 100, uint32(rng.IntN(4))
 		c.Length = rng.Int64N(5 * testChunk)
 	case 5, 6:
-		c.Op, c.Length, c.Flags = OpAllocChunk, rng.Int64N(5), uint8(rng.IntN(2))*FlagAppend
+		c.Op, c.Index, c.Flags = OpAllocChunk, rng.Int64N(5), uint8(rng.IntN(2))*FlagAppend
 	case 7:
 		c.Op, c.Length = OpCommitLength, rng.Int64N(5*testChunk)
 	case 8:
 		c.Op, c.Handle = OpBumpVersion, chunkfs.Handle(rng.IntN(40))
 	case 9:
-		c.Op, c.Handle, c.Length = OpSetVersion, chunkfs.Handle(rng.IntN(40)), rng.Int64N(5)
+		c.Op, c.Handle, c.Version = OpSetVersion, chunkfs.Handle(rng.IntN(40)), chunkfs.Version(rng.Int64N(5))
 	case 10:
 		c.Op, c.Target, c.Set = OpSetXattr, []string{"user.a", "user.b", "trusted.t", "security.s"}[rng.IntN(4)], uint8(rng.IntN(3))
 		c.Value = make([]byte, rng.IntN(20))
@@ -64,7 +65,7 @@ func TestRandomSequencesAreDeterministic(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		a, b := New(), New()
-		init := &Command{Op: OpInit, Length: testChunk, Replication: 3}
+		init := &Command{Op: OpInit, ChunkSize: testChunk, Replication: 3}
 		a.Apply(init)
 		b.Apply(init)
 		var restored *Namespace
@@ -113,7 +114,7 @@ func FuzzDecodeCommand(f *testing.F) {
 			t.Fatalf("re-encoding changed the command: %+v → %+v (%v)", c, c2, err)
 		}
 		ns := New()
-		ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+		ns.Apply(&Command{Op: OpInit, ChunkSize: testChunk, Replication: 3})
 		ns.Apply(c)
 		if err := ns.Check(); err != nil {
 			t.Fatal(err)
@@ -133,7 +134,7 @@ func normal(c *Command) *Command {
 func FuzzRestore(f *testing.F) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	ns := New()
-	ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+	ns.Apply(&Command{Op: OpInit, ChunkSize: testChunk, Replication: 3})
 	for i := range 200 {
 		ns.Apply(randomCommand(rng, int64(i)))
 	}
@@ -171,7 +172,7 @@ func buildMillion(tb testing.TB, files int) (*Namespace, float64) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	ns := New()
-	ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+	ns.Apply(&Command{Op: OpInit, ChunkSize: testChunk, Replication: 3})
 	c := &Command{Mode: 0o644}
 	for i := range files {
 		if i%1000 == 0 {
@@ -239,7 +240,7 @@ func TestMillionEntryDirectory(t *testing.T) {
 	}
 	const n = 1_000_000
 	ns := New()
-	ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+	ns.Apply(&Command{Op: OpInit, ChunkSize: testChunk, Replication: 3})
 	ns.Apply(&Command{Op: OpMkdir, Path: "/big", Mode: 0o755})
 	perm := rand.New(rand.NewPCG(5, 5)).Perm(n)
 	for _, i := range perm {
@@ -281,7 +282,7 @@ func TestRandomLinksAgainstModel(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		ns := New()
-		ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+		ns.Apply(&Command{Op: OpInit, ChunkSize: testChunk, Replication: 3})
 		model := map[string]uint64{} // file name → inode number
 		chunk := map[uint64]chunkfs.Handle{}
 		name := func() string { return fmt.Sprintf("/d%d/f%d", rng.IntN(2), rng.IntN(4)) }
@@ -363,6 +364,46 @@ func applyModel(model map[string]uint64, c *Command, r Result) {
 			if isUnder(p, c.Path) {
 				delete(model, p)
 			}
+		}
+	}
+}
+
+// TestCommandNumbersKeepTheirSlot: each op's number (a chunk index, a
+// chunk size, a horizon, a version, a device number, a length) is encoded
+// in the one slot every log written so far has it in, and decodes into the
+// field the op names.
+func TestCommandNumbersKeepTheirSlot(t *testing.T) {
+	for _, c := range []Command{
+		{Op: OpAllocChunk, Path: "/f", Index: 3},
+		{Op: OpInit, ChunkSize: 3},
+		{Op: OpLeaseHorizon, Horizon: 3},
+		{Op: OpSetVersion, Version: 3},
+		{Op: OpCreate, Path: "/f", Rdev: 3},
+		{Op: OpCommitLength, Path: "/f", Length: 3},
+	} {
+		b := c.Encode(nil)
+		want := []byte{encodingVersion, byte(c.Op), 0, 0}
+		if c.Path != "" {
+			want = binary.AppendUvarint(want, hasPath|hasLength)
+			want = append(want, 2, '/', 'f')
+		} else {
+			want = binary.AppendUvarint(want, hasLength)
+		}
+		want = binary.AppendVarint(want, 3)
+		if !bytes.Equal(b, want) {
+			t.Errorf("%v encodes as %x, want %x", c.Op, b, want)
+		}
+		got, err := DecodeCommand(b)
+		if err != nil || !reflect.DeepEqual(normal(got), normal(&c)) {
+			t.Errorf("%v decodes as %+v (%v), want %+v", c.Op, got, err, c)
+		}
+	}
+	for _, b := range [][]byte{
+		binary.AppendVarint(binary.AppendUvarint([]byte{encodingVersion, byte(OpSetVersion), 0, 0}, hasLength), -1),
+		binary.AppendVarint(binary.AppendUvarint([]byte{encodingVersion, byte(OpCreate), 0, 0}, hasLength), 1<<32),
+	} {
+		if c, err := DecodeCommand(b); err == nil {
+			t.Errorf("%x decodes as %+v; want an error", b, c)
 		}
 	}
 }

@@ -146,7 +146,7 @@ func TestXattrTotalBounded(t *testing.T) {
 // attributes.
 func TestXattrSnapshotV1(t *testing.T) {
 	ns := New()
-	ns.Apply(&Command{Op: OpInit, Length: testChunk, Replication: 3})
+	ns.Apply(&Command{Op: OpInit, ChunkSize: testChunk, Replication: 3})
 	ns.Apply(&Command{Op: OpMkdir, Path: "/d", Mode: 0o755})
 	b := snapshot(t, ns)
 	var buf bytes.Buffer
