@@ -31,6 +31,9 @@ func runMount(ctx context.Context, args []string) error {
 	if o.verbose {
 		level = slog.LevelInfo
 	}
+	if o.fuse.Debug {
+		level = slog.LevelDebug // go-fuse logs every request at debug level
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

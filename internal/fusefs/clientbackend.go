@@ -189,7 +189,7 @@ func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path 
 		return nil, nil, err
 	}
 	defer b.seen(c)
-	made, err := c.OpenFile(ctx, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+	made, fi, err := c.OpenFileInfo(ctx, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 	if chunkfs.KindOf(err) == chunkfs.KindExist && !exclusive {
 		return b.openExisting(ctx, caller, path, truncate)
 	}
@@ -198,10 +198,6 @@ func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path 
 	}
 	made.Close() // nothing written: no call to the cluster
 	b.io.Forget(path)
-	fi, err := c.Stat(ctx, path)
-	if err != nil {
-		return nil, nil, err
-	}
 	return b.openIO(ctx, c, path, os.O_RDWR, fi)
 }
 
@@ -242,12 +238,14 @@ func (b *ClientBackend) Open(ctx context.Context, caller chunkfs.Caller, path st
 }
 
 // openIO opens path for the I/O of a descriptor whose access c, the
-// caller's client, decided; the I/O client first adopts what c has seen.
+// caller's client, decided on fi, which it has just learned from the
+// master (so the I/O client asks nothing again); the I/O client first
+// adopts what c has seen.
 func (b *ClientBackend) openIO(ctx context.Context, c *client.Client, path string, flag int, fi *chunkfs.FileInfo) (File, *chunkfs.FileInfo, error) {
 	b.seen(c)
 	// The file keeps this context for all its I/O: it must outlive the
 	// request that opened it.
-	f, err := b.io.OpenFile(context.WithoutCancel(ctx), path, flag, 0)
+	f, err := b.io.OpenKnown(context.WithoutCancel(ctx), path, flag, fi)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -88,6 +88,19 @@ func (n *node) path() string {
 
 func (n *node) child(name string) string { return path.Join(n.path(), name) }
 
+// detached reports whether the node has left the tree with no hidden
+// name: a file unlinked or renamed over while not open here. Its path
+// would be the root's, so a call for it (the kernel writing back the
+// times of an inode it evicts after an unlink) must not reach the
+// cluster.
+func (n *node) detached() bool {
+	if n.hidden.Load() != nil || n.IsRoot() {
+		return false
+	}
+	_, parent := n.Parent()
+	return parent == nil
+}
+
 // checkChild rejects a name no Linux file system accepts, and a child
 // whose whole path in the cluster would be longer than the cluster takes:
 // ENAMETOOLONG either way, as a local file system answers.
@@ -154,6 +167,9 @@ var _ = (gofs.NodeGetattrer)((*node)(nil))
 
 // Getattr asks the cluster for the node's attributes.
 func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if n.detached() {
+		return syscall.ENOENT
+	}
 	cctx, cancel := n.m.call(ctx)
 	defer cancel()
 	fi, err := n.m.b.Stat(cctx, callerOf(ctx), n.path())
@@ -175,6 +191,9 @@ var _ = (gofs.NodeSetattrer)((*node)(nil))
 // are pushed first: a truncation or a utimens (tar sets mtime on the open
 // file) orders after them, and the size answered is the file's.
 func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if n.detached() {
+		return syscall.ENOENT
+	}
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	a := setAttrOf(in)
