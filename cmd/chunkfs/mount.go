@@ -101,6 +101,7 @@ func mountFlags(args []string) (mountOptions, error) {
 	fs.DurationVar(&c.AttrTimeout, "attr-timeout", c.AttrTimeout, "md-cache: how long the kernel trusts file attributes")
 	fs.DurationVar(&c.EntryTimeout, "entry-timeout", c.EntryTimeout, "md-cache: how long the kernel trusts name lookups")
 	fs.DurationVar(&c.NegativeTimeout, "negative-timeout", c.NegativeTimeout, "md-cache: how long the kernel remembers missing names")
+	fs.DurationVar(&c.PrefetchTimeout, "prefetch-timeout", c.PrefetchTimeout, "stat-prefetch: how long one listing of a directory answers a burst of look-ups in it (0: off)")
 	readAhead := fs.String("read-ahead", size(c.ReadAhead), "read-ahead: bytes a sequential read fetches at once (0: off)")
 	writeBehind := fs.String("write-behind", size(c.WriteBehind), "write-behind: bytes an open file buffers before pushing (0: write through)")
 	quickRead := fs.String("quick-read", size(c.QuickRead), "quick-read: files up to this size are read whole on open (0: off)")

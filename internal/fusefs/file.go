@@ -388,6 +388,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	if off < 0 {
 		return 0, syscall.EINVAL
 	}
+	h.n.m.lists.changed()
 	h.n.bump()
 	h.n.written.Store(true)
 	if c := h.n.m.cache; c != nil {
@@ -483,6 +484,9 @@ var _ = (gofs.FileReleaser)((*handle)(nil))
 // kernel ignores its result, so a failure to push is logged; close(2) has
 // already reported it through Flush.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	if h.write || h.n.hidden.Load() != nil {
+		h.n.m.lists.changed() // a push, or the hidden name's removal, follows
+	}
 	h.releaseLocks()
 	cctx, cancel := h.n.m.call(context.Background())
 	defer cancel()

@@ -24,6 +24,7 @@ type mount struct {
 	cache *blockCache // nil without Config.CacheSize
 	names *names      // the paths open files name
 	locks *lockManager
+	lists *listings // directory listings that answer bursts of look-ups (prefetch.go)
 }
 
 // writeback reports whether the kernel's write-back cache is on.
@@ -41,7 +42,11 @@ func (m *mount) call(ctx context.Context) (context.Context, context.CancelFunc) 
 // mislead it. OpTimeout still bounds the call, and a fatal signal ends the
 // caller's wait in the kernel anyway. Reads and look-ups use call and stay
 // interruptible.
+//
+// Every change starts here, so it also drops the listings kept for
+// look-ups (prefetch.go) before it reaches the cluster.
 func (m *mount) mutation(ctx context.Context) (context.Context, context.CancelFunc) {
+	m.lists.changed()
 	return context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
 }
 
@@ -153,6 +158,9 @@ var _ = (gofs.NodeLookuper)((*node)(nil))
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if e := n.checkChild(name); e != 0 {
 		return nil, e
+	}
+	if fi, ok := n.listedLookup(ctx, name); ok {
+		return n.entry(ctx, fi, out), 0
 	}
 	cctx, cancel := n.m.call(ctx)
 	defer cancel()
