@@ -527,6 +527,28 @@ func (f *File) Truncate(size int64) error {
 	return f.c.Truncate(f.ctx, f.path, size)
 }
 
+// CloseUnsynced sends buffered data and releases the file, as Close, but
+// leaves the replicas to write it to disk in their own time: the data is
+// on every replica once it returns nil, durable there only after their
+// next sync. A local file system's close(2) promises as much; the FUSE
+// mount's release uses it when told not to sync at close.
+func (f *File) CloseUnsynced() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return chunkfs.E("close", f.path, chunkfs.KindInvalid, "file already closed")
+	}
+	var err error
+	if f.writable() && !f.dir {
+		if err = f.flushLocked(); err == nil {
+			err = f.werr
+		}
+	}
+	f.closed = true
+	f.wbuf, f.spares = nil, nil
+	return err
+}
+
 // Close sends buffered data, makes it durable on every replica when the file
 // was written, and releases the file. It returns any write error not yet
 // reported by Sync.

@@ -44,6 +44,7 @@ func runMount(ctx context.Context, args []string) error {
 type mountOptions struct {
 	master      string
 	dir         string
+	noCloseSync bool // a written file's release leaves its replicas to sync it (--close-sync=false)
 	fuse        fusefs.Config
 	verbose     bool
 	leaderReads bool
@@ -68,6 +69,7 @@ func serveMount(ctx context.Context, o mountOptions, log *slog.Logger) error {
 		return fmt.Errorf("master %s not reachable: %w", o.master, err)
 	}
 	defer b.Close()
+	b.SyncOnClose(!o.noCloseSync)
 	srv, err := fusefs.Mount(ctx, o.dir, mountMetrics(ctx, o.http, b), o.fuse, log)
 	if err != nil {
 		return err
@@ -109,6 +111,7 @@ func mountFlags(args []string) (mountOptions, error) {
 	cacheSize := fs.String("cache-size", size(int(c.CacheSize)), "io-cache: bytes of file data the mount keeps in its own memory across opens (0: off)")
 	fs.BoolVar(&c.WritebackCache, "writeback-cache", c.WritebackCache, "write-behind: let the kernel buffer writes in its page cache (close and fsync still push them)")
 	dirtyLimit := fs.String("dirty-limit", size(int(c.DirtyLimit)), "write-behind: dirty bytes the kernel may hold for the mount (root only; 0: the kernel's FUSE limit)")
+	closeSync := fs.Bool("close-sync", true, "the release after the last close of a written file makes every replica fsync it (false: data is on every replica at close, on their disks after fsync(2) or their own write-out)")
 	fs.DurationVar(&c.OpTimeout, "op-timeout", c.OpTimeout, "a call to the cluster fails with EIO after this long")
 	fs.DurationVar(&c.MountTimeout, "mount-timeout", 10*time.Second, "give up mounting if the master does not answer in this long")
 	fs.BoolVar(&c.AllowOther, "allow-other", false, "let other users use the mount (the kernel checks their permissions)")
@@ -131,6 +134,7 @@ func mountFlags(args []string) (mountOptions, error) {
 		return o, usagef("usage: chunkfs mount [--master ADDR] [flags] DIR")
 	}
 	o.dir = fs.Arg(0)
+	o.noCloseSync = !*closeSync
 	if o.master == "" {
 		o.master = os.Getenv("CHUNKFS_MASTER")
 	}

@@ -38,6 +38,9 @@ const maxCallers = 256
 type ClientBackend struct {
 	cfg client.Config
 	io  *client.Client // the I/O of every open file
+	// unsynced: a written file's Close leaves its replicas to sync it
+	// (client.File.CloseUnsynced); set before the backend is used.
+	unsynced bool
 
 	mu      sync.Mutex // guards clients
 	clients map[string]*client.Client
@@ -66,6 +69,12 @@ func NewClientBackend(ctx context.Context, cfg client.Config) (*ClientBackend, e
 	b.io = io
 	return b, nil
 }
+
+// SyncOnClose says whether the close of a written file makes every replica
+// sync it to disk (the default), or only pushes what is left (false:
+// fsync(2) syncs, and the replicas write it out in their own time, as a
+// local file system's close). It is set before the backend is mounted.
+func (b *ClientBackend) SyncOnClose(sync bool) { b.unsynced = !sync }
 
 // Close closes every client.
 func (b *ClientBackend) Close() error {
@@ -249,7 +258,7 @@ func (b *ClientBackend) openIO(ctx context.Context, c *client.Client, path strin
 	if err != nil {
 		return nil, nil, err
 	}
-	return clientFile{f: f, write: flag&(os.O_WRONLY|os.O_RDWR) != 0}, fi, nil
+	return clientFile{f: f, write: flag&(os.O_WRONLY|os.O_RDWR) != 0, unsynced: b.unsynced}, fi, nil
 }
 
 // Remove removes a file, link or empty directory.
@@ -399,8 +408,9 @@ func (b *ClientBackend) Usage(ctx context.Context) (Usage, error) {
 // clientFile adapts *client.File, whose I/O uses the context it was opened
 // with, to File.
 type clientFile struct {
-	f     *client.File
-	write bool
+	f        *client.File
+	write    bool
+	unsynced bool // Close does not sync the replicas (SyncOnClose(false))
 }
 
 func (f clientFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
@@ -431,7 +441,12 @@ func (f clientFile) Sync(ctx context.Context) error {
 	return f.f.Sync()
 }
 
-func (f clientFile) Close() error { return f.f.Close() }
+func (f clientFile) Close() error {
+	if f.unsynced {
+		return f.f.CloseUnsynced()
+	}
+	return f.f.Close()
+}
 
 // Moved re-points the file at its new path after the mount renamed it.
 func (f clientFile) Moved(path string) error { return f.f.Moved(path) }

@@ -1,6 +1,9 @@
 package fusefs
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +13,8 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/chunkfstest"
+	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/chunkserver"
 	"github.com/chunkfs/chunkfs/internal/cluster"
 	"github.com/chunkfs/chunkfs/internal/master"
 )
@@ -86,4 +91,63 @@ func TestCreateOpenMasterCalls(t *testing.T) {
 		t.Errorf("open: %d calls to the master, want 1 (stat)", n)
 	}
 	r.Close()
+}
+
+// TestCloseSyncOff: with SyncOnClose(false) a file written through the
+// mount is whole on the cluster once close(2) returns and its release
+// asks no replica to sync; fsync(2) still does.
+func TestCloseSyncOff(t *testing.T) {
+	var syncs atomic.Int64
+	tc := chunkfstest.NewCluster(t, chunkfstest.ChunkSize(testChunkSize), func(c *cluster.Config) {
+		c.Chunkserver = func(i int, cc *chunkserver.Config) {
+			cc.OnCall = func(method, code string, elapsed time.Duration) {
+				if strings.HasSuffix(method, "/Sync") {
+					syncs.Add(1)
+				}
+			}
+		}
+	})
+	needFuse(t)
+	b := clusterBackend(t, tc)
+	b.SyncOnClose(false)
+	cfg := DefaultConfig()
+	cfg.OpTimeout = 20 * time.Second
+	mnt := mountT(t, b, cfg)
+	data := bytes.Repeat([]byte("chunkfs "), 1000)
+	if err := os.WriteFile(filepath.Join(mnt, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readAllClient(t.Context(), tc.Client(), "/f")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back through another client: %d bytes, %v", len(got), err)
+	}
+	if err := os.Remove(filepath.Join(mnt, "f")); err != nil { // after its release
+		t.Fatal(err)
+	}
+	if n := syncs.Load(); n != 0 {
+		t.Errorf("%d Sync calls without fsync", n)
+	}
+	f, err := os.Create(filepath.Join(mnt, "g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if syncs.Load() == 0 {
+		t.Error("fsync(2) made no Sync call")
+	}
+}
+
+func readAllClient(ctx context.Context, c *client.Client, path string) ([]byte, error) {
+	f, err := c.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
