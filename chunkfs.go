@@ -2,6 +2,11 @@
 // system after the Google File System: chunk handles and versions, sizes and
 // limits, file metadata and the error type whose Kind crosses RPC.
 //
+// Error is the one error type of every layer: {Op, Path, Kind, Err}. The
+// Kind is what callers decide on (the client's retries, the CLI's exit
+// status, the mount's errno), never the text; it crosses RPC intact, and
+// errors.Is matches it against fs.ErrNotExist and the other io/fs errors.
+//
 // It imports nothing of chunkfs's own; every other package may import it.
 // Users import github.com/chunkfs/chunkfs/client to talk to a cluster and
 // github.com/chunkfs/chunkfs/chunkfstest to start one in their own tests.

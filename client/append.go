@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"log/slog"
-	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
@@ -66,16 +64,18 @@ func (c *Client) appendRecord(ctx context.Context, path string, frame []byte, id
 		}
 		c.log.Debug("chunkfs append: attempt failed", "path", path, "chunk", idx, "err", err)
 		if last, lerr := c.lastChunk(ctx, path); lerr == nil && last > idx {
+			c.traceRetry("append", path, idx, err)
 			idx = last // other appenders moved on: so do we
 			continue
 		}
 		if !r.again(ctx, err) {
 			return 0, idx, wrapOp("append", path, err)
 		}
+		c.traceRetry("append", path, idx, err)
 	}
 }
 
-// A record of ReserveMin bytes or more (framed) has room reserved for it at the
+// A record of reserveMin bytes or more (framed) has room reserved for it at the
 // primary before its data is pushed, so that one that will not fit in the
 // chunk is refused before it crosses the network. Without it, with N
 // appenders on a chunk, the up to N records in flight when it fills were
@@ -83,13 +83,24 @@ func (c *Client) appendRecord(ctx context.Context, path string, frame []byte, id
 // 1 MiB records) a chunk switch wasted 15 MiB, 12.6 s of the last chunk's
 // servers' input. A small record is pushed at once: losing its push costs
 // less than the round trip that reserving takes.
-const ReserveMin = 64 << 10
+const reserveMin = 64 << 10
 
 func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx int64) (off int64, err error) {
+	st := c.newStepTimer()
+	ev := WriteAttempt{Path: path, Index: idx, Offset: -1, Length: len(frame), Append: true, Start: st.last}
+	var used *chunkLoc // the lease the record went under, for the trace
+	defer func() {
+		if err == nil {
+			ev.Offset = off
+		}
+		st.finish(&ev, used, err)
+	}()
 	loc, chunkSize, err := c.prepareCached(ctx, path, idx, true)
+	st.step(&ev.Prepare)
 	if err != nil {
 		return 0, err
 	}
+	used = loc
 	defer func() {
 		if err != nil {
 			c.leases.drop(path, idx)
@@ -103,25 +114,28 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 	// every appender: the replicas forward in one direction only. With
 	// orders that differ per client, two replicas forward to each other at
 	// once and each one's ACKs queue behind the data going the same way.
-	tr := time.Now() // real time, for the step timings in the debug log
 	cs, err := c.pool.ChunkServer(loc.primary)
 	if err != nil {
 		return 0, err
 	}
-	if len(frame) >= ReserveMin {
-		if _, err := cs.Reserve(ctx, &pb.ReserveRequest{
+	if len(frame) >= reserveMin {
+		_, err := cs.Reserve(ctx, &pb.ReserveRequest{
 			Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
 			Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize, Token: loc.token,
-		}); err != nil {
+		})
+		st.step(&ev.Reserve)
+		if err != nil {
 			return 0, err
 		}
 	}
-	t0, pushed := time.Now(), c.clock.Now()
-	if err := c.data.PushToken(ctx, loc.replicas, id, frame, loc.token); err != nil {
+	pushed := c.clock.Now()
+	err = c.data.PushToken(ctx, loc.replicas, id, frame, loc.token)
+	st.tracePush(loc, len(frame), st.step(&ev.Push), err)
+	if err != nil {
 		return 0, err
 	}
-	t1 := time.Now()
 	fresh, err := c.leaseAfterPush(ctx, path, idx, loc, pushed, true)
+	st.step(&ev.Lease)
 	if err != nil {
 		return 0, err
 	}
@@ -132,20 +146,12 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 			return 0, err
 		}
 	}
-	loc = fresh
+	loc, used = fresh, fresh
 	resp, err := cs.Append(ctx, &pb.AppendRequest{
 		Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
 		Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize, Token: loc.token,
 	})
-	if c.log.Enabled(ctx, slog.LevelDebug) {
-		attrs := []slog.Attr{slog.Uint64("handle", uint64(loc.handle)), slog.String("replica", loc.replicas[0]),
-			slog.Int("bytes", len(frame)), slog.Int64("start_ns", tr.UnixNano()),
-			slog.Duration("took", time.Since(tr)), slog.Duration("reserve", t0.Sub(tr)), slog.Duration("push", t1.Sub(t0)), slog.Duration("append", time.Since(t1))}
-		if err != nil {
-			attrs = append(attrs, slog.String("err", err.Error()))
-		}
-		c.log.LogAttrs(ctx, slog.LevelDebug, "chunkfs append: attempt", attrs...)
-	}
+	st.step(&ev.Apply)
 	if err != nil {
 		return 0, err
 	}

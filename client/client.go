@@ -72,8 +72,8 @@ type Config struct {
 	Caller chunkfs.Caller
 	// Security secures the client's connections to masters and
 	// chunkservers: mutual TLS with its certificate, or plain TCP when nil
-	// or rpc.Insecure().
-	Security *rpc.Security
+	// or Insecure() (security.go).
+	Security *Security
 	// Umask clears permission bits of files and directories the client
 	// creates, like a process's umask.
 	Umask fs.FileMode
@@ -99,6 +99,9 @@ type Config struct {
 	RetryTimeout time.Duration
 	// Logger receives diagnostics; nil means slog.Default().
 	Logger *slog.Logger
+	// Trace, when not nil, is told of the steps of reads, writes and
+	// appends as they happen (trace.go); nil costs nothing.
+	Trace *Trace
 	// Clock is the time source for cache expiry and retry back-off; nil
 	// means the real clock.
 	Clock clock.Clock

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -560,8 +558,8 @@ func TestManyFlushesInOrder(t *testing.T) {
 // again.
 func TestLeaseLapsesDuringPush(t *testing.T) {
 	tc, c, ctx := newCluster(t)
-	failed := &messageCounter{msg: "chunkfs write: attempt failed"}
-	wc := newClient(t, tc, func(cfg *client.Config) { cfg.Logger = slog.New(failed) })
+	var trace recorder
+	wc := newClient(t, tc, func(cfg *client.Config) { cfg.Trace = trace.trace() })
 	writeFile(t, ctx, c, "/lapse", randomBytes(20, 1000))
 	gate := make(chan struct{})
 	errc := make(chan error, 1)
@@ -603,34 +601,13 @@ func TestLeaseLapsesDuringPush(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatalf("write after the lease lapsed: %v", err)
 	}
-	if n := failed.count(); n != 0 {
+	if n := trace.failedAttempts(); n != 0 {
 		t.Fatalf("%d write attempts failed (and pushed again) after the lease lapsed", n)
 	}
 	if got := readFile(t, ctx, c, "/lapse"); !bytes.Equal(got, data) {
 		t.Fatal("read back other bytes than were written")
 	}
 }
-
-// messageCounter counts log records with one message.
-type messageCounter struct {
-	msg string
-	mu  sync.Mutex
-	n   int
-}
-
-func (l *messageCounter) Enabled(context.Context, slog.Level) bool { return true }
-func (l *messageCounter) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *messageCounter) WithGroup(string) slog.Handler            { return l }
-func (l *messageCounter) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == l.msg {
-		l.mu.Lock()
-		l.n++
-		l.mu.Unlock()
-	}
-	return nil
-}
-
-func (l *messageCounter) count() int { l.mu.Lock(); defer l.mu.Unlock(); return l.n }
 
 // A client given several masters skips one that cannot be reached.
 func TestMasterListSkipsUnreachable(t *testing.T) {

@@ -145,7 +145,7 @@ func TestConcurrentLargeAppenders(t *testing.T) {
 	const appenders, each = 8, 10
 	clients := make([]*client.Client, appenders)
 	for a := range clients {
-		clients[a] = newClient(t, tc, func(cfg *client.Config) { cfg.Logger = slog.New(attempts) })
+		clients[a] = newClient(t, tc, func(cfg *client.Config) { cfg.Trace = &client.Trace{WriteAttempt: attempts.add} })
 	}
 	acked := appendConcurrently(t, ctx, clients, "/log", each, func(a, i int) []byte {
 		return randomBytes(uint64(a*1000+i), 64<<10+(a*7919+i*104729)%(c.MaxRecord()-64<<10+1))
@@ -238,32 +238,24 @@ func readRecords(t *testing.T, ctx context.Context, c *client.Client, path strin
 	}
 }
 
-// appendAttempts counts the client's "append: attempt" debug records and
-// those whose Append was refused as chunk full.
+// appendAttempts counts the client's append attempts, as its Trace
+// reports them, and those refused as chunk full after their data was
+// pushed.
 type appendAttempts struct {
-	mu           sync.Mutex
+	mu           sync.Mutex // guards total and fulls
 	total, fulls int
 }
 
-func (l *appendAttempts) Enabled(context.Context, slog.Level) bool { return true }
-func (l *appendAttempts) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *appendAttempts) WithGroup(string) slog.Handler            { return l }
-func (l *appendAttempts) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "chunkfs append: attempt" {
-		return nil
+func (l *appendAttempts) add(a client.WriteAttempt) {
+	if !a.Append {
+		return
 	}
-	full := false
-	r.Attrs(func(a slog.Attr) bool {
-		full = full || (a.Key == "err" && strings.Contains(a.Value.String(), "does not fit"))
-		return true
-	})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total++
-	if full {
+	if chunkfs.KindOf(a.Err) == chunkfs.KindChunkFull && a.Push > 0 {
 		l.fulls++
 	}
-	return nil
 }
 
 func (l *appendAttempts) count() int { l.mu.Lock(); defer l.mu.Unlock(); return l.total }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -69,6 +68,7 @@ func (c *Client) readChunk(ctx context.Context, path string, idx, co int64, buf 
 		if !r.again(ctx, err) {
 			return err
 		}
+		c.traceRetry("read", path, idx, err)
 	}
 }
 
@@ -400,26 +400,14 @@ func (c *Client) rescuePiece(ctx context.Context, path string, loc *chunkLoc, or
 	return err == nil && own
 }
 
-// tracePiece logs, at debug level, how one piece of a parallel read went:
-// the chunk, the replica first asked, the piece's index and size, when it
-// began and how long it took, and whether that replica served it. The
-// benchmark's workers collect these records (internal/bench).
+// tracePiece tells the trace (Config.Trace) how one piece of a parallel
+// read went: the chunk, the replica first asked, the piece's offset and
+// size, when it began and how long it took, and whether that replica
+// served it.
 func (c *Client) tracePiece(ctx context.Context, loc *chunkLoc, replica string, off, n int, t0 time.Time, took time.Duration, own bool, note string, err error) {
-	if !c.log.Enabled(ctx, slog.LevelDebug) {
-		return
+	if t := c.tracing(); t != nil && t.PieceRead != nil {
+		t.PieceRead(PieceRead{Handle: loc.handle, Replica: replica, Offset: off, Bytes: n, Start: t0, Took: took, Other: !own, Note: note, Err: err})
 	}
-	attrs := []slog.Attr{
-		slog.Uint64("handle", uint64(loc.handle)), slog.String("replica", replica),
-		slog.Int("offset", off), slog.Int("bytes", n),
-		slog.Int64("start_ns", t0.UnixNano()), slog.Duration("took", took), slog.Bool("own", own),
-	}
-	if note != "" {
-		attrs = append(attrs, slog.String("note", note))
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String("err", err.Error()))
-	}
-	c.log.LogAttrs(ctx, slog.LevelDebug, "chunkfs read: piece", attrs...)
 }
 
 // readInTurn fills buf from the replicas in order until one answers in

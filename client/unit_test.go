@@ -205,7 +205,9 @@ func (m *endingMaster) PrepareWrite(context.Context, *pb.PrepareWriteRequest) (*
 func TestPrepareWaitsOutEndingLease(t *testing.T) {
 	clk := clock.NewFake(time.Unix(0, 0))
 	m := &endingMaster{clk: clk}
-	c := &Client{clock: clk, master: m, leases: newLeaseCache(), near: &nearness{}, log: slog.New(slog.DiscardHandler)}
+	var waits []LeaseWait // written before the wait, read after it
+	tr := &Trace{LeaseWait: func(w LeaseWait) { waits = append(waits, w) }}
+	c := &Client{cfg: Config{Trace: tr}, clock: clk, master: m, leases: newLeaseCache(), near: &nearness{}, log: slog.New(slog.DiscardHandler)}
 	type result struct {
 		loc *chunkLoc
 		err error
@@ -238,6 +240,9 @@ func TestPrepareWaitsOutEndingLease(t *testing.T) {
 	}
 	if loc, _, ok := c.leases.get("/f", 0, clk.Now()); !ok || loc.version != 6 {
 		t.Fatal("the new lease is not cached")
+	}
+	if len(waits) != 1 || waits[0].Path != "/f" || waits[0].Left >= leaseEnding || waits[0].Wait != waits[0].Left+leaseMargin {
+		t.Fatalf("lease waits traced: %+v, want one of the ending lease", waits)
 	}
 }
 

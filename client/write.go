@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -61,19 +60,23 @@ func (c *Client) writeChunk(ctx context.Context, path string, idx, co int64, dat
 		if !r.again(ctx, err) {
 			return wrapOp("write", path, err)
 		}
+		c.traceRetry("write", path, idx, err)
 	}
 }
 
 // writeOnce makes one attempt of writeChunk; earlier reports that err is
 // after's failure (or the context ending while waiting for it).
 func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data []byte, after *flight) (earlier bool, err error) {
-	var steps [4]time.Time // real time at the end of prepare, push, wait for after, lease; for the debug log
-	tr := time.Now()
+	st := c.newStepTimer()
+	ev := WriteAttempt{Path: path, Index: idx, Offset: co, Length: len(data), Start: st.last}
+	var used *chunkLoc // the lease the data went under, for the trace
+	defer func() { st.finish(&ev, used, err) }()
 	loc, _, err := c.prepareCached(ctx, path, idx, false)
+	st.step(&ev.Prepare)
 	if err != nil {
 		return false, err
 	}
-	first := loc
+	used = loc
 	defer func() {
 		if err != nil && !earlier {
 			c.leases.drop(path, idx)
@@ -81,26 +84,25 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 				c.leases.suspect(path, idx, loc.primary) // loc: the lease last used (nil if renewing it failed)
 			}
 		}
-		c.logWrite(ctx, first, len(data), tr, steps, err)
 	}()
-	steps[0] = time.Now()
 	id := chunkfs.DataID(randomUint64())
 	pushed := c.clock.Now()
-	if err := c.data.PushToken(ctx, loc.replicas, id, data, loc.token); err != nil {
+	err = c.data.PushToken(ctx, loc.replicas, id, data, loc.token)
+	st.tracePush(loc, len(data), st.step(&ev.Push), err)
+	if err != nil {
 		return false, err
 	}
-	steps[1] = time.Now()
 	if err := after.wait(ctx); err != nil {
 		return true, err
 	}
-	steps[2] = time.Now()
+	st.step(&ev.Wait)
 	fresh, err := c.leaseAfterPush(ctx, path, idx, loc, pushed, false)
+	st.step(&ev.Lease)
 	if err != nil {
 		loc = nil // the master failed, not the primary: suspect no chunkserver
 		return false, err
 	}
-	loc = fresh
-	steps[3] = time.Now()
+	loc, used = fresh, fresh
 	cs, err := c.pool.ChunkServer(loc.primary)
 	if err != nil {
 		return false, err
@@ -109,35 +111,8 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 		Handle: uint64(loc.handle), Version: uint64(loc.version), Offset: co,
 		DataId: uint64(id), Length: int64(len(data)), Secondaries: secondaries(loc), Token: loc.token,
 	})
+	st.step(&ev.Apply)
 	return false, err
-}
-
-// logWrite records a write attempt's steps at debug level: prepare (the
-// lease), push (along the chain), wait (for the previous flush), lease
-// (renewed after a long push) and write (applied on every replica); steps
-// not reached are left out.
-func (c *Client) logWrite(ctx context.Context, loc *chunkLoc, n int, start time.Time, steps [4]time.Time, err error) {
-	if !c.log.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
-	attrs := []slog.Attr{slog.Uint64("handle", uint64(loc.handle)), slog.String("replica", loc.replicas[0]),
-		slog.Int("bytes", n), slog.Int64("start_ns", start.UnixNano()), slog.Duration("took", time.Since(start))}
-	prev := start
-	for i, name := range []string{"prepare", "push", "wait", "lease", "write"} {
-		end := time.Now()
-		if i < len(steps) {
-			end = steps[i]
-		}
-		if end.IsZero() {
-			break
-		}
-		attrs = append(attrs, slog.Duration(name, end.Sub(prev)))
-		prev = end
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String("err", err.Error()))
-	}
-	c.log.LogAttrs(ctx, slog.LevelDebug, "chunkfs write: attempt", attrs...)
 }
 
 // prepare asks the master for a primary of chunk idx, allocating the chunk
@@ -182,8 +157,12 @@ func (c *Client) prepareCached(ctx context.Context, path string, idx int64, appe
 		if loc.leaseLeft >= leaseEnding || waits == maxLeaseWaits {
 			return loc, cs, nil
 		}
+		wait := loc.leaseLeft + leaseMargin
+		if t := c.tracing(); t != nil && t.LeaseWait != nil {
+			t.LeaseWait(LeaseWait{Path: path, Index: idx, Left: loc.leaseLeft, Wait: wait})
+		}
 		select {
-		case <-c.clock.After(loc.leaseLeft + leaseMargin):
+		case <-c.clock.After(wait):
 		case <-ctx.Done():
 			return nil, 0, &chunkfs.Error{Op: "write", Path: path, Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
 		}

@@ -53,7 +53,7 @@ func runBench(ctx context.Context, args []string) error {
 	defer stop()
 	rep, err := bench.Run(ctx, cfg, log)
 	if rep != nil && (len(rep.Points) > 0 || len(rep.Network) > 0) {
-		if terr := benchOutput(rep, out); terr != nil {
+		if terr := benchOutput(rep, out, cfg.Events); terr != nil {
 			err = errors.Join(err, terr)
 		}
 	}
@@ -63,12 +63,13 @@ func runBench(ctx context.Context, args []string) error {
 	return err
 }
 
-// benchOutput prints the table and writes the CSV, JSON and PNG files.
-func benchOutput(rep *bench.Report, out string) error {
+// benchOutput prints the table and writes the CSV and the figure (PNG,
+// SVG), and with events the JSON of every event.
+func benchOutput(rep *bench.Report, out string, events bool) error {
 	if err := rep.WriteTable(os.Stdout); err != nil {
 		return err
 	}
-	paths, err := rep.SaveFiles(out)
+	paths, err := rep.SaveFiles(out, events)
 	for _, p := range paths {
 		fmt.Fprintf(os.Stdout, "wrote %s\n", p)
 	}
@@ -91,14 +92,15 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	fqBuckets := fs.Int("fq-buckets", 0, "flow queues under each host NIC's shaper with --host-queue fq: a power of two, 4-64 (default 16)")
 	tcp := fs.String("tcp", "", "TCP congestion control of the testbed's hosts (default reno; \"inherit\": what a new namespace gets from the machine)")
 	chunkSize := fs.Int64("chunk-size", 0, "chunk size of the file system the reads and appends run on (default: the master's, 64 MiB)")
-	writeChunkSize := fs.String("write-chunk-size", "", "chunk size of the file system the writes run on (default 1 MiB, scaled with the writes' volume; 0: as --chunk-size)")
+	writeChunkSize := fs.String("write-chunk-size", "", "chunk size of the write panel's labelled variant, run after the headline on --chunk-size's chunks (default 1 MiB; 0: no variant)")
 	calibrate := fs.Bool("calibrate", true, "first measure raw TCP across the testbed for every N")
 	probe := fs.Bool("probe", true, "time each step of one client's writes and appends on the idle cluster")
 	networkOnly := fs.Bool("network-only", false, "build the testbed and measure raw TCP only, with no cluster")
 	prefix := fs.String("netns-prefix", bench.DefaultPrefix, "start of the testbed's namespace names (1-8 bytes), so that two runs on one machine do not meet")
 	useTLS := fs.Bool("tls", false, "run the cluster with mutual TLS on every connection (certificates made in the work directory); without it, plain TCP")
 	workDir := fs.String("work-dir", "", "where the servers keep their data and logs (default: the system temp dir)")
-	fs.StringVar(&out, "out", "bench-out", "directory for gfs.csv, gfs.json and gfs.png")
+	fs.StringVar(&out, "out", "bench-out", "directory for gfs.csv, gfs.png and gfs.svg")
+	events := fs.Bool("json", false, "also write gfs.json: the whole report with every client's operation times and trace events")
 	fs.BoolVar(&verbose, "v", false, "log every command the testbed runs")
 	if err = fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -153,7 +155,7 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 		cfg.WriteChunkSize = n
 	}
 	cfg.Calibrate, cfg.Probe, cfg.NetworkOnly, cfg.WorkDir = *calibrate, *probe, *networkOnly, *workDir
-	cfg.TLS = *useTLS
+	cfg.TLS, cfg.Events = *useTLS, *events
 	cfg.Testbed.Prefix = *prefix
 	return cfg, out, verbose, nil
 }

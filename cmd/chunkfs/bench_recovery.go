@@ -37,7 +37,7 @@ func runBenchRecovery(ctx context.Context, args []string) error {
 		if terr := rep.WriteTable(os.Stdout); terr != nil {
 			err = errors.Join(err, terr)
 		}
-		paths, serr := rep.SaveFiles(out)
+		paths, serr := rep.SaveFiles(out, cfg.Events)
 		for _, p := range paths {
 			fmt.Fprintf(os.Stdout, "wrote %s\n", p)
 		}
@@ -69,7 +69,8 @@ func benchRecoveryFlags(args []string) (cfg bench.RecoveryConfig, out string, ve
 	one := fs.Bool("one", false, "kill one chunkserver only, not two more after")
 	prefix := fs.String("prefix", def.Testbed.Prefix, "start of the testbed's namespace names")
 	workDir := fs.String("work-dir", "", "where the servers keep their data and logs (default: the system temp dir)")
-	fs.StringVar(&out, "out", "bench-out", "directory for recovery.txt, recovery.json and recovery.png")
+	fs.StringVar(&out, "out", "bench-out", "directory for recovery.txt, recovery.png and recovery.svg")
+	events := fs.Bool("json", false, "also write recovery.json: the whole report, every sample included")
 	fs.BoolVar(&verbose, "v", false, "log every command the testbed runs")
 	if err = fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -86,6 +87,7 @@ func benchRecoveryFlags(args []string) (cfg bench.RecoveryConfig, out string, ve
 	if *quick {
 		cfg = bench.QuickRecoveryConfig()
 	}
+	cfg.Events = *events
 	if *scale <= 0 || *scale > 10 {
 		return cfg, "", false, benchUsage("--scale %g out of range (0, 10]", *scale)
 	}

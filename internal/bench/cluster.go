@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/chunkfs/chunkfs/internal/certs"
 )
 
 // Ports the servers listen on, each in its own namespace.
@@ -32,7 +32,7 @@ type cluster struct {
 // chunkserver host, each writing its data under dir and its log beside it.
 func startCluster(tb *Testbed, cfg Config, dir string, chunkSize int64) (*cluster, error) {
 	c := &cluster{master: net.JoinHostPort(tb.Master.Addr.String(), masterPort), chunkSize: chunkSize}
-	tlsArgs, err := clusterPKI(tb, cfg.TLS, filepath.Join(dir, "tls"))
+	tlsArgs, err := clusterPKI(tb, cfg.Binary, cfg.TLS, filepath.Join(dir, "tls"))
 	if err != nil {
 		return nil, err
 	}
@@ -99,29 +99,45 @@ func (c *cluster) stop() error {
 
 // clusterPKI makes, when on, a CA under dir and a certificate for the
 // master, each chunkserver (named chunkserverNN, for their testbed
-// addresses) and the workers (bench), and returns the TLS flags of each
-// server's command line: --tls-dir of its certificate, or --insecure.
-func clusterPKI(tb *Testbed, on bool, dir string) (func(name string) []string, error) {
+// addresses) and the workers (bench, acting as root), with the chunkfs
+// binary's cert command as an operator would, and returns the TLS flags of
+// each server's command line: --tls-dir of its certificate, or --insecure.
+func clusterPKI(tb *Testbed, binary string, on bool, dir string) (func(name string) []string, error) {
 	if !on {
 		return func(string) []string { return []string{"--insecure"} }, nil
 	}
-	ca, err := certs.NewCA("chunkfs bench CA", time.Now(), 7*24*time.Hour)
-	if err != nil {
+	ca := filepath.Join(dir, "ca")
+	if err := runCert(binary, "init", "--dir", ca, "--name", "chunkfs bench CA", "--days", "7"); err != nil {
 		return nil, err
 	}
-	issue := func(id certs.Identity, host string) error {
-		return ca.IssueDir(filepath.Join(dir, id.Name), id, []string{host}, time.Now(), 7*24*time.Hour)
+	issue := func(role, name string, more ...string) error {
+		args := append([]string{"issue", "--dir", ca, "--role", role, "--name", name, "--days", "7", "--out", filepath.Join(dir, name)}, more...)
+		return runCert(binary, args...)
 	}
-	if err := issue(certs.Identity{Role: certs.RoleMaster, Name: "master"}, tb.Master.Addr.String()); err != nil {
+	if err := issue("master", "master", "--host", tb.Master.Addr.String()); err != nil {
 		return nil, err
 	}
 	for i, h := range tb.Chunkservers {
-		if err := issue(certs.Identity{Role: certs.RoleChunkserver, Name: fmt.Sprintf("chunkserver%02d", i+1)}, h.Addr.String()); err != nil {
+		if err := issue("chunkserver", fmt.Sprintf("chunkserver%02d", i+1), "--host", h.Addr.String()); err != nil {
 			return nil, err
 		}
 	}
-	if err := issue(certs.Identity{Role: certs.RoleClient, Name: "bench", GIDs: []uint32{0}}, ""); err != nil {
+	if err := issue("client", "bench", "--uid", "0", "--gids", "0"); err != nil {
 		return nil, err
 	}
 	return func(name string) []string { return []string{"--tls-dir", filepath.Join(dir, name)} }, nil
+}
+
+// runCert runs `chunkfs cert` with args; a failure quotes its first line of
+// output.
+func runCert(binary string, args ...string) error {
+	out, err := exec.Command(binary, append([]string{"cert"}, args...)...).CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("chunkfs cert %s: %s", args[0], firstLine(msg))
+	}
+	return nil
 }

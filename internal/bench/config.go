@@ -36,17 +36,16 @@ type Config struct {
 	// ChunkSize is the chunk size of the file system the reads and record
 	// appends run on (0: chunkfs.DefaultChunkSize, 64 MiB, as in the paper).
 	ChunkSize int64
-	// WriteChunkSize is the chunk size of the file system the writes run
-	// on (0: ChunkSize). Each workload whose chunk size differs from the
-	// running cluster's gets a fresh cluster. The paper's writers each
-	// wrote 1 GB, 16 chunks; the scaled run's writers write limit/N ×
-	// Duration, 33-100 MB at 80 s, one or two 64 MiB chunks, so that
-	// every file sits on the same three servers for most of the point and
-	// no placement can spread 3N replicas evenly over the chunkservers
-	// (N = 8: 24 on 16, at most 75 % of the limit). DefaultConfig writes
-	// on 1 MiB chunks, so that a writer's file spans many chunks as the
-	// paper's spanned 16 (1 MiB measured best of 1, 2 and 4 MiB;
-	// docs/bench-notes.md, fifth round).
+	// WriteChunkSize is the chunk size of the write panel's labelled
+	// variant, run after the other panels on a cluster of its own (0, or
+	// the same as ChunkSize: none). The headline writes run on ChunkSize's
+	// chunks, the paper's 64 MiB. The paper's writers each wrote 1 GB, 16
+	// chunks; the scaled run's writers write limit/N × Duration, 33-100 MB
+	// at 80 s, one or two 64 MiB chunks, so that every file sits on the
+	// same three servers for most of the point and no placement can spread
+	// 3N replicas evenly over the chunkservers (N = 8: 24 on 16, at most
+	// 75 % of the limit). DefaultConfig's variant writes on 1 MiB chunks,
+	// so that a writer's file spans many chunks as the paper's spanned 16.
 	WriteChunkSize int64
 	// ReadSetFiles files of ReadSetFileSize bytes are written, unshaped,
 	// before the reads; readers pick regions among them at random.
@@ -71,6 +70,9 @@ type Config struct {
 	Probe bool
 	// NetworkOnly builds the testbed and calibrates it, with no cluster.
 	NetworkOnly bool
+	// Events makes the report's files include gfs.json: the whole report
+	// with every client's operation times and trace events (megabytes).
+	Events bool
 	// TLS runs the cluster with mutual TLS on every connection: a CA and
 	// certificates are made in the run's directory; otherwise every
 	// process runs --insecure.
@@ -174,12 +176,32 @@ func (c Config) ioSize(w Workload) int64 {
 	}
 }
 
-// chunkSize is the chunk size of the file system workload w runs on.
-func (c Config) chunkSize(w Workload) int64 {
-	if w == Writes && c.WriteChunkSize != 0 {
-		return c.WriteChunkSize
-	}
+// chunkSize is the chunk size of the file system workload w's headline
+// panel runs on.
+func (c Config) chunkSize(Workload) int64 {
 	return cmp.Or(c.ChunkSize, chunkfs.DefaultChunkSize)
+}
+
+// Panel is one series of Figure 3: a workload on a file system of one
+// chunk size, its headline or a labelled variant.
+type Panel struct {
+	Workload  Workload
+	ChunkSize int64
+	Variant   bool
+}
+
+// panels lists the series to run, in order: each workload's headline, then
+// the writes' variant (WriteChunkSize) if there is one, so that the
+// headlines share one cluster.
+func (c Config) panels() []Panel {
+	var out []Panel
+	for _, w := range c.Workloads {
+		out = append(out, Panel{Workload: w, ChunkSize: c.chunkSize(w)})
+	}
+	if v := c.WriteChunkSize; slices.Contains(c.Workloads, Writes) && v != 0 && v != c.chunkSize(Writes) {
+		out = append(out, Panel{Workload: Writes, ChunkSize: v, Variant: true})
+	}
+	return out
 }
 
 func validChunkSize(n int64) bool {

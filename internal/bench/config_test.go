@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/chunkfs/chunkfs"
@@ -39,16 +40,24 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestChunkSizeOfWorkload(t *testing.T) {
+// The headlines run on the paper's 64 MiB chunks; the writes' 1 MiB chunks
+// are a labelled variant, run last, and none when WriteChunkSize is 0 or
+// the headline's.
+func TestPanels(t *testing.T) {
 	c := DefaultConfig()
-	if got := c.chunkSize(Writes); got != MiB {
-		t.Errorf("writes run on %d-byte chunks, want 1 MiB", got)
+	want := []Panel{{Reads, chunkfs.DefaultChunkSize, false}, {Writes, chunkfs.DefaultChunkSize, false},
+		{Appends, chunkfs.DefaultChunkSize, false}, {Writes, MiB, true}}
+	if got := c.panels(); !slices.Equal(got, want) {
+		t.Errorf("panels %+v, want %+v", got, want)
 	}
-	if c.chunkSize(Reads) != chunkfs.DefaultChunkSize || c.chunkSize(Appends) != chunkfs.DefaultChunkSize {
-		t.Errorf("reads and appends run on %d- and %d-byte chunks, want the default 64 MiB", c.chunkSize(Reads), c.chunkSize(Appends))
+	for _, v := range []int64{0, chunkfs.DefaultChunkSize} {
+		c.WriteChunkSize = v
+		if got := c.panels(); len(got) != 3 || got[1] != (Panel{Writes, chunkfs.DefaultChunkSize, false}) {
+			t.Errorf("WriteChunkSize %d: panels %+v, want the three headlines", v, got)
+		}
 	}
-	c.WriteChunkSize, c.ChunkSize = 0, 8*MiB
-	if got := c.chunkSize(Writes); got != 8*MiB {
-		t.Errorf("WriteChunkSize 0: writes run on %d-byte chunks, want ChunkSize's 8 MiB", got)
+	c.WriteChunkSize, c.ChunkSize, c.Workloads = MiB, 8*MiB, []Workload{Reads, Appends}
+	if got := c.panels(); len(got) != 2 || got[0].ChunkSize != 8*MiB {
+		t.Errorf("no writes: panels %+v, want reads and appends on 8 MiB chunks", got)
 	}
 }

@@ -24,6 +24,11 @@
 // higher rates; it reports the leader's latencies, RPC queue times and CPU
 // beside the generator's own.
 //
+// RunRecovery is GFS §6.2.5's (recovery.go): on the same testbed, it
+// SIGKILLs one chunkserver, then two more, under readers and writers, and
+// times re-replication against the limit the survivors' NICs and clone
+// throttles set (CloneNetwork).
+//
 // Everything here needs root and iproute2 (ip, tc); Run says so in one line
 // when they are missing.
 package bench

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path"
 	"time"
 
 	"github.com/chunkfs/chunkfs/client"
-	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // setupTask prepares a task: connects, opens files, listens. Nothing it does
@@ -34,21 +31,25 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 	case OpWait:
 		return &waitTask{sec: sec, master: t.Master, servers: t.Servers}, nil
 	case OpLocate:
-		return &locateTask{sec: sec, master: t.Master, files: t.Files}, nil
+		return &locateTask{sec: sec, master: t.Master, files: t.Files, chunks: t.PerChunk}, nil
 	case OpMeta:
 		return setupMetaLoad(ctx, t.Master, *t.Meta)
 	case OpWatch, OpReadLoad, OpWriteLoad:
 		return setupRecoveryTask(ctx, sec, t)
 	}
-	var trace *traceHandler
-	if t.Op == OpRead || t.Op == OpWrite || t.Op == OpAppend {
-		trace = &traceHandler{}
+	var trace *traceRecorder
+	if t.Op == OpRead || t.Op == OpWrite || t.Op == OpAppend || t.Op == OpProbe {
+		trace = newTraceRecorder()
 	}
-	c, err := dialClient(ctx, sec, t.Master, int(t.IOSize), trace)
+	buffer := int(t.IOSize)
+	if t.Op == OpProbe {
+		buffer = 0 // write-through: each write is one mutation and its commit, timed whole
+	}
+	c, err := dialClient(ctx, sec, t.Master, buffer, trace)
 	if err != nil {
 		return nil, err
 	}
-	r, err := setupFSTask(ctx, sec, c, t, trace)
+	r, err := setupFSTask(ctx, c, t, trace)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -56,7 +57,7 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 	return r, nil
 }
 
-func setupFSTask(ctx context.Context, sec *rpc.Security, c *client.Client, t Task, trace *traceHandler) (runner, error) {
+func setupFSTask(ctx context.Context, c *client.Client, t Task, trace *traceRecorder) (runner, error) {
 	if err := makeParents(ctx, c, t); err != nil {
 		return nil, err
 	}
@@ -78,14 +79,7 @@ func setupFSTask(ctx context.Context, sec *rpc.Security, c *client.Client, t Tas
 		}
 		return &appendTask{c: c, f: f, bytes: t.Bytes, io: t.IOSize, trace: trace}, nil
 	case OpProbe:
-		for _, name := range []string{t.Path, t.Path + ".log"} {
-			f, err := c.Create(ctx, name)
-			if err != nil {
-				return nil, err
-			}
-			f.Close()
-		}
-		return &probeTask{c: c, sec: sec, master: t.Master, path: t.Path, io: t.IOSize, rounds: int(max(t.Bytes/t.IOSize, 1))}, nil
+		return newProbeTask(ctx, c, trace, t.Path, t.IOSize, int(max(t.Bytes/t.IOSize, 1)))
 	}
 	return nil, fmt.Errorf("task %s is not a file system task", t.Op)
 }
@@ -111,12 +105,12 @@ func makeParents(ctx context.Context, c *client.Client, t Task) error {
 
 // dialClient connects to the master with a write buffer of one operation, so
 // that each of the workload's writes is one mutation, as in the paper.
-func dialClient(ctx context.Context, sec *rpc.Security, master string, writeBuffer int, trace *traceHandler) (*client.Client, error) {
+func dialClient(ctx context.Context, sec *client.Security, master string, writeBuffer int, trace *traceRecorder) (*client.Client, error) {
 	cfg := client.DefaultConfig()
 	cfg.Master, cfg.Security = master, sec
 	cfg.WriteBuffer = writeBuffer
 	if trace != nil {
-		cfg.Logger = slog.New(trace)
+		cfg.Trace = trace.trace()
 	}
 	return client.New(ctx, cfg)
 }
@@ -131,17 +125,24 @@ func payload(n int64, seed uint64) []byte {
 
 // waitTask polls the master until it reports enough live chunkservers.
 type waitTask struct {
-	sec     *rpc.Security
+	sec     *client.Security
 	master  string
 	servers int
 }
 
 func (w *waitTask) run(ctx context.Context) (Result, error) {
-	pool := w.sec.NewPool()
-	defer pool.Close()
+	var c *client.Client // connected once the master answers
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
 	return timed(func() (int64, int64, error) {
 		for polls := int64(1); ; polls++ {
-			if n, err := liveServers(ctx, pool, w.master); err == nil && n >= w.servers {
+			if c == nil {
+				c, _ = dialClient(ctx, w.sec, w.master, 0, nil)
+			}
+			if n, err := liveServers(ctx, c); err == nil && n >= w.servers {
 				return 0, polls, nil
 			}
 			select {
@@ -155,14 +156,14 @@ func (w *waitTask) run(ctx context.Context) (Result, error) {
 
 func (w *waitTask) close() error { return nil }
 
-func liveServers(ctx context.Context, pool *rpc.Pool, master string) (int, error) {
-	m, err := pool.Master(master)
-	if err != nil {
-		return 0, err
+// liveServers is how many chunkservers the master of c sees alive.
+func liveServers(ctx context.Context, c *client.Client) (int, error) {
+	if c == nil {
+		return 0, errors.New("not connected to the master")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	rep, err := m.ClusterReport(ctx, &pb.ClusterReportRequest{})
+	rep, err := c.ClusterReport(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -237,7 +238,7 @@ type writeTask struct {
 	f     *client.File
 	bytes int64
 	io    int64
-	trace *traceHandler // the client's write attempts; may be nil
+	trace *traceRecorder // the client's write attempts; may be nil
 }
 
 func (w *writeTask) run(ctx context.Context) (Result, error) {
@@ -279,7 +280,7 @@ type appendTask struct {
 	f     *client.File
 	bytes int64
 	io    int64
-	trace *traceHandler // the client's append attempts; may be nil
+	trace *traceRecorder // the client's append attempts; may be nil
 }
 
 func (a *appendTask) run(ctx context.Context) (Result, error) {
@@ -288,19 +289,23 @@ func (a *appendTask) run(ctx context.Context) (Result, error) {
 	if a.trace != nil {
 		a.trace.take()
 	}
+	landed := map[int64]int64{} // record bytes by the index of the chunk they landed in
+	cs := a.c.ChunkSize()
 	res, err := timed(func() (int64, int64, error) {
 		var n, ops int64
 		for n < a.bytes {
 			t := time.Now()
-			if _, err := a.f.Append(rec); err != nil {
+			off, err := a.f.Append(rec)
+			if err != nil {
 				return n, ops, err
 			}
 			ot.since(t)
+			landed[off/cs] += int64(len(rec))
 			n, ops = n+int64(len(rec)), ops+1
 		}
 		return n, ops, nil
 	})
-	res.OpsMS = ot.ms
+	res.OpsMS, res.ChunkBytes = ot.ms, landed
 	if a.trace != nil {
 		res.Events = a.trace.take()
 	}
@@ -324,10 +329,10 @@ type readTask struct {
 	bytes int64
 	io    int64
 	rng   *rand.Rand
-	trace *traceHandler // the client's read events; may be nil
+	trace *traceRecorder // the client's read events; may be nil
 }
 
-func newReadTask(ctx context.Context, c *client.Client, t Task, trace *traceHandler) (*readTask, error) {
+func newReadTask(ctx context.Context, c *client.Client, t Task, trace *traceRecorder) (*readTask, error) {
 	r := &readTask{c: c, trace: trace, bytes: t.Bytes, io: t.IOSize, rng: rand.New(rand.NewPCG(uint64(t.Seed), 0x9e3779b97f4a7c15))}
 	for _, name := range t.Files {
 		if err := r.open(ctx, name); err != nil {

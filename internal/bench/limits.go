@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -77,4 +78,76 @@ func (n Network) Limit(w Workload, clients int) float64 {
 	default:
 		return send
 	}
+}
+
+// The rules the limits follow, as the report prints them.
+const (
+	RuleReads  = "min(N × NIC, link)"
+	RuleWrites = "min(N × NIC, link, chunkservers × NIC / replicas)"
+	// RuleAppends is the limit of AppendLimit: the servers that received
+	// the records, each at most a NIC's rate.
+	RuleAppends = "min(N × NIC, link, NIC × bytes / bytes received by the busiest server)"
+	// RuleAppendsOneChunk is Limit's for appends, used when it is not known
+	// where the records landed: it holds only while every record goes to
+	// one chunk's servers.
+	RuleAppendsOneChunk = "min(N × NIC, link, NIC): one chunk's servers (where the records landed is unknown)"
+)
+
+// Rule names the rule Limit follows for w.
+func (n Network) Rule(w Workload) string {
+	switch w {
+	case Writes:
+		return RuleWrites
+	case Appends:
+		return RuleAppendsOneChunk
+	default:
+		return RuleReads
+	}
+}
+
+// AppendLimit is the limit, in MB/s, of N clients appending bytes in all
+// when server s received received[s] of them (each replica of a chunk
+// receives every record that landed in it). A server takes at most a NIC's
+// rate, so the records take at least the busiest server's bytes / NIC; so
+// the rate is at most NIC × bytes / that server's bytes, and no more than
+// the clients can send. While records go to one chunk, every replica of it
+// receives all of them and this is Limit's NIC; records that spill onto the
+// file's next chunk reach that chunk's servers too, and the limit rises
+// with them.
+func (n Network) AppendLimit(clients int, bytes int64, received map[string]int64) (float64, error) {
+	var busiest int64
+	for _, b := range received {
+		busiest = max(busiest, b)
+	}
+	if bytes <= 0 || busiest <= 0 {
+		return 0, errors.New("append limit: no bytes received")
+	}
+	if busiest > bytes {
+		return 0, fmt.Errorf("append limit: a server received %d bytes of %d appended", busiest, bytes)
+	}
+	send := min(float64(clients)*n.NIC.MBps(), n.Link.MBps())
+	return min(send, n.NIC.MBps()*float64(bytes)/float64(busiest)), nil
+}
+
+// receivedBytes adds up, per chunkserver, the bytes of the records that
+// landed in each chunk (landed: bytes by chunk index) of the file whose
+// chunks are located in byChunk: every replica of a chunk received them.
+// A chunk with records but no known replicas is an error: the limit would
+// leave out servers that took data.
+func receivedBytes(landed map[int64]int64, byChunk []ChunkReplicas) (map[string]int64, error) {
+	replicas := make(map[int64][]string, len(byChunk))
+	for _, c := range byChunk {
+		replicas[c.Index] = c.Replicas
+	}
+	out := map[string]int64{}
+	for idx, b := range landed {
+		rs := replicas[idx]
+		if len(rs) == 0 && b > 0 {
+			return nil, fmt.Errorf("chunk %d took %d bytes of records but its replicas are unknown", idx, b)
+		}
+		for _, r := range rs {
+			out[r] += b
+		}
+	}
+	return out, nil
 }

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs/client"
-	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // MetaLoad is the observer-reads load generator's task (OpMeta): Clients
@@ -171,9 +170,14 @@ func groupReady(ctx context.Context, cfg client.Config, observers int) error {
 	if st.Role != "leader" || n < observers {
 		return fmt.Errorf("master %s is %s and knows %d observers", st.ID, st.Role, n)
 	}
-	pool := rpc.NewPool()
-	defer pool.Close()
-	if live, err := liveServers(ctx, pool, st.LeaderAddr); err != nil || live == 0 {
+	lcfg := cfg
+	lcfg.Master = st.LeaderAddr
+	lc, err := client.New(ctx, lcfg)
+	if err != nil {
+		return err
+	}
+	defer lc.Close()
+	if live, err := liveServers(ctx, lc); err != nil || live == 0 {
 		return fmt.Errorf("no live chunkserver yet (%v)", err)
 	}
 	return nil

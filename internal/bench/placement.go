@@ -6,9 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/chunkfs/chunkfs"
-	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs/client"
 )
 
 // Placement summarises where the replicas of a set of files are: how evenly
@@ -22,6 +20,16 @@ type Placement struct {
 	// writers follow (internal/master/chain_order.go), it forwards their
 	// data to the next replica.
 	Forwards map[string]int `json:"forwards,omitempty"`
+	// ByChunk lists each chunk's replicas, when the locate task was asked
+	// to (Task.PerChunk).
+	ByChunk []ChunkReplicas `json:"by_chunk,omitempty"`
+}
+
+// ChunkReplicas is where one chunk of a file is.
+type ChunkReplicas struct {
+	File     string   `json:"file"`
+	Index    int64    `json:"index"`
+	Replicas []string `json:"replicas"`
 }
 
 // Busiest returns the most replicas any one chunkserver holds.
@@ -46,58 +54,54 @@ func (p *Placement) String() string {
 
 // locateTask asks the master where each chunk of files is.
 type locateTask struct {
-	sec    *rpc.Security
+	sec    *client.Security
 	master string
 	files  []string
+	chunks bool // list each chunk's replicas too (Placement.ByChunk)
 }
 
 func (l *locateTask) close() error { return nil }
 
 func (l *locateTask) run(ctx context.Context) (Result, error) {
-	pool := l.sec.NewPool()
-	defer pool.Close()
-	m, err := pool.Master(l.master)
+	c, err := dialClient(ctx, l.sec, l.master, 0, nil)
 	if err != nil {
 		return Result{}, err
 	}
+	defer c.Close()
 	start := time.Now()
 	pl := &Placement{Replicas: map[string]int{}, Forwards: map[string]int{}}
-	caller := &pb.Caller{Uid: chunkfs.Root.UID, Gids: chunkfs.Root.GIDs}
 	for _, f := range l.files {
-		if err := locateFile(ctx, m, caller, f, pl); err != nil {
+		chunks, err := c.Chunks(ctx, f)
+		if err != nil {
 			return Result{}, err
 		}
+		pl.add(f, chunks, l.chunks)
 	}
 	return Result{Ops: int64(len(l.files)), StartNS: start.UnixNano(), EndNS: time.Now().UnixNano(), Placement: pl}, nil
 }
 
-// locateFile adds the replicas of every chunk of f to pl.
-func locateFile(ctx context.Context, m pb.MasterClient, caller *pb.Caller, f string, pl *Placement) error {
-	for first := int64(0); ; {
-		resp, err := m.GetChunks(ctx, &pb.GetChunksRequest{Caller: caller, Path: f, FirstIndex: first})
-		if err != nil {
-			return err
-		}
-		for _, c := range resp.Chunks {
-			pl.Chunks++
-			for i, r := range c.Replicas {
-				pl.Replicas[r]++
-				if i < len(c.Replicas)-1 {
-					pl.Forwards[r]++
-				}
+// add counts the replicas of the chunks of file f, and lists them by chunk
+// if byChunk.
+func (pl *Placement) add(f string, chunks []client.ChunkInfo, byChunk bool) {
+	for _, c := range chunks {
+		pl.Chunks++
+		for i, r := range c.Replicas {
+			pl.Replicas[r]++
+			if i < len(c.Replicas)-1 {
+				pl.Forwards[r]++
 			}
 		}
-		if len(resp.Chunks) == 0 || resp.Info == nil || resp.Chunks[len(resp.Chunks)-1].Index+1 >= resp.Info.Chunks {
-			return nil
+		if byChunk {
+			pl.ByChunk = append(pl.ByChunk, ChunkReplicas{File: f, Index: c.Index, Replicas: c.Replicas})
 		}
-		first = resp.Chunks[len(resp.Chunks)-1].Index + 1
 	}
 }
 
 // locate finds where the replicas of files are; a failure is logged, not
-// fatal: placement explains a figure, it is not one.
-func (s *session) locate(ctx context.Context, files []string) *Placement {
-	task := Task{Op: OpLocate, Master: s.cl.master, TLSDir: s.cl.tlsDir, Files: files, Timeout: time.Minute}
+// fatal: placement explains a figure, it is not one. With byChunk it
+// lists each chunk's replicas too.
+func (s *session) locate(ctx context.Context, files []string, byChunk bool) *Placement {
+	task := Task{Op: OpLocate, Master: s.cl.master, TLSDir: s.cl.tlsDir, Files: files, PerChunk: byChunk, Timeout: time.Minute}
 	res, err := runWorkers(ctx, s.cfg, s.tb.Clients[:1], []Task{task}, s.dir, "locate")
 	if err != nil || res[0].Placement == nil {
 		s.log.Warn("could not locate replicas", "err", err)

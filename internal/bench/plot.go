@@ -2,225 +2,165 @@ package bench
 
 import (
 	"fmt"
-	"image"
 	"image/color"
-	"image/draw"
-	"image/png"
 	"io"
 	"math"
+	"slices"
+	"strconv"
 
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// The figure's geometry and colours.
+// A figure is a row of panels, each panelW × panelH pixels in its PNG
+// (figureDPI dots per inch) and as many inches in its SVG.
 const (
 	panelW, panelH = 480, 420
-	marginL        = 70 // room for the y ticks and label
-	marginR        = 20
-	marginT        = 40 // the panel title
-	marginB        = 80 // x ticks, label and legend
+	figureDPI      = 96
 )
 
 var (
-	white    = color.RGBA{255, 255, 255, 255}
-	black    = color.RGBA{0, 0, 0, 255}
-	grey     = color.RGBA{150, 150, 150, 255}
-	lightRGB = color.RGBA{230, 230, 230, 255}
-	blue     = color.RGBA{20, 70, 200, 255}
+	grey   = color.RGBA{120, 120, 120, 255}
+	blue   = color.RGBA{20, 70, 200, 255}
+	green  = color.RGBA{20, 140, 60, 255}
+	red    = color.RGBA{200, 30, 30, 255}
+	orange = color.RGBA{230, 140, 0, 255}
 )
 
-// WritePNG draws the report in the style of the paper's Figure 3: one panel
-// per workload, the network limit as a dashed line and the measured
-// aggregate rate as a solid line with markers, both against N.
-func (r *Report) WritePNG(w io.Writer) error {
-	var panels []Workload
-	for _, wl := range Workloads {
-		if len(r.series(wl)) > 0 {
-			panels = append(panels, wl)
+// WritePNG draws the report as the paper's Figure 3 (figurePanels), as PNG.
+func (r *Report) WritePNG(w io.Writer) error { return writeFigure(w, "png", r.figurePanels()) }
+
+// WriteSVG draws the same figure as SVG.
+func (r *Report) WriteSVG(w io.Writer) error { return writeFigure(w, "svg", r.figurePanels()) }
+
+// writeFigure draws panels side by side into w, as "png" or "svg".
+func writeFigure(w io.Writer, format string, panels []*plot.Plot) error {
+	width := vg.Length(max(len(panels), 1)*panelW) * vg.Inch / figureDPI
+	height := vg.Length(panelH) * vg.Inch / figureDPI
+	var c vg.CanvasWriterTo
+	switch format {
+	case "png":
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(figureDPI), vgimg.UseBackgroundColor(color.White))}
+	case "svg":
+		c = vgsvg.New(width, height)
+	default:
+		return fmt.Errorf("figure: format %q is not png or svg", format)
+	}
+	if len(panels) > 0 {
+		tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Centimeter, PadTop: vg.Millimeter * 3,
+			PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
+		for i, dc := range plot.Align([][]*plot.Plot{panels}, tiles, draw.New(c))[0] {
+			panels[i].Draw(dc)
 		}
 	}
-	img := image.NewRGBA(image.Rect(0, 0, max(1, len(panels))*panelW, panelH))
-	draw.Draw(img, img.Bounds(), image.NewUniform(white), image.Point{}, draw.Src)
-	for i, wl := range panels {
-		title := fmt.Sprintf("(%c) %s, %s chunks", 'a'+i, panelTitle[wl], chunkLabel(r.series(wl)[0].ChunkSize))
-		r.drawPanel(img, image.Pt(i*panelW, 0), wl, title)
-	}
-	return png.Encode(w, img)
+	_, err := c.WriteTo(w)
+	return err
 }
 
 var panelTitle = map[Workload]string{Reads: "Reads", Writes: "Writes", Appends: "Record appends"}
 var rateLabel = map[Workload]string{Reads: "Read rate (MB/s)", Writes: "Write rate (MB/s)", Appends: "Append rate (MB/s)"}
 
-// series returns the completed points of one workload.
-func (r *Report) series(wl Workload) []Point {
-	var out []Point
-	for _, p := range r.Points {
-		if p.Workload == wl && p.Err == "" {
-			out = append(out, p)
+// figurePanels is the paper's Figure 3: one panel a workload, its network
+// limit dashed and the measured aggregate rate solid with markers against
+// N; a labelled variant (the writes on small chunks) is a second series
+// in its workload's panel.
+func (r *Report) figurePanels() []*plot.Plot {
+	var out []*plot.Plot
+	for _, wl := range Workloads {
+		head, variant := r.series(wl, false), r.series(wl, true)
+		if len(head) == 0 && len(variant) == 0 {
+			continue
 		}
+		p := plot.New()
+		if len(head) == 0 {
+			head, variant = variant, nil
+		}
+		p.Title.Text = fmt.Sprintf("(%c) %s, %s chunks", 'a'+len(out), panelTitle[wl], chunkLabel(head[0].ChunkSize))
+		p.X.Label.Text, p.Y.Label.Text = "Number of clients N", rateLabel[wl]
+		p.X.Min, p.Y.Min = 0, 0
+		p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
+		p.Legend.XOffs, p.Legend.YOffs = -vg.Millimeter*2, vg.Millimeter*2 // bottom right, clear of the axes
+		p.Add(plotter.NewGrid())
+		limit, _ := plotter.NewLine(r.limitLine(wl, head))
+		limit.Color, limit.Dashes, limit.Width = grey, []vg.Length{vg.Points(6), vg.Points(4)}, vg.Points(1.5)
+		p.Add(limit)
+		p.Legend.Add("Network limit", limit)
+		label := "Aggregate rate"
+		if len(variant) > 0 {
+			label += ", " + chunkLabel(head[0].ChunkSize) + " chunks"
+		}
+		addRate(p, head, label, blue)
+		if len(variant) > 0 {
+			addRate(p, variant, "Aggregate rate, "+chunkLabel(variant[0].ChunkSize)+" chunks (variant)", green)
+		}
+		top := 0.0
+		for _, pt := range slices.Concat(head, variant) {
+			top = max(top, pt.Limit, pt.Aggregate)
+		}
+		p.Y.Max = top * 1.15
+		out = append(out, p)
 	}
 	return out
 }
 
-// plotArea maps data coordinates to pixels within one panel.
-type plotArea struct {
-	rect       image.Rectangle
-	xMax, yMax float64
+// series returns the completed points of one workload's headline, or of
+// its variant, in order of N.
+func (r *Report) series(wl Workload, variant bool) []Point {
+	var out []Point
+	for _, p := range r.Points {
+		if p.Workload == wl && p.Variant == variant && p.Err == "" {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b Point) int { return a.Clients - b.Clients })
+	return out
 }
 
-func (a plotArea) pt(x, y float64) image.Point {
-	px := a.rect.Min.X + int(math.Round(x/a.xMax*float64(a.rect.Dx())))
-	py := a.rect.Max.Y - int(math.Round(y/a.yMax*float64(a.rect.Dy())))
-	return image.Pt(px, py)
-}
-
-func (r *Report) drawPanel(img *image.RGBA, origin image.Point, wl Workload, title string) {
-	pts := r.series(wl)
+// limitLine is a panel's network limit: where every point's limit follows
+// the workload's fixed rule, at every N up to the largest (so that the
+// line bends where the rule does); otherwise (appends limited by the
+// servers that received their records) through the points' own limits.
+func (r *Report) limitLine(wl Workload, pts []Point) plotter.XYs {
 	net := Network{NIC: Rate(r.NICMbit) * Mbit, Link: Rate(r.LinkMbit) * Mbit, Chunkservers: r.Servers, Replicas: r.Replicas}
-	nMax := 0
-	yTop := 0.0
+	var xys plotter.XYs
+	if !slices.ContainsFunc(pts, func(p Point) bool { return p.LimitRule != "" && p.LimitRule != net.Rule(wl) }) {
+		for n := 1; n <= pts[len(pts)-1].Clients; n++ {
+			xys = append(xys, plotter.XY{X: float64(n), Y: net.Limit(wl, n)})
+		}
+		return xys
+	}
 	for _, p := range pts {
-		nMax = max(nMax, p.Clients)
-		yTop = max(yTop, p.Limit, p.Aggregate)
+		xys = append(xys, plotter.XY{X: float64(p.Clients), Y: p.Limit})
 	}
-	xStep, xMax := niceAxis(float64(nMax))
-	yStep, yMax := niceAxis(yTop * 1.1)
-	a := plotArea{
-		rect: image.Rect(origin.X+marginL, origin.Y+marginT, origin.X+panelW-marginR, origin.Y+panelH-marginB),
-		xMax: xMax, yMax: yMax,
-	}
-	drawAxes(img, a, xStep, yStep, rateLabel[wl])
-	drawText(img, image.Pt(a.rect.Min.X+a.rect.Dx()/2-textWidth(title)/2, origin.Y+marginT/2+4), title, black)
-	var limit []image.Point
-	for n := 1; n <= nMax; n++ {
-		limit = append(limit, a.pt(float64(n), net.Limit(wl, n)))
-	}
-	polyline(img, limit, grey, true)
-	var measured []image.Point
-	for _, p := range pts {
-		measured = append(measured, a.pt(float64(p.Clients), p.Aggregate))
-	}
-	polyline(img, measured, blue, false)
-	for _, m := range measured {
-		fillRect(img, image.Rect(m.X-3, m.Y-3, m.X+4, m.Y+4), blue)
-	}
-	legend(img, image.Pt(a.rect.Min.X, origin.Y+panelH-22))
+	return xys
 }
 
-// niceAxis returns a tick step of 1, 2 or 5 times a power of ten giving
-// about five ticks up to at least top, and the axis end (a whole number of
-// steps).
-func niceAxis(top float64) (step, end float64) {
-	if top <= 0 {
-		top = 1
-	}
-	raw := top / 5
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if step = m * mag; step >= raw {
-			break
+// plainTicks are plot.DefaultTicks labelled without trailing zeros.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(math.Round(ts[i].Value*1e6)/1e6, 'g', -1, 64)
 		}
 	}
-	return step, math.Ceil(top/step-1e-9) * step
+	return ts
 }
 
-func drawAxes(img *image.RGBA, a plotArea, xStep, yStep float64, yLabel string) {
-	for y := 0.0; y <= a.yMax+1e-9; y += yStep {
-		p := a.pt(0, y)
-		hline(img, a.rect.Min.X, a.rect.Max.X, p.Y, lightRGB)
-		s := trimFloat(y)
-		drawText(img, image.Pt(a.rect.Min.X-8-textWidth(s), p.Y+4), s, black)
+// addRate adds the measured rates of pts to p as a line with markers.
+func addRate(p *plot.Plot, pts []Point, label string, c color.Color) {
+	xys := make(plotter.XYs, len(pts))
+	for i, pt := range pts {
+		xys[i] = plotter.XY{X: float64(pt.Clients), Y: pt.Aggregate}
 	}
-	for x := 0.0; x <= a.xMax+1e-9; x += xStep {
-		p := a.pt(x, 0)
-		vline(img, p.X, a.rect.Max.Y, a.rect.Max.Y+5, black)
-		s := trimFloat(x)
-		drawText(img, image.Pt(p.X-textWidth(s)/2, a.rect.Max.Y+18), s, black)
-	}
-	hline(img, a.rect.Min.X, a.rect.Max.X, a.rect.Max.Y, black)
-	vline(img, a.rect.Min.X, a.rect.Min.Y, a.rect.Max.Y, black)
-	xl := "Number of clients N"
-	drawText(img, image.Pt(a.rect.Min.X+a.rect.Dx()/2-textWidth(xl)/2, a.rect.Max.Y+36), xl, black)
-	drawTextUp(img, image.Pt(a.rect.Min.X-marginL+6, a.rect.Min.Y+a.rect.Dy()/2+textWidth(yLabel)/2), yLabel, black)
-}
-
-func legend(img *image.RGBA, at image.Point) {
-	polyline(img, []image.Point{at, at.Add(image.Pt(30, 0))}, grey, true)
-	drawText(img, at.Add(image.Pt(36, 4)), "Network limit", black)
-	m := at.Add(image.Pt(170, 0))
-	polyline(img, []image.Point{m, m.Add(image.Pt(30, 0))}, blue, false)
-	fillRect(img, image.Rect(m.X+12, m.Y-3, m.X+19, m.Y+4), blue)
-	drawText(img, m.Add(image.Pt(36, 4)), "Aggregate rate", black)
-}
-
-func trimFloat(x float64) string {
-	if x == math.Trunc(x) {
-		return fmt.Sprintf("%.0f", x)
-	}
-	return fmt.Sprintf("%g", math.Round(x*100)/100)
-}
-
-// polyline draws straight segments through pts, two pixels wide, dashed if
-// asked.
-func polyline(img *image.RGBA, pts []image.Point, c color.RGBA, dashed bool) {
-	step := 0
-	for i := 1; i < len(pts); i++ {
-		a, b := pts[i-1], pts[i]
-		n := max(abs(b.X-a.X), abs(b.Y-a.Y), 1)
-		for k := 0; k <= n; k++ {
-			step++
-			if dashed && (step/6)%2 == 1 {
-				continue
-			}
-			x := a.X + (b.X-a.X)*k/n
-			y := a.Y + (b.Y-a.Y)*k/n
-			fillRect(img, image.Rect(x, y-1, x+1, y+1), c)
-		}
-	}
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
-func hline(img *image.RGBA, x0, x1, y int, c color.RGBA) {
-	fillRect(img, image.Rect(x0, y, x1+1, y+1), c)
-}
-
-func vline(img *image.RGBA, x, y0, y1 int, c color.RGBA) {
-	fillRect(img, image.Rect(x, y0, x+1, y1+1), c)
-}
-
-func fillRect(img *image.RGBA, r image.Rectangle, c color.RGBA) {
-	draw.Draw(img, r.Intersect(img.Bounds()), image.NewUniform(c), image.Point{}, draw.Src)
-}
-
-var face = basicfont.Face7x13
-
-func textWidth(s string) int { return font.MeasureString(face, s).Round() }
-
-// drawText draws s with its baseline starting at p.
-func drawText(img draw.Image, p image.Point, s string, c color.RGBA) {
-	d := font.Drawer{Dst: img, Src: image.NewUniform(c), Face: face, Dot: fixed.P(p.X, p.Y)}
-	d.DrawString(s)
-}
-
-// drawTextUp draws s rotated a quarter turn anticlockwise, reading upwards
-// from p (the bottom-left corner of the rotated text).
-func drawTextUp(img *image.RGBA, p image.Point, s string, c color.RGBA) {
-	w, h := textWidth(s), face.Height
-	tmp := image.NewRGBA(image.Rect(0, 0, w, h))
-	drawText(tmp, image.Pt(0, face.Ascent), s, c)
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			if px := tmp.RGBAAt(x, y); px.A > 0 {
-				img.SetRGBA(p.X+y, p.Y-x, px)
-			}
-		}
-	}
+	line, marks, _ := plotter.NewLinePoints(xys)
+	line.Color, line.Width = c, vg.Points(2)
+	marks.Color, marks.Shape, marks.Radius = c, draw.BoxGlyph{}, vg.Points(3)
+	p.Add(line, marks)
+	p.Legend.Add(label, line, marks)
 }

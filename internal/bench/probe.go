@@ -2,25 +2,24 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
-	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // The probe times each step of one client's write and record append on an
-// otherwise idle testbed, doing what the client library does step by step
-// (master look-up, push along the chain, the mutation at the primary, the
-// length commit at the master), so that a shortfall of the workloads can be
-// traced to the step that costs it. It also pushes the same data to one
-// replica only: the difference from the full chain is what the pipelined
-// forwarding costs.
+// otherwise idle testbed, through the client library: a Trace reports each
+// attempt's steps (the lease, the push along the chain, the mutation at the
+// primary), and what the whole operation took beyond its attempt is the
+// length commit at the master. So a shortfall of the workloads can be
+// traced to the step that costs it. It also writes the same data to files
+// of one and two replicas: the difference of their pushes from the full
+// chain's is what the pipelined forwarding costs.
 
 // Phase names, in the order they happen.
 const (
@@ -34,139 +33,133 @@ const (
 	phaseCommit  = "commit length (master)"
 )
 
-// probeTask runs Ops rounds of each step with IOSize of data.
+// probeTask runs rounds of each step with io bytes of data, on a client
+// without a write buffer (each Write is one mutation and its commit).
 type probeTask struct {
 	c      *client.Client
-	sec    *rpc.Security
-	master string
+	trace  *traceRecorder // the client's; its events are not reported
 	path   string
 	io     int64
 	rounds int
+	files  [3]*client.File // path with 1, 2 and the cluster's replicas
+	log    *client.File    // path.log, appended to
 }
 
-func (p *probeTask) close() error { return p.c.Close() }
+// newProbeTask creates the probe's files on c, whose Trace is trace.
+func newProbeTask(ctx context.Context, c *client.Client, trace *traceRecorder, path string, io int64, rounds int) (*probeTask, error) {
+	if max := int64(c.MaxRecord() + client.RecordHeaderSize); io <= client.RecordHeaderSize || io > max {
+		return nil, fmt.Errorf("probe: %d-byte operations cannot be framed records (%d-%d bytes)", io, client.RecordHeaderSize+1, max)
+	}
+	p := &probeTask{c: c, trace: trace, path: path, io: io, rounds: rounds}
+	names := []string{path + ".r1", path + ".r2", path}
+	for i, name := range names {
+		f, err := c.Create(ctx, name)
+		if err == nil && i < 2 {
+			err = c.SetReplication(ctx, name, i+1)
+		}
+		if err != nil {
+			p.closeFiles()
+			return nil, err
+		}
+		p.files[i] = f
+	}
+	f, err := c.OpenFile(ctx, path+".log", os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		p.closeFiles()
+		return nil, err
+	}
+	p.log = f
+	return p, nil
+}
+
+func (p *probeTask) close() error { return errors.Join(p.closeFiles(), p.c.Close()) }
+
+func (p *probeTask) closeFiles() error {
+	var errs []error
+	for _, f := range append(p.files[:], p.log) {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
 
 func (p *probeTask) run(ctx context.Context) (Result, error) {
-	pool, data := p.sec.NewPool(), p.sec.NewDataClient()
-	defer pool.Close()
-	defer data.Close()
-	m, err := pool.Master(p.master)
-	if err != nil {
-		return Result{}, err
-	}
-	pr := &prober{m: m, pool: pool, data: data, buf: payload(p.io, 4), phases: map[string][]float64{}}
+	buf := payload(p.io, 4)
+	phases := map[string][]float64{}
+	p.trace.take() // the set-up's
 	start := time.Now()
 	for i := range p.rounds {
-		if err := pr.round(ctx, p.path, int64(i)*p.io, false); err != nil {
-			return Result{}, err
-		}
-		if err := pr.round(ctx, p.path+".log", 0, true); err != nil {
+		if err := p.round(phases, buf, int64(i)*p.io); err != nil {
 			return Result{}, err
 		}
 	}
-	return Result{Bytes: int64(2*p.rounds) * p.io, Ops: int64(2 * p.rounds), StartNS: start.UnixNano(),
-		EndNS: time.Now().UnixNano(), PhasesMS: pr.medians()}, nil
+	return Result{Bytes: int64(4*p.rounds) * p.io, Ops: int64(4 * p.rounds), StartNS: start.UnixNano(),
+		EndNS: time.Now().UnixNano(), PhasesMS: medians(phases)}, nil
 }
 
-// prober holds the connections and the timings of a probe.
-type prober struct {
-	m      pb.MasterClient
-	pool   *rpc.Pool
-	data   *rpc.DataClient
-	buf    []byte
-	phases map[string][]float64 // milliseconds, one entry a round
-}
-
-func (pr *prober) time(phase string, f func() error) error {
+// round writes buf at off of each of the probe's files and appends it (less
+// its frame) as a record, adding each step's time to phases.
+func (p *probeTask) round(phases map[string][]float64, buf []byte, off int64) error {
+	add := func(name string, v float64) { phases[name] = append(phases[name], v) }
+	for i, f := range p.files {
+		t := time.Now()
+		if _, err := f.WriteAt(buf, off); err != nil {
+			return fmt.Errorf("probe: write %s: %w", f.Name(), err)
+		}
+		a, err := p.attempt("write: attempt", time.Since(t))
+		if err != nil {
+			return err
+		}
+		switch i {
+		case 0:
+			add(phasePush1, a.Steps["push"])
+		case 1:
+			add(phasePush2, a.Steps["push"])
+		default:
+			add(phasePrepare, a.Steps["prepare"])
+			add(phasePush, a.Steps["push"])
+			add(phaseWrite, a.Steps["write"])
+			add(phaseCommit, a.rest)
+		}
+	}
 	t := time.Now()
-	err := f()
-	pr.phases[phase] = append(pr.phases[phase], float64(time.Since(t).Microseconds())/1000)
-	if err != nil {
-		return fmt.Errorf("probe %s: %w", phase, err)
+	if _, err := p.log.Append(buf[:p.io-client.RecordHeaderSize]); err != nil {
+		return fmt.Errorf("probe: append to %s: %w", p.log.Name(), err)
 	}
+	a, err := p.attempt("append: attempt", time.Since(t))
+	if err != nil {
+		return err
+	}
+	add(phaseReserve, a.Steps["reserve"])
+	add(phaseAppend, a.Steps["append"])
+	add(phaseCommit, a.rest)
 	return nil
 }
 
-// round does one write at off of path (or one record append to it).
-func (pr *prober) round(ctx context.Context, path string, off int64, appending bool) error {
-	caller := &pb.Caller{Uid: chunkfs.Root.UID, Gids: chunkfs.Root.GIDs}
-	var loc *pb.ChunkLocation
-	var chunkSize int64
-	err := pr.time(phasePrepare, func() error {
-		resp, err := pr.m.PrepareWrite(ctx, &pb.PrepareWriteRequest{Caller: caller, Path: path, Index: 0, Append: appending})
-		if err == nil {
-			loc, chunkSize = resp.Chunk, resp.ChunkSize
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if err := pr.time(phasePush1, func() error {
-		return pr.data.PushToken(ctx, loc.Replicas[:1], chunkfs.DataID(rand.Uint64()), pr.buf, loc.Token)
-	}); err != nil {
-		return err
-	}
-	if len(loc.Replicas) > 2 {
-		if err := pr.time(phasePush2, func() error {
-			return pr.data.PushToken(ctx, loc.Replicas[:2], chunkfs.DataID(rand.Uint64()), pr.buf, loc.Token)
-		}); err != nil {
-			return err
+// probed is the attempt that carried an operation, and the time the
+// operation took beyond it (its length commit at the master).
+type probed struct {
+	Event
+	rest float64
+}
+
+// attempt returns the last successful attempt named what that the trace
+// reported since the previous call, for an operation that took took.
+func (p *probeTask) attempt(what string, took time.Duration) (probed, error) {
+	ev := p.trace.take()
+	for i := len(ev) - 1; i >= 0; i-- {
+		if ev[i].What == what && ev[i].Err == "" {
+			return probed{Event: ev[i], rest: max(durMS(took)-ev[i].MS, 0)}, nil
 		}
 	}
-	cs, err := pr.pool.ChunkServer(loc.Primary)
-	if err != nil {
-		return err
-	}
-	var secondaries []string
-	for _, a := range loc.Replicas {
-		if a != loc.Primary {
-			secondaries = append(secondaries, a)
-		}
-	}
-	n := int64(len(pr.buf))
-	id := chunkfs.DataID(rand.Uint64())
-	if appending && n >= client.ReserveMin {
-		if err := pr.time(phaseReserve, func() error {
-			_, err := cs.Reserve(ctx, &pb.ReserveRequest{Handle: loc.Handle, Version: loc.Version, DataId: uint64(id),
-				Length: n, Secondaries: secondaries, ChunkSize: chunkSize, Token: loc.Token})
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	if err := pr.time(phasePush, func() error { return pr.data.PushToken(ctx, loc.Replicas, id, pr.buf, loc.Token) }); err != nil {
-		return err
-	}
-	if appending {
-		err = pr.time(phaseAppend, func() error {
-			resp, err := cs.Append(ctx, &pb.AppendRequest{Handle: loc.Handle, Version: loc.Version, DataId: uint64(id),
-				Length: n, Secondaries: secondaries, ChunkSize: chunkSize, Token: loc.Token})
-			if err == nil {
-				off = resp.Offset
-			}
-			return err
-		})
-	} else {
-		err = pr.time(phaseWrite, func() error {
-			_, err := cs.Write(ctx, &pb.WriteRequest{Handle: loc.Handle, Version: loc.Version, Offset: off,
-				DataId: uint64(id), Length: n, Secondaries: secondaries, Token: loc.Token})
-			return err
-		})
-	}
-	if err != nil {
-		return err
-	}
-	return pr.time(phaseCommit, func() error {
-		_, err := pr.m.CommitLength(ctx, &pb.CommitLengthRequest{Caller: caller, Path: path, Length: off + n, Touch: true})
-		return err
-	})
+	return probed{}, fmt.Errorf("probe: the client's trace reported no successful %s", what)
 }
 
 // medians returns each phase's median time in milliseconds.
-func (pr *prober) medians() map[string]float64 {
-	out := make(map[string]float64, len(pr.phases))
-	for k, v := range pr.phases {
+func medians(phases map[string][]float64) map[string]float64 {
+	out := make(map[string]float64, len(phases))
+	for k, v := range phases {
 		sort.Float64s(v)
 		out[k] = v[len(v)/2]
 	}

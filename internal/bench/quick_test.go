@@ -34,7 +34,7 @@ func TestQuickRun(t *testing.T) {
 	var table strings.Builder
 	rep.WriteTable(&table)
 	t.Log("\n" + table.String())
-	if want := len(cfg.Workloads) * len(cfg.Clients); len(rep.Points) != want {
+	if want := len(cfg.panels()) * len(cfg.Clients); len(rep.Points) != want {
 		t.Fatalf("%d points, want %d", len(rep.Points), want)
 	}
 	for _, p := range rep.Points {
@@ -42,16 +42,16 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("%s N=%d failed: %s", p.Workload, p.Clients, p.Err)
 			continue
 		}
-		if p.Efficiency <= 0.25 || p.Efficiency > 1.05 || p.Bytes < int64(p.Clients)*cfg.ioSize(p.Workload) {
+		if p.Efficiency <= 0.25 || p.Efficiency > 1.05 || p.LimitRule == "" || p.Bytes < int64(p.Clients)*cfg.ioSize(p.Workload) {
 			t.Errorf("%s N=%d: %.3f MB/s of a %.3f MB/s limit, %d bytes: not sane", p.Workload, p.Clients, p.Aggregate, p.Limit, p.Bytes)
 		}
 		if p.Workload == Writes {
-			// Each writer's file is on the writes' own file system, of
-			// WriteChunkSize chunks.
+			// Each writer's file is on its panel's file system: the
+			// headline's 64 MiB chunks, the variant's WriteChunkSize.
 			perClient := p.Bytes / int64(p.Clients)
-			want := p.Clients * int((perClient+cfg.WriteChunkSize-1)/cfg.WriteChunkSize)
+			want := p.Clients * int((perClient+p.ChunkSize-1)/p.ChunkSize)
 			if p.Placement == nil || p.Placement.Chunks != want {
-				t.Errorf("writes N=%d: placement %v, want %d chunks of %d bytes", p.Clients, p.Placement, want, cfg.WriteChunkSize)
+				t.Errorf("writes N=%d: placement %v, want %d chunks of %d bytes", p.Clients, p.Placement, want, p.ChunkSize)
 			}
 		}
 	}

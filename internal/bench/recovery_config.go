@@ -16,7 +16,10 @@ import (
 // recovery can be compared.
 type RecoveryConfig struct {
 	Testbed TestbedConfig
-	Scale   float64 // the testbed's rates relative to the paper's, reported
+	// Events makes the report's files include recovery.json: the whole
+	// report, every sample included.
+	Events bool
+	Scale  float64 // the testbed's rates relative to the paper's, reported
 	// ChunkSize is the file system's chunk size. GFS's 64 MB chunks at this
 	// testbed's NIC rates would make a few dozen chunks take many minutes;
 	// smaller chunks keep the chunk count (and so the scheduling the run

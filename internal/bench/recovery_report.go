@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -348,22 +346,13 @@ func (r *RecoveryReport) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// SaveFiles writes recovery.txt, recovery.json and recovery.png into dir
-// and returns their paths.
-func (r *RecoveryReport) SaveFiles(dir string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+// SaveFiles writes recovery.txt and the figure (recovery.png,
+// recovery.svg) into dir, and with events recovery.json too (the whole
+// report, every sample included), and returns their paths.
+func (r *RecoveryReport) SaveFiles(dir string, events bool) ([]string, error) {
+	outs := []output{{"recovery.txt", r.WriteTable}, {"recovery.png", r.WritePNG}, {"recovery.svg", r.WriteSVG}}
+	if events {
+		outs = append(outs, output{"recovery.json", r.WriteJSON})
 	}
-	var paths []string
-	for _, f := range []struct {
-		name  string
-		write func(io.Writer) error
-	}{{"recovery.txt", r.WriteTable}, {"recovery.json", r.WriteJSON}, {"recovery.png", r.WritePNG}} {
-		p := filepath.Join(dir, f.name)
-		if err := saveFile(p, f.write); err != nil {
-			return paths, err
-		}
-		paths = append(paths, p)
-	}
-	return paths, nil
+	return saveOutputs(dir, outs)
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"image/png"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,11 @@ func TestRecoveryReportOutput(t *testing.T) {
 		}
 	}
 	b.Reset()
+	if dir := os.Getenv("CHUNKFS_BENCH_PNG_DIR"); dir != "" {
+		var fig bytes.Buffer
+		r.WritePNG(&fig)
+		os.WriteFile(dir+"/recovery.png", fig.Bytes(), 0o644)
+	}
 	if err := r.WritePNG(&b); err != nil {
 		t.Fatal(err)
 	}

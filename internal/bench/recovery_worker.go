@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs/client"
-	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 // The worker tasks of bench recovery.
@@ -100,7 +99,7 @@ func atLeast(byReplicas []int, k int) bool {
 const maxLoadOps = 1 << 17
 
 // setupRecoveryTask sets up the tasks above.
-func setupRecoveryTask(ctx context.Context, sec *rpc.Security, t Task) (runner, error) {
+func setupRecoveryTask(ctx context.Context, sec *client.Security, t Task) (runner, error) {
 	cfg := client.DefaultConfig()
 	cfg.Master, cfg.Security = t.Master, sec
 	if t.IOSize > 0 {

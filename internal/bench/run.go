@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -24,8 +25,12 @@ type Point struct {
 	Slowest    float64 `json:"slowest_client_mbps"`
 	Limit      float64 `json:"limit_mbps"`
 	Efficiency float64 `json:"efficiency"` // Aggregate / Limit
-	// ChunkSize is the chunk size of the cluster the point ran on.
+	// ChunkSize is the chunk size of the cluster the point ran on;
+	// Variant marks a labelled variant of its panel, not the headline.
 	ChunkSize int64 `json:"chunk_size"`
+	Variant   bool  `json:"variant,omitempty"`
+	// LimitRule is the rule Limit follows (limits.go).
+	LimitRule string `json:"limit_rule"`
 	// Placement is where the replicas of the files the point wrote are.
 	Placement *Placement `json:"placement,omitempty"`
 	// ClientRuns is each client's own run: when it started and ended
@@ -165,18 +170,18 @@ func (s *session) run(ctx context.Context) (*Report, error) {
 		}
 		rep.Probe = p
 	}
-	for _, w := range s.cfg.Workloads {
-		if err := s.useCluster(ctx, s.cfg.chunkSize(w)); err != nil {
+	for _, pn := range s.cfg.panels() {
+		if err := s.useCluster(ctx, pn.ChunkSize); err != nil {
 			return rep, err
 		}
-		if w == Reads {
+		if pn.Workload == Reads {
 			if err := s.prepareReadSet(ctx); err != nil {
 				return rep, err
 			}
 			rep.ReadSet = s.readSetPlacement
 		}
 		for _, n := range s.cfg.Clients {
-			p := s.point(ctx, w, n)
+			p := s.point(ctx, pn, n)
 			rep.Points = append(rep.Points, p)
 			if ctx.Err() != nil {
 				return rep, ctx.Err()
@@ -284,17 +289,18 @@ func (s *session) prepareReadSet(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("writing the read set: %w", err)
 	}
-	s.readSetPlacement = s.locate(ctx, files)
+	s.readSetPlacement = s.locate(ctx, files, false)
 	return nil
 }
 
-// point measures workload w with n clients.
-func (s *session) point(ctx context.Context, w Workload, n int) Point {
-	p := Point{Workload: w, Clients: n, Limit: s.cfg.Network().Limit(w, n), ChunkSize: s.cfg.chunkSize(w)}
+// point measures panel pn's workload with n clients.
+func (s *session) point(ctx context.Context, pn Panel, n int) Point {
+	w, net := pn.Workload, s.cfg.Network()
+	p := Point{Workload: w, Clients: n, Limit: net.Limit(w, n), LimitRule: net.Rule(w), ChunkSize: pn.ChunkSize, Variant: pn.Variant}
 	s.log.Info("running", "workload", w, "clients", n, "limit MB/s", fmt.Sprintf("%.3f", p.Limit))
 	tasks := make([]Task, n)
 	for i := range tasks {
-		tasks[i] = s.task(w, n, i)
+		tasks[i] = s.task(pn, n, i)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*s.cfg.Duration+2*time.Minute)
 	defer cancel()
@@ -305,19 +311,23 @@ func (s *session) point(ctx context.Context, w Workload, n int) Point {
 		return p
 	}
 	p.measure(res)
-	p.Placement = s.locate(ctx, s.filesOf(tasks))
+	p.Placement = s.locate(ctx, s.filesOf(tasks), w == Appends)
+	if w == Appends {
+		s.appendLimit(&p, res)
+	}
 	s.log.Info("measured", "workload", w, "clients", n, "MB/s", fmt.Sprintf("%.3f", p.Aggregate), "efficiency", fmt.Sprintf("%.1f%%", 100*p.Efficiency))
 	return p
 }
 
-// task is client i's part of the point (w, n).
-func (s *session) task(w Workload, n, i int) Task {
+// task is client i's part of the point (pn, n).
+func (s *session) task(pn Panel, n, i int) Task {
+	w := pn.Workload
 	t := Task{Master: s.cl.master, TLSDir: s.cl.tlsDir, IOSize: s.cfg.ioSize(w), Bytes: s.cfg.perClientBytes(w, n), Timeout: 10*s.cfg.Duration + time.Minute}
 	switch w {
 	case Reads:
 		t.Op, t.Files, t.Seed = OpRead, s.readSet(), int64(1000*n+i)
 	case Writes:
-		t.Op, t.Path = OpWrite, fmt.Sprintf("/bench/writes/n%02d/client%02d", n, i+1)
+		t.Op, t.Path = OpWrite, fmt.Sprintf("/bench/writes/%s/n%02d/client%02d", chunkDir(pn.ChunkSize), n, i+1)
 	case Appends:
 		t.Op, t.Path = OpAppend, fmt.Sprintf("/bench/appends/n%02d", n)
 	}
@@ -358,3 +368,33 @@ func (p *Point) measure(res []Result) {
 	p.PerClient = p.Aggregate / float64(p.Clients)
 	p.Efficiency = p.Aggregate / p.Limit
 }
+
+// appendLimit sets an appends point's limit from the servers that received
+// its records: the chunks each landed in (the workers' ChunkBytes) and
+// those chunks' replicas (the point's placement). If either is unknown, the
+// point keeps the one-chunk limit, its rule saying so.
+func (s *session) appendLimit(p *Point, res []Result) {
+	landed := map[int64]int64{}
+	for _, r := range res {
+		for idx, b := range r.ChunkBytes {
+			landed[idx] += b
+		}
+	}
+	err := errors.New("the file's chunks could not be located")
+	var limit float64
+	if p.Placement != nil {
+		var received map[string]int64
+		if received, err = receivedBytes(landed, p.Placement.ByChunk); err == nil {
+			limit, err = s.cfg.Network().AppendLimit(p.Clients, p.Bytes, received)
+		}
+	}
+	if err != nil {
+		s.log.Warn("appends: keeping the one-chunk limit", "clients", p.Clients, "err", err)
+		return
+	}
+	p.Limit, p.LimitRule, p.Efficiency = limit, RuleAppends, p.Aggregate/limit
+}
+
+// chunkDir names the directory of a panel's files by its chunk size, so
+// that a variant's files do not meet the headline's.
+func chunkDir(n int64) string { return strings.ReplaceAll(chunkLabel(n), " ", "") }

@@ -1,31 +1,29 @@
 package bench
 
 import (
-	"context"
-	"log/slog"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/chunkfs/chunkfs/client"
 )
 
-// Event is one step inside a client operation, taken from the client
-// library's debug log: a piece of a parallel region read (which replica,
-// when, how long), a replica that failed, a region looked up again, an
-// append attempt (its push and Append RPC). It
-// shows where a slow operation spent its time.
+// Event is one step inside a client operation, as the client library's
+// Trace reports it: a piece of a parallel region read (which replica,
+// when, how long), a write or append attempt (its steps), a retry, a
+// lease waited out. It shows where a slow operation spent its time.
 type Event struct {
-	What    string  `json:"what"`              // the log message, less its "chunkfs " prefix
+	What    string  `json:"what"`              // "read: piece", "write: attempt", "append: attempt", "retry", "lease wait"
 	StartMS float64 `json:"start_ms"`          // from the point's first client start (in a Result: Unix ms)
-	MS      float64 `json:"ms,omitempty"`      // how long it took
+	MS      float64 `json:"ms,omitempty"`      // how long it took (a lease wait: how long it waits)
 	Replica string  `json:"replica,omitempty"` // the replica asked first
 	Handle  uint64  `json:"handle,omitempty"`  // the chunk
-	Offset  int     `json:"offset,omitempty"`  // the piece's offset in its region
-	Bytes   int     `json:"bytes,omitempty"`   // the piece's size
+	Offset  int     `json:"offset,omitempty"`  // a piece's offset in its region
+	Bytes   int     `json:"bytes,omitempty"`   // a piece's size, an attempt's data
 	Other   bool    `json:"other,omitempty"`   // served by another replica than Replica
 	Err     string  `json:"err,omitempty"`     // the failure, if any
 	// Note marks a rescued piece: "rescue" (read again from an idle
 	// replica), "rescue, kept" (and that answer won), "rescued elsewhere"
-	// (the first request, cancelled).
+	// (the first request, cancelled); of a retry, the operation retried.
 	Note string `json:"note,omitempty"`
 	// Steps are the parts of a write or append attempt (prepare, reserve,
 	// push, wait, lease, write, append), in ms.
@@ -35,80 +33,82 @@ type Event struct {
 // maxEvents bounds the events one worker reports.
 const maxEvents = 4096
 
-// traceHandler is a slog.Handler that keeps the client library's debug
-// records about reads, writes and appends as Events (at most maxEvents) and drops the rest.
-type traceHandler struct {
-	mu     sync.Mutex
+// traceRecorder keeps what a client's Trace reports about its reads, writes
+// and appends as Events, at most maxEvents of them.
+type traceRecorder struct {
+	now func() time.Time // stamps events that carry no time of their own
+
+	mu     sync.Mutex // guards events
 	events []Event
 }
 
-func (h *traceHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *traceHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *traceHandler) WithGroup(string) slog.Handler            { return h }
+func newTraceRecorder() *traceRecorder { return &traceRecorder{now: time.Now} }
 
-func (h *traceHandler) Handle(_ context.Context, r slog.Record) error {
-	if !strings.HasPrefix(r.Message, "chunkfs read") && !strings.HasPrefix(r.Message, "chunkfs append") && !strings.HasPrefix(r.Message, "chunkfs write") {
-		return nil
+// trace returns the hooks to install in a client's Config.
+func (r *traceRecorder) trace() *client.Trace {
+	return &client.Trace{
+		WriteAttempt: func(a client.WriteAttempt) { r.add(attemptEvent(a)) },
+		PieceRead:    func(p client.PieceRead) { r.add(pieceEvent(p)) },
+		Retry: func(rt client.Retry) {
+			r.add(Event{What: "retry", StartMS: unixMS(r.now()), Note: rt.Op, Err: errText(rt.Err)})
+		},
+		LeaseWait: func(w client.LeaseWait) {
+			r.add(Event{What: "lease wait", StartMS: unixMS(r.now()), MS: durMS(w.Wait)})
+		},
 	}
-	e := Event{What: strings.TrimPrefix(r.Message, "chunkfs "), StartMS: float64(r.Time.UnixNano()) / 1e6}
-	r.Attrs(func(a slog.Attr) bool {
-		v := a.Value.Resolve()
-		switch a.Key {
-		case "replica":
-			e.Replica = v.String()
-		case "handle":
-			if v.Kind() == slog.KindUint64 {
-				e.Handle = v.Uint64()
-			} else if v.Kind() == slog.KindInt64 && v.Int64() >= 0 {
-				e.Handle = uint64(v.Int64())
-			}
-		case "offset":
-			if v.Kind() == slog.KindInt64 {
-				e.Offset = int(v.Int64())
-			}
-		case "bytes":
-			if v.Kind() == slog.KindInt64 {
-				e.Bytes = int(v.Int64())
-			}
-		case "start_ns":
-			if v.Kind() == slog.KindInt64 {
-				e.StartMS = float64(v.Int64()) / 1e6
-			}
-		case "took":
-			if v.Kind() == slog.KindDuration {
-				e.MS = float64(v.Duration()) / float64(time.Millisecond)
-			}
-		case "reserve", "push", "append", "prepare", "wait", "lease", "write":
-			if v.Kind() == slog.KindDuration {
-				if e.Steps == nil {
-					e.Steps = make(map[string]float64, 5)
-				}
-				e.Steps[a.Key] = float64(v.Duration()) / float64(time.Millisecond)
-			}
-		case "own":
-			if v.Kind() == slog.KindBool {
-				e.Other = !v.Bool()
-			}
-		case "err":
-			e.Err = v.String()
-		case "note":
-			e.Note = v.String()
-		}
-		return true
-	})
-	h.mu.Lock()
-	if len(h.events) < maxEvents {
-		h.events = append(h.events, e)
+}
+
+func (r *traceRecorder) add(e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.events) < maxEvents {
+		r.events = append(r.events, e)
 	}
-	h.mu.Unlock()
-	return nil
 }
 
 // take returns the events so far and forgets them.
-func (h *traceHandler) take() []Event {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ev := h.events
-	h.events = nil
+func (r *traceRecorder) take() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev := r.events
+	r.events = nil
 	return ev
+}
+
+func attemptEvent(a client.WriteAttempt) Event {
+	e := Event{What: "write: attempt", StartMS: unixMS(a.Start), MS: durMS(a.Took), Handle: uint64(a.Handle), Bytes: a.Length, Err: errText(a.Err)}
+	if len(a.Replicas) > 0 {
+		e.Replica = a.Replicas[0]
+	}
+	apply := "write"
+	if a.Append {
+		e.What, apply = "append: attempt", "append"
+	}
+	steps := []struct {
+		name string
+		d    time.Duration
+	}{{"prepare", a.Prepare}, {"reserve", a.Reserve}, {"push", a.Push}, {"wait", a.Wait}, {"lease", a.Lease}, {apply, a.Apply}}
+	for _, s := range steps {
+		if s.d > 0 {
+			if e.Steps == nil {
+				e.Steps = make(map[string]float64, len(steps))
+			}
+			e.Steps[s.name] = durMS(s.d)
+		}
+	}
+	return e
+}
+
+func pieceEvent(p client.PieceRead) Event {
+	return Event{What: "read: piece", StartMS: unixMS(p.Start), MS: durMS(p.Took), Replica: p.Replica, Handle: uint64(p.Handle),
+		Offset: p.Offset, Bytes: p.Bytes, Other: p.Other, Note: p.Note, Err: errText(p.Err)}
+}
+
+func unixMS(t time.Time) float64    { return float64(t.UnixNano()) / 1e6 }
+func durMS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

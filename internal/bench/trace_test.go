@@ -1,53 +1,61 @@
 package bench
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/client"
 )
 
-// TestTraceHandlerKeepsClientEvents: the client library's debug records
-// about read pieces and write and append attempts become Events with their
-// fields; other records are dropped; the count is bounded.
-func TestTraceHandlerKeepsClientEvents(t *testing.T) {
-	h := &traceHandler{}
-	log := slog.New(h)
+// TestTraceRecorderKeepsClientEvents: what the client's Trace reports of
+// read pieces, write and append attempts, retries and lease waits become
+// Events with their fields, steps not reached left out; the count is
+// bounded.
+func TestTraceRecorderKeepsClientEvents(t *testing.T) {
+	r := newTraceRecorder()
 	t0 := time.Unix(1700000000, 500_000_000)
-	log.LogAttrs(context.Background(), slog.LevelDebug, "chunkfs read: piece",
-		slog.Uint64("handle", 12), slog.String("replica", "198.18.1.3:7001"), slog.Int("offset", 1<<19),
-		slog.Int("bytes", 1<<17), slog.Int64("start_ns", t0.UnixNano()), slog.Duration("took", 1500*time.Millisecond),
-		slog.Bool("own", false), slog.String("err", "boom"))
-	log.LogAttrs(context.Background(), slog.LevelDebug, "chunkfs append: attempt",
-		slog.Duration("push", 900*time.Millisecond), slog.Duration("append", 4*time.Millisecond))
-	log.LogAttrs(context.Background(), slog.LevelDebug, "chunkfs write: attempt",
-		slog.Duration("prepare", 2*time.Millisecond), slog.Duration("push", 800*time.Millisecond),
-		slog.Duration("wait", 0), slog.Duration("lease", 0), slog.Duration("write", 3*time.Millisecond))
-	log.Info("chunkfs mount: something else")
-	ev := h.take()
-	if len(ev) != 3 {
-		t.Fatalf("events %+v, want 3", ev)
+	r.now = func() time.Time { return t0 }
+	tr := r.trace()
+	tr.PieceRead(client.PieceRead{Handle: 12, Replica: "198.18.1.3:7001", Offset: 1 << 19, Bytes: 1 << 17,
+		Start: t0, Took: 1500 * time.Millisecond, Other: true, Err: errors.New("boom")})
+	tr.WriteAttempt(client.WriteAttempt{Append: true, Handle: 3, Length: 1 << 20, Replicas: []string{"a:1", "b:1"}, Start: t0,
+		Took: 905 * time.Millisecond, Push: 900 * time.Millisecond, Apply: 4 * time.Millisecond})
+	tr.WriteAttempt(client.WriteAttempt{Handle: 4, Length: 1 << 20, Start: t0, Took: time.Second, Prepare: 2 * time.Millisecond,
+		Push: 800 * time.Millisecond, Apply: 3 * time.Millisecond, Err: chunkfs.E("write", "/f", chunkfs.KindStale, "gone")})
+	tr.Retry(client.Retry{Op: "write", Path: "/f", Err: errors.New("stale")})
+	tr.LeaseWait(client.LeaseWait{Path: "/f", Left: 100 * time.Millisecond, Wait: 1100 * time.Millisecond})
+	ev := r.take()
+	if len(ev) != 5 {
+		t.Fatalf("events %+v, want 5", ev)
 	}
 	want := Event{What: "read: piece", StartMS: float64(t0.UnixNano()) / 1e6, MS: 1500, Replica: "198.18.1.3:7001",
 		Handle: 12, Offset: 1 << 19, Bytes: 1 << 17, Other: true, Err: "boom"}
 	if ev[0].Steps != nil || !eventEqual(ev[0], want) {
 		t.Fatalf("read event %+v, want %+v", ev[0], want)
 	}
-	if ev[1].What != "append: attempt" || ev[1].Steps["push"] != 900 || ev[1].Steps["append"] != 4 {
-		t.Fatalf("append event %+v", ev[1])
+	if a := ev[1]; a.What != "append: attempt" || a.Replica != "a:1" || a.MS != 905 || len(a.Steps) != 2 || a.Steps["push"] != 900 || a.Steps["append"] != 4 {
+		t.Fatalf("append event %+v", a)
 	}
-	if w := ev[2]; w.What != "write: attempt" || len(w.Steps) != 5 || w.Steps["prepare"] != 2 || w.Steps["push"] != 800 || w.Steps["write"] != 3 {
+	if w := ev[2]; w.What != "write: attempt" || len(w.Steps) != 3 || w.Steps["prepare"] != 2 || w.Steps["push"] != 800 || w.Steps["write"] != 3 || w.Err == "" {
 		t.Fatalf("write event %+v", w)
 	}
-	if len(h.take()) != 0 {
+	if rt := ev[3]; rt.What != "retry" || rt.Note != "write" || rt.Err != "stale" || rt.StartMS != want.StartMS {
+		t.Fatalf("retry event %+v", rt)
+	}
+	if lw := ev[4]; lw.What != "lease wait" || lw.MS != 1100 {
+		t.Fatalf("lease wait event %+v", lw)
+	}
+	if len(r.take()) != 0 {
 		t.Fatal("take did not forget the events")
 	}
 	for range maxEvents + 10 {
-		log.Debug("chunkfs read: piece")
+		tr.PieceRead(client.PieceRead{})
 	}
-	if n := len(h.take()); n != maxEvents {
+	if n := len(r.take()); n != maxEvents {
 		t.Fatalf("kept %d events, want the bound %d", n, maxEvents)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/client"
 )
 
 // Task is what a worker process is told to do, as one JSON line on its
@@ -30,6 +30,8 @@ type Task struct {
 	Seed   int64    `json:"seed,omitempty"`    // random choices of reads
 	// Servers is the number of live chunkservers to wait for (OpWait).
 	Servers int `json:"servers,omitempty"`
+	// PerChunk makes OpLocate list each chunk's replicas (Placement.ByChunk).
+	PerChunk bool `json:"per_chunk,omitempty"`
 	// Addr is the address a sink listens on or a source sends to.
 	Addr    string        `json:"addr,omitempty"`
 	Timeout time.Duration `json:"timeout,omitempty"` // for the whole task; 0: none
@@ -40,11 +42,11 @@ type Task struct {
 
 // security is what the worker connects with: the certificate in TLSDir,
 // or plain TCP.
-func (t *Task) security() (*rpc.Security, error) {
+func (t *Task) security() (*client.Security, error) {
 	if t.TLSDir == "" {
-		return rpc.Insecure(), nil
+		return client.Insecure(), nil
 	}
-	return rpc.LoadSecurity(t.TLSDir)
+	return client.LoadSecurity(t.TLSDir)
 }
 
 // Op names a worker task.
@@ -102,6 +104,10 @@ type Result struct {
 	PhasesMS map[string]float64 `json:"phases_ms,omitempty"`
 	// Placement is what a locate task found.
 	Placement *Placement `json:"placement,omitempty"`
+	// ChunkBytes is, of an append task, the bytes of the records that
+	// landed in each chunk of the file, by the chunk's index: the
+	// servers that received them are those chunks' replicas.
+	ChunkBytes map[int64]int64 `json:"chunk_bytes,omitempty"`
 	// OpsMS is how long each operation took, in milliseconds, in order
 	// (at most maxOpTimes; a write task's last entry is its Close), to
 	// show where a client waited.

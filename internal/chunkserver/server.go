@@ -23,6 +23,11 @@
 // With RequireTokens a client's request needs a chunk access token the
 // master signed for its chunk and access, and a node's call a node's
 // certificate (tokens.go).
+//
+// A Server is made by Open (which loads the store and the server's ID),
+// serves gRPC and the data stream on one listener with Serve, and stops
+// with Close, which waits for every handler in flight, so a restart on
+// the same directories never has two servers writing one chunk.
 package chunkserver
 
 import (

@@ -15,6 +15,9 @@
 // failing disk fails its data directory, whose replicas are then reported
 // corrupt, while the other directories serve on (diskerr.go).
 //
+// A Store, made by Open over the data directories, is safe for concurrent
+// use: mutations of one chunk are serialised, its reads run in parallel.
+//
 // All disk access goes through the small FS interface, so tests can use
 // MemFS to simulate a crash in the middle of a write, or inject a full or
 // failing disk.

@@ -1,5 +1,12 @@
 // Package clock lets time-dependent code take its clock as a value: Real in
 // production, Fake in tests, which advance it by hand instead of sleeping.
+//
+// A Clock tells the time and makes one-shot timers (After) and tickers.
+// The shells (master, chunkserver, client) take one in their Config; the
+// pure packages take no clock at all, only now as a value. A Fake's time
+// moves only when Advance moves it, and every timer and ticker due by
+// then fires, in order, so a test steps through leases, heartbeats and
+// deadlines without sleeping.
 package clock
 
 import (

@@ -3,6 +3,10 @@
 // data directory, with fault injection (stop, restart, corrupt a replica,
 // restart the master). Package chunkfstest wraps it for users; nothing
 // outside tests and `chunkfs dev` imports it.
+//
+// Start runs the servers of a Config and returns once the master sees
+// every chunkserver; the Cluster's methods inject faults and wait for
+// their effects, and Close stops everything.
 package cluster
 
 import (

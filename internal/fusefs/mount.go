@@ -15,7 +15,12 @@
 // read whole on open (quick-read), plus the kernel's write-back cache
 // (with close-to-open kept by per-version FUSE generations, writeback.go)
 // and a block cache in the mount's memory (blockcache.go).
-// docs/fuse-notes.md weighs each one's consistency cost.
+// docs/architecture.md (§7, "The mount and its caches") weighs each one's
+// consistency cost.
+//
+// Mount returns a Server once the kernel serves the mount; it serves
+// until Unmount (or `chunkfs umount`), and Wait returns when it has
+// stopped.
 package fusefs
 
 import (

@@ -11,6 +11,13 @@
 // the state ID: the index of the last applied log entry. The log also
 // carries the chunk access token keys, with which any master signs the
 // tokens that go with chunk locations (tokens.go).
+//
+// A Master is made by Open (which replays the log and returns with the
+// state current), serves with Serve until Close, and is safe for
+// concurrent use. What it knows of chunkservers and replicas (holders,
+// versions, leases, fences, clones, garbage) has one owner, the registry
+// (registry*.go): pure state whose methods take now and return decisions,
+// called under Master.regMu, with every RPC made outside it.
 package master
 
 import (

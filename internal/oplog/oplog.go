@@ -2,13 +2,17 @@
 // with a BoltDB log store and a file snapshot store in the master's data
 // directory. It is the only package that imports the Raft library.
 //
-// A single master is a one-voter group, so standbys are later a matter of
-// configuration. Apply hands a command to Raft; concurrent Applies share
-// fsyncs because the leader writes every queued entry in one batch (group
-// commit). Committed commands reach the FSM in log order on one goroutine.
-// Checkpoints are Raft snapshots written by the FSM in its own format; a
-// restart restores the newest snapshot and replays the log tail before Open
-// returns.
+// A single master is a one-voter group; a group of masters (group.go) has
+// 3 or 5 voters and any number of non-voting observers, with Raft carried
+// on the master's client port. A Log is opened with Open and driven by one
+// FSM: Apply (or ApplyAll) hands commands to Raft and returns once they
+// are committed and applied, with the index of the entry that holds them;
+// concurrent Applies share one Raft entry and one fsync (group commit,
+// batch.go). Committed entries reach the FSM in log order on one
+// goroutine, each entry's commands as one step when the FSM is an
+// EntryFSM. Checkpoints are Raft snapshots written by the FSM in its own
+// format; a restart restores the newest snapshot and replays the log tail
+// before Open returns.
 package oplog
 
 import (

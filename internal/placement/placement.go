@@ -6,6 +6,13 @@
 // replicas over racks. It does no I/O and reads no clock (times are
 // passed in); any randomness comes from the *rand.Rand passed in, so a
 // choice is reproducible from its inputs.
+//
+// Choose places a new chunk's replicas and ChainOrder orders them as the
+// chain a push travels; RepairOrder, CloneSource, CloneTarget and Trim
+// decide re-replication (which chunk first, from where, to where, and
+// which excess replica goes); BalanceMoves and KeepsSpread decide the
+// rebalancer's moves. The master's registry gathers the Server values
+// and applies the answers.
 package placement
 
 import (

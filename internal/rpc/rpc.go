@@ -2,6 +2,16 @@
 // the translation of errors to and from gRPC status, gRPC server and client
 // construction, and the framed data stream for bulk data. It is the only
 // package that imports gRPC directly.
+//
+// The main types: a Mux shares one listening port between gRPC, the data
+// stream and Raft, telling them apart by their first bytes after the TLS
+// handshake; a Security is a process's mutual TLS (or its absence), used
+// by every connection it opens or accepts; a Pool keeps one gRPC
+// connection per address; a MasterSet is a group of masters seen as one
+// connection that follows the leader; a DataClient pushes data along
+// replica chains and reads chunk data, and StreamServer answers it. Every
+// error that crosses the wire arrives as a *chunkfs.Error with its Kind,
+// Op and Path.
 package rpc
 
 import (
