@@ -56,7 +56,7 @@ const SmallScale = 2.5
 // DefaultSmallConfig is the default run: 1,000 files of 4 KiB, by one
 // process and by four.
 func DefaultSmallConfig() SmallConfig {
-	return SmallConfig{Files: 1000, Size: 4096, Procs: []int{1, 4}, Chunkservers: 3, Timeout: 30 * time.Minute}
+	return SmallConfig{Files: 1000, Size: 4096, Procs: []int{1, 4}, Chunkservers: 3, Timeout: 4 * time.Hour}
 }
 
 // Validate reports the first option out of range.
@@ -193,6 +193,9 @@ func runSmallSet(ctx context.Context, cfg SmallConfig, root string, p int, logs 
 			}
 		}
 		rate, err := runSmallPhase(ctx, cfg, dir, ph, p, logs)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("the run's time (--timeout %v) ran out", cfg.Timeout)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s, %d processes, in %s: %w", ph, p, dir, err)
 		}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chunkfs/chunkfs/internal/rpc"
+	"github.com/chunkfs/chunkfs/client"
 )
 
 // localCluster is what bench smallfile starts when it is given no mount:
@@ -80,12 +80,19 @@ func (lc *localCluster) httpArgs(cfg SmallConfig, name string) []string {
 
 // awaitServers waits until the master sees n live chunkservers.
 func (lc *localCluster) awaitServers(ctx context.Context, n int) error {
-	pool := rpc.Insecure().NewPool()
-	defer pool.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	var c *client.Client // connected once the master answers
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
 	for {
-		if live, err := liveServers(ctx, pool, lc.c.master); err == nil && live >= n {
+		if c == nil {
+			c, _ = dialClient(ctx, client.Insecure(), lc.c.master, 0, nil)
+		}
+		if live, err := liveServers(ctx, c); err == nil && live >= n {
 			return nil
 		}
 		if err := lc.c.failed(); err != nil {
