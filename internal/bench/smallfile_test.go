@@ -124,3 +124,17 @@ func needFuse(t *testing.T) {
 		t.Skip("no fusermount3")
 	}
 }
+
+// TestSmallfileTimeout: a run that outlives its time fails saying so,
+// in one line.
+func TestSmallfileTimeout(t *testing.T) {
+	cfg := DefaultSmallConfig()
+	cfg.Mount, cfg.Local = t.TempDir(), t.TempDir() // any directory serves
+	cfg.WorkerArgv = testWorkerArgv(t)
+	cfg.WorkDir = t.TempDir()
+	cfg.Files, cfg.Timeout = 100000, 50*time.Millisecond
+	_, err := RunSmallfile(context.Background(), cfg, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	if err == nil || !strings.Contains(err.Error(), "--timeout 50ms") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("run past its timeout: %v", err)
+	}
+}
