@@ -151,3 +151,53 @@ func readAllClient(ctx context.Context, c *client.Client, path string) ([]byte, 
 	defer f.Close()
 	return io.ReadAll(f)
 }
+
+// readSizer records the largest read of the files a backend opens.
+type readSizer struct {
+	*memBackend
+	largest atomic.Int64
+}
+
+func (b *readSizer) Open(ctx context.Context, c chunkfs.Caller, p string, write bool) (File, *chunkfs.FileInfo, error) {
+	f, fi, err := b.memBackend.Open(ctx, c, p, write)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sizedFile{File: f, b: b}, fi, nil
+}
+
+type sizedFile struct {
+	File
+	b *readSizer
+}
+
+func (f sizedFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	for {
+		l := f.b.largest.Load()
+		if int64(len(p)) <= l || f.b.largest.CompareAndSwap(l, int64(len(p))) {
+			break
+		}
+	}
+	return f.File.ReadAt(ctx, p, off)
+}
+
+// TestReadAheadStopsAtSize: a sequential read of a small file fetches the
+// file and a byte more, not a whole read-ahead window.
+func TestReadAheadStopsAtSize(t *testing.T) {
+	b := &readSizer{memBackend: newMemBackend()}
+	cfg := DefaultConfig()
+	cfg.KeepCache, cfg.CacheSize, cfg.QuickRead = false, 0, 0 // every read reaches the window
+	mnt := mountT(t, b, cfg)
+	data := bytes.Repeat([]byte("0123456789abcdef"), 256) // 4 KiB
+	name := filepath.Join(mnt, "small")
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(name)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes: %v", len(got), err)
+	}
+	if l := b.largest.Load(); l > int64(len(data))+1 {
+		t.Errorf("a read of a %d-byte file fetched %d bytes at once", len(data), l)
+	}
+}
