@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -135,7 +134,7 @@ func (l *lane) do(ctx context.Context, op *pb.MetaOp) (*pb.MetaResult, error) {
 			return nil, &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
 		}
 		// Already sent: the master may apply it whatever the client does.
-		return nil, &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: errors.New("outcome unknown: " + ctx.Err().Error())}
+		return nil, &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: fmt.Errorf("outcome unknown: %w", ctx.Err())}
 	}
 }
 

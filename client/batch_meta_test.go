@@ -267,6 +267,41 @@ func TestBatcherCanceledWhileQueued(t *testing.T) {
 	}
 }
 
+// TestBatcherCanceledWhileSent: a call whose context ends while its batch
+// is at the master fails as unavailable with an unknown outcome, and the
+// error still says the context was canceled, so that the mount answers an
+// interrupted look-up with EINTR rather than EIO.
+func TestBatcherCanceledWhileSent(t *testing.T) {
+	f := newFakeMaster()
+	f.exists["/a"] = true
+	f.gate = make(chan struct{})
+	b := newBatcher(f, 256)
+	busy := make(chan error, 1)
+	go func() {
+		_, err := b.Stat(context.Background(), &pb.StatRequest{Path: "/a"})
+		busy <- err
+	}()
+	<-f.started
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Stat(ctx, &pb.StatRequest{Path: "/a"})
+		done <- err
+	}()
+	waitQueued(t, b.reads, 1)
+	f.gate <- struct{}{} // the busy batch ends; the next one carries the call
+	<-f.started
+	cancel()
+	err := <-done
+	if chunkfs.KindOf(err) != chunkfs.KindUnavailable || !errors.Is(err, context.Canceled) {
+		t.Errorf("call canceled while sent: %v", err)
+	}
+	close(f.gate)
+	if err := <-busy; err != nil {
+		t.Errorf("busy call: %v", err)
+	}
+}
+
 // TestBatcherWithoutBatchRPC: against a master without the Batch RPC the
 // batcher sends every call alone; MetaBatch 1 does so from the start.
 func TestBatcherWithoutBatchRPC(t *testing.T) {

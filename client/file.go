@@ -65,9 +65,17 @@ func (c *Client) Open(ctx context.Context, path string) (*File, error) {
 // os.O_CREATE, os.O_EXCL, os.O_TRUNC, os.O_APPEND) and, when it creates the
 // file, permission bits perm less Config.Umask.
 func (c *Client) OpenFile(ctx context.Context, path string, flag int, perm fs.FileMode) (*File, error) {
+	f, _, err := c.OpenFileInfo(ctx, path, flag, perm)
+	return f, err
+}
+
+// OpenFileInfo is OpenFile that also returns the file's attributes as the
+// open learned them from the master (its create, or its stat), before any
+// truncation it made: a caller that needs both makes one call.
+func (c *Client) OpenFileInfo(ctx context.Context, path string, flag int, perm fs.FileMode) (*File, *chunkfs.FileInfo, error) {
 	path, err := checkPath("open", path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fctx := ctx             // the file's, for its I/O: each operation gets a request ID of its own (opCtx)
 	ctx = reqid.Ensure(ctx) // the open's
@@ -78,23 +86,48 @@ func (c *Client) OpenFile(ctx context.Context, path string, flag int, perm fs.Fi
 		fi, err = c.Stat(ctx, path)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if flag&os.O_CREATE == 0 {
 		if err := c.checkAccess(path, fi, flag); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	f := &File{c: c, ctx: fctx, path: path, flag: flag, dir: fi.IsDir(), lastIdx: -1, dirty: make(map[int64]struct{})}
+	f := c.newFile(fctx, path, flag, fi)
 	if f.dir && f.writable() {
-		return nil, chunkfs.E("open", path, chunkfs.KindIsDir, "cannot open a directory for writing")
+		return nil, nil, chunkfs.E("open", path, chunkfs.KindIsDir, "cannot open a directory for writing")
 	}
 	if flag&os.O_TRUNC != 0 && flag&os.O_CREATE == 0 && f.writable() && fi.Length > 0 {
 		if err := c.Truncate(ctx, path, 0); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
+	return f, fi, nil
+}
+
+// OpenKnown opens path for I/O (flag: os.O_RDONLY, os.O_WRONLY or
+// os.O_RDWR, nothing else) with no call to the master, trusting fi, which
+// the caller has just learned of the file from the master (by
+// OpenFileInfo or Stat), and deciding no access: whoever learned fi
+// decided it. The FUSE mount uses it to open the I/O of a descriptor whose
+// create or open it has just made as the calling user.
+func (c *Client) OpenKnown(ctx context.Context, path string, flag int, fi *chunkfs.FileInfo) (*File, error) {
+	path, err := checkPath("open", path)
+	if err != nil {
+		return nil, err
+	}
+	if flag&^(os.O_WRONLY|os.O_RDWR) != 0 || fi == nil {
+		return nil, chunkfs.E("open", path, chunkfs.KindInvalid, "OpenKnown takes only an access mode and the file's attributes")
+	}
+	f := c.newFile(ctx, path, flag, fi)
+	if f.dir && f.writable() {
+		return nil, chunkfs.E("open", path, chunkfs.KindIsDir, "cannot open a directory for writing")
+	}
 	return f, nil
+}
+
+func (c *Client) newFile(ctx context.Context, path string, flag int, fi *chunkfs.FileInfo) *File {
+	return &File{c: c, ctx: ctx, path: path, flag: flag, dir: fi.IsDir(), lastIdx: -1, dirty: make(map[int64]struct{})}
 }
 
 // checkAccess decides at open, as open(2) does, whether the caller may
@@ -500,6 +533,28 @@ func (f *File) Truncate(size int64) error {
 	f.lastIdx = -1
 	f.rbuf = f.rbuf[:0]
 	return f.c.Truncate(f.opCtx(), f.path, size)
+}
+
+// CloseUnsynced sends buffered data and releases the file, as Close, but
+// leaves the replicas to write it to disk in their own time: the data is
+// on every replica once it returns nil, durable there only after their
+// next sync. A local file system's close(2) promises as much; the FUSE
+// mount's release uses it when told not to sync at close.
+func (f *File) CloseUnsynced() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return chunkfs.E("close", f.path, chunkfs.KindInvalid, "file already closed")
+	}
+	var err error
+	if f.writable() && !f.dir {
+		if err = f.flushLocked(); err == nil {
+			err = f.werr
+		}
+	}
+	f.closed = true
+	f.wbuf, f.spares = nil, nil
+	return err
 }
 
 // Close sends buffered data, makes it durable on every replica when the file

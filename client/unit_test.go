@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"path"
 	"runtime"
 	"slices"
@@ -255,5 +257,28 @@ func TestReportSpaceCountsEachDiskOnce(t *testing.T) {
 	capacity, used, free := r.Space()
 	if capacity != 1550 || used != 35 || free != 525 {
 		t.Fatalf("Space() = %d, %d, %d; want 1550, 35, 525", capacity, used, free)
+	}
+}
+
+// TestOpenKnownRefusesMoreThanAccess: OpenKnown takes an access mode and
+// the file's attributes only; a create, a truncation or no attributes is
+// a clear error, never a file.
+func TestOpenKnownRefusesMoreThanAccess(t *testing.T) {
+	c := &Client{}
+	fi := &chunkfs.FileInfo{FileName: "f", FileMode: 0o644}
+	for _, tc := range []struct {
+		flag int
+		fi   *chunkfs.FileInfo
+	}{{os.O_RDWR | os.O_CREATE, fi}, {os.O_WRONLY | os.O_TRUNC, fi}, {os.O_RDONLY, nil}} {
+		if f, err := c.OpenKnown(context.Background(), "/f", tc.flag, tc.fi); f != nil || chunkfs.KindOf(err) != chunkfs.KindInvalid {
+			t.Errorf("OpenKnown(%#x, %v) = %v, %v; want an invalid-argument error", tc.flag, tc.fi, f, err)
+		}
+	}
+	dir := &chunkfs.FileInfo{FileName: "d", FileMode: fs.ModeDir | 0o755}
+	if _, err := c.OpenKnown(context.Background(), "/d", os.O_RDWR, dir); chunkfs.KindOf(err) != chunkfs.KindIsDir {
+		t.Errorf("OpenKnown of a directory for writing: %v", err)
+	}
+	if f, err := c.OpenKnown(context.Background(), "/f", os.O_RDWR, fi); err != nil || f.Name() != "/f" {
+		t.Errorf("OpenKnown: %v, %v", f, err)
 	}
 }

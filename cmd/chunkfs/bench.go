@@ -36,8 +36,11 @@ func runBench(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "metadata" {
 		return runBenchMetadata(ctx, args[1:])
 	}
+	if len(args) > 0 && args[0] == "smallfile" {
+		return runBenchSmallfile(ctx, args[1:])
+	}
 	if len(args) == 0 || args[0] != "gfs" {
-		return benchUsage("usage: chunkfs bench gfs [--quick] [--scale F] [--clients 1,2,4,8,16] [--tls] [--out DIR]\n       chunkfs bench recovery [--quick] [--servers N] [--fill BYTES] [--out DIR]\n       chunkfs bench observers [--quick] [--rate N] [--duration D] [--out DIR]\n       chunkfs bench metadata [--scale F] [--clients N] [--fleet N] [--out DIR]")
+		return benchUsage("usage: chunkfs bench gfs [--quick] [--scale F] [--clients 1,2,4,8,16] [--tls] [--out DIR]\n       chunkfs bench recovery [--quick] [--servers N] [--fill BYTES] [--out DIR]\n       chunkfs bench observers [--quick] [--rate N] [--duration D] [--out DIR]\n       chunkfs bench metadata [--scale F] [--clients N] [--fleet N] [--out DIR]\n       chunkfs bench smallfile [--files N] [--procs 1,4] [--mount DIR] [--mount-args FLAGS]")
 	}
 	cfg, out, verbose, err := benchFlags(args[1:])
 	if err != nil {

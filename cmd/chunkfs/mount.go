@@ -31,6 +31,9 @@ func runMount(ctx context.Context, args []string) error {
 	if o.verbose {
 		level = slog.LevelInfo
 	}
+	if o.fuse.Debug {
+		level = slog.LevelDebug // go-fuse logs every request at debug level
+	}
 	level = o.logLevel.or(level)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -43,6 +46,7 @@ func runMount(ctx context.Context, args []string) error {
 type mountOptions struct {
 	master      string
 	dir         string
+	noCloseSync bool // a written file's release leaves its replicas to sync it (--close-sync=false)
 	fuse        fusefs.Config
 	verbose     bool
 	logLevel    logLevel
@@ -68,6 +72,7 @@ func serveMount(ctx context.Context, o mountOptions, log *slog.Logger) error {
 		return fmt.Errorf("master %s not reachable: %w", o.master, err)
 	}
 	defer b.Close()
+	b.SyncOnClose(!o.noCloseSync)
 	observed, cfg := mountMetrics(ctx, o.http, b, o.fuse)
 	srv, err := fusefs.Mount(ctx, o.dir, observed, cfg, log)
 	if err != nil {
@@ -102,6 +107,7 @@ func mountFlags(args []string) (mountOptions, error) {
 	fs.DurationVar(&c.AttrTimeout, "attr-timeout", c.AttrTimeout, "md-cache: how long the kernel trusts file attributes")
 	fs.DurationVar(&c.EntryTimeout, "entry-timeout", c.EntryTimeout, "md-cache: how long the kernel trusts name lookups")
 	fs.DurationVar(&c.NegativeTimeout, "negative-timeout", c.NegativeTimeout, "md-cache: how long the kernel remembers missing names")
+	fs.DurationVar(&c.PrefetchTimeout, "prefetch-timeout", c.PrefetchTimeout, "stat-prefetch: how long one listing of a directory answers a burst of look-ups in it (0: off)")
 	readAhead := fs.String("read-ahead", size(c.ReadAhead), "read-ahead: bytes a sequential read fetches at once (0: off)")
 	writeBehind := fs.String("write-behind", size(c.WriteBehind), "write-behind: bytes an open file buffers before pushing (0: write through)")
 	quickRead := fs.String("quick-read", size(c.QuickRead), "quick-read: files up to this size are read whole on open (0: off)")
@@ -109,6 +115,7 @@ func mountFlags(args []string) (mountOptions, error) {
 	cacheSize := fs.String("cache-size", size(int(c.CacheSize)), "io-cache: bytes of file data the mount keeps in its own memory across opens (0: off)")
 	fs.BoolVar(&c.WritebackCache, "writeback-cache", c.WritebackCache, "write-behind: let the kernel buffer writes in its page cache (close and fsync still push them)")
 	dirtyLimit := fs.String("dirty-limit", size(int(c.DirtyLimit)), "write-behind: dirty bytes the kernel may hold for the mount (root only; 0: the kernel's FUSE limit)")
+	closeSync := fs.Bool("close-sync", true, "the release after the last close of a written file makes every replica fsync it (false: data is on every replica at close, on their disks after fsync(2) or their own write-out)")
 	fs.DurationVar(&c.OpTimeout, "op-timeout", c.OpTimeout, "a call to the cluster fails with EIO after this long")
 	fs.DurationVar(&c.MountTimeout, "mount-timeout", 10*time.Second, "give up mounting if the master does not answer in this long")
 	fs.BoolVar(&c.AllowOther, "allow-other", false, "let other users use the mount (the kernel checks their permissions)")
@@ -132,6 +139,7 @@ func mountFlags(args []string) (mountOptions, error) {
 		return o, usagef("usage: chunkfs mount [--master ADDR] [flags] DIR")
 	}
 	o.dir = fs.Arg(0)
+	o.noCloseSync = !*closeSync
 	if o.master == "" {
 		o.master = os.Getenv("CHUNKFS_MASTER")
 	}

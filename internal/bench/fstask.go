@@ -20,6 +20,8 @@ func setupTask(ctx context.Context, t Task) (runner, error) {
 		return newSink(t.Addr)
 	case OpSource:
 		return newSource(ctx, t.Addr, t.Bytes)
+	case OpSmall:
+		return smallRunner{*t.Small}, nil
 	}
 	sec, err := t.security()
 	if err != nil {

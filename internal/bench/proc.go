@@ -25,12 +25,16 @@ type proc struct {
 	err  error         // its exit status; read after done is closed
 }
 
-// startIn starts argv in namespace ns. Its standard error (and standard
+// startIn starts argv in namespace ns ("": this machine's own, as bench
+// smallfile runs everything). Its standard error (and standard
 // output, when stdout is nil) go to logFile; stdin may be nil. The files are
 // handed to the child as they are (no copying goroutines), so that waiting
 // for it never depends on someone reading its output.
 func startIn(name, ns string, argv []string, logFile, stdin, stdout *os.File) (*proc, error) {
-	cmd := exec.Command("nsenter", append([]string{"--net=" + filepath.Join("/run/netns", ns), "--"}, argv...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if ns != "" {
+		cmd = exec.Command("nsenter", append([]string{"--net=" + filepath.Join("/run/netns", ns), "--"}, argv...)...)
+	}
 	cmd.Stdout = logFile
 	if stdin != nil {
 		cmd.Stdin = stdin

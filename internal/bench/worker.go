@@ -37,6 +37,7 @@ type Task struct {
 	Timeout time.Duration `json:"timeout,omitempty"` // for the whole task; 0: none
 	Meta    *MetaLoad     `json:"meta,omitempty"`    // OpMeta (observers_load.go)
 	Watch   *WatchSpec    `json:"watch,omitempty"`   // OpWatch
+	Small   *SmallTask    `json:"small,omitempty"`   // OpSmallfile (smallfile_worker.go)
 }
 
 // security is what the worker connects with: the certificate in TLSDir,
@@ -53,16 +54,17 @@ type Op string
 
 // The worker tasks.
 const (
-	OpWait    Op = "wait"    // wait until the master sees Servers live chunkservers
-	OpPrepare Op = "prepare" // write Files, each Bytes long, as the read set
-	OpRead    Op = "read"    // read random IOSize regions of Files, Bytes in all
-	OpWrite   Op = "write"   // write Path anew in IOSize writes, Bytes in all
-	OpAppend  Op = "append"  // append IOSize records to Path, Bytes in all
-	OpSink    Op = "sink"    // accept TCP connections on Addr and discard their data
-	OpSource  Op = "source"  // send Bytes over TCP to Addr (network calibration)
-	OpProbe   Op = "probe"   // time each step of writes and appends to Path, Bytes/IOSize rounds
-	OpLocate  Op = "locate"  // report where the replicas of Files are
-	OpMeta    Op = "meta"    // the observer-reads metadata workload, Meta, against the masters Master
+	OpWait    Op = "wait"      // wait until the master sees Servers live chunkservers
+	OpPrepare Op = "prepare"   // write Files, each Bytes long, as the read set
+	OpRead    Op = "read"      // read random IOSize regions of Files, Bytes in all
+	OpWrite   Op = "write"     // write Path anew in IOSize writes, Bytes in all
+	OpAppend  Op = "append"    // append IOSize records to Path, Bytes in all
+	OpSink    Op = "sink"      // accept TCP connections on Addr and discard their data
+	OpSource  Op = "source"    // send Bytes over TCP to Addr (network calibration)
+	OpProbe   Op = "probe"     // time each step of writes and appends to Path, Bytes/IOSize rounds
+	OpLocate  Op = "locate"    // report where the replicas of Files are
+	OpMeta    Op = "meta"      // the observer-reads metadata workload, Meta, against the masters Master
+	OpSmall   Op = "smallfile" // one phase of bench smallfile, Small, through syscalls on a directory
 )
 
 // maxTaskLine bounds the task line a worker accepts.
@@ -74,6 +76,8 @@ func (t *Task) Validate() error {
 	case OpWait, OpPrepare, OpRead, OpWrite, OpAppend, OpSink, OpSource, OpProbe, OpLocate, OpWatch, OpReadLoad, OpWriteLoad:
 	case OpMeta:
 		return t.Meta.validate()
+	case OpSmall:
+		return t.Small.validate()
 	default:
 		return fmt.Errorf("unknown task op %q", t.Op)
 	}

@@ -48,6 +48,9 @@ type ClientBackend struct {
 	cfg    client.Config
 	io     *client.Client  // the I/O of every open file
 	single *chunkfs.Caller // the one caller of a plain user certificate; nil: any
+	// unsynced: a written file's Close leaves its replicas to sync it
+	// (client.File.CloseUnsynced); set before the backend is used.
+	unsynced bool
 
 	mu      sync.Mutex // guards clients
 	clients map[string]*client.Client
@@ -82,6 +85,12 @@ func NewClientBackend(ctx context.Context, cfg client.Config) (*ClientBackend, e
 	b.io = io
 	return b, nil
 }
+
+// SyncOnClose says whether the close of a written file makes every replica
+// sync it to disk (the default), or only pushes what is left (false:
+// fsync(2) syncs, and the replicas write it out in their own time, as a
+// local file system's close). It is set before the backend is mounted.
+func (b *ClientBackend) SyncOnClose(sync bool) { b.unsynced = !sync }
 
 // Close closes every client.
 func (b *ClientBackend) Close() error {
@@ -228,7 +237,7 @@ func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path 
 		return nil, nil, err
 	}
 	defer b.seen(c)
-	made, err := c.OpenFile(ctx, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+	made, fi, err := c.OpenFileInfo(ctx, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 	if chunkfs.KindOf(err) == chunkfs.KindExist && !exclusive {
 		return b.openExisting(ctx, caller, path, truncate)
 	}
@@ -237,10 +246,6 @@ func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path 
 	}
 	made.Close() // nothing written: no call to the cluster
 	b.io.Forget(path)
-	fi, err := c.Stat(ctx, path)
-	if err != nil {
-		return nil, nil, err
-	}
 	return b.openIO(ctx, c, path, os.O_RDWR, fi)
 }
 
@@ -281,16 +286,18 @@ func (b *ClientBackend) Open(ctx context.Context, caller chunkfs.Caller, path st
 }
 
 // openIO opens path for the I/O of a descriptor whose access c, the
-// caller's client, decided; the I/O client first adopts what c has seen.
+// caller's client, decided on fi, which it has just learned from the
+// master (so the I/O client asks nothing again); the I/O client first
+// adopts what c has seen.
 func (b *ClientBackend) openIO(ctx context.Context, c *client.Client, path string, flag int, fi *chunkfs.FileInfo) (File, *chunkfs.FileInfo, error) {
 	b.seen(c)
 	// The file keeps this context for all its I/O: it must outlive the
 	// request that opened it.
-	f, err := b.io.OpenFile(context.WithoutCancel(ctx), path, flag, 0)
+	f, err := b.io.OpenKnown(context.WithoutCancel(ctx), path, flag, fi)
 	if err != nil {
 		return nil, nil, err
 	}
-	return clientFile{f: f, write: flag&(os.O_WRONLY|os.O_RDWR) != 0}, fi, nil
+	return clientFile{f: f, write: flag&(os.O_WRONLY|os.O_RDWR) != 0, unsynced: b.unsynced}, fi, nil
 }
 
 // Remove removes a file, link or empty directory.
@@ -454,8 +461,9 @@ func (b *ClientBackend) Usage(ctx context.Context) (Usage, error) {
 // clientFile adapts *client.File, whose I/O uses the context it was opened
 // with, to File.
 type clientFile struct {
-	f     *client.File
-	write bool
+	f        *client.File
+	write    bool
+	unsynced bool // Close does not sync the replicas (SyncOnClose(false))
 }
 
 func (f clientFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
@@ -486,7 +494,12 @@ func (f clientFile) Sync(ctx context.Context) error {
 	return f.f.Sync()
 }
 
-func (f clientFile) Close() error { return f.f.Close() }
+func (f clientFile) Close() error {
+	if f.unsynced {
+		return f.f.CloseUnsynced()
+	}
+	return f.f.Close()
+}
 
 // Moved re-points the file at its new path after the mount renamed it.
 func (f clientFile) Moved(path string) error { return f.f.Moved(path) }

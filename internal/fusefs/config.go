@@ -17,6 +17,11 @@ type Config struct {
 	// NegativeTimeout is how long the kernel remembers that a name does not
 	// exist. Zero asks every time.
 	NegativeTimeout time.Duration
+	// PrefetchTimeout is how long a directory listing fetched for a burst
+	// of look-up misses in the directory answers look-ups of its names
+	// (stat-prefetch, prefetch.go); this mount's own changes drop it at
+	// once. Zero turns it off.
+	PrefetchTimeout time.Duration
 
 	// ReadAhead is how many bytes a sequential reader's request is widened
 	// to, in one call to the chunkservers. Zero reads only what is asked.
@@ -78,6 +83,7 @@ func DefaultConfig() Config {
 		AttrTimeout:     time.Second,
 		EntryTimeout:    time.Second,
 		NegativeTimeout: 0,
+		PrefetchTimeout: time.Second,
 		ReadAhead:       4 << 20,
 		WriteBehind:     8 << 20,
 		FlushSize:       4 << 20,
@@ -97,7 +103,7 @@ func DefaultConfig() Config {
 // asked for on every use, reads and writes go straight to the cluster and
 // the page cache is dropped at every open.
 func (c Config) NoCache() Config {
-	c.AttrTimeout, c.EntryTimeout, c.NegativeTimeout = 0, 0, 0
+	c.AttrTimeout, c.EntryTimeout, c.NegativeTimeout, c.PrefetchTimeout = 0, 0, 0, 0
 	c.ReadAhead, c.WriteBehind, c.QuickRead = 0, 0, 0
 	c.KeepCache, c.WritebackCache, c.DirtyLimit, c.CacheSize = false, false, 0, 0
 	return c
@@ -106,7 +112,7 @@ func (c Config) NoCache() Config {
 // Validate reports the first option that is out of range.
 func (c Config) Validate() error {
 	switch {
-	case c.AttrTimeout < 0 || c.EntryTimeout < 0 || c.NegativeTimeout < 0:
+	case c.AttrTimeout < 0 || c.EntryTimeout < 0 || c.NegativeTimeout < 0 || c.PrefetchTimeout < 0:
 		return errors.New("fusefs: cache timeouts must not be negative")
 	case c.ReadAhead < 0 || c.ReadAhead > 64<<20:
 		return fmt.Errorf("fusefs: read-ahead %d out of range [0, 64 MiB]", c.ReadAhead)

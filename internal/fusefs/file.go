@@ -19,6 +19,7 @@ type handle struct {
 	f     File
 	name  string // the path f names (guarded by n.mu and names.io held exclusively)
 	write bool   // opened for writing
+	size  int64  // the file's length on the cluster at open: read-ahead stops there
 	wb    *writeBehind
 	// counted: the open is counted in the mount's per-inode state
 	// (write-back cache), and Release uncounts it.
@@ -105,6 +106,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		fuseFlags = n.opened(fi, true)
 	}
 	h := n.newHandle(f, p, write)
+	h.size = fi.Length
 	locked = false
 	n.m.names.io.RUnlock()
 	h.counted = n.m.writeback()
@@ -340,7 +342,9 @@ func (h *handle) fetchBlocks(ctx context.Context, dest []byte, off int64, wgen u
 func (h *handle) fetch(ctx context.Context, dest []byte, off int64, sequential bool, gen, wgen uint64) (fuse.ReadResult, syscall.Errno) {
 	lo, want := off, len(dest)
 	if ra := h.n.m.cfg.ReadAhead; sequential && ra > want {
-		want = ra
+		// Up to the end the file had at open and a byte more, to see
+		// it: a 4 KiB file's read needs no 4 MiB buffer.
+		want = int(min(int64(ra), max(int64(want), h.size-off+1)))
 	}
 	c := h.n.m.cache
 	if c != nil && sequential {
@@ -388,6 +392,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	if off < 0 {
 		return 0, syscall.EINVAL
 	}
+	h.n.m.lists.changed()
 	h.n.bump()
 	h.n.written.Store(true)
 	if c := h.n.m.cache; c != nil {
@@ -483,6 +488,9 @@ var _ = (gofs.FileReleaser)((*handle)(nil))
 // kernel ignores its result, so a failure to push is logged; close(2) has
 // already reported it through Flush.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	if h.write || h.n.hidden.Load() != nil {
+		h.n.m.lists.changed() // a push, or the hidden name's removal, follows
+	}
 	h.releaseLocks()
 	cctx, cancel := h.n.m.call(context.Background())
 	defer cancel()

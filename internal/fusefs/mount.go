@@ -59,7 +59,8 @@ func Mount(ctx context.Context, dir string, b Backend, cfg Config, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	m := &mount{b: b, cfg: cfg, log: log, files: newFiles(clock.Real{}), names: newNames(), locks: newLockManager(b, log)}
+	m := &mount{b: b, cfg: cfg, log: log, files: newFiles(clock.Real{}), names: newNames(), locks: newLockManager(b, log),
+		lists: newListings(clock.Real{}, cfg.PrefetchTimeout)}
 	if cfg.CacheSize > 0 {
 		m.cache = newBlockCache(cfg.CacheSize)
 	}

@@ -24,6 +24,7 @@ type mount struct {
 	cache *blockCache // nil without Config.CacheSize
 	names *names      // the paths open files name
 	locks *lockManager
+	lists *listings // directory listings that answer bursts of look-ups (prefetch.go)
 }
 
 // writeback reports whether the kernel's write-back cache is on.
@@ -41,7 +42,11 @@ func (m *mount) call(ctx context.Context) (context.Context, context.CancelFunc) 
 // mislead it. OpTimeout still bounds the call, and a fatal signal ends the
 // caller's wait in the kernel anyway. Reads and look-ups use call and stay
 // interruptible.
+//
+// Every change starts here, so it also drops the listings kept for
+// look-ups (prefetch.go) before it reaches the cluster.
 func (m *mount) mutation(ctx context.Context) (context.Context, context.CancelFunc) {
+	m.lists.changed()
 	return context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
 }
 
@@ -89,6 +94,19 @@ func (n *node) path() string {
 }
 
 func (n *node) child(name string) string { return path.Join(n.path(), name) }
+
+// detached reports whether the node has left the tree with no hidden
+// name: a file unlinked or renamed over while not open here. Its path
+// would be the root's, so a call for it (the kernel writing back the
+// times of an inode it evicts after an unlink) must not reach the
+// cluster.
+func (n *node) detached() bool {
+	if n.hidden.Load() != nil || n.IsRoot() {
+		return false
+	}
+	_, parent := n.Parent()
+	return parent == nil
+}
 
 // checkChild rejects a name no Linux file system accepts, and a child
 // whose whole path in the cluster would be longer than the cluster takes:
@@ -144,6 +162,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	if e := n.checkChild(name); e != 0 {
 		return nil, e
 	}
+	if fi, ok := n.listedLookup(ctx, name); ok {
+		return n.entry(ctx, fi, out), 0
+	}
 	cctx, cancel := n.m.call(ctx)
 	defer cancel()
 	fi, err := n.m.b.Stat(cctx, callerOf(ctx), n.child(name))
@@ -157,6 +178,9 @@ var _ = (gofs.NodeGetattrer)((*node)(nil))
 
 // Getattr asks the cluster for the node's attributes.
 func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if n.detached() {
+		return syscall.ENOENT
+	}
 	cctx, cancel := n.m.call(ctx)
 	defer cancel()
 	fi, err := n.m.b.Stat(cctx, callerOf(ctx), n.path())
@@ -176,6 +200,9 @@ var _ = (gofs.NodeSetattrer)((*node)(nil))
 // are pushed first: a truncation or a utimens (tar sets mtime on the open
 // file) orders after them, and the size answered is the file's.
 func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if n.detached() {
+		return syscall.ENOENT
+	}
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	a := setAttrOf(in)
