@@ -20,7 +20,7 @@ import (
 // and record appends by N clients) on a shaped network-namespace testbed.
 // It needs root.
 // benchSubcommands are bench's subcommands, the default first.
-var benchSubcommands = []string{"gfs", "recovery", "observers", "metadata"}
+var benchSubcommands = []string{"gfs", "recovery", "observers", "metadata", "smallfile"}
 
 func runBench(ctx context.Context, args []string) error {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {

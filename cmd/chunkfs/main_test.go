@@ -265,7 +265,7 @@ func TestHelp(t *testing.T) {
 		t.Errorf("chunkfs help: exit %d\n%s", r.code, r.stdout)
 	}
 	// Each bench subcommand's --help shows its own flags.
-	for sub, flag := range map[string]string{"gfs": "-write-chunk-size", "recovery": "-baseline", "observers": "-rate", "metadata": "-fleet"} {
+	for sub, flag := range map[string]string{"gfs": "-write-chunk-size", "recovery": "-baseline", "observers": "-rate", "metadata": "-fleet", "smallfile": "-drop-caches"} {
 		if r := runCLI(t, "", "bench", sub, "--help"); r.code != 0 || !strings.Contains(r.stdout, flag) {
 			t.Errorf("chunkfs bench %s --help: exit %d, no %s in:\n%s", sub, r.code, flag, r.stdout)
 		}

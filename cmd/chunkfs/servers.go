@@ -64,8 +64,8 @@ func serverCommands() []*command {
 	return []*command{
 		externalOwnHelp("master", "--dir DIR [--listen HOST:PORT] [flags]", "run a master server", runMaster),
 		externalOwnHelp("chunkserver", "--dir DIR --master HOST:PORT [--listen HOST:PORT] [--rack R] [flags]", "run a chunkserver", runChunkserver),
-		externalWithSubcommands("bench", "gfs|recovery|observers|metadata [flags]",
-			"reproduce the papers' measurements: gfs, recovery and observers on a shaped testbed (need root), metadata with simulated chunkservers",
+		externalWithSubcommands("bench", "gfs|recovery|observers|metadata|smallfile [flags]",
+			"reproduce the papers' measurements: gfs, recovery and observers on a shaped testbed (need root), metadata with simulated chunkservers, smallfile through a mount",
 			"  sudo chunkfs bench gfs --quick\n  chunkfs bench recovery --help", runBench, benchSubcommands),
 		external("bench-worker", "[flags]", "one client of a benchmark run (started by chunkfs bench)", "  (started by chunkfs bench, not by hand)", runBenchWorker),
 		external("mount", "[--master ADDR] [cache flags] DIR", "mount the cluster on DIR with FUSE (until umount or Ctrl-C)",
