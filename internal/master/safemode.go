@@ -68,14 +68,14 @@ func (m *Master) updateSafeMode(recount bool) {
 	}
 	if m.decideSafeMode(total, located, live) {
 		m.regMu.Lock()
-		m.reg.stopCount()
+		m.reg.stopCount() // also one a racing call started after safe mode ended
 		m.regMu.Unlock()
 	}
 }
 
 // decideSafeMode records what safe mode waits for, given the chunks that
 // hold data, how many of them are located and the live servers, and
-// reports whether it has just left it.
+// reports whether the master is out of it (left now or before).
 func (m *Master) decideSafeMode(total, located, live int) bool {
 	need := m.cfg.safeModeServers()
 	var why string
@@ -88,7 +88,7 @@ func (m *Master) decideSafeMode(total, located, live int) bool {
 	m.safeMu.Lock()
 	defer m.safeMu.Unlock()
 	if !m.safe {
-		return false
+		return true
 	}
 	m.safeWhy = why
 	if why != "" {
