@@ -358,3 +358,12 @@ func cmpString(a, b string) int {
 	}
 	return 0
 }
+
+// sizes returns the chunk records and the replicas the registry holds
+// (registryBytes).
+func (r *registry) sizes() (records, replicas int64) {
+	for _, s := range r.servers {
+		replicas += int64(len(s.chunks))
+	}
+	return int64(len(r.chunks)), replicas
+}
