@@ -28,6 +28,9 @@ type fakeMaster struct {
 	reregister bool     // asked with the next heartbeat
 	extend     []uint64 // leases extended with the next heartbeat
 	failBeats  int      // heartbeats to refuse (as unavailable) from now
+	failRegs   int      // registrations to refuse (as unavailable) from now
+	now        func() time.Time
+	regTimes   []time.Time // when (by now) each registration, refused or not, arrived
 	events     chan string
 }
 
@@ -70,6 +73,15 @@ func (m *fakeMaster) wait(t testing.TB, e string) {
 
 func (m *fakeMaster) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
 	m.mu.Lock()
+	if m.now != nil {
+		m.regTimes = append(m.regTimes, m.now())
+	}
+	if m.failRegs > 0 {
+		m.failRegs--
+		m.mu.Unlock()
+		m.event("register refused")
+		return nil, chunkfs.E("register", m.addr, chunkfs.KindUnavailable, "refused by the test")
+	}
 	m.registered[req.Addr] = req
 	m.mu.Unlock()
 	m.event("register")
@@ -142,6 +154,7 @@ func newTestClusterIn(t testing.TB, dirs []string) *testCluster {
 func newTunedCluster(t testing.TB, dirs []string, tune func(*Config)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, clock: clock.NewFake(time.Unix(1e9, 0)), master: startFakeMaster(t), pool: rpc.NewPool(), data: rpc.NewDataClient(), dirs: dirs, tune: tune}
+	tc.master.now = tc.clock.Now
 	n := len(dirs)
 	for i := range n {
 		tc.start(i)

@@ -137,16 +137,21 @@ func replica(in chunkstore.Info) *pb.ChunkReplica {
 }
 
 // heartbeatLoop registers with one master, then heartbeats to it every
-// interval, registering again when it asks, until the server closes.
+// interval, until the server closes. When the master asks for a new
+// registration (a restarted master knows no chunkserver), the server
+// registers at once rather than a tick later: a restarted master waits in
+// safe mode for the replicas; a registration that fails is tried again
+// at the next tick.
 func (s *Server) heartbeatLoop(master string) {
 	t := s.cfg.Clock.NewTicker(s.cfg.HeartbeatInterval)
 	defer t.Stop()
 	registered := false
 	for {
+		if registered {
+			registered = s.heartbeat(master)
+		}
 		if !registered {
 			registered = s.register(master) == nil
-		} else {
-			registered = s.heartbeat(master)
 		}
 		select {
 		case <-t.C():

@@ -353,13 +353,35 @@ func TestHeartbeatsAndReregister(t *testing.T) {
 	tc.master.mu.Unlock()
 	tc.clock.Advance(3 * time.Second)
 	tc.master.wait(t, "heartbeat")
-	tc.clock.Advance(3 * time.Second)
-	tc.master.wait(t, "register")
+	tc.master.wait(t, "register") // at once: the clock has not moved
 	tc.master.mu.Lock()
 	reg := tc.master.registered[tc.addrs[0]]
 	tc.master.mu.Unlock()
 	if len(reg.Chunks) != 1 || reg.Chunks[0].Length != 5 || reg.Id != tc.servers[0].ID() {
 		t.Fatalf("re-registration %+v", reg)
+	}
+}
+
+// TestReregisterBacksOff checks that a registration the master asks for
+// is sent at once, and that one refused is tried again at the next tick,
+// not before: the fake clock stands still until the test moves it.
+func TestReregisterBacksOff(t *testing.T) {
+	tc := newTestCluster(t, 1)
+	tc.master.mu.Lock()
+	tc.master.reregister, tc.master.failRegs = true, 1
+	tc.master.mu.Unlock()
+	tc.clock.Advance(3 * time.Second)
+	asked := tc.clock.Now()
+	tc.master.wait(t, "heartbeat")
+	tc.master.wait(t, "register refused")
+	tc.clock.Advance(3 * time.Second)
+	tc.master.wait(t, "register")
+	tc.master.mu.Lock()
+	times := slices.Clone(tc.master.regTimes)
+	tc.master.mu.Unlock()
+	want := []time.Time{times[0], asked, asked.Add(3 * time.Second)}
+	if !slices.EqualFunc(times, want, time.Time.Equal) {
+		t.Fatalf("registrations at %v, want the first, then at once when asked (%v), then a tick later", times, asked)
 	}
 }
 

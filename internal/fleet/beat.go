@@ -10,8 +10,9 @@ import (
 )
 
 // reportLoop waits phase, then registers and heartbeats every interval as
-// the chunkserver's heartbeat loop does: registering again when the
-// master asks, keeping its registration through failed calls.
+// the chunkserver's heartbeat loop does: registering again at once when
+// the master asks (a failed registration is tried at the next tick),
+// keeping its registration through failed calls.
 func (s *server) reportLoop(ctx context.Context, phase time.Duration) {
 	clk := s.f.cfg.Clock
 	select {
@@ -23,10 +24,11 @@ func (s *server) reportLoop(ctx context.Context, phase time.Duration) {
 	defer t.Stop()
 	registered := false
 	for {
+		if registered {
+			registered = s.heartbeat(ctx)
+		}
 		if !registered {
 			registered = s.register(ctx) == nil
-		} else {
-			registered = s.heartbeat(ctx)
 		}
 		select {
 		case <-t.C():

@@ -23,7 +23,7 @@ type Figures struct {
 	Commit                                         uint64 // commit index this master knows
 	Leases                                         int    // chunks with a lease valid now
 	Replicas                                       int64  // replicas on live chunkservers
-	MetadataBytes                                  int64  // heap bytes of the namespace (metadataBytes)
+	MetadataBytes                                  int64  // heap bytes of the namespace and the chunk registry, estimated (metadataBytes, registryBytes)
 	// ReadBytes and WrittenBytes are the chunk data chunkservers report
 	// having served and received since this master started, every
 	// replica counted (traffic.go): Table 3's read and write rates.
@@ -49,6 +49,7 @@ func (m *Master) Figures() Figures {
 	now := m.cfg.Clock.Now()
 	m.regMu.Lock()
 	defer m.regMu.Unlock()
+	f.MetadataBytes += registryBytes(m.reg.sizes())
 	for _, ci := range m.reg.chunks {
 		if ci.primary != nil && ci.expiry.After(now) {
 			f.Leases++
@@ -79,6 +80,23 @@ const (
 // objects there are.
 func metadataBytes(c namespace.Counts) int64 {
 	return c.Files*heapPerFile + c.Dirs*heapPerDir + c.Chunks*heapPerChunk
+}
+
+// Bytes of master heap per registry object, measured by
+// TestRegistryBytesMeasured alike: a chunk's record (its chunkInfo and
+// map entry) and a replica (its entry in its server's map and in the
+// chunk's holders).
+const (
+	heapPerChunkRecord = 190
+	heapPerReplica     = 40
+)
+
+// registryBytes is the heap a registry of records chunk records and
+// replicas replicas takes: the rest of "metadata at master", beside the
+// namespace (metadataBytes). It leaves out what varies with activity
+// (leases, clones, queued garbage, the dirty set, safe mode's count).
+func registryBytes(records, replicas int64) int64 {
+	return records*heapPerChunkRecord + replicas*heapPerReplica
 }
 
 // ChunkProblem is a chunk that needs repair or attention: fewer live

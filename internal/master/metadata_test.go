@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
+	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
 )
 
@@ -60,6 +62,60 @@ func TestMetadataBytesMeasured(t *testing.T) {
 		t.Logf("%d dirs, %d files, %d chunks each: heap %d bytes (%.0f a file), formula %d", tc.dirs, tc.files, tc.chunks, got, float64(got)/float64(tc.files), want)
 		if d := float64(want-got) / float64(got); d > 0.2 || d < -0.2 {
 			t.Errorf("metadataBytes %d is %.0f%% off the measured %d", want, 100*d, got)
+		}
+	}
+}
+
+// TestRegistryBytesMeasured builds registries of chunks with three
+// replicas each over a few servers and checks that registryBytes, the
+// registry's part of "metadata at master", is within a fifth of the heap
+// they really take.
+func TestRegistryBytesMeasured(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds registries of tens of thousands of chunks")
+	}
+	for _, tc := range []struct{ servers, chunks, repl int }{{10, 20000, 3}, {30, 40000, 3}, {20, 40000, 1}, {20, 20000, 2}} {
+		var records, replicas int64
+		got := heapOfRegistry(func(r *registry) {
+			buildRegistry(t, r, tc.servers, tc.chunks, tc.repl)
+			records, replicas = r.sizes()
+		})
+		want := registryBytes(records, replicas)
+		t.Logf("%d servers, %d chunks of %d replicas: heap %d bytes (%.0f a chunk), formula %d", tc.servers, tc.chunks, tc.repl, got, float64(got)/float64(tc.chunks), want)
+		if d := float64(want-got) / float64(got); d > 0.2 || d < -0.2 {
+			t.Errorf("registryBytes %d is %.0f%% off the measured %d", want, 100*d, got)
+		}
+	}
+}
+
+// heapOfRegistry is heapOf for a registry.
+func heapOfRegistry(build func(r *registry)) int64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r := newRegistry(1)
+	build(r)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(r)
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
+}
+
+// buildRegistry registers servers holding chunks, each chunk on repl.
+func buildRegistry(t testing.TB, r *registry, servers, chunks, repl int) {
+	reports := make([][]replica, servers)
+	for c := range chunks {
+		for k := range repl {
+			i := (repl*c + k) % servers
+			reports[i] = append(reports[i], replica{chunkfs.Handle(c + 1), 1})
+		}
+	}
+	version := func(chunkfs.Handle) (chunkfs.Version, bool) { return 1, true }
+	for i, rep := range reports {
+		id := fmt.Sprintf("cs%03d", i)
+		fig := figures{id: id, addr: id + ":7001", capacity: 1 << 40, free: 1 << 40}
+		if _, err := r.register(fullReport{figures: fig, chunks: rep}, version, time.Unix(1000, 0)); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -100,6 +100,8 @@ type registry struct {
 
 	drain map[string]bool // IDs of the servers being decommissioned (registry_drain.go)
 	bal   balancer        // the rebalancer (registry_balance.go)
+
+	safe *safeCount // the located chunks, counted while in safe mode; nil after (registry_safemode.go)
 }
 
 // repairDone is one completed clone, for the repair rate.
@@ -139,6 +141,7 @@ func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
 	if !slices.Contains(ci.holders, s) {
 		ci.holders = append(ci.holders, s)
 	}
+	r.recount(h)
 }
 
 // dropReplica forgets s's replica of h. A lease s holds on h is kept on
@@ -157,6 +160,7 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 	if len(ci.holders) < n && ci.primary != nil && now.Before(ci.expiry) {
 		ci.fence = true
 	}
+	r.recount(h)
 	r.gc(h, ci)
 }
 
@@ -353,4 +357,13 @@ func cmpString(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// sizes returns the chunk records and the replicas the registry holds
+// (registryBytes).
+func (r *registry) sizes() (records, replicas int64) {
+	for _, s := range r.servers {
+		replicas += int64(len(s.chunks))
+	}
+	return int64(len(r.chunks)), replicas
 }

@@ -34,7 +34,7 @@ const fullSweepEvery = 30
 // locations are still being learnt, nor while the chunkservers that were
 // not needed to leave it register (settling).
 func (m *Master) repairOnce(full bool) {
-	m.updateSafeMode()
+	m.updateSafeMode(true)
 	m.syncDraining()
 	if !m.leads() {
 		return // only the leader re-replicates and trims

@@ -39,30 +39,44 @@ func (m *Master) safeModeStatus() (bool, string) {
 	return m.safe, m.safeWhy
 }
 
-// updateSafeMode counts the located chunks and live servers and leaves
-// safe mode when both reach their thresholds. It is called after each
-// registration and on every repair tick while in safe mode.
-func (m *Master) updateSafeMode() {
+// updateSafeMode leaves safe mode when enough chunks are located and
+// enough servers live. It is called after each registration and on every
+// repair tick (recount) while in safe mode. The located chunks are counted
+// as replicas come and go (registry_safemode.go), from the chunks that
+// hold data as the namespace stood when the count started: when a command
+// has changed them since (chunkGen), a repair tick counts again from the
+// namespace, a walk of every chunk, and a registration waits for it. The
+// first call counts in any case.
+func (m *Master) updateSafeMode(recount bool) {
 	if safe, _ := m.safeModeStatus(); !safe {
 		return
 	}
-	var total, located int64
-	var live int
-	m.state.read(func(ns *namespace.Namespace) {
+	var total, located, live int
+	var ok bool
+	m.state.readChunks(func(ns *namespace.Namespace, gen uint64) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
 		live = len(m.reg.live())
-		size := ns.ChunkSize()
-		ns.EachChunk(func(h chunkfs.Handle, v chunkfs.Version, _ int) {
-			if !holdsData(ns, h, size) {
-				return // may never have been placed
-			}
-			total++
-			if m.reg.health(h, v).live > 0 {
-				located++
-			}
-		})
+		total, located, ok = m.reg.safeCounted(gen)
+		if !ok && (recount || !m.reg.counting()) {
+			m.reg.startCount(gen, wantedChunks(ns))
+			total, located, ok = m.reg.safeCounted(gen)
+		}
 	})
+	if !ok {
+		return
+	}
+	if m.decideSafeMode(total, located, live) {
+		m.regMu.Lock()
+		m.reg.stopCount() // also one a racing call started after safe mode ended
+		m.regMu.Unlock()
+	}
+}
+
+// decideSafeMode records what safe mode waits for, given the chunks that
+// hold data, how many of them are located and the live servers, and
+// reports whether the master is out of it (left now or before).
+func (m *Master) decideSafeMode(total, located, live int) bool {
 	need := m.cfg.safeModeServers()
 	var why string
 	switch {
@@ -74,13 +88,28 @@ func (m *Master) updateSafeMode() {
 	m.safeMu.Lock()
 	defer m.safeMu.Unlock()
 	if !m.safe {
-		return
+		return true
 	}
 	m.safeWhy = why
-	if why == "" {
-		m.safe, m.safeLeft = false, m.cfg.Clock.Now()
-		m.cfg.Logger.Info("left safe mode", "chunks", total, "located", located, "chunkservers", live)
+	if why != "" {
+		return false
 	}
+	m.safe, m.safeLeft = false, m.cfg.Clock.Now()
+	m.cfg.Logger.Info("left safe mode", "chunks", total, "located", located, "chunkservers", live)
+	return true
+}
+
+// wantedChunks returns the chunks safe mode waits for, those that hold
+// data (holdsData), with their logged versions.
+func wantedChunks(ns *namespace.Namespace) map[chunkfs.Handle]chunkfs.Version {
+	want := make(map[chunkfs.Handle]chunkfs.Version, ns.Counts().Chunks)
+	size := ns.ChunkSize()
+	ns.EachChunk(func(h chunkfs.Handle, v chunkfs.Version, _ int) {
+		if holdsData(ns, h, size) {
+			want[h] = v
+		}
+	})
+	return want
 }
 
 // settling reports whether safe mode ended less than two heartbeat

@@ -63,7 +63,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if d.redial != "" {
 		m.pool.Forget(d.redial)
 	}
-	m.updateSafeMode()
+	m.updateSafeMode(false)
 	if !m.leads() {
 		// Only the leader decides what a chunkserver deletes or which
 		// versions are adopted: this master's state may lag the log.

@@ -15,12 +15,17 @@ import (
 // (tokens.go), to the operation log's FSM interface and lets RPC handlers
 // read them concurrently with the log applying to them.
 type state struct {
-	mu      sync.RWMutex // guards ns, keys, keyID, applied and notify
+	mu      sync.RWMutex // guards ns, keys, keyID, applied, chunkGen and notify
 	ns      *namespace.Namespace
 	keys    *token.Keyring // token keys logged by the leader
 	keyID   uint32         // the highest key ID ever logged
 	applied uint64         // index of the last applied log entry: the state ID
 	notify  chan struct{}  // closed at the next apply; nil when nobody waits
+	// chunkGen counts the applied commands that may change which chunks
+	// hold data or their versions (chunkCommand), and restores: a count
+	// of located chunks taken from the namespace holds while it stands
+	// (registry_safemode.go).
+	chunkGen uint64
 }
 
 // newState returns an empty state whose tokens live for tokenLifetime.
@@ -38,7 +43,7 @@ func (s *state) Apply(index uint64, cmd []byte) any {
 	if isKeyCommand(cmd) {
 		r = s.applyKeyLocked(cmd)
 	} else {
-		r = s.ns.ApplyEncoded(cmd)
+		r = s.applyNamespaceLocked(cmd)
 	}
 	s.advanceLocked(index)
 	return r
@@ -55,11 +60,34 @@ func (s *state) ApplyEntry(index uint64, cmds [][]byte) []any {
 		if isKeyCommand(c) {
 			res[i] = s.applyKeyLocked(c)
 		} else {
-			res[i] = s.ns.ApplyEncoded(c)
+			res[i] = s.applyNamespaceLocked(c)
 		}
 	}
 	s.advanceLocked(index)
 	return res
+}
+
+// applyNamespaceLocked applies one namespace command.
+func (s *state) applyNamespaceLocked(cmd []byte) namespace.Result {
+	if chunkCommand(cmd) {
+		s.chunkGen++
+	}
+	return s.ns.ApplyEncoded(cmd)
+}
+
+// chunkCommand reports whether an encoded namespace command may change
+// which chunks exist or hold data (a file's length), or a chunk's version.
+// The op is the second byte of the encoding (namespace.Command.Encode).
+func chunkCommand(cmd []byte) bool {
+	if len(cmd) < 2 {
+		return true
+	}
+	switch namespace.Op(cmd[1]) {
+	case namespace.OpInit, namespace.OpMkdir, namespace.OpLeaseHorizon, namespace.OpSetXattr,
+		namespace.OpRemoveXattr, namespace.OpDecommission, namespace.OpRecommission, namespace.OpLink:
+		return false
+	}
+	return true
 }
 
 func (s *state) advanceLocked(index uint64) {
@@ -101,6 +129,7 @@ func (s *state) Restore(index uint64, r io.Reader) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ns, s.keyID = ns, keyID
+	s.chunkGen++
 	s.keys = token.NewKeyring(s.keys.TTL())
 	for _, k := range keys {
 		s.keys.Add(k, time.Time{}) // the snapshot held only live keys
@@ -116,6 +145,14 @@ func (s *state) read(fn func(ns *namespace.Namespace)) uint64 {
 	defer s.mu.RUnlock()
 	fn(s.ns)
 	return s.applied
+}
+
+// readChunks is read that also passes fn the chunk generation
+// (chunkGen) of the namespace it sees.
+func (s *state) readChunks(fn func(ns *namespace.Namespace, gen uint64)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	fn(s.ns, s.chunkGen)
 }
 
 // stateID returns the last applied index.

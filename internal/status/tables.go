@@ -21,7 +21,8 @@ type Cluster struct {
 	Capacity, Used   int64 // of the live servers' distinct disks (client.Report.Space)
 	Files, DeadFiles int64
 	Chunks           int64
-	// MasterMetadata is the heap the master's namespace takes, in bytes;
+	// MasterMetadata is the heap the master's namespace and chunk registry
+	// take, in bytes (an estimate from measured costs of each object);
 	// negative when not known (the terminal without the status page).
 	MasterMetadata int64
 }

@@ -45,7 +45,7 @@ func masterFigures(f master.Figures) []metrics.Figure {
 		gauge("chunkfs_leases_held", "Chunks with a primary's lease valid now.", float64(f.Leases)),
 		gauge("chunkfs_raft_applied_index", "Index of the last log entry this master applied.", float64(f.Applied)),
 		gauge("chunkfs_raft_commit_index", "Commit index this master knows.", float64(f.Commit)),
-		gauge("chunkfs_master_metadata_bytes", "Heap bytes of the master's namespace (GFS Table 2's metadata at master).", float64(f.MetadataBytes)),
+		gauge("chunkfs_master_metadata_bytes", "Heap bytes of the master's namespace and chunk registry, estimated (GFS Table 2's metadata at master).", float64(f.MetadataBytes)),
 	}
 	for _, st := range raftStates {
 		out = append(out, gauge("chunkfs_raft_state", "1 for this master's role in its group, 0 for the others.", boolValue(f.Role == st), metrics.Label{Name: "state", Value: st}))
