@@ -127,6 +127,9 @@ func (c *Client) OpenKnown(ctx context.Context, path string, flag int, fi *chunk
 }
 
 func (c *Client) newFile(ctx context.Context, path string, flag int, fi *chunkfs.FileInfo) *File {
+	if !fi.IsDir() {
+		c.locs.validate(path, fi)
+	}
 	return &File{c: c, ctx: ctx, path: path, flag: flag, dir: fi.IsDir(), lastIdx: -1, dirty: make(map[int64]struct{})}
 }
 

@@ -27,7 +27,13 @@ type chunkLoc struct {
 // fileLocs is what the cache knows about one file.
 type fileLocs struct {
 	length  int64
-	lenTime time.Time           // when length was learned
+	lenTime time.Time // when length was learned
+	// inode and mtime are the file's as the master answered the last
+	// look-up: an open that finds others (the file replaced, or written
+	// by another client) drops the entry (validate).
+	inode uint64
+	mtime int64
+
 	chunks  map[int64]*chunkLoc // nil value: a known hole
 	expires map[int64]time.Time
 }
@@ -92,23 +98,39 @@ func (lc *locationCache) fetch(ctx context.Context, path string, index int64) er
 		return wrapOp("lookup", path, err)
 	}
 	lc.c.observe(resp.StateId)
-	var length int64
-	if resp.Info != nil {
-		length = resp.Info.Length
-	}
-	lc.store(path, index, length, resp.Chunks)
+	lc.store(path, index, resp.Info, resp.Chunks)
 	return nil
+}
+
+// validate drops what the cache holds of path unless it was learned of the
+// file fi describes, as it is now: same inode, same mtime. Chunks another
+// client wrote or truncated away would otherwise be read at their cached
+// handles — a truncated file's old chunk, still on its chunkservers until
+// they collect it, served for the new one — so an open, which learns the
+// file's attributes from the master, is where close-to-open is kept.
+func (lc *locationCache) validate(path string, fi *chunkfs.FileInfo) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if fl := lc.files[path]; fl != nil && (fl.inode != fi.Inode || fl.mtime != fi.MTime.UnixNano()) {
+		delete(lc.files, path)
+	}
 }
 
 // store records a look-up's answer: every index of the batch below the
 // file's length that is not among the chunks is a hole. Indices past the
 // length are not cached, so a file that grows is looked up again.
-func (lc *locationCache) store(path string, first, length int64, chunks []*pb.ChunkLocation) {
+func (lc *locationCache) store(path string, first int64, info *pb.FileInfo, chunks []*pb.ChunkLocation) {
 	now := lc.c.clock.Now()
 	exp := now.Add(lc.ttl)
+	length := info.GetLength()
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	fl := lc.fileLocked(path)
+	if fl.inode != info.GetInode() || fl.mtime != info.GetMtimeNs() {
+		clear(fl.chunks) // chunks of another version of the file
+		clear(fl.expires)
+	}
+	fl.inode, fl.mtime = info.GetInode(), info.GetMtimeNs()
 	fl.length, fl.lenTime = length, now
 	for i := first; i < first+int64(lc.batch) && i*lc.c.chunkSize < length; i++ {
 		fl.chunks[i] = nil

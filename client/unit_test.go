@@ -105,7 +105,7 @@ func TestLocationStoreSkipsPastEnd(t *testing.T) {
 	c.clock = clock.NewFake(time.Unix(0, 0))
 	lc := newLocationCache(c, time.Minute, 8)
 	c.locs = lc
-	lc.store("/f", 0, 250, []*pb.ChunkLocation{{Index: 0, Handle: 9, Replicas: []string{"a:1"}}})
+	lc.store("/f", 0, &pb.FileInfo{Length: 250}, []*pb.ChunkLocation{{Index: 0, Handle: 9, Replicas: []string{"a:1"}}})
 	if loc, length, ok := lc.cached("/f", 0); !ok || loc == nil || loc.handle != 9 || length != 250 {
 		t.Fatalf("chunk 0 = %v, %d, %v", loc, length, ok)
 	}
@@ -280,5 +280,32 @@ func TestOpenKnownRefusesMoreThanAccess(t *testing.T) {
 	}
 	if f, err := c.OpenKnown(context.Background(), "/f", os.O_RDWR, fi); err != nil || f.Name() != "/f" {
 		t.Errorf("OpenKnown: %v, %v", f, err)
+	}
+}
+
+// TestLocationsValidatedAtOpen: cached locations of a file that has since
+// been replaced (another inode) or written (another mtime) are dropped by
+// the open that learns so; those of the file as cached are kept.
+func TestLocationsValidatedAtOpen(t *testing.T) {
+	c := &Client{chunkSize: 100, near: &nearness{}}
+	c.clock = clock.NewFake(time.Unix(0, 0))
+	lc := newLocationCache(c, time.Minute, 8)
+	c.locs = lc
+	stored := func() {
+		lc.store("/f", 0, &pb.FileInfo{Inode: 7, Length: 50, MtimeNs: 1000}, []*pb.ChunkLocation{{Index: 0, Handle: 9, Replicas: []string{"a:1"}}})
+	}
+	for _, tc := range []struct {
+		fi   chunkfs.FileInfo
+		kept bool
+	}{
+		{chunkfs.FileInfo{Inode: 7, Length: 50, MTime: time.Unix(0, 1000)}, true},
+		{chunkfs.FileInfo{Inode: 7, Length: 50, MTime: time.Unix(0, 2000)}, false}, // rewritten at the same length
+		{chunkfs.FileInfo{Inode: 8, Length: 50, MTime: time.Unix(0, 1000)}, false}, // replaced by another file
+	} {
+		stored()
+		lc.validate("/f", &tc.fi)
+		if _, _, ok := lc.cached("/f", 0); ok != tc.kept {
+			t.Errorf("open of %+v: cached location kept %v, want %v", tc.fi, ok, tc.kept)
+		}
 	}
 }
