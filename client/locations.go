@@ -109,6 +109,9 @@ func (lc *locationCache) fetch(ctx context.Context, path string, index int64) er
 // they collect it, served for the new one — so an open, which learns the
 // file's attributes from the master, is where close-to-open is kept.
 func (lc *locationCache) validate(path string, fi *chunkfs.FileInfo) {
+	if lc == nil {
+		return // a client that caches nothing
+	}
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if fl := lc.files[path]; fl != nil && (fl.inode != fi.Inode || fl.mtime != fi.MTime.UnixNano()) {
