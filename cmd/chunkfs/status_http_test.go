@@ -123,19 +123,19 @@ func TestDevServesStatusPage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "dev", "--dir", t.TempDir(), "--listen", freeAddr(t), "--chunk-size", "65536")
-	var out syncBuffer
-	cmd.Stdout = &out
+	var out, errs syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second) // the whole suite may be running beside it on two cores
 	for !strings.Contains(out.String(), "Ctrl-C stops the cluster") {
 		if time.Now().After(deadline) {
-			t.Fatalf("chunkfs dev did not start; output:\n%s", out.String())
+			t.Fatalf("chunkfs dev did not start; output:\n%s\nstderr:\n%s", out.String(), errs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
