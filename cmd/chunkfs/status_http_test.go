@@ -131,9 +131,20 @@ func TestDevServesStatusPage(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Kill()
+		<-exited
+	}()
 	deadline := time.Now().Add(90 * time.Second) // the whole suite may be running beside it on two cores
 	for !strings.Contains(out.String(), "Ctrl-C stops the cluster") {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("chunkfs dev exited (%v) before it started; output:\n%s\nstderr:\n%s", err, out.String(), errs.String())
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("chunkfs dev did not start; output:\n%s\nstderr:\n%s", out.String(), errs.String())
 		}
@@ -151,7 +162,9 @@ func TestDevServesStatusPage(t *testing.T) {
 		t.Errorf("/metrics: %d, %v", code, err)
 	}
 	cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
+	err := <-exited
+	exited <- err
+	if err != nil {
 		t.Fatalf("chunkfs dev after Ctrl-C: %v\n%s", err, out.String())
 	}
 }
