@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,7 +87,6 @@ func benchOutput(rep *bench.Report, out string, events bool) error {
 // benchFlags parses the options of `chunkfs bench gfs`.
 func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err error) {
 	fs := flag.NewFlagSet("bench gfs", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	quick := fs.Bool("quick", false, "a smoke run: 3 chunkservers, N = 1,2, about 2 s a point")
 	scale := fs.Float64("scale", 0.1, "network rates relative to the paper's (100 Mbit/s NICs, 1 Gbit/s link)")
 	clients := fs.String("clients", "", "values of N, comma-separated (default 1,2,4,8,16; --quick: 1,2)")
@@ -108,16 +109,8 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	fs.StringVar(&out, "out", "bench-out", "directory for gfs.csv, gfs.png and gfs.svg")
 	events := fs.Bool("json", false, "also write gfs.json: the whole report with every client's operation times and trace events")
 	fs.BoolVar(&verbose, "v", false, "log every command the testbed runs")
-	if err = fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return cfg, "", false, err
-		}
-		return cfg, "", false, benchUsage("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return cfg, "", false, benchUsage("unexpected argument %q", fs.Arg(0))
+	if err := parseBench(fs, args); err != nil {
+		return cfg, "", false, err
 	}
 	cfg = bench.DefaultConfig()
 	if *quick {
@@ -205,6 +198,46 @@ func runBenchWorker(ctx context.Context, args []string) error {
 }
 
 // benchUsage is an error in the command line of chunkfs bench.
+// parseBench parses a bench subcommand's flags, which take no operands:
+// --help prints them on stdout (and returns flag.ErrHelp), anything else
+// wrong is one line.
+func parseBench(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fs.PrintDefaults()
+			return err
+		}
+		return benchUsage("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return benchUsage("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// writeBenchFiles prints text and writes it to out/base.ext (ext: txt or
+// md) beside out/base.json, rep as JSON.
+func writeBenchFiles(out, base, ext, text string, rep any) error {
+	fmt.Print(text)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	for name, b := range map[string][]byte{base + ".json": js, base + "." + ext: []byte(text)} {
+		p := filepath.Join(out, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("wrote %s\n", p)
+	}
+	return nil
+}
+
 func benchUsage(format string, args ...any) error {
 	return fmt.Errorf(format, args...)
 }

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"github.com/chunkfs/chunkfs/internal/bench/metadata"
@@ -48,28 +45,12 @@ func runBenchMetadata(ctx context.Context, args []string) error {
 // metadataOutput prints the report and writes it, with its JSON, to out.
 func metadataOutput(rep *metadata.Report, out string) error {
 	text := rep.Text()
-	fmt.Print(text)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	for name, b := range map[string][]byte{"metadata.json": js, "metadata.txt": []byte(text)} {
-		p := filepath.Join(out, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return err
-		}
-		fmt.Printf("wrote %s\n", p)
-	}
-	return nil
+	return writeBenchFiles(out, "metadata", "txt", text, rep)
 }
 
 // metadataFlags parses the options of `chunkfs bench metadata`.
 func metadataFlags(args []string) (cfg metadata.Config, out string, err error) {
 	fs := flag.NewFlagSet("bench metadata", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	cfg = metadata.DefaultConfig()
 	fs.Float64Var(&cfg.Scale, "scale", cfg.Scale, "fraction of Cluster B's files, chunks and chunkservers to build (0.01: a small form)")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "client goroutines of the operation rates and the fleet workload")
@@ -84,16 +65,8 @@ func metadataFlags(args []string) (cfg metadata.Config, out string, err error) {
 	fs.StringVar(&cfg.Dir, "work-dir", "", "directory for the masters' data (default: a temporary directory, removed after)")
 	fs.StringVar(&out, "out", "bench-out", "directory for metadata.txt and metadata.json")
 	verbose := fs.Bool("v", false, "log the master's and the fleet's informational messages")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return cfg, "", err
-		}
-		return cfg, "", benchUsage("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return cfg, "", benchUsage("unexpected argument %q", fs.Arg(0))
+	if err := parseBench(fs, args); err != nil {
+		return cfg, "", err
 	}
 	level := slog.LevelWarn
 	if *verbose {

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,28 +46,12 @@ func observersOutput(rep *bench.ObserversReport, out string) error {
 	text := fmt.Sprintf("mix: %s; %d clients; masters: %d voters + %d observers at %g CPU each; %s a column; %d CPUs, load average at start %s\n\n%s\n%s",
 		rep.Config.Mix, rep.Config.Clients, rep.Config.Voters, rep.Config.Observers, rep.Config.MasterCPU,
 		rep.Config.Duration, rep.CPUs, rep.LoadAvg, rep.Table(), rep.Verdict())
-	fmt.Print(text)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	for name, b := range map[string][]byte{"observers.json": js, "observers.md": []byte(text)} {
-		p := filepath.Join(out, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return err
-		}
-		fmt.Printf("wrote %s\n", p)
-	}
-	return nil
+	return writeBenchFiles(out, "observers", "md", text, rep)
 }
 
 // observersFlags parses the options of `chunkfs bench observers`.
 func observersFlags(args []string) (cfg bench.ObserversConfig, out string, verbose bool, err error) {
 	fs := flag.NewFlagSet("bench observers", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	quick := fs.Bool("quick", false, "a smoke run: 3 s a column at 200 ops/s")
 	def := bench.DefaultObserversConfig()
 	rate := fs.Float64("rate", 0, fmt.Sprintf("operations a second of the mixed workload, all clients (default %g; --quick %g)", def.Rate, bench.QuickObserversConfig().Rate))
@@ -87,16 +68,8 @@ func observersFlags(args []string) (cfg bench.ObserversConfig, out string, verbo
 	workDir := fs.String("work-dir", "", "directory for the servers' data and logs (default: the system's temporary directory)")
 	fs.StringVar(&out, "out", "bench-out", "directory for observers.md and observers.json")
 	fs.BoolVar(&verbose, "v", false, "log every command run")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return cfg, "", false, err
-		}
-		return cfg, "", false, benchUsage("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return cfg, "", false, benchUsage("unexpected argument %q", fs.Arg(0))
+	if err := parseBench(fs, args); err != nil {
+		return cfg, "", false, err
 	}
 	cfg = def
 	if *quick {

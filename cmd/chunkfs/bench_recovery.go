@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -50,7 +49,6 @@ func runBenchRecovery(ctx context.Context, args []string) error {
 func benchRecoveryFlags(args []string) (cfg bench.RecoveryConfig, out string, verbose bool, err error) {
 	def := bench.DefaultRecoveryConfig()
 	fs := flag.NewFlagSet("bench recovery", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	quick := fs.Bool("quick", false, "a run of a few minutes: 7 chunkservers, 96 MiB, one reader and one writer")
 	scale := fs.Float64("scale", 0.1, "network rates relative to the paper's (100 Mbit/s NICs); the clone rate follows as half a NIC unless --clone-rate is given")
 	servers := fs.Int("servers", 0, "chunkservers (default 8; --quick: 7)")
@@ -72,16 +70,8 @@ func benchRecoveryFlags(args []string) (cfg bench.RecoveryConfig, out string, ve
 	fs.StringVar(&out, "out", "bench-out", "directory for recovery.txt, recovery.png and recovery.svg")
 	events := fs.Bool("json", false, "also write recovery.json: the whole report, every sample included")
 	fs.BoolVar(&verbose, "v", false, "log every command the testbed runs")
-	if err = fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return cfg, "", false, err
-		}
-		return cfg, "", false, benchUsage("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return cfg, "", false, benchUsage("unexpected argument %q", fs.Arg(0))
+	if err := parseBench(fs, args); err != nil {
+		return cfg, "", false, err
 	}
 	cfg = def
 	if *quick {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -44,7 +43,6 @@ func runBenchSmallfile(ctx context.Context, args []string) error {
 func benchSmallFlags(args []string) (cfg bench.SmallConfig, verbose bool, err error) {
 	cfg = bench.DefaultSmallConfig()
 	fs := flag.NewFlagSet("bench smallfile", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.IntVar(&cfg.Files, "files", cfg.Files, "entries of the directory the phases run in (issue 18 also asks for 100000)")
 	fs.IntVar(&cfg.Size, "size", cfg.Size, "bytes of each file")
 	procs := fs.String("procs", "1,4", "worker processes of each run, comma-separated")
@@ -57,16 +55,8 @@ func benchSmallFlags(args []string) (cfg bench.SmallConfig, verbose bool, err er
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "where the servers keep their data (default: a temporary directory, removed after)")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "bound of the whole run")
 	fs.BoolVar(&verbose, "v", false, "log each phase and the servers started")
-	if err = fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return cfg, false, err
-		}
-		return cfg, false, benchUsage("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return cfg, false, benchUsage("unexpected argument %q", fs.Arg(0))
+	if err := parseBench(fs, args); err != nil {
+		return cfg, false, err
 	}
 	if cfg.Procs, err = parseInts(*procs); err != nil {
 		return cfg, false, benchUsage("--procs: %v", err)
