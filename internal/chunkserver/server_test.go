@@ -643,3 +643,25 @@ func TestScrubberGoesRoundOneChunkAnInterval(t *testing.T) {
 		t.Fatalf("heartbeat lists corrupt %v", b.Corrupt)
 	}
 }
+
+// TestDeletionsOverflowToARegistration: a master told of no deletion for
+// so long that its list outgrew the bound is sent a full report instead
+// (the heartbeat asks for a registration), and nothing is kept for it.
+func TestDeletionsOverflowToARegistration(t *testing.T) {
+	tc := newTestCluster(t, 1)
+	s, m := tc.servers[0], tc.master.addr
+	for h := range chunkfs.Handle(maxDeletedPending + 1) {
+		s.reporter.noteDeleted(h + 1)
+	}
+	if hs, ok := s.reporter.takeDeleted(m); ok || len(hs) != 0 {
+		t.Fatalf("after %d deletions: %d kept, complete %v; want none kept, incomplete", maxDeletedPending+1, len(hs), ok)
+	}
+	s.reporter.noteDeleted(7)
+	s.reporter.requeueDeleted(m, make([]chunkfs.Handle, maxDeletedPending), true)
+	if _, ok := s.reporter.takeDeleted(m); ok {
+		t.Fatal("a requeue past the bound kept the list complete")
+	}
+	if hs, ok := s.reporter.takeDeleted(m); !ok || len(hs) != 0 {
+		t.Fatalf("after a full report's worth: %v, %v", hs, ok)
+	}
+}
