@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/hashicorp/raft"
 )
 
 // Group commit. Raft already writes every queued entry in one fsync, but
@@ -136,6 +137,14 @@ func (l *Log) drain(first request) ([]request, *request) {
 	return batch, nil
 }
 
+// errOutcomeUnknown answers the requests of a batch whose leader was
+// deposed while committing it: a new leader may have committed the entry
+// or not. Redirecting them as "not the leader" would run them twice (an
+// exclusive create answered "exists", a RENAME_EXCHANGE undone), so the
+// caller is told the outcome is unknown, as for a call cut off by its
+// deadline.
+var errOutcomeUnknown = &chunkfs.Error{Op: "log", Kind: chunkfs.KindUnavailable, Err: errors.New("outcome unknown: leadership lost while committing")}
+
 // commit logs one batch and answers each of its requests.
 func (l *Log) commit(batch []request) {
 	f := l.raft.Apply(encodeBatch(batch), l.cfg.ApplyTimeout)
@@ -148,6 +157,8 @@ func (l *Log) commit(batch []request) {
 	for _, r := range batch {
 		n := len(r.cmds)
 		switch {
+		case errors.Is(err, raft.ErrLeadershipLost):
+			r.done <- response{err: errOutcomeUnknown}
 		case err != nil:
 			r.done <- response{err: l.translate(err)}
 		case off+n <= len(results):

@@ -101,7 +101,10 @@ func (g *group) leader() string {
 	return ""
 }
 
-// apply logs cmds on the leader, retrying through an election.
+// apply logs cmds (each distinct) on the leader, retrying through an
+// election. A command whose outcome is unknown (its leader was deposed
+// while committing it) is retried only when the new leader has not
+// applied it, as a client with request IDs would.
 func (g *group) apply(cmds ...string) uint64 {
 	g.t.Helper()
 	var index uint64
@@ -115,10 +118,31 @@ func (g *group) apply(cmds ...string) uint64 {
 			if attempt > 50 {
 				g.t.Fatalf("apply %q: %v", c, err)
 			}
+			if i, ok := g.appliedOnLeader(c); ok {
+				index = i
+				break
+			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	return index
+}
+
+// appliedOnLeader reports whether the leader, once it has applied every
+// committed entry, holds c, and the index it has applied.
+func (g *group) appliedOnLeader(c string) (uint64, bool) {
+	l := g.logs[g.leader()]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if l.Barrier(ctx) != nil {
+		return 0, false
+	}
+	for id, other := range g.logs {
+		if other == l {
+			return l.LastApplied(), slices.Contains(g.fsms[id].list(), c)
+		}
+	}
+	return 0, false
 }
 
 // caughtUp waits until node id has applied index and returns its commands.
