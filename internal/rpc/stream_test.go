@@ -94,6 +94,31 @@ func startStream(t testing.TB, h StreamHandler) (addr string, srv *StreamServer)
 	return startStreamTimeout(t, h, 5*time.Second)
 }
 
+// startStreamBare serves h on a loopback listener of its own (no Mux),
+// with frames timed out after 5 s, no logging, and whatever tune changes.
+func startStreamBare(t testing.TB, h StreamHandler, tune func(*StreamConfig)) (addr string, srv *StreamServer) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultStreamConfig()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.FrameTimeout = 5 * time.Second
+	tune(&cfg)
+	srv, err = NewStreamServer(h, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(func() {
+		lis.Close()
+		srv.Close()
+		cfg.Client.Close()
+	})
+	return lis.Addr().String(), srv
+}
+
 // startStreamTimeout is startStream with the given frame timeout.
 func startStreamTimeout(t testing.TB, h StreamHandler, frameTimeout time.Duration) (addr string, srv *StreamServer) {
 	t.Helper()
