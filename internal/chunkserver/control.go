@@ -321,13 +321,20 @@ func (s *Server) applyLocal(m mutation, data []byte, sums []uint32) error {
 // applyRemote sends m to every secondary in parallel; the channel gets one
 // result per secondary.
 func (s *Server) applyRemote(ctx context.Context, secondaries []string, m mutation) <-chan error {
+	return s.toSecondaries(ctx, secondaries, func(ctx context.Context, p peerLink) error { return p.apply(ctx, m) })
+}
+
+// toSecondaries makes call to every secondary in parallel, each with a
+// deadline of its own; the channel gets one result per secondary, an
+// error naming the secondary.
+func (s *Server) toSecondaries(ctx context.Context, secondaries []string, call func(context.Context, peerLink) error) <-chan error {
 	out := make(chan error, len(secondaries))
 	for _, addr := range secondaries {
 		go func() {
 			p, err := s.peer(addr)
 			if err == nil {
 				cctx, cancel := s.callCtx(ctx)
-				err = p.apply(cctx, m)
+				err = call(cctx, p)
 				cancel()
 			}
 			if err != nil {
@@ -375,7 +382,7 @@ func (s *Server) sync(ctx context.Context, r request) error {
 	if err := s.checkVersion("sync", h, v); err != nil {
 		return err
 	}
-	remote := s.syncRemote(ctx, r)
+	remote := s.toSecondaries(ctx, r.Secondaries, func(ctx context.Context, p peerLink) error { return p.sync(ctx, r) })
 	err := s.store.Sync(h)
 	for range r.Secondaries {
 		if rerr := <-remote; rerr != nil && err == nil {
@@ -383,22 +390,6 @@ func (s *Server) sync(ctx context.Context, r request) error {
 		}
 	}
 	return err
-}
-
-func (s *Server) syncRemote(ctx context.Context, r request) <-chan error {
-	out := make(chan error, len(r.Secondaries))
-	for _, addr := range r.Secondaries {
-		go func() {
-			p, err := s.peer(addr)
-			if err == nil {
-				cctx, cancel := s.callCtx(ctx)
-				err = p.sync(cctx, r)
-				cancel()
-			}
-			out <- err
-		}()
-	}
-	return out
 }
 
 // truncate cuts a chunk to a length at a version the master has bumped.
