@@ -1,6 +1,7 @@
 package chunkserver
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -203,24 +204,38 @@ func (s *Server) register(master string) error {
 			reg.Chunks = append(reg.Chunks, in)
 		}
 	}
-	ctx, cancel := s.callCtx(s.ctx)
-	defer cancel()
-	m, err := s.master(master)
+	resp, err := s.tell(master, "register with master", deleted, complete, func(ctx context.Context, m masterLink) (masterAnswer, error) {
+		return m.register(ctx, reg)
+	})
 	if err != nil {
-		s.reporter.requeueDeleted(master, deleted, complete)
-		return err
-	}
-	resp, err := m.register(ctx, reg)
-	if err != nil {
-		s.reporter.requeueDeleted(master, deleted, complete)
-		s.log.Warn("register with master", "master", master, "err", err)
-		s.redialIfUnreachable(master, err)
 		return err
 	}
 	s.log.Info("registered with master", "master", master, "chunks", len(reg.Chunks))
 	s.learnKeys(resp.Keys)
 	s.deleteAll(resp.Garbage)
 	return nil
+}
+
+// tell makes call to master with a deadline. When it fails, the
+// deletions it carried are put back for the next report (complete false:
+// some were lost already), and a call that reached the master's address
+// is logged as what and, if no server answered there, redialled at the
+// next call.
+func (s *Server) tell(master, what string, deleted []chunkfs.Handle, complete bool, call func(context.Context, masterLink) (masterAnswer, error)) (masterAnswer, error) {
+	ctx, cancel := s.callCtx(s.ctx)
+	defer cancel()
+	m, err := s.master(master)
+	if err != nil {
+		s.reporter.requeueDeleted(master, deleted, complete)
+		return masterAnswer{}, err
+	}
+	resp, err := call(ctx, m)
+	if err != nil {
+		s.reporter.requeueDeleted(master, deleted, complete)
+		s.log.Warn(what, "master", master, "err", err)
+		s.redialIfUnreachable(master, err)
+	}
+	return resp, err
 }
 
 // redialIfUnreachable drops the connection to master after a call that
@@ -267,18 +282,10 @@ func (s *Server) heartbeat(master string) bool {
 		return false // deletions were lost: register again with a full report
 	}
 	b := s.heartbeatReport(deleted)
-	ctx, cancel := s.callCtx(s.ctx)
-	defer cancel()
-	m, err := s.master(master)
+	resp, err := s.tell(master, "heartbeat", deleted, true, func(ctx context.Context, m masterLink) (masterAnswer, error) {
+		return m.heartbeat(ctx, b)
+	})
 	if err != nil {
-		s.reporter.requeueDeleted(master, deleted, true)
-		return true
-	}
-	resp, err := m.heartbeat(ctx, b)
-	if err != nil {
-		s.reporter.requeueDeleted(master, deleted, true)
-		s.log.Warn("heartbeat", "master", master, "err", err)
-		s.redialIfUnreachable(master, err)
 		return true
 	}
 	s.learnKeys(resp.Keys)
