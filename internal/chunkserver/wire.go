@@ -132,6 +132,15 @@ func syncToPB(r request) *pb.SyncRequest {
 	return &pb.SyncRequest{Handle: uint64(r.Handle), Version: uint64(r.Version), Token: r.Token}
 }
 
+func chunkInfoRequestToPB(h chunkfs.Handle, tok []byte) *pb.ChunkInfoRequest {
+	return &pb.ChunkInfoRequest{Handle: uint64(h), Token: tok}
+}
+
+// corruptToPB reports this server's (self's) replica of h corrupt.
+func corruptToPB(self string, h chunkfs.Handle) *pb.ReportCorruptRequest {
+	return &pb.ReportCorruptRequest{Reporter: self, Handle: uint64(h), Replica: self}
+}
+
 func handlesToPB(hs []chunkfs.Handle) []uint64 {
 	if len(hs) == 0 {
 		return nil
@@ -201,7 +210,7 @@ func (p peerLink) sync(ctx context.Context, r request) error {
 }
 
 func (p peerLink) chunkInfo(ctx context.Context, h chunkfs.Handle, tok []byte) (replicaState, error) {
-	resp, err := p.c.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h), Token: tok})
+	resp, err := p.c.ChunkInfo(ctx, chunkInfoRequestToPB(h, tok))
 	if err != nil {
 		return replicaState{}, err
 	}
@@ -235,6 +244,6 @@ func (m masterLink) heartbeat(ctx context.Context, b heartbeat) (masterAnswer, e
 // reportCorrupt tells the master that self's replica of h failed its
 // checksum.
 func (m masterLink) reportCorrupt(ctx context.Context, self string, h chunkfs.Handle) error {
-	_, err := m.c.ReportCorrupt(ctx, &pb.ReportCorruptRequest{Reporter: self, Handle: uint64(h), Replica: self})
+	_, err := m.c.ReportCorrupt(ctx, corruptToPB(self, h))
 	return err
 }
