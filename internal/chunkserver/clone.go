@@ -9,7 +9,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"github.com/chunkfs/chunkfs/internal/token"
 )
 
@@ -19,53 +18,54 @@ import (
 // source's stored CRC32C of that block.
 const clonePiece = 1 << 20
 
-// Clone makes this server a new replica of a chunk: it pulls the chunk
-// from the source over the data stream, every block checked against the
-// source's CRC32C on arrival, writes it under temporary names, fsyncs it
-// and only then puts it in the store and answers. On any failure nothing
-// is kept. Clones are bounded in number (CloneStreams) and in bandwidth
-// (CloneRate), both at this, the target, server.
-func (c *control) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneResponse, error) {
-	done, err := c.s.enter()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
-	if err := c.s.nodeOnly(ctx, "clone", h); err != nil {
-		return nil, err
-	}
-	if err := c.s.checkClone(req); err != nil {
-		return nil, err
-	}
-	end, err := c.s.clones.begin(h)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	n, err := c.s.clone(ctx, h, v, req.Source, req.Length)
-	if err != nil {
-		c.s.log.Warn("clone failed", "chunk", chunkName(h), "version", v, "source", req.Source, "err", err)
-		return nil, err
-	}
-	c.s.log.Info("cloned", "chunk", chunkName(h), "version", v, "source", req.Source, "bytes", n)
-	return &pb.CloneResponse{Length: n}, nil
+// cloneOrder is a master's Clone: copy chunk Handle at Version from the
+// replica at Source, which the master knows to hold Length bytes.
+type cloneOrder struct {
+	Handle  chunkfs.Handle
+	Version chunkfs.Version
+	Source  string // data-stream address of a replica holding Version
+	Length  int64
 }
 
-// checkClone refuses a clone request that cannot be right.
-func (s *Server) checkClone(req *pb.CloneRequest) error {
-	h := chunkfs.Handle(req.Handle)
+// cloneChunk makes this server a new replica of a chunk: it pulls the
+// chunk from the source over the data stream, every block checked against
+// the source's CRC32C on arrival, writes it under temporary names, fsyncs
+// it and only then puts it in the store and answers with its length. On
+// any failure nothing is kept. Clones are bounded in number (CloneStreams)
+// and in bandwidth (CloneRate), both at this, the target, server.
+func (s *Server) cloneChunk(ctx context.Context, o cloneOrder) (int64, error) {
+	h, v := o.Handle, o.Version
+	if err := s.checkClone(o); err != nil {
+		return 0, err
+	}
+	end, err := s.clones.begin(h)
+	if err != nil {
+		return 0, err
+	}
+	defer end()
+	n, err := s.clone(ctx, h, v, o.Source, o.Length)
+	if err != nil {
+		s.log.Warn("clone failed", "chunk", chunkName(h), "version", v, "source", o.Source, "err", err)
+		return 0, err
+	}
+	s.log.Info("cloned", "chunk", chunkName(h), "version", v, "source", o.Source, "bytes", n)
+	return n, nil
+}
+
+// checkClone refuses a clone order that cannot be right.
+func (s *Server) checkClone(o cloneOrder) error {
+	h := o.Handle
 	switch {
-	case req.Handle == 0:
+	case o.Handle == 0:
 		return invalid("clone", h, "zero handle")
-	case req.Version == 0:
+	case o.Version == 0:
 		return invalid("clone", h, "zero version")
-	case req.Source == "" || len(req.Source) > 255:
+	case o.Source == "" || len(o.Source) > 255:
 		return invalid("clone", h, "bad source address")
-	case req.Source == s.Addr():
+	case o.Source == s.Addr():
 		return invalid("clone", h, "source is this server")
-	case req.Length < 0 || req.Length > s.cfg.MaxChunkSize:
-		return invalid("clone", h, fmt.Sprintf("length %d out of range [0, %d]", req.Length, s.cfg.MaxChunkSize))
+	case o.Length < 0 || o.Length > s.cfg.MaxChunkSize:
+		return invalid("clone", h, fmt.Sprintf("length %d out of range [0, %d]", o.Length, s.cfg.MaxChunkSize))
 	}
 	return nil
 }
@@ -128,19 +128,19 @@ func (s *Server) clone(ctx context.Context, h chunkfs.Handle, v chunkfs.Version,
 // the clone rather than leaving a copy that misses the append; an
 // overwrite in place at v is not seen, so the master clones only chunks
 // no lease is writing.
-func (s *Server) sourceInfo(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, source string) (*pb.ChunkInfoResponse, error) {
-	cs, err := s.peers.ChunkServer(source)
+func (s *Server) sourceInfo(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, source string) (replicaState, error) {
+	p, err := s.peer(source)
 	if err != nil {
-		return nil, sourceError(h, source, err)
+		return replicaState{}, sourceError(h, source, err)
 	}
 	ctx, cancel := s.callCtx(ctx)
 	defer cancel()
-	info, err := cs.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h), Token: s.peerToken(h, token.Read)})
+	info, err := p.chunkInfo(ctx, h, s.peerToken(h, token.Read))
 	if err != nil {
-		return nil, sourceError(h, source, err)
+		return replicaState{}, sourceError(h, source, err)
 	}
-	if chunkfs.Version(info.Version) != v {
-		return nil, chunkfs.E("clone", chunkName(h)+" from "+source, chunkfs.KindStale, fmt.Sprintf("source holds version %d, not %d", info.Version, v))
+	if info.Version != v {
+		return replicaState{}, chunkfs.E("clone", chunkName(h)+" from "+source, chunkfs.KindStale, fmt.Sprintf("source holds version %d, not %d", info.Version, v))
 	}
 	return info, nil
 }

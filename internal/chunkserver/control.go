@@ -7,17 +7,65 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
-	"github.com/chunkfs/chunkfs/internal/token"
 )
 
 // maxDeleteBatch bounds the handles of one DeleteChunks request.
 const maxDeleteBatch = 100000
 
-// control implements the gRPC ChunkServer service.
-type control struct {
-	pb.UnimplementedChunkServerServer
-	s *Server
+// maxLeaseTerm bounds the lease a master may grant this server.
+const maxLeaseTerm = 10 * time.Minute
+
+// request is what a client asks of a chunk's primary: a Write of pushed
+// data at Offset, an Append or a Reserve of a record in a chunk of
+// ChunkSize, or a Sync. Length is the bytes written or appended.
+type request struct {
+	Handle      chunkfs.Handle
+	Version     chunkfs.Version
+	Offset      int64 // Write
+	Length      int64
+	ChunkSize   int64 // Append, Reserve
+	Data        chunkfs.DataID
+	Secondaries []string // addresses of the other replicas
+	Token       []byte   // the client's chunk access token; nil from a node or on an insecure cluster
+}
+
+// mutation is one change of a replica that the primary orders (Serial)
+// and every replica applies: the pushed data Data written at Offset, or,
+// when Pad, zeros up to Offset+Length.
+type mutation struct {
+	Handle  chunkfs.Handle
+	Version chunkfs.Version
+	Serial  uint64
+	Offset  int64
+	Length  int64
+	Data    chunkfs.DataID
+	Pad     bool
+}
+
+// leaseGrant is a master's Lease: move the replica to Version (creating it
+// if Create) and be its primary for Term (0: a secondary). A Term below 0
+// is one the wire carried out of range.
+type leaseGrant struct {
+	Handle  chunkfs.Handle
+	Version chunkfs.Version
+	Create  bool
+	Term    time.Duration
+}
+
+// truncation is a master's Truncate: cut the replica to Length at Version.
+type truncation struct {
+	Handle  chunkfs.Handle
+	Version chunkfs.Version
+	Length  int64
+}
+
+// replicaState is what ChunkInfo tells of a replica: its version and
+// length, and whether this server is its primary, for LeaseLeft more.
+type replicaState struct {
+	Version   chunkfs.Version
+	Length    int64
+	Primary   bool
+	LeaseLeft time.Duration
 }
 
 // checkVersion fails with KindStale unless the stored replica of h is at v.
@@ -49,37 +97,30 @@ func checkSecondaries(op string, h chunkfs.Handle, addrs []string) error {
 	return nil
 }
 
-// Lease sets a chunk's version (creating the chunk if asked) and makes this
-// server its primary for lease_ms, or a secondary when lease_ms is 0.
-func (c *control) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
-	done, err := c.s.enter()
-	if err != nil {
-		return nil, err
+// lease sets a chunk's version (creating the chunk if asked) and makes
+// this server its primary for g.Term, or a secondary when it is 0; it
+// returns the replica's length.
+func (s *Server) lease(g leaseGrant) (int64, error) {
+	h, v := g.Handle, g.Version
+	if g.Term < 0 || g.Term > maxLeaseTerm {
+		return 0, invalid("lease", h, "lease duration out of range")
 	}
-	defer done()
-	if err := c.s.nodeOnly(ctx, "lease", chunkfs.Handle(req.Handle)); err != nil {
-		return nil, err
-	}
-	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
-	if req.LeaseMs < 0 || req.LeaseMs > int64(10*time.Minute/time.Millisecond) {
-		return nil, invalid("lease", h, "lease duration out of range")
-	}
-	st := c.s.state(h)
+	st := s.state(h)
 	st.order.Lock()
 	defer st.order.Unlock()
-	if err := c.s.setVersion(h, v, req.Create); err != nil {
-		return nil, err
+	if err := s.setVersion(h, v, g.Create); err != nil {
+		return 0, err
 	}
 	var until time.Time
-	if req.LeaseMs > 0 {
-		until = c.s.cfg.Clock.Now().Add(time.Duration(req.LeaseMs) * time.Millisecond)
+	if g.Term > 0 {
+		until = s.cfg.Clock.Now().Add(g.Term)
 	}
 	st.grant(v, until)
-	in, err := c.s.store.Info(h)
+	in, err := s.store.Info(h)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	return &pb.LeaseResponse{Length: in.Length}, nil
+	return in.Length, nil
 }
 
 // setVersion moves chunk h to version v, creating it if create; a replica
@@ -101,103 +142,81 @@ func (s *Server) setVersion(h chunkfs.Handle, v chunkfs.Version, create bool) er
 	return nil
 }
 
-// Write applies pushed data at an offset as the chunk's primary.
-func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteResponse, error) {
-	done, err := c.s.enter()
-	if err != nil {
-		return nil, err
+// write applies pushed data at an offset as the chunk's primary.
+func (s *Server) write(ctx context.Context, r request) error {
+	h := r.Handle
+	if r.Offset < 0 || r.Length < 0 || r.Length > rpc.MaxPushSize || r.Offset > s.cfg.MaxChunkSize-r.Length {
+		return invalid("write", h, "offset or length out of range")
 	}
-	defer done()
-	if err := c.s.authorize(ctx, "write", chunkfs.Handle(req.Handle), req.Token, token.Write); err != nil {
-		return nil, err
+	if err := checkSecondaries("write", h, r.Secondaries); err != nil {
+		return err
 	}
-	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
-	if req.Offset < 0 || req.Length < 0 || req.Length > rpc.MaxPushSize || req.Offset > c.s.cfg.MaxChunkSize-req.Length {
-		return nil, invalid("write", h, "offset or length out of range")
-	}
-	if err := checkSecondaries("write", h, req.Secondaries); err != nil {
-		return nil, err
-	}
-	m := &pb.ApplyRequest{Handle: req.Handle, Version: req.Version, Offset: req.Offset, DataId: req.DataId, Length: req.Length}
-	return &pb.WriteResponse{}, c.s.mutatePrimary(ctx, h, v, req.Secondaries, func(st *chunkState) (*pb.ApplyRequest, error) {
-		return m, nil
+	m := mutation{Handle: h, Version: r.Version, Offset: r.Offset, Data: r.Data, Length: r.Length}
+	return s.mutatePrimary(ctx, h, r.Version, r.Secondaries, func(st *chunkState) (*mutation, error) {
+		return &m, nil
 	})
 }
 
-// Append appends pushed data as one record at an offset the primary picks.
-// A record that does not fit fails with KindChunkFull; unless other
-// records hold reservations in the chunk (Reserve), every replica first pads
-// the chunk to its full size.
-func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.AppendResponse, error) {
+// appendRecord appends pushed data as one record at an offset the primary
+// picks, and returns the offset. A record that does not fit fails with
+// KindChunkFull; unless other records hold reservations in the chunk
+// (reserve), every replica first pads the chunk to its full size.
+func (s *Server) appendRecord(ctx context.Context, r request) (int64, error) {
 	var off int64
-	err := c.placeRecord(ctx, "append", req.Handle, req.Version, req.DataId, req.Length, req.ChunkSize, req.Secondaries, req.Token,
-		func(st *chunkState, end int64, _ time.Time) (*pb.ApplyRequest, error) {
-			delete(st.reserved, chunkfs.DataID(req.DataId)) // used up
-			off = end
-			return &pb.ApplyRequest{Handle: req.Handle, Version: req.Version, Offset: end, DataId: req.DataId, Length: req.Length}, nil
-		})
+	err := s.placeRecord(ctx, "append", r, func(st *chunkState, end int64, _ time.Time) (*mutation, error) {
+		delete(st.reserved, r.Data) // used up
+		off = end
+		return &mutation{Handle: r.Handle, Version: r.Version, Offset: end, Data: r.Data, Length: r.Length}, nil
+	})
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	return &pb.AppendResponse{Offset: off}, nil
+	return off, nil
 }
 
-// Reserve reserves room in the chunk for a record about to be pushed, or
-// refuses it with KindChunkFull (padding the chunk, as Append does, when no
-// other record holds a reservation), so that a record that will not fit is
-// never pushed.
-func (c *control) Reserve(ctx context.Context, req *pb.ReserveRequest) (*pb.ReserveResponse, error) {
-	err := c.placeRecord(ctx, "reserve", req.Handle, req.Version, req.DataId, req.Length, req.ChunkSize, req.Secondaries, req.Token,
-		func(st *chunkState, _ int64, now time.Time) (*pb.ApplyRequest, error) {
-			if len(st.reserved) >= maxReservations {
-				return nil, chunkfs.E("reserve", chunkName(chunkfs.Handle(req.Handle)), chunkfs.KindChunkFull, fmt.Sprintf("%d reservations outstanding", len(st.reserved)))
-			}
-			st.reserveLocked(chunkfs.Version(req.Version), chunkfs.DataID(req.DataId), req.Length, now)
-			return nil, nil
-		})
-	if err != nil {
-		return nil, err
-	}
-	return &pb.ReserveResponse{}, nil
+// reserve reserves room in the chunk for a record about to be pushed, or
+// refuses it with KindChunkFull (padding the chunk, as appendRecord does,
+// when no other record holds a reservation), so that a record that will
+// not fit is never pushed.
+func (s *Server) reserve(ctx context.Context, r request) error {
+	return s.placeRecord(ctx, "reserve", r, func(st *chunkState, _ int64, now time.Time) (*mutation, error) {
+		if len(st.reserved) >= maxReservations {
+			return nil, chunkfs.E("reserve", chunkName(r.Handle), chunkfs.KindChunkFull, fmt.Sprintf("%d reservations outstanding", len(st.reserved)))
+		}
+		st.reserveLocked(r.Version, r.Data, r.Length, now)
+		return nil, nil
+	})
 }
 
-// placeRecord checks a request (op) about a record of length bytes, data
-// id, for chunk h, then, as the chunk's primary with its order lock held,
-// places it: if it fits beside the room other records reserved, fits gets
-// the chunk's length and returns the mutation to apply (nil: none) or an
-// error; if not, the answer is KindChunkFull, the chunk padded when no
-// other record holds a reservation, and the record's own is dropped.
-func (c *control) placeRecord(ctx context.Context, op string, handle, version, id uint64, length, chunkSize int64, secondaries []string, tok []byte,
-	fits func(st *chunkState, end int64, now time.Time) (*pb.ApplyRequest, error)) error {
-	done, err := c.s.enter()
-	if err != nil {
+// placeRecord checks a request (op) about a record of r.Length bytes,
+// then, as the chunk's primary with its order lock held, places it: if it
+// fits beside the room other records reserved, fits gets the chunk's
+// length and returns the mutation to apply (nil: none) or an error; if
+// not, the answer is KindChunkFull, the chunk padded when no other record
+// holds a reservation, and the record's own is dropped.
+func (s *Server) placeRecord(ctx context.Context, op string, r request,
+	fits func(st *chunkState, end int64, now time.Time) (*mutation, error)) error {
+	h, v := r.Handle, r.Version
+	if err := checkRecord(op, h, r.Length, r.ChunkSize, s.cfg.MaxChunkSize); err != nil {
 		return err
 	}
-	defer done()
-	if err := c.s.authorize(ctx, op, chunkfs.Handle(handle), tok, token.Write); err != nil {
-		return err
-	}
-	h, v := chunkfs.Handle(handle), chunkfs.Version(version)
-	if err := checkRecord(op, h, length, chunkSize, c.s.cfg.MaxChunkSize); err != nil {
-		return err
-	}
-	if err := checkSecondaries(op, h, secondaries); err != nil {
+	if err := checkSecondaries(op, h, r.Secondaries); err != nil {
 		return err
 	}
 	var full error
-	err = c.s.mutatePrimary(ctx, h, v, secondaries, func(st *chunkState) (*pb.ApplyRequest, error) {
-		in, err := c.s.store.Info(h)
+	err := s.mutatePrimary(ctx, h, v, r.Secondaries, func(st *chunkState) (*mutation, error) {
+		in, err := s.store.Info(h)
 		if err != nil {
 			return nil, err
 		}
-		now := c.s.cfg.Clock.Now()
-		others := st.reservedLocked(v, chunkfs.DataID(id), now)
-		if in.Length+length+others <= chunkSize {
+		now := s.cfg.Clock.Now()
+		others := st.reservedLocked(v, r.Data, now)
+		if in.Length+r.Length+others <= r.ChunkSize {
 			return fits(st, in.Length, now)
 		}
-		delete(st.reserved, chunkfs.DataID(id))
-		var pad *pb.ApplyRequest
-		pad, full = chunkFull(op, h, version, in.Length, others, chunkSize)
+		delete(st.reserved, r.Data)
+		var pad *mutation
+		pad, full = chunkFull(op, h, v, in.Length, others, r.ChunkSize)
 		return pad, nil
 	})
 	if err != nil {
@@ -211,11 +230,11 @@ func (c *control) placeRecord(ctx context.Context, op string, handle, version, i
 // reservation is outstanding, and KindChunkFull. With reservations it is not
 // padded, so that the reserved records still fit; the chunk may then end
 // short of its size, the rest reading as zeros up to the file's length.
-func chunkFull(op string, h chunkfs.Handle, version uint64, length, others, chunkSize int64) (*pb.ApplyRequest, error) {
+func chunkFull(op string, h chunkfs.Handle, v chunkfs.Version, length, others, chunkSize int64) (*mutation, error) {
 	if others > 0 {
 		return nil, chunkfs.E(op, chunkName(h), chunkfs.KindChunkFull, fmt.Sprintf("record does not fit beside %d reserved bytes", others))
 	}
-	pad := &pb.ApplyRequest{Handle: uint64(h), Version: version, Offset: length, Length: max(0, chunkSize-length), Pad: true}
+	pad := &mutation{Handle: h, Version: v, Offset: length, Length: max(0, chunkSize-length), Pad: true}
 	return pad, chunkfs.E(op, chunkName(h), chunkfs.KindChunkFull, "record does not fit; chunk padded")
 }
 
@@ -235,7 +254,7 @@ func checkRecord(op string, h chunkfs.Handle, length, chunkSize, maxChunkSize in
 // mutation (none: plan returns nil), assigns it a serial number and applies
 // it here and on every secondary in parallel, answering once all have
 // applied it.
-func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, secondaries []string, plan func(*chunkState) (*pb.ApplyRequest, error)) error {
+func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, secondaries []string, plan func(*chunkState) (*mutation, error)) error {
 	st := s.state(h)
 	st.order.Lock()
 	defer st.order.Unlock()
@@ -250,14 +269,14 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 	if err != nil || m == nil {
 		return err // nil, nil: nothing to apply
 	}
-	data, sums, release, err := s.mutationData(m)
+	data, sums, release, err := s.mutationData(*m)
 	if err != nil {
 		return err
 	}
 	defer release()
 	m.Serial = st.nextSerial(v)
-	remote := s.applyRemote(ctx, secondaries, m)
-	local := s.applyLocal(m, data, sums)
+	remote := s.applyRemote(ctx, secondaries, *m)
+	local := s.applyLocal(*m, data, sums)
 	for range secondaries {
 		if rerr := <-remote; rerr != nil && local == nil {
 			local = rerr
@@ -275,41 +294,47 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 
 // mutationData takes the pushed data a mutation needs (none for padding)
 // and its block sums if known; release recycles it once applied.
-func (s *Server) mutationData(m *pb.ApplyRequest) (data []byte, sums []uint32, release func(), err error) {
+func (s *Server) mutationData(m mutation) (data []byte, sums []uint32, release func(), err error) {
 	if m.Pad {
 		return nil, nil, func() {}, nil
 	}
-	return s.buf.take(chunkfs.DataID(m.DataId), m.Length)
+	return s.buf.take(m.Data, m.Length)
 }
 
 // applyLocal applies a mutation to the local replica. sums, if not nil,
 // are the block sums of data checked on its arrival; they become the stored
 // checksums where the write covers whole blocks, so the checksums kept are
 // those the client computed.
-func (s *Server) applyLocal(m *pb.ApplyRequest, data []byte, sums []uint32) error {
-	h := chunkfs.Handle(m.Handle)
+func (s *Server) applyLocal(m mutation, data []byte, sums []uint32) error {
 	var err error
 	if m.Pad {
-		err = s.store.Pad(h, m.Offset+m.Length)
+		err = s.store.Pad(m.Handle, m.Offset+m.Length)
 	} else {
-		err = s.store.WriteWithSums(h, m.Offset, data, sums)
+		err = s.store.WriteWithSums(m.Handle, m.Offset, data, sums)
 	}
 	if chunkfs.KindOf(err) == chunkfs.KindChecksum {
-		s.reporter.corrupt(h)
+		s.reporter.corrupt(m.Handle)
 	}
 	return err
 }
 
 // applyRemote sends m to every secondary in parallel; the channel gets one
 // result per secondary.
-func (s *Server) applyRemote(ctx context.Context, secondaries []string, m *pb.ApplyRequest) <-chan error {
+func (s *Server) applyRemote(ctx context.Context, secondaries []string, m mutation) <-chan error {
+	return s.toSecondaries(ctx, secondaries, func(ctx context.Context, p peerLink) error { return p.apply(ctx, m) })
+}
+
+// toSecondaries makes call to every secondary in parallel, each with a
+// deadline of its own; the channel gets one result per secondary, an
+// error naming the secondary.
+func (s *Server) toSecondaries(ctx context.Context, secondaries []string, call func(context.Context, peerLink) error) <-chan error {
 	out := make(chan error, len(secondaries))
 	for _, addr := range secondaries {
 		go func() {
-			cs, err := s.peers.ChunkServer(addr)
+			p, err := s.peer(addr)
 			if err == nil {
 				cctx, cancel := s.callCtx(ctx)
-				_, err = cs.Apply(cctx, m)
+				err = call(cctx, p)
 				cancel()
 			}
 			if err != nil {
@@ -321,163 +346,97 @@ func (s *Server) applyRemote(ctx context.Context, secondaries []string, m *pb.Ap
 	return out
 }
 
-// Apply applies one mutation ordered by the primary.
-func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
-	done, err := c.s.enter()
-	if err != nil {
-		return nil, err
+// apply applies one mutation ordered by the primary, as a secondary.
+func (s *Server) apply(m mutation) error {
+	h, v := m.Handle, m.Version
+	if m.Offset < 0 || m.Length < 0 || m.Length > s.cfg.MaxChunkSize || m.Offset > s.cfg.MaxChunkSize-m.Length || (!m.Pad && m.Length > rpc.MaxPushSize) {
+		return invalid("apply", h, "offset or length out of range")
 	}
-	defer done()
-	if err := c.s.nodeOnly(ctx, "apply", chunkfs.Handle(req.Handle)); err != nil {
-		return nil, err
-	}
-	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
-	if req.Offset < 0 || req.Length < 0 || req.Length > c.s.cfg.MaxChunkSize || req.Offset > c.s.cfg.MaxChunkSize-req.Length || (!req.Pad && req.Length > rpc.MaxPushSize) {
-		return nil, invalid("apply", h, "offset or length out of range")
-	}
-	st := c.s.state(h)
+	st := s.state(h)
 	st.order.Lock()
 	defer st.order.Unlock()
-	if err := c.s.checkVersion("apply", h, v); err != nil {
-		return nil, err
+	if err := s.checkVersion("apply", h, v); err != nil {
+		return err
 	}
-	if err := st.acceptSerial(h, v, req.Serial); err != nil {
-		return nil, err
+	if err := st.acceptSerial(h, v, m.Serial); err != nil {
+		return err
 	}
-	data, sums, release, err := c.s.mutationData(req)
+	data, sums, release, err := s.mutationData(m)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer release()
-	if err := c.s.applyLocal(req, data, sums); err != nil {
-		return nil, err
+	if err := s.applyLocal(m, data, sums); err != nil {
+		return err
 	}
-	st.applied(req.Serial)
-	return &pb.ApplyResponse{}, nil
+	st.applied(m.Serial)
+	return nil
 }
 
-// Sync makes this replica, then every secondary named, fsync the chunk.
-func (c *control) Sync(ctx context.Context, req *pb.SyncRequest) (*pb.SyncResponse, error) {
-	done, err := c.s.enter()
-	if err != nil {
-		return nil, err
+// sync makes this replica, then every secondary named, fsync the chunk.
+func (s *Server) sync(ctx context.Context, r request) error {
+	h, v := r.Handle, r.Version
+	if err := checkSecondaries("sync", h, r.Secondaries); err != nil {
+		return err
 	}
-	defer done()
-	if err := c.s.authorize(ctx, "sync", chunkfs.Handle(req.Handle), req.Token, token.Write); err != nil {
-		return nil, err
+	if err := s.checkVersion("sync", h, v); err != nil {
+		return err
 	}
-	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
-	if err := checkSecondaries("sync", h, req.Secondaries); err != nil {
-		return nil, err
-	}
-	if err := c.s.checkVersion("sync", h, v); err != nil {
-		return nil, err
-	}
-	remote := c.s.syncRemote(ctx, req)
-	err = c.s.store.Sync(h)
-	for range req.Secondaries {
+	remote := s.toSecondaries(ctx, r.Secondaries, func(ctx context.Context, p peerLink) error { return p.sync(ctx, r) })
+	err := s.store.Sync(h)
+	for range r.Secondaries {
 		if rerr := <-remote; rerr != nil && err == nil {
 			err = rerr
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &pb.SyncResponse{}, nil
+	return err
 }
 
-func (s *Server) syncRemote(ctx context.Context, req *pb.SyncRequest) <-chan error {
-	out := make(chan error, len(req.Secondaries))
-	for _, addr := range req.Secondaries {
-		go func() {
-			cs, err := s.peers.ChunkServer(addr)
-			if err == nil {
-				cctx, cancel := s.callCtx(ctx)
-				_, err = cs.Sync(cctx, &pb.SyncRequest{Handle: req.Handle, Version: req.Version, Token: req.Token})
-				cancel()
-			}
-			out <- err
-		}()
+// truncate cuts a chunk to a length at a version the master has bumped.
+func (s *Server) truncate(t truncation) error {
+	h := t.Handle
+	if t.Length < 0 || t.Length > s.cfg.MaxChunkSize {
+		return invalid("truncate", h, "length out of range")
 	}
-	return out
-}
-
-// Truncate cuts a chunk to a length at a version the master has bumped.
-func (c *control) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.TruncateResponse, error) {
-	done, err := c.s.enter()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	if err := c.s.nodeOnly(ctx, "truncate", chunkfs.Handle(req.Handle)); err != nil {
-		return nil, err
-	}
-	h, v := chunkfs.Handle(req.Handle), chunkfs.Version(req.Version)
-	if req.Length < 0 || req.Length > c.s.cfg.MaxChunkSize {
-		return nil, invalid("truncate", h, "length out of range")
-	}
-	st := c.s.state(h)
+	st := s.state(h)
 	st.order.Lock()
 	defer st.order.Unlock()
-	if err := c.s.setVersion(h, v, false); err != nil {
-		return nil, err
+	if err := s.setVersion(h, t.Version, false); err != nil {
+		return err
 	}
-	if err := c.s.store.Truncate(h, req.Length); err != nil {
-		return nil, err
-	}
-	return &pb.TruncateResponse{}, nil
+	return s.store.Truncate(h, t.Length)
 }
 
-// ChunkInfo describes the replica and any lease held on it.
-func (c *control) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.ChunkInfoResponse, error) {
-	done, err := c.s.enter()
+// replicaState describes the replica of h and any lease held on it.
+func (s *Server) replicaState(h chunkfs.Handle) (replicaState, error) {
+	in, err := s.store.Info(h)
 	if err != nil {
-		return nil, err
-	}
-	defer done()
-	if err := c.s.authorize(ctx, "chunk info", chunkfs.Handle(req.Handle), req.Token, token.Read); err != nil {
-		return nil, err
-	}
-	h := chunkfs.Handle(req.Handle)
-	in, err := c.s.store.Info(h)
-	if err != nil {
-		return nil, err
+		return replicaState{}, err
 	}
 	if in.Corrupt {
-		return nil, chunkfs.E("chunk info", chunkName(h), chunkfs.KindChecksum, "replica is corrupt")
+		return replicaState{}, chunkfs.E("chunk info", chunkName(h), chunkfs.KindChecksum, "replica is corrupt")
 	}
-	now := c.s.cfg.Clock.Now()
-	primary, until := c.s.state(h).lease(now)
-	resp := &pb.ChunkInfoResponse{Version: uint64(in.Version), Length: in.Length, Primary: primary}
+	now := s.cfg.Clock.Now()
+	primary, until := s.state(h).lease(now)
+	r := replicaState{Version: in.Version, Length: in.Length, Primary: primary}
 	if primary {
-		resp.LeaseMs = until.Sub(now).Milliseconds()
+		r.LeaseLeft = until.Sub(now)
 	}
-	return resp, nil
+	return r, nil
 }
 
-// DeleteChunks deletes replicas; unknown handles are ignored.
-func (c *control) DeleteChunks(ctx context.Context, req *pb.DeleteChunksRequest) (*pb.DeleteChunksResponse, error) {
-	done, err := c.s.enter()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	if err := c.s.nodeOnly(ctx, "delete chunks", 0); err != nil {
-		return nil, err
-	}
-	if len(req.Handles) > maxDeleteBatch {
-		return nil, chunkfs.E("delete chunks", "", chunkfs.KindTooLarge, "too many handles")
+// deleteChunks deletes replicas; unknown handles are ignored.
+func (s *Server) deleteChunks(hs []chunkfs.Handle) error {
+	if len(hs) > maxDeleteBatch {
+		return chunkfs.E("delete chunks", "", chunkfs.KindTooLarge, "too many handles")
 	}
 	var first error // one replica that cannot be deleted does not keep the others
-	for _, h := range req.Handles {
-		if err := c.s.deleteChunk(chunkfs.Handle(h)); err != nil && first == nil {
+	for _, h := range hs {
+		if err := s.deleteChunk(h); err != nil && first == nil {
 			first = err
 		}
 	}
-	if first != nil {
-		return nil, first
-	}
-	return &pb.DeleteChunksResponse{}, nil
+	return first
 }
 
 // deleteChunk deletes a replica, waiting for a mutation in progress.

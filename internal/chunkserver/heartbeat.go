@@ -1,14 +1,51 @@
 package chunkserver
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/chunkstore"
 	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs/internal/token"
 )
+
+// serverReport is what every registration and heartbeat tells a master of
+// this server.
+type serverReport struct {
+	ID, Addr      string
+	Space         spaceReport
+	Leases        []heldLease // held as primary
+	Read, Written int64       // data-stream bytes served and received since start
+}
+
+// registration is a full report: every replica held (corrupt ones left
+// out).
+type registration struct {
+	serverReport
+	Rack   string
+	Chunks []chunkstore.Info
+}
+
+// heartbeat is a periodic report: a rotating sample of the replicas held,
+// the leases to extend, corrupt replicas and those deleted since the last
+// heartbeat the master answered.
+type heartbeat struct {
+	serverReport
+	Load                     int32 // operations in flight
+	Sample                   []chunkstore.Info
+	Extend, Corrupt, Deleted []chunkfs.Handle
+}
+
+// masterAnswer is what a master answers a registration or heartbeat.
+type masterAnswer struct {
+	Keys       []token.Key      // the token keys now valid
+	Garbage    []chunkfs.Handle // replicas to delete (garbage or stale)
+	Reregister bool             // send a full report
+	Extended   []chunkfs.Handle // leases extended by LeaseTerm
+	LeaseTerm  time.Duration
+}
 
 // reporter tells the masters about corrupt replicas: at once by
 // ReportCorrupt, and in every heartbeat until the replica is deleted; and
@@ -95,9 +132,9 @@ func (r *reporter) corrupt(h chunkfs.Handle) {
 		s.goBackground(func() {
 			ctx, cancel := s.callCtx(s.ctx)
 			defer cancel()
-			m, err := s.peers.Master(addr)
+			m, err := s.master(addr)
 			if err == nil {
-				_, err = m.ReportCorrupt(ctx, &pb.ReportCorruptRequest{Reporter: self, Handle: uint64(h), Replica: self})
+				err = m.reportCorrupt(ctx, self, h)
 			}
 			if err != nil {
 				s.log.Warn("report corrupt replica", "master", addr, "chunk", chunkName(h), "err", err)
@@ -114,26 +151,22 @@ func (r *reporter) forget(h chunkfs.Handle) {
 }
 
 // sample returns the next n chunks after the cursor, wrapping around.
-func (r *reporter) sample(all []chunkstore.Info, n int) []*pb.ChunkReplica {
+func (r *reporter) sample(all []chunkstore.Info, n int) []chunkstore.Info {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	start := 0
 	for start < len(all) && all[start].Handle <= r.cursor {
 		start++
 	}
-	var out []*pb.ChunkReplica
+	var out []chunkstore.Info
 	for i := 0; i < min(n, len(all)); i++ {
 		in := all[(start+i)%len(all)]
 		if !in.Corrupt {
-			out = append(out, replica(in))
+			out = append(out, in)
 		}
 		r.cursor = in.Handle
 	}
 	return out
-}
-
-func replica(in chunkstore.Info) *pb.ChunkReplica {
-	return &pb.ChunkReplica{Handle: uint64(in.Handle), Version: uint64(in.Version), Length: in.Length}
 }
 
 // heartbeatLoop registers with one master, then heartbeats to it every
@@ -165,33 +198,44 @@ func (s *Server) heartbeatLoop(master string) {
 // supersedes the deletions not yet told to master.
 func (s *Server) register(master string) error {
 	deleted, complete := s.reporter.takeDeleted(master)
-	sp := s.space()
-	req := &pb.RegisterRequest{Id: s.id, Addr: s.Addr(), Rack: s.cfg.Rack,
-		Capacity: sp.capacity, Used: sp.used, Free: sp.free, Disks: sp.disks,
-		Leases: s.heldLeases(s.cfg.Clock.Now()), BytesRead: s.traffic.read.Load(), BytesWritten: s.traffic.written.Load()}
+	reg := registration{serverReport: s.serverReport(s.cfg.Clock.Now()), Rack: s.cfg.Rack}
 	for _, in := range s.store.List() {
 		if !in.Corrupt {
-			req.Chunks = append(req.Chunks, replica(in))
+			reg.Chunks = append(reg.Chunks, in)
 		}
 	}
+	resp, err := s.tell(master, "register with master", deleted, complete, func(ctx context.Context, m masterLink) (masterAnswer, error) {
+		return m.register(ctx, reg)
+	})
+	if err != nil {
+		return err
+	}
+	s.log.Info("registered with master", "master", master, "chunks", len(reg.Chunks))
+	s.learnKeys(resp.Keys)
+	s.deleteAll(resp.Garbage)
+	return nil
+}
+
+// tell makes call to master with a deadline. When it fails, the
+// deletions it carried are put back for the next report (complete false:
+// some were lost already), and a call that reached the master's address
+// is logged as what and, if no server answered there, redialled at the
+// next call.
+func (s *Server) tell(master, what string, deleted []chunkfs.Handle, complete bool, call func(context.Context, masterLink) (masterAnswer, error)) (masterAnswer, error) {
 	ctx, cancel := s.callCtx(s.ctx)
 	defer cancel()
-	m, err := s.peers.Master(master)
+	m, err := s.master(master)
 	if err != nil {
 		s.reporter.requeueDeleted(master, deleted, complete)
-		return err
+		return masterAnswer{}, err
 	}
-	resp, err := m.Register(ctx, req)
+	resp, err := call(ctx, m)
 	if err != nil {
 		s.reporter.requeueDeleted(master, deleted, complete)
-		s.log.Warn("register with master", "master", master, "err", err)
+		s.log.Warn(what, "master", master, "err", err)
 		s.redialIfUnreachable(master, err)
-		return err
 	}
-	s.log.Info("registered with master", "master", master, "chunks", len(req.Chunks))
-	s.learnKeys(resp.TokenKeys)
-	s.deleteAll(append(resp.Garbage, resp.Stale...))
-	return nil
+	return resp, err
 }
 
 // redialIfUnreachable drops the connection to master after a call that
@@ -211,7 +255,7 @@ func (s *Server) redialIfUnreachable(master string, err error) {
 type spaceReport struct {
 	capacity, free int64 // of its distinct disks
 	used           int64 // bytes of chunk data held
-	disks          []*pb.Disk
+	disks          []chunkstore.Disk
 }
 
 // space reports the server's disks and the bytes of chunk data held.
@@ -224,7 +268,7 @@ func (s *Server) space() spaceReport {
 	for _, d := range disks {
 		r.capacity += d.Total
 		r.free += d.Free
-		r.disks = append(r.disks, &pb.Disk{Id: d.ID, Capacity: d.Total, Free: d.Free})
+		r.disks = append(r.disks, d)
 	}
 	return r
 }
@@ -237,35 +281,31 @@ func (s *Server) heartbeat(master string) bool {
 	if !complete {
 		return false // deletions were lost: register again with a full report
 	}
-	req := s.heartbeatRequest(deleted)
-	ctx, cancel := s.callCtx(s.ctx)
-	defer cancel()
-	m, err := s.peers.Master(master)
+	b := s.heartbeatReport(deleted)
+	resp, err := s.tell(master, "heartbeat", deleted, true, func(ctx context.Context, m masterLink) (masterAnswer, error) {
+		return m.heartbeat(ctx, b)
+	})
 	if err != nil {
-		s.reporter.requeueDeleted(master, deleted, true)
 		return true
 	}
-	resp, err := m.Heartbeat(ctx, req)
-	if err != nil {
-		s.reporter.requeueDeleted(master, deleted, true)
-		s.log.Warn("heartbeat", "master", master, "err", err)
-		s.redialIfUnreachable(master, err)
-		return true
-	}
-	s.learnKeys(resp.TokenKeys)
+	s.learnKeys(resp.Keys)
 	s.deleteAll(resp.Garbage)
-	s.extendLeases(resp.Extended, sent, time.Duration(resp.LeaseMs)*time.Millisecond)
+	s.extendLeases(resp.Extended, sent, resp.LeaseTerm)
 	return !resp.Reregister
 }
 
-// heartbeatRequest builds a heartbeat telling the replicas in deleted gone,
+// serverReport is what this server tells every master of itself at now.
+func (s *Server) serverReport(now time.Time) serverReport {
+	return serverReport{ID: s.id, Addr: s.Addr(), Space: s.space(), Leases: s.heldLeases(now),
+		Read: s.traffic.read.Load(), Written: s.traffic.written.Load()}
+}
+
+// heartbeatReport builds a heartbeat telling the replicas in deleted gone,
 // except those held again since (a clone of the chunk arrived after).
-func (s *Server) heartbeatRequest(deleted []chunkfs.Handle) *pb.HeartbeatRequest {
-	sp := s.space()
+func (s *Server) heartbeatReport(deleted []chunkfs.Handle) heartbeat {
+	now := s.cfg.Clock.Now()
 	all := s.store.List()
-	req := &pb.HeartbeatRequest{Id: s.id, Addr: s.Addr(), Capacity: sp.capacity, Used: sp.used,
-		Free: sp.free, Disks: sp.disks, Load: s.load.Load(),
-		Sample: s.reporter.sample(all, s.cfg.ReportSize), BytesRead: s.traffic.read.Load(), BytesWritten: s.traffic.written.Load()}
+	b := heartbeat{serverReport: s.serverReport(now), Load: s.load.Load(), Sample: s.reporter.sample(all, s.cfg.ReportSize)}
 	if len(deleted) > 0 {
 		held := make(map[chunkfs.Handle]bool, len(all))
 		for _, in := range all {
@@ -273,36 +313,34 @@ func (s *Server) heartbeatRequest(deleted []chunkfs.Handle) *pb.HeartbeatRequest
 		}
 		for _, h := range deleted {
 			if !held[h] {
-				req.Deleted = append(req.Deleted, uint64(h))
+				b.Deleted = append(b.Deleted, h)
 			}
 		}
 	}
-	now := s.cfg.Clock.Now()
-	req.Leases = s.heldLeases(now)
 	for _, in := range all {
 		if in.Corrupt {
-			req.Corrupt = append(req.Corrupt, uint64(in.Handle))
+			b.Corrupt = append(b.Corrupt, in.Handle)
 			continue
 		}
 		s.mu.Lock()
 		st := s.chunks[in.Handle]
 		s.mu.Unlock()
 		if st != nil && st.takeMutated(now) {
-			req.ExtendLeases = append(req.ExtendLeases, uint64(in.Handle))
+			b.Extend = append(b.Extend, in.Handle)
 		}
 	}
-	return req
+	return b
 }
 
 // extendLeases extends the leases the master agreed to extend, counting
 // from when the heartbeat was sent (the master's grant cannot be older).
-func (s *Server) extendLeases(handles []uint64, sent time.Time, d time.Duration) {
+func (s *Server) extendLeases(handles []chunkfs.Handle, sent time.Time, d time.Duration) {
 	if d <= 0 {
 		return
 	}
 	for _, h := range handles {
 		s.mu.Lock()
-		st := s.chunks[chunkfs.Handle(h)]
+		st := s.chunks[h]
 		s.mu.Unlock()
 		if st != nil {
 			st.extend(sent, sent.Add(d))
@@ -311,10 +349,10 @@ func (s *Server) extendLeases(handles []uint64, sent time.Time, d time.Duration)
 }
 
 // deleteAll deletes the replicas a master says are garbage or stale.
-func (s *Server) deleteAll(handles []uint64) {
+func (s *Server) deleteAll(handles []chunkfs.Handle) {
 	for _, h := range handles {
-		if err := s.deleteChunk(chunkfs.Handle(h)); err != nil {
-			s.log.Warn("delete chunk", "chunk", chunkName(chunkfs.Handle(h)), "err", err)
+		if err := s.deleteChunk(h); err != nil {
+			s.log.Warn("delete chunk", "chunk", chunkName(h), "err", err)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // chunkState is what the server knows of a chunk beyond its stored data:
@@ -128,20 +127,28 @@ func (st *chunkState) held(now time.Time) (v chunkfs.Version, left time.Duration
 	return st.leaseVersion, st.leaseUntil.Sub(now), true
 }
 
+// heldLease is a lease this server holds as primary, with the time Left
+// of it by this server's clock.
+type heldLease struct {
+	Handle  chunkfs.Handle
+	Version chunkfs.Version
+	Left    time.Duration
+}
+
 // heldLeases lists the leases this server holds as primary at now, with
 // the time left of each by its own clock, for the masters: a newly elected
 // one adopts those it can confirm instead of waiting them out.
-func (s *Server) heldLeases(now time.Time) []*pb.HeldLease {
+func (s *Server) heldLeases(now time.Time) []heldLease {
 	s.mu.Lock()
 	states := make(map[chunkfs.Handle]*chunkState, len(s.chunks))
 	for h, st := range s.chunks {
 		states[h] = st
 	}
 	s.mu.Unlock()
-	var out []*pb.HeldLease
+	var out []heldLease
 	for h, st := range states {
 		if v, left, ok := st.held(now); ok {
-			out = append(out, &pb.HeldLease{Handle: uint64(h), Version: uint64(v), RemainingMs: left.Milliseconds()})
+			out = append(out, heldLease{Handle: h, Version: v, Left: left})
 		}
 	}
 	return out

@@ -24,6 +24,11 @@
 // master signed for its chunk and access, and a node's call a node's
 // certificate (tokens.go).
 //
+// The generated wire types stay at the RPC edge: service.go holds the gRPC
+// handlers and wire.go every conversion between pb messages and the
+// server's own types (mutation, request, heartbeat, …) and the calls the
+// server makes to peers and masters; the rest of the package never sees pb.
+//
 // A Server is made by Open (which loads the store and the server's ID),
 // serves gRPC and the data stream on one listener with Serve, and stops
 // with Close, which waits for every handler in flight, so a restart on
@@ -49,7 +54,6 @@ import (
 	"github.com/chunkfs/chunkfs/internal/chunkstore"
 	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // idFile holds the server's stable ID in its first data directory.
@@ -184,7 +188,7 @@ func (s *Server) start(lis net.Listener) error {
 		return err
 	}
 	s.stream, s.mux, s.grpc = stream, s.cfg.Security.NewMux(lis, s.log), s.cfg.Security.NewObservedServer(s.log, s.cfg.OnCall)
-	pb.RegisterChunkServerServer(s.grpc, &control{s: s})
+	s.registerControl()
 	mux, grpc := s.mux, s.grpc
 	s.goBackgroundLocked(func() { grpc.Serve(mux.GRPC()) })
 	s.goBackgroundLocked(func() { stream.Serve(mux.Data()) })

@@ -10,7 +10,6 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"github.com/chunkfs/chunkfs/internal/token"
 )
 
@@ -43,19 +42,17 @@ func newTokenKeys() *tokenKeys { return &tokenKeys{ring: token.NewKeyring(0)} }
 
 // learn adds the keys of a master's answer not held yet; expired ones
 // are dropped.
-func (k *tokenKeys) learn(keys []*pb.TokenKey, now time.Time) {
+func (k *tokenKeys) learn(keys []token.Key, now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	held := make(map[uint32]token.Key)
 	for _, h := range k.ring.Keys() {
 		held[h.ID] = h
 	}
-	for _, pk := range keys {
-		key := token.Key{ID: pk.Id, Until: time.UnixMilli(pk.ExpiresUnixMs).UTC()}
-		if len(pk.Secret) != len(key.Secret) || !now.Before(key.Until) {
+	for _, key := range keys {
+		if !now.Before(key.Until) {
 			continue
 		}
-		copy(key.Secret[:], pk.Secret)
 		if held[key.ID] != key {
 			k.ring.Add(key, now)
 		}
@@ -92,7 +89,7 @@ func (s *Server) tokenClock() clock.Clock {
 }
 
 // learnKeys takes the token keys of a master's answer.
-func (s *Server) learnKeys(keys []*pb.TokenKey) {
+func (s *Server) learnKeys(keys []token.Key) {
 	if len(keys) > 0 {
 		s.keys.learn(keys, s.tokenClock().Now())
 	}

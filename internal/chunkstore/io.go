@@ -33,15 +33,11 @@ func (s *Store) checkRange(op string, h chunkfs.Handle, off, n int64) error {
 // chunk's length, re-sum), so that only the checksums from there on are
 // saved for an undo.
 func (s *Store) mutate(op string, h chunkfs.Handle, from int64, fn func(c *chunk, f File, old *saved) error) error {
-	c, err := s.get(op, h)
+	c, unlock, err := s.lockUsable(op, h)
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := s.usableLocked(op, c); err != nil {
-		return err
-	}
+	defer unlock()
 	f, err := s.cfg.FS.OpenFile(s.path(c, ".data"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return s.failLocked(op, c, err)

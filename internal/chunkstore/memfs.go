@@ -255,15 +255,28 @@ type memFile struct {
 
 var errClosed = errors.New("memfs: file closed")
 
-func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+// lock locks the file system for operation op on f, failing, unlocked,
+// when f is closed or a fault is set for op; unlock ends the operation.
+func (f *memFile) lock(op string) (unlock func(), err error) {
 	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
 	if f.closed {
-		return 0, errClosed
+		err = errClosed
+	} else {
+		err = f.fs.faultLocked(op, f.name)
 	}
-	if err := f.fs.faultLocked("read", f.name); err != nil {
+	if err != nil {
+		f.fs.mu.Unlock()
+		return nil, err
+	}
+	return f.fs.mu.Unlock, nil
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	unlock, err := f.lock("read")
+	if err != nil {
 		return 0, err
 	}
+	defer unlock()
 	if off < 0 {
 		return 0, errors.New("memfs: negative offset")
 	}
@@ -278,14 +291,11 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
-	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
-	if f.closed {
-		return 0, errClosed
-	}
-	if err := f.fs.faultLocked("write", f.name); err != nil {
+	unlock, err := f.lock("write")
+	if err != nil {
 		return 0, err
 	}
+	defer unlock()
 	if off < 0 {
 		return 0, errors.New("memfs: negative offset")
 	}
@@ -296,14 +306,11 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *memFile) Truncate(size int64) error {
-	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
-	if f.closed {
-		return errClosed
-	}
-	if err := f.fs.faultLocked("truncate", f.name); err != nil {
+	unlock, err := f.lock("truncate")
+	if err != nil {
 		return err
 	}
+	defer unlock()
 	f.truncateLocked(size)
 	return nil
 }
@@ -316,14 +323,11 @@ func (f *memFile) truncateLocked(size int64) {
 
 // Sync makes the file's contents durable and drops its logged operations.
 func (f *memFile) Sync() error {
-	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
-	if f.closed {
-		return errClosed
-	}
-	if err := f.fs.faultLocked("sync", f.name); err != nil {
+	unlock, err := f.lock("sync")
+	if err != nil {
 		return err
 	}
+	defer unlock()
 	f.node.durable = append(f.node.durable[:0], f.node.data...)
 	log := f.fs.log[:0]
 	for _, op := range f.fs.log {

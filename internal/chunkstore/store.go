@@ -397,15 +397,11 @@ func (s *Store) writeMetaLocked(c *chunk, sync bool) error {
 
 // SetVersion records a new version for chunk h, durably.
 func (s *Store) SetVersion(h chunkfs.Handle, v chunkfs.Version) error {
-	c, err := s.get("set version", h)
+	c, unlock, err := s.lockUsable("set version", h)
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := s.usableLocked("set version", c); err != nil {
-		return err
-	}
+	defer unlock()
 	old := c.version
 	c.version = v
 	if err := s.writeMetaLocked(c, true); err != nil {
@@ -413,6 +409,20 @@ func (s *Store) SetVersion(h chunkfs.Handle, v chunkfs.Version) error {
 		return s.failLocked("set version", c, err)
 	}
 	return nil
+}
+
+// lockUsable returns chunk h locked for a change, failing, unlocked, as
+// get and usableLocked do; unlock releases it.
+func (s *Store) lockUsable(op string, h chunkfs.Handle) (c *chunk, unlock func(), err error) {
+	if c, err = s.get(op, h); err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	if err := s.usableLocked(op, c); err != nil {
+		c.mu.Unlock()
+		return nil, nil, err
+	}
+	return c, c.mu.Unlock, nil
 }
 
 // usableLocked fails for a deleted or corrupt chunk.
@@ -528,15 +538,11 @@ func (s *Store) Delete(h chunkfs.Handle) error {
 
 // Sync makes chunk h's data and metadata durable (fsync).
 func (s *Store) Sync(h chunkfs.Handle) error {
-	c, err := s.get("sync", h)
+	c, unlock, err := s.lockUsable("sync", h)
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := s.usableLocked("sync", c); err != nil {
-		return err
-	}
+	defer unlock()
 	f, err := s.cfg.FS.OpenFile(s.path(c, ".data"), os.O_RDWR, 0)
 	if err != nil {
 		return s.failLocked("sync", c, err)

@@ -117,24 +117,8 @@ func TestRequestIDCrossesGRPC(t *testing.T) {
 // startStreamLogged is startStream logging at debug level into logs.
 func startStreamLogged(t *testing.T, h StreamHandler, logs *logBuffer) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultStreamConfig()
-	cfg.Logger = logs.logger()
-	cfg.FrameTimeout = 5 * time.Second
-	srv, err := NewStreamServer(h, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(func() {
-		lis.Close()
-		srv.Close()
-		cfg.Client.Close()
-	})
-	return lis.Addr().String()
+	addr, _ := startStreamBare(t, h, func(c *StreamConfig) { c.Logger = logs.logger() })
+	return addr
 }
 
 func TestRequestIDTravelsDownThePushChain(t *testing.T) {

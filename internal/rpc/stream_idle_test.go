@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -15,24 +14,7 @@ import (
 // startStreamIdle serves h with the given idle timeout (frames: 5 s).
 func startStreamIdle(t *testing.T, h StreamHandler, idle time.Duration) (string, *StreamServer) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultStreamConfig()
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	cfg.FrameTimeout, cfg.IdleTimeout = 5*time.Second, idle
-	srv, err := NewStreamServer(h, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(func() {
-		lis.Close()
-		srv.Close()
-		cfg.Client.Close()
-	})
-	return lis.Addr().String(), srv
+	return startStreamBare(t, h, func(c *StreamConfig) { c.IdleTimeout = idle })
 }
 
 func (s *StreamServer) open() int {

@@ -94,8 +94,10 @@ func startStream(t testing.TB, h StreamHandler) (addr string, srv *StreamServer)
 	return startStreamTimeout(t, h, 5*time.Second)
 }
 
-// startStreamTimeout is startStream with the given frame timeout.
-func startStreamTimeout(t testing.TB, h StreamHandler, frameTimeout time.Duration) (addr string, srv *StreamServer) {
+// listenStream makes a stream server for h and a loopback listener for
+// it, with frames timed out after 5 s, no logging, and whatever tune
+// changes.
+func listenStream(t testing.TB, h StreamHandler, tune func(*StreamConfig)) (net.Listener, *StreamServer, StreamConfig) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -103,11 +105,33 @@ func startStreamTimeout(t testing.TB, h StreamHandler, frameTimeout time.Duratio
 	}
 	cfg := DefaultStreamConfig()
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	cfg.FrameTimeout = frameTimeout
-	srv, err = NewStreamServer(h, cfg)
+	cfg.FrameTimeout = 5 * time.Second
+	tune(&cfg)
+	srv, err := NewStreamServer(h, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return lis, srv, cfg
+}
+
+// startStreamBare serves h on a listener of its own (no Mux), configured
+// as listenStream does.
+func startStreamBare(t testing.TB, h StreamHandler, tune func(*StreamConfig)) (addr string, srv *StreamServer) {
+	t.Helper()
+	lis, srv, cfg := listenStream(t, h, tune)
+	go srv.Serve(lis)
+	t.Cleanup(func() {
+		lis.Close()
+		srv.Close()
+		cfg.Client.Close()
+	})
+	return lis.Addr().String(), srv
+}
+
+// startStreamTimeout is startStream with the given frame timeout.
+func startStreamTimeout(t testing.TB, h StreamHandler, frameTimeout time.Duration) (addr string, srv *StreamServer) {
+	t.Helper()
+	lis, srv, cfg := listenStream(t, h, func(c *StreamConfig) { c.FrameTimeout = frameTimeout })
 	mux := NewMux(lis, cfg.Logger)
 	gs := NewServer(cfg.Logger)
 	pb.RegisterChunkServerServer(gs, pb.UnimplementedChunkServerServer{})

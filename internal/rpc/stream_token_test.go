@@ -4,26 +4,23 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/chunkfs/chunkfs"
 )
 
-// startStreamAuth serves h with an Authorize that lets a read of chunk h
-// through with the token "read <h>" and a push with "push".
+// startStreamAuth serves h with authorizeReadPush(seen).
 func startStreamAuth(t *testing.T, h StreamHandler, seen chan<- StreamRequest) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultStreamConfig()
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	cfg.FrameTimeout = 5 * time.Second
-	cfg.Authorize = func(r StreamRequest) error {
+	addr, _ := startStreamBare(t, h, func(c *StreamConfig) { c.Authorize = authorizeReadPush(seen) })
+	return addr
+}
+
+// authorizeReadPush is an Authorize that lets a read of chunk h through
+// with the token "read <h>" and a push with "push", telling seen (if not
+// nil) of each request.
+func authorizeReadPush(seen chan<- StreamRequest) func(StreamRequest) error {
+	return func(r StreamRequest) error {
 		if seen != nil {
 			seen <- r
 		}
@@ -36,17 +33,6 @@ func startStreamAuth(t *testing.T, h StreamHandler, seen chan<- StreamRequest) s
 		}
 		return nil
 	}
-	srv, err := NewStreamServer(h, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(func() {
-		lis.Close()
-		srv.Close()
-		cfg.Client.Close()
-	})
-	return lis.Addr().String()
 }
 
 func TestStreamRefusesUnauthorisedRead(t *testing.T) {

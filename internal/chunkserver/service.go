@@ -1,0 +1,170 @@
+package chunkserver
+
+import (
+	"context"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs/internal/token"
+)
+
+// control implements the gRPC ChunkServer service. Each handler converts
+// its request (wire.go), admits the call once the caller passes its check,
+// runs the server's own method and converts the answer back. An empty
+// answer goes back with the error, which gRPC then sends instead.
+type control struct {
+	pb.UnimplementedChunkServerServer
+	s *Server
+}
+
+// registerControl puts the ChunkServer service on the server's gRPC server.
+func (s *Server) registerControl() { pb.RegisterChunkServerServer(s.grpc, &control{s: s}) }
+
+// admit admits a call (Server.enter) if check, the caller's check,
+// passes; done ends it.
+func (c *control) admit(check func() error) (done func(), err error) {
+	if done, err = c.s.enter(); err != nil {
+		return nil, err
+	}
+	if err := check(); err != nil {
+		done()
+		return nil, err
+	}
+	return done, nil
+}
+
+// node admits a call only masters and chunkservers make.
+func (c *control) node(ctx context.Context, op string, h chunkfs.Handle) (done func(), err error) {
+	return c.admit(func() error { return c.s.nodeOnly(ctx, op, h) })
+}
+
+// client admits a client's call about chunk h, which needs access want.
+func (c *control) client(ctx context.Context, op string, h chunkfs.Handle, tok []byte, want token.Access) (done func(), err error) {
+	return c.admit(func() error { return c.s.authorize(ctx, op, h, tok, want) })
+}
+
+// Lease sets a chunk's version (creating the chunk if asked) and makes this
+// server its primary for lease_ms, or a secondary when lease_ms is 0.
+func (c *control) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
+	g := leaseFromPB(req)
+	done, err := c.node(ctx, "lease", g.Handle)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	length, err := c.s.lease(g)
+	if err != nil {
+		return nil, err
+	}
+	return leaseToPB(length), nil
+}
+
+// Write applies pushed data at an offset as the chunk's primary.
+func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteResponse, error) {
+	r := writeFromPB(req)
+	done, err := c.client(ctx, "write", r.Handle, r.Token, token.Write)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return &pb.WriteResponse{}, c.s.write(ctx, r)
+}
+
+// Append appends pushed data as one record at an offset the primary picks.
+func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.AppendResponse, error) {
+	r := appendFromPB(req)
+	done, err := c.client(ctx, "append", r.Handle, r.Token, token.Write)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	off, err := c.s.appendRecord(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return appendToPB(off), nil
+}
+
+// Reserve reserves room in the chunk for a record about to be pushed.
+func (c *control) Reserve(ctx context.Context, req *pb.ReserveRequest) (*pb.ReserveResponse, error) {
+	r := reserveFromPB(req)
+	done, err := c.client(ctx, "reserve", r.Handle, r.Token, token.Write)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return &pb.ReserveResponse{}, c.s.reserve(ctx, r)
+}
+
+// Apply applies one mutation ordered by the primary.
+func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
+	m := mutationFromPB(req)
+	done, err := c.node(ctx, "apply", m.Handle)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return &pb.ApplyResponse{}, c.s.apply(m)
+}
+
+// Sync makes this replica, then every secondary named, fsync the chunk.
+func (c *control) Sync(ctx context.Context, req *pb.SyncRequest) (*pb.SyncResponse, error) {
+	r := syncFromPB(req)
+	done, err := c.client(ctx, "sync", r.Handle, r.Token, token.Write)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return &pb.SyncResponse{}, c.s.sync(ctx, r)
+}
+
+// Truncate cuts a chunk to a length at a version the master has bumped.
+func (c *control) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.TruncateResponse, error) {
+	t := truncationFromPB(req)
+	done, err := c.node(ctx, "truncate", t.Handle)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return &pb.TruncateResponse{}, c.s.truncate(t)
+}
+
+// ChunkInfo describes the replica and any lease held on it.
+func (c *control) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.ChunkInfoResponse, error) {
+	h, tok := chunkInfoFromPB(req)
+	done, err := c.client(ctx, "chunk info", h, tok, token.Read)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	r, err := c.s.replicaState(h)
+	if err != nil {
+		return nil, err
+	}
+	return chunkInfoToPB(r), nil
+}
+
+// DeleteChunks deletes replicas; unknown handles are ignored.
+func (c *control) DeleteChunks(ctx context.Context, req *pb.DeleteChunksRequest) (*pb.DeleteChunksResponse, error) {
+	done, err := c.node(ctx, "delete chunks", 0)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return &pb.DeleteChunksResponse{}, c.s.deleteChunks(handlesFromPB(req.Handles))
+}
+
+// Clone makes this server a new replica of a chunk pulled from a source.
+func (c *control) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneResponse, error) {
+	o := cloneFromPB(req)
+	done, err := c.node(ctx, "clone", o.Handle)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	n, err := c.s.cloneChunk(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return cloneToPB(n), nil
+}

@@ -1,0 +1,249 @@
+package chunkserver
+
+import (
+	"context"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/chunkstore"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs/internal/token"
+)
+
+// The RPC edge. The generated pb types appear only in this file and in
+// service.go (the gRPC handlers); everything else in the package reasons
+// in its own types. Each message is converted here, once in each
+// direction: the first section turns what arrives (requests to this
+// server, answers to its calls) into the server's types, the second turns
+// the server's types into what it sends. The last section is the calls
+// this server makes to its peers and masters, spoken in its own types.
+// TestPBOnlyAtTheEdge keeps it so.
+
+// From the wire: pb → the server's types.
+
+func leaseFromPB(r *pb.LeaseRequest) leaseGrant {
+	term := time.Duration(-1) // out of range: refused by lease
+	if r.LeaseMs >= 0 && r.LeaseMs <= maxLeaseTerm.Milliseconds() {
+		term = time.Duration(r.LeaseMs) * time.Millisecond
+	}
+	return leaseGrant{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Create: r.Create, Term: term}
+}
+
+func writeFromPB(r *pb.WriteRequest) request {
+	return request{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Offset: r.Offset,
+		Length: r.Length, Data: chunkfs.DataID(r.DataId), Secondaries: r.Secondaries, Token: r.Token}
+}
+
+func appendFromPB(r *pb.AppendRequest) request {
+	return request{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Length: r.Length,
+		ChunkSize: r.ChunkSize, Data: chunkfs.DataID(r.DataId), Secondaries: r.Secondaries, Token: r.Token}
+}
+
+func reserveFromPB(r *pb.ReserveRequest) request {
+	return request{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Length: r.Length,
+		ChunkSize: r.ChunkSize, Data: chunkfs.DataID(r.DataId), Secondaries: r.Secondaries, Token: r.Token}
+}
+
+func syncFromPB(r *pb.SyncRequest) request {
+	return request{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Secondaries: r.Secondaries, Token: r.Token}
+}
+
+func mutationFromPB(r *pb.ApplyRequest) mutation {
+	return mutation{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Serial: r.Serial,
+		Offset: r.Offset, Length: r.Length, Data: chunkfs.DataID(r.DataId), Pad: r.Pad}
+}
+
+func truncationFromPB(r *pb.TruncateRequest) truncation {
+	return truncation{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Length: r.Length}
+}
+
+func cloneFromPB(r *pb.CloneRequest) cloneOrder {
+	return cloneOrder{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Source: r.Source, Length: r.Length}
+}
+
+func chunkInfoFromPB(r *pb.ChunkInfoRequest) (chunkfs.Handle, []byte) {
+	return chunkfs.Handle(r.Handle), r.Token
+}
+
+func handlesFromPB(hs []uint64) []chunkfs.Handle {
+	out := make([]chunkfs.Handle, len(hs))
+	for i, h := range hs {
+		out[i] = chunkfs.Handle(h)
+	}
+	return out
+}
+
+// replicaFromPB reads a peer's ChunkInfo answer.
+func replicaFromPB(r *pb.ChunkInfoResponse) replicaState {
+	return replicaState{Version: chunkfs.Version(r.Version), Length: r.Length, Primary: r.Primary,
+		LeaseLeft: time.Duration(r.LeaseMs) * time.Millisecond}
+}
+
+// keysFromPB reads the token keys of a master's answer; a key whose secret
+// is not a key's size is dropped.
+func keysFromPB(keys []*pb.TokenKey) []token.Key {
+	var out []token.Key
+	for _, pk := range keys {
+		key := token.Key{ID: pk.Id, Until: time.UnixMilli(pk.ExpiresUnixMs).UTC()}
+		if len(pk.Secret) != len(key.Secret) {
+			continue
+		}
+		copy(key.Secret[:], pk.Secret)
+		out = append(out, key)
+	}
+	return out
+}
+
+// registeredFromPB reads a master's answer to a registration: its garbage
+// and stale replicas are both to be deleted.
+func registeredFromPB(r *pb.RegisterResponse) masterAnswer {
+	return masterAnswer{Keys: keysFromPB(r.TokenKeys), Garbage: handlesFromPB(append(r.Garbage, r.Stale...))}
+}
+
+func heartbeatAnswerFromPB(r *pb.HeartbeatResponse) masterAnswer {
+	return masterAnswer{Keys: keysFromPB(r.TokenKeys), Garbage: handlesFromPB(r.Garbage), Reregister: r.Reregister,
+		Extended: handlesFromPB(r.Extended), LeaseTerm: time.Duration(r.LeaseMs) * time.Millisecond}
+}
+
+// To the wire: the server's types → pb.
+
+func leaseToPB(length int64) *pb.LeaseResponse { return &pb.LeaseResponse{Length: length} }
+
+func appendToPB(off int64) *pb.AppendResponse { return &pb.AppendResponse{Offset: off} }
+
+func cloneToPB(length int64) *pb.CloneResponse { return &pb.CloneResponse{Length: length} }
+
+func chunkInfoToPB(r replicaState) *pb.ChunkInfoResponse {
+	resp := &pb.ChunkInfoResponse{Version: uint64(r.Version), Length: r.Length, Primary: r.Primary}
+	if r.Primary {
+		resp.LeaseMs = r.LeaseLeft.Milliseconds()
+	}
+	return resp
+}
+
+func mutationToPB(m mutation) *pb.ApplyRequest {
+	return &pb.ApplyRequest{Handle: uint64(m.Handle), Version: uint64(m.Version), Serial: m.Serial,
+		Offset: m.Offset, DataId: uint64(m.Data), Length: m.Length, Pad: m.Pad}
+}
+
+// syncToPB is the Sync a primary sends a secondary: the client's request,
+// naming no further secondaries.
+func syncToPB(r request) *pb.SyncRequest {
+	return &pb.SyncRequest{Handle: uint64(r.Handle), Version: uint64(r.Version), Token: r.Token}
+}
+
+func chunkInfoRequestToPB(h chunkfs.Handle, tok []byte) *pb.ChunkInfoRequest {
+	return &pb.ChunkInfoRequest{Handle: uint64(h), Token: tok}
+}
+
+// corruptToPB reports this server's (self's) replica of h corrupt.
+func corruptToPB(self string, h chunkfs.Handle) *pb.ReportCorruptRequest {
+	return &pb.ReportCorruptRequest{Reporter: self, Handle: uint64(h), Replica: self}
+}
+
+func handlesToPB(hs []chunkfs.Handle) []uint64 {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]uint64, len(hs))
+	for i, h := range hs {
+		out[i] = uint64(h)
+	}
+	return out
+}
+
+func replicasToPB(in []chunkstore.Info) []*pb.ChunkReplica {
+	var out []*pb.ChunkReplica
+	for _, r := range in {
+		out = append(out, &pb.ChunkReplica{Handle: uint64(r.Handle), Version: uint64(r.Version), Length: r.Length})
+	}
+	return out
+}
+
+func disksToPB(disks []chunkstore.Disk) []*pb.Disk {
+	var out []*pb.Disk
+	for _, d := range disks {
+		out = append(out, &pb.Disk{Id: d.ID, Capacity: d.Total, Free: d.Free})
+	}
+	return out
+}
+
+func leasesToPB(leases []heldLease) []*pb.HeldLease {
+	var out []*pb.HeldLease
+	for _, l := range leases {
+		out = append(out, &pb.HeldLease{Handle: uint64(l.Handle), Version: uint64(l.Version), RemainingMs: l.Left.Milliseconds()})
+	}
+	return out
+}
+
+func registrationToPB(r registration) *pb.RegisterRequest {
+	return &pb.RegisterRequest{Id: r.ID, Addr: r.Addr, Rack: r.Rack,
+		Capacity: r.Space.capacity, Used: r.Space.used, Free: r.Space.free, Disks: disksToPB(r.Space.disks),
+		Leases: leasesToPB(r.Leases), BytesRead: r.Read, BytesWritten: r.Written, Chunks: replicasToPB(r.Chunks)}
+}
+
+func heartbeatToPB(b heartbeat) *pb.HeartbeatRequest {
+	return &pb.HeartbeatRequest{Id: b.ID, Addr: b.Addr, Capacity: b.Space.capacity, Used: b.Space.used,
+		Free: b.Space.free, Disks: disksToPB(b.Space.disks), Load: b.Load, Sample: replicasToPB(b.Sample),
+		BytesRead: b.Read, BytesWritten: b.Written, Deleted: handlesToPB(b.Deleted), Leases: leasesToPB(b.Leases),
+		Corrupt: handlesToPB(b.Corrupt), ExtendLeases: handlesToPB(b.Extend)}
+}
+
+// Calls to peers and masters.
+
+// peerLink is a connection to another chunkserver.
+type peerLink struct{ c pb.ChunkServerClient }
+
+func (s *Server) peer(addr string) (peerLink, error) {
+	c, err := s.peers.ChunkServer(addr)
+	return peerLink{c}, err
+}
+
+func (p peerLink) apply(ctx context.Context, m mutation) error {
+	_, err := p.c.Apply(ctx, mutationToPB(m))
+	return err
+}
+
+func (p peerLink) sync(ctx context.Context, r request) error {
+	_, err := p.c.Sync(ctx, syncToPB(r))
+	return err
+}
+
+func (p peerLink) chunkInfo(ctx context.Context, h chunkfs.Handle, tok []byte) (replicaState, error) {
+	resp, err := p.c.ChunkInfo(ctx, chunkInfoRequestToPB(h, tok))
+	if err != nil {
+		return replicaState{}, err
+	}
+	return replicaFromPB(resp), nil
+}
+
+// masterLink is a connection to a master.
+type masterLink struct{ c pb.MasterClient }
+
+func (s *Server) master(addr string) (masterLink, error) {
+	c, err := s.peers.Master(addr)
+	return masterLink{c}, err
+}
+
+func (m masterLink) register(ctx context.Context, r registration) (masterAnswer, error) {
+	resp, err := m.c.Register(ctx, registrationToPB(r))
+	if err != nil {
+		return masterAnswer{}, err
+	}
+	return registeredFromPB(resp), nil
+}
+
+func (m masterLink) heartbeat(ctx context.Context, b heartbeat) (masterAnswer, error) {
+	resp, err := m.c.Heartbeat(ctx, heartbeatToPB(b))
+	if err != nil {
+		return masterAnswer{}, err
+	}
+	return heartbeatAnswerFromPB(resp), nil
+}
+
+// reportCorrupt tells the master that self's replica of h failed its
+// checksum.
+func (m masterLink) reportCorrupt(ctx context.Context, self string, h chunkfs.Handle) error {
+	_, err := m.c.ReportCorrupt(ctx, corruptToPB(self, h))
+	return err
+}
