@@ -141,7 +141,8 @@ func replica(in chunkstore.Info) *pb.ChunkReplica {
 // registration (a restarted master knows no chunkserver), the server
 // registers at once rather than a tick later: a restarted master waits in
 // safe mode for the replicas; a registration that fails is tried again
-// at the next tick.
+// at the next tick. A request with a token of a key not held yet also
+// brings the next heartbeat forward (tokenKeys).
 func (s *Server) heartbeatLoop(master string) {
 	t := s.cfg.Clock.NewTicker(s.cfg.HeartbeatInterval)
 	defer t.Stop()
@@ -155,6 +156,7 @@ func (s *Server) heartbeatLoop(master string) {
 		}
 		select {
 		case <-t.C():
+		case <-s.keys.wanted(): // a request holds a token of a key not held yet
 		case <-s.ctx.Done():
 			return
 		}
@@ -181,15 +183,17 @@ func (s *Server) register(master string) error {
 		s.reporter.requeueDeleted(master, deleted, complete)
 		return err
 	}
+	asks := s.keys.sending()
 	resp, err := m.Register(ctx, req)
 	if err != nil {
+		s.learnKeys(master, asks, nil) // no keys from this one: waiters need not wait for it
 		s.reporter.requeueDeleted(master, deleted, complete)
 		s.log.Warn("register with master", "master", master, "err", err)
 		s.redialIfUnreachable(master, err)
 		return err
 	}
 	s.log.Info("registered with master", "master", master, "chunks", len(req.Chunks))
-	s.learnKeys(resp.TokenKeys)
+	s.learnKeys(master, asks, resp.TokenKeys)
 	s.deleteAll(append(resp.Garbage, resp.Stale...))
 	return nil
 }
@@ -245,14 +249,16 @@ func (s *Server) heartbeat(master string) bool {
 		s.reporter.requeueDeleted(master, deleted, true)
 		return true
 	}
+	asks := s.keys.sending()
 	resp, err := m.Heartbeat(ctx, req)
 	if err != nil {
+		s.learnKeys(master, asks, nil) // no keys from this one: waiters need not wait for it
 		s.reporter.requeueDeleted(master, deleted, true)
 		s.log.Warn("heartbeat", "master", master, "err", err)
 		s.redialIfUnreachable(master, err)
 		return true
 	}
-	s.learnKeys(resp.TokenKeys)
+	s.learnKeys(master, asks, resp.TokenKeys)
 	s.deleteAll(resp.Garbage)
 	s.extendLeases(resp.Extended, sent, time.Duration(resp.LeaseMs)*time.Millisecond)
 	return !resp.Reregister
