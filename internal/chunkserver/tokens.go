@@ -83,14 +83,18 @@ func (k *tokenKeys) sending() uint64 {
 	return k.asks
 }
 
-// ask asks the masters for keys when id is newer than any held, unless
-// the last ask was within keyAskGap of now; it returns the ask's number,
-// 0 when id is not worth waiting for (an old key, or asked just now).
+// ask asks the masters for keys when id is newer than any held; it
+// returns the ask's number, or 0 when id is not worth waiting for (an old
+// key). Within keyAskGap of the last ask it asks nothing more and returns
+// that ask's number: requests that came together wait for one answer.
 func (k *tokenKeys) ask(id uint32, now time.Time) uint64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if id <= k.newest || (k.asks > 0 && now.Sub(k.asked) < keyAskGap) {
+	if id <= k.newest {
 		return 0
+	}
+	if k.asks > 0 && now.Sub(k.asked) < keyAskGap {
+		return k.asks
 	}
 	k.asks++
 	k.asked = now

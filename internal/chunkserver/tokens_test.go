@@ -3,6 +3,7 @@ package chunkserver
 import (
 	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,10 +219,10 @@ func TestKeysLearntExpire(t *testing.T) {
 	}
 }
 
-// TestNewKeyFetchedAtOnce: a request with a token of a key the master
-// logged after the server's last heartbeat (a cluster just started) is
-// served, the server asking the master for its keys at once instead of
-// refusing it until its next heartbeat; a token of a made-up newer key is
+// TestNewKeyFetchedAtOnce: requests with a token of a key the master
+// logged after the server's last heartbeat (a cluster just started),
+// several at once, are served, the server asking the master for its keys
+// at once instead of refusing them until its next heartbeat; a token of a made-up newer key is
 // refused as soon as the master has answered, and asks within keyAskGap
 // of each other cost the master one heartbeat.
 func TestNewKeyFetchedAtOnce(t *testing.T) {
@@ -240,10 +241,20 @@ func TestNewKeyFetchedAtOnce(t *testing.T) {
 	tc.master.keys = []*pb.TokenKey{{Id: 2, Secret: k.Secret[:], ExpiresUnixMs: k.Until.Add(tc.signer.TTL()).UnixMilli()}}
 	beats := len(tc.master.beats)
 	tc.master.mu.Unlock()
-	p := make([]byte, len(data))
-	if n, err := tc.data.ReadToken(context.Background(), tc.addrs[0], h, 1, 0, p, tc.token(h, token.Read, tc.clock.Now())); err != nil || n != len(data) || !bytes.Equal(p, data) {
-		t.Fatalf("read with a token of a key logged since the last heartbeat: %d bytes, %v", n, err)
+	// Four requests at once: one asks, all wait for its answer.
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := make([]byte, len(data))
+			if n, err := tc.data.ReadToken(context.Background(), tc.addrs[0], h, 1, 0, p, tc.token(h, token.Read, tc.clock.Now())); err != nil || n != len(data) || !bytes.Equal(p, data) {
+				t.Errorf("read %d with a token of a key logged since the last heartbeat: %d bytes, %v", i, n, err)
+			}
+		}()
 	}
+	wg.Wait()
+	p := make([]byte, len(data))
 	tc.master.mu.Lock()
 	asked := len(tc.master.beats) - beats
 	tc.master.mu.Unlock()
