@@ -178,12 +178,13 @@ func (s *Server) register(master string) error {
 	}
 	ctx, cancel := s.callCtx(s.ctx)
 	defer cancel()
+	asks := s.keys.sending()
 	m, err := s.peers.Master(master)
 	if err != nil {
+		s.learnKeys(master, asks, nil) // no keys from this one: waiters need not wait for it
 		s.reporter.requeueDeleted(master, deleted, complete)
 		return err
 	}
-	asks := s.keys.sending()
 	resp, err := m.Register(ctx, req)
 	if err != nil {
 		s.learnKeys(master, asks, nil) // no keys from this one: waiters need not wait for it
@@ -244,12 +245,13 @@ func (s *Server) heartbeat(master string) bool {
 	req := s.heartbeatRequest(deleted)
 	ctx, cancel := s.callCtx(s.ctx)
 	defer cancel()
+	asks := s.keys.sending()
 	m, err := s.peers.Master(master)
 	if err != nil {
+		s.learnKeys(master, asks, nil) // no keys from this one: waiters need not wait for it
 		s.reporter.requeueDeleted(master, deleted, true)
 		return true
 	}
-	asks := s.keys.sending()
 	resp, err := m.Heartbeat(ctx, req)
 	if err != nil {
 		s.learnKeys(master, asks, nil) // no keys from this one: waiters need not wait for it

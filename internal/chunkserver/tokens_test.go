@@ -286,3 +286,28 @@ func TestNewKeyFetchedAtOnce(t *testing.T) {
 		t.Fatalf("five reads with a made-up key cost the master %d heartbeats; want one per keyAskGap", asked)
 	}
 }
+
+// TestNewKeyAskedOfAFailingMaster: a request with a token of a key not
+// held, while the master refuses heartbeats, is refused as stale (the
+// client asks the master again) as soon as the master's heartbeat fails,
+// not after keyWait.
+func TestNewKeyAskedOfAFailingMaster(t *testing.T) {
+	tc := newTokenCluster(t, 1)
+	const h = chunkfs.Handle(5)
+	tc.grant(h, 1)
+	k := token.Key{ID: 2, Secret: [32]byte{2, 7}, Until: tc.clock.Now().Add(time.Hour)}
+	tc.signer.Add(k, tc.clock.Now())
+	tc.master.mu.Lock()
+	tc.master.failBeats = 100
+	tc.master.mu.Unlock()
+	start := time.Now()
+	p := make([]byte, 10)
+	n, err := tc.data.ReadToken(context.Background(), tc.addrs[0], h, 1, 0, p, tc.token(h, token.Read, tc.clock.Now()))
+	if n != 0 || chunkfs.KindOf(err) != chunkfs.KindStale {
+		t.Fatalf("read with a key the failing master did not hand out: %d bytes, %v; want KindStale", n, err)
+	}
+	if d := time.Since(start); d >= keyWait {
+		t.Fatalf("refused after %v: it waited for keyWait, not for the failed heartbeat", d)
+	}
+	tc.master.wait(t, "heartbeat refused")
+}
