@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -123,5 +124,64 @@ func FuzzParseIdentity(f *testing.F) {
 		if err != nil || !reflect.DeepEqual(again, id) {
 			t.Fatalf("identity %+v does not round-trip: %+v, %v", id, again, err)
 		}
+	})
+}
+
+// FuzzFromCertificate: the identity read from a certificate (DER as it
+// comes in a handshake, or a certificate's list of URIs) is a valid one,
+// read from the certificate's only chunkfs URI, and round-trips; a
+// certificate with none or two is refused. Nothing panics.
+func FuzzFromCertificate(f *testing.F) {
+	ca, err := NewCA("fuzz", now, time.Hour)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, id := range []Identity{
+		{Role: RoleClient, Name: "alice", UID: 1000, GIDs: []uint32{100, 27}},
+		{Role: RoleMount, Name: "gw", GIDs: []uint32{0}, Proxy: true},
+		{Role: RoleChunkserver, Name: "cs1"},
+	} {
+		certPEM, _, err := ca.Issue(id, []string{"127.0.0.1"}, now, time.Hour)
+		if err != nil {
+			f.Fatal(err)
+		}
+		b, _ := pem.Decode(certPEM)
+		f.Add(b.Bytes, id.URI().String())
+	}
+	f.Add(ca.Cert.Raw, "chunkfs://client/a?uid=1&gids=1\nchunkfs://client/b?uid=2&gids=2")
+	f.Add([]byte{0x30, 0x03, 0x02, 0x01, 0x00}, "spiffe://x/y\nchunkfs://master/m1?uid=0&gids=")
+	f.Add([]byte{}, "chunkfs://client/x?uid=4294967295&gids=4294967295,0&proxy=1")
+	check := func(t *testing.T, c *x509.Certificate) {
+		id, err := FromCertificate(c)
+		n := 0
+		for _, u := range c.URIs {
+			if u.Scheme == scheme {
+				n++
+			}
+		}
+		if err != nil {
+			return
+		}
+		if n != 1 {
+			t.Fatalf("identity %+v read from a certificate with %d chunkfs URIs", id, n)
+		}
+		if err := id.Validate(); err != nil {
+			t.Fatalf("invalid identity %+v read from %v: %v", id, c.URIs, err)
+		}
+		if again, err := ParseIdentity(id.URI()); err != nil || !reflect.DeepEqual(again, id) {
+			t.Fatalf("identity %+v does not round-trip: %+v, %v", id, again, err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, der []byte, uris string) {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			check(t, c)
+		}
+		c := &x509.Certificate{}
+		for _, s := range strings.Split(uris, "\n") {
+			if u, err := url.Parse(s); err == nil {
+				c.URIs = append(c.URIs, u)
+			}
+		}
+		check(t, c)
 	})
 }

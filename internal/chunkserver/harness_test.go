@@ -24,11 +24,12 @@ type fakeMaster struct {
 	registered map[string]*pb.RegisterRequest
 	beats      []*pb.HeartbeatRequest
 	corrupt    []*pb.ReportCorruptRequest
-	garbage    []uint64 // handed out with the next heartbeat
-	reregister bool     // asked with the next heartbeat
-	extend     []uint64 // leases extended with the next heartbeat
-	failBeats  int      // heartbeats to refuse (as unavailable) from now
-	failRegs   int      // registrations to refuse (as unavailable) from now
+	garbage    []uint64       // handed out with the next heartbeat
+	reregister bool           // asked with the next heartbeat
+	extend     []uint64       // leases extended with the next heartbeat
+	keys       []*pb.TokenKey // token keys of every answer
+	failBeats  int            // heartbeats to refuse (as unavailable) from now
+	failRegs   int            // registrations to refuse (as unavailable) from now
 	now        func() time.Time
 	regTimes   []time.Time // when (by now) each registration, refused or not, arrived
 	events     chan string
@@ -83,9 +84,10 @@ func (m *fakeMaster) Register(ctx context.Context, req *pb.RegisterRequest) (*pb
 		return nil, chunkfs.E("register", m.addr, chunkfs.KindUnavailable, "refused by the test")
 	}
 	m.registered[req.Addr] = req
+	keys := m.keys
 	m.mu.Unlock()
 	m.event("register")
-	return &pb.RegisterResponse{HeartbeatIntervalMs: 1000}, nil
+	return &pb.RegisterResponse{HeartbeatIntervalMs: 1000, TokenKeys: keys}, nil
 }
 
 func (m *fakeMaster) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
@@ -97,7 +99,7 @@ func (m *fakeMaster) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*
 		return nil, chunkfs.E("heartbeat", m.addr, chunkfs.KindUnavailable, "refused by the test")
 	}
 	m.beats = append(m.beats, req)
-	resp := &pb.HeartbeatResponse{Garbage: m.garbage, Reregister: m.reregister, Extended: m.extend, LeaseMs: 60000}
+	resp := &pb.HeartbeatResponse{Garbage: m.garbage, Reregister: m.reregister, Extended: m.extend, LeaseMs: 60000, TokenKeys: m.keys}
 	m.garbage, m.reregister, m.extend = nil, false, nil
 	m.mu.Unlock()
 	m.event("heartbeat")

@@ -174,7 +174,8 @@ func (r *reporter) sample(all []chunkstore.Info, n int) []chunkstore.Info {
 // registration (a restarted master knows no chunkserver), the server
 // registers at once rather than a tick later: a restarted master waits in
 // safe mode for the replicas; a registration that fails is tried again
-// at the next tick.
+// at the next tick. A request with a token of a key not held yet also
+// brings the next heartbeat forward (tokenKeys).
 func (s *Server) heartbeatLoop(master string) {
 	t := s.cfg.Clock.NewTicker(s.cfg.HeartbeatInterval)
 	defer t.Stop()
@@ -188,6 +189,7 @@ func (s *Server) heartbeatLoop(master string) {
 		}
 		select {
 		case <-t.C():
+		case <-s.keys.wanted(): // a request holds a token of a key not held yet
 		case <-s.ctx.Done():
 			return
 		}
@@ -211,12 +213,13 @@ func (s *Server) register(master string) error {
 		return err
 	}
 	s.log.Info("registered with master", "master", master, "chunks", len(reg.Chunks))
-	s.learnKeys(resp.Keys)
 	s.deleteAll(resp.Garbage)
 	return nil
 }
 
-// tell makes call to master with a deadline. When it fails, the
+// tell makes call to master with a deadline and takes the token keys of
+// its answer (none when it fails: waiters for keys need not wait for this
+// master). When it fails, the
 // deletions it carried are put back for the next report (complete false:
 // some were lost already), and a call that reached the master's address
 // is logged as what and, if no server answered there, redialled at the
@@ -224,18 +227,23 @@ func (s *Server) register(master string) error {
 func (s *Server) tell(master, what string, deleted []chunkfs.Handle, complete bool, call func(context.Context, masterLink) (masterAnswer, error)) (masterAnswer, error) {
 	ctx, cancel := s.callCtx(s.ctx)
 	defer cancel()
+	asks := s.keys.sending()
 	m, err := s.master(master)
 	if err != nil {
+		s.learnKeys(master, asks, nil) // no keys from this one: waiters need not wait for it
 		s.reporter.requeueDeleted(master, deleted, complete)
 		return masterAnswer{}, err
 	}
 	resp, err := call(ctx, m)
 	if err != nil {
+		s.learnKeys(master, asks, nil) // no keys from this one: waiters need not wait for it
 		s.reporter.requeueDeleted(master, deleted, complete)
 		s.log.Warn(what, "master", master, "err", err)
 		s.redialIfUnreachable(master, err)
+		return masterAnswer{}, err
 	}
-	return resp, err
+	s.learnKeys(master, asks, resp.Keys)
+	return resp, nil
 }
 
 // redialIfUnreachable drops the connection to master after a call that
@@ -288,7 +296,6 @@ func (s *Server) heartbeat(master string) bool {
 	if err != nil {
 		return true
 	}
-	s.learnKeys(resp.Keys)
 	s.deleteAll(resp.Garbage)
 	s.extendLeases(resp.Extended, sent, resp.LeaseTerm)
 	return !resp.Reregister

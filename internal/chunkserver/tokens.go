@@ -33,16 +33,93 @@ import (
 // key stays good until its tokens have expired.
 
 // tokenKeys holds the token keys a chunkserver accepts.
+//
+// A token of a key newer than any held (a cluster just started, whose
+// leader logged its first key after this server registered, or a lost
+// heartbeat) makes the server ask every master for its keys at once
+// (wanted wakes the heartbeat loops) and wait until it holds the key,
+// every master has answered a heartbeat sent after the ask, or keyWait
+// has passed: instead of refusing the request, after which the client
+// would push its data again, in vain until the next heartbeat. At most one
+// ask per keyAskGap, so tokens naming made-up keys cost the masters
+// nothing more.
 type tokenKeys struct {
-	mu   sync.Mutex     // guards ring
-	ring *token.Keyring // lifetime 0: each key's Until is when it expires
+	mu       sync.Mutex        // guards the fields below
+	ring     *token.Keyring    // lifetime 0: each key's Until is when it expires
+	newest   uint32            // the highest key ID learnt
+	asks     uint64            // asks so far
+	asked    time.Time         // when the last ask was made
+	answered map[string]uint64 // by master: asks made before its last answered heartbeat was sent
+	answers  chan struct{}     // closed (and replaced) at each master's answer
+	want     chan struct{}     // closed (and replaced) to ask the masters for keys
 }
 
-func newTokenKeys() *tokenKeys { return &tokenKeys{ring: token.NewKeyring(0)} }
+// keyWait bounds the wait of a request for the keys it asked for (the
+// masters are down); keyAskGap is the least time between two asks.
+const (
+	keyWait   = 2 * time.Second
+	keyAskGap = time.Second
+)
 
-// learn adds the keys of a master's answer not held yet; expired ones
-// are dropped.
-func (k *tokenKeys) learn(keys []token.Key, now time.Time) {
+func newTokenKeys() *tokenKeys {
+	return &tokenKeys{ring: token.NewKeyring(0), answered: map[string]uint64{},
+		answers: make(chan struct{}), want: make(chan struct{})}
+}
+
+// wanted is closed when a request needs keys not held: each heartbeat
+// loop then heartbeats at once.
+func (k *tokenKeys) wanted() <-chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.want
+}
+
+// sending is called as a register or heartbeat is sent; it returns the
+// asks it answers, for learn.
+func (k *tokenKeys) sending() uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.asks
+}
+
+// ask asks the masters for keys when id is newer than any held; it
+// returns the ask's number, or 0 when id is not worth waiting for (an old
+// key). Within keyAskGap of the last ask it asks nothing more and returns
+// that ask's number: requests that came together wait for one answer.
+func (k *tokenKeys) ask(id uint32, now time.Time) uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if id <= k.newest {
+		return 0
+	}
+	if k.asks > 0 && now.Sub(k.asked) < keyAskGap {
+		return k.asks
+	}
+	k.asks++
+	k.asked = now
+	close(k.want)
+	k.want = make(chan struct{})
+	return k.asks
+}
+
+// waitState reports whether key id is held (or a newer one: an older key
+// not held is not coming) and whether every one of masters has answered
+// ask; else it returns the channel closed at the next answer.
+func (k *tokenKeys) waitState(id uint32, ask uint64, masters []string) (held, answered bool, next <-chan struct{}) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	answered = true
+	for _, m := range masters {
+		if k.answered[m] < ask {
+			answered = false
+		}
+	}
+	return id <= k.newest, answered, k.answers
+}
+
+// learn adds the keys of master's answer not held yet (expired ones are
+// dropped); asks is what sending returned as the request went.
+func (k *tokenKeys) learn(master string, asks uint64, keys []token.Key, now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	held := make(map[uint32]token.Key)
@@ -55,8 +132,12 @@ func (k *tokenKeys) learn(keys []token.Key, now time.Time) {
 		}
 		if held[key.ID] != key {
 			k.ring.Add(key, now)
+			k.newest = max(k.newest, key.ID)
 		}
 	}
+	k.answered[master] = max(k.answered[master], asks)
+	close(k.answers)
+	k.answers = make(chan struct{})
 }
 
 func (k *tokenKeys) verify(t token.Token, h chunkfs.Handle, want token.Access, now time.Time) error {
@@ -88,11 +169,10 @@ func (s *Server) tokenClock() clock.Clock {
 	return s.cfg.Clock
 }
 
-// learnKeys takes the token keys of a master's answer.
-func (s *Server) learnKeys(keys []token.Key) {
-	if len(keys) > 0 {
-		s.keys.learn(keys, s.tokenClock().Now())
-	}
+// learnKeys takes the token keys of master's answer to a register or
+// heartbeat sent when s.keys.sending returned asks.
+func (s *Server) learnKeys(master string, asks uint64, keys []token.Key) {
+	s.keys.learn(master, asks, keys, s.tokenClock().Now())
 }
 
 // peerToken is the token this server's call to a peer about h carries:
@@ -116,11 +196,39 @@ func (s *Server) checkToken(op string, h chunkfs.Handle, tok []byte, want token.
 			h = chunkfs.Handle(t.Handle)
 		}
 		err = s.keys.verify(t, h, want, s.tokenClock().Now())
+		if errors.Is(err, token.ErrUnknownKey) && s.awaitKey(t.KeyID) {
+			err = s.keys.verify(t, h, want, s.tokenClock().Now())
+		}
 	}
 	if err != nil {
 		return tokenRefusal(op, h, err)
 	}
 	return nil
+}
+
+// awaitKey asks the masters for the keys when key id is newer than any
+// held, and waits for it (tokenKeys); it reports whether the key is held
+// then.
+func (s *Server) awaitKey(id uint32) bool {
+	ask := s.keys.ask(id, time.Now())
+	if ask == 0 {
+		return false
+	}
+	timeout := time.NewTimer(keyWait) // a bound, not a schedule: real time
+	defer timeout.Stop()
+	for {
+		held, answered, next := s.keys.waitState(id, ask, s.cfg.Masters)
+		if held || answered {
+			return held
+		}
+		select {
+		case <-next:
+		case <-timeout.C:
+			return false
+		case <-s.ctx.Done():
+			return false
+		}
+	}
 }
 
 // tokenRefusal is the one-line answer to a bad token. An expired token or

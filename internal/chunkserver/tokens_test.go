@@ -3,6 +3,7 @@ package chunkserver
 import (
 	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func (tc *tokenCluster) addKey(id uint32) {
 	tc.signer.Add(k, tc.clock.Now())
 	pk := &pb.TokenKey{Id: id, Secret: k.Secret[:], ExpiresUnixMs: k.Until.Add(tc.signer.TTL()).UnixMilli()}
 	for _, s := range tc.servers {
-		s.learnKeys(keysFromPB([]*pb.TokenKey{pk}))
+		s.learnKeys("", 0, keysFromPB([]*pb.TokenKey{pk}))
 	}
 }
 
@@ -206,14 +207,107 @@ func TestCloneCarriesItsOwnToken(t *testing.T) {
 func TestKeysLearntExpire(t *testing.T) {
 	k := newTokenKeys()
 	now := time.Unix(1e9, 0)
-	k.learn(keysFromPB([]*pb.TokenKey{{Id: 1, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(time.Minute).UnixMilli()},
+	k.learn("m", 0, keysFromPB([]*pb.TokenKey{{Id: 1, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(time.Minute).UnixMilli()},
 		{Id: 2, Secret: make([]byte, 31), ExpiresUnixMs: now.Add(time.Hour).UnixMilli()},
 		{Id: 3, Secret: make([]byte, 32), ExpiresUnixMs: now.UnixMilli()}}), now)
 	if keys := k.ring.Keys(); len(keys) != 1 || keys[0].ID != 1 {
 		t.Fatalf("held %v; want key 1 alone (2 has a short secret, 3 has expired)", keys)
 	}
-	k.learn(keysFromPB([]*pb.TokenKey{{Id: 4, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(2 * time.Hour).UnixMilli()}}), now.Add(time.Minute))
+	k.learn("m", 0, keysFromPB([]*pb.TokenKey{{Id: 4, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(2 * time.Hour).UnixMilli()}}), now.Add(time.Minute))
 	if keys := k.ring.Keys(); len(keys) != 1 || keys[0].ID != 4 {
 		t.Fatalf("held %v; want key 1 dropped once expired", keys)
 	}
+}
+
+// TestNewKeyFetchedAtOnce: requests with a token of a key the master
+// logged after the server's last heartbeat (a cluster just started),
+// several at once, are served, the server asking the master for its keys
+// at once instead of refusing them until its next heartbeat; a token of a made-up newer key is
+// refused as soon as the master has answered, and asks within keyAskGap
+// of each other cost the master one heartbeat.
+func TestNewKeyFetchedAtOnce(t *testing.T) {
+	tc := newTokenCluster(t, 1)
+	const h = chunkfs.Handle(5)
+	tc.grant(h, 1)
+	data := bytes.Repeat([]byte("fresh key "), 5000)
+	if err := tc.writeWith(h, 0, data, tc.token(h, token.Read|token.Write, tc.clock.Now()), tc.token(h, token.Write, tc.clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+	// Key 2 is the master's, not yet the server's; the fake clock stands
+	// still, so no heartbeat is due.
+	k := token.Key{ID: 2, Secret: [32]byte{2, 7}, Until: tc.clock.Now().Add(time.Hour)}
+	tc.signer.Add(k, tc.clock.Now())
+	tc.master.mu.Lock()
+	tc.master.keys = []*pb.TokenKey{{Id: 2, Secret: k.Secret[:], ExpiresUnixMs: k.Until.Add(tc.signer.TTL()).UnixMilli()}}
+	beats := len(tc.master.beats)
+	tc.master.mu.Unlock()
+	// Four requests at once: one asks, all wait for its answer.
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := make([]byte, len(data))
+			if n, err := tc.data.ReadToken(context.Background(), tc.addrs[0], h, 1, 0, p, tc.token(h, token.Read, tc.clock.Now())); err != nil || n != len(data) || !bytes.Equal(p, data) {
+				t.Errorf("read %d with a token of a key logged since the last heartbeat: %d bytes, %v", i, n, err)
+			}
+		}()
+	}
+	wg.Wait()
+	p := make([]byte, len(data))
+	tc.master.mu.Lock()
+	asked := len(tc.master.beats) - beats
+	tc.master.mu.Unlock()
+	if asked < 1 {
+		t.Fatal("the server did not ask the master for its keys")
+	}
+	// A made-up key: refused once the master answered without it (well
+	// within keyWait), then at once, without asking again.
+	other := token.NewKeyring(time.Hour)
+	other.Add(token.Key{ID: 40, Until: tc.clock.Now().Add(time.Hour)}, tc.clock.Now())
+	bad, _ := other.Sign(uint64(h), token.Read, 1000, tc.clock.Now())
+	tc.master.mu.Lock()
+	beats = len(tc.master.beats)
+	tc.master.mu.Unlock()
+	for i := range 5 {
+		start := time.Now()
+		n, err := tc.data.ReadToken(context.Background(), tc.addrs[0], h, 1, 0, p, bad.Encode())
+		if n != 0 || chunkfs.KindOf(err) != chunkfs.KindStale {
+			t.Fatalf("read %d with a made-up key's token: %d bytes, %v", i, n, err)
+		}
+		if d := time.Since(start); d >= keyWait {
+			t.Fatalf("read %d with a made-up key's token took %v: it waited for keyWait, not for the master's answer", i, d)
+		}
+	}
+	tc.master.mu.Lock()
+	asked = len(tc.master.beats) - beats
+	tc.master.mu.Unlock()
+	if asked > 2 {
+		t.Fatalf("five reads with a made-up key cost the master %d heartbeats; want one per keyAskGap", asked)
+	}
+}
+
+// TestNewKeyAskedOfAFailingMaster: a request with a token of a key not
+// held, while the master refuses heartbeats, is refused as stale (the
+// client asks the master again) as soon as the master's heartbeat fails,
+// not after keyWait.
+func TestNewKeyAskedOfAFailingMaster(t *testing.T) {
+	tc := newTokenCluster(t, 1)
+	const h = chunkfs.Handle(5)
+	tc.grant(h, 1)
+	k := token.Key{ID: 2, Secret: [32]byte{2, 7}, Until: tc.clock.Now().Add(time.Hour)}
+	tc.signer.Add(k, tc.clock.Now())
+	tc.master.mu.Lock()
+	tc.master.failBeats = 100
+	tc.master.mu.Unlock()
+	start := time.Now()
+	p := make([]byte, 10)
+	n, err := tc.data.ReadToken(context.Background(), tc.addrs[0], h, 1, 0, p, tc.token(h, token.Read, tc.clock.Now()))
+	if n != 0 || chunkfs.KindOf(err) != chunkfs.KindStale {
+		t.Fatalf("read with a key the failing master did not hand out: %d bytes, %v; want KindStale", n, err)
+	}
+	if d := time.Since(start); d >= keyWait {
+		t.Fatalf("refused after %v: it waited for keyWait, not for the failed heartbeat", d)
+	}
+	tc.master.wait(t, "heartbeat refused")
 }

@@ -154,17 +154,27 @@ func TestCachedTokenExpiredIsRefreshed(t *testing.T) {
 	}
 }
 
-// TestKeyRotationUnderLoad: writers and readers run while the token
-// clock passes four key periods; nothing fails, nothing is lost.
+// TestKeyRotationUnderLoad: writers, and readers holding their files
+// open, run while the token clock passes four key periods, two minutes at
+// a time (less than a token's lifetime); the clock moves on only once every writer and reader has
+// finished an operation since it last moved, so each key and each token
+// lifetime is crossed by all of them. Nothing fails, nothing is lost.
 func TestKeyRotationUnderLoad(t *testing.T) {
 	c, cl, tclk, ctx := startTokens(t)
 	put(t, ctx, cl, "/probe", []byte("probe"))
 	first, _ := token.Decode(chunkOf(t, ctx, c, "/probe").Token)
+	const writers, readers = 3, 2
+	kept := make([][]byte, readers)
+	for r := range kept {
+		kept[r] = bytes.Repeat([]byte(fmt.Sprintf("kept %d ", r)), 40000)
+		put(t, ctx, cl, fmt.Sprintf("/kept%d", r), kept[r])
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var rounds atomic.Int64
-	errs := make(chan error, 16)
-	written := make([]map[string][]byte, 3)
+	progress := make([]atomic.Int64, writers+readers) // operations done by each
+	errs := make(chan error, writers+readers)
+	written := make([]map[string][]byte, writers)
 	for w := range written {
 		written[w] = map[string][]byte{}
 		wg.Add(1)
@@ -189,12 +199,67 @@ func TestKeyRotationUnderLoad(t *testing.T) {
 					errs <- fmt.Errorf("read %s back: %d bytes, %v", p, len(got), err)
 					return
 				}
+				progress[w].Add(1)
 			}
 		}()
 	}
-	for range 4 * int(testKeyPeriod/time.Minute) {
-		time.Sleep(50 * time.Millisecond) // heartbeats carry the keys logged meanwhile
-		tclk.Advance(time.Minute)
+	for r := range readers {
+		f, err := cl.Open(ctx, fmt.Sprintf("/kept%d", r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		wg.Add(1)
+		go func() { // one open file, its locations and tokens cached
+			defer wg.Done()
+			p := make([]byte, 4096)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				off := int64(i*4096) % int64(len(kept[r])-len(p))
+				if _, err := f.ReadAt(p, off); err != nil || !bytes.Equal(p, kept[r][off:off+int64(len(p))]) {
+					errs <- fmt.Errorf("read of open file /kept%d at %d: %v", r, off, err)
+					return
+				}
+				progress[writers+r].Add(1)
+			}
+		}()
+	}
+	// Each step of the token clock waits for an operation of every
+	// writer and reader begun after the last; a failed one ends the test.
+	waitAll := func() bool {
+		var at [writers + readers]int64
+		for i := range at {
+			at[i] = progress[i].Load()
+		}
+		deadline := time.Now().Add(time.Minute)
+		for i := range at {
+			for progress[i].Load() < at[i]+2 {
+				select {
+				case err := <-errs:
+					errs <- err
+					return false
+				case <-ctx.Done():
+					return false
+				case <-time.After(time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("worker %d made no progress for a minute", i)
+					return false
+				}
+			}
+		}
+		return true
+	}
+	const step = 2 * time.Minute
+	for range 4 * int(testKeyPeriod/step) {
+		if !waitAll() {
+			break
+		}
+		tclk.Advance(step)
 	}
 	close(stop)
 	wg.Wait()
@@ -218,7 +283,8 @@ func TestKeyRotationUnderLoad(t *testing.T) {
 	if last.KeyID < first.KeyID+3 {
 		t.Fatalf("tokens signed with key %d, then %d: the keys did not rotate", first.KeyID, last.KeyID)
 	}
-	t.Logf("%d writes read back (%d files) while tokens went from key %d to key %d", rounds.Load(), files, first.KeyID, last.KeyID)
+	t.Logf("%d writes read back (%d files), open files read %d and %d times, while tokens went from key %d to key %d",
+		rounds.Load(), files, progress[writers].Load(), progress[writers+1].Load(), first.KeyID, last.KeyID)
 }
 
 // putFile writes data as the whole of p.

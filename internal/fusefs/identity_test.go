@@ -126,3 +126,93 @@ func TestPlainCertificateMountActsOnlyAsItsUser(t *testing.T) {
 		t.Errorf("alice's new file: %+v, %v", fi, err)
 	}
 }
+
+// TestProxyMountChecksEachUser mounts a TLS cluster with a gateway's
+// certificate that carries the proxy privilege, letting other users in
+// (allow_other): each local user's request acts as that user, so bob
+// cannot read, list, write or delete alice's 0600 file or 0700
+// directory (EACCES) and changes nothing, while alice can; a process
+// cannot take a UID its kernel credentials do not have.
+func TestProxyMountChecksEachUser(t *testing.T) {
+	needFuse(t)
+	if os.Getuid() != 0 {
+		t.Skip("runs processes as other users: needs root")
+	}
+	cfg := cluster.DefaultConfig()
+	cfg.Dir, cfg.ChunkSize, cfg.TLS = t.TempDir(), testChunkSize, true
+	c, err := cluster.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sec, err := c.IssueCertificate(certs.Identity{Role: certs.RoleMount, Name: "gw", GIDs: []uint32{0}, Proxy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := client.DefaultConfig()
+	cc.Master, cc.Security, cc.RetryTimeout, cc.Logger = c.MasterAddr(), sec, 20*time.Second, testLogger(t)
+	b, err := NewClientBackend(ctx, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	mcfg := DefaultConfig().NoCache()
+	mcfg.AllowOther, mcfg.OpTimeout = true, 20*time.Second
+	mnt := mountT(t, b, mcfg)
+	if err := os.Chmod(filepath.Dir(mnt), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(mnt, 0o777|os.ModeSticky); err != nil { // everyone may create at the top, as in /tmp
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(mnt); err != nil || fi.Mode()&os.ModeSticky == 0 || fi.Mode().Perm() != 0o777 {
+		t.Fatalf("the mount's root after chmod 1777: %v, %v", fi.Mode(), err)
+	}
+	sh := func(cred *syscall.Credential, script string) (string, error) {
+		cmd := exec.CommandContext(ctx, "sh", "-c", script)
+		cmd.Dir = "/"
+		cmd.Env = []string{"M=" + mnt, "PATH=/usr/bin:/bin"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	alice := &syscall.Credential{Uid: 1000, Gid: 1000}
+	bob := &syscall.Credential{Uid: 1001, Gid: 1001}
+	if out, err := sh(alice, `mkdir -m 700 "$M/alice" && echo secret > "$M/alice/f" && echo mine > "$M/af" && chmod 600 "$M/af" && stat -c %u:%a "$M/af" "$M/alice"`); err != nil ||
+		out != "1000:600\n1000:700\n" {
+		t.Fatalf("alice through the gateway: %v\n%s", err, out)
+	}
+	for _, script := range []string{
+		`cat "$M/af"`, `cat "$M/alice/f"`, `ls "$M/alice"`, `stat "$M/alice/f"`,
+		`echo bob >> "$M/af"`, `echo bob > "$M/alice/g"`, `rm -f "$M/af"`, `rm -rf "$M/alice"`,
+		`chmod 666 "$M/af"`, `mv "$M/af" "$M/bf"`,
+	} {
+		out, err := sh(bob, script)
+		if err == nil || !strings.Contains(out, "Permission denied") && !strings.Contains(out, "Operation not permitted") {
+			t.Errorf("bob: %s: %v, %q; want Permission denied", script, err, out)
+		}
+	}
+	if out, err := sh(bob, `echo bob > "$M/bf" && stat -c %u "$M/bf"`); err != nil || out != "1001\n" {
+		t.Errorf("bob's own file through the gateway: %v, %q", err, out)
+	}
+	rcfg := client.DefaultConfig()
+	rcfg.Master, rcfg.Caller, rcfg.Security = c.MasterAddr(), chunkfs.Root, c.Security()
+	root, err := client.New(ctx, rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for p, want := range map[string]string{"/af": "mine\n", "/alice/f": "secret\n"} {
+		if got, err := readAllClient(ctx, root, p); err != nil || string(got) != want {
+			t.Errorf("%s after bob's refused calls: %q, %v", p, got, err)
+		}
+	}
+	if _, err := root.Stat(ctx, "/alice/g"); chunkfs.KindOf(err) != chunkfs.KindNotExist {
+		t.Errorf("/alice/g after bob's refused write: %v", err)
+	}
+	if out, err := sh(alice, `cat "$M/af" "$M/alice/f"`); err != nil || out != "mine\nsecret\n" {
+		t.Errorf("alice after bob's attempts: %v, %q", err, out)
+	}
+}

@@ -32,7 +32,13 @@ type Security struct {
 	roots    *x509.CertPool
 	ca       *x509.Certificate // the cluster CA, which signs the CRL
 	crl      *revocations      // nil: no revocation list
+	server   *tls.Config       // the Mux's, made once (muxConfig)
+	sessions tls.ClientSessionCache
 }
+
+// sessionCacheSize bounds the TLS sessions a process keeps for resuming,
+// one per server host: a chunkserver's peers, a client's chunkservers.
+const sessionCacheSize = 256
 
 // Insecure returns the Security of plain TCP: no certificate is presented
 // or checked and PeerIdentity finds nothing.
@@ -83,7 +89,15 @@ func LoadSecurityFiles(certFile, keyFile, caFile string) (*Security, error) {
 	if !roots.AppendCertsFromPEM(caPEM) {
 		return nil, fmt.Errorf("tls: %s holds no PEM certificate", caFile)
 	}
-	return &Security{self: self, cert: cert, roots: roots, ca: firstCert(caPEM)}, nil
+	s := &Security{self: self, cert: cert, roots: roots, ca: firstCert(caPEM), sessions: tls.NewLRUClientSessionCache(sessionCacheSize)}
+	s.server = &tls.Config{
+		Certificates: []tls.Certificate{s.cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    s.roots,
+		MinVersion:   tls.VersionTLS13,
+		NextProtos:   []string{"h2"}, // gRPC clients require it
+	}
+	return s, nil
 }
 
 // IsInsecure reports whether s is plain TCP (s may be nil).
@@ -106,17 +120,13 @@ func (s *Security) ServerConfig() *tls.Config {
 	if s.IsInsecure() {
 		return nil
 	}
-	return &tls.Config{
-		Certificates: []tls.Certificate{s.cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    s.roots,
-		MinVersion:   tls.VersionTLS13,
-	}
+	return s.server.Clone()
 }
 
 // ClientConfig is the TLS configuration of a dial to addr: present this
 // process's certificate, verify the server's against the CA and against
-// addr's host. Nil when insecure.
+// addr's host, and resume a session with that host when the process
+// holds one (see ServerConfig). Nil when insecure.
 func (s *Security) ClientConfig(addr string) *tls.Config {
 	if s.IsInsecure() {
 		return nil
@@ -126,10 +136,11 @@ func (s *Security) ClientConfig(addr string) *tls.Config {
 		host = addr
 	}
 	return &tls.Config{
-		Certificates: []tls.Certificate{s.cert},
-		RootCAs:      s.roots,
-		ServerName:   host,
-		MinVersion:   tls.VersionTLS13,
+		Certificates:       []tls.Certificate{s.cert},
+		RootCAs:            s.roots,
+		ServerName:         host,
+		MinVersion:         tls.VersionTLS13,
+		ClientSessionCache: s.sessions,
 		VerifyConnection: func(st tls.ConnectionState) error {
 			return s.checkRevoked(st)
 		},

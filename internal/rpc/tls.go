@@ -41,13 +41,17 @@ const HandshakeTimeout = 10 * time.Second
 // handshake itself fail with the server's alert.
 const tlsAck = 0x01
 
-// muxConfig is the server TLS configuration of a Mux: the Security's, with
-// HTTP/2 offered by ALPN, as gRPC clients require.
-func (s *Security) muxConfig() *tls.Config {
-	cfg := s.ServerConfig()
-	cfg.NextProtos = []string{"h2"}
-	return cfg
-}
+// muxConfig is the server TLS configuration of a Mux: ServerConfig's,
+// with HTTP/2 offered by ALPN, as gRPC clients require. It is one
+// configuration for every connection, not a copy each: Go makes and
+// rotates session ticket keys per configuration, and a ticket must
+// outlive its connection for a client to resume the session on a later
+// one (ClientConfig). A resumed handshake skips both certificate
+// signatures and the verification of the chains. The peer's certificate
+// comes back from the ticket and is checked against the revocation list
+// as on a full handshake; Go resumes no session whose certificate has
+// expired.
+func (s *Security) muxConfig() *tls.Config { return s.server }
 
 // ErrCertificate marks a connection refused because a certificate was
 // missing, expired or not signed by the cluster CA, on either side.

@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"net"
@@ -315,4 +316,80 @@ func TestTLSClientOfPlainServer(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TLS") {
 		t.Errorf("gRPC to a plain server: %v", err)
 	}
+}
+
+// TestTLSSessionsResume: a process's second connection to a server
+// resumes the first one's TLS session (no certificate signatures, no
+// chain verification); the server still knows the peer's identity from
+// it, and a certificate revoked since, the client's or the server's, is
+// refused on a resumed session as on a full handshake.
+func TestTLSSessionsResume(t *testing.T) {
+	pki := newTestPKI(t)
+	srvSec := pki.security(nodeID, time.Hour)
+	srv := startSecure(t, srvSec, newMemHandler())
+	master := pki.security(masterID, time.Hour)
+	accepted := make(chan certs.Identity, 4)
+	go func() {
+		for {
+			c, err := srv.raft.Accept()
+			if err != nil {
+				return
+			}
+			id, _ := ConnIdentity(c)
+			accepted <- id
+			c.Close()
+		}
+	}()
+	dial := func(sec *Security) (*tls.Conn, error) {
+		conn, err := net.Dial("tcp", srv.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		tc, err := sec.clientTLS(ctx, conn, srv.addr)
+		if err == nil {
+			t.Cleanup(func() { tc.Close() })
+		}
+		return tc, err
+	}
+	for i, want := range []bool{false, true, true} {
+		tc, err := dial(master)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		if got := tc.ConnectionState().DidResume; got != want {
+			t.Fatalf("connection %d resumed a session: %v, want %v", i, got, want)
+		}
+		if err := writeMagic(tc, RaftMagic, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case id := <-accepted:
+			if id.Name != masterID.Name || id.Role != certs.RoleMaster {
+				t.Fatalf("connection %d: the server saw %+v, want %+v", i, id, masterID)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("connection %d: not accepted", i)
+		}
+	}
+
+	// The server's list revokes the master's certificate: its session,
+	// still in the master's cache, is refused.
+	pki.writeCRL(pki.ca, nodeID.Name, 1, master)
+	_, err := dial(master)
+	refusedRevoked(t, "resumed session of a revoked client", err)
+
+	// A client whose own list revokes the server's certificate refuses a
+	// session resumed with it.
+	alice := pki.security(clientID, time.Hour)
+	if _, err := dial(alice); err != nil {
+		t.Fatal(err)
+	}
+	if tc, err := dial(alice); err != nil || !tc.ConnectionState().DidResume {
+		t.Fatalf("alice's second connection: %v (resumed: %v)", err, err == nil && tc.ConnectionState().DidResume)
+	}
+	pki.writeCRL(pki.ca, clientID.Name, 1, srvSec)
+	_, err = dial(alice)
+	refusedRevoked(t, "resumed session with a revoked server", err)
 }
