@@ -59,3 +59,10 @@ func (x *handleIndex) remove(h chunkfs.Handle) {
 
 // len returns the number of live handles.
 func (x *handleIndex) len() int { return x.n }
+
+// replace makes n the file recorded for h, which must be present.
+func (x *handleIndex) replace(h chunkfs.Handle, n *inode) {
+	if p := x.pages[uint64(h)>>pageBits]; p != nil && p.slots[h&(1<<pageBits-1)] != nil {
+		p.slots[h&(1<<pageBits-1)] = n
+	}
+}
