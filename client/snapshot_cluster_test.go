@@ -239,11 +239,19 @@ func TestSnapshotDuringWrites(t *testing.T) {
 			errs <- writeUntil(ctx, tc, fmt.Sprintf("/w/f%d", w), w%2 == 1, stop)
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Not on a timer: each file has some pieces before the snapshot and
+	// more after, however slow the machine.
+	growPast(t, ctx, c, "/w", writers, 0)
 	if err := c.Snapshot(ctx, "/w", "/snap"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	for w := range writers {
+		fi, err := c.Stat(ctx, fmt.Sprintf("/snap/f%d", w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		growPast(t, ctx, c, fmt.Sprintf("/w/f%d", w), 1, fi.Length)
+	}
 	close(stop)
 	wg.Wait()
 	close(errs)
@@ -258,6 +266,28 @@ func TestSnapshotDuringWrites(t *testing.T) {
 		if len(snap) == 0 || len(snap) >= len(final) || !bytes.Equal(snap, final[:len(snap)]) {
 			t.Errorf("%s: snapshot of %d bytes is not a proper prefix of the final %d", p, len(snap), len(final))
 		}
+	}
+}
+
+// growPast waits until the n files /w/f0... (or the one file p when n is
+// 1) are each longer than length.
+func growPast(t *testing.T, ctx context.Context, c *client.Client, p string, n int, length int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; i < n; {
+		q := p
+		if n > 1 {
+			q = fmt.Sprintf("%s/f%d", p, i)
+		}
+		fi, err := c.Stat(ctx, q)
+		if err == nil && fi.Length > length {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not grow past %d bytes: %v", q, length, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
