@@ -216,7 +216,7 @@ func (c *checker) file(n *inode, p string) {
 		// Every reference is recorded for its file; a shared chunk's
 		// references must add up to its count (checkRefs), and the
 		// distinct chunks to the index's size.
-		if _, ok := c.ns.shared[r.handle]; ok {
+		if c.ns.handles.isShared(r.handle) {
 			if v, seen := c.ns.ChunkVersion(r.handle); seen && v != r.version {
 				c.fail(p, "chunk %d: version %d, another holder has %d", r.handle, r.version, v)
 			}
@@ -239,7 +239,7 @@ func (c *checker) checkRefs() {
 		}
 	}
 	for h, hs := range c.ns.shared {
-		if len(hs) < 2 || c.refs[h] != len(hs) {
+		if len(hs) < 2 || c.refs[h] != len(hs) || !c.ns.handles.isShared(h) {
 			c.fail("/", "chunk %d: shared list of %d holders, %d in the tree", h, len(hs), c.refs[h])
 			return
 		}

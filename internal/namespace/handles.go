@@ -15,8 +15,9 @@ type handleIndex struct {
 }
 
 type handlePage struct {
-	live  int
-	slots [1 << pageBits]*inode
+	live   int
+	slots  [1 << pageBits]*inode
+	shared [1 << pageBits / 64]uint64 // bit set: the chunk has several holders (Namespace.shared lists them)
 }
 
 func newHandleIndex() handleIndex { return handleIndex{pages: make(map[uint64]*handlePage)} }
@@ -51,6 +52,7 @@ func (x *handleIndex) remove(h chunkfs.Handle) {
 		return
 	}
 	p.slots[h&(1<<pageBits-1)] = nil
+	x.markShared(h, false)
 	x.n--
 	if p.live--; p.live == 0 {
 		delete(x.pages, k)
@@ -64,5 +66,23 @@ func (x *handleIndex) len() int { return x.n }
 func (x *handleIndex) replace(h chunkfs.Handle, n *inode) {
 	if p := x.pages[uint64(h)>>pageBits]; p != nil && p.slots[h&(1<<pageBits-1)] != nil {
 		p.slots[h&(1<<pageBits-1)] = n
+	}
+}
+
+// isShared reports whether h is marked as held by several inodes.
+func (x *handleIndex) isShared(h chunkfs.Handle) bool {
+	p := x.pages[uint64(h)>>pageBits]
+	i := h & (1<<pageBits - 1)
+	return p != nil && p.shared[i/64]&(1<<(i%64)) != 0
+}
+
+// markShared sets or clears h's shared mark; h must be present.
+func (x *handleIndex) markShared(h chunkfs.Handle, on bool) {
+	p := x.pages[uint64(h)>>pageBits]
+	i := h & (1<<pageBits - 1)
+	if on {
+		p.shared[i/64] |= 1 << (i % 64)
+	} else {
+		p.shared[i/64] &^= 1 << (i % 64)
 	}
 }

@@ -10,8 +10,9 @@ import (
 // (copy-on-write); the chunk is garbage only when the last of them lets go
 // of it. Most chunks have one holder, so the count is not stored per chunk:
 // the handle index names the first holder, and shared lists every holder
-// of a chunk that has more than one. A chunk's reference count is
-// len(shared[h]) when present, else 1. The counts are not in checkpoints:
+// of a chunk that has more than one (and marks it in the index, so that
+// the common unshared chunk costs no map look-up). A chunk's reference
+// count is len(shared[h]) when present, else 1. The counts are not in checkpoints:
 // they are a function of which inodes list which handles, and Restore
 // derives them.
 
@@ -25,27 +26,29 @@ func (ns *Namespace) ref(h chunkfs.Handle, n *inode) {
 	if ns.shared == nil {
 		ns.shared = make(map[chunkfs.Handle][]*inode)
 	}
-	hs := ns.shared[h]
-	if hs == nil {
-		hs = []*inode{first}
+	if !ns.handles.isShared(h) {
+		ns.handles.markShared(h, true)
+		ns.shared[h] = []*inode{first, n}
+		return
 	}
-	ns.shared[h] = append(hs, n)
+	ns.shared[h] = append(ns.shared[h], n)
 }
 
 // unref records that n no longer holds h and reports whether h became
 // garbage (n was its last holder).
 func (ns *Namespace) unref(h chunkfs.Handle, n *inode) bool {
-	hs, ok := ns.shared[h]
-	if !ok {
+	if !ns.handles.isShared(h) {
 		ns.handles.remove(h)
 		return true
 	}
+	hs := ns.shared[h]
 	if i := slices.Index(hs, n); i >= 0 {
 		hs = slices.Delete(hs, i, i+1)
 	}
 	ns.handles.replace(h, hs[0])
 	if len(hs) == 1 {
 		delete(ns.shared, h)
+		ns.handles.markShared(h, false)
 	} else {
 		ns.shared[h] = hs
 	}
@@ -55,8 +58,8 @@ func (ns *Namespace) unref(h chunkfs.Handle, n *inode) bool {
 // Refs returns chunk h's reference count: the inodes that hold it, 0 when
 // none does.
 func (ns *Namespace) Refs(h chunkfs.Handle) int {
-	if hs, ok := ns.shared[h]; ok {
-		return len(hs)
+	if ns.handles.isShared(h) {
+		return len(ns.shared[h])
 	}
 	if ns.handles.get(h) != nil {
 		return 1
@@ -66,8 +69,8 @@ func (ns *Namespace) Refs(h chunkfs.Handle) int {
 
 // holders calls fn for every inode that holds h.
 func (ns *Namespace) holders(h chunkfs.Handle, fn func(*inode)) {
-	if hs, ok := ns.shared[h]; ok {
-		for _, n := range hs {
+	if ns.handles.isShared(h) {
+		for _, n := range ns.shared[h] {
 			fn(n)
 		}
 		return
@@ -79,8 +82,8 @@ func (ns *Namespace) holders(h chunkfs.Handle, fn func(*inode)) {
 
 // holds reports whether n holds h.
 func (ns *Namespace) holds(h chunkfs.Handle, n *inode) bool {
-	if hs, ok := ns.shared[h]; ok {
-		return slices.Contains(hs, n)
+	if ns.handles.isShared(h) {
+		return slices.Contains(ns.shared[h], n)
 	}
 	return ns.handles.get(h) == n
 }
