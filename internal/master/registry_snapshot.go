@@ -24,16 +24,30 @@ type snapshotPlan struct {
 	wait   time.Time        // when set: a lease may be held until then and cannot be revoked; retry after
 }
 
-// snapshotLeases decides what to do with the leases on handles (each at
+// leaseCandidates returns, without duplicates, the chunks among handles
+// that may carry a lease at now: one on record not yet expired, or one
+// below floor while the hold lasts. It is the cheap first pass over a big
+// snapshot's chunks, under the registry lock alone.
+func (r *registry) leaseCandidates(handles []chunkfs.Handle, pause time.Time, floor chunkfs.Handle, now time.Time) []chunkfs.Handle {
+	var out []chunkfs.Handle
+	for _, h := range handles {
+		ci := r.chunks[h]
+		if (ci != nil && ci.primary != nil && now.Before(ci.expiry)) || (h < floor && now.Before(pause)) {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// snapshotLeases decides what to do with the leases on handles (each once, at
 // its logged version, version) at now. pause and floor are the hold of
 // a master that restarted or took over: a chunk below floor may carry a
 // lease its predecessor gave until pause, unless a report of it is
 // adopted (then it is revoked like any other).
 func (r *registry) snapshotLeases(handles []chunkfs.Handle, version versionOf, pause time.Time, floor chunkfs.Handle, now time.Time) snapshotPlan {
 	var p snapshotPlan
-	hs := slices.Clone(handles)
-	slices.Sort(hs)
-	for _, h := range slices.Compact(hs) {
+	for _, h := range handles {
 		cur, ok := version(h)
 		if !ok {
 			continue

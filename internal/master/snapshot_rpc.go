@@ -78,12 +78,17 @@ func (m *Master) lockAllStripes() func() {
 func (m *Master) revokeLeases(ctx context.Context, src string, handles []chunkfs.Handle) (int, error) {
 	now := m.cfg.Clock.Now()
 	pause, floor := m.lead.leaseHold()
+	m.regMu.Lock()
+	handles = m.reg.leaseCandidates(handles, pause, floor, now)
+	m.regMu.Unlock()
 	var plan snapshotPlan
-	m.state.read(func(ns *namespace.Namespace) {
-		m.regMu.Lock()
-		defer m.regMu.Unlock()
-		plan = m.reg.snapshotLeases(handles, ns.ChunkVersion, pause, floor, now)
-	})
+	if len(handles) > 0 {
+		m.state.read(func(ns *namespace.Namespace) {
+			m.regMu.Lock()
+			defer m.regMu.Unlock()
+			plan = m.reg.snapshotLeases(handles, ns.ChunkVersion, pause, floor, now)
+		})
+	}
 	if !plan.wait.IsZero() {
 		return 0, chunkfs.E("snapshot", src, chunkfs.KindUnavailable,
 			"a lease on one of its chunks cannot be revoked (its primary is unreachable, or a previous master gave it) and ends in "+
