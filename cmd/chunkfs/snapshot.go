@@ -18,5 +18,10 @@ func runSnapshot(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer c.Close()
+	for i, p := range paths {
+		if paths[i], err = remotePath(p); err != nil {
+			return err
+		}
+	}
 	return c.Snapshot(ctx, paths[0], paths[1])
 }
