@@ -16,7 +16,7 @@ import (
 // counter, versions at least 1, and the summary counts. Tests run it after
 // every case; `chunkfs admin fsck` can run it too.
 func (ns *Namespace) Check() error {
-	c := &checker{ns: ns, refs: make(map[chunkfs.Handle]int, len(ns.shared)), inodes: newInodeSet(ns.nextInode, ns.files+ns.dirs), links: map[*inode]uint32{}}
+	c := &checker{ns: ns, refs: make(map[chunkfs.Handle]int, ns.handles.shared), inodes: newInodeSet(ns.nextInode, ns.files+ns.dirs), links: map[*inode]uint32{}}
 	if ns.root.ino != RootInode || !ns.root.isDir() || ns.root.ext == nil || ns.root.ext.parent != nil || ns.root.nlink != 0 {
 		return fmt.Errorf("namespace: bad root")
 	}
@@ -238,11 +238,15 @@ func (c *checker) checkRefs() {
 			return
 		}
 	}
-	for h, hs := range c.ns.shared {
+	lists := 0
+	c.ns.handles.eachShared(func(h chunkfs.Handle, hs []*inode) {
+		lists++
 		if len(hs) < 2 || c.refs[h] != len(hs) || !c.ns.handles.isShared(h) {
 			c.fail("/", "chunk %d: shared list of %d holders, %d in the tree", h, len(hs), c.refs[h])
-			return
 		}
+	})
+	if lists != c.ns.handles.shared || lists != len(c.refs) {
+		c.fail("/", "%d shared lists, %d counted, %d shared chunks in the tree", lists, c.ns.handles.shared, len(c.refs))
 	}
 }
 

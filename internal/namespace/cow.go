@@ -66,8 +66,7 @@ func mayCopy(c *chunkfs.Caller, n *inode) bool {
 // copier makes the copies of one snapshot. The snapshot of a big tree
 // holds the namespace while it applies, so its allocations come from
 // slabs sized by a first walk (one allocation for all inodes, one for all
-// chunk lists, one for the holder lists of newly shared chunks) and the
-// shared-chunk map is grown once: a third of the time of allocating each.
+// chunk lists, one for the holder lists of newly shared chunks).
 // Cost: a slab lives until its last copy is freed.
 type copier struct {
 	ns      *Namespace
@@ -85,15 +84,6 @@ func (ns *Namespace) copyTree(n *inode) *inode {
 		count++
 		chunks += len(k.chunks)
 	})
-	if ns.shared == nil {
-		ns.shared = make(map[chunkfs.Handle][]*inode, chunks)
-	} else if len(ns.shared) < chunks {
-		grown := make(map[chunkfs.Handle][]*inode, len(ns.shared)+chunks)
-		for h, hs := range ns.shared {
-			grown[h] = hs
-		}
-		ns.shared = grown
-	}
 	cp := &copier{ns: ns, links: map[*inode]*inode{}, inodes: make([]inode, count),
 		chunks: make([]chunkRef, chunks), holders: make([]*inode, 0, 2*chunks)}
 	return cp.copy(n)
@@ -158,16 +148,14 @@ func (cp *copier) copy(n *inode) *inode {
 // ref is Namespace.ref with a newly shared chunk's holder list from the
 // slab.
 func (cp *copier) ref(h chunkfs.Handle, k *inode) {
-	ns := cp.ns
-	if ns.handles.isShared(h) {
-		ns.shared[h] = append(ns.shared[h], k)
+	x := &cp.ns.handles
+	if hs := x.holdersOf(h); hs != nil {
+		x.setHolders(h, append(hs, k))
 		return
 	}
-	ns.handles.markShared(h, true)
-	first := ns.handles.get(h)
 	i := len(cp.holders)
-	cp.holders = append(cp.holders, first, k)
-	ns.shared[h] = cp.holders[i : i+2 : i+2]
+	cp.holders = append(cp.holders, x.get(h), k)
+	x.setHolders(h, cp.holders[i:i+2:i+2])
 }
 
 // reserveHandle takes the next chunk handle for a copy-on-write copy that

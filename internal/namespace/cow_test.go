@@ -188,16 +188,17 @@ func TestCheckRefCounts(t *testing.T) {
 	if err := s.ns.Check(); err != nil {
 		t.Fatal(err)
 	}
-	hs := s.ns.shared[h]
-	s.ns.shared[h] = append(hs, hs[0]) // one holder too many
+	x := &s.ns.handles
+	hs := x.holdersOf(h)
+	x.setHolders(h, append(slices.Clone(hs), hs[0])) // one holder too many
 	if err := s.ns.Check(); err == nil {
 		t.Error("Check missed a count above the references")
 	}
-	s.ns.shared[h] = hs[:1:1] // one too few
+	x.setHolders(h, hs[:1:1]) // one too few
 	if err := s.ns.Check(); err == nil {
 		t.Error("Check missed a count below the references")
 	}
-	s.ns.shared[h] = hs
+	x.setHolders(h, hs)
 	hs[1].chunks[0].version++ // holders disagree on the version
 	if err := s.ns.Check(); err == nil {
 		t.Error("Check missed holders at different versions")
