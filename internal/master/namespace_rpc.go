@@ -219,6 +219,9 @@ func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAt
 // sharedCut returns the chunk a truncation command would cut in its
 // middle when a snapshot shares it.
 func (m *Master) sharedCut(cmd *namespace.Command) (namespace.Chunk, bool) {
+	if cmd == nil || cmd.Set&namespace.SetLength == 0 {
+		return namespace.Chunk{}, false
+	}
 	size := m.chunkSize()
 	if cmd.Set&namespace.SetLength == 0 || size == 0 || cmd.Length < 0 || cmd.Length%size == 0 {
 		return namespace.Chunk{}, false
