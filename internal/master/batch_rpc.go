@@ -189,10 +189,18 @@ func (b *batch) mutate(ctx context.Context) {
 		return
 	}
 	cmds := make([]*namespace.Command, len(b.muts))
+	renames := false
 	for j := range b.muts {
 		cmds[j] = b.muts[j].cmd
+		renames = renames || cmds[j].Op == namespace.OpRename
+	}
+	if renames {
+		b.m.snapMu.RLock() // see Master.snapMu
 	}
 	rs, id, err := b.m.applyAll(ctx, cmds)
+	if renames {
+		b.m.snapMu.RUnlock()
+	}
 	if err != nil {
 		for _, mu := range b.muts {
 			b.results[mu.i] = errorResult(err)

@@ -129,7 +129,9 @@ func (m *Master) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameR
 	if err != nil {
 		return nil, err
 	}
+	m.snapMu.RLock()
 	_, id, err := m.mutate(ctx, cmd)
+	m.snapMu.RUnlock()
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,10 @@ import (
 // chunk of the source can be placed, granted or copied meanwhile), it
 // revokes the leases out on the source's chunks, or refuses with
 // KindUnavailable while one must be waited out, then logs the snapshot as
-// one command. Metadata mutations that take no stripe (create, mkdir,
-// rename, ...) go on, held only while the command applies.
+// one command. Renames and links wait meanwhile (snapMu), so no leased
+// file moves into the source between the look at its leases and the log;
+// other metadata mutations (create, mkdir, delete, ...) go on, held only
+// while the command applies.
 func (m *Master) MakeSnapshot(ctx context.Context, req *pb.SnapshotRequest) (*pb.SnapshotResponse, error) {
 	const op = "snapshot"
 	c, err := m.pathArg(ctx, "MakeSnapshot", op, req.Src, req.Caller)
@@ -34,6 +36,10 @@ func (m *Master) MakeSnapshot(ctx context.Context, req *pb.SnapshotRequest) (*pb
 	ctx = context.WithoutCancel(ctx)
 	unlock := m.lockAllStripes()
 	defer unlock()
+	// No rename or link moves a leased file into the source until the
+	// snapshot is logged.
+	m.snapMu.Lock()
+	defer m.snapMu.Unlock()
 	var handles []chunkfs.Handle
 	m.state.read(func(ns *namespace.Namespace) {
 		err = ns.TreeChunks(c, req.Src, func(h chunkfs.Handle) { handles = append(handles, h) })
