@@ -169,6 +169,10 @@ func (tc *Cluster) CorruptReplica(i int, h chunkfs.Handle, off int64) error {
 	return tc.c.CorruptReplica(i, h, off)
 }
 
+// HasReplica reports whether chunkserver i's data directory holds a
+// replica of chunk h.
+func (tc *Cluster) HasReplica(i int, h chunkfs.Handle) bool { return tc.c.HasReplica(i, h) }
+
 // ChunkserverAddr returns chunkserver i's address.
 func (tc *Cluster) ChunkserverAddr(i int) string { return tc.c.ChunkserverAddr(i) }
 

@@ -250,8 +250,8 @@ func TestNamespace(t *testing.T) {
 	if _, err := c.Stat(ctx, "/a"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Stat after RemoveAll: %v", err)
 	}
-	if err := c.Snapshot(ctx, "/x", "/y"); !errors.Is(err, chunkfs.ErrUnsupported) {
-		t.Fatalf("Snapshot = %v, want ErrUnsupported", err)
+	if err := c.Snapshot(ctx, "/x", "/y"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Snapshot of a missing source = %v, want ErrNotExist", err)
 	}
 }
 

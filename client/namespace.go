@@ -297,16 +297,6 @@ func (c *Client) Readlink(ctx context.Context, path string) (string, error) {
 	return fi.Target, nil
 }
 
-// Snapshot would copy src to dst cheaply (copy-on-write). It is not
-// supported yet: the error wraps chunkfs.ErrUnsupported.
-func (c *Client) Snapshot(ctx context.Context, src, dst string) error {
-	ctx = reqid.Ensure(ctx)
-	if _, _, err := checkPaths("snapshot", src, dst); err != nil {
-		return err
-	}
-	return &chunkfs.Error{Op: "snapshot", Path: src, Kind: chunkfs.KindNotSupported, Err: errors.New("not supported yet")}
-}
-
 // fileInfo converts wire metadata.
 func fileInfo(p *pb.FileInfo) *chunkfs.FileInfo {
 	if p == nil {

@@ -41,7 +41,7 @@ type command struct {
 func commandTable() map[string]*command {
 	list := []*command{
 		lsCommand, mkdirCommand, putCommand, getCommand, catCommand, tailCommand,
-		rmCommand, mvCommand, lnCommand, cpCommand, statCommand, duCommand, chmodCommand,
+		rmCommand, mvCommand, lnCommand, snapshotCommand, cpCommand, statCommand, duCommand, chmodCommand,
 		chownCommand, appendCommand, recordsCommand, chunksCommand, adminCommand, certCommand,
 		devCommand,
 	}

@@ -58,7 +58,7 @@ var (
 // superuser.
 var methods = map[string]access{
 	"Mkdir": forUsers, "Create": forUsers, "Stat": forPage, "List": forPage,
-	"Rename": forUsers, "Link": forUsers, "Delete": forUsers, "SetAttr": forUsers, "GetChunks": forPage,
+	"Rename": forUsers, "Link": forUsers, "MakeSnapshot": forUsers, "Delete": forUsers, "SetAttr": forUsers, "GetChunks": forPage,
 	"PrepareWrite": forUsers, "CommitLength": forUsers, "Batch": forUsers, "Msync": forPage,
 	"ClusterReport": forPage, "Fsck": forUsers,
 	"GetXattr": forUsers, "ListXattr": forUsers, "SetXattr": forUsers, "RemoveXattr": forUsers,

@@ -128,6 +128,11 @@ func (b *batch) prepare(ctx context.Context, i int, op *pb.MetaOp) {
 		if o.SetAttr != nil {
 			cmd, err = b.m.setAttrCommand(ctx, o.SetAttr)
 		}
+		if ch, shared := b.m.sharedCut(cmd); err == nil && shared {
+			// A truncation that cuts a chunk a snapshot shares cuts a copy
+			// (a snapshot in between makes it fail KindUnavailable; retry).
+			_, err = b.m.copyOnWrite(context.WithoutCancel(ctx), cmd.Caller, cmd.Path, ch)
+		}
 	case *pb.MetaOp_CommitLength:
 		if o.CommitLength != nil {
 			cmd, err = b.m.commitLengthCommand(ctx, o.CommitLength)
@@ -184,10 +189,18 @@ func (b *batch) mutate(ctx context.Context) {
 		return
 	}
 	cmds := make([]*namespace.Command, len(b.muts))
+	renames := false
 	for j := range b.muts {
 		cmds[j] = b.muts[j].cmd
+		renames = renames || cmds[j].Op == namespace.OpRename
+	}
+	if renames {
+		b.m.snapMu.RLock() // see Master.snapMu
 	}
 	rs, id, err := b.m.applyAll(ctx, cmds)
+	if renames {
+		b.m.snapMu.RUnlock()
+	}
 	if err != nil {
 		for _, mu := range b.muts {
 			b.results[mu.i] = errorResult(err)

@@ -87,14 +87,11 @@ func (m *Master) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) 
 	// Placement and lease grants must finish once begun, whatever the
 	// client does: a half-made grant would leave replicas and log apart.
 	ctx = context.WithoutCancel(ctx)
-	ch, fi, err := m.ensureChunk(ctx, c, req)
-	if err != nil {
-		return nil, err
-	}
 	if len(req.Suspect) > maxAddrLen {
 		return nil, chunkfs.E(op, req.Path, chunkfs.KindInvalid, "suspect address too long")
 	}
-	if err := m.ensureLease(ctx, req.Path, ch, fi.Replication, req.Suspect); err != nil {
+	ch, fi, err := m.writableChunk(ctx, c, req)
+	if err != nil {
 		return nil, err
 	}
 	now := m.cfg.Clock.Now()
@@ -126,6 +123,34 @@ func (m *Master) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) 
 	return resp, nil
 }
 
+// maxCopyRounds bounds how often one PrepareWrite copies a shared chunk
+// and finds it shared again (a snapshot taken in between each time).
+const maxCopyRounds = 3
+
+// writableChunk returns chunk req.Index of the file, allocated, placed,
+// not shared with a snapshot (copied first if it was: copyOnWrite) and
+// leased.
+func (m *Master) writableChunk(ctx context.Context, c chunkfs.Caller, req *pb.PrepareWriteRequest) (namespace.Chunk, chunkfs.FileInfo, error) {
+	for round := 1; ; round++ {
+		ch, fi, ok, err := m.lookupWritable(c, req)
+		if err != nil {
+			return ch, fi, err
+		}
+		if ok && ch.Shared {
+			if _, err := m.copyOnWrite(ctx, c, req.Path, ch); err != nil {
+				return ch, fi, err
+			}
+		}
+		ch, fi, err = m.ensureChunk(ctx, c, req)
+		if err == nil {
+			err = m.ensureLease(ctx, req.Path, ch, fi.Replication, req.Suspect)
+		}
+		if err != errShared || round == maxCopyRounds {
+			return ch, fi, err
+		}
+	}
+}
+
 // lookupChunk returns chunk index of the file, if it exists, with the
 // file's description; the caller must be allowed to write the file.
 func (m *Master) lookupChunk(c chunkfs.Caller, p string, index int64) (ch namespace.Chunk, fi chunkfs.FileInfo, ok bool, err error) {
@@ -154,6 +179,9 @@ func (m *Master) ensureChunk(ctx context.Context, c chunkfs.Caller, req *pb.Prep
 	defer mu.Unlock()
 	if ch, fi, ok, err = m.lookupWritable(c, req); err != nil || (ok && m.placed(ch)) {
 		return ch, fi, err
+	}
+	if ok && ch.Shared {
+		return ch, fi, errShared // shared since it was looked at: copy it first
 	}
 	if !ok {
 		cmd := &namespace.Command{Op: namespace.OpAllocChunk, Caller: c, Path: req.Path, Index: req.Index}

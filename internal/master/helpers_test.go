@@ -129,6 +129,7 @@ type fakeCS struct {
 	versions  map[uint64]uint64
 	leases    []*pb.LeaseRequest
 	truncates []*pb.TruncateRequest
+	copies    []*pb.CopyChunkRequest
 	fail      bool
 	truncFail bool // Truncate fails without cutting
 	truncLost bool // Truncate cuts, then fails (the answer is lost)
@@ -160,6 +161,20 @@ func (f *fakeCS) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.Tru
 		return nil, chunkfs.E("truncate", "", chunkfs.KindUnavailable, "cut, but the answer is lost on purpose")
 	}
 	return &pb.TruncateResponse{}, nil
+}
+
+func (f *fakeCS) CopyChunk(ctx context.Context, req *pb.CopyChunkRequest) (*pb.CopyChunkResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail {
+		return nil, chunkfs.E("copy chunk", "", chunkfs.KindUnavailable, "failing on purpose")
+	}
+	if v, ok := f.versions[req.Handle]; !ok || v != req.Version {
+		return nil, chunkfs.E("copy chunk", "", chunkfs.KindStale, "no such chunk at that version")
+	}
+	f.versions[req.NewHandle] = req.Version
+	f.copies = append(f.copies, req)
+	return &pb.CopyChunkResponse{}, nil
 }
 
 func (f *fakeCS) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.ChunkInfoResponse, error) {

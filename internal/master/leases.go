@@ -91,6 +91,9 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 	if cur == 0 {
 		return chunkfs.E("prepare write", p, chunkfs.KindNotExist, "chunk was deleted")
 	}
+	if m.shared(ch.Handle) {
+		return errShared // a snapshot took it since it was copied or looked at
+	}
 	if suspect != "" {
 		m.probePrimary(ctx, ch.Handle, cur, suspect)
 		now = m.cfg.Clock.Now()
@@ -355,6 +358,14 @@ func (m *Master) callTruncate(ctx context.Context, cut namespace.Cut, replicas [
 	}
 	wg.Wait()
 	return errs
+}
+
+// shared reports whether chunk h is held by more than one file (a
+// snapshot's): no lease is granted on it.
+func (m *Master) shared(h chunkfs.Handle) bool {
+	var n int
+	m.state.read(func(ns *namespace.Namespace) { n = ns.Refs(h) })
+	return n > 1
 }
 
 // currentVersion returns chunk h's logged version, 0 if it does not exist.

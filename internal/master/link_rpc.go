@@ -17,7 +17,9 @@ func (m *Master) Link(ctx context.Context, req *pb.LinkRequest) (*pb.LinkRespons
 	if err := namespace.ValidatePath("link", req.Dst); err != nil {
 		return nil, err
 	}
+	m.snapMu.RLock()
 	r, id, err := m.mutate(ctx, &namespace.Command{Op: namespace.OpLink, Caller: c, Path: req.Src, Target: req.Dst})
+	m.snapMu.RUnlock()
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,11 @@ type Master struct {
 	safeWhy  string     // what safe mode waits for
 	safeLeft time.Time  // when safe mode ended
 
+	// snapMu is held for writing by a snapshot from its look at the
+	// source's leases to its log entry, and for reading by renames and
+	// links, so that no file carries a lease into a snapshot's source
+	// meanwhile (snapshot_rpc.go).
+	snapMu    sync.RWMutex
 	allocMu   [stripes]sync.Mutex // serialise chunk allocation per file (by path hash)
 	leaseMu   [stripes]sync.Mutex // serialise lease grants per chunk (by handle)
 	horizonMu sync.Mutex          // serialises logging the lease horizon

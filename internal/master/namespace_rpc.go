@@ -129,7 +129,9 @@ func (m *Master) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameR
 	if err != nil {
 		return nil, err
 	}
+	m.snapMu.RLock()
 	_, id, err := m.mutate(ctx, cmd)
+	m.snapMu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
@@ -196,11 +198,41 @@ func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAt
 	if err != nil {
 		return nil, err
 	}
-	r, id, err := m.mutate(ctx, cmd)
-	if err != nil {
-		return nil, err
+	for round := 1; ; round++ {
+		// A truncation that cuts a chunk a snapshot shares cuts a copy.
+		if ch, ok := m.sharedCut(cmd); ok {
+			if _, err := m.copyOnWrite(context.WithoutCancel(ctx), cmd.Caller, cmd.Path, ch); err != nil {
+				return nil, err
+			}
+		}
+		r, id, err := m.mutate(ctx, cmd)
+		if err != nil && round < maxCopyRounds {
+			if _, again := m.sharedCut(cmd); again {
+				continue // a snapshot shared it again meanwhile
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}, nil
 	}
-	return &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}, nil
+}
+
+// sharedCut returns the chunk a truncation command would cut in its
+// middle when a snapshot shares it.
+func (m *Master) sharedCut(cmd *namespace.Command) (namespace.Chunk, bool) {
+	if cmd == nil || cmd.Set&namespace.SetLength == 0 {
+		return namespace.Chunk{}, false
+	}
+	size := m.chunkSize()
+	if cmd.Set&namespace.SetLength == 0 || size == 0 || cmd.Length < 0 || cmd.Length%size == 0 {
+		return namespace.Chunk{}, false
+	}
+	ch, fi, ok, err := m.lookupChunk(cmd.Caller, cmd.Path, cmd.Length/size)
+	if err != nil || !ok || !ch.Shared || cmd.Length > fi.Length {
+		return namespace.Chunk{}, false
+	}
+	return ch, true
 }
 
 func (m *Master) setAttrCommand(ctx context.Context, req *pb.SetAttrRequest) (*namespace.Command, error) {

@@ -102,6 +102,8 @@ type registry struct {
 	bal   balancer        // the rebalancer (registry_balance.go)
 
 	safe *safeCount // the located chunks, counted while in safe mode; nil after (registry_safemode.go)
+
+	copies map[chunkfs.Handle]chunkfs.Version // copy-on-write copies being made, not yet logged (registry_snapshot.go)
 }
 
 // repairDone is one completed clone, for the repair rate.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -26,6 +27,11 @@ import (
 //	fail a / heal a       make a server's Lease calls fail or work
 //	liveness              run the dead-server check
 //	restart               close the master and open it again on its directory
+//	snapshot /f /g        MakeSnapshot: "revoked=N" or "error KIND"
+//	chunk /f 0            the file's chunk: "handle=H v=N shared=BOOL"
+//	delete /f             Delete (prints only an error)
+//	collect a b           heartbeats; each server deletes the garbage it is
+//	                      handed: "a: deleted=[HANDLES]" when there is some
 func TestScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
@@ -104,6 +110,8 @@ func (s *scenario) run(f []string) {
 		tm.clock.Advance(d)
 	case "beat":
 		s.beat(f[1:])
+	case "collect":
+		s.collect(f[1:])
 	case "fail", "heal":
 		cs := s.servers[f[1]]
 		cs.mu.Lock()
@@ -111,6 +119,29 @@ func (s *scenario) run(f []string) {
 		cs.mu.Unlock()
 	case "liveness":
 		tm.m.checkLiveness()
+	case "snapshot":
+		resp, err := tm.c.MakeSnapshot(bg, &pb.SnapshotRequest{Caller: alice, Src: f[1], Dst: f[2]})
+		if err != nil {
+			s.printf("error %s", chunkfs.KindOf(err))
+			return
+		}
+		s.printf("revoked=%d", resp.Revoked)
+	case "chunk":
+		idx, _ := strconv.ParseInt(f[2], 10, 64)
+		var out string
+		tm.m.state.read(func(ns *namespace.Namespace) {
+			_, cs, err := ns.Chunks(chunkfs.Caller{}, f[1], idx, 1, false)
+			if err != nil || len(cs) == 0 {
+				out = fmt.Sprintf("error %v", err)
+				return
+			}
+			out = fmt.Sprintf("handle=%d v=%d shared=%v", cs[0].Handle, cs[0].Version, cs[0].Shared)
+		})
+		s.printf("%s", out)
+	case "delete":
+		if _, err := tm.c.Delete(bg, &pb.DeleteRequest{Caller: alice, Path: f[1]}); err != nil {
+			s.printf("error %s", chunkfs.KindOf(err))
+		}
 	case "restart":
 		s.restart()
 	default:
@@ -140,6 +171,26 @@ func (s *scenario) beat(args []string) {
 		} else if extend || len(resp.Garbage) > 0 {
 			s.printf("%s: extended=%d garbage=%d", name, len(resp.Extended), len(resp.Garbage))
 		}
+	}
+}
+
+func (s *scenario) collect(names []string) {
+	for _, name := range names {
+		cs := s.servers[name]
+		resp, err := s.tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: cs.id, Addr: cs.addr, Capacity: 1 << 40, Free: 1 << 39, Sample: cs.report()})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if len(resp.Garbage) == 0 {
+			continue
+		}
+		slices.Sort(resp.Garbage)
+		cs.mu.Lock()
+		for _, h := range resp.Garbage {
+			delete(cs.versions, h)
+		}
+		cs.mu.Unlock()
+		s.printf("%s: deleted=%v", name, resp.Garbage)
 	}
 }
 

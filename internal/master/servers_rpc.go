@@ -51,7 +51,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
 		now := m.cfg.Clock.Now()
-		d, err = m.reg.register(reportFrom(req), ns.ChunkVersion, now)
+		d, err = m.reg.register(reportFrom(req), m.reg.withCopies(ns.ChunkVersion), now)
 		if err == nil && m.leads() {
 			m.reg.adoptFrom(req.Id, ns.ChunkVersion, now)
 		}
@@ -131,7 +131,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		d = m.reg.heartbeat(beatFrom(req), ns.ChunkVersion, now, m.cfg.LeaseDuration+m.leaseSlack(), leads)
+		d = m.reg.heartbeat(beatFrom(req), m.reg.withCopies(ns.ChunkVersion), now, m.cfg.LeaseDuration+m.leaseSlack(), leads)
 	})
 	m.traffic.note(req.Id, req.BytesRead, req.BytesWritten)
 	resp.Reregister = d.reregister
@@ -172,7 +172,7 @@ func (m *Master) verifyDoubts(ctx context.Context, id, addr string, handles []ch
 	m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		garbage = handlesTo(m.reg.settle(id, addr, handles, gens, versions, errs, ns.ChunkVersion, m.cfg.Clock.Now()))
+		garbage = handlesTo(m.reg.settle(id, addr, handles, gens, versions, errs, m.reg.withCopies(ns.ChunkVersion), m.cfg.Clock.Now()))
 	})
 	return garbage
 }

@@ -59,6 +59,12 @@ func (ns *Namespace) Apply(c *Command) Result {
 		r = ns.decommission(c)
 	case OpLink:
 		r = ns.link(c)
+	case OpSnapshot:
+		r = ns.snapshot(c)
+	case OpReserveHandle:
+		r = ns.reserveHandle()
+	case OpCopyChunk:
+		r = ns.copyChunk(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}
@@ -320,9 +326,8 @@ func (ns *Namespace) truncate(n *inode, length, now int64) []chunkfs.Handle {
 	var garbage []chunkfs.Handle
 	if keep < int64(len(n.chunks)) {
 		for _, r := range n.chunks[keep:] {
-			if r.handle != 0 {
+			if r.handle != 0 && ns.unref(r.handle, n) {
 				garbage = append(garbage, r.handle)
-				ns.handles.remove(r.handle)
 			}
 		}
 		n.chunks = trimChunks(n.chunks[:keep])
@@ -413,22 +418,30 @@ func (ns *Namespace) allocChunk(c *Command) Result {
 		n.chunks = append(n.chunks, chunkRef{})
 	}
 	n.chunks[i] = chunkRef{handle: h, version: 1}
-	ns.handles.set(h, n)
+	ns.ref(h, n)
 	return Result{Info: n.info(base(c.Path)), Chunk: Chunk{Index: i, Handle: h, Version: 1}, Allocated: true}
 }
 
 func (ns *Namespace) bumpVersion(c *Command) Result {
-	n := ns.handles.get(c.Handle)
-	if n == nil {
+	v, ok := ns.ChunkVersion(c.Handle)
+	if !ok {
 		return fail("bump version", "", chunkfs.KindNotExist, "no such chunk")
 	}
-	for i := range n.chunks {
-		if r := &n.chunks[i]; r.handle == c.Handle {
-			r.version++
-			return Result{Chunk: Chunk{Index: int64(i), Handle: r.handle, Version: r.version}}
+	return ns.putVersion(c.Handle, v+1)
+}
+
+// putVersion sets chunk h's version to v in every inode that holds it.
+func (ns *Namespace) putVersion(h chunkfs.Handle, v chunkfs.Version) Result {
+	var out Chunk
+	ns.holders(h, func(n *inode) {
+		for i := range n.chunks {
+			if r := &n.chunks[i]; r.handle == h {
+				r.version = v
+				out = Chunk{Index: int64(i), Handle: h, Version: v}
+			}
 		}
-	}
-	return fail("bump version", "", chunkfs.KindNotExist, "chunk missing from its file")
+	})
+	return Result{Chunk: out}
 }
 
 // setVersion raises a chunk's version to c.Version. The master logs it after
@@ -436,17 +449,9 @@ func (ns *Namespace) bumpVersion(c *Command) Result {
 // logged one: the master had told them and failed before logging). A lower
 // or equal version changes nothing.
 func (ns *Namespace) setVersion(c *Command) Result {
-	n := ns.handles.get(c.Handle)
-	if n == nil {
+	v, ok := ns.ChunkVersion(c.Handle)
+	if !ok {
 		return fail("set version", "", chunkfs.KindNotExist, "no such chunk")
 	}
-	for i := range n.chunks {
-		if r := &n.chunks[i]; r.handle == c.Handle {
-			if c.Version > r.version {
-				r.version = c.Version
-			}
-			return Result{Chunk: Chunk{Index: int64(i), Handle: r.handle, Version: r.version}}
-		}
-	}
-	return fail("set version", "", chunkfs.KindNotExist, "chunk missing from its file")
+	return ns.putVersion(c.Handle, max(v, c.Version))
 }

@@ -11,15 +11,17 @@ import (
 // parent), sorted unique names, unique inode numbers below the counter,
 // link counts (a non-directory named by as many entries as its count, an
 // inode with several names the same inode under each), per-type fields,
-// every chunk held by exactly one file and indexed, handles below the
+// every chunk indexed and its reference count (the inodes holding it, more
+// than one after a snapshot) equal to the references in the tree, handles below the
 // counter, versions at least 1, and the summary counts. Tests run it after
 // every case; `chunkfs admin fsck` can run it too.
 func (ns *Namespace) Check() error {
-	c := &checker{ns: ns, inodes: newInodeSet(ns.nextInode, ns.files+ns.dirs), links: map[*inode]uint32{}}
+	c := &checker{ns: ns, refs: make(map[chunkfs.Handle]int, ns.handles.shared), inodes: newInodeSet(ns.nextInode, ns.files+ns.dirs), links: map[*inode]uint32{}}
 	if ns.root.ino != RootInode || !ns.root.isDir() || ns.root.ext == nil || ns.root.ext.parent != nil || ns.root.nlink != 0 {
 		return fmt.Errorf("namespace: bad root")
 	}
 	c.node(ns.root, "/")
+	c.checkRefs()
 	if c.err != nil {
 		return c.err
 	}
@@ -38,6 +40,7 @@ func (ns *Namespace) Check() error {
 
 type checker struct {
 	ns                         *Namespace
+	refs                       map[chunkfs.Handle]int // references seen to each chunk
 	inodes                     inodeSet
 	links                      map[*inode]uint32 // entries seen naming each inode with several names
 	files, dirs, bytes, chunks int64
@@ -205,14 +208,45 @@ func (c *checker) file(n *inode, p string) {
 		switch {
 		case r.handle >= c.ns.nextHandle:
 			c.fail(p, "chunk %d: handle %d not below the counter %d", i, r.handle, c.ns.nextHandle)
-		case c.ns.handles.get(r.handle) != n:
+		case !c.ns.holds(r.handle, n):
 			c.fail(p, "chunk %d: handle %d missing from the index", i, r.handle)
 		case r.version < 1:
 			c.fail(p, "chunk %d: version 0", i)
 		}
-		// Every reference maps to its file and the references add up to
-		// the index's size, so no handle is held twice.
-		c.chunks++
+		// Every reference is recorded for its file; a shared chunk's
+		// references must add up to its count (checkRefs), and the
+		// distinct chunks to the index's size.
+		if c.ns.handles.isShared(r.handle) {
+			if v, seen := c.ns.ChunkVersion(r.handle); seen && v != r.version {
+				c.fail(p, "chunk %d: version %d, another holder has %d", r.handle, r.version, v)
+			}
+			c.refs[r.handle]++
+		} else {
+			c.chunks++
+		}
+	}
+}
+
+// checkRefs verifies every chunk's reference count against the
+// references the tree holds: the index and the shared lists must name
+// exactly the chunks seen, each with as many holders as inodes hold it.
+func (c *checker) checkRefs() {
+	c.chunks += int64(len(c.refs))
+	for h, k := range c.refs {
+		if got := c.ns.Refs(h); got != k {
+			c.fail("/", "chunk %d: reference count %d, held by %d inodes", h, got, k)
+			return
+		}
+	}
+	lists := 0
+	c.ns.handles.eachShared(func(h chunkfs.Handle, hs []*inode) {
+		lists++
+		if len(hs) < 2 || c.refs[h] != len(hs) || !c.ns.handles.isShared(h) {
+			c.fail("/", "chunk %d: shared list of %d holders, %d in the tree", h, len(hs), c.refs[h])
+		}
+	})
+	if lists != c.ns.handles.shared || lists != len(c.refs) {
+		c.fail("/", "%d shared lists, %d counted, %d shared chunks in the tree", lists, c.ns.handles.shared, len(c.refs))
 	}
 }
 

@@ -29,7 +29,12 @@ const (
 	OpDecommission               // Path = chunkserver ID: drain it (servers.go)
 	OpRecommission               // Path = chunkserver ID: stop draining it
 	OpLink                       // Path → Target: a new name for an existing non-directory
-	opEnd
+
+	// Copy-on-write snapshots (cow.go).
+	OpSnapshot      Op = 17 // Path → Target: a copy of a file or tree sharing its chunks
+	OpReserveHandle Op = 18 // take the next chunk handle for a copy-on-write copy
+	OpCopyChunk     Op = 19 // Path: its chunk Handle, shared, becomes NewHandle (a copy at Version)
+	opEnd              = OpCopyChunk + 1
 )
 
 var opNames = [...]string{
@@ -39,11 +44,12 @@ var opNames = [...]string{
 	OpLeaseHorizon: "lease horizon", OpSetVersion: "set version",
 	OpSetXattr: "setxattr", OpRemoveXattr: "removexattr",
 	OpDecommission: "decommission", OpRecommission: "recommission",
-	OpLink: "link",
+	OpLink: "link", OpSnapshot: "snapshot", OpReserveHandle: "reserve handle",
+	OpCopyChunk: "copy chunk",
 }
 
 func (o Op) String() string {
-	if o > 0 && o < opEnd {
+	if o > 0 && o < opEnd && opNames[o] != "" {
 		return opNames[o]
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
@@ -106,7 +112,8 @@ type Command struct {
 	Version     chunkfs.Version // OpSetVersion: the version a chunk is raised to
 	Rdev        uint32          // OpCreate of a device node: its device number
 	Handle      chunkfs.Handle
-	Value       []byte // an extended attribute's value
+	Value       []byte         // an extended attribute's value
+	NewHandle   chunkfs.Handle // OpCopyChunk: the handle of the copy
 }
 
 // Field presence bits of the encoding.
@@ -124,8 +131,9 @@ const (
 	hasLength
 	hasHandle
 	hasValue
-	hasSuper // the caller is the superuser by group (Caller.Super); no bytes
-	hasAll   = 1<<iota - 1
+	hasSuper     // the caller is the superuser by group (Caller.Super); no bytes
+	hasNewHandle // OpCopyChunk's copy
+	hasAll       = 1<<iota - 1
 )
 
 // encodingVersion is the first byte of an encoded command.
@@ -172,6 +180,9 @@ func (c *Command) Encode(b []byte) []byte {
 		b = binary.AppendUvarint(b, uint64(len(c.Value)))
 		b = append(b, c.Value...)
 	}
+	if c.NewHandle != 0 {
+		b = binary.AppendUvarint(b, uint64(c.NewHandle))
+	}
 	return b
 }
 
@@ -204,6 +215,7 @@ func (c *Command) presence() uint {
 	set(hasHandle, c.Handle != 0)
 	set(hasValue, c.Value != nil)
 	set(hasSuper, c.Caller.Super)
+	set(hasNewHandle, c.NewHandle != 0)
 	return p
 }
 
@@ -286,7 +298,7 @@ func (d *decoder) command() (*Command, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	if c.Op == 0 || c.Op >= opEnd {
+	if c.Op == 0 || c.Op >= opEnd || opNames[c.Op] == "" {
 		return nil, errors.New("unknown op")
 	}
 	if c.Op != OpSetXattr && c.Set&^setAll != 0 {
@@ -338,6 +350,9 @@ func (d *decoder) fields(c *Command, p uint) {
 	if p&hasValue != 0 {
 		c.Value = []byte(d.string(MaxXattrValue))
 	}
+	if p&hasNewHandle != 0 {
+		c.NewHandle = chunkfs.Handle(d.uvarint(1<<64 - 1))
+	}
 	c.Caller.Super = p&hasSuper != 0
 }
 
@@ -352,7 +367,7 @@ func (c *Command) number() int64 {
 		return c.Index
 	case OpLeaseHorizon:
 		return c.Horizon
-	case OpSetVersion:
+	case OpSetVersion, OpCopyChunk:
 		return int64(c.Version)
 	case OpCreate:
 		return int64(c.Rdev)
@@ -369,7 +384,7 @@ func (d *decoder) setNumber(c *Command, n int64) {
 		c.Index = n
 	case OpLeaseHorizon:
 		c.Horizon = n
-	case OpSetVersion:
+	case OpSetVersion, OpCopyChunk:
 		if n < 0 {
 			d.fail("negative version")
 		}

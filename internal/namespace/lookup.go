@@ -132,6 +132,7 @@ type Chunk struct {
 	Index   int64
 	Handle  chunkfs.Handle
 	Version chunkfs.Version
+	Shared  bool // held by more than one inode (a snapshot's): a write copies it first
 }
 
 // Chunks returns the file at p and its chunks with index in [first,
@@ -162,7 +163,7 @@ func (ns *Namespace) Chunks(c chunkfs.Caller, p string, first int64, count int, 
 	var out []Chunk
 	for i := first; i < int64(len(n.chunks)) && i < first+int64(count); i++ {
 		if r := n.chunks[i]; r.handle != 0 {
-			out = append(out, Chunk{Index: i, Handle: r.handle, Version: r.version})
+			out = append(out, Chunk{Index: i, Handle: r.handle, Version: r.version, Shared: ns.Refs(r.handle) > 1})
 		}
 	}
 	return n.info(base(p)), out, nil
@@ -197,18 +198,18 @@ func (ns *Namespace) ChunkVersion(h chunkfs.Handle) (chunkfs.Version, bool) {
 }
 
 // ChunkFile returns the index of chunk h in its file, the file's length and
-// replication, and whether h exists.
+// replication, and whether h exists. For a chunk several files share (a
+// snapshot's), the length is the longest and the replication the highest.
 func (ns *Namespace) ChunkFile(h chunkfs.Handle) (index, length int64, repl int, ok bool) {
-	n := ns.handles.get(h)
-	if n == nil {
-		return 0, 0, 0, false
-	}
-	for i, r := range n.chunks {
-		if r.handle == h {
-			return int64(i), n.length, int(n.repl), true
+	ns.holders(h, func(n *inode) {
+		for i, r := range n.chunks {
+			if r.handle == h {
+				index, ok = int64(i), true
+				length, repl = max(length, n.length), max(repl, int(n.repl))
+			}
 		}
-	}
-	return 0, 0, 0, false
+	})
+	return index, length, repl, ok
 }
 
 // EachChunk calls fn for every chunk with its version and its file's

@@ -174,9 +174,8 @@ func (ns *Namespace) unlinked(n *inode, now int64, garbage []chunkfs.Handle) []c
 		return garbage
 	}
 	for _, r := range n.chunks {
-		if r.handle != 0 {
+		if r.handle != 0 && ns.unref(r.handle, n) {
 			garbage = append(garbage, r.handle)
-			ns.handles.remove(r.handle)
 		}
 	}
 	if !n.isDir() {
@@ -204,6 +203,9 @@ func (ns *Namespace) setAttr(c *Command) Result {
 	}
 	if err := ns.checkSetAttr(c, n); err != nil {
 		return Result{Err: err}
+	}
+	if cut, ok := ns.cutAt(n, c.Length); c.Set&SetLength != 0 && ok && ns.Refs(cut.Handle) > 1 {
+		return fail(op, c.Path, chunkfs.KindUnavailable, "the chunk holding the new end is shared with a snapshot and must be copied first; retry")
 	}
 	var r Result
 	if c.Set&SetLength != 0 {
@@ -332,13 +334,25 @@ func (ns *Namespace) checkSizes(c *Command) error {
 // length a file already has cuts again, so a truncation whose cut reached
 // no replica can be retried.
 func (ns *Namespace) setLength(n *inode, length, now int64) ([]chunkfs.Handle, *Cut) {
-	old := n.length
+	ch, cut := ns.cutAt(n, length)
 	garbage := ns.truncate(n, length, now)
-	off := length % ns.chunkSize
-	i := length / ns.chunkSize
-	if length > old || off == 0 || i >= int64(len(n.chunks)) || n.chunks[i].handle == 0 {
+	if !cut {
 		return garbage, nil
 	}
+	ch.Version++
+	return garbage, &Cut{Chunk: ch, Length: length % ns.chunkSize}
+}
+
+// cutAt returns the chunk of n that setting its length to length would
+// cut in its middle, if any.
+func (ns *Namespace) cutAt(n *inode, length int64) (Chunk, bool) {
+	if ns.chunkSize <= 0 || length > n.length || length%ns.chunkSize == 0 {
+		return Chunk{}, false
+	}
+	i := length / ns.chunkSize
+	if i >= int64(len(n.chunks)) || n.chunks[i].handle == 0 {
+		return Chunk{}, false
+	}
 	r := n.chunks[i]
-	return garbage, &Cut{Chunk: Chunk{Index: i, Handle: r.handle, Version: r.version + 1}, Length: off}
+	return Chunk{Index: i, Handle: r.handle, Version: r.version}, true
 }

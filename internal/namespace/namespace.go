@@ -101,7 +101,7 @@ func validSpecial(m fs.FileMode) bool {
 // Namespace is the whole replicated metadata state.
 type Namespace struct {
 	root         *inode
-	handles      handleIndex // every live chunk → its file
+	handles      handleIndex // every live chunk → its (first) holder
 	nextInode    uint64
 	nextHandle   chunkfs.Handle
 	chunkSize    int64

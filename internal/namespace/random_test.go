@@ -25,7 +25,7 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 		return p
 	}
 	c := &Command{Time: now, Caller: callers[rng.IntN(len(callers))], Path: name(), Mode: uint32(rng.IntN(0o1000))}
-	switch rng.IntN(16) {
+	switch rng.IntN(19) {
 	case 0:
 		c.Op, c.Flags = OpMkdir, FlagParents*uint8(rng.IntN(2))
 	case 1:
@@ -54,6 +54,12 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 	case 12, 13, 14, 15:
 		// Sources near the root, where files are most often found.
 		c.Op, c.Path, c.Target = OpLink, name()[:2], name()
+	case 16:
+		c.Op, c.Path, c.Target = OpSnapshot, name()[:2], name()
+	case 17:
+		c.Op = OpReserveHandle
+	case 18:
+		c.Op, c.Handle, c.NewHandle, c.Version = OpCopyChunk, chunkfs.Handle(rng.IntN(40)), chunkfs.Handle(rng.IntN(40)), chunkfs.Version(1+rng.IntN(2))
 	}
 	return c
 }

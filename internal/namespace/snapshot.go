@@ -425,11 +425,11 @@ func (s *snapReader) file(ns *Namespace, n *inode) {
 		r.handle = chunkfs.Handle(s.uvarint(uint64(ns.nextHandle) - 1))
 		if r.handle != 0 {
 			r.version = chunkfs.Version(s.uvarint(1<<63 - 1))
-			if ns.handles.get(r.handle) != nil {
+			if ns.holds(r.handle, n) {
 				s.fail("chunk %d held twice", r.handle)
 				return
 			}
-			ns.handles.set(r.handle, n)
+			ns.ref(r.handle, n) // reference counts are derived, not stored
 		}
 		n.chunks = append(n.chunks, r)
 	}

@@ -1196,6 +1196,115 @@ func (x *CloneResponse) GetLength() int64 {
 	return 0
 }
 
+// Copy-on-write snapshots.
+// CopyChunkRequest (master → every replica of a shared chunk) makes the
+// replica of handle, held at version, into a new local replica new_handle
+// at the same version: data and block checksums, each block verified as it
+// is read, fsynced before the answer. No data crosses the network.
+type CopyChunkRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Handle        uint64                 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	NewHandle     uint64                 `protobuf:"varint,3,opt,name=new_handle,json=newHandle,proto3" json:"new_handle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyChunkRequest) Reset() {
+	*x = CopyChunkRequest{}
+	mi := &file_chunkserver_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyChunkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyChunkRequest) ProtoMessage() {}
+
+func (x *CopyChunkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyChunkRequest.ProtoReflect.Descriptor instead.
+func (*CopyChunkRequest) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CopyChunkRequest) GetHandle() uint64 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
+func (x *CopyChunkRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *CopyChunkRequest) GetNewHandle() uint64 {
+	if x != nil {
+		return x.NewHandle
+	}
+	return 0
+}
+
+type CopyChunkResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Length        int64                  `protobuf:"varint,1,opt,name=length,proto3" json:"length,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyChunkResponse) Reset() {
+	*x = CopyChunkResponse{}
+	mi := &file_chunkserver_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyChunkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyChunkResponse) ProtoMessage() {}
+
+func (x *CopyChunkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_chunkserver_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyChunkResponse.ProtoReflect.Descriptor instead.
+func (*CopyChunkResponse) Descriptor() ([]byte, []int) {
+	return file_chunkserver_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *CopyChunkResponse) GetLength() int64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
 var File_chunkserver_proto protoreflect.FileDescriptor
 
 const file_chunkserver_proto_rawDesc = "" +
@@ -1276,7 +1385,14 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x06source\x18\x03 \x01(\tR\x06source\x12\x16\n" +
 	"\x06length\x18\x04 \x01(\x03R\x06length\"'\n" +
 	"\rCloneResponse\x12\x16\n" +
-	"\x06length\x18\x01 \x01(\x03R\x06length2\xa9\x05\n" +
+	"\x06length\x18\x01 \x01(\x03R\x06length\"c\n" +
+	"\x10CopyChunkRequest\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x1d\n" +
+	"\n" +
+	"new_handle\x18\x03 \x01(\x04R\tnewHandle\"+\n" +
+	"\x11CopyChunkResponse\x12\x16\n" +
+	"\x06length\x18\x01 \x01(\x03R\x06length2\xf3\x05\n" +
 	"\vChunkServer\x12<\n" +
 	"\x05Lease\x12\x18.chunkfs.v1.LeaseRequest\x1a\x19.chunkfs.v1.LeaseResponse\x12<\n" +
 	"\x05Write\x12\x18.chunkfs.v1.WriteRequest\x1a\x19.chunkfs.v1.WriteResponse\x12?\n" +
@@ -1287,7 +1403,8 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\bTruncate\x12\x1b.chunkfs.v1.TruncateRequest\x1a\x1c.chunkfs.v1.TruncateResponse\x12H\n" +
 	"\tChunkInfo\x12\x1c.chunkfs.v1.ChunkInfoRequest\x1a\x1d.chunkfs.v1.ChunkInfoResponse\x12Q\n" +
 	"\fDeleteChunks\x12\x1f.chunkfs.v1.DeleteChunksRequest\x1a .chunkfs.v1.DeleteChunksResponse\x12<\n" +
-	"\x05Clone\x12\x18.chunkfs.v1.CloneRequest\x1a\x19.chunkfs.v1.CloneResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
+	"\x05Clone\x12\x18.chunkfs.v1.CloneRequest\x1a\x19.chunkfs.v1.CloneResponse\x12H\n" +
+	"\tCopyChunk\x12\x1c.chunkfs.v1.CopyChunkRequest\x1a\x1d.chunkfs.v1.CopyChunkResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
 var (
 	file_chunkserver_proto_rawDescOnce sync.Once
@@ -1301,7 +1418,7 @@ func file_chunkserver_proto_rawDescGZIP() []byte {
 	return file_chunkserver_proto_rawDescData
 }
 
-var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_chunkserver_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_chunkserver_proto_goTypes = []any{
 	(*LeaseRequest)(nil),         // 0: chunkfs.v1.LeaseRequest
 	(*LeaseResponse)(nil),        // 1: chunkfs.v1.LeaseResponse
@@ -1323,6 +1440,8 @@ var file_chunkserver_proto_goTypes = []any{
 	(*DeleteChunksResponse)(nil), // 17: chunkfs.v1.DeleteChunksResponse
 	(*CloneRequest)(nil),         // 18: chunkfs.v1.CloneRequest
 	(*CloneResponse)(nil),        // 19: chunkfs.v1.CloneResponse
+	(*CopyChunkRequest)(nil),     // 20: chunkfs.v1.CopyChunkRequest
+	(*CopyChunkResponse)(nil),    // 21: chunkfs.v1.CopyChunkResponse
 }
 var file_chunkserver_proto_depIdxs = []int32{
 	0,  // 0: chunkfs.v1.ChunkServer.Lease:input_type -> chunkfs.v1.LeaseRequest
@@ -1335,18 +1454,20 @@ var file_chunkserver_proto_depIdxs = []int32{
 	14, // 7: chunkfs.v1.ChunkServer.ChunkInfo:input_type -> chunkfs.v1.ChunkInfoRequest
 	16, // 8: chunkfs.v1.ChunkServer.DeleteChunks:input_type -> chunkfs.v1.DeleteChunksRequest
 	18, // 9: chunkfs.v1.ChunkServer.Clone:input_type -> chunkfs.v1.CloneRequest
-	1,  // 10: chunkfs.v1.ChunkServer.Lease:output_type -> chunkfs.v1.LeaseResponse
-	3,  // 11: chunkfs.v1.ChunkServer.Write:output_type -> chunkfs.v1.WriteResponse
-	5,  // 12: chunkfs.v1.ChunkServer.Append:output_type -> chunkfs.v1.AppendResponse
-	7,  // 13: chunkfs.v1.ChunkServer.Reserve:output_type -> chunkfs.v1.ReserveResponse
-	9,  // 14: chunkfs.v1.ChunkServer.Apply:output_type -> chunkfs.v1.ApplyResponse
-	11, // 15: chunkfs.v1.ChunkServer.Sync:output_type -> chunkfs.v1.SyncResponse
-	13, // 16: chunkfs.v1.ChunkServer.Truncate:output_type -> chunkfs.v1.TruncateResponse
-	15, // 17: chunkfs.v1.ChunkServer.ChunkInfo:output_type -> chunkfs.v1.ChunkInfoResponse
-	17, // 18: chunkfs.v1.ChunkServer.DeleteChunks:output_type -> chunkfs.v1.DeleteChunksResponse
-	19, // 19: chunkfs.v1.ChunkServer.Clone:output_type -> chunkfs.v1.CloneResponse
-	10, // [10:20] is the sub-list for method output_type
-	0,  // [0:10] is the sub-list for method input_type
+	20, // 10: chunkfs.v1.ChunkServer.CopyChunk:input_type -> chunkfs.v1.CopyChunkRequest
+	1,  // 11: chunkfs.v1.ChunkServer.Lease:output_type -> chunkfs.v1.LeaseResponse
+	3,  // 12: chunkfs.v1.ChunkServer.Write:output_type -> chunkfs.v1.WriteResponse
+	5,  // 13: chunkfs.v1.ChunkServer.Append:output_type -> chunkfs.v1.AppendResponse
+	7,  // 14: chunkfs.v1.ChunkServer.Reserve:output_type -> chunkfs.v1.ReserveResponse
+	9,  // 15: chunkfs.v1.ChunkServer.Apply:output_type -> chunkfs.v1.ApplyResponse
+	11, // 16: chunkfs.v1.ChunkServer.Sync:output_type -> chunkfs.v1.SyncResponse
+	13, // 17: chunkfs.v1.ChunkServer.Truncate:output_type -> chunkfs.v1.TruncateResponse
+	15, // 18: chunkfs.v1.ChunkServer.ChunkInfo:output_type -> chunkfs.v1.ChunkInfoResponse
+	17, // 19: chunkfs.v1.ChunkServer.DeleteChunks:output_type -> chunkfs.v1.DeleteChunksResponse
+	19, // 20: chunkfs.v1.ChunkServer.Clone:output_type -> chunkfs.v1.CloneResponse
+	21, // 21: chunkfs.v1.ChunkServer.CopyChunk:output_type -> chunkfs.v1.CopyChunkResponse
+	11, // [11:22] is the sub-list for method output_type
+	0,  // [0:11] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name
@@ -1363,7 +1484,7 @@ func file_chunkserver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chunkserver_proto_rawDesc), len(file_chunkserver_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

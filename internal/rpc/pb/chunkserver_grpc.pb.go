@@ -33,6 +33,7 @@ const (
 	ChunkServer_ChunkInfo_FullMethodName    = "/chunkfs.v1.ChunkServer/ChunkInfo"
 	ChunkServer_DeleteChunks_FullMethodName = "/chunkfs.v1.ChunkServer/DeleteChunks"
 	ChunkServer_Clone_FullMethodName        = "/chunkfs.v1.ChunkServer/Clone"
+	ChunkServer_CopyChunk_FullMethodName    = "/chunkfs.v1.ChunkServer/CopyChunk"
 )
 
 // ChunkServerClient is the client API for ChunkServer service.
@@ -49,6 +50,7 @@ type ChunkServerClient interface {
 	ChunkInfo(ctx context.Context, in *ChunkInfoRequest, opts ...grpc.CallOption) (*ChunkInfoResponse, error)
 	DeleteChunks(ctx context.Context, in *DeleteChunksRequest, opts ...grpc.CallOption) (*DeleteChunksResponse, error)
 	Clone(ctx context.Context, in *CloneRequest, opts ...grpc.CallOption) (*CloneResponse, error)
+	CopyChunk(ctx context.Context, in *CopyChunkRequest, opts ...grpc.CallOption) (*CopyChunkResponse, error)
 }
 
 type chunkServerClient struct {
@@ -159,6 +161,16 @@ func (c *chunkServerClient) Clone(ctx context.Context, in *CloneRequest, opts ..
 	return out, nil
 }
 
+func (c *chunkServerClient) CopyChunk(ctx context.Context, in *CopyChunkRequest, opts ...grpc.CallOption) (*CopyChunkResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CopyChunkResponse)
+	err := c.cc.Invoke(ctx, ChunkServer_CopyChunk_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ChunkServerServer is the server API for ChunkServer service.
 // All implementations must embed UnimplementedChunkServerServer
 // for forward compatibility.
@@ -173,6 +185,7 @@ type ChunkServerServer interface {
 	ChunkInfo(context.Context, *ChunkInfoRequest) (*ChunkInfoResponse, error)
 	DeleteChunks(context.Context, *DeleteChunksRequest) (*DeleteChunksResponse, error)
 	Clone(context.Context, *CloneRequest) (*CloneResponse, error)
+	CopyChunk(context.Context, *CopyChunkRequest) (*CopyChunkResponse, error)
 	mustEmbedUnimplementedChunkServerServer()
 }
 
@@ -212,6 +225,9 @@ func (UnimplementedChunkServerServer) DeleteChunks(context.Context, *DeleteChunk
 }
 func (UnimplementedChunkServerServer) Clone(context.Context, *CloneRequest) (*CloneResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Clone not implemented")
+}
+func (UnimplementedChunkServerServer) CopyChunk(context.Context, *CopyChunkRequest) (*CopyChunkResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CopyChunk not implemented")
 }
 func (UnimplementedChunkServerServer) mustEmbedUnimplementedChunkServerServer() {}
 func (UnimplementedChunkServerServer) testEmbeddedByValue()                     {}
@@ -414,6 +430,24 @@ func _ChunkServer_Clone_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ChunkServer_CopyChunk_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CopyChunkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ChunkServerServer).CopyChunk(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ChunkServer_CopyChunk_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ChunkServerServer).CopyChunk(ctx, req.(*CopyChunkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ChunkServer_ServiceDesc is the grpc.ServiceDesc for ChunkServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -460,6 +494,10 @@ var ChunkServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Clone",
 			Handler:    _ChunkServer_Clone_Handler,
+		},
+		{
+			MethodName: "CopyChunk",
+			Handler:    _ChunkServer_CopyChunk_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

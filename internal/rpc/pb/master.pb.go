@@ -989,6 +989,130 @@ func (x *LinkResponse) GetInfo() *FileInfo {
 	return nil
 }
 
+// Copy-on-write snapshots.
+// SnapshotRequest makes dst a copy of the file or tree at src sharing its
+// chunks (GFS §3.4), atomically: one log entry. The caller needs read
+// permission on everything copied and write permission on dst's directory.
+type SnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Src           string                 `protobuf:"bytes,2,opt,name=src,proto3" json:"src,omitempty"`
+	Dst           string                 `protobuf:"bytes,3,opt,name=dst,proto3" json:"dst,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotRequest) Reset() {
+	*x = SnapshotRequest{}
+	mi := &file_master_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotRequest) ProtoMessage() {}
+
+func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
+func (*SnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SnapshotRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *SnapshotRequest) GetSrc() string {
+	if x != nil {
+		return x.Src
+	}
+	return ""
+}
+
+func (x *SnapshotRequest) GetDst() string {
+	if x != nil {
+		return x.Dst
+	}
+	return ""
+}
+
+type SnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	Info          *FileInfo              `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	Revoked       int64                  `protobuf:"varint,3,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotResponse) Reset() {
+	*x = SnapshotResponse{}
+	mi := &file_master_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotResponse) ProtoMessage() {}
+
+func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
+func (*SnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SnapshotResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *SnapshotResponse) GetInfo() *FileInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *SnapshotResponse) GetRevoked() int64 {
+	if x != nil {
+		return x.Revoked
+	}
+	return 0
+}
+
 type DeleteRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
@@ -1002,7 +1126,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_master_proto_msgTypes[14]
+	mi := &file_master_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1014,7 +1138,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[14]
+	mi := &file_master_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1027,7 +1151,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{14}
+	return file_master_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteRequest) GetCaller() *Caller {
@@ -1074,7 +1198,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_master_proto_msgTypes[15]
+	mi := &file_master_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1210,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[15]
+	mi := &file_master_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,7 +1223,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{15}
+	return file_master_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteResponse) GetStateId() uint64 {
@@ -1132,7 +1256,7 @@ type SetAttrRequest struct {
 
 func (x *SetAttrRequest) Reset() {
 	*x = SetAttrRequest{}
-	mi := &file_master_proto_msgTypes[16]
+	mi := &file_master_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1268,7 @@ func (x *SetAttrRequest) String() string {
 func (*SetAttrRequest) ProtoMessage() {}
 
 func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[16]
+	mi := &file_master_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1281,7 @@ func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetAttrRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{16}
+	return file_master_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetAttrRequest) GetCaller() *Caller {
@@ -1240,7 +1364,7 @@ type SetAttrResponse struct {
 
 func (x *SetAttrResponse) Reset() {
 	*x = SetAttrResponse{}
-	mi := &file_master_proto_msgTypes[17]
+	mi := &file_master_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1252,7 +1376,7 @@ func (x *SetAttrResponse) String() string {
 func (*SetAttrResponse) ProtoMessage() {}
 
 func (x *SetAttrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[17]
+	mi := &file_master_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1265,7 +1389,7 @@ func (x *SetAttrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrResponse.ProtoReflect.Descriptor instead.
 func (*SetAttrResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{17}
+	return file_master_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetAttrResponse) GetStateId() uint64 {
@@ -1298,7 +1422,7 @@ type ChunkLocation struct {
 
 func (x *ChunkLocation) Reset() {
 	*x = ChunkLocation{}
-	mi := &file_master_proto_msgTypes[18]
+	mi := &file_master_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1434,7 @@ func (x *ChunkLocation) String() string {
 func (*ChunkLocation) ProtoMessage() {}
 
 func (x *ChunkLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[18]
+	mi := &file_master_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1447,7 @@ func (x *ChunkLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkLocation.ProtoReflect.Descriptor instead.
 func (*ChunkLocation) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{18}
+	return file_master_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ChunkLocation) GetIndex() int64 {
@@ -1389,7 +1513,7 @@ type GetChunksRequest struct {
 
 func (x *GetChunksRequest) Reset() {
 	*x = GetChunksRequest{}
-	mi := &file_master_proto_msgTypes[19]
+	mi := &file_master_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1401,7 +1525,7 @@ func (x *GetChunksRequest) String() string {
 func (*GetChunksRequest) ProtoMessage() {}
 
 func (x *GetChunksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[19]
+	mi := &file_master_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1414,7 +1538,7 @@ func (x *GetChunksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChunksRequest.ProtoReflect.Descriptor instead.
 func (*GetChunksRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{19}
+	return file_master_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetChunksRequest) GetCaller() *Caller {
@@ -1464,7 +1588,7 @@ type GetChunksResponse struct {
 
 func (x *GetChunksResponse) Reset() {
 	*x = GetChunksResponse{}
-	mi := &file_master_proto_msgTypes[20]
+	mi := &file_master_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1600,7 @@ func (x *GetChunksResponse) String() string {
 func (*GetChunksResponse) ProtoMessage() {}
 
 func (x *GetChunksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[20]
+	mi := &file_master_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1613,7 @@ func (x *GetChunksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChunksResponse.ProtoReflect.Descriptor instead.
 func (*GetChunksResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{20}
+	return file_master_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetChunksResponse) GetStateId() uint64 {
@@ -1538,7 +1662,7 @@ type PrepareWriteRequest struct {
 
 func (x *PrepareWriteRequest) Reset() {
 	*x = PrepareWriteRequest{}
-	mi := &file_master_proto_msgTypes[21]
+	mi := &file_master_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1674,7 @@ func (x *PrepareWriteRequest) String() string {
 func (*PrepareWriteRequest) ProtoMessage() {}
 
 func (x *PrepareWriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[21]
+	mi := &file_master_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1687,7 @@ func (x *PrepareWriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareWriteRequest.ProtoReflect.Descriptor instead.
 func (*PrepareWriteRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{21}
+	return file_master_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PrepareWriteRequest) GetCaller() *Caller {
@@ -1613,7 +1737,7 @@ type PrepareWriteResponse struct {
 
 func (x *PrepareWriteResponse) Reset() {
 	*x = PrepareWriteResponse{}
-	mi := &file_master_proto_msgTypes[22]
+	mi := &file_master_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +1749,7 @@ func (x *PrepareWriteResponse) String() string {
 func (*PrepareWriteResponse) ProtoMessage() {}
 
 func (x *PrepareWriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[22]
+	mi := &file_master_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +1762,7 @@ func (x *PrepareWriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareWriteResponse.ProtoReflect.Descriptor instead.
 func (*PrepareWriteResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{22}
+	return file_master_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PrepareWriteResponse) GetStateId() uint64 {
@@ -1683,7 +1807,7 @@ type CommitLengthRequest struct {
 
 func (x *CommitLengthRequest) Reset() {
 	*x = CommitLengthRequest{}
-	mi := &file_master_proto_msgTypes[23]
+	mi := &file_master_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1819,7 @@ func (x *CommitLengthRequest) String() string {
 func (*CommitLengthRequest) ProtoMessage() {}
 
 func (x *CommitLengthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[23]
+	mi := &file_master_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1832,7 @@ func (x *CommitLengthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitLengthRequest.ProtoReflect.Descriptor instead.
 func (*CommitLengthRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{23}
+	return file_master_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CommitLengthRequest) GetCaller() *Caller {
@@ -1749,7 +1873,7 @@ type CommitLengthResponse struct {
 
 func (x *CommitLengthResponse) Reset() {
 	*x = CommitLengthResponse{}
-	mi := &file_master_proto_msgTypes[24]
+	mi := &file_master_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +1885,7 @@ func (x *CommitLengthResponse) String() string {
 func (*CommitLengthResponse) ProtoMessage() {}
 
 func (x *CommitLengthResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[24]
+	mi := &file_master_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +1898,7 @@ func (x *CommitLengthResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitLengthResponse.ProtoReflect.Descriptor instead.
 func (*CommitLengthResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{24}
+	return file_master_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CommitLengthResponse) GetStateId() uint64 {
@@ -1799,7 +1923,7 @@ type ClusterInfoRequest struct {
 
 func (x *ClusterInfoRequest) Reset() {
 	*x = ClusterInfoRequest{}
-	mi := &file_master_proto_msgTypes[25]
+	mi := &file_master_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1935,7 @@ func (x *ClusterInfoRequest) String() string {
 func (*ClusterInfoRequest) ProtoMessage() {}
 
 func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[25]
+	mi := &file_master_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1948,7 @@ func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*ClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{25}
+	return file_master_proto_rawDescGZIP(), []int{27}
 }
 
 type ClusterInfoResponse struct {
@@ -1839,7 +1963,7 @@ type ClusterInfoResponse struct {
 
 func (x *ClusterInfoResponse) Reset() {
 	*x = ClusterInfoResponse{}
-	mi := &file_master_proto_msgTypes[26]
+	mi := &file_master_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +1975,7 @@ func (x *ClusterInfoResponse) String() string {
 func (*ClusterInfoResponse) ProtoMessage() {}
 
 func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[26]
+	mi := &file_master_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +1988,7 @@ func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*ClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{26}
+	return file_master_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ClusterInfoResponse) GetStateId() uint64 {
@@ -1907,7 +2031,7 @@ type ChunkReplica struct {
 
 func (x *ChunkReplica) Reset() {
 	*x = ChunkReplica{}
-	mi := &file_master_proto_msgTypes[27]
+	mi := &file_master_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2043,7 @@ func (x *ChunkReplica) String() string {
 func (*ChunkReplica) ProtoMessage() {}
 
 func (x *ChunkReplica) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[27]
+	mi := &file_master_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2056,7 @@ func (x *ChunkReplica) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkReplica.ProtoReflect.Descriptor instead.
 func (*ChunkReplica) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{27}
+	return file_master_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ChunkReplica) GetHandle() uint64 {
@@ -1968,7 +2092,7 @@ type Disk struct {
 
 func (x *Disk) Reset() {
 	*x = Disk{}
-	mi := &file_master_proto_msgTypes[28]
+	mi := &file_master_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +2104,7 @@ func (x *Disk) String() string {
 func (*Disk) ProtoMessage() {}
 
 func (x *Disk) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[28]
+	mi := &file_master_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2117,7 @@ func (x *Disk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Disk.ProtoReflect.Descriptor instead.
 func (*Disk) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{28}
+	return file_master_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Disk) GetId() string {
@@ -2030,7 +2154,7 @@ type HeldLease struct {
 
 func (x *HeldLease) Reset() {
 	*x = HeldLease{}
-	mi := &file_master_proto_msgTypes[29]
+	mi := &file_master_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2042,7 +2166,7 @@ func (x *HeldLease) String() string {
 func (*HeldLease) ProtoMessage() {}
 
 func (x *HeldLease) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[29]
+	mi := &file_master_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2055,7 +2179,7 @@ func (x *HeldLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeldLease.ProtoReflect.Descriptor instead.
 func (*HeldLease) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{29}
+	return file_master_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *HeldLease) GetHandle() uint64 {
@@ -2092,7 +2216,7 @@ type TokenKey struct {
 
 func (x *TokenKey) Reset() {
 	*x = TokenKey{}
-	mi := &file_master_proto_msgTypes[30]
+	mi := &file_master_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2228,7 @@ func (x *TokenKey) String() string {
 func (*TokenKey) ProtoMessage() {}
 
 func (x *TokenKey) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[30]
+	mi := &file_master_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2241,7 @@ func (x *TokenKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenKey.ProtoReflect.Descriptor instead.
 func (*TokenKey) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{30}
+	return file_master_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TokenKey) GetId() uint32 {
@@ -2160,7 +2284,7 @@ type RegisterRequest struct {
 
 func (x *RegisterRequest) Reset() {
 	*x = RegisterRequest{}
-	mi := &file_master_proto_msgTypes[31]
+	mi := &file_master_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2172,7 +2296,7 @@ func (x *RegisterRequest) String() string {
 func (*RegisterRequest) ProtoMessage() {}
 
 func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[31]
+	mi := &file_master_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2185,7 +2309,7 @@ func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{31}
+	return file_master_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RegisterRequest) GetId() string {
@@ -2278,7 +2402,7 @@ type RegisterResponse struct {
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_master_proto_msgTypes[32]
+	mi := &file_master_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2290,7 +2414,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[32]
+	mi := &file_master_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2303,7 +2427,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{32}
+	return file_master_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RegisterResponse) GetStateId() uint64 {
@@ -2363,7 +2487,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_master_proto_msgTypes[33]
+	mi := &file_master_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2375,7 +2499,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[33]
+	mi := &file_master_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2388,7 +2512,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{33}
+	return file_master_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -2503,7 +2627,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_master_proto_msgTypes[34]
+	mi := &file_master_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2515,7 +2639,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[34]
+	mi := &file_master_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2528,7 +2652,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{34}
+	return file_master_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *HeartbeatResponse) GetStateId() uint64 {
@@ -2584,7 +2708,7 @@ type ReportCorruptRequest struct {
 
 func (x *ReportCorruptRequest) Reset() {
 	*x = ReportCorruptRequest{}
-	mi := &file_master_proto_msgTypes[35]
+	mi := &file_master_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2596,7 +2720,7 @@ func (x *ReportCorruptRequest) String() string {
 func (*ReportCorruptRequest) ProtoMessage() {}
 
 func (x *ReportCorruptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[35]
+	mi := &file_master_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2609,7 +2733,7 @@ func (x *ReportCorruptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCorruptRequest.ProtoReflect.Descriptor instead.
 func (*ReportCorruptRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{35}
+	return file_master_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReportCorruptRequest) GetReporter() string {
@@ -2642,7 +2766,7 @@ type ReportCorruptResponse struct {
 
 func (x *ReportCorruptResponse) Reset() {
 	*x = ReportCorruptResponse{}
-	mi := &file_master_proto_msgTypes[36]
+	mi := &file_master_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2654,7 +2778,7 @@ func (x *ReportCorruptResponse) String() string {
 func (*ReportCorruptResponse) ProtoMessage() {}
 
 func (x *ReportCorruptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[36]
+	mi := &file_master_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,7 +2791,7 @@ func (x *ReportCorruptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportCorruptResponse.ProtoReflect.Descriptor instead.
 func (*ReportCorruptResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{36}
+	return file_master_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReportCorruptResponse) GetStateId() uint64 {
@@ -2685,7 +2809,7 @@ type ClusterReportRequest struct {
 
 func (x *ClusterReportRequest) Reset() {
 	*x = ClusterReportRequest{}
-	mi := &file_master_proto_msgTypes[37]
+	mi := &file_master_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2697,7 +2821,7 @@ func (x *ClusterReportRequest) String() string {
 func (*ClusterReportRequest) ProtoMessage() {}
 
 func (x *ClusterReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[37]
+	mi := &file_master_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2710,7 +2834,7 @@ func (x *ClusterReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterReportRequest.ProtoReflect.Descriptor instead.
 func (*ClusterReportRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{37}
+	return file_master_proto_rawDescGZIP(), []int{39}
 }
 
 type ChunkServerStatus struct {
@@ -2734,7 +2858,7 @@ type ChunkServerStatus struct {
 
 func (x *ChunkServerStatus) Reset() {
 	*x = ChunkServerStatus{}
-	mi := &file_master_proto_msgTypes[38]
+	mi := &file_master_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2870,7 @@ func (x *ChunkServerStatus) String() string {
 func (*ChunkServerStatus) ProtoMessage() {}
 
 func (x *ChunkServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[38]
+	mi := &file_master_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2883,7 @@ func (x *ChunkServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChunkServerStatus.ProtoReflect.Descriptor instead.
 func (*ChunkServerStatus) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{38}
+	return file_master_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ChunkServerStatus) GetId() string {
@@ -2877,7 +3001,7 @@ type ClusterReportResponse struct {
 
 func (x *ClusterReportResponse) Reset() {
 	*x = ClusterReportResponse{}
-	mi := &file_master_proto_msgTypes[39]
+	mi := &file_master_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2889,7 +3013,7 @@ func (x *ClusterReportResponse) String() string {
 func (*ClusterReportResponse) ProtoMessage() {}
 
 func (x *ClusterReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[39]
+	mi := &file_master_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2902,7 +3026,7 @@ func (x *ClusterReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterReportResponse.ProtoReflect.Descriptor instead.
 func (*ClusterReportResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{39}
+	return file_master_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ClusterReportResponse) GetStateId() uint64 {
@@ -3029,7 +3153,7 @@ type FsckRequest struct {
 
 func (x *FsckRequest) Reset() {
 	*x = FsckRequest{}
-	mi := &file_master_proto_msgTypes[40]
+	mi := &file_master_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3041,7 +3165,7 @@ func (x *FsckRequest) String() string {
 func (*FsckRequest) ProtoMessage() {}
 
 func (x *FsckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[40]
+	mi := &file_master_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3054,7 +3178,7 @@ func (x *FsckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckRequest.ProtoReflect.Descriptor instead.
 func (*FsckRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{40}
+	return file_master_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *FsckRequest) GetCaller() *Caller {
@@ -3097,7 +3221,7 @@ type FsckFile struct {
 
 func (x *FsckFile) Reset() {
 	*x = FsckFile{}
-	mi := &file_master_proto_msgTypes[41]
+	mi := &file_master_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3109,7 +3233,7 @@ func (x *FsckFile) String() string {
 func (*FsckFile) ProtoMessage() {}
 
 func (x *FsckFile) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[41]
+	mi := &file_master_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3122,7 +3246,7 @@ func (x *FsckFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckFile.ProtoReflect.Descriptor instead.
 func (*FsckFile) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{41}
+	return file_master_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *FsckFile) GetPath() string {
@@ -3199,7 +3323,7 @@ type FsckResponse struct {
 
 func (x *FsckResponse) Reset() {
 	*x = FsckResponse{}
-	mi := &file_master_proto_msgTypes[42]
+	mi := &file_master_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3211,7 +3335,7 @@ func (x *FsckResponse) String() string {
 func (*FsckResponse) ProtoMessage() {}
 
 func (x *FsckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[42]
+	mi := &file_master_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3224,7 +3348,7 @@ func (x *FsckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsckResponse.ProtoReflect.Descriptor instead.
 func (*FsckResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{42}
+	return file_master_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *FsckResponse) GetStateId() uint64 {
@@ -3321,7 +3445,7 @@ type MetaOp struct {
 
 func (x *MetaOp) Reset() {
 	*x = MetaOp{}
-	mi := &file_master_proto_msgTypes[43]
+	mi := &file_master_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3333,7 +3457,7 @@ func (x *MetaOp) String() string {
 func (*MetaOp) ProtoMessage() {}
 
 func (x *MetaOp) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[43]
+	mi := &file_master_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3346,7 +3470,7 @@ func (x *MetaOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaOp.ProtoReflect.Descriptor instead.
 func (*MetaOp) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{43}
+	return file_master_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *MetaOp) GetOp() isMetaOp_Op {
@@ -3493,7 +3617,7 @@ type MetaResult struct {
 
 func (x *MetaResult) Reset() {
 	*x = MetaResult{}
-	mi := &file_master_proto_msgTypes[44]
+	mi := &file_master_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3505,7 +3629,7 @@ func (x *MetaResult) String() string {
 func (*MetaResult) ProtoMessage() {}
 
 func (x *MetaResult) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[44]
+	mi := &file_master_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3518,7 +3642,7 @@ func (x *MetaResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaResult.ProtoReflect.Descriptor instead.
 func (*MetaResult) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{44}
+	return file_master_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *MetaResult) GetResult() isMetaResult_Result {
@@ -3664,7 +3788,7 @@ type BatchRequest struct {
 
 func (x *BatchRequest) Reset() {
 	*x = BatchRequest{}
-	mi := &file_master_proto_msgTypes[45]
+	mi := &file_master_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3676,7 +3800,7 @@ func (x *BatchRequest) String() string {
 func (*BatchRequest) ProtoMessage() {}
 
 func (x *BatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[45]
+	mi := &file_master_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3689,7 +3813,7 @@ func (x *BatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
 func (*BatchRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{45}
+	return file_master_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *BatchRequest) GetOps() []*MetaOp {
@@ -3709,7 +3833,7 @@ type BatchResponse struct {
 
 func (x *BatchResponse) Reset() {
 	*x = BatchResponse{}
-	mi := &file_master_proto_msgTypes[46]
+	mi := &file_master_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3721,7 +3845,7 @@ func (x *BatchResponse) String() string {
 func (*BatchResponse) ProtoMessage() {}
 
 func (x *BatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[46]
+	mi := &file_master_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3734,7 +3858,7 @@ func (x *BatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
 func (*BatchResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{46}
+	return file_master_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *BatchResponse) GetStateId() uint64 {
@@ -3761,7 +3885,7 @@ type MsyncRequest struct {
 
 func (x *MsyncRequest) Reset() {
 	*x = MsyncRequest{}
-	mi := &file_master_proto_msgTypes[47]
+	mi := &file_master_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3773,7 +3897,7 @@ func (x *MsyncRequest) String() string {
 func (*MsyncRequest) ProtoMessage() {}
 
 func (x *MsyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[47]
+	mi := &file_master_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3786,7 +3910,7 @@ func (x *MsyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsyncRequest.ProtoReflect.Descriptor instead.
 func (*MsyncRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{47}
+	return file_master_proto_rawDescGZIP(), []int{49}
 }
 
 type MsyncResponse struct {
@@ -3798,7 +3922,7 @@ type MsyncResponse struct {
 
 func (x *MsyncResponse) Reset() {
 	*x = MsyncResponse{}
-	mi := &file_master_proto_msgTypes[48]
+	mi := &file_master_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3810,7 +3934,7 @@ func (x *MsyncResponse) String() string {
 func (*MsyncResponse) ProtoMessage() {}
 
 func (x *MsyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[48]
+	mi := &file_master_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3823,7 +3947,7 @@ func (x *MsyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MsyncResponse.ProtoReflect.Descriptor instead.
 func (*MsyncResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{48}
+	return file_master_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *MsyncResponse) GetStateId() uint64 {
@@ -3842,7 +3966,7 @@ type HAStatusRequest struct {
 
 func (x *HAStatusRequest) Reset() {
 	*x = HAStatusRequest{}
-	mi := &file_master_proto_msgTypes[49]
+	mi := &file_master_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3854,7 +3978,7 @@ func (x *HAStatusRequest) String() string {
 func (*HAStatusRequest) ProtoMessage() {}
 
 func (x *HAStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[49]
+	mi := &file_master_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3867,7 +3991,7 @@ func (x *HAStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HAStatusRequest.ProtoReflect.Descriptor instead.
 func (*HAStatusRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{49}
+	return file_master_proto_rawDescGZIP(), []int{51}
 }
 
 type HAMember struct {
@@ -3881,7 +4005,7 @@ type HAMember struct {
 
 func (x *HAMember) Reset() {
 	*x = HAMember{}
-	mi := &file_master_proto_msgTypes[50]
+	mi := &file_master_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3893,7 +4017,7 @@ func (x *HAMember) String() string {
 func (*HAMember) ProtoMessage() {}
 
 func (x *HAMember) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[50]
+	mi := &file_master_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3906,7 +4030,7 @@ func (x *HAMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HAMember.ProtoReflect.Descriptor instead.
 func (*HAMember) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{50}
+	return file_master_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *HAMember) GetId() string {
@@ -3946,7 +4070,7 @@ type HAStatusResponse struct {
 
 func (x *HAStatusResponse) Reset() {
 	*x = HAStatusResponse{}
-	mi := &file_master_proto_msgTypes[51]
+	mi := &file_master_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3958,7 +4082,7 @@ func (x *HAStatusResponse) String() string {
 func (*HAStatusResponse) ProtoMessage() {}
 
 func (x *HAStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[51]
+	mi := &file_master_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3971,7 +4095,7 @@ func (x *HAStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HAStatusResponse.ProtoReflect.Descriptor instead.
 func (*HAStatusResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{51}
+	return file_master_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *HAStatusResponse) GetStateId() uint64 {
@@ -4044,7 +4168,7 @@ type HAChangeRequest struct {
 
 func (x *HAChangeRequest) Reset() {
 	*x = HAChangeRequest{}
-	mi := &file_master_proto_msgTypes[52]
+	mi := &file_master_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4056,7 +4180,7 @@ func (x *HAChangeRequest) String() string {
 func (*HAChangeRequest) ProtoMessage() {}
 
 func (x *HAChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[52]
+	mi := &file_master_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4069,7 +4193,7 @@ func (x *HAChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HAChangeRequest.ProtoReflect.Descriptor instead.
 func (*HAChangeRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{52}
+	return file_master_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *HAChangeRequest) GetCaller() *Caller {
@@ -4109,7 +4233,7 @@ type HAChangeResponse struct {
 
 func (x *HAChangeResponse) Reset() {
 	*x = HAChangeResponse{}
-	mi := &file_master_proto_msgTypes[53]
+	mi := &file_master_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4121,7 +4245,7 @@ func (x *HAChangeResponse) String() string {
 func (*HAChangeResponse) ProtoMessage() {}
 
 func (x *HAChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[53]
+	mi := &file_master_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4134,7 +4258,7 @@ func (x *HAChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HAChangeResponse.ProtoReflect.Descriptor instead.
 func (*HAChangeResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{53}
+	return file_master_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *HAChangeResponse) GetStateId() uint64 {
@@ -4158,7 +4282,7 @@ type GetXattrRequest struct {
 
 func (x *GetXattrRequest) Reset() {
 	*x = GetXattrRequest{}
-	mi := &file_master_proto_msgTypes[54]
+	mi := &file_master_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4170,7 +4294,7 @@ func (x *GetXattrRequest) String() string {
 func (*GetXattrRequest) ProtoMessage() {}
 
 func (x *GetXattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[54]
+	mi := &file_master_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4183,7 +4307,7 @@ func (x *GetXattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetXattrRequest.ProtoReflect.Descriptor instead.
 func (*GetXattrRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{54}
+	return file_master_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetXattrRequest) GetCaller() *Caller {
@@ -4224,7 +4348,7 @@ type GetXattrResponse struct {
 
 func (x *GetXattrResponse) Reset() {
 	*x = GetXattrResponse{}
-	mi := &file_master_proto_msgTypes[55]
+	mi := &file_master_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4236,7 +4360,7 @@ func (x *GetXattrResponse) String() string {
 func (*GetXattrResponse) ProtoMessage() {}
 
 func (x *GetXattrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[55]
+	mi := &file_master_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4249,7 +4373,7 @@ func (x *GetXattrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetXattrResponse.ProtoReflect.Descriptor instead.
 func (*GetXattrResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{55}
+	return file_master_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetXattrResponse) GetStateId() uint64 {
@@ -4277,7 +4401,7 @@ type ListXattrRequest struct {
 
 func (x *ListXattrRequest) Reset() {
 	*x = ListXattrRequest{}
-	mi := &file_master_proto_msgTypes[56]
+	mi := &file_master_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4289,7 +4413,7 @@ func (x *ListXattrRequest) String() string {
 func (*ListXattrRequest) ProtoMessage() {}
 
 func (x *ListXattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[56]
+	mi := &file_master_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4302,7 +4426,7 @@ func (x *ListXattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListXattrRequest.ProtoReflect.Descriptor instead.
 func (*ListXattrRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{56}
+	return file_master_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListXattrRequest) GetCaller() *Caller {
@@ -4336,7 +4460,7 @@ type ListXattrResponse struct {
 
 func (x *ListXattrResponse) Reset() {
 	*x = ListXattrResponse{}
-	mi := &file_master_proto_msgTypes[57]
+	mi := &file_master_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4348,7 +4472,7 @@ func (x *ListXattrResponse) String() string {
 func (*ListXattrResponse) ProtoMessage() {}
 
 func (x *ListXattrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[57]
+	mi := &file_master_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4361,7 +4485,7 @@ func (x *ListXattrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListXattrResponse.ProtoReflect.Descriptor instead.
 func (*ListXattrResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{57}
+	return file_master_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListXattrResponse) GetStateId() uint64 {
@@ -4392,7 +4516,7 @@ type SetXattrRequest struct {
 
 func (x *SetXattrRequest) Reset() {
 	*x = SetXattrRequest{}
-	mi := &file_master_proto_msgTypes[58]
+	mi := &file_master_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4404,7 +4528,7 @@ func (x *SetXattrRequest) String() string {
 func (*SetXattrRequest) ProtoMessage() {}
 
 func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[58]
+	mi := &file_master_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4417,7 +4541,7 @@ func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetXattrRequest.ProtoReflect.Descriptor instead.
 func (*SetXattrRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{58}
+	return file_master_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SetXattrRequest) GetCaller() *Caller {
@@ -4471,7 +4595,7 @@ type SetXattrResponse struct {
 
 func (x *SetXattrResponse) Reset() {
 	*x = SetXattrResponse{}
-	mi := &file_master_proto_msgTypes[59]
+	mi := &file_master_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4483,7 +4607,7 @@ func (x *SetXattrResponse) String() string {
 func (*SetXattrResponse) ProtoMessage() {}
 
 func (x *SetXattrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[59]
+	mi := &file_master_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4496,7 +4620,7 @@ func (x *SetXattrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetXattrResponse.ProtoReflect.Descriptor instead.
 func (*SetXattrResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{59}
+	return file_master_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SetXattrResponse) GetStateId() uint64 {
@@ -4517,7 +4641,7 @@ type RemoveXattrRequest struct {
 
 func (x *RemoveXattrRequest) Reset() {
 	*x = RemoveXattrRequest{}
-	mi := &file_master_proto_msgTypes[60]
+	mi := &file_master_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4529,7 +4653,7 @@ func (x *RemoveXattrRequest) String() string {
 func (*RemoveXattrRequest) ProtoMessage() {}
 
 func (x *RemoveXattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[60]
+	mi := &file_master_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4542,7 +4666,7 @@ func (x *RemoveXattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveXattrRequest.ProtoReflect.Descriptor instead.
 func (*RemoveXattrRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{60}
+	return file_master_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RemoveXattrRequest) GetCaller() *Caller {
@@ -4575,7 +4699,7 @@ type RemoveXattrResponse struct {
 
 func (x *RemoveXattrResponse) Reset() {
 	*x = RemoveXattrResponse{}
-	mi := &file_master_proto_msgTypes[61]
+	mi := &file_master_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4587,7 +4711,7 @@ func (x *RemoveXattrResponse) String() string {
 func (*RemoveXattrResponse) ProtoMessage() {}
 
 func (x *RemoveXattrResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[61]
+	mi := &file_master_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4600,7 +4724,7 @@ func (x *RemoveXattrResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveXattrResponse.ProtoReflect.Descriptor instead.
 func (*RemoveXattrResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{61}
+	return file_master_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RemoveXattrResponse) GetStateId() uint64 {
@@ -4623,7 +4747,7 @@ type LockSessionRequest struct {
 
 func (x *LockSessionRequest) Reset() {
 	*x = LockSessionRequest{}
-	mi := &file_master_proto_msgTypes[62]
+	mi := &file_master_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4635,7 +4759,7 @@ func (x *LockSessionRequest) String() string {
 func (*LockSessionRequest) ProtoMessage() {}
 
 func (x *LockSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[62]
+	mi := &file_master_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4648,7 +4772,7 @@ func (x *LockSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockSessionRequest.ProtoReflect.Descriptor instead.
 func (*LockSessionRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{62}
+	return file_master_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LockSessionRequest) GetSession() uint64 {
@@ -4683,7 +4807,7 @@ type LockSessionResponse struct {
 
 func (x *LockSessionResponse) Reset() {
 	*x = LockSessionResponse{}
-	mi := &file_master_proto_msgTypes[63]
+	mi := &file_master_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4695,7 +4819,7 @@ func (x *LockSessionResponse) String() string {
 func (*LockSessionResponse) ProtoMessage() {}
 
 func (x *LockSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[63]
+	mi := &file_master_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4708,7 +4832,7 @@ func (x *LockSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockSessionResponse.ProtoReflect.Descriptor instead.
 func (*LockSessionResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{63}
+	return file_master_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *LockSessionResponse) GetSession() uint64 {
@@ -4747,7 +4871,7 @@ type FileLock struct {
 
 func (x *FileLock) Reset() {
 	*x = FileLock{}
-	mi := &file_master_proto_msgTypes[64]
+	mi := &file_master_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4759,7 +4883,7 @@ func (x *FileLock) String() string {
 func (*FileLock) ProtoMessage() {}
 
 func (x *FileLock) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[64]
+	mi := &file_master_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4772,7 +4896,7 @@ func (x *FileLock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileLock.ProtoReflect.Descriptor instead.
 func (*FileLock) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{64}
+	return file_master_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *FileLock) GetKind() uint32 {
@@ -4839,7 +4963,7 @@ type LockRequest struct {
 
 func (x *LockRequest) Reset() {
 	*x = LockRequest{}
-	mi := &file_master_proto_msgTypes[65]
+	mi := &file_master_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4851,7 +4975,7 @@ func (x *LockRequest) String() string {
 func (*LockRequest) ProtoMessage() {}
 
 func (x *LockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[65]
+	mi := &file_master_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4864,7 +4988,7 @@ func (x *LockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockRequest.ProtoReflect.Descriptor instead.
 func (*LockRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{65}
+	return file_master_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *LockRequest) GetCaller() *Caller {
@@ -4926,7 +5050,7 @@ type LockResponse struct {
 
 func (x *LockResponse) Reset() {
 	*x = LockResponse{}
-	mi := &file_master_proto_msgTypes[66]
+	mi := &file_master_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4938,7 +5062,7 @@ func (x *LockResponse) String() string {
 func (*LockResponse) ProtoMessage() {}
 
 func (x *LockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[66]
+	mi := &file_master_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4951,7 +5075,7 @@ func (x *LockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockResponse.ProtoReflect.Descriptor instead.
 func (*LockResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{66}
+	return file_master_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *LockResponse) GetGranted() bool {
@@ -4984,7 +5108,7 @@ type BalanceStatus struct {
 
 func (x *BalanceStatus) Reset() {
 	*x = BalanceStatus{}
-	mi := &file_master_proto_msgTypes[67]
+	mi := &file_master_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4996,7 +5120,7 @@ func (x *BalanceStatus) String() string {
 func (*BalanceStatus) ProtoMessage() {}
 
 func (x *BalanceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[67]
+	mi := &file_master_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5009,7 +5133,7 @@ func (x *BalanceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceStatus.ProtoReflect.Descriptor instead.
 func (*BalanceStatus) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{67}
+	return file_master_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *BalanceStatus) GetRunning() bool {
@@ -5073,7 +5197,7 @@ type BalanceRequest struct {
 
 func (x *BalanceRequest) Reset() {
 	*x = BalanceRequest{}
-	mi := &file_master_proto_msgTypes[68]
+	mi := &file_master_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5085,7 +5209,7 @@ func (x *BalanceRequest) String() string {
 func (*BalanceRequest) ProtoMessage() {}
 
 func (x *BalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[68]
+	mi := &file_master_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5098,7 +5222,7 @@ func (x *BalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceRequest.ProtoReflect.Descriptor instead.
 func (*BalanceRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{68}
+	return file_master_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *BalanceRequest) GetCaller() *Caller {
@@ -5132,7 +5256,7 @@ type BalanceResponse struct {
 
 func (x *BalanceResponse) Reset() {
 	*x = BalanceResponse{}
-	mi := &file_master_proto_msgTypes[69]
+	mi := &file_master_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5144,7 +5268,7 @@ func (x *BalanceResponse) String() string {
 func (*BalanceResponse) ProtoMessage() {}
 
 func (x *BalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[69]
+	mi := &file_master_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5157,7 +5281,7 @@ func (x *BalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceResponse.ProtoReflect.Descriptor instead.
 func (*BalanceResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{69}
+	return file_master_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *BalanceResponse) GetStateId() uint64 {
@@ -5188,7 +5312,7 @@ type DecommissionRequest struct {
 
 func (x *DecommissionRequest) Reset() {
 	*x = DecommissionRequest{}
-	mi := &file_master_proto_msgTypes[70]
+	mi := &file_master_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5200,7 +5324,7 @@ func (x *DecommissionRequest) String() string {
 func (*DecommissionRequest) ProtoMessage() {}
 
 func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[70]
+	mi := &file_master_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5213,7 +5337,7 @@ func (x *DecommissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionRequest.ProtoReflect.Descriptor instead.
 func (*DecommissionRequest) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{70}
+	return file_master_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *DecommissionRequest) GetCaller() *Caller {
@@ -5250,7 +5374,7 @@ type DecommissionState struct {
 
 func (x *DecommissionState) Reset() {
 	*x = DecommissionState{}
-	mi := &file_master_proto_msgTypes[71]
+	mi := &file_master_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5262,7 +5386,7 @@ func (x *DecommissionState) String() string {
 func (*DecommissionState) ProtoMessage() {}
 
 func (x *DecommissionState) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[71]
+	mi := &file_master_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5275,7 +5399,7 @@ func (x *DecommissionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionState.ProtoReflect.Descriptor instead.
 func (*DecommissionState) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{71}
+	return file_master_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *DecommissionState) GetId() string {
@@ -5323,7 +5447,7 @@ type DecommissionResponse struct {
 
 func (x *DecommissionResponse) Reset() {
 	*x = DecommissionResponse{}
-	mi := &file_master_proto_msgTypes[72]
+	mi := &file_master_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5335,7 +5459,7 @@ func (x *DecommissionResponse) String() string {
 func (*DecommissionResponse) ProtoMessage() {}
 
 func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_master_proto_msgTypes[72]
+	mi := &file_master_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5348,7 +5472,7 @@ func (x *DecommissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecommissionResponse.ProtoReflect.Descriptor instead.
 func (*DecommissionResponse) Descriptor() ([]byte, []int) {
-	return file_master_proto_rawDescGZIP(), []int{72}
+	return file_master_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *DecommissionResponse) GetStateId() uint64 {
@@ -5445,7 +5569,15 @@ const file_master_proto_rawDesc = "" +
 	"\x03dst\x18\x03 \x01(\tR\x03dst\"S\n" +
 	"\fLinkResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
-	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\"\xa5\x01\n" +
+	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\"a\n" +
+	"\x0fSnapshotRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x10\n" +
+	"\x03src\x18\x02 \x01(\tR\x03src\x12\x10\n" +
+	"\x03dst\x18\x03 \x01(\tR\x03dst\"q\n" +
+	"\x10SnapshotResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
+	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\x12\x18\n" +
+	"\arevoked\x18\x03 \x01(\x03R\arevoked\"\xa5\x01\n" +
 	"\rDeleteRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1c\n" +
@@ -5794,7 +5926,7 @@ const file_master_proto_rawDesc = "" +
 	"\tremaining\x18\x05 \x01(\x03R\tremaining\"j\n" +
 	"\x14DecommissionResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
-	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.DecommissionStateR\aservers2\x8a\x10\n" +
+	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.DecommissionStateR\aservers2\xd5\x10\n" +
 	"\x06Master\x12<\n" +
 	"\x05Mkdir\x12\x18.chunkfs.v1.MkdirRequest\x1a\x19.chunkfs.v1.MkdirResponse\x12?\n" +
 	"\x06Create\x12\x19.chunkfs.v1.CreateRequest\x1a\x1a.chunkfs.v1.CreateResponse\x129\n" +
@@ -5824,7 +5956,8 @@ const file_master_proto_rawDesc = "" +
 	"\x04Lock\x12\x17.chunkfs.v1.LockRequest\x1a\x18.chunkfs.v1.LockResponse\x12B\n" +
 	"\aBalance\x12\x1a.chunkfs.v1.BalanceRequest\x1a\x1b.chunkfs.v1.BalanceResponse\x12Q\n" +
 	"\fDecommission\x12\x1f.chunkfs.v1.DecommissionRequest\x1a .chunkfs.v1.DecommissionResponse\x129\n" +
-	"\x04Link\x12\x17.chunkfs.v1.LinkRequest\x1a\x18.chunkfs.v1.LinkResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
+	"\x04Link\x12\x17.chunkfs.v1.LinkRequest\x1a\x18.chunkfs.v1.LinkResponse\x12I\n" +
+	"\fMakeSnapshot\x12\x1b.chunkfs.v1.SnapshotRequest\x1a\x1c.chunkfs.v1.SnapshotResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once
@@ -5838,7 +5971,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_master_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: chunkfs.v1.Caller
 	(*FileInfo)(nil),              // 1: chunkfs.v1.FileInfo
@@ -5854,66 +5987,68 @@ var file_master_proto_goTypes = []any{
 	(*RenameResponse)(nil),        // 11: chunkfs.v1.RenameResponse
 	(*LinkRequest)(nil),           // 12: chunkfs.v1.LinkRequest
 	(*LinkResponse)(nil),          // 13: chunkfs.v1.LinkResponse
-	(*DeleteRequest)(nil),         // 14: chunkfs.v1.DeleteRequest
-	(*DeleteResponse)(nil),        // 15: chunkfs.v1.DeleteResponse
-	(*SetAttrRequest)(nil),        // 16: chunkfs.v1.SetAttrRequest
-	(*SetAttrResponse)(nil),       // 17: chunkfs.v1.SetAttrResponse
-	(*ChunkLocation)(nil),         // 18: chunkfs.v1.ChunkLocation
-	(*GetChunksRequest)(nil),      // 19: chunkfs.v1.GetChunksRequest
-	(*GetChunksResponse)(nil),     // 20: chunkfs.v1.GetChunksResponse
-	(*PrepareWriteRequest)(nil),   // 21: chunkfs.v1.PrepareWriteRequest
-	(*PrepareWriteResponse)(nil),  // 22: chunkfs.v1.PrepareWriteResponse
-	(*CommitLengthRequest)(nil),   // 23: chunkfs.v1.CommitLengthRequest
-	(*CommitLengthResponse)(nil),  // 24: chunkfs.v1.CommitLengthResponse
-	(*ClusterInfoRequest)(nil),    // 25: chunkfs.v1.ClusterInfoRequest
-	(*ClusterInfoResponse)(nil),   // 26: chunkfs.v1.ClusterInfoResponse
-	(*ChunkReplica)(nil),          // 27: chunkfs.v1.ChunkReplica
-	(*Disk)(nil),                  // 28: chunkfs.v1.Disk
-	(*HeldLease)(nil),             // 29: chunkfs.v1.HeldLease
-	(*TokenKey)(nil),              // 30: chunkfs.v1.TokenKey
-	(*RegisterRequest)(nil),       // 31: chunkfs.v1.RegisterRequest
-	(*RegisterResponse)(nil),      // 32: chunkfs.v1.RegisterResponse
-	(*HeartbeatRequest)(nil),      // 33: chunkfs.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),     // 34: chunkfs.v1.HeartbeatResponse
-	(*ReportCorruptRequest)(nil),  // 35: chunkfs.v1.ReportCorruptRequest
-	(*ReportCorruptResponse)(nil), // 36: chunkfs.v1.ReportCorruptResponse
-	(*ClusterReportRequest)(nil),  // 37: chunkfs.v1.ClusterReportRequest
-	(*ChunkServerStatus)(nil),     // 38: chunkfs.v1.ChunkServerStatus
-	(*ClusterReportResponse)(nil), // 39: chunkfs.v1.ClusterReportResponse
-	(*FsckRequest)(nil),           // 40: chunkfs.v1.FsckRequest
-	(*FsckFile)(nil),              // 41: chunkfs.v1.FsckFile
-	(*FsckResponse)(nil),          // 42: chunkfs.v1.FsckResponse
-	(*MetaOp)(nil),                // 43: chunkfs.v1.MetaOp
-	(*MetaResult)(nil),            // 44: chunkfs.v1.MetaResult
-	(*BatchRequest)(nil),          // 45: chunkfs.v1.BatchRequest
-	(*BatchResponse)(nil),         // 46: chunkfs.v1.BatchResponse
-	(*MsyncRequest)(nil),          // 47: chunkfs.v1.MsyncRequest
-	(*MsyncResponse)(nil),         // 48: chunkfs.v1.MsyncResponse
-	(*HAStatusRequest)(nil),       // 49: chunkfs.v1.HAStatusRequest
-	(*HAMember)(nil),              // 50: chunkfs.v1.HAMember
-	(*HAStatusResponse)(nil),      // 51: chunkfs.v1.HAStatusResponse
-	(*HAChangeRequest)(nil),       // 52: chunkfs.v1.HAChangeRequest
-	(*HAChangeResponse)(nil),      // 53: chunkfs.v1.HAChangeResponse
-	(*GetXattrRequest)(nil),       // 54: chunkfs.v1.GetXattrRequest
-	(*GetXattrResponse)(nil),      // 55: chunkfs.v1.GetXattrResponse
-	(*ListXattrRequest)(nil),      // 56: chunkfs.v1.ListXattrRequest
-	(*ListXattrResponse)(nil),     // 57: chunkfs.v1.ListXattrResponse
-	(*SetXattrRequest)(nil),       // 58: chunkfs.v1.SetXattrRequest
-	(*SetXattrResponse)(nil),      // 59: chunkfs.v1.SetXattrResponse
-	(*RemoveXattrRequest)(nil),    // 60: chunkfs.v1.RemoveXattrRequest
-	(*RemoveXattrResponse)(nil),   // 61: chunkfs.v1.RemoveXattrResponse
-	(*LockSessionRequest)(nil),    // 62: chunkfs.v1.LockSessionRequest
-	(*LockSessionResponse)(nil),   // 63: chunkfs.v1.LockSessionResponse
-	(*FileLock)(nil),              // 64: chunkfs.v1.FileLock
-	(*LockRequest)(nil),           // 65: chunkfs.v1.LockRequest
-	(*LockResponse)(nil),          // 66: chunkfs.v1.LockResponse
-	(*BalanceStatus)(nil),         // 67: chunkfs.v1.BalanceStatus
-	(*BalanceRequest)(nil),        // 68: chunkfs.v1.BalanceRequest
-	(*BalanceResponse)(nil),       // 69: chunkfs.v1.BalanceResponse
-	(*DecommissionRequest)(nil),   // 70: chunkfs.v1.DecommissionRequest
-	(*DecommissionState)(nil),     // 71: chunkfs.v1.DecommissionState
-	(*DecommissionResponse)(nil),  // 72: chunkfs.v1.DecommissionResponse
-	(*ErrorDetail)(nil),           // 73: chunkfs.v1.ErrorDetail
+	(*SnapshotRequest)(nil),       // 14: chunkfs.v1.SnapshotRequest
+	(*SnapshotResponse)(nil),      // 15: chunkfs.v1.SnapshotResponse
+	(*DeleteRequest)(nil),         // 16: chunkfs.v1.DeleteRequest
+	(*DeleteResponse)(nil),        // 17: chunkfs.v1.DeleteResponse
+	(*SetAttrRequest)(nil),        // 18: chunkfs.v1.SetAttrRequest
+	(*SetAttrResponse)(nil),       // 19: chunkfs.v1.SetAttrResponse
+	(*ChunkLocation)(nil),         // 20: chunkfs.v1.ChunkLocation
+	(*GetChunksRequest)(nil),      // 21: chunkfs.v1.GetChunksRequest
+	(*GetChunksResponse)(nil),     // 22: chunkfs.v1.GetChunksResponse
+	(*PrepareWriteRequest)(nil),   // 23: chunkfs.v1.PrepareWriteRequest
+	(*PrepareWriteResponse)(nil),  // 24: chunkfs.v1.PrepareWriteResponse
+	(*CommitLengthRequest)(nil),   // 25: chunkfs.v1.CommitLengthRequest
+	(*CommitLengthResponse)(nil),  // 26: chunkfs.v1.CommitLengthResponse
+	(*ClusterInfoRequest)(nil),    // 27: chunkfs.v1.ClusterInfoRequest
+	(*ClusterInfoResponse)(nil),   // 28: chunkfs.v1.ClusterInfoResponse
+	(*ChunkReplica)(nil),          // 29: chunkfs.v1.ChunkReplica
+	(*Disk)(nil),                  // 30: chunkfs.v1.Disk
+	(*HeldLease)(nil),             // 31: chunkfs.v1.HeldLease
+	(*TokenKey)(nil),              // 32: chunkfs.v1.TokenKey
+	(*RegisterRequest)(nil),       // 33: chunkfs.v1.RegisterRequest
+	(*RegisterResponse)(nil),      // 34: chunkfs.v1.RegisterResponse
+	(*HeartbeatRequest)(nil),      // 35: chunkfs.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),     // 36: chunkfs.v1.HeartbeatResponse
+	(*ReportCorruptRequest)(nil),  // 37: chunkfs.v1.ReportCorruptRequest
+	(*ReportCorruptResponse)(nil), // 38: chunkfs.v1.ReportCorruptResponse
+	(*ClusterReportRequest)(nil),  // 39: chunkfs.v1.ClusterReportRequest
+	(*ChunkServerStatus)(nil),     // 40: chunkfs.v1.ChunkServerStatus
+	(*ClusterReportResponse)(nil), // 41: chunkfs.v1.ClusterReportResponse
+	(*FsckRequest)(nil),           // 42: chunkfs.v1.FsckRequest
+	(*FsckFile)(nil),              // 43: chunkfs.v1.FsckFile
+	(*FsckResponse)(nil),          // 44: chunkfs.v1.FsckResponse
+	(*MetaOp)(nil),                // 45: chunkfs.v1.MetaOp
+	(*MetaResult)(nil),            // 46: chunkfs.v1.MetaResult
+	(*BatchRequest)(nil),          // 47: chunkfs.v1.BatchRequest
+	(*BatchResponse)(nil),         // 48: chunkfs.v1.BatchResponse
+	(*MsyncRequest)(nil),          // 49: chunkfs.v1.MsyncRequest
+	(*MsyncResponse)(nil),         // 50: chunkfs.v1.MsyncResponse
+	(*HAStatusRequest)(nil),       // 51: chunkfs.v1.HAStatusRequest
+	(*HAMember)(nil),              // 52: chunkfs.v1.HAMember
+	(*HAStatusResponse)(nil),      // 53: chunkfs.v1.HAStatusResponse
+	(*HAChangeRequest)(nil),       // 54: chunkfs.v1.HAChangeRequest
+	(*HAChangeResponse)(nil),      // 55: chunkfs.v1.HAChangeResponse
+	(*GetXattrRequest)(nil),       // 56: chunkfs.v1.GetXattrRequest
+	(*GetXattrResponse)(nil),      // 57: chunkfs.v1.GetXattrResponse
+	(*ListXattrRequest)(nil),      // 58: chunkfs.v1.ListXattrRequest
+	(*ListXattrResponse)(nil),     // 59: chunkfs.v1.ListXattrResponse
+	(*SetXattrRequest)(nil),       // 60: chunkfs.v1.SetXattrRequest
+	(*SetXattrResponse)(nil),      // 61: chunkfs.v1.SetXattrResponse
+	(*RemoveXattrRequest)(nil),    // 62: chunkfs.v1.RemoveXattrRequest
+	(*RemoveXattrResponse)(nil),   // 63: chunkfs.v1.RemoveXattrResponse
+	(*LockSessionRequest)(nil),    // 64: chunkfs.v1.LockSessionRequest
+	(*LockSessionResponse)(nil),   // 65: chunkfs.v1.LockSessionResponse
+	(*FileLock)(nil),              // 66: chunkfs.v1.FileLock
+	(*LockRequest)(nil),           // 67: chunkfs.v1.LockRequest
+	(*LockResponse)(nil),          // 68: chunkfs.v1.LockResponse
+	(*BalanceStatus)(nil),         // 69: chunkfs.v1.BalanceStatus
+	(*BalanceRequest)(nil),        // 70: chunkfs.v1.BalanceRequest
+	(*BalanceResponse)(nil),       // 71: chunkfs.v1.BalanceResponse
+	(*DecommissionRequest)(nil),   // 72: chunkfs.v1.DecommissionRequest
+	(*DecommissionState)(nil),     // 73: chunkfs.v1.DecommissionState
+	(*DecommissionResponse)(nil),  // 74: chunkfs.v1.DecommissionResponse
+	(*ErrorDetail)(nil),           // 75: chunkfs.v1.ErrorDetail
 }
 var file_master_proto_depIdxs = []int32{
 	0,  // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
@@ -5927,121 +6062,125 @@ var file_master_proto_depIdxs = []int32{
 	0,  // 8: chunkfs.v1.RenameRequest.caller:type_name -> chunkfs.v1.Caller
 	0,  // 9: chunkfs.v1.LinkRequest.caller:type_name -> chunkfs.v1.Caller
 	1,  // 10: chunkfs.v1.LinkResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,  // 11: chunkfs.v1.DeleteRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 12: chunkfs.v1.SetAttrRequest.caller:type_name -> chunkfs.v1.Caller
-	1,  // 13: chunkfs.v1.SetAttrResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,  // 14: chunkfs.v1.GetChunksRequest.caller:type_name -> chunkfs.v1.Caller
-	1,  // 15: chunkfs.v1.GetChunksResponse.info:type_name -> chunkfs.v1.FileInfo
-	18, // 16: chunkfs.v1.GetChunksResponse.chunks:type_name -> chunkfs.v1.ChunkLocation
-	0,  // 17: chunkfs.v1.PrepareWriteRequest.caller:type_name -> chunkfs.v1.Caller
-	18, // 18: chunkfs.v1.PrepareWriteResponse.chunk:type_name -> chunkfs.v1.ChunkLocation
-	0,  // 19: chunkfs.v1.CommitLengthRequest.caller:type_name -> chunkfs.v1.Caller
-	27, // 20: chunkfs.v1.RegisterRequest.chunks:type_name -> chunkfs.v1.ChunkReplica
-	28, // 21: chunkfs.v1.RegisterRequest.disks:type_name -> chunkfs.v1.Disk
-	29, // 22: chunkfs.v1.RegisterRequest.leases:type_name -> chunkfs.v1.HeldLease
-	30, // 23: chunkfs.v1.RegisterResponse.token_keys:type_name -> chunkfs.v1.TokenKey
-	27, // 24: chunkfs.v1.HeartbeatRequest.sample:type_name -> chunkfs.v1.ChunkReplica
-	28, // 25: chunkfs.v1.HeartbeatRequest.disks:type_name -> chunkfs.v1.Disk
-	29, // 26: chunkfs.v1.HeartbeatRequest.leases:type_name -> chunkfs.v1.HeldLease
-	30, // 27: chunkfs.v1.HeartbeatResponse.token_keys:type_name -> chunkfs.v1.TokenKey
-	28, // 28: chunkfs.v1.ChunkServerStatus.disks:type_name -> chunkfs.v1.Disk
-	38, // 29: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
-	67, // 30: chunkfs.v1.ClusterReportResponse.balance:type_name -> chunkfs.v1.BalanceStatus
-	0,  // 31: chunkfs.v1.FsckRequest.caller:type_name -> chunkfs.v1.Caller
-	41, // 32: chunkfs.v1.FsckResponse.files:type_name -> chunkfs.v1.FsckFile
-	6,  // 33: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
-	4,  // 34: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
-	2,  // 35: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
-	14, // 36: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
-	10, // 37: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
-	16, // 38: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
-	23, // 39: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
-	73, // 40: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
-	7,  // 41: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
-	5,  // 42: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
-	3,  // 43: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
-	15, // 44: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
-	11, // 45: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
-	17, // 46: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
-	24, // 47: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
-	43, // 48: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
-	44, // 49: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
-	50, // 50: chunkfs.v1.HAStatusResponse.members:type_name -> chunkfs.v1.HAMember
-	0,  // 51: chunkfs.v1.HAChangeRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 52: chunkfs.v1.GetXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 53: chunkfs.v1.ListXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 54: chunkfs.v1.SetXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 55: chunkfs.v1.RemoveXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 56: chunkfs.v1.LockRequest.caller:type_name -> chunkfs.v1.Caller
-	64, // 57: chunkfs.v1.LockRequest.lock:type_name -> chunkfs.v1.FileLock
-	64, // 58: chunkfs.v1.LockResponse.conflict:type_name -> chunkfs.v1.FileLock
-	0,  // 59: chunkfs.v1.BalanceRequest.caller:type_name -> chunkfs.v1.Caller
-	67, // 60: chunkfs.v1.BalanceResponse.status:type_name -> chunkfs.v1.BalanceStatus
-	0,  // 61: chunkfs.v1.DecommissionRequest.caller:type_name -> chunkfs.v1.Caller
-	71, // 62: chunkfs.v1.DecommissionResponse.servers:type_name -> chunkfs.v1.DecommissionState
-	2,  // 63: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
-	4,  // 64: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
-	6,  // 65: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
-	8,  // 66: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
-	10, // 67: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
-	14, // 68: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
-	16, // 69: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
-	19, // 70: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
-	21, // 71: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
-	23, // 72: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
-	25, // 73: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
-	37, // 74: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
-	35, // 75: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
-	40, // 76: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
-	45, // 77: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
-	31, // 78: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
-	33, // 79: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
-	47, // 80: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
-	49, // 81: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
-	52, // 82: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
-	54, // 83: chunkfs.v1.Master.GetXattr:input_type -> chunkfs.v1.GetXattrRequest
-	56, // 84: chunkfs.v1.Master.ListXattr:input_type -> chunkfs.v1.ListXattrRequest
-	58, // 85: chunkfs.v1.Master.SetXattr:input_type -> chunkfs.v1.SetXattrRequest
-	60, // 86: chunkfs.v1.Master.RemoveXattr:input_type -> chunkfs.v1.RemoveXattrRequest
-	62, // 87: chunkfs.v1.Master.LockSession:input_type -> chunkfs.v1.LockSessionRequest
-	65, // 88: chunkfs.v1.Master.Lock:input_type -> chunkfs.v1.LockRequest
-	68, // 89: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
-	70, // 90: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
-	12, // 91: chunkfs.v1.Master.Link:input_type -> chunkfs.v1.LinkRequest
-	3,  // 92: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
-	5,  // 93: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
-	7,  // 94: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
-	9,  // 95: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
-	11, // 96: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
-	15, // 97: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
-	17, // 98: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
-	20, // 99: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
-	22, // 100: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
-	24, // 101: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
-	26, // 102: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
-	39, // 103: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
-	36, // 104: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
-	42, // 105: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
-	46, // 106: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
-	32, // 107: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
-	34, // 108: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
-	48, // 109: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
-	51, // 110: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
-	53, // 111: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
-	55, // 112: chunkfs.v1.Master.GetXattr:output_type -> chunkfs.v1.GetXattrResponse
-	57, // 113: chunkfs.v1.Master.ListXattr:output_type -> chunkfs.v1.ListXattrResponse
-	59, // 114: chunkfs.v1.Master.SetXattr:output_type -> chunkfs.v1.SetXattrResponse
-	61, // 115: chunkfs.v1.Master.RemoveXattr:output_type -> chunkfs.v1.RemoveXattrResponse
-	63, // 116: chunkfs.v1.Master.LockSession:output_type -> chunkfs.v1.LockSessionResponse
-	66, // 117: chunkfs.v1.Master.Lock:output_type -> chunkfs.v1.LockResponse
-	69, // 118: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
-	72, // 119: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
-	13, // 120: chunkfs.v1.Master.Link:output_type -> chunkfs.v1.LinkResponse
-	92, // [92:121] is the sub-list for method output_type
-	63, // [63:92] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	0,  // 11: chunkfs.v1.SnapshotRequest.caller:type_name -> chunkfs.v1.Caller
+	1,  // 12: chunkfs.v1.SnapshotResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,  // 13: chunkfs.v1.DeleteRequest.caller:type_name -> chunkfs.v1.Caller
+	0,  // 14: chunkfs.v1.SetAttrRequest.caller:type_name -> chunkfs.v1.Caller
+	1,  // 15: chunkfs.v1.SetAttrResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,  // 16: chunkfs.v1.GetChunksRequest.caller:type_name -> chunkfs.v1.Caller
+	1,  // 17: chunkfs.v1.GetChunksResponse.info:type_name -> chunkfs.v1.FileInfo
+	20, // 18: chunkfs.v1.GetChunksResponse.chunks:type_name -> chunkfs.v1.ChunkLocation
+	0,  // 19: chunkfs.v1.PrepareWriteRequest.caller:type_name -> chunkfs.v1.Caller
+	20, // 20: chunkfs.v1.PrepareWriteResponse.chunk:type_name -> chunkfs.v1.ChunkLocation
+	0,  // 21: chunkfs.v1.CommitLengthRequest.caller:type_name -> chunkfs.v1.Caller
+	29, // 22: chunkfs.v1.RegisterRequest.chunks:type_name -> chunkfs.v1.ChunkReplica
+	30, // 23: chunkfs.v1.RegisterRequest.disks:type_name -> chunkfs.v1.Disk
+	31, // 24: chunkfs.v1.RegisterRequest.leases:type_name -> chunkfs.v1.HeldLease
+	32, // 25: chunkfs.v1.RegisterResponse.token_keys:type_name -> chunkfs.v1.TokenKey
+	29, // 26: chunkfs.v1.HeartbeatRequest.sample:type_name -> chunkfs.v1.ChunkReplica
+	30, // 27: chunkfs.v1.HeartbeatRequest.disks:type_name -> chunkfs.v1.Disk
+	31, // 28: chunkfs.v1.HeartbeatRequest.leases:type_name -> chunkfs.v1.HeldLease
+	32, // 29: chunkfs.v1.HeartbeatResponse.token_keys:type_name -> chunkfs.v1.TokenKey
+	30, // 30: chunkfs.v1.ChunkServerStatus.disks:type_name -> chunkfs.v1.Disk
+	40, // 31: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
+	69, // 32: chunkfs.v1.ClusterReportResponse.balance:type_name -> chunkfs.v1.BalanceStatus
+	0,  // 33: chunkfs.v1.FsckRequest.caller:type_name -> chunkfs.v1.Caller
+	43, // 34: chunkfs.v1.FsckResponse.files:type_name -> chunkfs.v1.FsckFile
+	6,  // 35: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
+	4,  // 36: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
+	2,  // 37: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
+	16, // 38: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
+	10, // 39: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
+	18, // 40: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
+	25, // 41: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
+	75, // 42: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
+	7,  // 43: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
+	5,  // 44: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
+	3,  // 45: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
+	17, // 46: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
+	11, // 47: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
+	19, // 48: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
+	26, // 49: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
+	45, // 50: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
+	46, // 51: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
+	52, // 52: chunkfs.v1.HAStatusResponse.members:type_name -> chunkfs.v1.HAMember
+	0,  // 53: chunkfs.v1.HAChangeRequest.caller:type_name -> chunkfs.v1.Caller
+	0,  // 54: chunkfs.v1.GetXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,  // 55: chunkfs.v1.ListXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,  // 56: chunkfs.v1.SetXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,  // 57: chunkfs.v1.RemoveXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,  // 58: chunkfs.v1.LockRequest.caller:type_name -> chunkfs.v1.Caller
+	66, // 59: chunkfs.v1.LockRequest.lock:type_name -> chunkfs.v1.FileLock
+	66, // 60: chunkfs.v1.LockResponse.conflict:type_name -> chunkfs.v1.FileLock
+	0,  // 61: chunkfs.v1.BalanceRequest.caller:type_name -> chunkfs.v1.Caller
+	69, // 62: chunkfs.v1.BalanceResponse.status:type_name -> chunkfs.v1.BalanceStatus
+	0,  // 63: chunkfs.v1.DecommissionRequest.caller:type_name -> chunkfs.v1.Caller
+	73, // 64: chunkfs.v1.DecommissionResponse.servers:type_name -> chunkfs.v1.DecommissionState
+	2,  // 65: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
+	4,  // 66: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
+	6,  // 67: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
+	8,  // 68: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
+	10, // 69: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
+	16, // 70: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
+	18, // 71: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
+	21, // 72: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
+	23, // 73: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
+	25, // 74: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
+	27, // 75: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
+	39, // 76: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
+	37, // 77: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
+	42, // 78: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
+	47, // 79: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
+	33, // 80: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
+	35, // 81: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
+	49, // 82: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
+	51, // 83: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
+	54, // 84: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
+	56, // 85: chunkfs.v1.Master.GetXattr:input_type -> chunkfs.v1.GetXattrRequest
+	58, // 86: chunkfs.v1.Master.ListXattr:input_type -> chunkfs.v1.ListXattrRequest
+	60, // 87: chunkfs.v1.Master.SetXattr:input_type -> chunkfs.v1.SetXattrRequest
+	62, // 88: chunkfs.v1.Master.RemoveXattr:input_type -> chunkfs.v1.RemoveXattrRequest
+	64, // 89: chunkfs.v1.Master.LockSession:input_type -> chunkfs.v1.LockSessionRequest
+	67, // 90: chunkfs.v1.Master.Lock:input_type -> chunkfs.v1.LockRequest
+	70, // 91: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
+	72, // 92: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
+	12, // 93: chunkfs.v1.Master.Link:input_type -> chunkfs.v1.LinkRequest
+	14, // 94: chunkfs.v1.Master.MakeSnapshot:input_type -> chunkfs.v1.SnapshotRequest
+	3,  // 95: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
+	5,  // 96: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
+	7,  // 97: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
+	9,  // 98: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
+	11, // 99: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
+	17, // 100: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
+	19, // 101: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
+	22, // 102: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
+	24, // 103: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
+	26, // 104: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
+	28, // 105: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
+	41, // 106: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
+	38, // 107: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
+	44, // 108: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
+	48, // 109: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
+	34, // 110: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
+	36, // 111: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
+	50, // 112: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
+	53, // 113: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
+	55, // 114: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
+	57, // 115: chunkfs.v1.Master.GetXattr:output_type -> chunkfs.v1.GetXattrResponse
+	59, // 116: chunkfs.v1.Master.ListXattr:output_type -> chunkfs.v1.ListXattrResponse
+	61, // 117: chunkfs.v1.Master.SetXattr:output_type -> chunkfs.v1.SetXattrResponse
+	63, // 118: chunkfs.v1.Master.RemoveXattr:output_type -> chunkfs.v1.RemoveXattrResponse
+	65, // 119: chunkfs.v1.Master.LockSession:output_type -> chunkfs.v1.LockSessionResponse
+	68, // 120: chunkfs.v1.Master.Lock:output_type -> chunkfs.v1.LockResponse
+	71, // 121: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
+	74, // 122: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
+	13, // 123: chunkfs.v1.Master.Link:output_type -> chunkfs.v1.LinkResponse
+	15, // 124: chunkfs.v1.Master.MakeSnapshot:output_type -> chunkfs.v1.SnapshotResponse
+	95, // [95:125] is the sub-list for method output_type
+	65, // [65:95] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -6050,8 +6189,8 @@ func file_master_proto_init() {
 		return
 	}
 	file_errors_proto_init()
-	file_master_proto_msgTypes[16].OneofWrappers = []any{}
-	file_master_proto_msgTypes[43].OneofWrappers = []any{
+	file_master_proto_msgTypes[18].OneofWrappers = []any{}
+	file_master_proto_msgTypes[45].OneofWrappers = []any{
 		(*MetaOp_Stat)(nil),
 		(*MetaOp_Create)(nil),
 		(*MetaOp_Mkdir)(nil),
@@ -6060,7 +6199,7 @@ func file_master_proto_init() {
 		(*MetaOp_SetAttr)(nil),
 		(*MetaOp_CommitLength)(nil),
 	}
-	file_master_proto_msgTypes[44].OneofWrappers = []any{
+	file_master_proto_msgTypes[46].OneofWrappers = []any{
 		(*MetaResult_Error)(nil),
 		(*MetaResult_Stat)(nil),
 		(*MetaResult_Create)(nil),
@@ -6076,7 +6215,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   73,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
