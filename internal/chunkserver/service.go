@@ -155,6 +155,20 @@ func (c *control) DeleteChunks(ctx context.Context, req *pb.DeleteChunksRequest)
 }
 
 // Clone makes this server a new replica of a chunk pulled from a source.
+func (c *control) CopyChunk(ctx context.Context, req *pb.CopyChunkRequest) (*pb.CopyChunkResponse, error) {
+	h := chunkfs.Handle(req.Handle)
+	done, err := c.node(ctx, "copy chunk", h)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	n, err := c.s.copyChunk(h, chunkfs.Version(req.Version), chunkfs.Handle(req.NewHandle))
+	if err != nil {
+		return nil, err
+	}
+	return &pb.CopyChunkResponse{Length: n}, nil
+}
+
 func (c *control) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneResponse, error) {
 	o := cloneFromPB(req)
 	done, err := c.node(ctx, "clone", o.Handle)
