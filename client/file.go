@@ -157,6 +157,7 @@ func (c *Client) create(ctx context.Context, path string, flag int, perm fs.File
 	resp, err := c.master.Create(ctx, &pb.CreateRequest{
 		Caller: c.caller, Path: path, Mode: uint32(perm & modeBits &^ c.cfg.Umask),
 		Exclusive: flag&os.O_EXCL != 0, Truncate: flag&os.O_TRUNC != 0,
+		FirstChunk: true, // opened to write: its chunk 0 comes in the create's log entry
 	})
 	if err != nil {
 		return nil, wrapOp("create", path, err)

@@ -202,13 +202,13 @@ func (b *batch) mutate(ctx context.Context) {
 			b.results[mu.i] = errorResult(mu.r.Err)
 			continue
 		}
-		if mu.r.Cut == nil {
+		if mu.r.Cut == nil && !mu.r.Allocated {
 			b.m.settle(ctx, mu.cmd, mu.r) // only collects garbage: cannot fail
 			b.results[mu.i] = mutationResult(mu)
 			continue
 		}
 		wg.Add(1)
-		go func() { // cutting a chunk calls its replicas: do those in parallel
+		go func() { // cutting or placing a chunk calls its replicas: do those in parallel
 			defer wg.Done()
 			defer func() { // outside the RPC guard's goroutine: guard here
 				if p := recover(); p != nil {
