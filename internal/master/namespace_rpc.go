@@ -264,7 +264,7 @@ func (m *Master) commitLengthCommand(ctx context.Context, req *pb.CommitLengthRe
 	if err != nil {
 		return nil, err
 	}
-	cmd := &namespace.Command{Op: namespace.OpCommitLength, Caller: c, Path: req.Path, Length: req.Length}
+	cmd := &namespace.Command{Op: namespace.OpCommitLength, Caller: c, Path: req.Path, Length: req.Length, MTime: req.MtimeNs}
 	if req.Touch {
 		cmd.Flags = namespace.FlagTouch
 	}

@@ -372,11 +372,18 @@ func (ns *Namespace) commitLength(c *Command) Result {
 	if c.Length < 0 || c.Length > ns.maxLength() {
 		return fail(op, c.Path, chunkfs.KindInvalid, "length out of range")
 	}
+	if c.MTime != 0 && !owns(&c.Caller, n) {
+		// As utimensat(2): only the owner sets times of its choosing.
+		return Result{Err: permission(op, c.Path, "only the owner may set times other than now")}
+	}
 	if c.Length > n.length {
 		ns.bytes += c.Length - n.length
 		n.length = c.Length
 	}
-	if c.Flags&FlagTouch != 0 {
+	switch {
+	case c.MTime != 0:
+		n.mtime, n.ctime = c.MTime, c.Time
+	case c.Flags&FlagTouch != 0:
 		n.mtime, n.ctime = c.Time, c.Time
 	}
 	return Result{Info: n.info(base(c.Path))}

@@ -21,7 +21,7 @@ const (
 	OpSetAttr                    // Path, Set mask and the fields it names, FlagTimesNow
 	OpAllocChunk                 // Path, Index; FlagAppend
 	OpBumpVersion                // Handle
-	OpCommitLength               // Path, Length, FlagTouch
+	OpCommitLength               // Path, Length, FlagTouch; MTime: the mtime to set (the owner's choice) instead of now
 	OpLeaseHorizon               // Horizon (Unix ns)
 	OpSetVersion                 // Handle, Version; raises it, never lowers
 	OpSetXattr                   // Path, Target = name, Value; Set = XattrCreate or XattrReplace

@@ -474,3 +474,19 @@ func TestCreateFirstChunk(t *testing.T) {
 	// Permission is the create's: alice may not create in /, so nothing.
 	s.fails(&Command{Op: OpCreate, Caller: alice, Path: "/f", Flags: FlagFirstChunk}, chunkfs.KindPermission)
 }
+
+// TestCommitLengthSetsChosenMtime: a commit carrying MTime sets that
+// mtime (ctime now), as a setattr of mtime just after it would, and only
+// for the owner: anyone else's fails whole, changing nothing.
+func TestCommitLengthSetsChosenMtime(t *testing.T) {
+	s := newTNS(t)
+	s.ok(&Command{Op: OpCreate, Caller: alice, Path: "/home/f", Mode: 0o666})
+	r := s.ok(&Command{Op: OpCommitLength, Caller: alice, Path: "/home/f", Length: 10, Flags: FlagTouch, MTime: 5_000})
+	if r.Info.Length != 10 || r.Info.MTime.UnixNano() != 5_000 || r.Info.CTime.UnixNano() != s.now {
+		t.Fatalf("commit with mtime: length %d mtime %d ctime %d (now %d)", r.Info.Length, r.Info.MTime.UnixNano(), r.Info.CTime.UnixNano(), s.now)
+	}
+	s.fails(&Command{Op: OpCommitLength, Caller: bob, Path: "/home/f", Length: 20, Flags: FlagTouch, MTime: 6_000}, chunkfs.KindPermission)
+	if r := s.ok(&Command{Op: OpCommitLength, Caller: bob, Path: "/home/f", Length: 20, Flags: FlagTouch}); r.Info.MTime.UnixNano() != s.now {
+		t.Fatalf("commit by a writer, mtime now: %d", r.Info.MTime.UnixNano())
+	}
+}
