@@ -212,8 +212,8 @@ func (b *batch) mutate(ctx context.Context) {
 			defer wg.Done()
 			defer func() { // outside the RPC guard's goroutine: guard here
 				if p := recover(); p != nil {
-					b.m.cfg.Logger.Error("batch: panic cutting a chunk", "path", mu.cmd.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-					b.results[mu.i] = errorResult(chunkfs.E("truncate", mu.cmd.Path, chunkfs.KindOther, "internal error"))
+					b.m.cfg.Logger.Error("batch: panic cutting or placing a chunk", "path", mu.cmd.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					b.results[mu.i] = errorResult(chunkfs.E(mu.cmd.Op.String(), mu.cmd.Path, chunkfs.KindOther, "internal error"))
 				}
 			}()
 			if err := b.m.settle(ctx, mu.cmd, mu.r); err != nil {
