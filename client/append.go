@@ -56,7 +56,7 @@ func (c *Client) appendRecord(ctx context.Context, path string, frame []byte, id
 		switch {
 		case err == nil:
 			end := idx*c.chunkSize + off + int64(len(frame))
-			if err := c.commitLength(ctx, path, end); err != nil {
+			if err := c.commitLength(ctx, path, end, 0); err != nil {
 				return 0, idx, err
 			}
 			return idx*c.chunkSize + off, idx, nil

@@ -22,5 +22,5 @@ func WriteAfter(ctx context.Context, c *Client, path string, p []byte, off int64
 		prev.err = gateErr
 		close(prev.done)
 	}()
-	return c.writeAt(ctx, path, p, off, prev)
+	return c.writeAt(ctx, path, p, off, prev, 0)
 }

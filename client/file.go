@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
@@ -44,6 +45,7 @@ type File struct {
 	rbufOff int64
 	flights []*flight // the flushes in flight, oldest first
 	spares  [][]byte  // free write buffers
+	mtime   int64     // the mtime the next flush's commit sets (Unix ns; 0: now)
 	closed  bool
 }
 
@@ -157,6 +159,7 @@ func (c *Client) create(ctx context.Context, path string, flag int, perm fs.File
 	resp, err := c.master.Create(ctx, &pb.CreateRequest{
 		Caller: c.caller, Path: path, Mode: uint32(perm & modeBits &^ c.cfg.Umask),
 		Exclusive: flag&os.O_EXCL != 0, Truncate: flag&os.O_TRUNC != 0,
+		FirstChunk: true, // opened to write: its chunk 0 comes in the create's log entry
 	})
 	if err != nil {
 		return nil, wrapOp("create", path, err)
@@ -380,11 +383,32 @@ func (f *File) startFlushLocked() error {
 	}
 	fl := &flight{done: make(chan struct{}), buf: data}
 	f.flights = append(f.flights, fl)
+	mtime := f.mtime
+	f.mtime = 0
 	go func() {
-		fl.err = f.c.writeAt(f.opCtx(), f.path, data, off, prev)
+		fl.err = f.c.writeAt(f.opCtx(), f.path, data, off, prev, mtime)
 		close(fl.done)
 	}()
 	return nil
+}
+
+// ModTimeAtCommit has the next flush of data written through f also set
+// the file's mtime to t, in the log entry that commits the data's length,
+// rather than in one of its own, as Chtimes(path, t) just after the
+// write would (and with its rule: only the file's owner or the superuser
+// chooses a time). The FUSE mount uses it for the mtime its kernel's
+// write-back cache sends just before the data it still buffers. A zero t
+// withdraws a time no flush has taken yet; it reports whether there was
+// one (the caller then sets the time itself).
+func (f *File) ModTimeAtCommit(t time.Time) (pending bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pending = f.mtime != 0
+	f.mtime = 0
+	if !t.IsZero() {
+		f.mtime = t.UnixNano()
+	}
+	return pending
 }
 
 // waitLocked waits for every flush in flight and returns the first error.

@@ -21,7 +21,10 @@ const maxMutation = 8 << 20
 // only once after has finished, and not at all if after failed: so
 // consecutive flushes overlap one's push with the other's apply and still
 // apply in order.
-func (c *Client) writeAt(ctx context.Context, path string, p []byte, off int64, after *flight) error {
+//
+// mtime, when not zero, is the file's mtime the commit sets (Unix ns)
+// instead of now (File.ModTimeAtCommit).
+func (c *Client) writeAt(ctx context.Context, path string, p []byte, off int64, after *flight, mtime int64) error {
 	if off < 0 {
 		return chunkfs.E("write", path, chunkfs.KindInvalid, "negative offset")
 	}
@@ -40,7 +43,7 @@ func (c *Client) writeAt(ctx context.Context, path string, p []byte, off int64, 
 	if err := after.wait(ctx); err != nil {
 		return err
 	}
-	return c.commitLength(ctx, path, off+int64(len(p)))
+	return c.commitLength(ctx, path, off+int64(len(p)), mtime)
 }
 
 // writeChunk writes data at offset co of chunk idx: it asks the master for
@@ -228,17 +231,18 @@ func secondaries(loc *chunkLoc) []string {
 	return out
 }
 
-// commitLength tells the master the file has data up to length.
+// commitLength tells the master the file has data up to length, setting
+// its mtime to mtime (Unix ns), or to now when mtime is zero.
 //
 // A commit only ever raises the length, so one the master is unavailable
 // for (restarting, say) is retried until RetryTimeout: the data is on
 // every replica already.
-func (c *Client) commitLength(ctx context.Context, path string, length int64) error {
+func (c *Client) commitLength(ctx context.Context, path string, length, mtime int64) error {
 	r := c.newRetrier()
 	var resp *pb.CommitLengthResponse
 	var err error
 	for {
-		resp, err = c.master.CommitLength(ctx, &pb.CommitLengthRequest{Caller: c.caller, Path: path, Length: length, Touch: true})
+		resp, err = c.master.CommitLength(ctx, &pb.CommitLengthRequest{Caller: c.caller, Path: path, Length: length, Touch: true, MtimeNs: mtime})
 		if err == nil || chunkfs.KindOf(err) != chunkfs.KindUnavailable || !r.again(ctx, err) {
 			break
 		}

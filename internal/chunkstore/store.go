@@ -192,10 +192,18 @@ func parseMetaName(name string) (chunkfs.Handle, bool) {
 	return chunkfs.Handle(h), true
 }
 
-// load reads one chunk's metadata; a bad one leaves the chunk marked corrupt.
+// load reads one chunk's metadata; a bad one leaves the chunk marked
+// corrupt. An empty metadata file is a chunk whose creation a crash
+// interrupted before its first sync (createFiles): it never held data a
+// client was promised, so its files are removed and it is not loaded.
 func (s *Store) load(dir int, h chunkfs.Handle) {
 	c := &chunk{handle: h, dir: dir}
 	m, err := s.readMeta(c)
+	if err == nil && m == nil {
+		s.log.Info("chunk created but never synced before a crash; removing it", "chunk", name(h))
+		s.removeFiles(c)
+		return
+	}
 	if err == nil && m.handle != h {
 		err = errBadMeta
 	}
@@ -233,6 +241,7 @@ func newerReplica(a, b *chunk) (keep, drop *chunk) {
 	return a, b
 }
 
+// readMeta reads c's metadata file; an empty one gives no meta and no error.
 func (s *Store) readMeta(c *chunk) (*meta, error) {
 	f, err := s.cfg.FS.OpenFile(s.path(c, ".meta"), os.O_RDONLY, 0)
 	if err != nil {
@@ -245,6 +254,9 @@ func (s *Store) readMeta(c *chunk) (*meta, error) {
 	}
 	if size > metaHeader+4+4*checksum.NumBlocks(s.cfg.MaxChunkSize) {
 		return nil, errBadMeta
+	}
+	if size == 0 {
+		return nil, nil // never synced: see load
 	}
 	buf := make([]byte, size)
 	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
@@ -320,6 +332,12 @@ func (s *Store) removeFiles(c *chunk) {
 	}
 }
 
+// createFiles makes a new chunk's files without syncing them: a new chunk
+// holds nothing a client was promised until its first Sync (or version
+// change), which makes both files durable. A crash before that leaves an
+// empty metadata file or none, and Open removes such a chunk (load). Two
+// fsyncs fewer per replica of every new chunk: a small file's create
+// paid six of its twenty disk syncs here.
 func (s *Store) createFiles(c *chunk) error {
 	if err := s.cfg.FS.MkdirAll(filepath.Dir(s.path(c, "")), 0o755); err != nil {
 		return err
@@ -329,10 +347,7 @@ func (s *Store) createFiles(c *chunk) error {
 		return err
 	}
 	defer f.Close()
-	if err := s.writeMetaLocked(c, true); err != nil {
-		return err
-	}
-	return f.Sync()
+	return s.writeMetaLocked(c, false)
 }
 
 // pickDirLocked spreads chunks over the data directories that have not

@@ -468,3 +468,51 @@ func TestReader(t *testing.T) {
 		t.Fatalf("file: %v", err)
 	}
 }
+
+// TestNewChunkSyncedOnlyBySync checks that creating a chunk costs no disk
+// sync, that a crash before its first Sync leaves no chunk (not a corrupt
+// one), and that data synced after the creation survives a crash.
+func TestNewChunkSyncedOnlyBySync(t *testing.T) {
+	m := NewMemFS(1 << 30)
+	syncs := 0
+	m.SetFault(func(op, name string) error {
+		if op == "sync" {
+			syncs++
+		}
+		return nil
+	})
+	s := openStore(t, m, "/d")
+	if err := s.Create(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if syncs != 0 {
+		t.Fatalf("creating two chunks made %d syncs, want 0", syncs)
+	}
+	if err := s.Write(2, 0, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(2); err != nil {
+		t.Fatal(err)
+	}
+	if syncs != 2 {
+		t.Fatalf("Sync of a new chunk made %d syncs, want 2 (data, metadata)", syncs)
+	}
+	m.SetFault(nil)
+	m.Crash(0, 0)
+	s = openStore(t, m, "/d")
+	if _, err := s.Info(1); chunkfs.KindOf(err) != chunkfs.KindNotExist {
+		t.Fatalf("chunk created and never synced, after a crash: %v, want KindNotExist", err)
+	}
+	if c := s.Corrupt(); len(c) != 0 {
+		t.Fatalf("corrupt after the crash: %v", c)
+	}
+	if names, _ := m.ReadDir(filepath.Dir(s.path(&chunk{handle: 1}, ""))); len(names) != 0 {
+		t.Fatalf("files left of the chunk never synced: %v", names)
+	}
+	if got := readAll(t, s, 2); string(got) != "hello" {
+		t.Fatalf("synced chunk after a crash: %q", got)
+	}
+}

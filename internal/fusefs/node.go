@@ -207,11 +207,22 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	defer cancel()
 	a := setAttrOf(in)
 	caller := callerOf(ctx)
-	if h, ok := f.(*handle); ok && h.write && a.Perm == nil && a.UID == nil && a.GID == nil {
+	h, _ := f.(*handle)
+	if h != nil && h.write && a.Perm == nil && a.UID == nil && a.GID == nil {
 		// ftruncate(2), or the kernel writing back its own mtime: the
 		// right of the open descriptor, as the kernel has checked
 		// (default_permissions), not the file's mode now.
 		caller = chunkfs.Root
+	}
+	if fi, err := n.carryModTime(cctx, h, a); err != nil || fi != nil {
+		if err != nil {
+			return errno(err)
+		}
+		n.sawAttr(fi)
+		fillAttr(fi, &out.Attr)
+		n.m.names.links(&out.Attr)
+		out.SetTimeout(n.m.cfg.AttrTimeout)
+		return 0
 	}
 	if err := n.flushAll(cctx); err != nil {
 		return errno(err)

@@ -215,18 +215,18 @@ func (b *batch) mutate(ctx context.Context) {
 			b.results[mu.i] = errorResult(mu.r.Err)
 			continue
 		}
-		if mu.r.Cut == nil {
+		if mu.r.Cut == nil && !mu.r.Allocated {
 			b.m.settle(ctx, mu.cmd, mu.r) // only collects garbage: cannot fail
 			b.results[mu.i] = mutationResult(mu)
 			continue
 		}
 		wg.Add(1)
-		go func() { // cutting a chunk calls its replicas: do those in parallel
+		go func() { // cutting or placing a chunk calls its replicas: do those in parallel
 			defer wg.Done()
 			defer func() { // outside the RPC guard's goroutine: guard here
 				if p := recover(); p != nil {
-					b.m.cfg.Logger.Error("batch: panic cutting a chunk", "path", mu.cmd.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-					b.results[mu.i] = errorResult(chunkfs.E("truncate", mu.cmd.Path, chunkfs.KindOther, "internal error"))
+					b.m.cfg.Logger.Error("batch: panic cutting or placing a chunk", "path", mu.cmd.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					b.results[mu.i] = errorResult(chunkfs.E(mu.cmd.Op.String(), mu.cmd.Path, chunkfs.KindOther, "internal error"))
 				}
 			}()
 			if err := b.m.settle(ctx, mu.cmd, mu.r); err != nil {

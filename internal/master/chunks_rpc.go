@@ -165,8 +165,10 @@ func (m *Master) lookupChunk(c chunkfs.Caller, p string, index int64) (ch namesp
 }
 
 // ensureChunk returns chunk index of the file, allocating it through the
-// log and creating its replicas when it does not exist yet, or re-placing
-// it when it has no replica and was never written. Both happen under the
+// log and creating its replicas when it does not exist yet, or placing it
+// when it has no replica and was never written: at the logged version when
+// a create allocated it and no server was told of it since (firstChunks),
+// else at a new one. Both happen under the
 // file's allocation lock, so concurrent writers and appenders asking for
 // the same chunk get the same one, placed once.
 func (m *Master) ensureChunk(ctx context.Context, c chunkfs.Caller, req *pb.PrepareWriteRequest) (namespace.Chunk, chunkfs.FileInfo, error) {
@@ -200,7 +202,9 @@ func (m *Master) ensureChunk(ctx context.Context, c chunkfs.Caller, req *pb.Prep
 	if fi.Length > ch.Index*m.chunkSize() {
 		return ch, fi, nil // it holds data: wait for its servers (ensureLease says so)
 	}
-	return ch, fi, m.placeChunk(ctx, req.Path, ch, fi.Replication, true)
+	_, floor := m.lead.leaseHold()
+	told := ch.Handle < floor || !m.firsts.take(ch.Handle) // a create's first chunk was told to no one
+	return ch, fi, m.placeChunk(ctx, req.Path, ch, fi.Replication, told)
 }
 
 // lookupWritable looks chunk req.Index up for writing, enforcing the

@@ -70,6 +70,7 @@ type Master struct {
 	allocMu   [stripes]sync.Mutex // serialise chunk allocation per file (by path hash)
 	leaseMu   [stripes]sync.Mutex // serialise lease grants per chunk (by handle)
 	horizonMu sync.Mutex          // serialises logging the lease horizon
+	firsts    firstChunks         // chunks creates allocated, told to no server yet (firstchunk.go)
 	keyMu     sync.Mutex          // serialises logging token keys (tokens.go)
 
 	// Whether this master leads, and until when leases given by the

@@ -72,6 +72,9 @@ func (m *Master) createCommand(ctx context.Context, req *pb.CreateRequest) (*nam
 	if req.Truncate {
 		cmd.Flags |= namespace.FlagTruncate
 	}
+	if req.FirstChunk {
+		cmd.Flags |= namespace.FlagFirstChunk // the namespace allocates only for a regular file made or truncated
+	}
 	return cmd, nil
 }
 
@@ -293,7 +296,7 @@ func (m *Master) commitLengthCommand(ctx context.Context, req *pb.CommitLengthRe
 	if err != nil {
 		return nil, err
 	}
-	cmd := &namespace.Command{Op: namespace.OpCommitLength, Caller: c, Path: req.Path, Length: req.Length}
+	cmd := &namespace.Command{Op: namespace.OpCommitLength, Caller: c, Path: req.Path, Length: req.Length, MTime: req.MtimeNs}
 	if req.Touch {
 		cmd.Flags = namespace.FlagTouch
 	}
@@ -310,11 +313,16 @@ func (m *Master) mutate(ctx context.Context, cmd *namespace.Command) (namespace.
 }
 
 // settle does what a logged mutation leaves to do outside the log: its
-// garbage is queued for the chunkservers, and a chunk a truncation cut in
+// garbage is queued for the chunkservers, a create's first chunk is placed
+// (placeFirst), and a chunk a truncation cut in
 // its middle is cut on its replicas (with a context the client cannot
 // cancel, so that a cut is never left half done).
 func (m *Master) settle(ctx context.Context, cmd *namespace.Command, r namespace.Result) error {
 	m.collect(r.Garbage)
+	if cmd.Op == namespace.OpCreate && r.Allocated {
+		m.firsts.add(r.Chunk.Handle)
+		m.placeFirst(context.WithoutCancel(ctx), cmd.Path, r)
+	}
 	if r.Cut != nil {
 		return m.cutChunk(context.WithoutCancel(ctx), cmd.Path, *r.Cut)
 	}

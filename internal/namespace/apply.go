@@ -14,7 +14,7 @@ type Result struct {
 	Garbage   []chunkfs.Handle // chunks that no longer belong to any file
 	Cut       *Cut             // a chunk a truncation cut in its middle
 	Chunk     Chunk            // allocated or re-versioned chunk
-	Allocated bool             // OpAllocChunk made a new chunk
+	Allocated bool             // OpAllocChunk (or OpCreate with FlagFirstChunk) made a new chunk
 }
 
 // Cut is a chunk that a truncation shortened: its version was bumped and its
@@ -261,7 +261,19 @@ func (ns *Namespace) create(c *Command) Result {
 	case !n.isSpecial():
 		n.repl = ns.replication(c.Replication)
 	}
-	return Result{Info: n.info(name), Created: true}
+	r := Result{Created: true}
+	ns.firstChunk(c, n, &r)
+	r.Info = n.info(name)
+	return r
+}
+
+// firstChunk allocates chunk 0 of regular file n, empty and without
+// chunks, when c asks for it (FlagFirstChunk), noting it in r.
+func (ns *Namespace) firstChunk(c *Command, n *inode, r *Result) {
+	if c.Flags&FlagFirstChunk == 0 || !n.isFile() || n.length != 0 || len(n.chunks) != 0 {
+		return
+	}
+	r.Chunk, r.Allocated = ns.newChunk(n, 0), true
 }
 
 // checkNewFile validates a create command's arguments.
@@ -312,6 +324,7 @@ func (ns *Namespace) createExisting(c *Command, n *inode) Result {
 		return fail(op, c.Path, chunkfs.KindPermission, "")
 	}
 	r := Result{Garbage: ns.truncate(n, 0, c.Time)}
+	ns.firstChunk(c, n, &r)
 	r.Info = n.info(base(c.Path))
 	return r
 }
@@ -364,11 +377,18 @@ func (ns *Namespace) commitLength(c *Command) Result {
 	if c.Length < 0 || c.Length > ns.maxLength() {
 		return fail(op, c.Path, chunkfs.KindInvalid, "length out of range")
 	}
+	if c.MTime != 0 && !owns(&c.Caller, n) {
+		// As utimensat(2): only the owner sets times of its choosing.
+		return Result{Err: permission(op, c.Path, "only the owner may set times other than now")}
+	}
 	if c.Length > n.length {
 		ns.bytes += c.Length - n.length
 		n.length = c.Length
 	}
-	if c.Flags&FlagTouch != 0 {
+	switch {
+	case c.MTime != 0:
+		n.mtime, n.ctime = c.MTime, c.Time
+	case c.Flags&FlagTouch != 0:
 		n.mtime, n.ctime = c.Time, c.Time
 	}
 	return Result{Info: n.info(base(c.Path))}
@@ -412,6 +432,12 @@ func (ns *Namespace) allocChunk(c *Command) Result {
 		r := n.chunks[i]
 		return Result{Info: n.info(base(c.Path)), Chunk: Chunk{Index: i, Handle: r.handle, Version: r.version}}
 	}
+	ch := ns.newChunk(n, i)
+	return Result{Info: n.info(base(c.Path)), Chunk: ch, Allocated: true}
+}
+
+// newChunk allocates chunk i of file n, at version 1.
+func (ns *Namespace) newChunk(n *inode, i int64) Chunk {
 	h := ns.nextHandle
 	ns.nextHandle++
 	for int64(len(n.chunks)) <= i {
@@ -419,7 +445,7 @@ func (ns *Namespace) allocChunk(c *Command) Result {
 	}
 	n.chunks[i] = chunkRef{handle: h, version: 1}
 	ns.ref(h, n)
-	return Result{Info: n.info(base(c.Path)), Chunk: Chunk{Index: i, Handle: h, Version: 1}, Allocated: true}
+	return Chunk{Index: i, Handle: h, Version: 1}
 }
 
 func (ns *Namespace) bumpVersion(c *Command) Result {

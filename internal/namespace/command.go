@@ -15,13 +15,13 @@ type Op uint8
 const (
 	OpInit         Op = iota + 1 // set ChunkSize and default Replication, once
 	OpMkdir                      // Path, Mode, FlagParents
-	OpCreate                     // Path, Mode, Replication, FlagExclusive, FlagTruncate, Target
+	OpCreate                     // Path, Mode, Replication, FlagExclusive, FlagTruncate, FlagFirstChunk, Target
 	OpRename                     // Path → Target, FlagNoReplace or FlagExchange
 	OpDelete                     // Path, FlagRecursive, FlagDirOnly, FlagFileOnly
 	OpSetAttr                    // Path, Set mask and the fields it names, FlagTimesNow
 	OpAllocChunk                 // Path, Index; FlagAppend
 	OpBumpVersion                // Handle
-	OpCommitLength               // Path, Length, FlagTouch
+	OpCommitLength               // Path, Length, FlagTouch; MTime: the mtime to set (the owner's choice) instead of now
 	OpLeaseHorizon               // Horizon (Unix ns)
 	OpSetVersion                 // Handle, Version; raises it, never lowers
 	OpSetXattr                   // Path, Target = name, Value; Set = XattrCreate or XattrReplace
@@ -72,10 +72,15 @@ const (
 // bit with FlagParents, and FlagExchange (rename: swap source and target,
 // both of which must exist, as rename(2)'s RENAME_EXCHANGE) one with
 // FlagRecursive; the operations never overlap.
+//
+// FlagFirstChunk (create: allocate chunk 0 of the regular file the create
+// makes or truncates, in the same log entry, so the first write needs no
+// allocation entry of its own) shares a bit with FlagAppend.
 const (
-	FlagTouch    = FlagParents
-	FlagTimesNow = FlagParents
-	FlagExchange = FlagRecursive
+	FlagTouch      = FlagParents
+	FlagTimesNow   = FlagParents
+	FlagExchange   = FlagRecursive
+	FlagFirstChunk = FlagAppend
 )
 
 // SetAttr mask bits: which fields of a Command an OpSetAttr changes.

@@ -433,3 +433,60 @@ func TestLeaseHorizonAndInit(t *testing.T) {
 		t.Errorf("tiny chunk size: %v", r.Err)
 	}
 }
+
+// TestCreateFirstChunk checks FlagFirstChunk: a create that makes a
+// regular file, or truncates one, allocates its chunk 0 in the same
+// command; a create that finds the file, fails, or makes anything else
+// allocates nothing.
+func TestCreateFirstChunk(t *testing.T) {
+	s := newTNS(t)
+	r := s.ok(&Command{Op: OpCreate, Caller: alice, Path: "/alice/f", Mode: 0o444, Flags: FlagFirstChunk})
+	if !r.Created || !r.Allocated || r.Chunk.Index != 0 || r.Chunk.Version != 1 || r.Chunk.Handle == 0 || r.Info.Chunks != 1 || r.Info.Length != 0 {
+		t.Fatalf("create with first chunk: %+v", r)
+	}
+	first := r.Chunk.Handle
+	// The allocation it saved finds the chunk.
+	if a := s.ok(&Command{Op: OpAllocChunk, Caller: chunkfs.Root, Path: "/alice/f"}); a.Allocated || a.Chunk.Handle != first {
+		t.Fatalf("alloc after a create with first chunk: %+v", a)
+	}
+	// Opening it again allocates nothing; so does a failed exclusive create.
+	if r := s.ok(&Command{Op: OpCreate, Caller: alice, Path: "/alice/f", Flags: FlagFirstChunk}); r.Allocated || r.Created {
+		t.Fatalf("create of an existing file: %+v", r)
+	}
+	s.fails(&Command{Op: OpCreate, Caller: alice, Path: "/alice/f", Flags: FlagFirstChunk | FlagExclusive}, chunkfs.KindExist)
+	// A truncating create frees the old chunk 0 and allocates a new one.
+	s.ok(&Command{Op: OpCommitLength, Caller: chunkfs.Root, Path: "/alice/f", Length: 10})
+	s.ok(&Command{Op: OpSetAttr, Caller: alice, Path: "/alice/f", Set: SetMode, Mode: 0o644})
+	r = s.ok(&Command{Op: OpCreate, Caller: alice, Path: "/alice/f", Flags: FlagFirstChunk | FlagTruncate})
+	if !r.Allocated || r.Chunk.Handle == first || len(r.Garbage) != 1 || r.Garbage[0] != first || r.Info.Length != 0 || r.Info.Chunks != 1 {
+		t.Fatalf("truncating create with first chunk: %+v", r)
+	}
+	// No chunk for a symbolic link, a fifo, or a create without the flag.
+	for _, c := range []*Command{
+		{Op: OpCreate, Caller: alice, Path: "/alice/l", Target: "f", Flags: FlagFirstChunk},
+		{Op: OpCreate, Caller: alice, Path: "/alice/p", Mode: uint32(fs.ModeNamedPipe | 0o644), Flags: FlagFirstChunk},
+		{Op: OpCreate, Caller: alice, Path: "/alice/g", Mode: 0o644},
+	} {
+		if r := s.ok(c); r.Allocated || r.Info.Chunks != 0 {
+			t.Errorf("create %s: %+v", c.Path, r)
+		}
+	}
+	// Permission is the create's: alice may not create in /, so nothing.
+	s.fails(&Command{Op: OpCreate, Caller: alice, Path: "/f", Flags: FlagFirstChunk}, chunkfs.KindPermission)
+}
+
+// TestCommitLengthSetsChosenMtime: a commit carrying MTime sets that
+// mtime (ctime now), as a setattr of mtime just after it would, and only
+// for the owner: anyone else's fails whole, changing nothing.
+func TestCommitLengthSetsChosenMtime(t *testing.T) {
+	s := newTNS(t)
+	s.ok(&Command{Op: OpCreate, Caller: alice, Path: "/home/f", Mode: 0o666})
+	r := s.ok(&Command{Op: OpCommitLength, Caller: alice, Path: "/home/f", Length: 10, Flags: FlagTouch, MTime: 5_000})
+	if r.Info.Length != 10 || r.Info.MTime.UnixNano() != 5_000 || r.Info.CTime.UnixNano() != s.now {
+		t.Fatalf("commit with mtime: length %d mtime %d ctime %d (now %d)", r.Info.Length, r.Info.MTime.UnixNano(), r.Info.CTime.UnixNano(), s.now)
+	}
+	s.fails(&Command{Op: OpCommitLength, Caller: bob, Path: "/home/f", Length: 20, Flags: FlagTouch, MTime: 6_000}, chunkfs.KindPermission)
+	if r := s.ok(&Command{Op: OpCommitLength, Caller: bob, Path: "/home/f", Length: 20, Flags: FlagTouch}); r.Info.MTime.UnixNano() != s.now {
+		t.Fatalf("commit by a writer, mtime now: %d", r.Info.MTime.UnixNano())
+	}
+}

@@ -357,6 +357,10 @@ type CreateRequest struct {
 	Truncate      bool                   `protobuf:"varint,6,opt,name=truncate,proto3" json:"truncate,omitempty"`                               // an existing file is truncated to 0 (O_TRUNC)
 	SymlinkTarget string                 `protobuf:"bytes,7,opt,name=symlink_target,json=symlinkTarget,proto3" json:"symlink_target,omitempty"` // non-empty: create a symbolic link instead
 	Rdev          uint32                 `protobuf:"varint,8,opt,name=rdev,proto3" json:"rdev,omitempty"`                                       // a device node's device number (mode has ModeDevice)
+	// A regular file about to be written: its chunk 0 is allocated in the
+	// create's log entry (placed at the first PrepareWrite), saving the
+	// allocation's own entry. Refused silently where the caller may not write.
+	FirstChunk    bool `protobuf:"varint,9,opt,name=first_chunk,json=firstChunk,proto3" json:"first_chunk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -445,6 +449,13 @@ func (x *CreateRequest) GetRdev() uint32 {
 		return x.Rdev
 	}
 	return 0
+}
+
+func (x *CreateRequest) GetFirstChunk() bool {
+	if x != nil {
+		return x.FirstChunk
+	}
+	return false
 }
 
 type CreateResponse struct {
@@ -1796,11 +1807,16 @@ func (x *PrepareWriteResponse) GetInode() uint64 {
 // CommitLengthRequest reports that the file has data up to length; the
 // master sets its length to the larger of its own and this.
 type CommitLengthRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
-	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	Length        int64                  `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
-	Touch         bool                   `protobuf:"varint,4,opt,name=touch,proto3" json:"touch,omitempty"` // also set mtime to now
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Caller *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path   string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Length int64                  `protobuf:"varint,3,opt,name=length,proto3" json:"length,omitempty"`
+	Touch  bool                   `protobuf:"varint,4,opt,name=touch,proto3" json:"touch,omitempty"` // also set mtime to now
+	// Set mtime to this (Unix ns) rather than now, as a setattr of mtime
+	// would after the commit: the mount's write-back cache sends the
+	// kernel's mtime of a file whose data is still buffered, and it rides
+	// on the data's commit (one log entry instead of two). Owner only.
+	MtimeNs       int64 `protobuf:"varint,5,opt,name=mtime_ns,json=mtimeNs,proto3" json:"mtime_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1861,6 +1877,13 @@ func (x *CommitLengthRequest) GetTouch() bool {
 		return x.Touch
 	}
 	return false
+}
+
+func (x *CommitLengthRequest) GetMtimeNs() int64 {
+	if x != nil {
+		return x.MtimeNs
+	}
+	return 0
 }
 
 type CommitLengthResponse struct {
@@ -5521,7 +5544,7 @@ const file_master_proto_rawDesc = "" +
 	"\aparents\x18\x04 \x01(\bR\aparents\"T\n" +
 	"\rMkdirResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
-	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\"\xfa\x01\n" +
+	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\"\x9b\x02\n" +
 	"\rCreateRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -5530,7 +5553,9 @@ const file_master_proto_rawDesc = "" +
 	"\texclusive\x18\x05 \x01(\bR\texclusive\x12\x1a\n" +
 	"\btruncate\x18\x06 \x01(\bR\btruncate\x12%\n" +
 	"\x0esymlink_target\x18\a \x01(\tR\rsymlinkTarget\x12\x12\n" +
-	"\x04rdev\x18\b \x01(\rR\x04rdev\"o\n" +
+	"\x04rdev\x18\b \x01(\rR\x04rdev\x12\x1f\n" +
+	"\vfirst_chunk\x18\t \x01(\bR\n" +
+	"firstChunk\"o\n" +
 	"\x0eCreateResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
 	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\x12\x18\n" +
@@ -5641,12 +5666,13 @@ const file_master_proto_rawDesc = "" +
 	"\x05chunk\x18\x02 \x01(\v2\x19.chunkfs.v1.ChunkLocationR\x05chunk\x12\x1d\n" +
 	"\n" +
 	"chunk_size\x18\x03 \x01(\x03R\tchunkSize\x12\x14\n" +
-	"\x05inode\x18\x04 \x01(\x04R\x05inode\"\x83\x01\n" +
+	"\x05inode\x18\x04 \x01(\x04R\x05inode\"\x9e\x01\n" +
 	"\x13CommitLengthRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x16\n" +
 	"\x06length\x18\x03 \x01(\x03R\x06length\x12\x14\n" +
-	"\x05touch\x18\x04 \x01(\bR\x05touch\"I\n" +
+	"\x05touch\x18\x04 \x01(\bR\x05touch\x12\x19\n" +
+	"\bmtime_ns\x18\x05 \x01(\x03R\amtimeNs\"I\n" +
 	"\x14CommitLengthResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x03R\x06length\"\x14\n" +

@@ -1,0 +1,71 @@
+package fusefs
+
+import (
+	"context"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// modTimeCarrier is a File whose next flush can set the file's mtime in
+// the log entry that commits its data (client.File.ModTimeAtCommit).
+type modTimeCarrier interface {
+	ModTimeAtCommit(t time.Time) (pending bool)
+}
+
+// ModTimeAtCommit passes t to the client file.
+func (f clientFile) ModTimeAtCommit(t time.Time) bool { return f.f.ModTimeAtCommit(t) }
+
+// carrierOf returns the file under f's wrappers (namedFile,
+// observedFile) as a modTimeCarrier, if it is one.
+func carrierOf(f File) (modTimeCarrier, bool) {
+	for {
+		switch w := f.(type) {
+		case namedFile:
+			f = w.File
+		case *observedFile:
+			f = w.f
+		default:
+			mc, ok := f.(modTimeCarrier)
+			return mc, ok
+		}
+	}
+}
+
+// carryModTime handles a setattr that only sets mtime on a file whose
+// data h still buffers: the kernel's write-back cache sends its own mtime
+// just before the data, at close or fsync. The time rides on the data's
+// commit (one log entry rather than two, a third of a small file's
+// metadata syncs), and the file's attributes after it are returned. It
+// returns nil, having changed nothing but pushed the data, when that does
+// not apply or the commit did not set exactly t (another writer's commit
+// came after): the caller then sets the time as any setattr.
+func (n *node) carryModTime(ctx context.Context, h *handle, a SetAttr) (*chunkfs.FileInfo, error) {
+	if a.MTime == nil || a.ATime != nil || a.TimesNow || a.Size != nil || a.Perm != nil || a.UID != nil || a.GID != nil ||
+		h == nil || !h.write || h.wb == nil || !h.wb.hasDirty() {
+		return nil, nil
+	}
+	mc, ok := carrierOf(h.f)
+	if !ok {
+		return nil, nil
+	}
+	for _, w := range n.writers() {
+		if w != h && w.wb.hasDirty() {
+			return nil, nil // its commit could come after ours and set now
+		}
+	}
+	t := *a.MTime
+	mc.ModTimeAtCommit(t)
+	if err := n.flushAll(ctx); err != nil {
+		mc.ModTimeAtCommit(time.Time{})
+		return nil, err
+	}
+	if mc.ModTimeAtCommit(time.Time{}) {
+		return nil, nil // no flush took it
+	}
+	fi, err := n.m.b.Stat(ctx, chunkfs.Root, n.path())
+	if err != nil || !fi.MTime.Equal(t) {
+		return nil, err
+	}
+	return fi, nil
+}
