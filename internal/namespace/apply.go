@@ -15,6 +15,7 @@ type Result struct {
 	Cut       *Cut             // a chunk a truncation cut in its middle
 	Chunk     Chunk            // allocated or re-versioned chunk
 	Allocated bool             // OpAllocChunk made a new chunk
+	Trashed   uint64           // the ID of the trash entry OpTrash (or a rename's replaced file) made
 }
 
 // Cut is a chunk that a truncation shortened: its version was bumped and its
@@ -59,6 +60,14 @@ func (ns *Namespace) Apply(c *Command) Result {
 		r = ns.decommission(c)
 	case OpLink:
 		r = ns.link(c)
+	case OpTrash:
+		r = ns.trashDelete(c)
+	case OpUndelete:
+		r = ns.undelete(c)
+	case OpPurgeTrash:
+		r = ns.purgeTrash(c)
+	case OpTrashPeriod:
+		r = ns.setTrashPeriod(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}

@@ -29,7 +29,15 @@ const (
 	OpDecommission               // Path = chunkserver ID: drain it (servers.go)
 	OpRecommission               // Path = chunkserver ID: stop draining it
 	OpLink                       // Path → Target: a new name for an existing non-directory
-	opEnd
+)
+
+// The trash's mutations (trash.go), numbered apart from the block above.
+const (
+	OpTrash       Op = 20 // Path, FlagRecursive, FlagDirOnly, FlagFileOnly: delete into the trash
+	OpUndelete    Op = 21 // Path = original path, Target = where to (empty: Path), Index = entry ID (0: Path's newest), FlagParents
+	OpPurgeTrash  Op = 22 // Time: purge what is older than the trash period; Index = an entry to purge now instead
+	OpTrashPeriod Op = 23 // Length = the grace period in ns (0: deleting deletes at once)
+	opEnd         Op = 24
 )
 
 var opNames = [...]string{
@@ -40,10 +48,12 @@ var opNames = [...]string{
 	OpSetXattr: "setxattr", OpRemoveXattr: "removexattr",
 	OpDecommission: "decommission", OpRecommission: "recommission",
 	OpLink: "link",
+	OpTrash: "trash", OpUndelete: "undelete", OpPurgeTrash: "purge trash",
+	OpTrashPeriod: "trash period",
 }
 
 func (o Op) String() string {
-	if o > 0 && o < opEnd {
+	if o > 0 && o < opEnd && opNames[o] != "" {
 		return opNames[o]
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
@@ -100,7 +110,7 @@ type Command struct {
 	MTime       int64
 	Replication uint32
 	Length      int64           // a file's length: OpCommitLength, OpSetAttr's SetLength
-	Index       int64           // OpAllocChunk: the chunk's index in its file
+	Index       int64           // OpAllocChunk: the chunk's index in its file; OpUndelete, OpPurgeTrash: a trash entry's ID
 	ChunkSize   int64           // OpInit: the cluster's chunk size
 	Horizon     int64           // OpLeaseHorizon: Unix ns before which every lease ends
 	Version     chunkfs.Version // OpSetVersion: the version a chunk is raised to
@@ -286,7 +296,7 @@ func (d *decoder) command() (*Command, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	if c.Op == 0 || c.Op >= opEnd {
+	if c.Op == 0 || c.Op >= opEnd || opNames[c.Op] == "" {
 		return nil, errors.New("unknown op")
 	}
 	if c.Op != OpSetXattr && c.Set&^setAll != 0 {
@@ -342,13 +352,13 @@ func (d *decoder) fields(c *Command, p uint) {
 }
 
 // number is the one number c carries in the encoding's length slot:
-// whichever of Length, Index, ChunkSize, Horizon, Version and Rdev its Op
+// whichever of Length, Index (also a trash entry's ID), ChunkSize, Horizon, Version and Rdev its Op
 // uses (each op uses at most one).
 func (c *Command) number() int64 {
 	switch c.Op {
 	case OpInit:
 		return c.ChunkSize
-	case OpAllocChunk:
+	case OpAllocChunk, OpUndelete, OpPurgeTrash:
 		return c.Index
 	case OpLeaseHorizon:
 		return c.Horizon
@@ -365,7 +375,7 @@ func (d *decoder) setNumber(c *Command, n int64) {
 	switch c.Op {
 	case OpInit:
 		c.ChunkSize = n
-	case OpAllocChunk:
+	case OpAllocChunk, OpUndelete, OpPurgeTrash:
 		c.Index = n
 	case OpLeaseHorizon:
 		c.Horizon = n

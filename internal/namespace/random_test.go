@@ -25,7 +25,7 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 		return p
 	}
 	c := &Command{Time: now, Caller: callers[rng.IntN(len(callers))], Path: name(), Mode: uint32(rng.IntN(0o1000))}
-	switch rng.IntN(16) {
+	switch rng.IntN(20) {
 	case 0:
 		c.Op, c.Flags = OpMkdir, FlagParents*uint8(rng.IntN(2))
 	case 1:
@@ -54,6 +54,17 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 	case 12, 13, 14, 15:
 		// Sources near the root, where files are most often found.
 		c.Op, c.Path, c.Target = OpLink, name()[:2], name()
+	case 16:
+		c.Op, c.Flags = OpTrash, uint8(rng.IntN(2))*FlagRecursive
+	case 17:
+		c.Op, c.Flags, c.Index = OpUndelete, uint8(rng.IntN(2))*FlagParents, rng.Int64N(3)
+		if rng.IntN(2) == 0 {
+			c.Target = name()
+		}
+	case 18:
+		c.Op, c.Index = OpPurgeTrash, rng.Int64N(2)*rng.Int64N(5)
+	case 19:
+		c.Op, c.Caller, c.Length = OpTrashPeriod, chunkfs.Root, rng.Int64N(3)*1000
 	}
 	return c
 }
@@ -380,6 +391,9 @@ func TestCommandNumbersKeepTheirSlot(t *testing.T) {
 		{Op: OpSetVersion, Version: 3},
 		{Op: OpCreate, Path: "/f", Rdev: 3},
 		{Op: OpCommitLength, Path: "/f", Length: 3},
+		{Op: OpUndelete, Path: "/f", Index: 3},
+		{Op: OpPurgeTrash, Path: "/f", Index: 3},
+		{Op: OpTrashPeriod, Path: "/f", Length: 3},
 	} {
 		b := c.Encode(nil)
 		want := []byte{encodingVersion, byte(c.Op), 0, 0}
