@@ -75,10 +75,12 @@ func mayUndelete(c *chunkfs.Caller, e *trashEntry) bool {
 	return isRoot(c) || c.UID == e.uid || c.UID == e.node.uid
 }
 
-// Trash returns, in deletion order, up to limit of the entries after
-// ID after that c may see.
+// Trash returns, in deletion order, up to limit (0: MaxListLimit) of the
+// entries after ID after that c may see.
 func (ns *Namespace) Trash(c chunkfs.Caller, after uint64, limit int) (page []TrashEntry, more bool) {
-	limit = min(max(limit, 1), MaxListLimit)
+	if limit <= 0 || limit > MaxListLimit {
+		limit = MaxListLimit
+	}
 	i, _ := slices.BinarySearchFunc(ns.trash.entries, after+1, func(e *trashEntry, id uint64) int {
 		return cmpUint(e.id, id)
 	})
