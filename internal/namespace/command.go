@@ -47,7 +47,7 @@ var opNames = [...]string{
 	OpLeaseHorizon: "lease horizon", OpSetVersion: "set version",
 	OpSetXattr: "setxattr", OpRemoveXattr: "removexattr",
 	OpDecommission: "decommission", OpRecommission: "recommission",
-	OpLink: "link",
+	OpLink:  "link",
 	OpTrash: "trash", OpUndelete: "undelete", OpPurgeTrash: "purge trash",
 	OpTrashPeriod: "trash period",
 }
