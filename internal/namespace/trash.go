@@ -255,7 +255,7 @@ func (ns *Namespace) findTrash(op string, c *Command) (int, *trashEntry, error) 
 	if denied {
 		return 0, nil, permission(op, c.Path, "only who deleted it, its owner or the superuser")
 	}
-	return 0, nil, chunkfs.E(op, c.Path, chunkfs.KindNotExist, "not in the trash")
+	return 0, nil, chunkfs.E(op, c.Path, chunkfs.KindNotExist, chunkfs.KindNotExist.String()+" in the trash")
 }
 
 // undelete brings a trash entry back, at its old path or at c.Target,
@@ -287,7 +287,7 @@ func (ns *Namespace) undelete(c *Command) Result {
 	case err != nil:
 		return Result{Err: err}
 	case dn != nil:
-		return fail(op, dst, chunkfs.KindExist, "the name is taken; undelete to another with --to")
+		return fail(op, dst, chunkfs.KindExist, chunkfs.KindExist.String()+": the name is taken; undelete to another name")
 	case !may(&c.Caller, dp, accessWrite|accessExec):
 		return fail(op, dst, chunkfs.KindPermission, "")
 	}
