@@ -98,6 +98,7 @@ func (ns *Namespace) init(c *Command) Result {
 		return fail(op, "", chunkfs.KindInvalid, "default replication out of range")
 	}
 	ns.chunkSize, ns.defaultRepl = c.ChunkSize, uint8(c.Replication)
+	ns.touch(ns.root)
 	ns.root.mtime, ns.root.atime, ns.root.ctime = c.Time, c.Time, c.Time
 	return Result{Info: ns.root.info("/")}
 }
@@ -130,6 +131,8 @@ func (ns *Namespace) newInode(c *Command, dir *inode, name string, mode fs.FileM
 
 // attach adds the entry name → n to dir.
 func (ns *Namespace) attach(dir *inode, name string, n *inode, now int64) {
+	ns.touch(dir)
+	ns.touch(n)
 	dir.ext.kids.insert(name, n)
 	dir.mtime, dir.ctime = now, now
 	n.nlink++
@@ -141,6 +144,8 @@ func (ns *Namespace) attach(dir *inode, name string, n *inode, now int64) {
 // detach removes the entry name, which names n, from dir. n lives on
 // whatever its link count; the caller frees it (drop) when it should.
 func (ns *Namespace) detach(dir *inode, name string, n *inode, now int64) {
+	ns.touch(dir)
+	ns.touch(n)
 	dir.ext.kids.remove(name)
 	dir.mtime, dir.ctime = now, now
 	n.nlink--
@@ -322,6 +327,7 @@ func (ns *Namespace) createExisting(c *Command, n *inode) Result {
 // truncate sets a file's length; chunks wholly past the end become garbage
 // (returned). A chunk cut in its middle is left to the caller.
 func (ns *Namespace) truncate(n *inode, length, now int64) []chunkfs.Handle {
+	ns.touch(n)
 	var keep int64
 	if ns.chunkSize > 0 {
 		keep = (length + ns.chunkSize - 1) / ns.chunkSize
@@ -368,6 +374,7 @@ func (ns *Namespace) commitLength(c *Command) Result {
 	if c.Length < 0 || c.Length > ns.maxLength() {
 		return fail(op, c.Path, chunkfs.KindInvalid, "length out of range")
 	}
+	ns.touch(n)
 	if c.Length > n.length {
 		ns.bytes += c.Length - n.length
 		n.length = c.Length
@@ -416,6 +423,7 @@ func (ns *Namespace) allocChunk(c *Command) Result {
 		r := n.chunks[i]
 		return Result{Info: n.info(base(c.Path)), Chunk: Chunk{Index: i, Handle: r.handle, Version: r.version}}
 	}
+	ns.touch(n)
 	h := ns.nextHandle
 	ns.nextHandle++
 	for int64(len(n.chunks)) <= i {
@@ -433,6 +441,7 @@ func (ns *Namespace) bumpVersion(c *Command) Result {
 	}
 	for i := range n.chunks {
 		if r := &n.chunks[i]; r.handle == c.Handle {
+			ns.touch(n)
 			r.version++
 			return Result{Chunk: Chunk{Index: int64(i), Handle: r.handle, Version: r.version}}
 		}
@@ -452,6 +461,7 @@ func (ns *Namespace) setVersion(c *Command) Result {
 	for i := range n.chunks {
 		if r := &n.chunks[i]; r.handle == c.Handle {
 			if c.Version > r.version {
+				ns.touch(n)
 				r.version = c.Version
 			}
 			return Result{Chunk: Chunk{Index: int64(i), Handle: r.handle, Version: r.version}}

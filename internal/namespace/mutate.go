@@ -46,7 +46,7 @@ func (ns *Namespace) rename(c *Command) Result {
 		r.Garbage = ns.removeTree(dp, name, dn, c.Time)
 	}
 	ns.detach(sp, base(src), sn, c.Time)
-	sn.ctime = c.Time
+	sn.ctime = c.Time // touched by detach
 	ns.attach(dp, name, sn, c.Time)
 	r.Info = sn.info(name)
 	return r
@@ -181,6 +181,7 @@ func (ns *Namespace) removeTree(dir *inode, name string, n *inode, now int64) []
 // unlinked frees n if it lost its last name, or records the change of
 // its link count, and appends the garbage it leaves to garbage.
 func (ns *Namespace) unlinked(n *inode, now int64, garbage []chunkfs.Handle) []chunkfs.Handle {
+	ns.touch(n)
 	if n.nlink > 0 {
 		n.ctime = now
 		return garbage
@@ -198,6 +199,7 @@ func (ns *Namespace) unlinked(n *inode, now int64, garbage []chunkfs.Handle) []c
 	}
 	ns.dirs--
 	n.ext.kids.all(func(_ string, k *inode) bool {
+		ns.touch(k)
 		k.nlink--
 		if k.isDir() {
 			k.ext.parent = nil
@@ -218,6 +220,7 @@ func (ns *Namespace) setAttr(c *Command) Result {
 		return Result{Err: err}
 	}
 	var r Result
+	ns.touch(n)
 	if c.Set&SetLength != 0 {
 		r.Garbage, r.Cut = ns.setLength(n, c.Length, c.Time)
 	}

@@ -46,29 +46,47 @@ func (ns *Namespace) Snapshot(w io.Writer) error { return ns.snapshotAs(w, snaps
 // snapshotAs writes the state in format version (tests write older
 // formats; those fail on an inode with several names).
 func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
+	f := &Frozen{ns: ns, draining: ns.draining, trash: ns.trash.entries, period: ns.trash.period, nextID: ns.trash.nextID}
+	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
+		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon}
+	return f.write(w, version)
+}
+
+// write writes f's state in format version, each inode as f sees it.
+func (f *Frozen) write(w io.Writer, version byte) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
-	s := &snapWriter{w: bw, crc: crc32.New(crcTable), version: version, seen: map[*inode]bool{}}
+	s := &snapWriter{w: bw, crc: crc32.New(crcTable), version: version, seen: map[*inode]bool{}, view: f.view}
+	h := &f.header
 	s.raw(snapshotMagic)
 	s.raw([]byte{version})
-	for _, v := range []uint64{ns.nextInode, uint64(ns.nextHandle), uint64(ns.chunkSize), uint64(ns.defaultRepl)} {
+	for _, v := range []uint64{h.nextInode, uint64(h.nextHandle), uint64(h.chunkSize), uint64(h.defaultRepl)} {
 		s.uvarint(v)
 	}
-	s.varint(ns.leaseHorizon)
-	s.inode("", ns.root)
+	s.varint(h.leaseHorizon)
+	s.inode("", h.root)
 	if version >= 3 {
-		s.uvarint(uint64(len(ns.draining)))
-		for _, id := range ns.draining {
+		s.uvarint(uint64(len(f.draining)))
+		for _, id := range f.draining {
 			s.string(id)
 		}
 	}
 	if version >= snapshotTrash {
-		s.trash(&ns.trash)
+		s.trash(f)
 	}
 	s.raw(binary.BigEndian.AppendUint32(nil, s.crc.Sum32()))
 	if s.err != nil {
 		return s.err
 	}
 	return bw.Flush()
+}
+
+// view returns n as f sees it: as it was at the freeze, or live for a
+// namespace written in place.
+func (f *Frozen) view(n *inode) *inode {
+	if f.cs == nil {
+		return n
+	}
+	return f.cs.view(n)
 }
 
 type snapWriter struct {
@@ -80,6 +98,7 @@ type snapWriter struct {
 	buf     []byte
 	version byte
 	seen    map[*inode]bool // inodes with several names, once written
+	view    func(*inode) *inode
 	err     error
 }
 
@@ -100,11 +119,11 @@ func (s *snapWriter) string(v string) {
 
 // trash writes the trash: period, ID counter, and each entry with its
 // tree.
-func (s *snapWriter) trash(t *trashBin) {
-	s.uvarint(uint64(t.period))
-	s.uvarint(t.nextID)
-	s.uvarint(uint64(len(t.entries)))
-	for _, e := range t.entries {
+func (s *snapWriter) trash(f *Frozen) {
+	s.uvarint(uint64(f.period))
+	s.uvarint(f.nextID)
+	s.uvarint(uint64(len(f.trash)))
+	for _, e := range f.trash {
 		s.uvarint(e.id)
 		s.string(e.path)
 		s.varint(e.time)
@@ -114,15 +133,22 @@ func (s *snapWriter) trash(t *trashBin) {
 }
 
 // inode writes the entry name → n, and n unless an earlier entry did.
-func (s *snapWriter) inode(name string, n *inode) {
+func (s *snapWriter) inode(name string, live *inode) {
+	n := s.view(live)
+	if n == nil {
+		if s.err == nil {
+			s.err = errors.New("namespace: checkpoint ended before it was written (a newer one froze the state)")
+		}
+		return
+	}
 	if s.version >= snapshotLinks {
 		s.string(name)
-		if s.seen[n] {
+		if s.seen[live] {
 			s.uvarint(n.ino<<1 | 1)
 			return
 		}
 		if n.nlink > 1 {
-			s.seen[n] = true
+			s.seen[live] = true
 		}
 		s.uvarint(n.ino << 1)
 		s.uvarint(uint64(n.mode))

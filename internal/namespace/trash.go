@@ -127,7 +127,7 @@ func (ns *Namespace) trashDelete(c *Command) Result {
 // puts n into the trash if that was its last name. It returns the new
 // entry's ID, 0 when n keeps another name.
 func (ns *Namespace) toTrash(c *Command, p string, dir *inode, name string, n *inode) uint64 {
-	ns.detach(dir, name, n, c.Time)
+	ns.detach(dir, name, n, c.Time) // touches n
 	n.ctime = c.Time
 	if n.nlink > 0 {
 		return 0 // a hard link: the file lives on under its other names
@@ -186,7 +186,7 @@ func (ns *Namespace) dropOutsideLinks(d *inode, now int64) {
 			continue
 		}
 		for _, r := range rs {
-			ns.detach(r.dir, r.name, k, now)
+			ns.detach(r.dir, r.name, k, now) // touches k
 		}
 		k.ctime = now
 	}
@@ -293,6 +293,7 @@ func (ns *Namespace) undelete(c *Command) Result {
 	}
 	ns.trash.entries = slices.Delete(ns.trash.entries, i, i+1)
 	ns.moveCounts(e.sum, +1)
+	ns.touch(e.node)
 	e.node.nlink--
 	e.node.ctime = c.Time
 	ns.attach(dp, base(dst), e.node, c.Time)
@@ -334,6 +335,7 @@ func (ns *Namespace) purgeTrash(c *Command) Result {
 // the chunks that became garbage.
 func (ns *Namespace) purge(e *trashEntry, now int64, garbage []chunkfs.Handle) []chunkfs.Handle {
 	ns.moveCounts(e.sum, +1)
+	ns.touch(e.node)
 	e.node.nlink--
 	return ns.unlinked(e.node, now, garbage)
 }
