@@ -109,11 +109,11 @@ type Namespace struct {
 	nextHandle   chunkfs.Handle
 	chunkSize    int64
 	defaultRepl  uint8
-	leaseHorizon int64    // Unix ns; no lease granted by any master lasts beyond it
-	draining     []string // IDs of the chunkservers being decommissioned, sorted (servers.go)
-	files, dirs  int64    // live inodes (symbolic links and special files count as files; a hard link adds none)
-	bytes        int64    // sum of live file lengths
-	trash        trashBin // what was deleted and may be undeleted (trash.go)
+	leaseHorizon int64     // Unix ns; no lease granted by any master lasts beyond it
+	draining     []string  // IDs of the chunkservers being decommissioned, sorted (servers.go)
+	files, dirs  int64     // live inodes (symbolic links and special files count as files; a hard link adds none)
+	bytes        int64     // sum of live file lengths
+	trash        trashBin  // what was deleted and may be undeleted (trash.go)
 	cow          *cowState // the checkpoint being written, if any (cow.go)
 }
 
