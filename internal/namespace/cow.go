@@ -53,17 +53,25 @@ func (ns *Namespace) touch(n *inode) {
 
 // view returns n as it was at the freeze: its image, or a copy of the
 // live inode (taken under the mutex, so no apply changes it meanwhile);
-// nil once the view has ended.
-func (cs *cowState) view(n *inode) *inode {
+// nil once the view has ended. A non-directory is copied into scratch,
+// which the next call reuses: the writer is done with a file before it
+// visits the next inode, and only directories are held across the visit
+// of their entries.
+func (cs *cowState) view(n, scratch *inode) *inode {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if cs.done {
+	switch img := cs.images[n]; {
+	case cs.done:
 		return nil
-	}
-	if img := cs.images[n]; img != nil {
+	case img != nil:
 		return img
+	case n.isDir() || n.ext != nil:
+		return copyInode(n)
 	}
-	return copyInode(n)
+	buf := scratch.chunks
+	*scratch = *n
+	scratch.chunks = append(buf[:0], n.chunks...)
+	return scratch
 }
 
 // copyInode copies n deeply enough that no later change to n shows in

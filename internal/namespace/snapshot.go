@@ -55,7 +55,9 @@ func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
 // write writes f's state in format version, each inode as f sees it.
 func (f *Frozen) write(w io.Writer, version byte) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
-	s := &snapWriter{w: bw, crc: crc32.New(crcTable), version: version, seen: map[*inode]bool{}, view: f.view}
+	scratch := &inode{}
+	view := func(n *inode) *inode { return f.view(n, scratch) }
+	s := &snapWriter{w: bw, crc: crc32.New(crcTable), version: version, seen: map[*inode]bool{}, view: view}
 	h := &f.header
 	s.raw(snapshotMagic)
 	s.raw([]byte{version})
@@ -82,11 +84,11 @@ func (f *Frozen) write(w io.Writer, version byte) error {
 
 // view returns n as f sees it: as it was at the freeze, or live for a
 // namespace written in place.
-func (f *Frozen) view(n *inode) *inode {
+func (f *Frozen) view(n, scratch *inode) *inode {
 	if f.cs == nil {
 		return n
 	}
-	return f.cs.view(n)
+	return f.cs.view(n, scratch)
 }
 
 type snapWriter struct {
