@@ -151,6 +151,18 @@ func FuzzRestore(f *testing.F) {
 	}
 	f.Add(snapshot(f, ns))
 	f.Add(snapshot(f, New()))
+	tr := New()
+	for _, c := range []*Command{
+		{Op: OpInit, ChunkSize: testChunk, Replication: 3}, {Op: OpTrashPeriod, Length: 1e12},
+		{Op: OpCreate, Path: "/a", Mode: 0o644}, {Op: OpAllocChunk, Path: "/a"}, {Op: OpMkdir, Path: "/d", Mode: 0o755},
+		{Op: OpCreate, Path: "/d/x", Mode: 0o644}, {Op: OpLink, Path: "/d/x", Target: "/d/y"},
+		{Op: OpTrash, Path: "/a"}, {Op: OpTrash, Path: "/d", Flags: FlagRecursive},
+	} {
+		if r := tr.Apply(c); r.Err != nil {
+			f.Fatal(r.Err)
+		}
+	}
+	f.Add(snapshot(f, tr)) // a trash with a file and a tree holding a hard link
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ns, err := Restore(bytes.NewReader(b))
 		if err != nil {
