@@ -45,6 +45,10 @@ func Chunkservers(n int) Option {
 // of chunkservers).
 func Replication(n int) Option { return func(c *cluster.Config) { c.Replication = n } }
 
+// TrashPeriod keeps deleted files in the master's trash for d, from which
+// Client.Undelete brings them back (default 0: deleting deletes at once).
+func TrashPeriod(d time.Duration) Option { return func(c *cluster.Config) { c.TrashPeriod = d } }
+
 // TLS runs the cluster with mutual TLS on every connection: a CA and
 // certificates are made in its directory, and its clients present a
 // superuser client certificate (Security).

@@ -95,23 +95,34 @@ func (c *Client) readDir(ctx context.Context, path string) ([]*chunkfs.FileInfo,
 }
 
 // Remove removes the file or empty directory path.
+//
+// While the master keeps a trash (master --trash-period above 0), Remove
+// and RemoveAll move what they remove to it, from which Undelete brings it
+// back until the period passes; RemoveNow deletes at once.
 func (c *Client) Remove(ctx context.Context, path string) error {
 	ctx = reqid.Ensure(ctx)
-	return c.remove(ctx, "remove", path, false)
+	return c.remove(ctx, "remove", path, false, false)
+}
+
+// RemoveNow is Remove, or RemoveAll when recursive, without the trash:
+// what it removes is gone at once and its chunks are reclaimed.
+func (c *Client) RemoveNow(ctx context.Context, path string, recursive bool) error {
+	ctx = reqid.Ensure(ctx)
+	return c.remove(ctx, "remove", path, recursive, true)
 }
 
 // RemoveAll removes path and everything under it. A path that does not
 // exist is not an error, as with os.RemoveAll.
 func (c *Client) RemoveAll(ctx context.Context, path string) error {
 	ctx = reqid.Ensure(ctx)
-	err := c.remove(ctx, "removeall", path, true)
+	err := c.remove(ctx, "removeall", path, true, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	return err
 }
 
-func (c *Client) remove(ctx context.Context, op, path string, recursive bool) error {
+func (c *Client) remove(ctx context.Context, op, path string, recursive, skipTrash bool) error {
 	path, err := checkPath(op, path)
 	if err != nil {
 		return err
@@ -119,7 +130,7 @@ func (c *Client) remove(ctx context.Context, op, path string, recursive bool) er
 	if path == "/" {
 		return chunkfs.E(op, path, chunkfs.KindInvalid, "cannot remove the root directory")
 	}
-	resp, err := c.master.Delete(ctx, &pb.DeleteRequest{Caller: c.caller, Path: path, Recursive: recursive})
+	resp, err := c.master.Delete(ctx, &pb.DeleteRequest{Caller: c.caller, Path: path, Recursive: recursive, SkipTrash: skipTrash})
 	if err != nil {
 		return wrapOp(op, path, err)
 	}

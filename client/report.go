@@ -16,6 +16,12 @@ type Report struct {
 	UnderReplicated int64          `json:"under_replicated"`
 	Bytes           int64          `json:"bytes"`
 	ChunkSize       int64          `json:"chunk_size"`
+	// What the trash holds: deleted, not yet reclaimed (GFS Table 2's
+	// dead files). Files, Directories, Chunks and Bytes count live ones.
+	DeadFiles       int64 `json:"dead_files"`
+	DeadDirectories int64 `json:"dead_directories"`
+	DeadChunks      int64 `json:"dead_chunks"`
+	DeadBytes       int64 `json:"dead_bytes"`
 	// Replication health and repair.
 	Missing     int64   `json:"missing"`      // chunks with no live current replica
 	BeingCloned int64   `json:"being_cloned"` // chunks with a clone in flight
@@ -98,6 +104,7 @@ func (c *Client) ClusterReport(ctx context.Context) (*Report, error) {
 		Missing: resp.Missing, BeingCloned: resp.BeingCloned, Corrupt: resp.Corrupt, RepairRate: resp.RepairRate,
 		Repaired: resp.Repaired, SafeMode: resp.SafeMode, SafeModeReason: resp.SafeModeReason,
 		Balance: balanceFrom(resp.Balance), Servers: make([]ServerStatus, 0, len(resp.Servers)),
+		DeadFiles: resp.DeadFiles, DeadDirectories: resp.DeadDirectories, DeadChunks: resp.DeadChunks, DeadBytes: resp.DeadBytes,
 	}
 	for _, s := range resp.Servers {
 		st := ServerStatus{

@@ -56,6 +56,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	}
 	cfg := cluster.DefaultConfig()
 	cfg.Dir = *dir
+	cfg.TrashPeriod = master.DefaultTrashPeriod
 	cfg.MasterAddr = *listen
 	cfg.ChunkserverAddrs = nextFreePorts(*listen, cfg.Chunkservers)
 	if group := *masters + *observers; group > 1 {

@@ -43,7 +43,7 @@ func commandTable() map[string]*command {
 		lsCommand, mkdirCommand, putCommand, getCommand, catCommand, tailCommand,
 		rmCommand, mvCommand, lnCommand, snapshotCommand, cpCommand, statCommand, duCommand, chmodCommand,
 		chownCommand, appendCommand, recordsCommand, chunksCommand, adminCommand, certCommand,
-		devCommand,
+		devCommand, trashCommand, undeleteCommand,
 	}
 	list = append(list, serverCommands()...)
 	m := make(map[string]*command, len(list))

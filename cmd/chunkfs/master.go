@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/chunkfs/chunkfs/internal/master"
+	"github.com/chunkfs/chunkfs/internal/namespace"
 )
 
 const masterExample = `  chunkfs master --dir /var/lib/chunkfs/master --listen 127.0.0.1:7070 --tls-dir /etc/chunkfs/m1
@@ -105,6 +106,7 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	readWait := fs.Duration("read-wait", cfg.ReadWait, "how long a standby or observer waits to catch up with a client's state before refusing the read")
 	keyPeriod := fs.Duration("token-key-period", cfg.TokenKeyPeriod, "how long each chunk-access-token key signs before the next takes over (secure clusters)")
 	tokenLife := fs.Duration("token-lifetime", cfg.TokenLifetime, "how long a chunk access token is valid; clients refresh expired ones")
+	trashPeriod := fs.Duration("trash-period", cfg.TrashPeriod, "keep deleted files this long in the trash, where chunkfs undelete brings them back; 0 deletes at once (at most 10 years)")
 	queueStats := fs.String("queue-stats", "", "write a JSON summary of the RPC queue times to `FILE` on exit")
 	superGroup := fs.Uint("superuser-group", uint(cfg.SuperuserGroup), "`GID` whose members, with uid 0, are the superuser: every permission and the admin calls")
 	verbose := fs.Bool("v", false, "log informational messages")
@@ -150,6 +152,10 @@ func masterFlags(args []string, extra ...func(*flag.FlagSet)) (master.Config, st
 	cfg.NodeID, cfg.Observer, cfg.ReadWait = *id, *observer, *readWait
 	cfg.TokenKeyPeriod, cfg.TokenLifetime = *keyPeriod, *tokenLife
 	cfg.QueueStatsFile = *queueStats
+	if *trashPeriod < 0 || trashPeriod.Nanoseconds() > namespace.MaxTrashPeriod {
+		return cfg, "", usagef("--trash-period %v: want 0 (delete at once) up to 10 years", *trashPeriod)
+	}
+	cfg.TrashPeriod = *trashPeriod
 	if *superGroup > 1<<32-1 {
 		return cfg, "", usagef("--superuser-group %d is not a 32-bit GID", *superGroup)
 	}

@@ -70,6 +70,10 @@ type Config struct {
 	// rotations); nil: the real clock.
 	Tokens     bool
 	TokenClock clock.Clock
+	// TrashPeriod is the masters' grace period for deleted files; 0 (the
+	// default here, unlike a master's) deletes at once, so that tests
+	// see space reclaimed when they delete.
+	TrashPeriod time.Duration
 }
 
 // DefaultConfig is a small test cluster: 3 chunkservers, 1 MiB chunks, fast
@@ -240,6 +244,7 @@ func (c *Cluster) masterConfig(dir string, log *slog.Logger, group func(*master.
 	mc.Logger = log
 	mc.Security = c.masterSecurity()
 	mc.Tokens, mc.TokenClock = c.cfg.Tokens, c.cfg.TokenClock
+	mc.TrashPeriod = c.cfg.TrashPeriod
 	if group != nil {
 		group(&mc)
 	}

@@ -67,6 +67,7 @@ var methods = map[string]access{
 	"Register": forServers, "Heartbeat": forServers,
 	"HAStatus": forHA, "HAChange": forHAAdmins, // a new observer asks the leader to add it
 	"Balance": forAdmins, "Decommission": forAdmins,
+	"TrashList": forUsers, "Undelete": forUsers, "PurgeTrash": forUsers, // the namespace shows each caller its own
 }
 
 // authorize decides whom a call of method (its last name, "Create") acts

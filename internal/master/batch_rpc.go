@@ -248,7 +248,7 @@ func mutationResult(mu *batchMutation) *pb.MetaResult {
 		return &pb.MetaResult{Result: &pb.MetaResult_Create{Create: createResponse(r, id)}}
 	case namespace.OpMkdir:
 		return &pb.MetaResult{Result: &pb.MetaResult_Mkdir{Mkdir: mkdirResponse(r, id)}}
-	case namespace.OpDelete:
+	case namespace.OpDelete, namespace.OpTrash:
 		return &pb.MetaResult{Result: &pb.MetaResult_Delete{Delete: &pb.DeleteResponse{StateId: id}}}
 	case namespace.OpRename:
 		return &pb.MetaResult{Result: &pb.MetaResult_Rename{Rename: &pb.RenameResponse{StateId: id}}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/placement"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 )
@@ -121,9 +122,21 @@ type Config struct {
 	// (metrics). It must not block.
 	OnCall rpc.CallObserver
 
+	// TrashPeriod is the grace period of deleted files (trash.go): a
+	// delete moves them to the trash, from which they can be undeleted
+	// until it passes; then the master purges them and their chunks. 0
+	// deletes at once. The leader logs it, so every master of a group
+	// keeps the same; TrashInterval is how often the leader looks for
+	// entries to purge.
+	TrashPeriod   time.Duration
+	TrashInterval time.Duration
+
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
+
+// DefaultTrashPeriod is GFS's grace period for deleted files: three days.
+const DefaultTrashPeriod = 72 * time.Hour
 
 // Token defaults. A key signs for 10 h, as HDFS's
 // dfs.block.access.key.update.interval; a token lives 1 h, not HDFS's
@@ -191,6 +204,8 @@ func DefaultConfig() Config {
 		TokenKeyPeriod:     DefaultTokenKeyPeriod,
 		TokenLifetime:      DefaultTokenLifetime,
 		LeaseReportAge:     defaultAdoptAge,
+		TrashPeriod:        DefaultTrashPeriod,
+		TrashInterval:      time.Minute,
 		Clock:              clock.Real{},
 		Logger:             slog.Default(),
 	}
@@ -223,6 +238,8 @@ func (c Config) Validate() error {
 		return errors.New("master: BalanceThreshold must be in (0, 100) percentage points, BalanceMaxMoves positive")
 	case c.Clock == nil || c.Logger == nil:
 		return errors.New("master: Clock and Logger must be set")
+	case c.TrashPeriod < 0 || c.TrashPeriod.Nanoseconds() > namespace.MaxTrashPeriod || c.TrashInterval <= 0:
+		return errors.New("master: TrashPeriod must be in [0, 10 years] and TrashInterval positive")
 	case c.LeaseReportAge < 0:
 		return errors.New("master: LeaseReportAge must not be negative")
 	case c.NodeID == "" || c.ReadWait <= 0:

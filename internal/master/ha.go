@@ -172,7 +172,7 @@ func (m *Master) notLeader(op string) error {
 var anywhere = map[string]bool{
 	"Stat": true, "List": true, "GetChunks": true, "ClusterInfo": true, "ClusterReport": true,
 	"Fsck": true, "HAStatus": true, "Register": true, "Heartbeat": true,
-	"GetXattr": true, "ListXattr": true,
+	"GetXattr": true, "ListXattr": true, "TrashList": true,
 }
 
 // leaderGuard refuses, on a master that does not lead, every call only the

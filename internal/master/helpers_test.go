@@ -39,6 +39,7 @@ func testConfig(t testing.TB, dir string, clk *clock.Fake) Config {
 	cfg.RPCTimeout = 5 * time.Second
 	cfg.Clock = clk
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.TrashPeriod = 0 // tests that delete see garbage at once; trash_test.go turns it on
 	return cfg
 }
 

@@ -118,9 +118,10 @@ func Open(cfg Config) (*Master, error) {
 		lock.Close()
 		return nil, err
 	}
-	m.bg.Add(2)
+	m.bg.Add(3)
 	go m.livenessLoop()
 	go m.repairLoop()
+	go m.trashLoop()
 	if cfg.Observer {
 		m.bg.Add(1)
 		go m.joinLoop()
@@ -197,8 +198,19 @@ func (m *Master) openLog() error {
 // within seconds.
 const groupElectionTimeout = time.Second
 
-// initNamespace logs the chunk size and replication of a new namespace.
+// initNamespace logs the chunk size and replication of a new namespace,
+// and the configured trash period when the namespace has another.
 func (m *Master) initNamespace(ctx context.Context) error {
+	if err := m.initChunkSize(ctx); err != nil {
+		return err
+	}
+	if err := m.logTrashPeriod(ctx); err != nil {
+		return fmt.Errorf("set the trash period: %v", err)
+	}
+	return nil
+}
+
+func (m *Master) initChunkSize(ctx context.Context) error {
 	var done bool
 	var size int64
 	m.state.read(func(ns *namespace.Namespace) { done, size = ns.Initialized(), ns.ChunkSize() })

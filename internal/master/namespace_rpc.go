@@ -161,8 +161,10 @@ func (m *Master) renameCommand(ctx context.Context, req *pb.RenameRequest) (*nam
 	return cmd, nil
 }
 
-// Delete removes a file or directory (recursively when asked); its chunks
-// become garbage that chunkservers are told to delete.
+// Delete removes a file or directory (recursively when asked): into the
+// trash while the grace period is above zero, unless the request skips
+// it; chunks of what is deleted at once become garbage that chunkservers
+// are told to delete.
 func (m *Master) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
 	cmd, err := m.deleteCommand(ctx, req)
 	if err != nil {
@@ -180,7 +182,10 @@ func (m *Master) deleteCommand(ctx context.Context, req *pb.DeleteRequest) (*nam
 	if err != nil {
 		return nil, err
 	}
-	cmd := &namespace.Command{Op: namespace.OpDelete, Caller: c, Path: req.Path}
+	cmd := &namespace.Command{Op: namespace.OpTrash, Caller: c, Path: req.Path}
+	if req.SkipTrash {
+		cmd.Op = namespace.OpDelete
+	}
 	for _, f := range []struct {
 		on   bool
 		flag uint8

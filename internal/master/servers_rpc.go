@@ -215,6 +215,8 @@ func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		c := ns.Counts()
 		resp.Files, resp.Directories, resp.Chunks, resp.Bytes, resp.ChunkSize = c.Files, c.Dirs, c.Chunks, c.Bytes, ns.ChunkSize()
+		d := ns.DeadCounts()
+		resp.DeadFiles, resp.DeadDirectories, resp.DeadChunks, resp.DeadBytes = d.Files, d.Dirs, d.Chunks, d.Bytes
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
 		size := ns.ChunkSize()

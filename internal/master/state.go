@@ -84,7 +84,8 @@ func chunkCommand(cmd []byte) bool {
 	}
 	switch namespace.Op(cmd[1]) {
 	case namespace.OpInit, namespace.OpMkdir, namespace.OpLeaseHorizon, namespace.OpSetXattr,
-		namespace.OpRemoveXattr, namespace.OpDecommission, namespace.OpRecommission, namespace.OpLink:
+		namespace.OpRemoveXattr, namespace.OpDecommission, namespace.OpRecommission, namespace.OpLink,
+		namespace.OpTrashPeriod:
 		return false
 	}
 	return true
@@ -109,6 +110,29 @@ func (s *state) Snapshot(w io.Writer) error {
 		}
 	}
 	return s.ns.Snapshot(w)
+}
+
+// Freeze captures the token keys and a frozen view of the namespace
+// (namespace.Frozen) under the lock, for the log to write while applies
+// go on (oplog.FreezingFSM).
+func (s *state) Freeze() (func(io.Writer) error, func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []byte
+	if ks := s.keys.Keys(); len(ks) > 0 || s.keyID > 0 {
+		keys = encodeKeySection(s.keyID, ks)
+	}
+	f := s.ns.Freeze()
+	write := func(w io.Writer) error {
+		if keys != nil {
+			if _, err := w.Write(keys); err != nil {
+				f.Close()
+				return err
+			}
+		}
+		return f.Write(w)
+	}
+	return write, f.Close, nil
 }
 
 // Restore replaces the state with a snapshot taken at index. A snapshot

@@ -15,6 +15,7 @@ type Result struct {
 	Cut       *Cut             // a chunk a truncation cut in its middle
 	Chunk     Chunk            // allocated or re-versioned chunk
 	Allocated bool             // OpAllocChunk (or OpCreate with FlagFirstChunk) made a new chunk
+	Trashed   uint64           // the ID of the trash entry OpTrash (or a rename's replaced file) made
 }
 
 // Cut is a chunk that a truncation shortened: its version was bumped and its
@@ -65,6 +66,14 @@ func (ns *Namespace) Apply(c *Command) Result {
 		r = ns.reserveHandle()
 	case OpCopyChunk:
 		r = ns.copyChunk(c)
+	case OpTrash:
+		r = ns.trashDelete(c)
+	case OpUndelete:
+		r = ns.undelete(c)
+	case OpPurgeTrash:
+		r = ns.purgeTrash(c)
+	case OpTrashPeriod:
+		r = ns.setTrashPeriod(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}
@@ -95,6 +104,7 @@ func (ns *Namespace) init(c *Command) Result {
 		return fail(op, "", chunkfs.KindInvalid, "default replication out of range")
 	}
 	ns.chunkSize, ns.defaultRepl = c.ChunkSize, uint8(c.Replication)
+	ns.touch(ns.root)
 	ns.root.mtime, ns.root.atime, ns.root.ctime = c.Time, c.Time, c.Time
 	return Result{Info: ns.root.info("/")}
 }
@@ -127,6 +137,8 @@ func (ns *Namespace) newInode(c *Command, dir *inode, name string, mode fs.FileM
 
 // attach adds the entry name → n to dir.
 func (ns *Namespace) attach(dir *inode, name string, n *inode, now int64) {
+	ns.touch(dir)
+	ns.touch(n)
 	dir.ext.kids.insert(name, n)
 	dir.mtime, dir.ctime = now, now
 	n.nlink++
@@ -138,6 +150,8 @@ func (ns *Namespace) attach(dir *inode, name string, n *inode, now int64) {
 // detach removes the entry name, which names n, from dir. n lives on
 // whatever its link count; the caller frees it (drop) when it should.
 func (ns *Namespace) detach(dir *inode, name string, n *inode, now int64) {
+	ns.touch(dir)
+	ns.touch(n)
 	dir.ext.kids.remove(name)
 	dir.mtime, dir.ctime = now, now
 	n.nlink--
@@ -332,6 +346,7 @@ func (ns *Namespace) createExisting(c *Command, n *inode) Result {
 // truncate sets a file's length; chunks wholly past the end become garbage
 // (returned). A chunk cut in its middle is left to the caller.
 func (ns *Namespace) truncate(n *inode, length, now int64) []chunkfs.Handle {
+	ns.touch(n)
 	var keep int64
 	if ns.chunkSize > 0 {
 		keep = (length + ns.chunkSize - 1) / ns.chunkSize
@@ -381,6 +396,7 @@ func (ns *Namespace) commitLength(c *Command) Result {
 		// As utimensat(2): only the owner sets times of its choosing.
 		return Result{Err: permission(op, c.Path, "only the owner may set times other than now")}
 	}
+	ns.touch(n)
 	if c.Length > n.length {
 		ns.bytes += c.Length - n.length
 		n.length = c.Length
@@ -438,6 +454,7 @@ func (ns *Namespace) allocChunk(c *Command) Result {
 
 // newChunk allocates chunk i of file n, at version 1.
 func (ns *Namespace) newChunk(n *inode, i int64) Chunk {
+	ns.touch(n)
 	h := ns.nextHandle
 	ns.nextHandle++
 	for int64(len(n.chunks)) <= i {
@@ -460,6 +477,7 @@ func (ns *Namespace) bumpVersion(c *Command) Result {
 func (ns *Namespace) putVersion(h chunkfs.Handle, v chunkfs.Version) Result {
 	var out Chunk
 	ns.holders(h, func(n *inode) {
+		ns.touch(n)
 		for i := range n.chunks {
 			if r := &n.chunks[i]; r.handle == h {
 				r.version = v

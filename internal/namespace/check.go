@@ -25,15 +25,53 @@ func (ns *Namespace) Check() error {
 	if c.err != nil {
 		return c.err
 	}
+	live := Counts{Files: c.files, Dirs: c.dirs, Chunks: c.chunks, Bytes: c.bytes}
+	if err := c.trash(); err != nil {
+		return err
+	}
 	for n, seen := range c.links {
 		if seen != n.nlink {
 			return fmt.Errorf("namespace: inode %d has %d names, counts %d", n.ino, seen, n.nlink)
 		}
 	}
-	got := Counts{Files: c.files, Dirs: c.dirs, Chunks: c.chunks, Bytes: c.bytes}
-	want := ns.Counts()
-	if got != want {
-		return fmt.Errorf("namespace: counts %+v, tree has %+v", want, got)
+	if want := ns.Counts(); live != want {
+		return fmt.Errorf("namespace: counts %+v, tree has %+v", want, live)
+	}
+	return nil
+}
+
+// trash checks the trash: entries in ID order below the counter, each a
+// tree named once (by the entry) and holding what its counts say, and
+// the dead counts their sum.
+func (c *checker) trash() error {
+	t := &c.ns.trash
+	var dead Counts
+	var prev uint64
+	for _, e := range t.entries {
+		p := fmt.Sprintf("trash entry %d (%s)", e.id, printable(e.path))
+		if e.id <= prev || e.id > t.nextID || pathProblem(e.path) != "" || e.path == "/" {
+			return fmt.Errorf("namespace: %s: bad ID or path", p)
+		}
+		prev = e.id
+		if e.node.isDir() && e.node.ext.parent != nil {
+			return fmt.Errorf("namespace: %s: a deleted directory with a parent", p)
+		}
+		c.files, c.dirs, c.chunks, c.bytes = 0, 0, 0, 0
+		c.entry(e.node, p)
+		if c.err != nil {
+			return c.err
+		}
+		got := Counts{Files: c.files, Dirs: c.dirs, Chunks: c.chunks, Bytes: c.bytes}
+		if got != e.sum {
+			return fmt.Errorf("namespace: %s: counts %+v, tree has %+v", p, e.sum, got)
+		}
+		dead.Files, dead.Dirs, dead.Chunks, dead.Bytes = dead.Files+got.Files, dead.Dirs+got.Dirs, dead.Chunks+got.Chunks, dead.Bytes+got.Bytes
+	}
+	if dead != t.dead {
+		return fmt.Errorf("namespace: dead counts %+v, trash has %+v", t.dead, dead)
+	}
+	if t.period < 0 || t.period > MaxTrashPeriod {
+		return fmt.Errorf("namespace: trash period %d out of range", t.period)
 	}
 	return nil
 }

@@ -34,7 +34,13 @@ const (
 	OpSnapshot      Op = 17 // Path → Target: a copy of a file or tree sharing its chunks
 	OpReserveHandle Op = 18 // take the next chunk handle for a copy-on-write copy
 	OpCopyChunk     Op = 19 // Path: its chunk Handle, shared, becomes NewHandle (a copy at Version)
-	opEnd              = OpCopyChunk + 1
+
+	// The trash (trash.go).
+	OpTrash       Op = 20 // Path, FlagRecursive, FlagDirOnly, FlagFileOnly: delete into the trash
+	OpUndelete    Op = 21 // Path = original path, Target = where to (empty: Path), Index = entry ID (0: Path's newest), FlagParents
+	OpPurgeTrash  Op = 22 // Time: purge what is older than the trash period; Index = an entry to purge now instead
+	OpTrashPeriod Op = 23 // Length = the grace period in ns (0: deleting deletes at once)
+	opEnd         Op = 24
 )
 
 var opNames = [...]string{
@@ -46,6 +52,8 @@ var opNames = [...]string{
 	OpDecommission: "decommission", OpRecommission: "recommission",
 	OpLink: "link", OpSnapshot: "snapshot", OpReserveHandle: "reserve handle",
 	OpCopyChunk: "copy chunk",
+	OpTrash:     "trash", OpUndelete: "undelete", OpPurgeTrash: "purge trash",
+	OpTrashPeriod: "trash period",
 }
 
 func (o Op) String() string {
@@ -111,7 +119,7 @@ type Command struct {
 	MTime       int64
 	Replication uint32
 	Length      int64           // a file's length: OpCommitLength, OpSetAttr's SetLength
-	Index       int64           // OpAllocChunk: the chunk's index in its file
+	Index       int64           // OpAllocChunk: the chunk's index in its file; OpUndelete, OpPurgeTrash: a trash entry's ID
 	ChunkSize   int64           // OpInit: the cluster's chunk size
 	Horizon     int64           // OpLeaseHorizon: Unix ns before which every lease ends
 	Version     chunkfs.Version // OpSetVersion: the version a chunk is raised to
@@ -362,13 +370,13 @@ func (d *decoder) fields(c *Command, p uint) {
 }
 
 // number is the one number c carries in the encoding's length slot:
-// whichever of Length, Index, ChunkSize, Horizon, Version and Rdev its Op
+// whichever of Length, Index (also a trash entry's ID), ChunkSize, Horizon, Version and Rdev its Op
 // uses (each op uses at most one).
 func (c *Command) number() int64 {
 	switch c.Op {
 	case OpInit:
 		return c.ChunkSize
-	case OpAllocChunk:
+	case OpAllocChunk, OpUndelete, OpPurgeTrash:
 		return c.Index
 	case OpLeaseHorizon:
 		return c.Horizon
@@ -385,7 +393,7 @@ func (d *decoder) setNumber(c *Command, n int64) {
 	switch c.Op {
 	case OpInit:
 		c.ChunkSize = n
-	case OpAllocChunk:
+	case OpAllocChunk, OpUndelete, OpPurgeTrash:
 		c.Index = n
 	case OpLeaseHorizon:
 		c.Horizon = n

@@ -194,6 +194,7 @@ func (ns *Namespace) copyChunk(c *Command) Result {
 	case c.NewHandle == 0 || c.NewHandle >= ns.nextHandle || ns.handles.get(c.NewHandle) != nil:
 		return fail(op, c.Path, chunkfs.KindInvalid, "the copy's handle was not reserved or is in use")
 	}
+	ns.touch(n)
 	ns.unref(c.Handle, n)
 	n.chunks[i] = chunkRef{handle: c.NewHandle, version: c.Version}
 	ns.ref(c.NewHandle, n)

@@ -38,6 +38,7 @@ func (ns *Namespace) link(c *Command) Result {
 	}
 	name := base(dst)
 	ns.attach(dp, name, sn, c.Time)
+	ns.touch(sn)
 	sn.ctime = c.Time
 	return Result{Info: sn.info(name)}
 }

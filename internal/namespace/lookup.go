@@ -226,7 +226,8 @@ func (ns *Namespace) EachChunk(fn func(h chunkfs.Handle, v chunkfs.Version, repl
 }
 
 // eachInode calls fn once for every inode, in tree order: parents first,
-// entries by name, an inode with several names at its first.
+// entries by name, an inode with several names at its first; then the
+// trash's, entry by entry.
 func (ns *Namespace) eachInode(fn func(*inode)) {
 	var seen map[*inode]bool // inodes with several names, once visited
 	var walk func(n *inode)
@@ -249,4 +250,7 @@ func (ns *Namespace) eachInode(fn func(*inode)) {
 		}
 	}
 	walk(ns.root)
+	for _, e := range ns.trash.entries {
+		walk(e.node)
+	}
 }

@@ -39,11 +39,14 @@ func (ns *Namespace) rename(c *Command) Result {
 	}
 	var r Result
 	name := base(dst)
-	if dn != nil {
+	switch {
+	case dn != nil && !dn.isDir() && ns.trash.period > 0:
+		r.Trashed = ns.toTrash(c, dst, dp, name, dn) // as JuiceFS: a replaced file can be undeleted
+	case dn != nil:
 		r.Garbage = ns.removeTree(dp, name, dn, c.Time)
 	}
 	ns.detach(sp, base(src), sn, c.Time)
-	sn.ctime = c.Time
+	sn.ctime = c.Time // touched by detach
 	ns.attach(dp, name, sn, c.Time)
 	r.Info = sn.info(name)
 	return r
@@ -116,27 +119,36 @@ func (ns *Namespace) checkRename(c *Command, sp, sn, dp, dn *inode) error {
 }
 
 func (ns *Namespace) delete(c *Command) Result {
-	const op = "delete"
-	p := c.Path
-	parent, n, err := ns.existing(op, &c.Caller, p)
+	parent, n, err := ns.deletable("delete", c)
 	if err != nil {
 		return Result{Err: err}
 	}
+	return Result{Garbage: ns.removeTree(parent, base(c.Path), n, c.Time)}
+}
+
+// deletable resolves what a delete or trash command removes and checks
+// that c may remove it.
+func (ns *Namespace) deletable(op string, c *Command) (parent, n *inode, err error) {
+	p := c.Path
+	parent, n, err = ns.existing(op, &c.Caller, p)
+	if err != nil {
+		return nil, nil, err
+	}
 	switch {
 	case parent == nil:
-		return fail(op, p, chunkfs.KindInvalid, "cannot delete the root")
+		return nil, nil, chunkfs.E(op, p, chunkfs.KindInvalid, "cannot delete the root")
 	case c.Flags&FlagDirOnly != 0 && !n.isDir():
-		return fail(op, p, chunkfs.KindNotDir, "")
+		return nil, nil, chunkfs.E(op, p, chunkfs.KindNotDir, "")
 	case c.Flags&FlagFileOnly != 0 && n.isDir():
-		return fail(op, p, chunkfs.KindIsDir, "")
+		return nil, nil, chunkfs.E(op, p, chunkfs.KindIsDir, "")
 	case !mayRemove(&c.Caller, parent, n):
-		return fail(op, p, chunkfs.KindPermission, "")
+		return nil, nil, chunkfs.E(op, p, chunkfs.KindPermission, "")
 	case n.isDir() && n.ext.kids.Len() > 0 && c.Flags&FlagRecursive == 0:
-		return fail(op, p, chunkfs.KindNotEmpty, "")
+		return nil, nil, chunkfs.E(op, p, chunkfs.KindNotEmpty, "")
 	case n.isDir() && !mayEmpty(&c.Caller, n):
-		return Result{Err: permission(op, p, "cannot remove everything below")}
+		return nil, nil, permission(op, p, "cannot remove everything below")
 	}
-	return Result{Garbage: ns.removeTree(parent, base(p), n, c.Time)}
+	return parent, n, nil
 }
 
 // mayEmpty reports whether c may remove everything below directory d, as
@@ -169,6 +181,7 @@ func (ns *Namespace) removeTree(dir *inode, name string, n *inode, now int64) []
 // unlinked frees n if it lost its last name, or records the change of
 // its link count, and appends the garbage it leaves to garbage.
 func (ns *Namespace) unlinked(n *inode, now int64, garbage []chunkfs.Handle) []chunkfs.Handle {
+	ns.touch(n)
 	if n.nlink > 0 {
 		n.ctime = now
 		return garbage
@@ -185,6 +198,7 @@ func (ns *Namespace) unlinked(n *inode, now int64, garbage []chunkfs.Handle) []c
 	}
 	ns.dirs--
 	n.ext.kids.all(func(_ string, k *inode) bool {
+		ns.touch(k)
 		k.nlink--
 		if k.isDir() {
 			k.ext.parent = nil
@@ -208,6 +222,7 @@ func (ns *Namespace) setAttr(c *Command) Result {
 		return fail(op, c.Path, chunkfs.KindUnavailable, "the chunk holding the new end is shared with a snapshot and must be copied first; retry")
 	}
 	var r Result
+	ns.touch(n)
 	if c.Set&SetLength != 0 {
 		r.Garbage, r.Cut = ns.setLength(n, c.Length, c.Time)
 	}

@@ -3,14 +3,17 @@
 // links, fifos, sockets and device nodes; a non-directory may have several
 // names, hard links), each file's chunk list (handle and version per chunk
 // index), the handle counter, the lease horizon, and the chunkservers an
-// operator is decommissioning.
+// operator is decommissioning, and the trash: deleted files and trees kept
+// for a grace period in which they can be undeleted (trash.go).
 //
 // It is pure and deterministic: no goroutines, no clock reads, no I/O. Every
 // mutation is a Command (encoded compactly for the replicated log) carrying
 // its own timestamp and caller, applied by Apply; the same sequence of
 // commands gives the same state on every replica. Reads (Stat, List, Chunks,
 // ...) never change state. A Namespace is not safe for concurrent use: the
-// owner serialises Apply against reads (the master holds a RWMutex).
+// owner serialises Apply against reads (the master holds a RWMutex); the
+// one exception is a checkpoint's Frozen.Write, which runs alongside
+// Apply (cow.go).
 //
 // Invalid commands (bad paths, missing permission, wrong file types) return
 // an error in their Result and change nothing.
@@ -106,10 +109,12 @@ type Namespace struct {
 	nextHandle   chunkfs.Handle
 	chunkSize    int64
 	defaultRepl  uint8
-	leaseHorizon int64    // Unix ns; no lease granted by any master lasts beyond it
-	draining     []string // IDs of the chunkservers being decommissioned, sorted (servers.go)
-	files, dirs  int64    // inodes (symbolic links and special files count as files; a hard link adds none)
-	bytes        int64    // sum of file lengths
+	leaseHorizon int64     // Unix ns; no lease granted by any master lasts beyond it
+	draining     []string  // IDs of the chunkservers being decommissioned, sorted (servers.go)
+	files, dirs  int64     // live inodes (symbolic links and special files count as files; a hard link adds none)
+	bytes        int64     // sum of live file lengths
+	trash        trashBin  // what was deleted and may be undeleted (trash.go)
+	cow          *cowState // the checkpoint being written, if any (cow.go)
 }
 
 // New returns an empty namespace: a root directory owned by root with mode
@@ -147,8 +152,8 @@ type Counts struct {
 	Files, Dirs, Chunks, Bytes int64
 }
 
-// Counts returns the number of files, directories and chunks and the sum of
-// file lengths.
+// Counts returns the number of live files, directories and chunks and the
+// sum of live file lengths; DeadCounts has what the trash holds.
 func (ns *Namespace) Counts() Counts {
-	return Counts{Files: ns.files, Dirs: ns.dirs, Chunks: int64(ns.handles.len()), Bytes: ns.bytes}
+	return Counts{Files: ns.files, Dirs: ns.dirs, Chunks: int64(ns.handles.len()) - ns.trash.dead.Chunks, Bytes: ns.bytes}
 }

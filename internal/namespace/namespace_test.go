@@ -45,6 +45,10 @@ func (s *tns) verify() {
 		s.t.Fatal(err)
 	}
 	a := snapshot(s.t, s.ns)
+	var frozen bytes.Buffer
+	if err := s.ns.Freeze().Write(&frozen); err != nil || !bytes.Equal(frozen.Bytes(), a) {
+		s.t.Fatalf("a frozen checkpoint differs from the snapshot (%v)", err)
+	}
 	ns2, err := Restore(bytes.NewReader(a))
 	if err != nil {
 		s.t.Fatal(err)

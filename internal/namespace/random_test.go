@@ -25,7 +25,7 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 		return p
 	}
 	c := &Command{Time: now, Caller: callers[rng.IntN(len(callers))], Path: name(), Mode: uint32(rng.IntN(0o1000))}
-	switch rng.IntN(19) {
+	switch rng.IntN(23) {
 	case 0:
 		c.Op, c.Flags = OpMkdir, FlagParents*uint8(rng.IntN(2))
 	case 1:
@@ -60,6 +60,17 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 		c.Op = OpReserveHandle
 	case 18:
 		c.Op, c.Handle, c.NewHandle, c.Version = OpCopyChunk, chunkfs.Handle(rng.IntN(40)), chunkfs.Handle(rng.IntN(40)), chunkfs.Version(1+rng.IntN(2))
+	case 19:
+		c.Op, c.Flags = OpTrash, uint8(rng.IntN(2))*FlagRecursive
+	case 20:
+		c.Op, c.Flags, c.Index = OpUndelete, uint8(rng.IntN(2))*FlagParents, rng.Int64N(3)
+		if rng.IntN(2) == 0 {
+			c.Target = name()
+		}
+	case 21:
+		c.Op, c.Index = OpPurgeTrash, rng.Int64N(2)*rng.Int64N(5)
+	case 22:
+		c.Op, c.Caller, c.Length = OpTrashPeriod, chunkfs.Root, rng.Int64N(3)*1000
 	}
 	return c
 }
@@ -146,6 +157,18 @@ func FuzzRestore(f *testing.F) {
 	}
 	f.Add(snapshot(f, ns))
 	f.Add(snapshot(f, New()))
+	tr := New()
+	for _, c := range []*Command{
+		{Op: OpInit, ChunkSize: testChunk, Replication: 3}, {Op: OpTrashPeriod, Length: 1e12},
+		{Op: OpCreate, Path: "/a", Mode: 0o644}, {Op: OpAllocChunk, Path: "/a"}, {Op: OpMkdir, Path: "/d", Mode: 0o755},
+		{Op: OpCreate, Path: "/d/x", Mode: 0o644}, {Op: OpLink, Path: "/d/x", Target: "/d/y"},
+		{Op: OpTrash, Path: "/a"}, {Op: OpTrash, Path: "/d", Flags: FlagRecursive},
+	} {
+		if r := tr.Apply(c); r.Err != nil {
+			f.Fatal(r.Err)
+		}
+	}
+	f.Add(snapshot(f, tr)) // a trash with a file and a tree holding a hard link
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ns, err := Restore(bytes.NewReader(b))
 		if err != nil {
@@ -386,6 +409,9 @@ func TestCommandNumbersKeepTheirSlot(t *testing.T) {
 		{Op: OpSetVersion, Version: 3},
 		{Op: OpCreate, Path: "/f", Rdev: 3},
 		{Op: OpCommitLength, Path: "/f", Length: 3},
+		{Op: OpUndelete, Path: "/f", Index: 3},
+		{Op: OpPurgeTrash, Path: "/f", Index: 3},
+		{Op: OpTrashPeriod, Path: "/f", Length: 3},
 	} {
 		b := c.Encode(nil)
 		want := []byte{encodingVersion, byte(c.Op), 0, 0}

@@ -15,13 +15,15 @@ import (
 // snapshotMagic starts every snapshot, followed by the format version:
 // 1 without extended attributes, 2 with them, 3 also with the chunkservers
 // being decommissioned after the inodes, 4 with directory entries apart
-// from inodes (hard links). Restore reads all four.
+// from inodes (hard links), 5 with the trash after the chunkservers.
+// Restore reads all five.
 var snapshotMagic = []byte("CFNS")
 
 const (
 	snapshotV1      = 1
 	snapshotLinks   = 4 // the first format with hard links
-	snapshotVersion = 4
+	snapshotTrash   = 5 // the first format with the trash
+	snapshotVersion = 5
 )
 
 // maxDepth bounds directory nesting in a snapshot (a valid path cannot be
@@ -33,7 +35,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // Snapshot writes the whole state to w in a compact format: a header of
 // counters, then every directory entry in tree order (parents first,
 // entries sorted by name) with varint fields, then the chunkservers being
-// decommissioned, then a CRC32C of everything before it. An entry is its
+// decommissioned, then the trash (its period, ID counter and entries,
+// each with its tree), then a CRC32C of everything before it. An entry is its
 // name and uvarint(inode number<<1 | linked): linked means the inode was
 // written at an earlier entry (a hard link), and nothing follows;
 // otherwise the inode does, a non-directory with its link count. Equal
@@ -43,26 +46,49 @@ func (ns *Namespace) Snapshot(w io.Writer) error { return ns.snapshotAs(w, snaps
 // snapshotAs writes the state in format version (tests write older
 // formats; those fail on an inode with several names).
 func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
+	f := &Frozen{ns: ns, draining: ns.draining, trash: ns.trash.entries, period: ns.trash.period, nextID: ns.trash.nextID}
+	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
+		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon}
+	return f.write(w, version)
+}
+
+// write writes f's state in format version, each inode as f sees it.
+func (f *Frozen) write(w io.Writer, version byte) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
-	s := &snapWriter{w: bw, crc: crc32.New(crcTable), version: version, seen: map[*inode]bool{}}
+	scratch := &inode{}
+	view := func(n *inode) *inode { return f.view(n, scratch) }
+	s := &snapWriter{w: bw, crc: crc32.New(crcTable), version: version, seen: map[*inode]bool{}, view: view}
+	h := &f.header
 	s.raw(snapshotMagic)
 	s.raw([]byte{version})
-	for _, v := range []uint64{ns.nextInode, uint64(ns.nextHandle), uint64(ns.chunkSize), uint64(ns.defaultRepl)} {
+	for _, v := range []uint64{h.nextInode, uint64(h.nextHandle), uint64(h.chunkSize), uint64(h.defaultRepl)} {
 		s.uvarint(v)
 	}
-	s.varint(ns.leaseHorizon)
-	s.inode("", ns.root)
+	s.varint(h.leaseHorizon)
+	s.inode("", h.root)
 	if version >= 3 {
-		s.uvarint(uint64(len(ns.draining)))
-		for _, id := range ns.draining {
+		s.uvarint(uint64(len(f.draining)))
+		for _, id := range f.draining {
 			s.string(id)
 		}
+	}
+	if version >= snapshotTrash {
+		s.trash(f)
 	}
 	s.raw(binary.BigEndian.AppendUint32(nil, s.crc.Sum32()))
 	if s.err != nil {
 		return s.err
 	}
 	return bw.Flush()
+}
+
+// view returns n as f sees it: as it was at the freeze, or live for a
+// namespace written in place.
+func (f *Frozen) view(n, scratch *inode) *inode {
+	if f.cs == nil {
+		return n
+	}
+	return f.cs.view(n, scratch)
 }
 
 type snapWriter struct {
@@ -74,6 +100,7 @@ type snapWriter struct {
 	buf     []byte
 	version byte
 	seen    map[*inode]bool // inodes with several names, once written
+	view    func(*inode) *inode
 	err     error
 }
 
@@ -92,16 +119,38 @@ func (s *snapWriter) string(v string) {
 	s.raw([]byte(v))
 }
 
+// trash writes the trash: period, ID counter, and each entry with its
+// tree.
+func (s *snapWriter) trash(f *Frozen) {
+	s.uvarint(uint64(f.period))
+	s.uvarint(f.nextID)
+	s.uvarint(uint64(len(f.trash)))
+	for _, e := range f.trash {
+		s.uvarint(e.id)
+		s.string(e.path)
+		s.varint(e.time)
+		s.uvarint(uint64(e.uid))
+		s.inode("", e.node)
+	}
+}
+
 // inode writes the entry name → n, and n unless an earlier entry did.
-func (s *snapWriter) inode(name string, n *inode) {
+func (s *snapWriter) inode(name string, live *inode) {
+	n := s.view(live)
+	if n == nil {
+		if s.err == nil {
+			s.err = errors.New("namespace: checkpoint ended before it was written (a newer one froze the state)")
+		}
+		return
+	}
 	if s.version >= snapshotLinks {
 		s.string(name)
-		if s.seen[n] {
+		if s.seen[live] {
 			s.uvarint(n.ino<<1 | 1)
 			return
 		}
 		if n.nlink > 1 {
-			s.seen[n] = true
+			s.seen[live] = true
 		}
 		s.uvarint(n.ino << 1)
 		s.uvarint(uint64(n.mode))
@@ -271,6 +320,9 @@ func (s *snapReader) namespace() (*Namespace, error) {
 	name, root := s.inode(ns, 0)
 	if s.version >= 3 {
 		s.draining(ns)
+	}
+	if s.version >= snapshotTrash {
+		s.trash(ns)
 	}
 	if s.err != nil {
 		return nil, s.err
@@ -449,5 +501,40 @@ func (s *snapReader) draining(ns *Namespace) {
 			return
 		}
 		ns.draining = append(ns.draining, id)
+	}
+}
+
+// trash reads the trash: a bounded period, the ID counter, and entries in
+// ascending ID order, each a tree whose counts move from the live to the
+// dead. Check, after Restore, checks the rest.
+func (s *snapReader) trash(ns *Namespace) {
+	t := &ns.trash
+	t.period = int64(s.uvarint(uint64(MaxTrashPeriod)))
+	t.nextID = s.uvarint(1<<63 - 1)
+	count := s.uvarint(uint64(len(s.b))) // an entry takes several bytes
+	for i := uint64(0); i < count && s.err == nil; i++ {
+		e := &trashEntry{id: s.uvarint(t.nextID), path: s.string(chunkfs.MaxPathLen), time: s.varint()}
+		e.uid = uint32(s.uvarint(1<<32 - 1))
+		if s.err != nil {
+			return
+		}
+		if e.id == 0 || len(t.entries) > 0 && e.id <= t.entries[len(t.entries)-1].id || pathProblem(e.path) != "" {
+			s.fail("trash entry %d out of order or with a bad path", e.id)
+			return
+		}
+		before := Counts{Files: ns.files, Dirs: ns.dirs, Bytes: ns.bytes, Chunks: int64(ns.handles.len())}
+		var name string
+		name, e.node = s.inode(ns, 1)
+		if s.err != nil {
+			return
+		}
+		if name != "" || e.node.nlink != 1 {
+			s.fail("trash entry %d: bad root", e.id)
+			return
+		}
+		e.sum = Counts{Files: ns.files - before.Files, Dirs: ns.dirs - before.Dirs, Bytes: ns.bytes - before.Bytes,
+			Chunks: int64(ns.handles.len()) - before.Chunks}
+		t.entries = append(t.entries, e)
+		ns.moveCounts(e.sum, -1)
 	}
 }

@@ -156,6 +156,7 @@ func (ns *Namespace) setXattr(c *Command) Result {
 	if xattrBytes(xs)+grow > MaxXattrTotal {
 		return fail(op, c.Path, chunkfs.KindNoSpace, "no room for more attributes on this file (64 KiB)")
 	}
+	ns.touch(n)
 	v := slices.Clone(value)
 	if v == nil {
 		v = []byte{}
@@ -189,6 +190,7 @@ func (ns *Namespace) removeXattr(c *Command) Result {
 	if i < 0 {
 		return fail(op, c.Path, chunkfs.KindNoAttr, "")
 	}
+	ns.touch(n)
 	n.ext.xattrs = slices.Delete(n.ext.xattrs, i, i+1)
 	if len(n.ext.xattrs) == 0 {
 		n.ext.xattrs = nil

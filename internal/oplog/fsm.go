@@ -52,10 +52,18 @@ func (a *fsmAdapter) applyEntry(l *raft.Log) []any {
 	return res
 }
 
-// Snapshot serialises the state at once, on the apply goroutine, so that
-// later entries cannot change what is persisted.
+// Snapshot captures the state on the apply goroutine, so that later
+// entries cannot change what is persisted: a FreezingFSM's frozen view,
+// written by Persist while applies go on, or else the serialised state.
 // The applied index goes first, as 8 big-endian bytes.
 func (a *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
+	if ff, ok := a.fsm.(FreezingFSM); ok {
+		write, release, err := ff.Freeze()
+		if err != nil {
+			return nil, err
+		}
+		return &frozenSnapshot{index: a.applied.Load(), write: write, release: release}, nil
+	}
 	var b bytes.Buffer
 	b.Write(binary.BigEndian.AppendUint64(nil, a.applied.Load()))
 	if err := a.fsm.Snapshot(&b); err != nil {
@@ -90,6 +98,28 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *snapshot) Release() {}
+
+// frozenSnapshot is a FreezingFSM's capture, written by Persist on the
+// log's snapshot goroutine.
+type frozenSnapshot struct {
+	index   uint64
+	write   func(io.Writer) error
+	release func()
+}
+
+func (s *frozenSnapshot) Persist(sink raft.SnapshotSink) error {
+	_, err := sink.Write(binary.BigEndian.AppendUint64(nil, s.index))
+	if err == nil {
+		err = s.write(sink)
+	}
+	if err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *frozenSnapshot) Release() { s.release() }
 
 // slogWriter forwards the Raft library's log lines to a slog.Logger.
 type slogWriter struct{ log *slog.Logger }

@@ -47,6 +47,16 @@ type FSM interface {
 	Restore(index uint64, r io.Reader) error
 }
 
+// FreezingFSM is an FSM whose checkpoint does not stall applies: Freeze,
+// called between applies, captures the state as of the last applied index
+// in a moment, and the log writes it later (write, once) while applies go
+// on; release ends the capture, written or not. The log calls Freeze, not
+// Snapshot, when the FSM has it.
+type FreezingFSM interface {
+	FSM
+	Freeze() (write func(io.Writer) error, release func(), err error)
+}
+
 // EntryFSM is an FSM that applies the commands of one log entry together.
 // Concurrent commands share an entry (group commit) and so its index; an
 // FSM that reports its applied index to readers (a state ID) must not let

@@ -34,7 +34,7 @@ type Table2 struct {
 	AvailableBytes      int64 `json:"available_bytes"` // capacity of the live servers' disks
 	UsedBytes           int64 `json:"used_bytes"`      // chunk data held, every replica counted
 	Files               int64 `json:"files"`
-	DeadFiles           int64 `json:"dead_files"` // deleted but not yet reclaimed: 0, chunkfs reclaims at once
+	DeadFiles           int64 `json:"dead_files"` // deleted, in the trash, not yet reclaimed
 	Chunks              int64 `json:"chunks"`
 	ChunkserverMetadata int64 `json:"chunkserver_metadata_bytes"`
 	MasterMetadata      int64 `json:"master_metadata_bytes"` // -1: not known here

@@ -142,7 +142,7 @@ func (m *Master) tables(r *client.Report, f master.Figures) Tables {
 // ClusterOf is the input of Table 2 from a cluster report; masterHeap is
 // the master's namespace heap, or -1 when not known.
 func ClusterOf(r *client.Report, masterHeap int64) status.Cluster {
-	c := status.Cluster{Files: r.Files, Chunks: r.Chunks, MasterMetadata: masterHeap}
+	c := status.Cluster{Files: r.Files, DeadFiles: r.DeadFiles, Chunks: r.Chunks + r.DeadChunks, MasterMetadata: masterHeap}
 	c.Capacity, c.Used, _ = r.Space()
 	for _, s := range r.Servers {
 		c.Servers = append(c.Servers, status.Server{Alive: s.Alive, Chunks: s.Chunks, Used: s.Used})

@@ -1129,8 +1129,9 @@ type DeleteRequest struct {
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
 	Recursive     bool                   `protobuf:"varint,3,opt,name=recursive,proto3" json:"recursive,omitempty"`
-	DirOnly       bool                   `protobuf:"varint,4,opt,name=dir_only,json=dirOnly,proto3" json:"dir_only,omitempty"`    // rmdir: fail with NotDir on a file
-	FileOnly      bool                   `protobuf:"varint,5,opt,name=file_only,json=fileOnly,proto3" json:"file_only,omitempty"` // unlink: fail with IsDir on a directory
+	DirOnly       bool                   `protobuf:"varint,4,opt,name=dir_only,json=dirOnly,proto3" json:"dir_only,omitempty"`       // rmdir: fail with NotDir on a file
+	FileOnly      bool                   `protobuf:"varint,5,opt,name=file_only,json=fileOnly,proto3" json:"file_only,omitempty"`    // unlink: fail with IsDir on a directory
+	SkipTrash     bool                   `protobuf:"varint,6,opt,name=skip_trash,json=skipTrash,proto3" json:"skip_trash,omitempty"` // delete at once, not into the trash
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1196,6 +1197,13 @@ func (x *DeleteRequest) GetDirOnly() bool {
 func (x *DeleteRequest) GetFileOnly() bool {
 	if x != nil {
 		return x.FileOnly
+	}
+	return false
+}
+
+func (x *DeleteRequest) GetSkipTrash() bool {
+	if x != nil {
+		return x.SkipTrash
 	}
 	return false
 }
@@ -3018,6 +3026,11 @@ type ClusterReportResponse struct {
 	RepairRate      float64                `protobuf:"fixed64,14,opt,name=repair_rate,json=repairRate,proto3" json:"repair_rate,omitempty"`             // bytes per second cloned over the last minute
 	Repaired        int64                  `protobuf:"varint,15,opt,name=repaired,proto3" json:"repaired,omitempty"`                                    // clones completed since the master started
 	Balance         *BalanceStatus         `protobuf:"bytes,16,opt,name=balance,proto3" json:"balance,omitempty"`
+	// What the trash holds (GFS Table 2's dead files).
+	DeadFiles       int64 `protobuf:"varint,17,opt,name=dead_files,json=deadFiles,proto3" json:"dead_files,omitempty"`
+	DeadDirectories int64 `protobuf:"varint,18,opt,name=dead_directories,json=deadDirectories,proto3" json:"dead_directories,omitempty"`
+	DeadChunks      int64 `protobuf:"varint,19,opt,name=dead_chunks,json=deadChunks,proto3" json:"dead_chunks,omitempty"`
+	DeadBytes       int64 `protobuf:"varint,20,opt,name=dead_bytes,json=deadBytes,proto3" json:"dead_bytes,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -3162,6 +3175,34 @@ func (x *ClusterReportResponse) GetBalance() *BalanceStatus {
 		return x.Balance
 	}
 	return nil
+}
+
+func (x *ClusterReportResponse) GetDeadFiles() int64 {
+	if x != nil {
+		return x.DeadFiles
+	}
+	return 0
+}
+
+func (x *ClusterReportResponse) GetDeadDirectories() int64 {
+	if x != nil {
+		return x.DeadDirectories
+	}
+	return 0
+}
+
+func (x *ClusterReportResponse) GetDeadChunks() int64 {
+	if x != nil {
+		return x.DeadChunks
+	}
+	return 0
+}
+
+func (x *ClusterReportResponse) GetDeadBytes() int64 {
+	if x != nil {
+		return x.DeadBytes
+	}
+	return 0
 }
 
 // FsckRequest checks the files under path (a file or a directory tree).
@@ -5512,6 +5553,485 @@ func (x *DecommissionResponse) GetServers() []*DecommissionState {
 	return nil
 }
 
+// The trash: deleted files and trees kept for the grace period
+// (master --trash-period), listed, undeleted or purged by who deleted
+// them, their owner or the superuser.
+type TrashListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	After         uint64                 `protobuf:"varint,2,opt,name=after,proto3" json:"after,omitempty"` // entry ID to list after; 0: from the first
+	Limit         uint32                 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"` // 0 or too large: server maximum
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrashListRequest) Reset() {
+	*x = TrashListRequest{}
+	mi := &file_master_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrashListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrashListRequest) ProtoMessage() {}
+
+func (x *TrashListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrashListRequest.ProtoReflect.Descriptor instead.
+func (*TrashListRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *TrashListRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *TrashListRequest) GetAfter() uint64 {
+	if x != nil {
+		return x.After
+	}
+	return 0
+}
+
+func (x *TrashListRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type TrashEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"` // where it was deleted from
+	DeletedNs     int64                  `protobuf:"varint,3,opt,name=deleted_ns,json=deletedNs,proto3" json:"deleted_ns,omitempty"`
+	ExpiresNs     int64                  `protobuf:"varint,4,opt,name=expires_ns,json=expiresNs,proto3" json:"expires_ns,omitempty"` // when the master purges it
+	DeletedBy     uint32                 `protobuf:"varint,5,opt,name=deleted_by,json=deletedBy,proto3" json:"deleted_by,omitempty"` // the deleter's UID
+	Info          *FileInfo              `protobuf:"bytes,6,opt,name=info,proto3" json:"info,omitempty"`                             // what it is (a directory: the tree's root)
+	Files         int64                  `protobuf:"varint,7,opt,name=files,proto3" json:"files,omitempty"`
+	Directories   int64                  `protobuf:"varint,8,opt,name=directories,proto3" json:"directories,omitempty"`
+	Chunks        int64                  `protobuf:"varint,9,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	Bytes         int64                  `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrashEntry) Reset() {
+	*x = TrashEntry{}
+	mi := &file_master_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrashEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrashEntry) ProtoMessage() {}
+
+func (x *TrashEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrashEntry.ProtoReflect.Descriptor instead.
+func (*TrashEntry) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *TrashEntry) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *TrashEntry) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *TrashEntry) GetDeletedNs() int64 {
+	if x != nil {
+		return x.DeletedNs
+	}
+	return 0
+}
+
+func (x *TrashEntry) GetExpiresNs() int64 {
+	if x != nil {
+		return x.ExpiresNs
+	}
+	return 0
+}
+
+func (x *TrashEntry) GetDeletedBy() uint32 {
+	if x != nil {
+		return x.DeletedBy
+	}
+	return 0
+}
+
+func (x *TrashEntry) GetInfo() *FileInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *TrashEntry) GetFiles() int64 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *TrashEntry) GetDirectories() int64 {
+	if x != nil {
+		return x.Directories
+	}
+	return 0
+}
+
+func (x *TrashEntry) GetChunks() int64 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *TrashEntry) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+type TrashListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	Entries       []*TrashEntry          `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	More          bool                   `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	PeriodNs      int64                  `protobuf:"varint,4,opt,name=period_ns,json=periodNs,proto3" json:"period_ns,omitempty"` // the grace period
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrashListResponse) Reset() {
+	*x = TrashListResponse{}
+	mi := &file_master_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrashListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrashListResponse) ProtoMessage() {}
+
+func (x *TrashListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrashListResponse.ProtoReflect.Descriptor instead.
+func (*TrashListResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *TrashListResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *TrashListResponse) GetEntries() []*TrashEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *TrashListResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+func (x *TrashListResponse) GetPeriodNs() int64 {
+	if x != nil {
+		return x.PeriodNs
+	}
+	return 0
+}
+
+type UndeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`        // the path it was deleted from (or empty with id)
+	Id            uint64                 `protobuf:"varint,3,opt,name=id,proto3" json:"id,omitempty"`           // the entry; 0: path's newest the caller may undelete
+	To            string                 `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`            // where to bring it back; empty: path
+	Parents       bool                   `protobuf:"varint,5,opt,name=parents,proto3" json:"parents,omitempty"` // make missing parents of the destination
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UndeleteRequest) Reset() {
+	*x = UndeleteRequest{}
+	mi := &file_master_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UndeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UndeleteRequest) ProtoMessage() {}
+
+func (x *UndeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UndeleteRequest.ProtoReflect.Descriptor instead.
+func (*UndeleteRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *UndeleteRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *UndeleteRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *UndeleteRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *UndeleteRequest) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *UndeleteRequest) GetParents() bool {
+	if x != nil {
+		return x.Parents
+	}
+	return false
+}
+
+type UndeleteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	Info          *FileInfo              `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UndeleteResponse) Reset() {
+	*x = UndeleteResponse{}
+	mi := &file_master_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UndeleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UndeleteResponse) ProtoMessage() {}
+
+func (x *UndeleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UndeleteResponse.ProtoReflect.Descriptor instead.
+func (*UndeleteResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *UndeleteResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *UndeleteResponse) GetInfo() *FileInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+type PurgeTrashRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Id            uint64                 `protobuf:"varint,3,opt,name=id,proto3" json:"id,omitempty"` // the entry to purge now
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgeTrashRequest) Reset() {
+	*x = PurgeTrashRequest{}
+	mi := &file_master_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeTrashRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeTrashRequest) ProtoMessage() {}
+
+func (x *PurgeTrashRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeTrashRequest.ProtoReflect.Descriptor instead.
+func (*PurgeTrashRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *PurgeTrashRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *PurgeTrashRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *PurgeTrashRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type PurgeTrashResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgeTrashResponse) Reset() {
+	*x = PurgeTrashResponse{}
+	mi := &file_master_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeTrashResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeTrashResponse) ProtoMessage() {}
+
+func (x *PurgeTrashResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeTrashResponse.ProtoReflect.Descriptor instead.
+func (*PurgeTrashResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *PurgeTrashResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
 var File_master_proto protoreflect.FileDescriptor
 
 const file_master_proto_rawDesc = "" +
@@ -5602,13 +6122,15 @@ const file_master_proto_rawDesc = "" +
 	"\x10SnapshotResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
 	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\x12\x18\n" +
-	"\arevoked\x18\x03 \x01(\x03R\arevoked\"\xa5\x01\n" +
+	"\arevoked\x18\x03 \x01(\x03R\arevoked\"\xc4\x01\n" +
 	"\rDeleteRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1c\n" +
 	"\trecursive\x18\x03 \x01(\bR\trecursive\x12\x19\n" +
 	"\bdir_only\x18\x04 \x01(\bR\adirOnly\x12\x1b\n" +
-	"\tfile_only\x18\x05 \x01(\bR\bfileOnly\"+\n" +
+	"\tfile_only\x18\x05 \x01(\bR\bfileOnly\x12\x1d\n" +
+	"\n" +
+	"skip_trash\x18\x06 \x01(\bR\tskipTrash\"+\n" +
 	"\x0eDeleteResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\"\x86\x03\n" +
 	"\x0eSetAttrRequest\x12*\n" +
@@ -5768,7 +6290,7 @@ const file_master_proto_rawDesc = "" +
 	" \x01(\x03R\x04free\x12&\n" +
 	"\x05disks\x18\v \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\x12\x14\n" +
 	"\x05state\x18\f \x01(\tR\x05state\x12'\n" +
-	"\x0fdrain_remaining\x18\r \x01(\x03R\x0edrainRemaining\"\xab\x04\n" +
+	"\x0fdrain_remaining\x18\r \x01(\x03R\x0edrainRemaining\"\xb5\x05\n" +
 	"\x15ClusterReportResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
 	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.ChunkServerStatusR\aservers\x12\x14\n" +
@@ -5788,7 +6310,14 @@ const file_master_proto_rawDesc = "" +
 	"\vrepair_rate\x18\x0e \x01(\x01R\n" +
 	"repairRate\x12\x1a\n" +
 	"\brepaired\x18\x0f \x01(\x03R\brepaired\x123\n" +
-	"\abalance\x18\x10 \x01(\v2\x19.chunkfs.v1.BalanceStatusR\abalance\"j\n" +
+	"\abalance\x18\x10 \x01(\v2\x19.chunkfs.v1.BalanceStatusR\abalance\x12\x1d\n" +
+	"\n" +
+	"dead_files\x18\x11 \x01(\x03R\tdeadFiles\x12)\n" +
+	"\x10dead_directories\x18\x12 \x01(\x03R\x0fdeadDirectories\x12\x1f\n" +
+	"\vdead_chunks\x18\x13 \x01(\x03R\n" +
+	"deadChunks\x12\x1d\n" +
+	"\n" +
+	"dead_bytes\x18\x14 \x01(\x03R\tdeadBytes\"j\n" +
 	"\vFsckRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1b\n" +
@@ -5952,7 +6481,47 @@ const file_master_proto_rawDesc = "" +
 	"\tremaining\x18\x05 \x01(\x03R\tremaining\"j\n" +
 	"\x14DecommissionResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
-	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.DecommissionStateR\aservers2\xd5\x10\n" +
+	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.DecommissionStateR\aservers\"j\n" +
+	"\x10TrashListRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x14\n" +
+	"\x05after\x18\x02 \x01(\x04R\x05after\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\"\x9d\x02\n" +
+	"\n" +
+	"TrashEntry\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"deleted_ns\x18\x03 \x01(\x03R\tdeletedNs\x12\x1d\n" +
+	"\n" +
+	"expires_ns\x18\x04 \x01(\x03R\texpiresNs\x12\x1d\n" +
+	"\n" +
+	"deleted_by\x18\x05 \x01(\rR\tdeletedBy\x12(\n" +
+	"\x04info\x18\x06 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\x12\x14\n" +
+	"\x05files\x18\a \x01(\x03R\x05files\x12 \n" +
+	"\vdirectories\x18\b \x01(\x03R\vdirectories\x12\x16\n" +
+	"\x06chunks\x18\t \x01(\x03R\x06chunks\x12\x14\n" +
+	"\x05bytes\x18\n" +
+	" \x01(\x03R\x05bytes\"\x91\x01\n" +
+	"\x11TrashListResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x120\n" +
+	"\aentries\x18\x02 \x03(\v2\x16.chunkfs.v1.TrashEntryR\aentries\x12\x12\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\x12\x1b\n" +
+	"\tperiod_ns\x18\x04 \x01(\x03R\bperiodNs\"\x8b\x01\n" +
+	"\x0fUndeleteRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\x04R\x02id\x12\x0e\n" +
+	"\x02to\x18\x04 \x01(\tR\x02to\x12\x18\n" +
+	"\aparents\x18\x05 \x01(\bR\aparents\"W\n" +
+	"\x10UndeleteResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
+	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\"c\n" +
+	"\x11PurgeTrashRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\x04R\x02id\"/\n" +
+	"\x12PurgeTrashResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId2\xb3\x12\n" +
 	"\x06Master\x12<\n" +
 	"\x05Mkdir\x12\x18.chunkfs.v1.MkdirRequest\x1a\x19.chunkfs.v1.MkdirResponse\x12?\n" +
 	"\x06Create\x12\x19.chunkfs.v1.CreateRequest\x1a\x1a.chunkfs.v1.CreateResponse\x129\n" +
@@ -5983,7 +6552,11 @@ const file_master_proto_rawDesc = "" +
 	"\aBalance\x12\x1a.chunkfs.v1.BalanceRequest\x1a\x1b.chunkfs.v1.BalanceResponse\x12Q\n" +
 	"\fDecommission\x12\x1f.chunkfs.v1.DecommissionRequest\x1a .chunkfs.v1.DecommissionResponse\x129\n" +
 	"\x04Link\x12\x17.chunkfs.v1.LinkRequest\x1a\x18.chunkfs.v1.LinkResponse\x12I\n" +
-	"\fMakeSnapshot\x12\x1b.chunkfs.v1.SnapshotRequest\x1a\x1c.chunkfs.v1.SnapshotResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
+	"\fMakeSnapshot\x12\x1b.chunkfs.v1.SnapshotRequest\x1a\x1c.chunkfs.v1.SnapshotResponse\x12H\n" +
+	"\tTrashList\x12\x1c.chunkfs.v1.TrashListRequest\x1a\x1d.chunkfs.v1.TrashListResponse\x12E\n" +
+	"\bUndelete\x12\x1b.chunkfs.v1.UndeleteRequest\x1a\x1c.chunkfs.v1.UndeleteResponse\x12K\n" +
+	"\n" +
+	"PurgeTrash\x12\x1d.chunkfs.v1.PurgeTrashRequest\x1a\x1e.chunkfs.v1.PurgeTrashResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once
@@ -5997,7 +6570,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_master_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: chunkfs.v1.Caller
 	(*FileInfo)(nil),              // 1: chunkfs.v1.FileInfo
@@ -6074,139 +6647,158 @@ var file_master_proto_goTypes = []any{
 	(*DecommissionRequest)(nil),   // 72: chunkfs.v1.DecommissionRequest
 	(*DecommissionState)(nil),     // 73: chunkfs.v1.DecommissionState
 	(*DecommissionResponse)(nil),  // 74: chunkfs.v1.DecommissionResponse
-	(*ErrorDetail)(nil),           // 75: chunkfs.v1.ErrorDetail
+	(*TrashListRequest)(nil),      // 75: chunkfs.v1.TrashListRequest
+	(*TrashEntry)(nil),            // 76: chunkfs.v1.TrashEntry
+	(*TrashListResponse)(nil),     // 77: chunkfs.v1.TrashListResponse
+	(*UndeleteRequest)(nil),       // 78: chunkfs.v1.UndeleteRequest
+	(*UndeleteResponse)(nil),      // 79: chunkfs.v1.UndeleteResponse
+	(*PurgeTrashRequest)(nil),     // 80: chunkfs.v1.PurgeTrashRequest
+	(*PurgeTrashResponse)(nil),    // 81: chunkfs.v1.PurgeTrashResponse
+	(*ErrorDetail)(nil),           // 82: chunkfs.v1.ErrorDetail
 }
 var file_master_proto_depIdxs = []int32{
-	0,  // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
-	1,  // 1: chunkfs.v1.MkdirResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,  // 2: chunkfs.v1.CreateRequest.caller:type_name -> chunkfs.v1.Caller
-	1,  // 3: chunkfs.v1.CreateResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,  // 4: chunkfs.v1.StatRequest.caller:type_name -> chunkfs.v1.Caller
-	1,  // 5: chunkfs.v1.StatResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,  // 6: chunkfs.v1.ListRequest.caller:type_name -> chunkfs.v1.Caller
-	1,  // 7: chunkfs.v1.ListResponse.entries:type_name -> chunkfs.v1.FileInfo
-	0,  // 8: chunkfs.v1.RenameRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 9: chunkfs.v1.LinkRequest.caller:type_name -> chunkfs.v1.Caller
-	1,  // 10: chunkfs.v1.LinkResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,  // 11: chunkfs.v1.SnapshotRequest.caller:type_name -> chunkfs.v1.Caller
-	1,  // 12: chunkfs.v1.SnapshotResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,  // 13: chunkfs.v1.DeleteRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 14: chunkfs.v1.SetAttrRequest.caller:type_name -> chunkfs.v1.Caller
-	1,  // 15: chunkfs.v1.SetAttrResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,  // 16: chunkfs.v1.GetChunksRequest.caller:type_name -> chunkfs.v1.Caller
-	1,  // 17: chunkfs.v1.GetChunksResponse.info:type_name -> chunkfs.v1.FileInfo
-	20, // 18: chunkfs.v1.GetChunksResponse.chunks:type_name -> chunkfs.v1.ChunkLocation
-	0,  // 19: chunkfs.v1.PrepareWriteRequest.caller:type_name -> chunkfs.v1.Caller
-	20, // 20: chunkfs.v1.PrepareWriteResponse.chunk:type_name -> chunkfs.v1.ChunkLocation
-	0,  // 21: chunkfs.v1.CommitLengthRequest.caller:type_name -> chunkfs.v1.Caller
-	29, // 22: chunkfs.v1.RegisterRequest.chunks:type_name -> chunkfs.v1.ChunkReplica
-	30, // 23: chunkfs.v1.RegisterRequest.disks:type_name -> chunkfs.v1.Disk
-	31, // 24: chunkfs.v1.RegisterRequest.leases:type_name -> chunkfs.v1.HeldLease
-	32, // 25: chunkfs.v1.RegisterResponse.token_keys:type_name -> chunkfs.v1.TokenKey
-	29, // 26: chunkfs.v1.HeartbeatRequest.sample:type_name -> chunkfs.v1.ChunkReplica
-	30, // 27: chunkfs.v1.HeartbeatRequest.disks:type_name -> chunkfs.v1.Disk
-	31, // 28: chunkfs.v1.HeartbeatRequest.leases:type_name -> chunkfs.v1.HeldLease
-	32, // 29: chunkfs.v1.HeartbeatResponse.token_keys:type_name -> chunkfs.v1.TokenKey
-	30, // 30: chunkfs.v1.ChunkServerStatus.disks:type_name -> chunkfs.v1.Disk
-	40, // 31: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
-	69, // 32: chunkfs.v1.ClusterReportResponse.balance:type_name -> chunkfs.v1.BalanceStatus
-	0,  // 33: chunkfs.v1.FsckRequest.caller:type_name -> chunkfs.v1.Caller
-	43, // 34: chunkfs.v1.FsckResponse.files:type_name -> chunkfs.v1.FsckFile
-	6,  // 35: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
-	4,  // 36: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
-	2,  // 37: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
-	16, // 38: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
-	10, // 39: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
-	18, // 40: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
-	25, // 41: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
-	75, // 42: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
-	7,  // 43: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
-	5,  // 44: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
-	3,  // 45: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
-	17, // 46: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
-	11, // 47: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
-	19, // 48: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
-	26, // 49: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
-	45, // 50: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
-	46, // 51: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
-	52, // 52: chunkfs.v1.HAStatusResponse.members:type_name -> chunkfs.v1.HAMember
-	0,  // 53: chunkfs.v1.HAChangeRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 54: chunkfs.v1.GetXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 55: chunkfs.v1.ListXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 56: chunkfs.v1.SetXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 57: chunkfs.v1.RemoveXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,  // 58: chunkfs.v1.LockRequest.caller:type_name -> chunkfs.v1.Caller
-	66, // 59: chunkfs.v1.LockRequest.lock:type_name -> chunkfs.v1.FileLock
-	66, // 60: chunkfs.v1.LockResponse.conflict:type_name -> chunkfs.v1.FileLock
-	0,  // 61: chunkfs.v1.BalanceRequest.caller:type_name -> chunkfs.v1.Caller
-	69, // 62: chunkfs.v1.BalanceResponse.status:type_name -> chunkfs.v1.BalanceStatus
-	0,  // 63: chunkfs.v1.DecommissionRequest.caller:type_name -> chunkfs.v1.Caller
-	73, // 64: chunkfs.v1.DecommissionResponse.servers:type_name -> chunkfs.v1.DecommissionState
-	2,  // 65: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
-	4,  // 66: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
-	6,  // 67: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
-	8,  // 68: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
-	10, // 69: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
-	16, // 70: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
-	18, // 71: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
-	21, // 72: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
-	23, // 73: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
-	25, // 74: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
-	27, // 75: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
-	39, // 76: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
-	37, // 77: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
-	42, // 78: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
-	47, // 79: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
-	33, // 80: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
-	35, // 81: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
-	49, // 82: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
-	51, // 83: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
-	54, // 84: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
-	56, // 85: chunkfs.v1.Master.GetXattr:input_type -> chunkfs.v1.GetXattrRequest
-	58, // 86: chunkfs.v1.Master.ListXattr:input_type -> chunkfs.v1.ListXattrRequest
-	60, // 87: chunkfs.v1.Master.SetXattr:input_type -> chunkfs.v1.SetXattrRequest
-	62, // 88: chunkfs.v1.Master.RemoveXattr:input_type -> chunkfs.v1.RemoveXattrRequest
-	64, // 89: chunkfs.v1.Master.LockSession:input_type -> chunkfs.v1.LockSessionRequest
-	67, // 90: chunkfs.v1.Master.Lock:input_type -> chunkfs.v1.LockRequest
-	70, // 91: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
-	72, // 92: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
-	12, // 93: chunkfs.v1.Master.Link:input_type -> chunkfs.v1.LinkRequest
-	14, // 94: chunkfs.v1.Master.MakeSnapshot:input_type -> chunkfs.v1.SnapshotRequest
-	3,  // 95: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
-	5,  // 96: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
-	7,  // 97: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
-	9,  // 98: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
-	11, // 99: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
-	17, // 100: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
-	19, // 101: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
-	22, // 102: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
-	24, // 103: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
-	26, // 104: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
-	28, // 105: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
-	41, // 106: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
-	38, // 107: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
-	44, // 108: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
-	48, // 109: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
-	34, // 110: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
-	36, // 111: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
-	50, // 112: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
-	53, // 113: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
-	55, // 114: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
-	57, // 115: chunkfs.v1.Master.GetXattr:output_type -> chunkfs.v1.GetXattrResponse
-	59, // 116: chunkfs.v1.Master.ListXattr:output_type -> chunkfs.v1.ListXattrResponse
-	61, // 117: chunkfs.v1.Master.SetXattr:output_type -> chunkfs.v1.SetXattrResponse
-	63, // 118: chunkfs.v1.Master.RemoveXattr:output_type -> chunkfs.v1.RemoveXattrResponse
-	65, // 119: chunkfs.v1.Master.LockSession:output_type -> chunkfs.v1.LockSessionResponse
-	68, // 120: chunkfs.v1.Master.Lock:output_type -> chunkfs.v1.LockResponse
-	71, // 121: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
-	74, // 122: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
-	13, // 123: chunkfs.v1.Master.Link:output_type -> chunkfs.v1.LinkResponse
-	15, // 124: chunkfs.v1.Master.MakeSnapshot:output_type -> chunkfs.v1.SnapshotResponse
-	95, // [95:125] is the sub-list for method output_type
-	65, // [65:95] is the sub-list for method input_type
-	65, // [65:65] is the sub-list for extension type_name
-	65, // [65:65] is the sub-list for extension extendee
-	0,  // [0:65] is the sub-list for field type_name
+	0,   // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 1: chunkfs.v1.MkdirResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 2: chunkfs.v1.CreateRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 3: chunkfs.v1.CreateResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 4: chunkfs.v1.StatRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 5: chunkfs.v1.StatResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 6: chunkfs.v1.ListRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 7: chunkfs.v1.ListResponse.entries:type_name -> chunkfs.v1.FileInfo
+	0,   // 8: chunkfs.v1.RenameRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 9: chunkfs.v1.LinkRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 10: chunkfs.v1.LinkResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 11: chunkfs.v1.SnapshotRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 12: chunkfs.v1.SnapshotResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 13: chunkfs.v1.DeleteRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 14: chunkfs.v1.SetAttrRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 15: chunkfs.v1.SetAttrResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 16: chunkfs.v1.GetChunksRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 17: chunkfs.v1.GetChunksResponse.info:type_name -> chunkfs.v1.FileInfo
+	20,  // 18: chunkfs.v1.GetChunksResponse.chunks:type_name -> chunkfs.v1.ChunkLocation
+	0,   // 19: chunkfs.v1.PrepareWriteRequest.caller:type_name -> chunkfs.v1.Caller
+	20,  // 20: chunkfs.v1.PrepareWriteResponse.chunk:type_name -> chunkfs.v1.ChunkLocation
+	0,   // 21: chunkfs.v1.CommitLengthRequest.caller:type_name -> chunkfs.v1.Caller
+	29,  // 22: chunkfs.v1.RegisterRequest.chunks:type_name -> chunkfs.v1.ChunkReplica
+	30,  // 23: chunkfs.v1.RegisterRequest.disks:type_name -> chunkfs.v1.Disk
+	31,  // 24: chunkfs.v1.RegisterRequest.leases:type_name -> chunkfs.v1.HeldLease
+	32,  // 25: chunkfs.v1.RegisterResponse.token_keys:type_name -> chunkfs.v1.TokenKey
+	29,  // 26: chunkfs.v1.HeartbeatRequest.sample:type_name -> chunkfs.v1.ChunkReplica
+	30,  // 27: chunkfs.v1.HeartbeatRequest.disks:type_name -> chunkfs.v1.Disk
+	31,  // 28: chunkfs.v1.HeartbeatRequest.leases:type_name -> chunkfs.v1.HeldLease
+	32,  // 29: chunkfs.v1.HeartbeatResponse.token_keys:type_name -> chunkfs.v1.TokenKey
+	30,  // 30: chunkfs.v1.ChunkServerStatus.disks:type_name -> chunkfs.v1.Disk
+	40,  // 31: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
+	69,  // 32: chunkfs.v1.ClusterReportResponse.balance:type_name -> chunkfs.v1.BalanceStatus
+	0,   // 33: chunkfs.v1.FsckRequest.caller:type_name -> chunkfs.v1.Caller
+	43,  // 34: chunkfs.v1.FsckResponse.files:type_name -> chunkfs.v1.FsckFile
+	6,   // 35: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
+	4,   // 36: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
+	2,   // 37: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
+	16,  // 38: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
+	10,  // 39: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
+	18,  // 40: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
+	25,  // 41: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
+	82,  // 42: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
+	7,   // 43: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
+	5,   // 44: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
+	3,   // 45: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
+	17,  // 46: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
+	11,  // 47: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
+	19,  // 48: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
+	26,  // 49: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
+	45,  // 50: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
+	46,  // 51: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
+	52,  // 52: chunkfs.v1.HAStatusResponse.members:type_name -> chunkfs.v1.HAMember
+	0,   // 53: chunkfs.v1.HAChangeRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 54: chunkfs.v1.GetXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 55: chunkfs.v1.ListXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 56: chunkfs.v1.SetXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 57: chunkfs.v1.RemoveXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 58: chunkfs.v1.LockRequest.caller:type_name -> chunkfs.v1.Caller
+	66,  // 59: chunkfs.v1.LockRequest.lock:type_name -> chunkfs.v1.FileLock
+	66,  // 60: chunkfs.v1.LockResponse.conflict:type_name -> chunkfs.v1.FileLock
+	0,   // 61: chunkfs.v1.BalanceRequest.caller:type_name -> chunkfs.v1.Caller
+	69,  // 62: chunkfs.v1.BalanceResponse.status:type_name -> chunkfs.v1.BalanceStatus
+	0,   // 63: chunkfs.v1.DecommissionRequest.caller:type_name -> chunkfs.v1.Caller
+	73,  // 64: chunkfs.v1.DecommissionResponse.servers:type_name -> chunkfs.v1.DecommissionState
+	0,   // 65: chunkfs.v1.TrashListRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 66: chunkfs.v1.TrashEntry.info:type_name -> chunkfs.v1.FileInfo
+	76,  // 67: chunkfs.v1.TrashListResponse.entries:type_name -> chunkfs.v1.TrashEntry
+	0,   // 68: chunkfs.v1.UndeleteRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 69: chunkfs.v1.UndeleteResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 70: chunkfs.v1.PurgeTrashRequest.caller:type_name -> chunkfs.v1.Caller
+	2,   // 71: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
+	4,   // 72: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
+	6,   // 73: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
+	8,   // 74: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
+	10,  // 75: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
+	16,  // 76: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
+	18,  // 77: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
+	21,  // 78: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
+	23,  // 79: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
+	25,  // 80: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
+	27,  // 81: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
+	39,  // 82: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
+	37,  // 83: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
+	42,  // 84: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
+	47,  // 85: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
+	33,  // 86: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
+	35,  // 87: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
+	49,  // 88: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
+	51,  // 89: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
+	54,  // 90: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
+	56,  // 91: chunkfs.v1.Master.GetXattr:input_type -> chunkfs.v1.GetXattrRequest
+	58,  // 92: chunkfs.v1.Master.ListXattr:input_type -> chunkfs.v1.ListXattrRequest
+	60,  // 93: chunkfs.v1.Master.SetXattr:input_type -> chunkfs.v1.SetXattrRequest
+	62,  // 94: chunkfs.v1.Master.RemoveXattr:input_type -> chunkfs.v1.RemoveXattrRequest
+	64,  // 95: chunkfs.v1.Master.LockSession:input_type -> chunkfs.v1.LockSessionRequest
+	67,  // 96: chunkfs.v1.Master.Lock:input_type -> chunkfs.v1.LockRequest
+	70,  // 97: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
+	72,  // 98: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
+	12,  // 99: chunkfs.v1.Master.Link:input_type -> chunkfs.v1.LinkRequest
+	14,  // 100: chunkfs.v1.Master.MakeSnapshot:input_type -> chunkfs.v1.SnapshotRequest
+	75,  // 101: chunkfs.v1.Master.TrashList:input_type -> chunkfs.v1.TrashListRequest
+	78,  // 102: chunkfs.v1.Master.Undelete:input_type -> chunkfs.v1.UndeleteRequest
+	80,  // 103: chunkfs.v1.Master.PurgeTrash:input_type -> chunkfs.v1.PurgeTrashRequest
+	3,   // 104: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
+	5,   // 105: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
+	7,   // 106: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
+	9,   // 107: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
+	11,  // 108: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
+	17,  // 109: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
+	19,  // 110: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
+	22,  // 111: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
+	24,  // 112: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
+	26,  // 113: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
+	28,  // 114: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
+	41,  // 115: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
+	38,  // 116: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
+	44,  // 117: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
+	48,  // 118: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
+	34,  // 119: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
+	36,  // 120: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
+	50,  // 121: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
+	53,  // 122: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
+	55,  // 123: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
+	57,  // 124: chunkfs.v1.Master.GetXattr:output_type -> chunkfs.v1.GetXattrResponse
+	59,  // 125: chunkfs.v1.Master.ListXattr:output_type -> chunkfs.v1.ListXattrResponse
+	61,  // 126: chunkfs.v1.Master.SetXattr:output_type -> chunkfs.v1.SetXattrResponse
+	63,  // 127: chunkfs.v1.Master.RemoveXattr:output_type -> chunkfs.v1.RemoveXattrResponse
+	65,  // 128: chunkfs.v1.Master.LockSession:output_type -> chunkfs.v1.LockSessionResponse
+	68,  // 129: chunkfs.v1.Master.Lock:output_type -> chunkfs.v1.LockResponse
+	71,  // 130: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
+	74,  // 131: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
+	13,  // 132: chunkfs.v1.Master.Link:output_type -> chunkfs.v1.LinkResponse
+	15,  // 133: chunkfs.v1.Master.MakeSnapshot:output_type -> chunkfs.v1.SnapshotResponse
+	77,  // 134: chunkfs.v1.Master.TrashList:output_type -> chunkfs.v1.TrashListResponse
+	79,  // 135: chunkfs.v1.Master.Undelete:output_type -> chunkfs.v1.UndeleteResponse
+	81,  // 136: chunkfs.v1.Master.PurgeTrash:output_type -> chunkfs.v1.PurgeTrashResponse
+	104, // [104:137] is the sub-list for method output_type
+	71,  // [71:104] is the sub-list for method input_type
+	71,  // [71:71] is the sub-list for extension type_name
+	71,  // [71:71] is the sub-list for extension extendee
+	0,   // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -6241,7 +6833,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   75,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -53,6 +53,9 @@ const (
 	Master_Decommission_FullMethodName  = "/chunkfs.v1.Master/Decommission"
 	Master_Link_FullMethodName          = "/chunkfs.v1.Master/Link"
 	Master_MakeSnapshot_FullMethodName  = "/chunkfs.v1.Master/MakeSnapshot"
+	Master_TrashList_FullMethodName     = "/chunkfs.v1.Master/TrashList"
+	Master_Undelete_FullMethodName      = "/chunkfs.v1.Master/Undelete"
+	Master_PurgeTrash_FullMethodName    = "/chunkfs.v1.Master/PurgeTrash"
 )
 
 // MasterClient is the client API for Master service.
@@ -91,6 +94,10 @@ type MasterClient interface {
 	Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*DecommissionResponse, error)
 	Link(ctx context.Context, in *LinkRequest, opts ...grpc.CallOption) (*LinkResponse, error)
 	MakeSnapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (*SnapshotResponse, error)
+	// The trash.
+	TrashList(ctx context.Context, in *TrashListRequest, opts ...grpc.CallOption) (*TrashListResponse, error)
+	Undelete(ctx context.Context, in *UndeleteRequest, opts ...grpc.CallOption) (*UndeleteResponse, error)
+	PurgeTrash(ctx context.Context, in *PurgeTrashRequest, opts ...grpc.CallOption) (*PurgeTrashResponse, error)
 }
 
 type masterClient struct {
@@ -401,6 +408,36 @@ func (c *masterClient) MakeSnapshot(ctx context.Context, in *SnapshotRequest, op
 	return out, nil
 }
 
+func (c *masterClient) TrashList(ctx context.Context, in *TrashListRequest, opts ...grpc.CallOption) (*TrashListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TrashListResponse)
+	err := c.cc.Invoke(ctx, Master_TrashList_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) Undelete(ctx context.Context, in *UndeleteRequest, opts ...grpc.CallOption) (*UndeleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UndeleteResponse)
+	err := c.cc.Invoke(ctx, Master_Undelete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) PurgeTrash(ctx context.Context, in *PurgeTrashRequest, opts ...grpc.CallOption) (*PurgeTrashResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PurgeTrashResponse)
+	err := c.cc.Invoke(ctx, Master_PurgeTrash_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -437,6 +474,10 @@ type MasterServer interface {
 	Decommission(context.Context, *DecommissionRequest) (*DecommissionResponse, error)
 	Link(context.Context, *LinkRequest) (*LinkResponse, error)
 	MakeSnapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error)
+	// The trash.
+	TrashList(context.Context, *TrashListRequest) (*TrashListResponse, error)
+	Undelete(context.Context, *UndeleteRequest) (*UndeleteResponse, error)
+	PurgeTrash(context.Context, *PurgeTrashRequest) (*PurgeTrashResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -536,6 +577,15 @@ func (UnimplementedMasterServer) Link(context.Context, *LinkRequest) (*LinkRespo
 }
 func (UnimplementedMasterServer) MakeSnapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method MakeSnapshot not implemented")
+}
+func (UnimplementedMasterServer) TrashList(context.Context, *TrashListRequest) (*TrashListResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method TrashList not implemented")
+}
+func (UnimplementedMasterServer) Undelete(context.Context, *UndeleteRequest) (*UndeleteResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Undelete not implemented")
+}
+func (UnimplementedMasterServer) PurgeTrash(context.Context, *PurgeTrashRequest) (*PurgeTrashResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PurgeTrash not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -1098,6 +1148,60 @@ func _Master_MakeSnapshot_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_TrashList_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TrashListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).TrashList(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_TrashList_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).TrashList(ctx, req.(*TrashListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_Undelete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UndeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).Undelete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_Undelete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).Undelete(ctx, req.(*UndeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_PurgeTrash_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PurgeTrashRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).PurgeTrash(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_PurgeTrash_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).PurgeTrash(ctx, req.(*PurgeTrashRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1224,6 +1328,18 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MakeSnapshot",
 			Handler:    _Master_MakeSnapshot_Handler,
+		},
+		{
+			MethodName: "TrashList",
+			Handler:    _Master_TrashList_Handler,
+		},
+		{
+			MethodName: "Undelete",
+			Handler:    _Master_Undelete_Handler,
+		},
+		{
+			MethodName: "PurgeTrash",
+			Handler:    _Master_PurgeTrash_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
