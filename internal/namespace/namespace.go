@@ -13,7 +13,7 @@
 // ...) never change state. A Namespace is not safe for concurrent use: the
 // owner serialises Apply against reads (the master holds a RWMutex); the
 // one exception is a checkpoint's Frozen.Write, which runs alongside
-// Apply (cow.go).
+// Apply (freeze.go).
 //
 // Invalid commands (bad paths, missing permission, wrong file types) return
 // an error in their Result and change nothing.
@@ -114,7 +114,7 @@ type Namespace struct {
 	files, dirs  int64     // live inodes (symbolic links and special files count as files; a hard link adds none)
 	bytes        int64     // sum of live file lengths
 	trash        trashBin  // what was deleted and may be undeleted (trash.go)
-	cow          *cowState // the checkpoint being written, if any (cow.go)
+	cow          *cowState // the checkpoint being written, if any (freeze.go)
 }
 
 // New returns an empty namespace: a root directory owned by root with mode
