@@ -43,9 +43,17 @@ func newWriteBehind(f File, limit, flushSize int, timeout time.Duration) *writeB
 	return w
 }
 
-// write buffers a copy of p at off, starting a background push once the
+// write buffers p at off (writer).
+func (w *writeBehind) write(_ context.Context, p []byte, off int64) (int, error) {
+	if err := w.buffer(p, off); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// buffer buffers a copy of p at off, starting a background push once the
 // buffer is full.
-func (w *writeBehind) write(p []byte, off int64) error {
+func (w *writeBehind) buffer(p []byte, off int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {

@@ -82,7 +82,7 @@ func TestWriteBehindSequentialIsLargeWrites(t *testing.T) {
 	var model []byte
 	block := bytes.Repeat([]byte("x"), 16<<10)
 	for off := int64(0); off < 3<<20; off += int64(len(block)) {
-		if err := w.write(block, off); err != nil {
+		if err := w.buffer(block, off); err != nil {
 			t.Fatal(err)
 		}
 		model = apply(model, block, off)
@@ -104,7 +104,7 @@ func TestWriteBehindErrorReachesFlushAndStays(t *testing.T) {
 	f := &bytesFile{fail: chunkfs.E("write", "/f", chunkfs.KindUnavailable, "down")}
 	w := newWriteBehind(f, 64<<10, 64<<10, time.Minute)
 	big := make([]byte, 64<<10)
-	if err := w.write(big, 0); err != nil {
+	if err := w.buffer(big, 0); err != nil {
 		t.Fatalf("first write buffers, got %v", err) // the push runs in the background
 	}
 	err := w.flush(context.Background())
@@ -114,7 +114,7 @@ func TestWriteBehindErrorReachesFlushAndStays(t *testing.T) {
 	if err := w.flush(context.Background()); err == nil {
 		t.Fatal("the error was reported once and lost")
 	}
-	if err := w.write([]byte("x"), 0); err == nil {
+	if err := w.buffer([]byte("x"), 0); err == nil {
 		t.Fatal("write after a failed push succeeded")
 	}
 	if errno(err) != syscall.EIO {
@@ -127,8 +127,8 @@ func TestWriteBehindDirtyEnd(t *testing.T) {
 	if w.dirtyEnd() != 0 || w.hasDirty() {
 		t.Fatal("fresh buffer is dirty")
 	}
-	w.write([]byte("abc"), 100)
-	w.write([]byte("z"), 10)
+	w.buffer([]byte("abc"), 100)
+	w.buffer([]byte("z"), 10)
 	if got := w.dirtyEnd(); got != 103 {
 		t.Errorf("dirtyEnd = %d, want 103", got)
 	}
@@ -156,7 +156,7 @@ func FuzzWriteBehind(f *testing.F) {
 				continue
 			}
 			p := bytes.Repeat([]byte{ops[i+2]}, n)
-			if err := w.write(p, off); err != nil {
+			if err := w.buffer(p, off); err != nil {
 				t.Fatal(err)
 			}
 			model = apply(model, p, off)
