@@ -22,7 +22,7 @@ type writeBehind struct {
 
 	mu       sync.Mutex // guards the fields below
 	idle     sync.Cond  // signalled when a background push ends
-	dirty    []extent   // sorted by offset, neither overlapping nor touching
+	dirty    []extent   // sorted by offset, not overlapping (touching ones are joined by split)
 	size     int        // bytes in dirty
 	pushing  bool       // a background push is in flight
 	inFlight int64      // end of the batch being pushed
@@ -156,23 +156,45 @@ func (w *writeBehind) push(ctx context.Context, batch []extent) error {
 	return first
 }
 
-// split cuts extents at multiples of size.
+// split cuts a batch's extents at multiples of size, and joins the
+// pieces of touching extents between two multiples into one write.
 func split(batch []extent, size int) []extent {
 	var out []extent
+	joined := map[int]bool{} // pieces of out with a buffer of their own
 	for _, e := range batch {
 		for len(e.data) > 0 {
 			n := min(size-int(e.off%int64(size)), len(e.data))
-			out = append(out, extent{e.off, e.data[:n]})
+			if k := len(out) - 1; k >= 0 && out[k].end() == e.off && e.off%int64(size) != 0 {
+				if !joined[k] {
+					// A buffer of its own, with room up to the next
+					// multiple of size: later joins copy only theirs.
+					prev := out[k].data
+					room := size - int(out[k].off%int64(size))
+					out[k].data = append(make([]byte, 0, room), prev...)
+					joined[k] = true
+				}
+				out[k].data = append(out[k].data, e.data[:n]...)
+			} else {
+				out = append(out, extent{e.off, e.data[:n]})
+			}
 			e.off, e.data = e.off+int64(n), e.data[n:]
 		}
 	}
 	return out
 }
 
-// insertLocked copies p into the buffer at off, merging it with every
-// extent it overlaps or touches. Appending to the last extent, the common
-// case of a sequential writer, copies p once.
+// insertLocked copies p into the buffer at off. Appending to (or
+// overwriting within) the last extent, the common case of a sequential
+// writer, copies p once; so does a write that overlaps no extent, which
+// becomes one of its own even where it touches others: the kernel's
+// write-back sends a stream's requests concurrently, so they arrive out of
+// order, and joining each to its neighbours would copy them again and
+// again (split joins them once, when they are pushed). A write that
+// overlaps extents is merged with them.
 func (w *writeBehind) insertLocked(p []byte, off int64) {
+	if len(p) == 0 {
+		return // writes nothing, and does not extend the file
+	}
 	end := off + int64(len(p))
 	if n := len(w.dirty); n > 0 {
 		last := &w.dirty[n-1]
@@ -188,10 +210,15 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 			return
 		}
 	}
-	i := sort.Search(len(w.dirty), func(i int) bool { return w.dirty[i].end() >= off })
+	i := sort.Search(len(w.dirty), func(i int) bool { return w.dirty[i].end() > off })
 	j := i
-	for j < len(w.dirty) && w.dirty[j].off <= end {
+	for j < len(w.dirty) && w.dirty[j].off < end {
 		j++
+	}
+	if i == j {
+		w.size += len(p)
+		w.dirty = append(w.dirty[:i], append([]extent{{off, append([]byte(nil), p...)}}, w.dirty[i:]...)...)
+		return
 	}
 	lo, hi := off, end
 	if i < j {
