@@ -27,6 +27,11 @@ type writeBehind struct {
 	pushing  bool       // a background push is in flight
 	inFlight int64      // end of the batch being pushed
 	err      error      // first failed push
+	// spare is a batch-sized buffer a finished push gave back, reused by
+	// the next batch: memory the process touched already, where a fresh
+	// allocation costs a page fault per page (a large share of a
+	// stream's cost in a virtual machine).
+	spare []byte
 }
 
 // extent is a run of buffered bytes at an offset.
@@ -78,6 +83,7 @@ func (w *writeBehind) flush(ctx context.Context) error {
 	w.waitLocked()
 	if batch, _ := w.takeLocked(); len(batch) > 0 {
 		w.failLocked(w.push(ctx, batch))
+		w.recycleLocked(batch)
 	}
 	return w.err
 }
@@ -127,6 +133,7 @@ func (w *writeBehind) pushInBackground(batch []extent) {
 	err := w.push(ctx, batch)
 	cancel()
 	w.mu.Lock()
+	w.recycleLocked(batch)
 	w.failLocked(err)
 	w.pushing, w.inFlight = false, 0
 	w.idle.Broadcast()
@@ -202,7 +209,7 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 			w.size -= len(last.data)
 			keep := int(off - last.off)
 			if end >= last.end() {
-				last.data = appendGrow(last.data[:keep], p, w.limit)
+				last.data = w.appendGrow(last.data[:keep], p)
 			} else {
 				copy(last.data[keep:], p)
 			}
@@ -239,16 +246,36 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 // where append's gentler growth for large slices copies it several times.
 // Once an extent reaches a quarter of the buffer's limit it grows straight
 // to the largest size a batch reaches (limit plus one more write), so the
-// kernel's 1 MiB write-back requests fill it without further copies.
-func appendGrow(b, p []byte, limit int) []byte {
+// kernel's write-back requests fill it without further copies. The spare
+// buffer, which has that size, is taken at the first growth.
+func (w *writeBehind) appendGrow(b, p []byte) []byte {
 	if need := len(b) + len(p); need > cap(b) {
 		c := max(need, 2*cap(b), 64<<10)
-		if c > limit/4 {
-			c = max(need, limit+len(p))
+		if c > w.limit/4 {
+			c = max(need, w.limit+maxWriteSize)
 		}
-		nb := make([]byte, len(b), c)
+		var nb []byte
+		if cap(w.spare) >= c {
+			nb, w.spare = w.spare[:len(b)], nil
+		} else {
+			nb = make([]byte, len(b), c)
+		}
 		copy(nb, b)
 		b = nb
 	}
 	return append(b, p...)
+}
+
+// maxWriteSize is the largest write the kernel sends (Config.MaxWrite's
+// bound).
+const maxWriteSize = 1 << 20
+
+// recycleLocked keeps the largest buffer of a pushed batch as the spare
+// one. WriteAt does not retain what it is given (io.WriterAt).
+func (w *writeBehind) recycleLocked(batch []extent) {
+	for _, e := range batch {
+		if cap(e.data) >= w.limit+maxWriteSize && cap(e.data) > cap(w.spare) {
+			w.spare = e.data[:0]
+		}
+	}
 }
