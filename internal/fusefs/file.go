@@ -12,18 +12,16 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// handle is one open file: the cluster file, its write-behind buffer (nil
-// when read-only or writing through) and its read-ahead window.
+// handle is one open file: the cluster file, how its writes reach the
+// cluster (write-through or write-behind, chosen by the mount) and its
+// read-ahead window.
 type handle struct {
 	n     *node
 	f     File
 	name  string // the path f names (guarded by n.mu and names.io held exclusively)
 	write bool   // opened for writing
 	size  int64  // the file's length on the cluster at open: read-ahead stops there
-	wb    *writeBehind
-	// counted: the open is counted in the mount's per-inode state
-	// (write-back cache), and Release uncounts it.
-	counted bool
+	w     writer
 
 	mu         sync.Mutex // guards ra and lockOwners
 	ra         window
@@ -89,28 +87,16 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if err != nil {
 		return nil, 0, errno(err)
 	}
-	var fuseFlags uint32
-	if n.m.writeback() {
-		st := n.StableAttr()
-		keep, stale := n.m.files.opened(st.Ino, st.Gen, versionOf(fi))
-		if stale {
-			// The kernel's inode caches another version of the file:
-			// the kernel retries with a lookup that gets a fresh one.
-			f.Close()
-			return nil, 0, syscall.ESTALE
-		}
-		if keep && n.m.cfg.KeepCache {
-			fuseFlags = fuse.FOPEN_KEEP_CACHE
-		}
-	} else {
-		fuseFlags = n.opened(fi, true)
+	fuseFlags, e := n.m.kernel.open(n, fi, false)
+	if e != 0 {
+		f.Close()
+		return nil, 0, e
 	}
 	h := n.newHandle(f, p, write)
 	h.size = fi.Length
 	locked = false
 	n.m.names.io.RUnlock()
-	h.counted = n.m.writeback()
-	n.cacheOpened(fi, write)
+	n.m.data.opened(n.StableAttr().Ino, versionOf(fi), write)
 	if fuseFlags&fuse.FOPEN_KEEP_CACHE == 0 && flags&syscall.O_ACCMODE != syscall.O_WRONLY {
 		h.quickRead(cctx, fi)
 	}
@@ -137,39 +123,17 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	ch := n.entry(ctx, fi, out)
 	cn := ch.Operations().(*node)
-	if cn.m.writeback() {
-		st := ch.StableAttr()
-		keep, _ := cn.m.files.opened(st.Ino, st.Gen, versionOf(fi)) // never stale: entry just made it current
-		h := cn.newHandle(f, p, true)
-		h.counted = true
-		cn.cacheOpened(fi, true)
-		var fl uint32
-		if keep && n.m.cfg.KeepCache {
-			fl = fuse.FOPEN_KEEP_CACHE
-		}
-		return ch, h, fl, 0
-	}
+	fl, _ := n.m.kernel.open(cn, fi, true)
 	h := cn.newHandle(f, p, true)
-	cn.cacheOpened(fi, true)
-	return ch, h, cn.opened(fi, false), 0
-}
-
-// cacheOpened checks the block cache against the file's version fi at
-// an open and counts the open.
-func (n *node) cacheOpened(fi *chunkfs.FileInfo, write bool) {
-	if n.m.cache != nil {
-		n.m.cache.opened(n.StableAttr().Ino, versionOf(fi), write)
-	}
+	n.m.data.opened(ch.StableAttr().Ino, versionOf(fi), true)
+	return ch, h, fl, 0
 }
 
 // newHandle counts a handle of f, opened at path p. The names' io is
 // held shared.
 func (n *node) newHandle(f File, p string, write bool) *handle {
 	f = namedFile{File: f, s: n.m.names}
-	h := &handle{n: n, f: f, name: p, write: write}
-	if write && n.m.cfg.WriteBehind > 0 {
-		h.wb = newWriteBehind(f, n.m.cfg.WriteBehind, n.m.cfg.FlushSize, n.m.cfg.OpTimeout)
-	}
+	h := &handle{n: n, f: f, name: p, write: write, w: n.m.newWriter(f, write)}
 	n.mu.Lock()
 	n.handles[h] = struct{}{}
 	if len(n.handles) == 1 {
@@ -177,28 +141,6 @@ func (n *node) newHandle(f File, p string, write bool) *handle {
 	}
 	n.mu.Unlock()
 	return h
-}
-
-// opened decides the open flags for a file whose current state is fi:
-// keep the page cache if it holds this version, and (when refresh is set)
-// make the kernel drop attributes it may hold from before.
-func (n *node) opened(fi *chunkfs.FileInfo, refresh bool) uint32 {
-	v := versionOf(fi)
-	n.mu.Lock()
-	keep := n.m.cfg.KeepCache && n.cached == v
-	n.cached = v
-	n.mu.Unlock()
-	if keep {
-		return fuse.FOPEN_KEEP_CACHE
-	}
-	// The size the kernel caches may be older than the open: drop it so
-	// that reads ask again (close-to-open). Pages go too, as the open
-	// lacks FOPEN_KEEP_CACHE. A negative offset touches attributes only
-	// and takes no lock the open holds.
-	if refresh {
-		n.NotifyContent(-1, 0)
-	}
-	return 0
 }
 
 // quickRead fills the read window with a whole small file.
@@ -232,25 +174,23 @@ func (n *node) bump() {
 	n.mu.Unlock()
 }
 
-// writers returns the open handles that buffer writes.
-func (n *node) writers() []*handle {
+// writers returns the writers of the node's open handles.
+func (n *node) writers() []writer {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var hs []*handle
+	ws := make([]writer, 0, len(n.handles))
 	for h := range n.handles {
-		if h.wb != nil {
-			hs = append(hs, h)
-		}
+		ws = append(ws, h.w)
 	}
-	return hs
+	return ws
 }
 
 // flushAll pushes the buffered writes of every open handle of the node, so
 // that reads, truncations and renames see them.
 func (n *node) flushAll(ctx context.Context) error {
 	var first error
-	for _, h := range n.writers() {
-		if err := h.wb.flush(ctx); err != nil && first == nil {
+	for _, w := range n.writers() {
+		if err := w.flush(ctx); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -260,34 +200,32 @@ func (n *node) flushAll(ctx context.Context) error {
 // dirtyEnd returns the furthest end of the node's buffered writes.
 func (n *node) dirtyEnd() int64 {
 	var end int64
-	for _, h := range n.writers() {
-		end = max(end, h.wb.dirtyEnd())
+	for _, w := range n.writers() {
+		end = max(end, w.dirtyEnd())
 	}
 	return end
 }
 
 var _ = (gofs.FileReader)((*handle)(nil))
 
-// Read serves a read from the read-ahead window or the cluster. Writes
-// this mount still buffers for the file are pushed first.
+// Read serves a read from the data cache, the handle's window (read
+// ahead, or a small file read whole at open) or the cluster. Writes this
+// mount still buffers for the file are pushed first.
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if off < 0 {
 		return nil, syscall.EINVAL
 	}
-	c, ino := h.n.m.cache, h.n.StableAttr().Ino
-	var wgen uint64
-	if c != nil {
-		// The blocks hold this mount's writes, pushed or not.
-		if k, ok := c.read(ino, dest, off); ok {
-			h.mu.Lock()
-			h.ra.next = off + int64(len(dest))
-			h.mu.Unlock()
-			return fuse.ReadResultData(dest[:k]), 0
-		}
-		// Taken before the push below: a write after it makes the
-		// cache refuse what this read fetches.
-		wgen = c.generation(ino)
+	data, ino := h.n.m.data, h.n.StableAttr().Ino
+	// The data cache holds this mount's writes, pushed or not.
+	if k, ok := data.read(ino, dest, off); ok {
+		h.mu.Lock()
+		h.ra.next = off + int64(len(dest))
+		h.mu.Unlock()
+		return fuse.ReadResultData(dest[:k]), 0
 	}
+	// Taken before the push below: a write after it makes the cache
+	// refuse what this read fetches.
+	wgen := data.generation(ino)
 	cctx, cancel := h.n.m.call(ctx)
 	defer cancel()
 	if err := h.n.flushDirty(cctx); err != nil {
@@ -295,63 +233,33 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	}
 	gen := h.n.generation()
 	h.mu.Lock()
-	data, ok := h.ra.get(off, len(dest), gen)
+	win, ok := h.ra.get(off, len(dest), gen)
 	sequential := off == h.ra.next
 	h.ra.next = off + int64(len(dest))
 	h.mu.Unlock()
 	if ok {
-		return fuse.ReadResultData(data), 0
+		return fuse.ReadResultData(win), 0
 	}
-	if !sequential || h.n.m.cfg.ReadAhead <= len(dest) {
-		if c != nil {
-			return h.fetchBlocks(cctx, dest, off, wgen)
+	lo, want, ahead := h.n.m.reader.span(h, off, len(dest), sequential)
+	if ahead {
+		// The kernel's concurrent reads of one stream wait for one
+		// window instead of each fetching its own.
+		h.fetching.Lock()
+		defer h.fetching.Unlock()
+		h.mu.Lock()
+		win, ok = h.ra.get(off, len(dest), gen)
+		h.mu.Unlock()
+		if ok {
+			return fuse.ReadResultData(win), 0
 		}
-		return h.fetch(cctx, dest, off, false, gen, wgen)
 	}
-	h.fetching.Lock()
-	defer h.fetching.Unlock()
-	h.mu.Lock()
-	data, ok = h.ra.get(off, len(dest), gen)
-	h.mu.Unlock()
-	if ok {
-		return fuse.ReadResultData(data), 0
-	}
-	return h.fetch(cctx, dest, off, true, gen, wgen)
+	return h.fetch(cctx, dest, off, lo, want, ahead, gen, wgen)
 }
 
-// fetchBlocks reads the cache blocks covering a read from the cluster,
-// keeps them in the block cache and answers the read from them: a random
-// reader's later reads nearby then hit the cache.
-func (h *handle) fetchBlocks(ctx context.Context, dest []byte, off int64, wgen uint64) (fuse.ReadResult, syscall.Errno) {
-	lo := off &^ (cacheBlockSize - 1)
-	hi := (off + int64(len(dest)) + cacheBlockSize - 1) &^ (cacheBlockSize - 1)
-	buf := make([]byte, hi-lo)
-	k, err := h.f.ReadAt(ctx, buf, lo)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, errno(err)
-	}
-	h.n.m.cache.fill(h.n.StableAttr().Ino, wgen, lo, buf[:k], k < len(buf))
-	start := int(off - lo)
-	if start >= k {
-		return fuse.ReadResultData(nil), 0
-	}
-	return fuse.ReadResultData(buf[start:min(k, start+len(dest))]), 0
-}
-
-// fetch reads from the cluster, widening a sequential read to ReadAhead.
-func (h *handle) fetch(ctx context.Context, dest []byte, off int64, sequential bool, gen, wgen uint64) (fuse.ReadResult, syscall.Errno) {
-	lo, want := off, len(dest)
-	if ra := h.n.m.cfg.ReadAhead; sequential && ra > want {
-		// Up to the end the file had at open and a byte more, to see
-		// it: a 4 KiB file's read needs no 4 MiB buffer.
-		want = int(min(int64(ra), max(int64(want), h.size-off+1)))
-	}
-	c := h.n.m.cache
-	if c != nil && sequential {
-		// Whole cache blocks, so that the block cache keeps all of it.
-		lo = off &^ (cacheBlockSize - 1)
-		want = int((off + int64(want) - lo + cacheBlockSize - 1) &^ (cacheBlockSize - 1))
-	}
+// fetch answers a read of len(dest) bytes at off by reading [lo, lo+want)
+// from the cluster, which the data cache keeps; ahead keeps it as the
+// handle's window too.
+func (h *handle) fetch(ctx context.Context, dest []byte, off, lo int64, want int, ahead bool, gen, wgen uint64) (fuse.ReadResult, syscall.Errno) {
 	buf := dest
 	if lo != off || want > len(dest) {
 		buf = make([]byte, want)
@@ -360,10 +268,8 @@ func (h *handle) fetch(ctx context.Context, dest []byte, off int64, sequential b
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, errno(err)
 	}
-	if c != nil {
-		c.fill(h.n.StableAttr().Ino, wgen, lo, buf[:k], k < want)
-	}
-	if len(buf) > len(dest) || lo != off {
+	h.n.m.data.fill(h.n.StableAttr().Ino, wgen, lo, buf[:k], k < want)
+	if ahead && (len(buf) > len(dest) || lo != off) {
 		h.mu.Lock()
 		h.ra = window{off: lo, data: buf[:k], eof: k < want, gen: gen, next: h.ra.next}
 		h.mu.Unlock()
@@ -377,8 +283,8 @@ func (h *handle) fetch(ctx context.Context, dest []byte, off int64, sequential b
 
 // flushDirty pushes buffered writes of the node, if there are any.
 func (n *node) flushDirty(ctx context.Context) error {
-	for _, h := range n.writers() {
-		if h.wb.hasDirty() {
+	for _, w := range n.writers() {
+		if w.hasDirty() {
 			return n.flushAll(ctx)
 		}
 	}
@@ -395,71 +301,23 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	h.n.m.lists.changed()
 	h.n.bump()
 	h.n.written.Store(true)
-	if c := h.n.m.cache; c != nil {
-		c.write(h.n.StableAttr().Ino, data, off)
-	}
-	if h.wb != nil {
-		if err := h.wb.write(data, off); err != nil {
-			return 0, errno(err)
-		}
-		return uint32(len(data)), 0
-	}
-	cctx, cancel := h.n.m.mutation(ctx)
-	defer cancel()
-	k, err := h.f.WriteAt(cctx, data, off)
-	if err != nil {
-		return uint32(k), errno(err)
-	}
-	return uint32(k), 0
+	h.n.m.data.write(h.n.StableAttr().Ino, data, off)
+	k, err := h.w.write(ctx, data, off)
+	return uint32(k), errno(err)
 }
 
 var _ = (gofs.FileFlusher)((*handle)(nil))
 
 // Flush runs at every close(2): buffered writes are pushed and any error
-// of theirs is returned to close.
-//
-// With the kernel's write-back cache the kernel has sent every dirty page
-// of the file before Flush, on whichever open handle it chose, so every
-// handle's buffer is pushed; the cluster's version of the file is then
-// recorded as the one the kernel caches (see writeback.go).
+// of theirs is returned to close. Which buffers a close pushes, and what
+// it records of the file's version, is the kernel cache's (policy.go).
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
-	n := h.n
-	cctx, cancel := n.m.mutation(ctx)
+	cctx, cancel := h.n.m.mutation(ctx)
 	defer cancel()
-	if !n.m.writeback() {
-		if h.wb == nil {
-			return 0
-		}
-		return errno(h.wb.flush(cctx))
-	}
-	if err := n.flushAll(cctx); err != nil {
+	if err := h.n.m.kernel.push(cctx, h); err != nil {
 		return errno(err)
 	}
-	if err := h.flushErr(cctx); err != nil {
-		return errno(err)
-	}
-	if n.written.Swap(false) {
-		fi, err := n.m.b.Stat(cctx, chunkfs.Root, n.path())
-		if err != nil {
-			n.written.Store(true)
-			return errno(err)
-		}
-		st := n.StableAttr()
-		n.m.files.wrote(st.Ino, st.Gen, versionOf(fi))
-		if n.m.cache != nil {
-			n.m.cache.pushed(st.Ino, versionOf(fi))
-		}
-	}
-	return 0
-}
-
-// flushErr returns the first push error of h's own buffer (flushAll
-// reports the first of all handles only).
-func (h *handle) flushErr(ctx context.Context) error {
-	if h.wb == nil {
-		return nil
-	}
-	return h.wb.flush(ctx)
+	return errno(h.n.m.kernel.flushed(cctx, h))
 }
 
 var _ = (gofs.FileFsyncer)((*handle)(nil))
@@ -468,16 +326,8 @@ var _ = (gofs.FileFsyncer)((*handle)(nil))
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	cctx, cancel := h.n.m.mutation(ctx)
 	defer cancel()
-	if h.n.m.writeback() {
-		// The kernel sent the dirty pages on any of the file's handles.
-		if err := h.n.flushAll(cctx); err != nil {
-			return errno(err)
-		}
-	}
-	if h.wb != nil {
-		if err := h.wb.flush(cctx); err != nil {
-			return errno(err)
-		}
+	if err := h.n.m.kernel.push(cctx, h); err != nil {
+		return errno(err)
 	}
 	return errno(h.f.Sync(cctx))
 }
@@ -494,17 +344,8 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.releaseLocks()
 	cctx, cancel := h.n.m.call(context.Background())
 	defer cancel()
-	if h.counted {
-		// First: an open that follows the close must not take this
-		// handle for one still open (the file's client close below can
-		// take a while).
-		st := h.n.StableAttr()
-		h.n.m.files.closed(st.Ino)
-	}
-	var err error
-	if h.wb != nil {
-		err = h.wb.flush(cctx)
-	}
+	h.n.m.kernel.releasing(h)
+	err := h.w.flush(cctx)
 	if cerr := h.f.Close(); err == nil {
 		err = cerr
 	}
@@ -515,12 +356,8 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 		h.n.m.names.closed(h.n) // a hidden node: once its name is gone
 	}
 	h.n.mu.Unlock()
-	if !h.counted && h.write {
-		h.n.remember(cctx)
-	}
-	if c := h.n.m.cache; c != nil {
-		c.closed(h.n.StableAttr().Ino, h.write)
-	}
+	h.n.m.kernel.released(cctx, h)
+	h.n.m.data.closed(h.n.StableAttr().Ino, h.write)
 	if last {
 		h.n.unhide(cctx)
 	}
@@ -528,22 +365,6 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 		h.n.m.log.Warn("release", "path", h.n.path(), "err", err)
 	}
 	return errno(err)
-}
-
-// remember records the version of the file after this mount wrote it: the
-// page cache holds exactly that, so the next open may keep it.
-func (n *node) remember(ctx context.Context) {
-	fi, err := n.m.b.Stat(ctx, chunkfs.Root, n.path())
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if err != nil {
-		n.cached = version{}
-		return
-	}
-	n.cached = versionOf(fi)
-	if n.m.cache != nil {
-		n.m.cache.pushed(n.StableAttr().Ino, n.cached)
-	}
 }
 
 var _ = (gofs.FileGetattrer)((*handle)(nil))

@@ -125,7 +125,7 @@ func (b *memBackend) addLocked(op, p string, mode fs.FileMode, c chunkfs.Caller)
 	n := &memNode{fi: chunkfs.FileInfo{Inode: b.next, FileName: path.Base(p), FileMode: mode, UID: c.UID, GID: c.GIDs[0], MTime: now, ATime: now, CTime: now}}
 	b.next++
 	b.nodes[p] = n
-	parent.fi.MTime = now
+	parent.fi.MTime, parent.fi.CTime = now, now
 	return n, nil
 }
 
@@ -182,6 +182,7 @@ func (b *memBackend) Remove(ctx context.Context, c chunkfs.Caller, p string) err
 		return chunkfs.E("remove", p, chunkfs.KindNotEmpty, "")
 	}
 	delete(b.nodes, p)
+	b.changedLocked(path.Dir(p))
 	n.fi.CTime = time.Now() // its other names, if any, see it
 	return nil
 }
@@ -252,7 +253,18 @@ func (b *memBackend) Rename(ctx context.Context, c chunkfs.Caller, src, dst stri
 	}
 	b.moveLocked(b.takeLocked(src), src, dst)
 	n.fi.FileName = path.Base(dst)
+	n.fi.CTime = time.Now()
+	b.changedLocked(path.Dir(src))
+	b.changedLocked(path.Dir(dst))
 	return nil
+}
+
+// changedLocked records a change of directory p's entries in its times.
+func (b *memBackend) changedLocked(p string) {
+	if d := b.nodes[p]; d != nil {
+		now := time.Now()
+		d.fi.MTime, d.fi.CTime = now, now
+	}
 }
 
 // exchangeLocked swaps the trees at a and b.
@@ -330,6 +342,7 @@ func (n *memNode) resize(size int64) {
 	}
 	n.fi.Length = size
 	n.fi.MTime = time.Now()
+	n.fi.CTime = n.fi.MTime
 }
 
 func (b *memBackend) Symlink(ctx context.Context, c chunkfs.Caller, target, p string) (*chunkfs.FileInfo, error) {
@@ -409,6 +422,7 @@ func (f *memFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error)
 	}
 	copy(n.data[off:], p)
 	n.fi.MTime = time.Now()
+	n.fi.CTime = n.fi.MTime
 	return len(p), nil
 }
 

@@ -42,7 +42,7 @@ func carrierOf(f File) (modTimeCarrier, bool) {
 // came after): the caller then sets the time as any setattr.
 func (n *node) carryModTime(ctx context.Context, h *handle, a SetAttr) (*chunkfs.FileInfo, error) {
 	if a.MTime == nil || a.ATime != nil || a.TimesNow || a.Size != nil || a.Perm != nil || a.UID != nil || a.GID != nil ||
-		h == nil || !h.write || h.wb == nil || !h.wb.hasDirty() {
+		h == nil || !h.write || h.w == nil || !h.w.hasDirty() {
 		return nil, nil
 	}
 	mc, ok := carrierOf(h.f)
@@ -50,7 +50,7 @@ func (n *node) carryModTime(ctx context.Context, h *handle, a SetAttr) (*chunkfs
 		return nil, nil
 	}
 	for _, w := range n.writers() {
-		if w != h && w.wb.hasDirty() {
+		if w != h.w && w.hasDirty() {
 			return nil, nil // its commit could come after ours and set now
 		}
 	}

@@ -59,11 +59,7 @@ func Mount(ctx context.Context, dir string, b Backend, cfg Config, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	m := &mount{b: b, cfg: cfg, log: log, files: newFiles(clock.Real{}), names: newNames(), locks: newLockManager(b, log),
-		lists: newListings(clock.Real{}, cfg.PrefetchTimeout)}
-	if cfg.CacheSize > 0 {
-		m.cache = newBlockCache(cfg.CacheSize)
-	}
+	m := newMount(b, cfg, log, clock.Real{})
 	opts := options(cfg, log)
 	opts.RootStableAttr = &gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: root.Inode}
 	srv, err := mountFS(dir, m.newNode(), opts, cfg.Ops) // observe.go

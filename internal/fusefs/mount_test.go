@@ -7,8 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // needFuse skips a test where a real mount is impossible.
@@ -70,4 +73,76 @@ func subdir(t *testing.T, mnt string) string {
 		t.Fatalf("mkdir: %v", err)
 	}
 	return d
+}
+
+// mounted reports whether dir is a mount point, from the kernel's table.
+func mounted(t *testing.T, dir string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMountRefusedProbeLeavesNoMount: when the check that the kernel
+// serves a new mount fails, Mount fails with one line and the kernel
+// mount it made is gone.
+func TestMountRefusedProbeLeavesNoMount(t *testing.T) {
+	needFuse(t)
+	orig := probe
+	t.Cleanup(func() { probe = orig })
+	probed := false
+	probe = func(s *fuse.Server) error {
+		if err := orig(s); err != nil {
+			return err
+		}
+		probed = true
+		return syscall.EACCES // as if the probe's open were refused
+	}
+	dir := t.TempDir()
+	srv, err := Mount(context.Background(), dir, newMemBackend(), DefaultConfig(), testLogger(t))
+	if err == nil {
+		unmountT(t, srv)
+		t.Fatal("mount succeeded with its probe refused")
+	}
+	if !probed {
+		t.Fatalf("the probe did not run: %v", err)
+	}
+	if !strings.Contains(err.Error(), "not ready") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %q: want one line saying the mount was not ready", err)
+	}
+	if mounted(t, dir) {
+		Unmount(dir, true)
+		t.Fatalf("%s is still mounted after the failed mount", dir)
+	}
+}
+
+// TestMountProbeInterruptedIsRetried: an interrupted probe (EINTR, which
+// the Go runtime's signals cause) is made again, and the mount works.
+func TestMountProbeInterruptedIsRetried(t *testing.T) {
+	needFuse(t)
+	orig := probe
+	t.Cleanup(func() { probe = orig })
+	calls := 0
+	probe = func(s *fuse.Server) error {
+		calls++
+		if calls <= 2 {
+			return syscall.EINTR
+		}
+		return orig(s)
+	}
+	dir := mountT(t, newMemBackend(), DefaultConfig())
+	if calls != 3 {
+		t.Errorf("probe made %d times, want 3", calls)
+	}
+	if !mounted(t, dir) {
+		t.Fatal("not mounted")
+	}
+	writeFile(t, filepath.Join(dir, "f"), []byte("x"))
 }

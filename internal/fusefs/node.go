@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -20,15 +21,36 @@ type mount struct {
 	b     Backend
 	cfg   Config
 	log   *slog.Logger
-	files *files      // per-inode generations, with the write-back cache
-	cache *blockCache // nil without Config.CacheSize
-	names *names      // the paths open files name
+	names *names // the paths open files name
 	locks *lockManager
 	lists *listings // directory listings that answer bursts of look-ups (prefetch.go)
+
+	// The caching modes, chosen by newMount (policy.go).
+	kernel    kernelCache
+	data      dataCache
+	reader    reader
+	newWriter func(f File, write bool) writer
+	// retimes: a cache follows versions across a change of times only
+	// (the write-back cache's generations or the block cache).
+	retimes bool
 }
 
-// writeback reports whether the kernel's write-back cache is on.
-func (m *mount) writeback() bool { return m.cfg.WritebackCache }
+// newMount makes the state of a mount of b with cfg, choosing its caching
+// modes.
+func newMount(b Backend, cfg Config, log *slog.Logger, clk clock.Clock) *mount {
+	m := &mount{b: b, cfg: cfg, log: log, names: newNames(), locks: newLockManager(b, log),
+		lists:     newListings(clk, cfg.PrefetchTimeout),
+		kernel:    newKernelCache(cfg, newFiles(clk)),
+		data:      noData{},
+		reader:    newReader(cfg),
+		newWriter: newWriter(cfg),
+		retimes:   cfg.WritebackCache || cfg.CacheSize > 0,
+	}
+	if cfg.CacheSize > 0 {
+		m.data = newBlockCache(cfg.CacheSize)
+	}
+	return m
+}
 
 // call returns a context for one call to the cluster, bounded by OpTimeout.
 func (m *mount) call(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -125,8 +147,8 @@ func (n *node) entry(ctx context.Context, fi *chunkfs.FileInfo, out *fuse.EntryO
 	out.SetEntryTimeout(n.m.cfg.EntryTimeout)
 	out.SetAttrTimeout(n.m.cfg.AttrTimeout)
 	st := gofs.StableAttr{Mode: out.Attr.Mode & syscall.S_IFMT, Ino: fi.Inode}
-	if n.m.writeback() && fi.FileMode.IsRegular() {
-		st.Gen = n.m.files.lookedUp(fi)
+	if fi.FileMode.IsRegular() {
+		st.Gen = n.m.kernel.lookedUp(fi)
 	}
 	ch := n.NewInode(ctx, n.m.newNode(), st)
 	if c, ok := ch.Operations().(*node); ok {
@@ -146,14 +168,7 @@ func (n *node) sawAttr(fi *chunkfs.FileInfo) {
 var _ = (gofs.NodeOnForgetter)((*node)(nil))
 
 // OnForget drops what the mount knows of a file the kernel forgot.
-func (n *node) OnForget() {
-	if n.m.writeback() {
-		st := n.StableAttr()
-		if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-			n.m.files.forgot(st.Ino, st.Gen)
-		}
-	}
-}
+func (n *node) OnForget() { n.m.kernel.forgot(n) }
 
 var _ = (gofs.NodeLookuper)((*node)(nil))
 
@@ -232,8 +247,8 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	}
 	before := n.timesOnly(cctx, a)
 	fi, err := n.m.b.SetAttr(cctx, caller, n.path(), a)
-	if a.Size != nil && n.m.cache != nil {
-		n.m.cache.drop(n.StableAttr().Ino)
+	if a.Size != nil {
+		n.m.data.drop(n.StableAttr().Ino)
 	}
 	if err != nil {
 		return errno(err)
@@ -253,7 +268,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 // after writes), or no version for any other setattr or node.
 func (n *node) timesOnly(ctx context.Context, a SetAttr) version {
 	if a.MTime == nil || a.Size != nil || a.Perm != nil || a.UID != nil || a.GID != nil ||
-		n.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG || (n.m.cache == nil && !n.m.writeback()) {
+		n.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG || !n.m.retimes {
 		return version{}
 	}
 	fi, err := n.m.b.Stat(ctx, chunkfs.Root, n.path())
@@ -266,13 +281,8 @@ func (n *node) timesOnly(ctx context.Context, a SetAttr) version {
 // retimed follows a change of times made through this mount: what the
 // caches hold for the version before it holds for the version after it.
 func (n *node) retimed(before, after version) {
-	st := n.StableAttr()
-	if n.m.writeback() {
-		n.m.files.retimed(st.Ino, st.Gen, before, after)
-	}
-	if n.m.cache != nil {
-		n.m.cache.retimed(st.Ino, before, after)
-	}
+	n.m.kernel.retimed(n, before, after)
+	n.m.data.retimed(n.StableAttr().Ino, before, after)
 }
 
 // setAttrOf lists the changes a FUSE setattr asks for.
@@ -362,8 +372,8 @@ func (n *node) remove(ctx context.Context, name string) syscall.Errno {
 	if err := n.m.b.Remove(cctx, callerOf(ctx), n.child(name)); err != nil {
 		return errno(err)
 	}
-	if c := n.GetChild(name); c != nil && n.m.cache != nil {
-		n.m.cache.drop(c.StableAttr().Ino)
+	if c := n.GetChild(name); c != nil {
+		n.m.data.drop(c.StableAttr().Ino)
 	}
 	return 0
 }

@@ -2,6 +2,8 @@ package fusefs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"syscall"
 	"time"
@@ -144,10 +146,33 @@ func mountFS(dir string, root gofs.InodeEmbedder, opts *gofs.Options, ops OpObse
 		return nil, err
 	}
 	go srv.Serve()
-	if err := srv.WaitMount(); err != nil {
-		return nil, err
+	if err := waitReady(srv); err != nil {
+		// The kernel has the mount already: take it down rather than
+		// leave behind a mount point nobody serves.
+		if uerr := srv.Unmount(); uerr != nil {
+			if lerr := Unmount(dir, true); lerr != nil {
+				return nil, fmt.Errorf("mount not ready: %w (and left mounted: %v)", err, lerr)
+			}
+		}
+		return nil, fmt.Errorf("mount not ready: %w", err)
 	}
 	return srv, nil
+}
+
+// probe is go-fuse's readiness check of a new mount: it opens a file of
+// the mount, which the kernel serves once the mount is up.
+var probe = (*fuse.Server).WaitMount
+
+// waitReady waits until the kernel serves srv. The probe's open can be
+// interrupted by the Go runtime's own signals (EINTR), and is then made
+// again.
+func waitReady(srv *fuse.Server) error {
+	for i := 0; ; i++ {
+		err := probe(srv)
+		if !errors.Is(err, syscall.EINTR) || i == 9 {
+			return err
+		}
+	}
 }
 
 // observedRaw times every operation of a raw file system for obs. It

@@ -54,6 +54,7 @@ var posixCases = map[string]func(t *testing.T, dir string){
 	"Fallocate":            testFallocate,
 	"HardLinks":            testHardLinks,
 	"HardLinkOpenFile":     testHardLinkOpenFile,
+	"TimesFollowChanges":   testTimesFollowChanges,
 }
 
 // goFusePosix lists the cases of go-fuse's posixtest suite chunkfs must

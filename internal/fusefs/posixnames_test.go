@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
@@ -449,4 +450,61 @@ func TestDeviceNodeNeedsRoot(t *testing.T) {
 	if err != nil || fi.Rdev != uint32(unix.Mkdev(1, 3)) || fi.FileMode.Type() != fs.ModeDevice|fs.ModeCharDevice {
 		t.Errorf("mknod of a device as root: %+v, %v", fi, err)
 	}
+}
+
+// testTimesFollowChanges: mtime and ctime change as POSIX (and
+// pjdfstest) expect: a write, a truncation, a chmod and changes of a
+// directory's entries move them; a chmod leaves mtime alone.
+func testTimesFollowChanges(t *testing.T, dir string) {
+	f, d := filepath.Join(dir, "f"), filepath.Join(dir, "d")
+	writeFile(t, f, []byte("x"))
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// after runs op and checks which of p's times moved past what they
+	// were: mtime is first set in the past, ctime is waited past.
+	after := func(what, p string, op func() error, mtime, ctime bool) {
+		t.Helper()
+		old := []unix.Timespec{{Sec: 1000}, {Sec: 1000}}
+		if err := unix.UtimesNano(p, old); err != nil {
+			t.Fatal(err)
+		}
+		before := statT(t, p)
+		// Past the ctime, by more than a tick of the kernel's coarse
+		// clock (which sets ctime with the write-back cache).
+		for time.Since(time.Unix(before.Ctim.Unix())) < 25*time.Millisecond {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := op(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		st := statT(t, p)
+		if moved := st.Mtim.Sec != 1000 || st.Mtim.Nsec != 0; moved != mtime {
+			t.Errorf("%s: mtime of %s moved %v, want %v", what, filepath.Base(p), moved, mtime)
+		}
+		bc, ac := time.Unix(before.Ctim.Unix()), time.Unix(st.Ctim.Unix())
+		if moved := ac.After(bc); moved != ctime {
+			t.Errorf("%s: ctime of %s moved %v (%v → %v), want %v", what, filepath.Base(p), moved, bc, ac, ctime)
+		}
+	}
+	after("write", f, func() error {
+		h, err := os.OpenFile(f, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := h.WriteAt([]byte("yz"), 1); err != nil {
+			h.Close()
+			return err
+		}
+		return h.Close()
+	}, true, true)
+	after("truncate", f, func() error { return os.Truncate(f, 1) }, true, true)
+	after("chmod", f, func() error { return os.Chmod(f, 0o600) }, false, true)
+	after("create", d, func() error { return os.WriteFile(filepath.Join(d, "a"), nil, 0o644) }, true, true)
+	after("mkdir", d, func() error { return os.Mkdir(filepath.Join(d, "sub"), 0o755) }, true, true)
+	after("rename within", d, func() error { return os.Rename(filepath.Join(d, "a"), filepath.Join(d, "b")) }, true, true)
+	after("rename out", d, func() error { return os.Rename(filepath.Join(d, "b"), filepath.Join(dir, "b")) }, true, true)
+	after("rename in", d, func() error { return os.Rename(filepath.Join(dir, "b"), filepath.Join(d, "c")) }, true, true)
+	after("unlink", d, func() error { return os.Remove(filepath.Join(d, "c")) }, true, true)
+	after("rmdir", d, func() error { return os.Remove(filepath.Join(d, "sub")) }, true, true)
 }

@@ -22,11 +22,16 @@ type writeBehind struct {
 
 	mu       sync.Mutex // guards the fields below
 	idle     sync.Cond  // signalled when a background push ends
-	dirty    []extent   // sorted by offset, neither overlapping nor touching
+	dirty    []extent   // sorted by offset, not overlapping (touching ones are joined by split)
 	size     int        // bytes in dirty
 	pushing  bool       // a background push is in flight
 	inFlight int64      // end of the batch being pushed
 	err      error      // first failed push
+	// spare is a batch-sized buffer a finished push gave back, reused by
+	// the next batch: memory the process touched already, where a fresh
+	// allocation costs a page fault per page (a large share of a
+	// stream's cost in a virtual machine).
+	spare []byte
 }
 
 // extent is a run of buffered bytes at an offset.
@@ -43,9 +48,17 @@ func newWriteBehind(f File, limit, flushSize int, timeout time.Duration) *writeB
 	return w
 }
 
-// write buffers a copy of p at off, starting a background push once the
+// write buffers p at off (writer).
+func (w *writeBehind) write(_ context.Context, p []byte, off int64) (int, error) {
+	if err := w.buffer(p, off); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// buffer buffers a copy of p at off, starting a background push once the
 // buffer is full.
-func (w *writeBehind) write(p []byte, off int64) error {
+func (w *writeBehind) buffer(p []byte, off int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -70,6 +83,7 @@ func (w *writeBehind) flush(ctx context.Context) error {
 	w.waitLocked()
 	if batch, _ := w.takeLocked(); len(batch) > 0 {
 		w.failLocked(w.push(ctx, batch))
+		w.recycleLocked(batch)
 	}
 	return w.err
 }
@@ -119,6 +133,7 @@ func (w *writeBehind) pushInBackground(batch []extent) {
 	err := w.push(ctx, batch)
 	cancel()
 	w.mu.Lock()
+	w.recycleLocked(batch)
 	w.failLocked(err)
 	w.pushing, w.inFlight = false, 0
 	w.idle.Broadcast()
@@ -148,23 +163,45 @@ func (w *writeBehind) push(ctx context.Context, batch []extent) error {
 	return first
 }
 
-// split cuts extents at multiples of size.
+// split cuts a batch's extents at multiples of size, and joins the
+// pieces of touching extents between two multiples into one write.
 func split(batch []extent, size int) []extent {
 	var out []extent
+	joined := map[int]bool{} // pieces of out with a buffer of their own
 	for _, e := range batch {
 		for len(e.data) > 0 {
 			n := min(size-int(e.off%int64(size)), len(e.data))
-			out = append(out, extent{e.off, e.data[:n]})
+			if k := len(out) - 1; k >= 0 && out[k].end() == e.off && e.off%int64(size) != 0 {
+				if !joined[k] {
+					// A buffer of its own, with room up to the next
+					// multiple of size: later joins copy only theirs.
+					prev := out[k].data
+					room := size - int(out[k].off%int64(size))
+					out[k].data = append(make([]byte, 0, room), prev...)
+					joined[k] = true
+				}
+				out[k].data = append(out[k].data, e.data[:n]...)
+			} else {
+				out = append(out, extent{e.off, e.data[:n]})
+			}
 			e.off, e.data = e.off+int64(n), e.data[n:]
 		}
 	}
 	return out
 }
 
-// insertLocked copies p into the buffer at off, merging it with every
-// extent it overlaps or touches. Appending to the last extent, the common
-// case of a sequential writer, copies p once.
+// insertLocked copies p into the buffer at off. Appending to (or
+// overwriting within) the last extent, the common case of a sequential
+// writer, copies p once; so does a write that overlaps no extent, which
+// becomes one of its own even where it touches others: the kernel's
+// write-back sends a stream's requests concurrently, so they arrive out of
+// order, and joining each to its neighbours would copy them again and
+// again (split joins them once, when they are pushed). A write that
+// overlaps extents is merged with them.
 func (w *writeBehind) insertLocked(p []byte, off int64) {
+	if len(p) == 0 {
+		return // writes nothing, and does not extend the file
+	}
 	end := off + int64(len(p))
 	if n := len(w.dirty); n > 0 {
 		last := &w.dirty[n-1]
@@ -172,7 +209,7 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 			w.size -= len(last.data)
 			keep := int(off - last.off)
 			if end >= last.end() {
-				last.data = appendGrow(last.data[:keep], p, w.limit)
+				last.data = w.appendGrow(last.data[:keep], p)
 			} else {
 				copy(last.data[keep:], p)
 			}
@@ -180,10 +217,15 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 			return
 		}
 	}
-	i := sort.Search(len(w.dirty), func(i int) bool { return w.dirty[i].end() >= off })
+	i := sort.Search(len(w.dirty), func(i int) bool { return w.dirty[i].end() > off })
 	j := i
-	for j < len(w.dirty) && w.dirty[j].off <= end {
+	for j < len(w.dirty) && w.dirty[j].off < end {
 		j++
+	}
+	if i == j {
+		w.size += len(p)
+		w.dirty = append(w.dirty[:i], append([]extent{{off, append([]byte(nil), p...)}}, w.dirty[i:]...)...)
+		return
 	}
 	lo, hi := off, end
 	if i < j {
@@ -204,16 +246,36 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 // where append's gentler growth for large slices copies it several times.
 // Once an extent reaches a quarter of the buffer's limit it grows straight
 // to the largest size a batch reaches (limit plus one more write), so the
-// kernel's 1 MiB write-back requests fill it without further copies.
-func appendGrow(b, p []byte, limit int) []byte {
+// kernel's write-back requests fill it without further copies. The spare
+// buffer, which has that size, is taken at the first growth.
+func (w *writeBehind) appendGrow(b, p []byte) []byte {
 	if need := len(b) + len(p); need > cap(b) {
 		c := max(need, 2*cap(b), 64<<10)
-		if c > limit/4 {
-			c = max(need, limit+len(p))
+		if c > w.limit/4 {
+			c = max(need, w.limit+maxWriteSize)
 		}
-		nb := make([]byte, len(b), c)
+		var nb []byte
+		if cap(w.spare) >= c {
+			nb, w.spare = w.spare[:len(b)], nil
+		} else {
+			nb = make([]byte, len(b), c)
+		}
 		copy(nb, b)
 		b = nb
 	}
 	return append(b, p...)
+}
+
+// maxWriteSize is the largest write the kernel sends (Config.MaxWrite's
+// bound).
+const maxWriteSize = 1 << 20
+
+// recycleLocked keeps the largest buffer of a pushed batch as the spare
+// one. WriteAt does not retain what it is given (io.WriterAt).
+func (w *writeBehind) recycleLocked(batch []extent) {
+	for _, e := range batch {
+		if cap(e.data) >= w.limit+maxWriteSize && cap(e.data) > cap(w.spare) {
+			w.spare = e.data[:0]
+		}
+	}
 }
