@@ -287,26 +287,10 @@ func TestRecommissionTrimsKeepingRackSpread(t *testing.T) {
 // server and places no new chunk on it.
 func TestDecommissionSurvivesFailover(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Dir = t.TempDir()
 	cfg.ChunkSize = healChunk
 	cfg.Chunkservers = 4
 	cfg.Masters = 3
-	cfg.Master = func(mc *master.Config) { mc.Placement.MinFree = 0 }
-	c, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	if _, err := c.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := newDefaultClient(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
+	c, cl, ctx := startWith(t, cfg)
 	files := drainFiles(t, ctx, cl, 4)
 	victim := c.ChunkserverAddr(3)
 	if _, err := cl.Decommission(ctx, victim, false); err != nil {

@@ -20,9 +20,17 @@ import (
 func startGroupCluster(t *testing.T) (*Cluster, *client.Client, context.Context) {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.Dir = t.TempDir()
 	cfg.ChunkSize = 256 << 10
 	cfg.Masters, cfg.Observers = 3, 1
+	return startWith(t, cfg)
+}
+
+// startWith starts cfg's cluster in a temporary directory (no free-space
+// floor for placement), waits for a leader and returns a client given
+// every master's address; all are closed at the test's end.
+func startWith(t *testing.T, cfg Config) (*Cluster, *client.Client, context.Context) {
+	t.Helper()
+	cfg.Dir = t.TempDir()
 	cfg.Master = func(mc *master.Config) { mc.Placement.MinFree = 0 }
 	c, err := Start(cfg)
 	if err != nil {

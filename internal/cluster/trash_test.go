@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs/client"
-	"github.com/chunkfs/chunkfs/internal/master"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
@@ -16,26 +15,10 @@ import (
 // leader is killed the new one undeletes it, data and all.
 func TestGroupTrashAgrees(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Dir = t.TempDir()
 	cfg.ChunkSize = 256 << 10
 	cfg.Masters = 3
 	cfg.TrashPeriod = time.Hour
-	cfg.Master = func(mc *master.Config) { mc.Placement.MinFree = 0 }
-	c, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	if _, err := c.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := newDefaultClient(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
+	c, cl, ctx := startWith(t, cfg)
 	data := []byte("kept through a failover")
 	put(t, ctx, cl, "/f", data)
 	if err := cl.Remove(ctx, "/f"); err != nil {
