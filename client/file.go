@@ -71,10 +71,31 @@ func (c *Client) OpenFile(ctx context.Context, path string, flag int, perm fs.Fi
 	return f, err
 }
 
+// CreateOptions are what a create sets beyond os.OpenFile's arguments.
+type CreateOptions struct {
+	// Replication is how many replicas the new file's chunks keep, from
+	// its first chunk on; 0 takes its directory's. An existing file keeps
+	// its own.
+	Replication int
+}
+
+// OpenFileWith is OpenFile that creates a new file with o.
+func (c *Client) OpenFileWith(ctx context.Context, path string, flag int, perm fs.FileMode, o CreateOptions) (*File, error) {
+	if o.Replication < 0 || o.Replication > chunkfs.MaxReplication {
+		return nil, chunkfs.E("create", path, chunkfs.KindInvalid, "replication must be between 1 and 16")
+	}
+	f, _, err := c.openFile(ctx, path, flag, perm, o)
+	return f, err
+}
+
 // OpenFileInfo is OpenFile that also returns the file's attributes as the
 // open learned them from the master (its create, or its stat), before any
 // truncation it made: a caller that needs both makes one call.
 func (c *Client) OpenFileInfo(ctx context.Context, path string, flag int, perm fs.FileMode) (*File, *chunkfs.FileInfo, error) {
+	return c.openFile(ctx, path, flag, perm, CreateOptions{})
+}
+
+func (c *Client) openFile(ctx context.Context, path string, flag int, perm fs.FileMode, o CreateOptions) (*File, *chunkfs.FileInfo, error) {
 	path, err := checkPath("open", path)
 	if err != nil {
 		return nil, nil, err
@@ -83,7 +104,7 @@ func (c *Client) OpenFileInfo(ctx context.Context, path string, flag int, perm f
 	ctx = reqid.Ensure(ctx) // the open's
 	var fi *chunkfs.FileInfo
 	if flag&os.O_CREATE != 0 {
-		fi, err = c.create(ctx, path, flag, perm)
+		fi, err = c.create(ctx, path, flag, perm, o)
 	} else {
 		fi, err = c.Stat(ctx, path)
 	}
@@ -152,13 +173,13 @@ func (c *Client) checkAccess(path string, fi *chunkfs.FileInfo, flag int) error 
 	return nil
 }
 
-func (c *Client) create(ctx context.Context, path string, flag int, perm fs.FileMode) (*chunkfs.FileInfo, error) {
+func (c *Client) create(ctx context.Context, path string, flag int, perm fs.FileMode, o CreateOptions) (*chunkfs.FileInfo, error) {
 	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		return nil, chunkfs.E("create", path, chunkfs.KindInvalid, "O_CREATE needs O_WRONLY or O_RDWR")
 	}
 	resp, err := c.master.Create(ctx, &pb.CreateRequest{
 		Caller: c.caller, Path: path, Mode: uint32(perm & modeBits &^ c.cfg.Umask),
-		Exclusive: flag&os.O_EXCL != 0, Truncate: flag&os.O_TRUNC != 0,
+		Exclusive: flag&os.O_EXCL != 0, Truncate: flag&os.O_TRUNC != 0, Replication: uint32(o.Replication),
 		FirstChunk: true, // opened to write: its chunk 0 comes in the create's log entry
 	})
 	if err != nil {

@@ -47,9 +47,14 @@ func writeRemote(ctx context.Context, c *client.Client, dst string, r io.Reader)
 }
 
 // copyToTemp creates tmp exclusively, copies r into it and closes it,
-// then gives it old's permission bits and replication when old is set.
+// then gives it old's permission bits when old is set; it is created
+// with old's replication.
 func copyToTemp(ctx context.Context, c *client.Client, tmp string, r io.Reader, old *chunkfs.FileInfo) error {
-	f, err := c.OpenFile(ctx, tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	var o client.CreateOptions
+	if old != nil {
+		o.Replication = old.Replication
+	}
+	f, err := c.OpenFileWith(ctx, tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666, o)
 	if err != nil {
 		return err
 	}
@@ -60,13 +65,7 @@ func copyToTemp(ctx context.Context, c *client.Client, tmp string, r io.Reader, 
 	if err != nil || old == nil {
 		return err
 	}
-	if err := c.Chmod(ctx, tmp, old.FileMode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
-		return err
-	}
-	if fi, err := c.Stat(ctx, tmp); err != nil || fi.Replication == old.Replication {
-		return err
-	}
-	return c.SetReplication(ctx, tmp, old.Replication)
+	return c.Chmod(ctx, tmp, old.FileMode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
 }
 
 // cleanUp removes the partial copy tmp after err, even when ctx was

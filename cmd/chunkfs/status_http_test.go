@@ -72,6 +72,9 @@ func TestStatusOfACluster(t *testing.T) {
 	if written < 3*(3<<20) || read < 3<<20 || meta == 0 {
 		t.Errorf("chunkservers moved %d bytes in, %d out, hold %d bytes of metadata; want 3 replicas of 3 MiB in, 3 MiB out", written, read, meta)
 	}
+	// 3 MiB on 1 MiB chunks, one chunk of 1000 bytes, and the empty
+	// file's chunk 0, which its create placed: five chunks of three
+	// replicas.
 	code, body := httpGet(t, url+"metrics")
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)
@@ -79,7 +82,7 @@ func TestStatusOfACluster(t *testing.T) {
 	if _, err := metrics.Check(strings.NewReader(body)); err != nil {
 		t.Fatalf("/metrics: %v", err)
 	}
-	for _, want := range []string{`chunkfs_rpc_requests_total{code="OK",method="PrepareWrite",service="Master"}`, "chunkfs_files 3", "chunkfs_chunks 4", `chunkfs_raft_state{state="standalone"} 1`, "chunkfs_replicas 12"} {
+	for _, want := range []string{`chunkfs_rpc_requests_total{code="OK",method="PrepareWrite",service="Master"}`, "chunkfs_files 3", "chunkfs_chunks 5", `chunkfs_raft_state{state="standalone"} 1`, "chunkfs_replicas 15"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "chunkfs_rpc_requests_total"))
 		}
@@ -102,7 +105,7 @@ func TestStatusOfACluster(t *testing.T) {
 		t.Errorf("chunkserver page: %d\n%.1000s", code, page)
 	}
 	code, body = httpGet(t, srv.URL+"/metrics")
-	if _, err := metrics.Check(strings.NewReader(body)); code != 200 || err != nil || !strings.Contains(body, "chunkfs_chunkserver_chunks 4") {
+	if _, err := metrics.Check(strings.NewReader(body)); code != 200 || err != nil || !strings.Contains(body, "chunkfs_chunkserver_chunks 5") {
 		t.Errorf("chunkserver /metrics: %d, %v\n%s", code, err, grepLines(body, "chunkfs_chunkserver"))
 	}
 }

@@ -53,10 +53,7 @@ func newProbeTask(ctx context.Context, c *client.Client, trace *traceRecorder, p
 	p := &probeTask{c: c, trace: trace, path: path, io: io, rounds: rounds}
 	names := []string{path + ".r1", path + ".r2", path}
 	for i, name := range names {
-		f, err := c.Create(ctx, name)
-		if err == nil && i < 2 {
-			err = c.SetReplication(ctx, name, i+1)
-		}
+		f, err := c.OpenFileWith(ctx, name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666, client.CreateOptions{Replication: i + 1})
 		if err != nil {
 			p.closeFiles()
 			return nil, err

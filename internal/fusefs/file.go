@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/chunkfs/chunkfs"
@@ -22,6 +23,10 @@ type handle struct {
 	write bool   // opened for writing
 	size  int64  // the file's length on the cluster at open: read-ahead stops there
 	w     writer
+
+	// closed is set at the first close(2) of a descriptor of this open
+	// file (Flush): its release may follow at any moment.
+	closed atomic.Bool
 
 	mu         sync.Mutex // guards ra and lockOwners
 	ra         window
@@ -312,6 +317,7 @@ var _ = (gofs.FileFlusher)((*handle)(nil))
 // of theirs is returned to close. Which buffers a close pushes, and what
 // it records of the file's version, is the kernel cache's (policy.go).
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
+	h.closed.Store(true)
 	cctx, cancel := h.n.m.mutation(ctx)
 	defer cancel()
 	if err := h.n.m.kernel.push(cctx, h); err != nil {

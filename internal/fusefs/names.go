@@ -266,9 +266,16 @@ func (n *node) hide(ctx context.Context, caller chunkfs.Caller, name string, c *
 }
 
 // releaseWait bounds how long an rmdir waits for the releases that remove
-// hidden names from its directory: the kernel sends a release just after
-// the last close(2) returns, so a longer wait means a file still open.
-const releaseWait = 2 * time.Second
+// hidden names from its directory while some handle of theirs has not
+// been closed: the kernel sends a release just after the last close(2)
+// returns, so a longer wait means a file still open. When every handle
+// has been closed, the releases are on their way and the rmdir waits
+// for them up to closedWait, as long as a loaded mount may take to run
+// them.
+const (
+	releaseWait = 2 * time.Second
+	closedWait  = 30 * time.Second
+)
 
 // awaitHidden waits until the hidden files of this mount directly in dir
 // have had their names removed, if dir holds nothing else; it reports
@@ -283,17 +290,23 @@ func (s *names) awaitHidden(ctx context.Context, dir string) bool {
 	}
 	s.mu.Unlock()
 	var gone []chan struct{}
+	wait := closedWait
 	for _, n := range hidden {
 		n.mu.Lock()
 		if n.gone != nil { // nil: its name went meanwhile
 			gone = append(gone, n.gone)
+		}
+		for h := range n.handles {
+			if !h.closed.Load() {
+				wait = releaseWait
+			}
 		}
 		n.mu.Unlock()
 	}
 	if len(gone) == 0 {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, releaseWait)
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for _, g := range gone {
 		select {
