@@ -84,7 +84,7 @@ func chunkCommand(cmd []byte) bool {
 	}
 	switch namespace.Op(cmd[1]) {
 	case namespace.OpInit, namespace.OpMkdir, namespace.OpLeaseHorizon, namespace.OpSetXattr,
-		namespace.OpRemoveXattr, namespace.OpDecommission, namespace.OpRecommission, namespace.OpLink:
+		namespace.OpRemoveXattr, namespace.OpDecommission, namespace.OpRecommission, namespace.OpLink, namespace.OpSafeMode:
 		return false
 	}
 	return true

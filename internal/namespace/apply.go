@@ -59,6 +59,8 @@ func (ns *Namespace) Apply(c *Command) Result {
 		r = ns.decommission(c)
 	case OpLink:
 		r = ns.link(c)
+	case OpSafeMode:
+		ns.safeMode(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}

@@ -29,6 +29,7 @@ const (
 	OpDecommission               // Path = chunkserver ID: drain it (servers.go)
 	OpRecommission               // Path = chunkserver ID: stop draining it
 	OpLink                       // Path → Target: a new name for an existing non-directory
+	OpSafeMode                   // FlagSafeModeEnter: an operator holds the master in safe mode; without: leaves it (safemode.go)
 	opEnd
 )
 
@@ -39,7 +40,7 @@ var opNames = [...]string{
 	OpLeaseHorizon: "lease horizon", OpSetVersion: "set version",
 	OpSetXattr: "setxattr", OpRemoveXattr: "removexattr",
 	OpDecommission: "decommission", OpRecommission: "recommission",
-	OpLink: "link",
+	OpLink: "link", OpSafeMode: "safe mode",
 }
 
 func (o Op) String() string {
@@ -70,6 +71,9 @@ const (
 	FlagTouch    = FlagParents
 	FlagTimesNow = FlagParents
 	FlagExchange = FlagRecursive
+	// FlagSafeModeEnter (safe mode: enter; without it, leave) shares a
+	// bit with FlagParents.
+	FlagSafeModeEnter = FlagParents
 )
 
 // SetAttr mask bits: which fields of a Command an OpSetAttr changes.

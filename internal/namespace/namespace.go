@@ -108,6 +108,7 @@ type Namespace struct {
 	defaultRepl  uint8
 	leaseHorizon int64    // Unix ns; no lease granted by any master lasts beyond it
 	draining     []string // IDs of the chunkservers being decommissioned, sorted (servers.go)
+	safe         safeHold // an operator's safe mode (safemode.go)
 	files, dirs  int64    // inodes (symbolic links and special files count as files; a hard link adds none)
 	bytes        int64    // sum of file lengths
 }

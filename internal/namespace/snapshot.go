@@ -15,13 +15,15 @@ import (
 // snapshotMagic starts every snapshot, followed by the format version:
 // 1 without extended attributes, 2 with them, 3 also with the chunkservers
 // being decommissioned after the inodes, 4 with directory entries apart
-// from inodes (hard links). Restore reads all four.
+// from inodes (hard links), 5 also with the operators' safe mode after the
+// chunkservers. Restore reads all five.
 var snapshotMagic = []byte("CFNS")
 
 const (
-	snapshotV1      = 1
-	snapshotLinks   = 4 // the first format with hard links
-	snapshotVersion = 4
+	snapshotV1       = 1
+	snapshotLinks    = 4 // the first format with hard links
+	snapshotSafeMode = 5 // the first format with the operators' safe mode
+	snapshotVersion  = 5
 )
 
 // maxDepth bounds directory nesting in a snapshot (a valid path cannot be
@@ -57,6 +59,14 @@ func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
 		for _, id := range ns.draining {
 			s.string(id)
 		}
+	}
+	if version >= snapshotSafeMode {
+		held := uint64(0)
+		if ns.safe.held {
+			held = 1
+		}
+		s.uvarint(held)
+		s.varint(ns.safe.left)
 	}
 	s.raw(binary.BigEndian.AppendUint32(nil, s.crc.Sum32()))
 	if s.err != nil {
@@ -271,6 +281,10 @@ func (s *snapReader) namespace() (*Namespace, error) {
 	name, root := s.inode(ns, 0)
 	if s.version >= 3 {
 		s.draining(ns)
+	}
+	if s.version >= snapshotSafeMode {
+		ns.safe.held = s.uvarint(1) == 1
+		ns.safe.left = s.varint()
 	}
 	if s.err != nil {
 		return nil, s.err

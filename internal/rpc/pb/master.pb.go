@@ -2871,6 +2871,7 @@ type ClusterReportResponse struct {
 	RepairRate      float64                `protobuf:"fixed64,14,opt,name=repair_rate,json=repairRate,proto3" json:"repair_rate,omitempty"`             // bytes per second cloned over the last minute
 	Repaired        int64                  `protobuf:"varint,15,opt,name=repaired,proto3" json:"repaired,omitempty"`                                    // clones completed since the master started
 	Balance         *BalanceStatus         `protobuf:"bytes,16,opt,name=balance,proto3" json:"balance,omitempty"`
+	SafeModeHeld    bool                   `protobuf:"varint,17,opt,name=safe_mode_held,json=safeModeHeld,proto3" json:"safe_mode_held,omitempty"` // an operator holds the master in safe mode (admin safemode enter)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -3015,6 +3016,13 @@ func (x *ClusterReportResponse) GetBalance() *BalanceStatus {
 		return x.Balance
 	}
 	return nil
+}
+
+func (x *ClusterReportResponse) GetSafeModeHeld() bool {
+	if x != nil {
+		return x.SafeModeHeld
+	}
+	return false
 }
 
 // FsckRequest checks the files under path (a file or a directory tree).
@@ -5365,6 +5373,129 @@ func (x *DecommissionResponse) GetServers() []*DecommissionState {
 	return nil
 }
 
+// SafeModeRequest (admin) reads the master's safe mode (get), holds it in
+// safe mode (enter) or makes it leave (leave), as hdfs dfsadmin -safemode.
+// Enter and leave need the superuser and are logged.
+type SafeModeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Action        string                 `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"` // get, enter or leave
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SafeModeRequest) Reset() {
+	*x = SafeModeRequest{}
+	mi := &file_master_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SafeModeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SafeModeRequest) ProtoMessage() {}
+
+func (x *SafeModeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SafeModeRequest.ProtoReflect.Descriptor instead.
+func (*SafeModeRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *SafeModeRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *SafeModeRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+type SafeModeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	SafeMode      bool                   `protobuf:"varint,2,opt,name=safe_mode,json=safeMode,proto3" json:"safe_mode,omitempty"` // the master creates no chunk and plans no repair
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`                      // what it waits for
+	Held          bool                   `protobuf:"varint,4,opt,name=held,proto3" json:"held,omitempty"`                         // an operator holds it there: only leave ends it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SafeModeResponse) Reset() {
+	*x = SafeModeResponse{}
+	mi := &file_master_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SafeModeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SafeModeResponse) ProtoMessage() {}
+
+func (x *SafeModeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SafeModeResponse.ProtoReflect.Descriptor instead.
+func (*SafeModeResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *SafeModeResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *SafeModeResponse) GetSafeMode() bool {
+	if x != nil {
+		return x.SafeMode
+	}
+	return false
+}
+
+func (x *SafeModeResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SafeModeResponse) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
 var File_master_proto protoreflect.FileDescriptor
 
 const file_master_proto_rawDesc = "" +
@@ -5610,7 +5741,7 @@ const file_master_proto_rawDesc = "" +
 	" \x01(\x03R\x04free\x12&\n" +
 	"\x05disks\x18\v \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\x12\x14\n" +
 	"\x05state\x18\f \x01(\tR\x05state\x12'\n" +
-	"\x0fdrain_remaining\x18\r \x01(\x03R\x0edrainRemaining\"\xab\x04\n" +
+	"\x0fdrain_remaining\x18\r \x01(\x03R\x0edrainRemaining\"\xd1\x04\n" +
 	"\x15ClusterReportResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
 	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.ChunkServerStatusR\aservers\x12\x14\n" +
@@ -5630,7 +5761,8 @@ const file_master_proto_rawDesc = "" +
 	"\vrepair_rate\x18\x0e \x01(\x01R\n" +
 	"repairRate\x12\x1a\n" +
 	"\brepaired\x18\x0f \x01(\x03R\brepaired\x123\n" +
-	"\abalance\x18\x10 \x01(\v2\x19.chunkfs.v1.BalanceStatusR\abalance\"j\n" +
+	"\abalance\x18\x10 \x01(\v2\x19.chunkfs.v1.BalanceStatusR\abalance\x12$\n" +
+	"\x0esafe_mode_held\x18\x11 \x01(\bR\fsafeModeHeld\"j\n" +
 	"\vFsckRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1b\n" +
@@ -5794,7 +5926,15 @@ const file_master_proto_rawDesc = "" +
 	"\tremaining\x18\x05 \x01(\x03R\tremaining\"j\n" +
 	"\x14DecommissionResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
-	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.DecommissionStateR\aservers2\x8a\x10\n" +
+	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.DecommissionStateR\aservers\"U\n" +
+	"\x0fSafeModeRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\"v\n" +
+	"\x10SafeModeResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x1b\n" +
+	"\tsafe_mode\x18\x02 \x01(\bR\bsafeMode\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04held\x18\x04 \x01(\bR\x04held2\xd1\x10\n" +
 	"\x06Master\x12<\n" +
 	"\x05Mkdir\x12\x18.chunkfs.v1.MkdirRequest\x1a\x19.chunkfs.v1.MkdirResponse\x12?\n" +
 	"\x06Create\x12\x19.chunkfs.v1.CreateRequest\x1a\x1a.chunkfs.v1.CreateResponse\x129\n" +
@@ -5824,7 +5964,8 @@ const file_master_proto_rawDesc = "" +
 	"\x04Lock\x12\x17.chunkfs.v1.LockRequest\x1a\x18.chunkfs.v1.LockResponse\x12B\n" +
 	"\aBalance\x12\x1a.chunkfs.v1.BalanceRequest\x1a\x1b.chunkfs.v1.BalanceResponse\x12Q\n" +
 	"\fDecommission\x12\x1f.chunkfs.v1.DecommissionRequest\x1a .chunkfs.v1.DecommissionResponse\x129\n" +
-	"\x04Link\x12\x17.chunkfs.v1.LinkRequest\x1a\x18.chunkfs.v1.LinkResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
+	"\x04Link\x12\x17.chunkfs.v1.LinkRequest\x1a\x18.chunkfs.v1.LinkResponse\x12E\n" +
+	"\bSafeMode\x12\x1b.chunkfs.v1.SafeModeRequest\x1a\x1c.chunkfs.v1.SafeModeResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once
@@ -5838,7 +5979,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_master_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: chunkfs.v1.Caller
 	(*FileInfo)(nil),              // 1: chunkfs.v1.FileInfo
@@ -5913,7 +6054,9 @@ var file_master_proto_goTypes = []any{
 	(*DecommissionRequest)(nil),   // 70: chunkfs.v1.DecommissionRequest
 	(*DecommissionState)(nil),     // 71: chunkfs.v1.DecommissionState
 	(*DecommissionResponse)(nil),  // 72: chunkfs.v1.DecommissionResponse
-	(*ErrorDetail)(nil),           // 73: chunkfs.v1.ErrorDetail
+	(*SafeModeRequest)(nil),       // 73: chunkfs.v1.SafeModeRequest
+	(*SafeModeResponse)(nil),      // 74: chunkfs.v1.SafeModeResponse
+	(*ErrorDetail)(nil),           // 75: chunkfs.v1.ErrorDetail
 }
 var file_master_proto_depIdxs = []int32{
 	0,  // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
@@ -5956,7 +6099,7 @@ var file_master_proto_depIdxs = []int32{
 	10, // 37: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
 	16, // 38: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
 	23, // 39: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
-	73, // 40: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
+	75, // 40: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
 	7,  // 41: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
 	5,  // 42: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
 	3,  // 43: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
@@ -5979,69 +6122,72 @@ var file_master_proto_depIdxs = []int32{
 	67, // 60: chunkfs.v1.BalanceResponse.status:type_name -> chunkfs.v1.BalanceStatus
 	0,  // 61: chunkfs.v1.DecommissionRequest.caller:type_name -> chunkfs.v1.Caller
 	71, // 62: chunkfs.v1.DecommissionResponse.servers:type_name -> chunkfs.v1.DecommissionState
-	2,  // 63: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
-	4,  // 64: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
-	6,  // 65: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
-	8,  // 66: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
-	10, // 67: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
-	14, // 68: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
-	16, // 69: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
-	19, // 70: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
-	21, // 71: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
-	23, // 72: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
-	25, // 73: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
-	37, // 74: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
-	35, // 75: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
-	40, // 76: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
-	45, // 77: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
-	31, // 78: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
-	33, // 79: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
-	47, // 80: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
-	49, // 81: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
-	52, // 82: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
-	54, // 83: chunkfs.v1.Master.GetXattr:input_type -> chunkfs.v1.GetXattrRequest
-	56, // 84: chunkfs.v1.Master.ListXattr:input_type -> chunkfs.v1.ListXattrRequest
-	58, // 85: chunkfs.v1.Master.SetXattr:input_type -> chunkfs.v1.SetXattrRequest
-	60, // 86: chunkfs.v1.Master.RemoveXattr:input_type -> chunkfs.v1.RemoveXattrRequest
-	62, // 87: chunkfs.v1.Master.LockSession:input_type -> chunkfs.v1.LockSessionRequest
-	65, // 88: chunkfs.v1.Master.Lock:input_type -> chunkfs.v1.LockRequest
-	68, // 89: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
-	70, // 90: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
-	12, // 91: chunkfs.v1.Master.Link:input_type -> chunkfs.v1.LinkRequest
-	3,  // 92: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
-	5,  // 93: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
-	7,  // 94: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
-	9,  // 95: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
-	11, // 96: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
-	15, // 97: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
-	17, // 98: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
-	20, // 99: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
-	22, // 100: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
-	24, // 101: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
-	26, // 102: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
-	39, // 103: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
-	36, // 104: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
-	42, // 105: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
-	46, // 106: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
-	32, // 107: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
-	34, // 108: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
-	48, // 109: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
-	51, // 110: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
-	53, // 111: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
-	55, // 112: chunkfs.v1.Master.GetXattr:output_type -> chunkfs.v1.GetXattrResponse
-	57, // 113: chunkfs.v1.Master.ListXattr:output_type -> chunkfs.v1.ListXattrResponse
-	59, // 114: chunkfs.v1.Master.SetXattr:output_type -> chunkfs.v1.SetXattrResponse
-	61, // 115: chunkfs.v1.Master.RemoveXattr:output_type -> chunkfs.v1.RemoveXattrResponse
-	63, // 116: chunkfs.v1.Master.LockSession:output_type -> chunkfs.v1.LockSessionResponse
-	66, // 117: chunkfs.v1.Master.Lock:output_type -> chunkfs.v1.LockResponse
-	69, // 118: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
-	72, // 119: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
-	13, // 120: chunkfs.v1.Master.Link:output_type -> chunkfs.v1.LinkResponse
-	92, // [92:121] is the sub-list for method output_type
-	63, // [63:92] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	0,  // 63: chunkfs.v1.SafeModeRequest.caller:type_name -> chunkfs.v1.Caller
+	2,  // 64: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
+	4,  // 65: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
+	6,  // 66: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
+	8,  // 67: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
+	10, // 68: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
+	14, // 69: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
+	16, // 70: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
+	19, // 71: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
+	21, // 72: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
+	23, // 73: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
+	25, // 74: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
+	37, // 75: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
+	35, // 76: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
+	40, // 77: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
+	45, // 78: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
+	31, // 79: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
+	33, // 80: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
+	47, // 81: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
+	49, // 82: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
+	52, // 83: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
+	54, // 84: chunkfs.v1.Master.GetXattr:input_type -> chunkfs.v1.GetXattrRequest
+	56, // 85: chunkfs.v1.Master.ListXattr:input_type -> chunkfs.v1.ListXattrRequest
+	58, // 86: chunkfs.v1.Master.SetXattr:input_type -> chunkfs.v1.SetXattrRequest
+	60, // 87: chunkfs.v1.Master.RemoveXattr:input_type -> chunkfs.v1.RemoveXattrRequest
+	62, // 88: chunkfs.v1.Master.LockSession:input_type -> chunkfs.v1.LockSessionRequest
+	65, // 89: chunkfs.v1.Master.Lock:input_type -> chunkfs.v1.LockRequest
+	68, // 90: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
+	70, // 91: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
+	12, // 92: chunkfs.v1.Master.Link:input_type -> chunkfs.v1.LinkRequest
+	73, // 93: chunkfs.v1.Master.SafeMode:input_type -> chunkfs.v1.SafeModeRequest
+	3,  // 94: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
+	5,  // 95: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
+	7,  // 96: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
+	9,  // 97: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
+	11, // 98: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
+	15, // 99: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
+	17, // 100: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
+	20, // 101: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
+	22, // 102: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
+	24, // 103: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
+	26, // 104: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
+	39, // 105: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
+	36, // 106: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
+	42, // 107: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
+	46, // 108: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
+	32, // 109: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
+	34, // 110: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
+	48, // 111: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
+	51, // 112: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
+	53, // 113: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
+	55, // 114: chunkfs.v1.Master.GetXattr:output_type -> chunkfs.v1.GetXattrResponse
+	57, // 115: chunkfs.v1.Master.ListXattr:output_type -> chunkfs.v1.ListXattrResponse
+	59, // 116: chunkfs.v1.Master.SetXattr:output_type -> chunkfs.v1.SetXattrResponse
+	61, // 117: chunkfs.v1.Master.RemoveXattr:output_type -> chunkfs.v1.RemoveXattrResponse
+	63, // 118: chunkfs.v1.Master.LockSession:output_type -> chunkfs.v1.LockSessionResponse
+	66, // 119: chunkfs.v1.Master.Lock:output_type -> chunkfs.v1.LockResponse
+	69, // 120: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
+	72, // 121: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
+	13, // 122: chunkfs.v1.Master.Link:output_type -> chunkfs.v1.LinkResponse
+	74, // 123: chunkfs.v1.Master.SafeMode:output_type -> chunkfs.v1.SafeModeResponse
+	94, // [94:124] is the sub-list for method output_type
+	64, // [64:94] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -6076,7 +6222,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   73,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -52,6 +52,7 @@ const (
 	Master_Balance_FullMethodName       = "/chunkfs.v1.Master/Balance"
 	Master_Decommission_FullMethodName  = "/chunkfs.v1.Master/Decommission"
 	Master_Link_FullMethodName          = "/chunkfs.v1.Master/Link"
+	Master_SafeMode_FullMethodName      = "/chunkfs.v1.Master/SafeMode"
 )
 
 // MasterClient is the client API for Master service.
@@ -89,6 +90,7 @@ type MasterClient interface {
 	Balance(ctx context.Context, in *BalanceRequest, opts ...grpc.CallOption) (*BalanceResponse, error)
 	Decommission(ctx context.Context, in *DecommissionRequest, opts ...grpc.CallOption) (*DecommissionResponse, error)
 	Link(ctx context.Context, in *LinkRequest, opts ...grpc.CallOption) (*LinkResponse, error)
+	SafeMode(ctx context.Context, in *SafeModeRequest, opts ...grpc.CallOption) (*SafeModeResponse, error)
 }
 
 type masterClient struct {
@@ -389,6 +391,16 @@ func (c *masterClient) Link(ctx context.Context, in *LinkRequest, opts ...grpc.C
 	return out, nil
 }
 
+func (c *masterClient) SafeMode(ctx context.Context, in *SafeModeRequest, opts ...grpc.CallOption) (*SafeModeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SafeModeResponse)
+	err := c.cc.Invoke(ctx, Master_SafeMode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -424,6 +436,7 @@ type MasterServer interface {
 	Balance(context.Context, *BalanceRequest) (*BalanceResponse, error)
 	Decommission(context.Context, *DecommissionRequest) (*DecommissionResponse, error)
 	Link(context.Context, *LinkRequest) (*LinkResponse, error)
+	SafeMode(context.Context, *SafeModeRequest) (*SafeModeResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -520,6 +533,9 @@ func (UnimplementedMasterServer) Decommission(context.Context, *DecommissionRequ
 }
 func (UnimplementedMasterServer) Link(context.Context, *LinkRequest) (*LinkResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Link not implemented")
+}
+func (UnimplementedMasterServer) SafeMode(context.Context, *SafeModeRequest) (*SafeModeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SafeMode not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -1064,6 +1080,24 @@ func _Master_Link_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_SafeMode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SafeModeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).SafeMode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_SafeMode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).SafeMode(ctx, req.(*SafeModeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1186,6 +1220,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Link",
 			Handler:    _Master_Link_Handler,
+		},
+		{
+			MethodName: "SafeMode",
+			Handler:    _Master_SafeMode_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
