@@ -36,6 +36,7 @@ func TestAdminSafeMode(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "still in safe mode (held by an operator") {
 		t.Errorf("wait while held: exit %d, stderr %q", r.code, r.stderr)
 	}
+	makeBinaryReachable(t)
 	user := inv
 	user.unprivileged = true
 	if out := runWith(t, user, "admin", "safemode", "get").stdout; !strings.Contains(out, "Safe mode is ON") {
