@@ -260,6 +260,7 @@ type pcWork struct {
 	order    []string          // their paths, oldest first
 	logs     []string          // log files, oldest first
 	recs     map[string][]int  // each log's acknowledged records (sequence numbers)
+	written  int               // files acknowledged
 	verified int64             // bytes read back and compared
 	records  int64             // acknowledged records read back
 	failures []string          // wrong bytes read: each a failure of the campaign
@@ -313,9 +314,11 @@ func (w *pcWork) writeOne(ctx context.Context, i int) {
 	}
 	if err != nil {
 		w.failed("write", err)
+		time.Sleep(50 * time.Millisecond) // the master may be down: do not spin
 		return
 	}
 	w.mu.Lock()
+	w.written++
 	w.files[p] = data
 	w.order = append(w.order, p)
 	var old string
@@ -662,8 +665,8 @@ func (c *pcCluster) verifyEnd(ctx context.Context, cl *client.Client, w *pcWork,
 		t.Fatalf("admin fsck: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	c.noteRepairs(ctx, cl)
-	t.Logf("faults %v; %d files, %d bytes read back and compared, %d records; failed operations during faults %v; %d clones; fsck: %d chunks, all with 3 healthy replicas",
-		faults, len(w.files), w.verified, w.records, w.errs, c.repaired, fsck.Chunks)
+	t.Logf("faults %v; %d files acknowledged (the last %d kept), %d bytes read back and compared, %d records; failed operations during faults %v; %d clones; fsck: %d chunks, all with 3 healthy replicas",
+		faults, w.written, len(w.files), w.verified, w.records, w.errs, c.repaired, fsck.Chunks)
 }
 
 // waitServersLive waits until the master reports n live chunkservers.
