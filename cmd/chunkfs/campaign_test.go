@@ -20,6 +20,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
 var (
@@ -647,8 +648,12 @@ func (c *pcCluster) verifyEnd(ctx context.Context, cl *client.Client, w *pcWork,
 		w.verified += int64(len(got))
 	}
 	for _, log := range w.logs {
+		before := len(w.failures)
 		if err := w.verifyLog(ctx, log); err != nil {
 			w.fail("%s: %v", log, err)
+		}
+		if len(w.failures) > before {
+			c.diagnoseLog(ctx, cl, w, log)
 		}
 	}
 	if len(w.failures) > 0 {
@@ -711,4 +716,63 @@ func waitAllHealthy(ctx context.Context, cl *client.Client) (*client.FsckReport,
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// diagnoseLog logs, for a log file that failed its check, which records
+// each replica of each chunk holds, read straight from the chunkservers,
+// and what a fresh client reads: lost on every replica, or a replica or a
+// client cache that missed them.
+func (c *pcCluster) diagnoseLog(ctx context.Context, cl *client.Client, w *pcWork, log string) {
+	t := c.t
+	chunks, err := cl.Chunks(ctx, log)
+	if err != nil {
+		t.Logf("%s: chunks: %v", log, err)
+		return
+	}
+	dc := rpc.NewDataClient()
+	defer dc.Close()
+	for _, ch := range chunks {
+		for _, addr := range ch.Replicas {
+			buf := make([]byte, pcChunk)
+			n, err := dc.Read(ctx, addr, chunkfs.Handle(ch.Handle), chunkfs.Version(ch.Version), 0, buf)
+			t.Logf("%s chunk %d (handle %d v%d) on cs%d: %d bytes (%v), records %v", log, ch.Index, ch.Handle, ch.Version,
+				c.serverAt(addr), n, err, recordSeqs(w.seed, buf[:n]))
+		}
+	}
+	cfg := client.DefaultConfig()
+	cfg.Master, cfg.Caller = c.masterAddr, chunkfs.Root
+	fresh, err := client.New(ctx, cfg)
+	if err != nil {
+		return
+	}
+	defer fresh.Close()
+	data, err := readAll(ctx, fresh, log)
+	t.Logf("%s through a fresh client: %d bytes (%v), records %v", log, len(data), err, recordSeqs(w.seed, data))
+}
+
+// recordSeqs lists the sequence numbers of the valid records in b, as
+// ranges.
+func recordSeqs(seed uint64, b []byte) string {
+	rr := client.NewRecordReader(bytes.NewReader(b), 0)
+	var seqs []int
+	for {
+		rec, err := rr.Next()
+		if err != nil {
+			break
+		}
+		var seq int
+		if _, err := fmt.Sscanf(string(rec.Data), "%08d:", &seq); err == nil && bytes.Equal(rec.Data, pcRecord(seed, seq)) {
+			seqs = append(seqs, seq)
+		}
+	}
+	var out []string
+	for i := 0; i < len(seqs); {
+		j := i
+		for j+1 < len(seqs) && seqs[j+1] == seqs[j]+1 {
+			j++
+		}
+		out = append(out, fmt.Sprintf("%d-%d", seqs[i], seqs[j]))
+		i = j + 1
+	}
+	return strings.Join(out, ",")
 }
