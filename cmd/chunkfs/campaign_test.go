@@ -508,6 +508,10 @@ func TestProcessCampaign(t *testing.T) {
 	cfg := client.DefaultConfig()
 	cfg.Master, cfg.Caller, cfg.RetryTimeout = c.masterAddr, chunkfs.Root, 20*time.Second
 	cl, err := client.New(ctx, cfg)
+	for start := time.Now(); err != nil && time.Since(start) < time.Minute; {
+		time.Sleep(100 * time.Millisecond) // the master process is starting
+		cl, err = client.New(ctx, cfg)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
