@@ -266,6 +266,8 @@ type pcWork struct {
 	records  int64             // acknowledged records read back
 	failures []string          // wrong bytes read: each a failure of the campaign
 	errs     map[string]int    // operations that failed (allowed during faults), by kind
+	kept     []string          // logs whose check failed during the run, checked again at the end
+	diagnose func(log string)  // logs what each replica of a log that failed its check holds
 	t        *testing.T
 }
 
@@ -470,9 +472,21 @@ func (w *pcWork) retireLog(ctx context.Context) {
 		return
 	}
 	old := w.logs[0]
+	before := len(w.failures)
 	w.mu.Unlock()
 	if err := w.verifyLog(ctx, old); err != nil {
 		w.failed("verify log", err)
+		return
+	}
+	w.mu.Lock()
+	bad := len(w.failures) > before
+	w.mu.Unlock()
+	if bad {
+		w.diagnose(old) // kept for the end to look at again
+		w.mu.Lock()
+		w.logs = slices.Delete(w.logs, 0, 1)
+		w.kept = append(w.kept, old)
+		w.mu.Unlock()
 		return
 	}
 	w.mu.Lock()
@@ -518,6 +532,7 @@ func TestProcessCampaign(t *testing.T) {
 	defer cl.Close()
 	w := &pcWork{cl: cl, seed: seed, files: map[string][]byte{}, recs: map[string][]int{}, errs: map[string]int{}, t: t}
 
+	w.diagnose = func(log string) { c.diagnoseLog(ctx, cl, w, log) }
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -650,6 +665,10 @@ func (c *pcCluster) verifyEnd(ctx context.Context, cl *client.Client, w *pcWork,
 			continue
 		}
 		w.verified += int64(len(got))
+	}
+	for _, log := range w.kept {
+		t.Logf("%s, which failed its check during the run, at the end:", log)
+		c.diagnoseLog(ctx, cl, w, log)
 	}
 	for _, log := range w.logs {
 		before := len(w.failures)
