@@ -30,9 +30,11 @@ type Report struct {
 	Repaired    int64   `json:"repaired"`     // clones completed since the master started
 	// SafeMode is set while the master, after a start, waits for
 	// chunkservers to report the chunks' locations; it creates no chunk
-	// meanwhile. SafeModeReason says what it waits for.
+	// meanwhile. SafeModeReason says what it waits for. SafeModeHeld: an
+	// operator holds it there (SafeMode "enter").
 	SafeMode       bool   `json:"safe_mode"`
 	SafeModeReason string `json:"safe_mode_reason,omitempty"`
+	SafeModeHeld   bool   `json:"safe_mode_held,omitempty"`
 	// Balance is the rebalancer's state (nil from a master without one).
 	Balance *BalanceStatus `json:"balance,omitempty"`
 }
@@ -102,7 +104,7 @@ func (c *Client) ClusterReport(ctx context.Context) (*Report, error) {
 		Files: resp.Files, Directories: resp.Directories, Chunks: resp.Chunks,
 		UnderReplicated: resp.UnderReplicated, Bytes: resp.Bytes, ChunkSize: resp.ChunkSize,
 		Missing: resp.Missing, BeingCloned: resp.BeingCloned, Corrupt: resp.Corrupt, RepairRate: resp.RepairRate,
-		Repaired: resp.Repaired, SafeMode: resp.SafeMode, SafeModeReason: resp.SafeModeReason,
+		Repaired: resp.Repaired, SafeMode: resp.SafeMode, SafeModeReason: resp.SafeModeReason, SafeModeHeld: resp.SafeModeHeld,
 		Balance: balanceFrom(resp.Balance), Servers: make([]ServerStatus, 0, len(resp.Servers)),
 		DeadFiles: resp.DeadFiles, DeadDirectories: resp.DeadDirectories, DeadChunks: resp.DeadChunks, DeadBytes: resp.DeadBytes,
 	}

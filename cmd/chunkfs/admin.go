@@ -14,12 +14,15 @@ import (
 var adminCommand = &command{
 	name: "admin",
 	args: "report | fsck [PATH] | ha [add-voter ID ADDR | add-observer ID ADDR | remove ID | transfer-leader [ID]] | " +
-		"balance [status | start [--threshold P] | stop] | decommission [SERVER] | recommission SERVER [--json]",
+		"balance [status | start [--threshold P] | stop] | decommission [SERVER] | recommission SERVER | " +
+		"safemode [get | enter | leave | wait [--timeout D]] [--json]",
 	summary: "cluster administration: report prints the cluster's figures, fsck the health of files' chunks, ha the masters of a group (and changes it), " +
-		"balance the rebalancer, decommission drains a chunkserver (no argument: shows the drains), recommission undoes that",
+		"balance the rebalancer, decommission drains a chunkserver (no argument: shows the drains), recommission undoes that, " +
+		"safemode shows, enters, leaves or waits out the master's safe mode (no chunk created, no re-replication)",
 	example: "  chunkfs admin report\n  chunkfs admin report --json | jq '.servers[] | select(.alive | not)'\n" +
 		"  chunkfs admin fsck /data\n  chunkfs admin ha\n  chunkfs admin ha transfer-leader m2\n" +
-		"  chunkfs admin balance start --threshold 5\n  chunkfs admin decommission cs3\n  chunkfs admin recommission cs3",
+		"  chunkfs admin balance start --threshold 5\n  chunkfs admin decommission cs3\n  chunkfs admin recommission cs3\n" +
+		"  chunkfs admin safemode leave\n  chunkfs admin safemode wait --timeout 5m",
 	run: runAdmin,
 }
 
@@ -29,17 +32,26 @@ func runAdmin(ctx context.Context, e *env, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	statusAddr := fs.String("http", "", "report: the master's status address (its --http), for the heap and rates of Tables 2 and 3")
 	threshold := fs.Float64("threshold", 0, "balance start: percentage points around the mean utilisation every server is brought within (default: the master's, 10)")
+	timeout := fs.Duration("timeout", 0, "safemode wait: give up (exit status 1) after this long (default: wait until safe mode ends)")
 	ops, err := parse(e, fs, args)
 	if err != nil {
 		return err
 	}
-	thresholdSet := false
-	fs.Visit(func(f *flag.Flag) { thresholdSet = thresholdSet || f.Name == "threshold" })
+	thresholdSet, timeoutSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		thresholdSet = thresholdSet || f.Name == "threshold"
+		timeoutSet = timeoutSet || f.Name == "timeout"
+	})
 	if thresholdSet && (len(ops) == 0 || ops[0] != "balance") {
 		return usagef("--threshold goes with admin balance start")
 	}
+	if timeoutSet && (len(ops) == 0 || ops[0] != "safemode") {
+		return usagef("--timeout goes with admin safemode wait")
+	}
 	if len(ops) > 0 {
 		switch ops[0] {
+		case "safemode":
+			return runSafeMode(ctx, e, cf, *asJSON, *timeout, timeoutSet, ops[1:])
 		case "balance":
 			return runBalance(ctx, e, cf, *asJSON, *threshold, thresholdSet, ops[1:])
 		case "decommission", "recommission":
@@ -53,7 +65,7 @@ func runAdmin(ctx context.Context, e *env, args []string) error {
 		return runHA(ctx, e, cf, *asJSON, ops[1:])
 	}
 	if len(ops) != 1 || ops[0] != "report" {
-		return usagef("unknown admin command %q; known: report, fsck, ha, balance, decommission, recommission", fmt.Sprint(ops))
+		return usagef("unknown admin command %q; known: report, fsck, ha, balance, decommission, recommission, safemode", fmt.Sprint(ops))
 	}
 	c, err := cf.connect(ctx, e)
 	if err != nil {

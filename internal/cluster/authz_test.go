@@ -164,6 +164,10 @@ func TestTLSUsersActAsTheirCertificates(t *testing.T) {
 			_, err := mc.Decommission(ctx, &pb.DecommissionRequest{Caller: bobPB, Server: "cs0"})
 			return err
 		},
+		"safemode leave": func() error {
+			_, err := mc.SafeMode(ctx, &pb.SafeModeRequest{Caller: bobPB, Action: "leave"})
+			return err
+		},
 	} {
 		if err := call(); chunkfs.KindOf(err) != chunkfs.KindPermission {
 			t.Errorf("bob's %s: %v, want permission denied", what, err)

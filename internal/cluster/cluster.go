@@ -436,6 +436,23 @@ func (c *Cluster) CorruptReplica(i int, h chunkfs.Handle, off int64) error {
 	return f.Sync()
 }
 
+// RemoveReplica deletes chunk h's files (data and metadata) from
+// chunkserver i's data directory, as a lost disk would; stop the
+// chunkserver first, or it still serves what it has open.
+func (c *Cluster) RemoveReplica(i int, h chunkfs.Handle) error {
+	c.mu.Lock()
+	dir := c.cs[i].dir
+	c.mu.Unlock()
+	file, err := findChunkFile(dir, h)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(strings.TrimSuffix(file, ".data") + ".meta"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.Remove(file)
+}
+
 // HasReplica reports whether chunkserver i's data directory holds chunk h.
 func (c *Cluster) HasReplica(i int, h chunkfs.Handle) bool {
 	c.mu.Lock()

@@ -53,9 +53,9 @@ var (
 
 // methods lists every Master call and who may make it; a call not listed
 // is refused to every certificate. ClusterReport (counts and servers, no
-// names) and Fsck (which skips what its caller may not read, as hdfs fsck)
-// are open to every user; the calls that change the cluster need the
-// superuser.
+// names), Fsck (which skips what its caller may not read, as hdfs fsck)
+// and SafeMode's get are open to every user; the calls that change the
+// cluster need the superuser.
 var methods = map[string]access{
 	"Mkdir": forUsers, "Create": forUsers, "Stat": forPage, "List": forPage,
 	"Rename": forUsers, "Link": forUsers, "MakeSnapshot": forUsers, "Delete": forUsers, "SetAttr": forUsers, "GetChunks": forPage,
@@ -68,6 +68,7 @@ var methods = map[string]access{
 	"HAStatus": forHA, "HAChange": forHAAdmins, // a new observer asks the leader to add it
 	"Balance": forAdmins, "Decommission": forAdmins,
 	"TrashList": forUsers, "Undelete": forUsers, "PurgeTrash": forUsers, // the namespace shows each caller its own
+	"SafeMode": forUsers, // any user reads it; enter and leave check for the superuser
 }
 
 // authorize decides whom a call of method (its last name, "Create") acts

@@ -31,7 +31,7 @@ func (m *Master) Fsck(ctx context.Context, req *pb.FsckRequest) (*pb.FsckRespons
 		limit = maxFsckFiles
 	}
 	resp := &pb.FsckResponse{}
-	resp.SafeMode, _ = m.safeModeStatus()
+	resp.SafeMode, _ = m.startupSafeMode() // locations still being learnt: missing counts may fall (an operator's hold changes no count)
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()

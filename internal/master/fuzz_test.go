@@ -22,9 +22,11 @@ func FuzzHandlers(f *testing.F) {
 	f.Add(uint8(5), "/a/../b", "x\x00", uint32(1<<31), int64(1<<62), uint32(1000))
 	f.Add(uint8(12), "", "start", uint32(0), int64(5), uint32(0))
 	f.Add(uint8(13), "cs1", "", uint32(0), int64(1), uint32(0))
+	f.Add(uint8(14), "", "enter", uint32(0), int64(0), uint32(0))
+	f.Add(uint8(14), "", "leave", uint32(0), int64(0), uint32(1))
 	f.Fuzz(func(t *testing.T, op uint8, p, q string, mode uint32, n int64, uid uint32) {
 		c := &pb.Caller{Uid: uid % 3 * 1000, Gids: []uint32{uid % 5}}
-		switch op % 14 {
+		switch op % 15 {
 		case 0:
 			tm.m.Mkdir(bg, &pb.MkdirRequest{Caller: c, Path: p, Mode: mode, Parents: n%2 == 0})
 		case 1:
@@ -54,6 +56,8 @@ func FuzzHandlers(f *testing.F) {
 			tm.m.Balance(bg, &pb.BalanceRequest{Caller: c, Action: q, Threshold: float64(n)})
 		case 13:
 			tm.m.Decommission(bg, &pb.DecommissionRequest{Caller: c, Server: p, Recommission: n%2 == 0})
+		case 14:
+			tm.m.SafeMode(bg, &pb.SafeModeRequest{Caller: c, Action: q})
 		}
 		if err := tm.m.Check(); err != nil {
 			t.Fatal(err)

@@ -61,6 +61,7 @@ type Master struct {
 	safe     bool       // in safe mode: no chunk is created (safemode.go)
 	safeWhy  string     // what safe mode waits for
 	safeLeft time.Time  // when safe mode ended
+	started  time.Time  // when Open began: a forced leave logged after it ends start-up safe mode (safemode.go)
 
 	// snapMu is held for writing by a snapshot from its look at the
 	// source's leases to its log entry, and for reading by renames and
@@ -108,7 +109,8 @@ func Open(cfg Config) (*Master, error) {
 		return nil, err
 	}
 	cfg.Logger = reqid.Logger(cfg.Logger) // lines logged with a call's context carry its request ID
-	m := &Master{cfg: cfg, lock: lock, state: newState(cfg.TokenLifetime), pool: cfg.Security.NewPool(), stop: make(chan struct{}), addr: cfg.Addr}
+	m := &Master{cfg: cfg, lock: lock, state: newState(cfg.TokenLifetime), pool: cfg.Security.NewPool(), stop: make(chan struct{}), addr: cfg.Addr,
+		started: cfg.Clock.Now()}
 	m.reg = newRegistry(uint64(cfg.Clock.Now().UnixNano()))
 	m.reg.configureBalance(cfg.Balance, cfg.BalanceThreshold, cfg.BalanceMaxMoves)
 	m.reg.adoption.on, m.reg.adoption.age = !cfg.NoLeaseAdoption, cfg.LeaseReportAge

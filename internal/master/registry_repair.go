@@ -60,7 +60,10 @@ const blockedFor = time.Minute
 // It looks at the chunks whose replica set changed since it last found
 // them healthy (a chunk's set changes only in this registry), or at every
 // chunk when full is set: the master sweeps everything now and then, for
-// changes of a file's replication.
+// changes of a file's replication. A chunk found at its full replication
+// has no corrupt replica left to replace, whether a clone replaced it or
+// its server came back with a good copy (a failed data directory
+// restored).
 func (r *registry) plan(cfg placement.Config, lookup chunkLookup, maxClones int, now time.Time, full bool) ([]cloneOrder, []trimOrder) {
 	var needs []placement.Repair
 	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting
@@ -85,8 +88,10 @@ func (r *registry) plan(cfg placement.Config, lookup chunkLookup, maxClones int,
 			needs = append(needs, placement.Repair{Handle: uint64(h), Live: live, Want: want, Blocked: r.blocked(ci, now)})
 			level = min(level, live)
 		case live > want:
+			ci.corrupt = 0 // replaced, however: by a clone or a server back with a good copy
 			trims = append(trims, r.trim(h, v, want, now)...)
 		default:
+			ci.corrupt = 0
 			delete(r.dirty, h)
 		}
 	}

@@ -39,7 +39,7 @@ func (m *Master) repairOnce(full bool) {
 	if !m.leads() {
 		return // only the leader re-replicates and trims
 	}
-	if safe, _ := m.safeModeStatus(); safe {
+	if safe, _, _ := m.safeModeStatus(); safe {
 		return
 	}
 	now := m.cfg.Clock.Now()

@@ -13,30 +13,76 @@ import (
 // Until at least SafeModeThreshold of the known chunks that hold committed
 // data have a live replica reported (a chunk past its file's length may
 // never have been placed: a crash between its allocation and its creation
-// leaves it with no replica, and its next writer places it again), and at least safeModeServers chunkservers are live,
-// the master creates no chunk (a chunk placed now would land on the few
-// servers that happen to have registered, or on none) and plans no
-// re-replication (every chunk looks under-replicated). Reads and writes to
-// located chunks go on. It leaves safe mode by itself, once, and never
-// enters it again: later losses are healed by re-replication instead.
+// leaves it with no replica, and its next writer places it again), and at
+// least safeModeServers chunkservers are live, the master creates no chunk
+// (a chunk placed now would land on the few servers that happen to have
+// registered, or on none) and plans no re-replication (every chunk looks
+// under-replicated). Reads and writes to located chunks go on. It leaves
+// this start-up safe mode by itself, once: later losses are healed by
+// re-replication instead.
+//
+// An operator may also hold the master in safe mode (admin safemode enter)
+// and end either (admin safemode leave), as hdfs dfsadmin -safemode: both
+// are logged (namespace.OpSafeMode), so every master of a group and every
+// restart keeps a hold, and a forced leave ends the start-up safe mode of
+// every master started before it (a chunk lost for good keeps the located
+// fraction under the threshold forever), not of one started after.
+
+// heldReason is what safe mode waits for while an operator holds it.
+const heldReason = "held by an operator; admin safemode leave ends it"
 
 // checkSafeMode returns KindUnavailable, which clients retry within their
 // deadline, while the master is in safe mode.
 func (m *Master) checkSafeMode(op, p string) error {
-	m.safeMu.Lock()
-	safe, why := m.safe, m.safeWhy
-	m.safeMu.Unlock()
+	safe, why, _ := m.safeModeStatus()
 	if !safe {
 		return nil
 	}
 	return chunkfs.E(op, p, chunkfs.KindUnavailable, "master in safe mode ("+why+"); no chunk is created until it leaves; retry")
 }
 
-// safeModeStatus reports whether the master is in safe mode and why.
-func (m *Master) safeModeStatus() (bool, string) {
+// safeModeStatus reports whether the master is in safe mode, why, and
+// whether an operator holds it there.
+func (m *Master) safeModeStatus() (safe bool, why string, held bool) {
+	m.state.read(func(ns *namespace.Namespace) { held, _ = ns.SafeModeHeld() })
+	if held {
+		return true, heldReason, true
+	}
+	safe, why = m.startupSafeMode()
+	return safe, why, false
+}
+
+// startupSafeMode reports whether the master is still in its start-up
+// safe mode and what it waits for.
+func (m *Master) startupSafeMode() (bool, string) {
 	m.safeMu.Lock()
 	defer m.safeMu.Unlock()
 	return m.safe, m.safeWhy
+}
+
+// forcedOut reports whether an operator forced the masters out of safe
+// mode after this one started.
+func (m *Master) forcedOut() bool {
+	var left int64
+	m.state.read(func(ns *namespace.Namespace) { _, left = ns.SafeModeHeld() })
+	return left > m.started.UnixNano()
+}
+
+// leaveStartup ends the start-up safe mode, if it is on, for why.
+func (m *Master) leaveStartup(why string, args ...any) {
+	m.safeMu.Lock()
+	on := m.safe
+	m.safe, m.safeWhy = false, ""
+	if on {
+		m.safeLeft = m.cfg.Clock.Now()
+	}
+	m.safeMu.Unlock()
+	m.regMu.Lock()
+	m.reg.stopCount()
+	m.regMu.Unlock()
+	if on {
+		m.cfg.Logger.Info("left safe mode", append([]any{"why", why}, args...)...)
+	}
 }
 
 // updateSafeMode leaves safe mode when enough chunks are located and
@@ -48,7 +94,11 @@ func (m *Master) safeModeStatus() (bool, string) {
 // namespace, a walk of every chunk, and a registration waits for it. The
 // first call counts in any case.
 func (m *Master) updateSafeMode(recount bool) {
-	if safe, _ := m.safeModeStatus(); !safe {
+	if safe, _ := m.startupSafeMode(); !safe {
+		return
+	}
+	if m.forcedOut() {
+		m.leaveStartup("forced by an operator")
 		return
 	}
 	var total, located, live int
@@ -67,9 +117,7 @@ func (m *Master) updateSafeMode(recount bool) {
 		return
 	}
 	if m.decideSafeMode(total, located, live) {
-		m.regMu.Lock()
-		m.reg.stopCount() // also one a racing call started after safe mode ended
-		m.regMu.Unlock()
+		m.leaveStartup("enough chunks located", "chunks", total, "located", located, "chunkservers", live) // also stops a count a racing call started
 	}
 }
 
@@ -91,12 +139,7 @@ func (m *Master) decideSafeMode(total, located, live int) bool {
 		return true
 	}
 	m.safeWhy = why
-	if why != "" {
-		return false
-	}
-	m.safe, m.safeLeft = false, m.cfg.Clock.Now()
-	m.cfg.Logger.Info("left safe mode", "chunks", total, "located", located, "chunkservers", live)
-	return true
+	return why == ""
 }
 
 // wantedChunks returns the chunks safe mode waits for, those that hold

@@ -211,7 +211,7 @@ func (m *Master) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest
 func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest) (*pb.ClusterReportResponse, error) {
 	resp := &pb.ClusterReportResponse{}
 	now := m.cfg.Clock.Now()
-	resp.SafeMode, resp.SafeModeReason = m.safeModeStatus()
+	resp.SafeMode, resp.SafeModeReason, resp.SafeModeHeld = m.safeModeStatus()
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		c := ns.Counts()
 		resp.Files, resp.Directories, resp.Chunks, resp.Bytes, resp.ChunkSize = c.Files, c.Dirs, c.Chunks, c.Bytes, ns.ChunkSize()

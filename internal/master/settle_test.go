@@ -27,7 +27,7 @@ func TestRepairWaitsForReregistration(t *testing.T) {
 	tm.register(cs[0], "r0")
 	tm.register(cs[1], "r1")
 	tm.startCS("d", "r3") // room for a clone
-	if safe, why := tm.m.safeModeStatus(); safe {
+	if safe, why, _ := tm.m.safeModeStatus(); safe {
 		t.Fatalf("still in safe mode: %s", why)
 	}
 	tm.m.repairOnce(true)

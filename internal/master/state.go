@@ -85,7 +85,7 @@ func chunkCommand(cmd []byte) bool {
 	switch namespace.Op(cmd[1]) {
 	case namespace.OpInit, namespace.OpMkdir, namespace.OpLeaseHorizon, namespace.OpSetXattr,
 		namespace.OpRemoveXattr, namespace.OpDecommission, namespace.OpRecommission, namespace.OpLink,
-		namespace.OpTrashPeriod:
+		namespace.OpTrashPeriod, namespace.OpSafeMode:
 		return false
 	}
 	return true

@@ -74,6 +74,8 @@ func (ns *Namespace) Apply(c *Command) Result {
 		r = ns.purgeTrash(c)
 	case OpTrashPeriod:
 		r = ns.setTrashPeriod(c)
+	case OpSafeMode:
+		ns.safeMode(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}

@@ -40,7 +40,10 @@ const (
 	OpUndelete    Op = 21 // Path = original path, Target = where to (empty: Path), Index = entry ID (0: Path's newest), FlagParents
 	OpPurgeTrash  Op = 22 // Time: purge what is older than the trash period; Index = an entry to purge now instead
 	OpTrashPeriod Op = 23 // Length = the grace period in ns (0: deleting deletes at once)
-	opEnd         Op = 24
+
+	// An operator's safe mode (safemode.go).
+	OpSafeMode Op = 24 // FlagSafeModeEnter: an operator holds the master in safe mode; without: leaves it
+	opEnd      Op = 25
 )
 
 var opNames = [...]string{
@@ -53,7 +56,7 @@ var opNames = [...]string{
 	OpLink: "link", OpSnapshot: "snapshot", OpReserveHandle: "reserve handle",
 	OpCopyChunk: "copy chunk",
 	OpTrash:     "trash", OpUndelete: "undelete", OpPurgeTrash: "purge trash",
-	OpTrashPeriod: "trash period",
+	OpTrashPeriod: "trash period", OpSafeMode: "safe mode",
 }
 
 func (o Op) String() string {
@@ -89,6 +92,9 @@ const (
 	FlagTimesNow   = FlagParents
 	FlagExchange   = FlagRecursive
 	FlagFirstChunk = FlagAppend
+	// FlagSafeModeEnter (safe mode: enter; without it, leave) shares a
+	// bit with FlagParents.
+	FlagSafeModeEnter = FlagParents
 )
 
 // SetAttr mask bits: which fields of a Command an OpSetAttr changes.

@@ -97,7 +97,7 @@ func copyInode(n *inode) *inode {
 type Frozen struct {
 	ns       *Namespace
 	cs       *cowState
-	header   Namespace     // the counters at the freeze
+	header   Namespace     // the counters and the safe mode hold at the freeze
 	draining []string      // copied at the freeze
 	trash    []*trashEntry // copied at the freeze; entries never change
 	period   int64
@@ -121,7 +121,7 @@ func (ns *Namespace) Freeze() *Frozen {
 	f := &Frozen{ns: ns, cs: cs, draining: slices.Clone(ns.draining), trash: slices.Clone(ns.trash.entries),
 		period: ns.trash.period, nextID: ns.trash.nextID}
 	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
-		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon}
+		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe}
 	return f
 }
 

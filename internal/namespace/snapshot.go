@@ -15,15 +15,17 @@ import (
 // snapshotMagic starts every snapshot, followed by the format version:
 // 1 without extended attributes, 2 with them, 3 also with the chunkservers
 // being decommissioned after the inodes, 4 with directory entries apart
-// from inodes (hard links), 5 with the trash after the chunkservers.
-// Restore reads all five.
+// from inodes (hard links), 5 with the trash after the chunkservers, 6
+// also with the operators' safe mode after the trash. Restore reads all
+// six.
 var snapshotMagic = []byte("CFNS")
 
 const (
-	snapshotV1      = 1
-	snapshotLinks   = 4 // the first format with hard links
-	snapshotTrash   = 5 // the first format with the trash
-	snapshotVersion = 5
+	snapshotV1       = 1
+	snapshotLinks    = 4 // the first format with hard links
+	snapshotTrash    = 5 // the first format with the trash
+	snapshotSafeMode = 6 // the first format with the operators' safe mode
+	snapshotVersion  = 6
 )
 
 // maxDepth bounds directory nesting in a snapshot (a valid path cannot be
@@ -36,11 +38,11 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // counters, then every directory entry in tree order (parents first,
 // entries sorted by name) with varint fields, then the chunkservers being
 // decommissioned, then the trash (its period, ID counter and entries,
-// each with its tree), then a CRC32C of everything before it. An entry is its
-// name and uvarint(inode number<<1 | linked): linked means the inode was
-// written at an earlier entry (a hard link), and nothing follows;
-// otherwise the inode does, a non-directory with its link count. Equal
-// states give equal bytes.
+// each with its tree), then the operators' safe mode hold, then a CRC32C
+// of everything before it. An entry is its name and uvarint(inode
+// number<<1 | linked): linked means the inode was written at an earlier
+// entry (a hard link), and nothing follows; otherwise the inode does, a
+// non-directory with its link count. Equal states give equal bytes.
 func (ns *Namespace) Snapshot(w io.Writer) error { return ns.snapshotAs(w, snapshotVersion) }
 
 // snapshotAs writes the state in format version (tests write older
@@ -48,7 +50,7 @@ func (ns *Namespace) Snapshot(w io.Writer) error { return ns.snapshotAs(w, snaps
 func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
 	f := &Frozen{ns: ns, draining: ns.draining, trash: ns.trash.entries, period: ns.trash.period, nextID: ns.trash.nextID}
 	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
-		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon}
+		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe}
 	return f.write(w, version)
 }
 
@@ -74,6 +76,14 @@ func (f *Frozen) write(w io.Writer, version byte) error {
 	}
 	if version >= snapshotTrash {
 		s.trash(f)
+	}
+	if version >= snapshotSafeMode {
+		held := uint64(0)
+		if h.safe.held {
+			held = 1
+		}
+		s.uvarint(held)
+		s.varint(h.safe.left)
 	}
 	s.raw(binary.BigEndian.AppendUint32(nil, s.crc.Sum32()))
 	if s.err != nil {
@@ -323,6 +333,10 @@ func (s *snapReader) namespace() (*Namespace, error) {
 	}
 	if s.version >= snapshotTrash {
 		s.trash(ns)
+	}
+	if s.version >= snapshotSafeMode {
+		ns.safe.held = s.uvarint(1) == 1
+		ns.safe.left = s.varint()
 	}
 	if s.err != nil {
 		return nil, s.err

@@ -3031,6 +3031,7 @@ type ClusterReportResponse struct {
 	DeadDirectories int64 `protobuf:"varint,18,opt,name=dead_directories,json=deadDirectories,proto3" json:"dead_directories,omitempty"`
 	DeadChunks      int64 `protobuf:"varint,19,opt,name=dead_chunks,json=deadChunks,proto3" json:"dead_chunks,omitempty"`
 	DeadBytes       int64 `protobuf:"varint,20,opt,name=dead_bytes,json=deadBytes,proto3" json:"dead_bytes,omitempty"`
+	SafeModeHeld    bool  `protobuf:"varint,21,opt,name=safe_mode_held,json=safeModeHeld,proto3" json:"safe_mode_held,omitempty"` // an operator holds the master in safe mode (admin safemode enter)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -3203,6 +3204,13 @@ func (x *ClusterReportResponse) GetDeadBytes() int64 {
 		return x.DeadBytes
 	}
 	return 0
+}
+
+func (x *ClusterReportResponse) GetSafeModeHeld() bool {
+	if x != nil {
+		return x.SafeModeHeld
+	}
+	return false
 }
 
 // FsckRequest checks the files under path (a file or a directory tree).
@@ -6032,6 +6040,129 @@ func (x *PurgeTrashResponse) GetStateId() uint64 {
 	return 0
 }
 
+// SafeModeRequest (admin) reads the master's safe mode (get), holds it in
+// safe mode (enter) or makes it leave (leave), as hdfs dfsadmin -safemode.
+// Enter and leave need the superuser and are logged.
+type SafeModeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	Action        string                 `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"` // get, enter or leave
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SafeModeRequest) Reset() {
+	*x = SafeModeRequest{}
+	mi := &file_master_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SafeModeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SafeModeRequest) ProtoMessage() {}
+
+func (x *SafeModeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SafeModeRequest.ProtoReflect.Descriptor instead.
+func (*SafeModeRequest) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *SafeModeRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *SafeModeRequest) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+type SafeModeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
+	SafeMode      bool                   `protobuf:"varint,2,opt,name=safe_mode,json=safeMode,proto3" json:"safe_mode,omitempty"` // the master creates no chunk and plans no repair
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`                      // what it waits for
+	Held          bool                   `protobuf:"varint,4,opt,name=held,proto3" json:"held,omitempty"`                         // an operator holds it there: only leave ends it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SafeModeResponse) Reset() {
+	*x = SafeModeResponse{}
+	mi := &file_master_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SafeModeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SafeModeResponse) ProtoMessage() {}
+
+func (x *SafeModeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_master_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SafeModeResponse.ProtoReflect.Descriptor instead.
+func (*SafeModeResponse) Descriptor() ([]byte, []int) {
+	return file_master_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *SafeModeResponse) GetStateId() uint64 {
+	if x != nil {
+		return x.StateId
+	}
+	return 0
+}
+
+func (x *SafeModeResponse) GetSafeMode() bool {
+	if x != nil {
+		return x.SafeMode
+	}
+	return false
+}
+
+func (x *SafeModeResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SafeModeResponse) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
 var File_master_proto protoreflect.FileDescriptor
 
 const file_master_proto_rawDesc = "" +
@@ -6290,7 +6421,7 @@ const file_master_proto_rawDesc = "" +
 	" \x01(\x03R\x04free\x12&\n" +
 	"\x05disks\x18\v \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\x12\x14\n" +
 	"\x05state\x18\f \x01(\tR\x05state\x12'\n" +
-	"\x0fdrain_remaining\x18\r \x01(\x03R\x0edrainRemaining\"\xb5\x05\n" +
+	"\x0fdrain_remaining\x18\r \x01(\x03R\x0edrainRemaining\"\xdb\x05\n" +
 	"\x15ClusterReportResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
 	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.ChunkServerStatusR\aservers\x12\x14\n" +
@@ -6317,7 +6448,8 @@ const file_master_proto_rawDesc = "" +
 	"\vdead_chunks\x18\x13 \x01(\x03R\n" +
 	"deadChunks\x12\x1d\n" +
 	"\n" +
-	"dead_bytes\x18\x14 \x01(\x03R\tdeadBytes\"j\n" +
+	"dead_bytes\x18\x14 \x01(\x03R\tdeadBytes\x12$\n" +
+	"\x0esafe_mode_held\x18\x15 \x01(\bR\fsafeModeHeld\"j\n" +
 	"\vFsckRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1b\n" +
@@ -6521,7 +6653,15 @@ const file_master_proto_rawDesc = "" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x0e\n" +
 	"\x02id\x18\x03 \x01(\x04R\x02id\"/\n" +
 	"\x12PurgeTrashResponse\x12\x19\n" +
-	"\bstate_id\x18\x01 \x01(\x04R\astateId2\xb3\x12\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\"U\n" +
+	"\x0fSafeModeRequest\x12*\n" +
+	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x16\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\"v\n" +
+	"\x10SafeModeResponse\x12\x19\n" +
+	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x1b\n" +
+	"\tsafe_mode\x18\x02 \x01(\bR\bsafeMode\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04held\x18\x04 \x01(\bR\x04held2\xfa\x12\n" +
 	"\x06Master\x12<\n" +
 	"\x05Mkdir\x12\x18.chunkfs.v1.MkdirRequest\x1a\x19.chunkfs.v1.MkdirResponse\x12?\n" +
 	"\x06Create\x12\x19.chunkfs.v1.CreateRequest\x1a\x1a.chunkfs.v1.CreateResponse\x129\n" +
@@ -6556,7 +6696,8 @@ const file_master_proto_rawDesc = "" +
 	"\tTrashList\x12\x1c.chunkfs.v1.TrashListRequest\x1a\x1d.chunkfs.v1.TrashListResponse\x12E\n" +
 	"\bUndelete\x12\x1b.chunkfs.v1.UndeleteRequest\x1a\x1c.chunkfs.v1.UndeleteResponse\x12K\n" +
 	"\n" +
-	"PurgeTrash\x12\x1d.chunkfs.v1.PurgeTrashRequest\x1a\x1e.chunkfs.v1.PurgeTrashResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
+	"PurgeTrash\x12\x1d.chunkfs.v1.PurgeTrashRequest\x1a\x1e.chunkfs.v1.PurgeTrashResponse\x12E\n" +
+	"\bSafeMode\x12\x1b.chunkfs.v1.SafeModeRequest\x1a\x1c.chunkfs.v1.SafeModeResponseB,Z*github.com/chunkfs/chunkfs/internal/rpc/pbb\x06proto3"
 
 var (
 	file_master_proto_rawDescOnce sync.Once
@@ -6570,7 +6711,7 @@ func file_master_proto_rawDescGZIP() []byte {
 	return file_master_proto_rawDescData
 }
 
-var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_master_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
 var file_master_proto_goTypes = []any{
 	(*Caller)(nil),                // 0: chunkfs.v1.Caller
 	(*FileInfo)(nil),              // 1: chunkfs.v1.FileInfo
@@ -6654,7 +6795,9 @@ var file_master_proto_goTypes = []any{
 	(*UndeleteResponse)(nil),      // 79: chunkfs.v1.UndeleteResponse
 	(*PurgeTrashRequest)(nil),     // 80: chunkfs.v1.PurgeTrashRequest
 	(*PurgeTrashResponse)(nil),    // 81: chunkfs.v1.PurgeTrashResponse
-	(*ErrorDetail)(nil),           // 82: chunkfs.v1.ErrorDetail
+	(*SafeModeRequest)(nil),       // 82: chunkfs.v1.SafeModeRequest
+	(*SafeModeResponse)(nil),      // 83: chunkfs.v1.SafeModeResponse
+	(*ErrorDetail)(nil),           // 84: chunkfs.v1.ErrorDetail
 }
 var file_master_proto_depIdxs = []int32{
 	0,   // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
@@ -6699,7 +6842,7 @@ var file_master_proto_depIdxs = []int32{
 	10,  // 39: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
 	18,  // 40: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
 	25,  // 41: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
-	82,  // 42: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
+	84,  // 42: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
 	7,   // 43: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
 	5,   // 44: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
 	3,   // 45: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
@@ -6728,77 +6871,80 @@ var file_master_proto_depIdxs = []int32{
 	0,   // 68: chunkfs.v1.UndeleteRequest.caller:type_name -> chunkfs.v1.Caller
 	1,   // 69: chunkfs.v1.UndeleteResponse.info:type_name -> chunkfs.v1.FileInfo
 	0,   // 70: chunkfs.v1.PurgeTrashRequest.caller:type_name -> chunkfs.v1.Caller
-	2,   // 71: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
-	4,   // 72: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
-	6,   // 73: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
-	8,   // 74: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
-	10,  // 75: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
-	16,  // 76: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
-	18,  // 77: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
-	21,  // 78: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
-	23,  // 79: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
-	25,  // 80: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
-	27,  // 81: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
-	39,  // 82: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
-	37,  // 83: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
-	42,  // 84: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
-	47,  // 85: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
-	33,  // 86: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
-	35,  // 87: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
-	49,  // 88: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
-	51,  // 89: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
-	54,  // 90: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
-	56,  // 91: chunkfs.v1.Master.GetXattr:input_type -> chunkfs.v1.GetXattrRequest
-	58,  // 92: chunkfs.v1.Master.ListXattr:input_type -> chunkfs.v1.ListXattrRequest
-	60,  // 93: chunkfs.v1.Master.SetXattr:input_type -> chunkfs.v1.SetXattrRequest
-	62,  // 94: chunkfs.v1.Master.RemoveXattr:input_type -> chunkfs.v1.RemoveXattrRequest
-	64,  // 95: chunkfs.v1.Master.LockSession:input_type -> chunkfs.v1.LockSessionRequest
-	67,  // 96: chunkfs.v1.Master.Lock:input_type -> chunkfs.v1.LockRequest
-	70,  // 97: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
-	72,  // 98: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
-	12,  // 99: chunkfs.v1.Master.Link:input_type -> chunkfs.v1.LinkRequest
-	14,  // 100: chunkfs.v1.Master.MakeSnapshot:input_type -> chunkfs.v1.SnapshotRequest
-	75,  // 101: chunkfs.v1.Master.TrashList:input_type -> chunkfs.v1.TrashListRequest
-	78,  // 102: chunkfs.v1.Master.Undelete:input_type -> chunkfs.v1.UndeleteRequest
-	80,  // 103: chunkfs.v1.Master.PurgeTrash:input_type -> chunkfs.v1.PurgeTrashRequest
-	3,   // 104: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
-	5,   // 105: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
-	7,   // 106: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
-	9,   // 107: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
-	11,  // 108: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
-	17,  // 109: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
-	19,  // 110: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
-	22,  // 111: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
-	24,  // 112: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
-	26,  // 113: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
-	28,  // 114: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
-	41,  // 115: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
-	38,  // 116: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
-	44,  // 117: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
-	48,  // 118: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
-	34,  // 119: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
-	36,  // 120: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
-	50,  // 121: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
-	53,  // 122: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
-	55,  // 123: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
-	57,  // 124: chunkfs.v1.Master.GetXattr:output_type -> chunkfs.v1.GetXattrResponse
-	59,  // 125: chunkfs.v1.Master.ListXattr:output_type -> chunkfs.v1.ListXattrResponse
-	61,  // 126: chunkfs.v1.Master.SetXattr:output_type -> chunkfs.v1.SetXattrResponse
-	63,  // 127: chunkfs.v1.Master.RemoveXattr:output_type -> chunkfs.v1.RemoveXattrResponse
-	65,  // 128: chunkfs.v1.Master.LockSession:output_type -> chunkfs.v1.LockSessionResponse
-	68,  // 129: chunkfs.v1.Master.Lock:output_type -> chunkfs.v1.LockResponse
-	71,  // 130: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
-	74,  // 131: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
-	13,  // 132: chunkfs.v1.Master.Link:output_type -> chunkfs.v1.LinkResponse
-	15,  // 133: chunkfs.v1.Master.MakeSnapshot:output_type -> chunkfs.v1.SnapshotResponse
-	77,  // 134: chunkfs.v1.Master.TrashList:output_type -> chunkfs.v1.TrashListResponse
-	79,  // 135: chunkfs.v1.Master.Undelete:output_type -> chunkfs.v1.UndeleteResponse
-	81,  // 136: chunkfs.v1.Master.PurgeTrash:output_type -> chunkfs.v1.PurgeTrashResponse
-	104, // [104:137] is the sub-list for method output_type
-	71,  // [71:104] is the sub-list for method input_type
-	71,  // [71:71] is the sub-list for extension type_name
-	71,  // [71:71] is the sub-list for extension extendee
-	0,   // [0:71] is the sub-list for field type_name
+	0,   // 71: chunkfs.v1.SafeModeRequest.caller:type_name -> chunkfs.v1.Caller
+	2,   // 72: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
+	4,   // 73: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
+	6,   // 74: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
+	8,   // 75: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
+	10,  // 76: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
+	16,  // 77: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
+	18,  // 78: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
+	21,  // 79: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
+	23,  // 80: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
+	25,  // 81: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
+	27,  // 82: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
+	39,  // 83: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
+	37,  // 84: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
+	42,  // 85: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
+	47,  // 86: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
+	33,  // 87: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
+	35,  // 88: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
+	49,  // 89: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
+	51,  // 90: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
+	54,  // 91: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
+	56,  // 92: chunkfs.v1.Master.GetXattr:input_type -> chunkfs.v1.GetXattrRequest
+	58,  // 93: chunkfs.v1.Master.ListXattr:input_type -> chunkfs.v1.ListXattrRequest
+	60,  // 94: chunkfs.v1.Master.SetXattr:input_type -> chunkfs.v1.SetXattrRequest
+	62,  // 95: chunkfs.v1.Master.RemoveXattr:input_type -> chunkfs.v1.RemoveXattrRequest
+	64,  // 96: chunkfs.v1.Master.LockSession:input_type -> chunkfs.v1.LockSessionRequest
+	67,  // 97: chunkfs.v1.Master.Lock:input_type -> chunkfs.v1.LockRequest
+	70,  // 98: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
+	72,  // 99: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
+	12,  // 100: chunkfs.v1.Master.Link:input_type -> chunkfs.v1.LinkRequest
+	14,  // 101: chunkfs.v1.Master.MakeSnapshot:input_type -> chunkfs.v1.SnapshotRequest
+	75,  // 102: chunkfs.v1.Master.TrashList:input_type -> chunkfs.v1.TrashListRequest
+	78,  // 103: chunkfs.v1.Master.Undelete:input_type -> chunkfs.v1.UndeleteRequest
+	80,  // 104: chunkfs.v1.Master.PurgeTrash:input_type -> chunkfs.v1.PurgeTrashRequest
+	82,  // 105: chunkfs.v1.Master.SafeMode:input_type -> chunkfs.v1.SafeModeRequest
+	3,   // 106: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
+	5,   // 107: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
+	7,   // 108: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
+	9,   // 109: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
+	11,  // 110: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
+	17,  // 111: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
+	19,  // 112: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
+	22,  // 113: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
+	24,  // 114: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
+	26,  // 115: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
+	28,  // 116: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
+	41,  // 117: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
+	38,  // 118: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
+	44,  // 119: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
+	48,  // 120: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
+	34,  // 121: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
+	36,  // 122: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
+	50,  // 123: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
+	53,  // 124: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
+	55,  // 125: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
+	57,  // 126: chunkfs.v1.Master.GetXattr:output_type -> chunkfs.v1.GetXattrResponse
+	59,  // 127: chunkfs.v1.Master.ListXattr:output_type -> chunkfs.v1.ListXattrResponse
+	61,  // 128: chunkfs.v1.Master.SetXattr:output_type -> chunkfs.v1.SetXattrResponse
+	63,  // 129: chunkfs.v1.Master.RemoveXattr:output_type -> chunkfs.v1.RemoveXattrResponse
+	65,  // 130: chunkfs.v1.Master.LockSession:output_type -> chunkfs.v1.LockSessionResponse
+	68,  // 131: chunkfs.v1.Master.Lock:output_type -> chunkfs.v1.LockResponse
+	71,  // 132: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
+	74,  // 133: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
+	13,  // 134: chunkfs.v1.Master.Link:output_type -> chunkfs.v1.LinkResponse
+	15,  // 135: chunkfs.v1.Master.MakeSnapshot:output_type -> chunkfs.v1.SnapshotResponse
+	77,  // 136: chunkfs.v1.Master.TrashList:output_type -> chunkfs.v1.TrashListResponse
+	79,  // 137: chunkfs.v1.Master.Undelete:output_type -> chunkfs.v1.UndeleteResponse
+	81,  // 138: chunkfs.v1.Master.PurgeTrash:output_type -> chunkfs.v1.PurgeTrashResponse
+	83,  // 139: chunkfs.v1.Master.SafeMode:output_type -> chunkfs.v1.SafeModeResponse
+	106, // [106:140] is the sub-list for method output_type
+	72,  // [72:106] is the sub-list for method input_type
+	72,  // [72:72] is the sub-list for extension type_name
+	72,  // [72:72] is the sub-list for extension extendee
+	0,   // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
@@ -6833,7 +6979,7 @@ func file_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_master_proto_rawDesc), len(file_master_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   82,
+			NumMessages:   84,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -56,6 +56,7 @@ const (
 	Master_TrashList_FullMethodName     = "/chunkfs.v1.Master/TrashList"
 	Master_Undelete_FullMethodName      = "/chunkfs.v1.Master/Undelete"
 	Master_PurgeTrash_FullMethodName    = "/chunkfs.v1.Master/PurgeTrash"
+	Master_SafeMode_FullMethodName      = "/chunkfs.v1.Master/SafeMode"
 )
 
 // MasterClient is the client API for Master service.
@@ -98,6 +99,7 @@ type MasterClient interface {
 	TrashList(ctx context.Context, in *TrashListRequest, opts ...grpc.CallOption) (*TrashListResponse, error)
 	Undelete(ctx context.Context, in *UndeleteRequest, opts ...grpc.CallOption) (*UndeleteResponse, error)
 	PurgeTrash(ctx context.Context, in *PurgeTrashRequest, opts ...grpc.CallOption) (*PurgeTrashResponse, error)
+	SafeMode(ctx context.Context, in *SafeModeRequest, opts ...grpc.CallOption) (*SafeModeResponse, error)
 }
 
 type masterClient struct {
@@ -438,6 +440,16 @@ func (c *masterClient) PurgeTrash(ctx context.Context, in *PurgeTrashRequest, op
 	return out, nil
 }
 
+func (c *masterClient) SafeMode(ctx context.Context, in *SafeModeRequest, opts ...grpc.CallOption) (*SafeModeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SafeModeResponse)
+	err := c.cc.Invoke(ctx, Master_SafeMode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -478,6 +490,7 @@ type MasterServer interface {
 	TrashList(context.Context, *TrashListRequest) (*TrashListResponse, error)
 	Undelete(context.Context, *UndeleteRequest) (*UndeleteResponse, error)
 	PurgeTrash(context.Context, *PurgeTrashRequest) (*PurgeTrashResponse, error)
+	SafeMode(context.Context, *SafeModeRequest) (*SafeModeResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -586,6 +599,9 @@ func (UnimplementedMasterServer) Undelete(context.Context, *UndeleteRequest) (*U
 }
 func (UnimplementedMasterServer) PurgeTrash(context.Context, *PurgeTrashRequest) (*PurgeTrashResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method PurgeTrash not implemented")
+}
+func (UnimplementedMasterServer) SafeMode(context.Context, *SafeModeRequest) (*SafeModeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SafeMode not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -1202,6 +1218,24 @@ func _Master_PurgeTrash_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_SafeMode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SafeModeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).SafeMode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_SafeMode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).SafeMode(ctx, req.(*SafeModeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1340,6 +1374,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PurgeTrash",
 			Handler:    _Master_PurgeTrash_Handler,
+		},
+		{
+			MethodName: "SafeMode",
+			Handler:    _Master_SafeMode_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,58 @@
+package master
+
+import (
+	"context"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// SafeMode reads the master's safe mode (get, or no action), holds it in
+// safe mode (enter) or ends it (leave), as hdfs dfsadmin -safemode. Any
+// user may read it; enter and leave need the superuser and are logged
+// (safemode.go), and leave also ends this master's start-up safe mode at
+// once. It answers the state after the action.
+func (m *Master) SafeMode(ctx context.Context, req *pb.SafeModeRequest) (*pb.SafeModeResponse, error) {
+	op := "safemode " + req.Action
+	if len(req.Action) > 16 {
+		op = "safemode"
+	}
+	who, err := m.caller(ctx, "SafeMode", op, "", req.Caller)
+	if err != nil {
+		return nil, err
+	}
+	switch req.Action {
+	case "", "get":
+	case "enter", "leave":
+		if !who.Superuser() {
+			return nil, chunkfs.E(op, "", chunkfs.KindPermission, "needs the superuser")
+		}
+		if err := m.logSafeMode(ctx, req.Action == "enter"); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, chunkfs.E("safemode", "", chunkfs.KindInvalid, "unknown action; want get, enter or leave")
+	}
+	safe, why, held := m.safeModeStatus()
+	return &pb.SafeModeResponse{StateId: m.state.stateID(), SafeMode: safe, Reason: why, Held: held}, nil
+}
+
+// logSafeMode logs an operator's enter or leave; after a leave this
+// master also leaves its start-up safe mode straight away.
+func (m *Master) logSafeMode(ctx context.Context, enter bool) error {
+	cmd := &namespace.Command{Op: namespace.OpSafeMode}
+	if enter {
+		cmd.Flags = namespace.FlagSafeModeEnter
+	}
+	if _, _, err := m.apply(ctx, cmd); err != nil {
+		return err
+	}
+	if enter {
+		m.cfg.Logger.Warn("safe mode entered by an operator: no chunk is created, nothing re-replicated, until admin safemode leave")
+		return nil
+	}
+	m.leaveStartup("forced by an operator")
+	m.cfg.Logger.Warn("safe mode left by an operator")
+	return nil
+}
