@@ -114,7 +114,10 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 		return nil
 	case d.verdict == leaseWait:
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "a lease given to an unreachable or stale primary has not ended; retry")
-	case ch.Handle < floor && now.Before(pause):
+	case ch.Handle < floor && now.Before(pause) && !d.fenced:
+		// A fenced grant moves a lease this master holds on record (an
+		// adopted one) to a new version: no other lease on the chunk
+		// can be out at its version. Any other waits for the hold.
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable,
 			"master restarted or took over; leases on existing chunks resume in "+pause.Sub(now).Round(time.Second).String())
 	case d.verdict == leaseNone:

@@ -264,8 +264,10 @@ func (a adoptRule) endsBy(l heldLease) time.Time {
 // holds at now; no replica of h is ahead of the log and no version above
 // cur was told (a grant that was never logged may be out); and no other
 // lease on h is on record. The lease is recorded until it has surely
-// ended by the report, but no later than the hold. It reports whether h
-// has a lease on record at cur from that server, adopted now or before.
+// ended by the report, but no later than the hold, and fenced: it is not
+// extended, and a writer asking for it gets a new grant to the same
+// primary at a new version. It reports whether h has a lease on record
+// at cur from that server, adopted now or before.
 func (r *registry) adopt(h chunkfs.Handle, cur chunkfs.Version, now time.Time) bool {
 	a := r.adoption
 	ci := r.chunks[h]
@@ -291,6 +293,13 @@ func (r *registry) adopt(h chunkfs.Handle, cur chunkfs.Version, now time.Time) b
 	if ci.expiry.After(a.until) {
 		ci.expiry = a.until
 	}
+	// The lease's secondaries are not known: a replica that took its
+	// writes may not have registered yet, and handing the lease out with
+	// the replicas counted now would let writes at cur skip it while it
+	// keeps cur. It is fenced: the primary finishes what it has in
+	// flight, and the next writer's PrepareWrite grants again, at a new
+	// version, to the replicas counted then.
+	ci.fence = true
 	return true
 }
 
