@@ -253,7 +253,7 @@ func checkRecord(op string, h chunkfs.Handle, length, chunkSize, maxChunkSize in
 // order lock held it checks the lease and version, lets plan decide the
 // mutation (none: plan returns nil), assigns it a serial number and applies
 // it here and on every secondary in parallel, answering once all have
-// applied it.
+// applied it, within the lease.
 func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, secondaries []string, plan func(*chunkState) (*mutation, error)) error {
 	st := s.state(h)
 	st.order.Lock()
@@ -284,6 +284,15 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 	}
 	if local != nil {
 		return local
+	}
+	// A mutation acknowledged after the lease ended could be missed by a
+	// clone the master started once it saw the lease end: the master
+	// counts it ended a slack after this server does, and plans clones of
+	// chunks under no lease. One that outlived the lease fails, as any
+	// failed mutation, its region undefined; the writer retries under a
+	// new lease.
+	if err := st.primaryFor(h, v, s.cfg.Clock.Now()); err != nil {
+		return chunkfs.E("mutate", chunkName(h), chunkfs.KindNotPrimary, "the lease ended while the mutation ran; retry")
 	}
 	st.noteMutated()
 	if s.cfg.OnMutation != nil {

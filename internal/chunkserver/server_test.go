@@ -118,6 +118,32 @@ func TestWriteErrors(t *testing.T) {
 	}
 }
 
+// TestMutationOutlivingItsLeaseFails: a write whose secondary applies it
+// only after the primary's lease ended is not acknowledged: the master,
+// seeing the lease end, may have started a clone that missed it.
+func TestMutationOutlivingItsLeaseFails(t *testing.T) {
+	tc := newTunedCluster(t, []string{t.TempDir(), t.TempDir(), t.TempDir()}, func(c *Config) { c.BufferExpiry = time.Hour })
+	tc.grant(1, 1)
+	held := tc.servers[1].state(1)
+	held.order.Lock() // the secondary's apply waits
+	done := make(chan error, 1)
+	go func() { done <- tc.write(1, 1, 0, []byte("late")) }()
+	primary := tc.servers[0].state(1)
+	for primary.order.TryLock() { // until the primary is in the mutation
+		primary.order.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	tc.clock.Advance(61 * time.Second)
+	held.order.Unlock()
+	if err := <-done; chunkfs.KindOf(err) != chunkfs.KindNotPrimary {
+		t.Fatalf("a write that outlived its lease: %v, want refused as not primary", err)
+	}
+	tc.grant(1, 2)
+	if err := tc.write(1, 2, 0, []byte("again")); err != nil {
+		t.Fatalf("the retry under a new lease: %v", err)
+	}
+}
+
 // TestConcurrentWritersSameRegion has writers overwrite one region at once;
 // the primary orders them, so every replica ends byte-identical.
 func TestConcurrentWritersSameRegion(t *testing.T) {
