@@ -519,7 +519,15 @@ type retrier struct {
 	c        *Client
 	deadline time.Time // zero until the first failure
 	wait     time.Duration
+	noSpace  int // attempts that failed for want of space
 }
+
+// maxNoSpace bounds the retries of a mutation that failed for want of
+// space: the replica whose disk was full has reported its copy corrupt,
+// so the master moves the lease to the others at a new version and the
+// next attempt goes there; when it cannot (every server full), the error
+// stands.
+const maxNoSpace = 2
 
 func (c *Client) newRetrier() *retrier {
 	return &retrier{c: c, wait: 20 * time.Millisecond}
@@ -531,8 +539,14 @@ func (r *retrier) again(ctx context.Context, err error) bool {
 	if r.deadline.IsZero() {
 		r.deadline = now.Add(r.c.cfg.RetryTimeout)
 	}
-	if !retryable(err) || ctx.Err() != nil || !now.Before(r.deadline) {
+	if ctx.Err() != nil || !now.Before(r.deadline) {
 		return false
+	}
+	if !retryable(err) {
+		if chunkfs.KindOf(err) != chunkfs.KindNoSpace || r.noSpace >= maxNoSpace {
+			return false
+		}
+		r.noSpace++
 	}
 	select {
 	case <-ctx.Done():

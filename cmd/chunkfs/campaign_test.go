@@ -517,7 +517,7 @@ func TestProcessCampaign(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 11))
 	c := startPCCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+time.Duration(*procFaults)*2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+time.Duration(*procFaults)*time.Second)
 	defer cancel()
 	cfg := client.DefaultConfig()
 	cfg.Master, cfg.Caller, cfg.RetryTimeout = c.masterAddr, chunkfs.Root, 20*time.Second
@@ -653,7 +653,17 @@ func (c *pcCluster) flipOne(ctx context.Context, cl *client.Client, w *pcWork, f
 // admin fsck.
 func (c *pcCluster) verifyEnd(ctx context.Context, cl *client.Client, w *pcWork, faults map[string]int) {
 	t := c.t
-	if err := waitServersLive(ctx, cl, pcServers); err != nil {
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err := waitServersLive(lctx, cl, pcServers)
+	cancel()
+	if err != nil {
+		if r, rerr := cl.ClusterReport(ctx); rerr == nil {
+			for _, s := range r.Servers {
+				if i := c.serverAt(s.Addr); !s.Alive && i >= 0 {
+					t.Logf("cs%d (%s) not live: its process %v, stderr:\n%s", i, s.Addr, c.cs[i].p.cmd.ProcessState, tail(c.cs[i].p.out.String(), 4<<10))
+				}
+			}
+		}
 		t.Fatal(err)
 	}
 	for p, want := range w.files {

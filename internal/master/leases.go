@@ -95,7 +95,7 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 		return errShared // a snapshot took it since it was copied or looked at
 	}
 	if suspect != "" {
-		m.probePrimary(ctx, ch.Handle, cur, suspect)
+		m.probeSuspect(ctx, ch.Handle, cur, suspect, m.cfg.minReplicas(repl))
 		now = m.cfg.Clock.Now()
 	}
 	pause, floor := m.lead.leaseHold()
@@ -141,27 +141,65 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 // probeTimeout bounds the master's check of a primary a writer reports.
 func (m *Master) probeTimeout() time.Duration { return min(m.cfg.RPCTimeout, 2*time.Second) }
 
-// probePrimary checks that the primary at addr of chunk h (at logged
-// version cur), reported by a writer, answers for the chunk at that
-// version; if it does not, its lease is dropped.
-func (m *Master) probePrimary(ctx context.Context, h chunkfs.Handle, cur chunkfs.Version, addr string) {
+// probeSuspect checks the replicas of chunk h (at logged version cur)
+// after a writer's attempt failed and named addr, the primary it used.
+// The failure may have been any replica's (a push goes along all of
+// them), so every live replica is asked, at once, whether it answers
+// for the chunk at that version. The primary must, or its lease is
+// dropped. A secondary that does not leaves the lease's replica set
+// (fencing it: the writer's grant goes to the others at a new version)
+// when at least need others remain. So a writer waits seconds, not until
+// the server is declared dead. (A replica whose disk failed the write
+// has reported its copy corrupt already.)
+func (m *Master) probeSuspect(ctx context.Context, h chunkfs.Handle, cur chunkfs.Version, addr string, need int) {
+	now := m.cfg.Clock.Now()
 	m.regMu.Lock()
-	primary := m.reg.primaryAt(h, addr, m.cfg.Clock.Now())
+	primary := m.reg.primaryAt(h, addr, now)
+	replicas := m.reg.replicas(h, cur)
 	m.regMu.Unlock()
 	if primary == nil {
-		return // not the primary (any more): nothing to move
+		return // not the primary (any more): the lease moved already
 	}
 	pctx, cancel := context.WithTimeout(ctx, m.probeTimeout())
-	v, err := m.replicaVersion(pctx, addr, h)
-	cancel()
-	if err == nil && v == cur {
-		return
+	defer cancel()
+	failed := make([]error, len(replicas))
+	var wg sync.WaitGroup
+	for i, s := range replicas {
+		wg.Go(func() {
+			v, err := m.replicaVersion(pctx, s.addr, h)
+			if err == nil && v != cur {
+				err = fmt.Errorf("replica at version %d", v)
+			}
+			failed[i] = err
+		})
 	}
-	m.pool.Forget(addr)
+	wg.Wait()
+	for i, s := range replicas {
+		if failed[i] == nil {
+			continue
+		}
+		if s == primary {
+			m.dropPrimary(ctx, h, primary, failed[i])
+			continue
+		}
+		m.regMu.Lock()
+		out := m.reg.dropSecondary(h, cur, s, need, m.cfg.Clock.Now())
+		m.regMu.Unlock()
+		if out {
+			m.pool.Forget(s.addr)
+			m.cfg.Logger.WarnContext(ctx, "a secondary did not answer after a write failed; moving the lease to the other replicas", "handle", h, "secondary", s.addr, "err", failed[i])
+		}
+	}
+}
+
+// dropPrimary drops h's lease held by primary, which did not answer for
+// the chunk (err).
+func (m *Master) dropPrimary(ctx context.Context, h chunkfs.Handle, primary *server, err error) {
+	m.pool.Forget(primary.addr)
 	m.regMu.Lock()
 	m.reg.dropPrimary(h, primary, m.cfg.Clock.Now())
 	m.regMu.Unlock()
-	m.cfg.Logger.WarnContext(ctx, "primary reported unreachable and did not answer; moving the lease", "handle", h, "primary", addr, "err", err, "version", v)
+	m.cfg.Logger.WarnContext(ctx, "primary reported unreachable and did not answer; moving the lease", "handle", h, "primary", primary.addr, "err", err)
 }
 
 // grant tells replicas (in order: the first is named primary) that ch has

@@ -185,6 +185,31 @@ func (r *registry) dropPrimary(h chunkfs.Handle, primary *server, now time.Time)
 	}
 }
 
+// replicaAt returns the server at addr when it holds a live replica of h
+// at v; nil otherwise.
+func (r *registry) replicaAt(h chunkfs.Handle, v chunkfs.Version, addr string) *server {
+	s := r.byAddr[addr]
+	if s == nil || !slices.Contains(r.replicas(h, v), s) {
+		return nil
+	}
+	return s
+}
+
+// dropSecondary takes s's replica of h out of the replicas counted at v,
+// in doubt, after a writer's attempt failed there and s did not answer
+// the master's probe at v, when at least need other replicas stay
+// counted. With a lease out that fences the chunk (dropReplica): the next
+// grant goes to the others at a new version. It reports whether s's
+// replica was taken out.
+func (r *registry) dropSecondary(h chunkfs.Handle, v chunkfs.Version, s *server, need int, now time.Time) bool {
+	live := r.replicas(h, v)
+	if len(live)-1 < need || !slices.Contains(live, s) {
+		return false
+	}
+	r.doubt(s, h, now)
+	return true
+}
+
 // Lease adoption. A new leader does not know which leases its predecessor
 // granted, only that all of them end by the logged horizon (the hold). The
 // chunkservers report the leases they hold as primary, with the time left
