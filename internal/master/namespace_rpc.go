@@ -188,7 +188,7 @@ func (m *Master) deleteCommand(ctx context.Context, req *pb.DeleteRequest) (*nam
 	}
 	for _, f := range []struct {
 		on   bool
-		flag uint8
+		flag uint16
 	}{{req.Recursive, namespace.FlagRecursive}, {req.DirOnly, namespace.FlagDirOnly}, {req.FileOnly, namespace.FlagFileOnly}} {
 		if f.on {
 			cmd.Flags |= f.flag

@@ -66,35 +66,23 @@ func (o Op) String() string {
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
 
-// Command flags.
+// Command flags, one bit each. The first eight keep the bits encoding 1
+// gave them; the rest shared a bit with one of those there (v1Flags).
 const (
-	FlagParents   uint8 = 1 << iota // mkdir -p
-	FlagExclusive                   // create: fail if it exists
-	FlagTruncate                    // create: truncate an existing file
-	FlagNoReplace                   // rename: fail if the target exists
-	FlagRecursive                   // delete a directory and everything in it
-	FlagDirOnly                     // delete: only a directory (rmdir)
-	FlagFileOnly                    // delete: only a non-directory (unlink)
-	FlagAppend                      // alloc: record append; index must be last or next
-)
-
-// FlagTouch (commit length: set mtime) and FlagTimesNow (setattr: the
-// times it sets are the command's Time, as utimensat's UTIME_NOW) share a
-// bit with FlagParents, and FlagExchange (rename: swap source and target,
-// both of which must exist, as rename(2)'s RENAME_EXCHANGE) one with
-// FlagRecursive; the operations never overlap.
-//
-// FlagFirstChunk (create: allocate chunk 0 of the regular file the create
-// makes or truncates, in the same log entry, so the first write needs no
-// allocation entry of its own) shares a bit with FlagAppend.
-const (
-	FlagTouch      = FlagParents
-	FlagTimesNow   = FlagParents
-	FlagExchange   = FlagRecursive
-	FlagFirstChunk = FlagAppend
-	// FlagSafeModeEnter (safe mode: enter; without it, leave) shares a
-	// bit with FlagParents.
-	FlagSafeModeEnter = FlagParents
+	FlagParents       uint16 = 1 << iota // mkdir, undelete: make missing parents (mkdir -p)
+	FlagExclusive                        // create: fail if it exists
+	FlagTruncate                         // create: truncate an existing file
+	FlagNoReplace                        // rename: fail if the target exists
+	FlagRecursive                        // delete, trash: a directory and everything in it
+	FlagDirOnly                          // delete, trash: only a directory (rmdir)
+	FlagFileOnly                         // delete, trash: only a non-directory (unlink)
+	FlagAppend                           // alloc: record append; index must be last or next
+	FlagTouch                            // commit length: set mtime
+	FlagTimesNow                         // setattr: the times it sets are the command's Time, as utimensat's UTIME_NOW
+	FlagExchange                         // rename: swap source and target, both of which must exist (RENAME_EXCHANGE)
+	FlagFirstChunk                       // create: allocate chunk 0 of the regular file it makes or truncates, in the same log entry
+	FlagSafeModeEnter                    // safe mode: enter; without it, leave
+	flagAll           = 1<<iota - 1
 )
 
 // SetAttr mask bits: which fields of a Command an OpSetAttr changes.
@@ -113,7 +101,7 @@ const (
 // applying it is deterministic. Which fields matter depends on Op.
 type Command struct {
 	Op          Op
-	Flags       uint8
+	Flags       uint16
 	Set         uint8 // OpSetAttr mask
 	Time        int64 // Unix ns
 	Caller      chunkfs.Caller
@@ -155,14 +143,20 @@ const (
 	hasAll       = 1<<iota - 1
 )
 
-// encodingVersion is the first byte of an encoded command.
-const encodingVersion = 1
+// The first byte of an encoded command. Encoding 1 has a flag byte whose
+// bits some ops share; encoding 2, the one written, a varint of Flags.
+const (
+	encodingV1      = 1
+	encodingVersion = 2
+)
 
 // Encode appends the compact binary form of c to b: a version byte, the op,
-// flags and set mask, a presence bitmap, then each non-zero field as a
-// varint or a length-prefixed string.
+// the flags as a varint, the set mask, a presence bitmap, then each
+// non-zero field as a varint or a length-prefixed string.
 func (c *Command) Encode(b []byte) []byte {
-	b = append(b, encodingVersion, byte(c.Op), c.Flags, c.Set)
+	b = append(b, encodingVersion, byte(c.Op))
+	b = binary.AppendUvarint(b, uint64(c.Flags))
+	b = append(b, c.Set)
 	b = binary.AppendUvarint(b, uint64(c.presence()))
 	if c.Time != 0 {
 		b = binary.AppendVarint(b, c.Time)
@@ -241,10 +235,11 @@ func (c *Command) presence() uint {
 // errCorrupt is the error of every malformed encoding.
 var errCorrupt = errors.New("namespace: malformed command")
 
-// DecodeCommand parses an encoded command. It treats b as hostile: every
-// length is bounded, every field checked, and trailing bytes rejected.
+// DecodeCommand parses an encoded command of either encoding. It treats b
+// as hostile: every length is bounded, every field checked, and trailing
+// bytes rejected.
 func DecodeCommand(b []byte) (*Command, error) {
-	d := decoder{b: b}
+	d := decoder{reader{b: b, what: "command"}}
 	c, err := d.command()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
@@ -252,67 +247,20 @@ func DecodeCommand(b []byte) (*Command, error) {
 	return c, nil
 }
 
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail(msg string) {
-	if d.err == nil {
-		d.err = errors.New(msg)
-	}
-}
-
-func (d *decoder) byte() byte {
-	if len(d.b) == 0 {
-		d.fail("truncated")
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *decoder) uvarint(max uint64) uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	if v > max {
-		d.fail("value out of range")
-		return 0
-	}
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) string(max int) string {
-	n := d.uvarint(uint64(max))
-	if d.err != nil || uint64(len(d.b)) < n {
-		d.fail("truncated string")
-		return ""
-	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
-	return s
-}
+type decoder struct{ reader }
 
 func (d *decoder) command() (*Command, error) {
-	if d.byte() != encodingVersion {
+	version := d.byte()
+	if d.err == nil && version != encodingV1 && version != encodingVersion {
 		return nil, errors.New("unknown encoding version")
 	}
-	c := &Command{Op: Op(d.byte()), Flags: d.byte(), Set: d.byte()}
+	c := &Command{Op: Op(d.byte())}
+	if version == encodingV1 {
+		c.Flags = v1Flags(c.Op, d.byte())
+	} else {
+		c.Flags = uint16(d.uvarint(flagAll))
+	}
+	c.Set = d.byte()
 	p := d.uvarint(hasAll)
 	if d.err != nil {
 		return nil, d.err
@@ -324,10 +272,35 @@ func (d *decoder) command() (*Command, error) {
 		return nil, errors.New("unknown setattr bits")
 	}
 	d.fields(c, uint(p))
-	if d.err == nil && len(d.b) > 0 {
+	if d.err == nil && d.left() > 0 {
 		d.fail("trailing bytes")
 	}
 	return c, d.err
+}
+
+// v1Flags reads encoding 1's flag byte as the flags of op: there
+// FlagTouch, FlagTimesNow and FlagSafeModeEnter had FlagParents' bit,
+// FlagExchange FlagRecursive's and FlagFirstChunk FlagAppend's.
+func v1Flags(op Op, b byte) uint16 {
+	f := uint16(b)
+	move := func(from, to uint16) {
+		if f&from != 0 {
+			f = f&^from | to
+		}
+	}
+	switch op {
+	case OpCommitLength:
+		move(FlagParents, FlagTouch)
+	case OpSetAttr:
+		move(FlagParents, FlagTimesNow)
+	case OpSafeMode:
+		move(FlagParents, FlagSafeModeEnter)
+	case OpRename:
+		move(FlagRecursive, FlagExchange)
+	case OpCreate:
+		move(FlagAppend, FlagFirstChunk)
+	}
+	return f
 }
 
 func (d *decoder) fields(c *Command, p uint) {

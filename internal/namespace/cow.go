@@ -18,24 +18,17 @@ import (
 func (ns *Namespace) snapshot(c *Command) Result {
 	const op = "snapshot"
 	src, dst := c.Path, c.Target
-	if err := ValidatePath(op, dst); err != nil {
-		return Result{Err: err}
-	}
-	_, sn, err := ns.existing(op, &c.Caller, src)
+	sn, err := ns.source(op, c)
 	if err != nil {
 		return Result{Err: err}
 	}
 	if src == "/" || dst == src || strings.HasPrefix(dst, src+"/") {
 		return fail(op, dst, chunkfs.KindInvalid, "the snapshot cannot be inside its source")
 	}
-	dp, dn, err := ns.resolve(op, &c.Caller, dst)
+	dp, err := ns.newName(op, &c.Caller, dst)
 	switch {
 	case err != nil:
 		return Result{Err: err}
-	case dn != nil:
-		return fail(op, dst, chunkfs.KindExist, "")
-	case !may(&c.Caller, dp, accessWrite|accessExec):
-		return fail(op, dst, chunkfs.KindPermission, "")
 	case !mayCopy(&c.Caller, sn):
 		return Result{Err: permission(op, src, "a snapshot needs read permission on everything it copies")}
 	}

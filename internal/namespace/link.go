@@ -16,21 +16,14 @@ import (
 func (ns *Namespace) link(c *Command) Result {
 	const op = "link"
 	src, dst := c.Path, c.Target
-	if err := ValidatePath(op, dst); err != nil {
-		return Result{Err: err}
-	}
-	_, sn, err := ns.existing(op, &c.Caller, src)
+	sn, err := ns.source(op, c)
 	if err != nil {
 		return Result{Err: err}
 	}
-	dp, dn, err := ns.resolve(op, &c.Caller, dst)
+	dp, err := ns.newName(op, &c.Caller, dst)
 	switch {
 	case err != nil:
 		return Result{Err: err}
-	case dn != nil:
-		return fail(op, dst, chunkfs.KindExist, "")
-	case !may(&c.Caller, dp, accessWrite|accessExec):
-		return fail(op, dst, chunkfs.KindPermission, "")
 	case sn.isDir():
 		return Result{Err: permission(op, src, "a directory cannot have another name")}
 	case sn.nlink >= MaxLinks:

@@ -58,6 +58,31 @@ func (ns *Namespace) existing(op string, c *chunkfs.Caller, p string) (parent, n
 	return parent, n, err
 }
 
+// source validates c.Target and finds the existing inode at c.Path: the
+// first steps of an op that gives an inode, or a copy of it, a new name.
+func (ns *Namespace) source(op string, c *Command) (*inode, error) {
+	if err := ValidatePath(op, c.Target); err != nil {
+		return nil, err
+	}
+	_, n, err := ns.existing(op, &c.Caller, c.Path)
+	return n, err
+}
+
+// newName finds the directory that is to hold p, a name that must not
+// exist yet, on which the caller needs write and search permission.
+func (ns *Namespace) newName(op string, c *chunkfs.Caller, p string) (*inode, error) {
+	dir, n, err := ns.resolve(op, c, p)
+	switch {
+	case err != nil:
+		return nil, err
+	case n != nil:
+		return nil, chunkfs.E(op, p, chunkfs.KindExist, "")
+	case !may(c, dir, accessWrite|accessExec):
+		return nil, chunkfs.E(op, p, chunkfs.KindPermission, "")
+	}
+	return dir, nil
+}
+
 // info describes n, named name.
 func (n *inode) info(name string) chunkfs.FileInfo {
 	fi := chunkfs.FileInfo{

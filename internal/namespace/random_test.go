@@ -27,19 +27,19 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 	c := &Command{Time: now, Caller: callers[rng.IntN(len(callers))], Path: name(), Mode: uint32(rng.IntN(0o1000))}
 	switch rng.IntN(23) {
 	case 0:
-		c.Op, c.Flags = OpMkdir, FlagParents*uint8(rng.IntN(2))
+		c.Op, c.Flags = OpMkdir, FlagParents*uint16(rng.IntN(2))
 	case 1:
-		c.Op, c.Flags = OpCreate, uint8(rng.IntN(2))*FlagExclusive|uint8(rng.IntN(2))*FlagTruncate
+		c.Op, c.Flags = OpCreate, uint16(rng.IntN(2))*FlagExclusive|uint16(rng.IntN(2))*FlagTruncate
 	case 2:
-		c.Op, c.Target, c.Flags = OpRename, name(), uint8(rng.IntN(2))*FlagNoReplace
+		c.Op, c.Target, c.Flags = OpRename, name(), uint16(rng.IntN(2))*FlagNoReplace
 	case 3:
-		c.Op, c.Flags = OpDelete, uint8(rng.IntN(2))*FlagRecursive
+		c.Op, c.Flags = OpDelete, uint16(rng.IntN(2))*FlagRecursive
 	case 4:
 		c.Op, c.Set = OpSetAttr, uint8(rng.IntN(int(setAll)+1))
 		c.UID, c.GID, c.Replication = uint32(1000+rng.IntN(2)), 100, uint32(rng.IntN(4))
 		c.Length = rng.Int64N(5 * testChunk)
 	case 5, 6:
-		c.Op, c.Index, c.Flags = OpAllocChunk, rng.Int64N(5), uint8(rng.IntN(2))*FlagAppend
+		c.Op, c.Index, c.Flags = OpAllocChunk, rng.Int64N(5), uint16(rng.IntN(2))*FlagAppend
 	case 7:
 		c.Op, c.Length = OpCommitLength, rng.Int64N(5*testChunk)
 	case 8:
@@ -61,9 +61,9 @@ func randomCommand(rng *rand.Rand, now int64) *Command {
 	case 18:
 		c.Op, c.Handle, c.NewHandle, c.Version = OpCopyChunk, chunkfs.Handle(rng.IntN(40)), chunkfs.Handle(rng.IntN(40)), chunkfs.Version(1+rng.IntN(2))
 	case 19:
-		c.Op, c.Flags = OpTrash, uint8(rng.IntN(2))*FlagRecursive
+		c.Op, c.Flags = OpTrash, uint16(rng.IntN(2))*FlagRecursive
 	case 20:
-		c.Op, c.Flags, c.Index = OpUndelete, uint8(rng.IntN(2))*FlagParents, rng.Int64N(3)
+		c.Op, c.Flags, c.Index = OpUndelete, uint16(rng.IntN(2))*FlagParents, rng.Int64N(3)
 		if rng.IntN(2) == 0 {
 			c.Target = name()
 		}
@@ -121,6 +121,13 @@ func FuzzDecodeCommand(f *testing.F) {
 		f.Add(randomCommand(rng, int64(i)).Encode(nil))
 	}
 	f.Add([]byte{1, 2, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff})
+	for _, b := range v1Commands {
+		f.Add(b.bytes)
+	}
+	for _, flag := range allFlags {
+		f.Add((&Command{Op: OpRename, Path: "/a", Target: "/b", Flags: flag}).Encode(nil))
+	}
+	f.Add([]byte{encodingVersion, byte(OpMkdir), 0x80, 0x40, 0, 0}) // an unknown flag bit
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
 		if err != nil {
@@ -413,29 +420,34 @@ func TestCommandNumbersKeepTheirSlot(t *testing.T) {
 		{Op: OpPurgeTrash, Path: "/f", Index: 3},
 		{Op: OpTrashPeriod, Path: "/f", Length: 3},
 	} {
-		b := c.Encode(nil)
-		want := []byte{encodingVersion, byte(c.Op), 0, 0}
-		if c.Path != "" {
-			want = binary.AppendUvarint(want, hasPath|hasLength)
-			want = append(want, 2, '/', 'f')
-		} else {
-			want = binary.AppendUvarint(want, hasLength)
-		}
-		want = binary.AppendVarint(want, 3)
-		if !bytes.Equal(b, want) {
-			t.Errorf("%v encodes as %x, want %x", c.Op, b, want)
-		}
-		got, err := DecodeCommand(b)
-		if err != nil || !reflect.DeepEqual(normal(got), normal(&c)) {
-			t.Errorf("%v decodes as %+v (%v), want %+v", c.Op, got, err, c)
+		// Encoding 1 (in logs written before encoding 2) and encoding 2
+		// lay out a command without flags alike but for the version byte.
+		for _, version := range []byte{encodingV1, encodingVersion} {
+			want := []byte{version, byte(c.Op), 0, 0}
+			if c.Path != "" {
+				want = binary.AppendUvarint(want, hasPath|hasLength)
+				want = append(want, 2, '/', 'f')
+			} else {
+				want = binary.AppendUvarint(want, hasLength)
+			}
+			want = binary.AppendVarint(want, 3)
+			if b := c.Encode(nil); version == encodingVersion && !bytes.Equal(b, want) {
+				t.Errorf("%v encodes as %x, want %x", c.Op, b, want)
+			}
+			got, err := DecodeCommand(want)
+			if err != nil || !reflect.DeepEqual(normal(got), normal(&c)) {
+				t.Errorf("%v decodes from %x as %+v (%v), want %+v", c.Op, want, got, err, c)
+			}
 		}
 	}
-	for _, b := range [][]byte{
-		binary.AppendVarint(binary.AppendUvarint([]byte{encodingVersion, byte(OpSetVersion), 0, 0}, hasLength), -1),
-		binary.AppendVarint(binary.AppendUvarint([]byte{encodingVersion, byte(OpCreate), 0, 0}, hasLength), 1<<32),
-	} {
-		if c, err := DecodeCommand(b); err == nil {
-			t.Errorf("%x decodes as %+v; want an error", b, c)
+	for _, version := range []byte{encodingV1, encodingVersion} {
+		for _, b := range [][]byte{
+			binary.AppendVarint(binary.AppendUvarint([]byte{version, byte(OpSetVersion), 0, 0}, hasLength), -1),
+			binary.AppendVarint(binary.AppendUvarint([]byte{version, byte(OpCreate), 0, 0}, hasLength), 1<<32),
+		} {
+			if c, err := DecodeCommand(b); err == nil {
+				t.Errorf("%x decodes as %+v; want an error", b, c)
+			}
 		}
 	}
 }

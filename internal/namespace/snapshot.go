@@ -241,9 +241,9 @@ func restore(b []byte) (*Namespace, error) {
 	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(sum) {
 		return nil, errors.New("checksum mismatch")
 	}
-	s := &snapReader{b: body, links: map[uint64]*inode{}}
+	s := &snapReader{reader: reader{b: body, what: "snapshot"}, links: map[uint64]*inode{}}
 	ns, err := s.namespace()
-	if err == nil && len(s.b) != 0 {
+	if err == nil && s.left() != 0 {
 		err = errors.New("trailing bytes")
 	}
 	return ns, err
@@ -251,63 +251,9 @@ func restore(b []byte) (*Namespace, error) {
 
 // snapReader parses a snapshot held in memory; the first error sticks.
 type snapReader struct {
-	b       []byte
+	reader
 	version byte
 	links   map[uint64]*inode // inodes with several names, by number, once read
-	err     error
-}
-
-func (s *snapReader) fail(format string, args ...any) {
-	if s.err == nil {
-		s.err = fmt.Errorf(format, args...)
-	}
-}
-
-func (s *snapReader) full(n int) []byte {
-	if s.err != nil {
-		return nil
-	}
-	if n > len(s.b) {
-		s.fail("truncated snapshot")
-		return nil
-	}
-	v := s.b[:n]
-	s.b = s.b[n:]
-	return v
-}
-
-func (s *snapReader) uvarint(limit uint64) uint64 {
-	if s.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(s.b)
-	if n <= 0 {
-		s.fail("bad varint")
-		return 0
-	}
-	s.b = s.b[n:]
-	if v > limit {
-		s.fail("value %d above limit %d", v, limit)
-		return 0
-	}
-	return v
-}
-
-func (s *snapReader) varint() int64 {
-	if s.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(s.b)
-	if n <= 0 {
-		s.fail("bad varint")
-		return 0
-	}
-	s.b = s.b[n:]
-	return v
-}
-
-func (s *snapReader) string(limit int) string {
-	return string(s.full(int(s.uvarint(uint64(limit)))))
 }
 
 func (s *snapReader) namespace() (*Namespace, error) {
@@ -459,7 +405,7 @@ func (s *snapReader) kids(ns *Namespace, d *inode, depth int) {
 		s.fail("directories nested too deep")
 		return
 	}
-	count := s.uvarint(uint64(len(s.b))) // an entry takes two bytes at least
+	count := s.uvarint(uint64(s.left())) // an entry takes two bytes at least
 	for i := uint64(0); i < count && s.err == nil; i++ {
 		name, k := s.inode(ns, depth+1)
 		if s.err != nil {
@@ -525,7 +471,7 @@ func (s *snapReader) trash(ns *Namespace) {
 	t := &ns.trash
 	t.period = int64(s.uvarint(uint64(MaxTrashPeriod)))
 	t.nextID = s.uvarint(1<<63 - 1)
-	count := s.uvarint(uint64(len(s.b))) // an entry takes several bytes
+	count := s.uvarint(uint64(s.left())) // an entry takes several bytes
 	for i := uint64(0); i < count && s.err == nil; i++ {
 		e := &trashEntry{id: s.uvarint(t.nextID), path: s.string(chunkfs.MaxPathLen), time: s.varint()}
 		e.uid = uint32(s.uvarint(1<<32 - 1))
