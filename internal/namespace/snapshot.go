@@ -492,9 +492,17 @@ func (s *snapReader) trash(ns *Namespace) {
 			s.fail("trash entry %d: bad root", e.id)
 			return
 		}
-		e.sum = Counts{Files: ns.files - before.Files, Dirs: ns.dirs - before.Dirs, Bytes: ns.bytes - before.Bytes,
-			Chunks: int64(ns.handles.len()) - before.Chunks}
+		e.sum = Counts{Files: ns.files - before.Files, Dirs: ns.dirs - before.Dirs, Bytes: ns.bytes - before.Bytes}
 		t.entries = append(t.entries, e)
 		ns.moveCounts(e.sum, -1)
+	}
+	if s.err != nil {
+		return
+	}
+	// An entry's chunks are those only its tree holds, as when it was
+	// trashed (treeCounts): counted once every holder is known.
+	for _, e := range t.entries {
+		e.sum.Chunks = ns.treeCounts(e.node).Chunks
+		t.dead.Chunks += e.sum.Chunks
 	}
 }

@@ -135,7 +135,7 @@ func (ns *Namespace) toTrash(c *Command, p string, dir *inode, name string, n *i
 	if n.isDir() {
 		ns.dropOutsideLinks(n, c.Time)
 	}
-	sum := treeCounts(n)
+	sum := ns.treeCounts(n)
 	n.nlink = 1 // the entry names it
 	ns.trash.nextID++
 	e := &trashEntry{node: n, path: p, id: ns.trash.nextID, time: c.Time, uid: c.Caller.UID, sum: sum}
@@ -192,21 +192,26 @@ func (ns *Namespace) dropOutsideLinks(d *inode, now int64) {
 	}
 }
 
-// treeCounts counts the inodes, chunks and bytes of the tree at n, an
-// inode with several names once.
-func treeCounts(n *inode) Counts {
+// treeCounts counts the inodes and bytes of the tree at n, an inode with
+// several names once, and the chunks only the tree holds: a chunk a
+// snapshot shares with a file outside it stays live. (Restore counts an
+// entry's chunks the same way: those no earlier part of the state holds.)
+func (ns *Namespace) treeCounts(n *inode) Counts {
 	var sum Counts
-	seen := map[*inode]bool{}
+	in := map[*inode]bool{}
+	var shared []chunkfs.Handle
 	var walk func(n *inode)
 	walk = func(n *inode) {
-		if n.nlink > 1 {
-			if seen[n] {
-				return
-			}
-			seen[n] = true
+		if in[n] {
+			return
 		}
+		in[n] = true
 		for _, r := range n.chunks {
-			if r.handle != 0 {
+			switch {
+			case r.handle == 0:
+			case ns.handles.isShared(r.handle):
+				shared = append(shared, r.handle)
+			default:
 				sum.Chunks++
 			}
 		}
@@ -222,6 +227,14 @@ func treeCounts(n *inode) Counts {
 		})
 	}
 	walk(n)
+	slices.Sort(shared)
+	for _, h := range slices.Compact(shared) {
+		inside := true
+		ns.holders(h, func(k *inode) { inside = inside && in[k] })
+		if inside {
+			sum.Chunks++
+		}
+	}
 	return sum
 }
 

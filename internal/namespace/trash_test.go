@@ -216,3 +216,41 @@ func TestRestoreRejectsBadTrash(t *testing.T) {
 	}
 	e.node = file
 }
+
+// TestTrashOfASnapshotRestores: chunks a snapshot shares with a live
+// file stay live when the snapshot is trashed, and a checkpoint of that
+// state restores (it failed its check, so a master could not restart);
+// the trashed snapshot's chunks count as dead once the source is gone
+// too, whichever the entries, before and after a restore.
+func TestTrashOfASnapshotRestores(t *testing.T) {
+	s := newTrashTNS(t)
+	s.ok(&Command{Op: OpSnapshot, Caller: alice, Path: "/alice/f", Target: "/alice/s"})
+	s.ok(&Command{Op: OpTrash, Caller: alice, Path: "/alice/s"})
+	restoreSame := func(what string) {
+		t.Helper()
+		if err := s.ns.Check(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		ns2, err := Restore(bytes.NewReader(snapshot(t, s.ns)))
+		if err != nil {
+			t.Fatalf("%s: restore: %v", what, err)
+		}
+		if ns2.Counts() != s.ns.Counts() || ns2.DeadCounts() != s.ns.DeadCounts() {
+			t.Fatalf("%s: counts %+v dead %+v after restore, %+v %+v before", what, ns2.Counts(), ns2.DeadCounts(), s.ns.Counts(), s.ns.DeadCounts())
+		}
+	}
+	if c, d := s.ns.Counts(), s.ns.DeadCounts(); c.Chunks != 2 || d.Chunks != 0 || d.Files != 1 {
+		t.Fatalf("live %+v, dead %+v; want the shared chunks live", c, d)
+	}
+	restoreSame("snapshot trashed")
+	s.ok(&Command{Op: OpTrash, Caller: alice, Path: "/alice/f"})
+	restoreSame("source trashed too")
+	s.now += testPeriod
+	if r := s.ok(&Command{Op: OpPurgeTrash}); len(r.Garbage) != 2 {
+		t.Fatalf("purge freed %v, want the 2 chunks", r.Garbage)
+	}
+	if c, d := s.ns.Counts(), s.ns.DeadCounts(); c != (Counts{Dirs: c.Dirs}) || d != (Counts{}) {
+		t.Fatalf("after the purge: live %+v, dead %+v", c, d)
+	}
+	restoreSame("purged")
+}
