@@ -399,14 +399,24 @@ func TestDev(t *testing.T) {
 }
 
 // freeAddr returns a loopback address with a port free at the moment.
+// handedOut holds the addresses freeAddr returned: the kernel may give a
+// port closed a moment ago to the next listener, and two servers of one
+// test must not be told the same address.
+var handedOut sync.Map
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func TestTailAndRecordsFollowRecords(t *testing.T) {
