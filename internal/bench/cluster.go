@@ -74,14 +74,27 @@ func (c *cluster) start(name, ns string, argv []string, dir string) error {
 	return nil
 }
 
-// failed returns an error naming the first server that has exited.
+// failed returns an error naming the first server that has exited, with
+// the end of its log.
 func (c *cluster) failed() error {
-	for _, p := range c.procs {
+	for i, p := range c.procs {
 		if p.exited() {
-			return fmt.Errorf("%s exited early (%v); see its log", p.name, p.err)
+			return fmt.Errorf("%s exited early (%v); its log ends: %s", p.name, p.err, logTail(c.logs[i].Name(), 600))
 		}
 	}
 	return nil
+}
+
+// logTail returns the last n bytes of the file at path, on one line.
+func logTail(path string, n int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if int64(len(b)) > n {
+		b = b[int64(len(b))-n:]
+	}
+	return strings.ReplaceAll(strings.TrimSpace(string(b)), "\n", " | ")
 }
 
 // stop stops every server and closes their logs.

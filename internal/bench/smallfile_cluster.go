@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chunkfs/chunkfs/client"
@@ -158,14 +159,25 @@ func (lc *localCluster) stop(log *slog.Logger) {
 	}
 }
 
-// freeLoopback returns a loopback address with a port free just now.
+// handedOut holds the addresses freeLoopback returned: the kernel may
+// give a port closed a moment ago to the next listener, and two servers
+// must not be told the same address.
+var handedOut sync.Map
+
+// freeLoopback returns a loopback address with a port free just now, not
+// returned before.
 func freeLoopback() (string, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	for {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		addr := lis.Addr().String()
+		lis.Close()
+		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
+			return addr, nil
+		}
 	}
-	defer lis.Close()
-	return lis.Addr().String(), nil
 }
 
 // mountEntry returns the mount point and file system type of the mount
