@@ -185,6 +185,10 @@ func (c RecoveryConfig) clusterConfig() Config {
 	return g
 }
 
+// cloneYieldFloor is the share a yielding chunkserver clone throttle
+// keeps at least: a quarter (chunkserver --clone-yield).
+const cloneYieldFloor = 4
+
 // cloneMinRate is the master's --clone-min-rate: a quarter of what one
 // clone stream gets at the throttle or a NIC, so that a clone slowed by
 // the clients' traffic still makes its deadline; an eighth when clones
@@ -196,7 +200,7 @@ func (c RecoveryConfig) cloneMinRate() int64 {
 	}
 	div := 4.0
 	if c.CloneYield {
-		div = 8
+		div = 2 * cloneYieldFloor
 	}
 	return max(int64(per/float64(c.CloneStreams)/div), 4096)
 }
