@@ -94,7 +94,6 @@ func DefaultRecoveryConfig() RecoveryConfig {
 		Baseline:     30 * time.Second,
 		CloneRate:    int64(tb.NIC.MBps() * 1e6 / 2),
 		CloneStreams: 2,
-		CloneYield:   true,
 		MaxClones:    2,
 		DeadAfter:    5 * time.Second,
 		Heartbeat:    time.Second,

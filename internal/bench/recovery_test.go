@@ -207,4 +207,7 @@ func TestCloneMinRateAllowsYield(t *testing.T) {
 	if !slices.Contains(c.clusterConfig().ChunkserverArgs, "--clone-yield=false") {
 		t.Errorf("chunkserver args %v lack --clone-yield=false", c.clusterConfig().ChunkserverArgs)
 	}
+	if c.CloneYield = true; !slices.Contains(c.clusterConfig().ChunkserverArgs, "--clone-yield=true") {
+		t.Errorf("chunkserver args %v lack --clone-yield=true", c.clusterConfig().ChunkserverArgs)
+	}
 }

@@ -98,7 +98,6 @@ func DefaultConfig() Config {
 		MaxChunkSize:      1 << 30,
 		CloneStreams:      DefaultCloneStreams,
 		CloneRate:         DefaultCloneRate,
-		CloneYield:        true,
 		StreamIdle:        rpc.DefaultStreamIdle,
 		Reserve:           DefaultReserve,
 		FS:                chunkstore.OS{},
