@@ -102,6 +102,7 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 	writeChunkSize := fs.String("write-chunk-size", "", "chunk size of the write panel's labelled variant, run after the headline on --chunk-size's chunks (default 1 MiB; 0: no variant)")
 	calibrate := fs.Bool("calibrate", true, "first measure raw TCP across the testbed for every N")
 	probe := fs.Bool("probe", true, "time each step of one client's writes and appends on the idle cluster")
+	warmup := fs.Bool("warmup", true, "write to every fresh cluster before its first point, unmeasured, so the first point does not pay for first chunks and connections")
 	networkOnly := fs.Bool("network-only", false, "build the testbed and measure raw TCP only, with no cluster")
 	prefix := fs.String("netns-prefix", bench.DefaultPrefix, "start of the testbed's namespace names (1-8 bytes), so that two runs on one machine do not meet")
 	useTLS := fs.Bool("tls", false, "run the cluster with mutual TLS on every connection (certificates made in the work directory); without it, plain TCP")
@@ -153,7 +154,7 @@ func benchFlags(args []string) (cfg bench.Config, out string, verbose bool, err 
 		}
 		cfg.WriteChunkSize = n
 	}
-	cfg.Calibrate, cfg.Probe, cfg.NetworkOnly, cfg.WorkDir = *calibrate, *probe, *networkOnly, *workDir
+	cfg.Calibrate, cfg.Probe, cfg.Warmup, cfg.NetworkOnly, cfg.WorkDir = *calibrate, *probe, *warmup, *networkOnly, *workDir
 	cfg.TLS, cfg.Events = *useTLS, *events
 	cfg.Testbed.Prefix = *prefix
 	return cfg, out, verbose, nil

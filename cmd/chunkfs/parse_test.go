@@ -152,6 +152,18 @@ func TestBenchChunkSizeFlags(t *testing.T) {
 	}
 }
 
+func TestBenchWarmupFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{{nil, true}, {[]string{"--quick"}, true}, {[]string{"--warmup=false"}, false}} {
+		cfg, _, _, err := benchFlags(tc.args)
+		if err != nil || cfg.Warmup != tc.want {
+			t.Errorf("%v: warmup %v, %v; want %v", tc.args, cfg.Warmup, err, tc.want)
+		}
+	}
+}
+
 func TestParseGroup(t *testing.T) {
 	got, err := parseGroup("m1=10.0.0.1:7070, m2=10.0.0.2:7070")
 	if err != nil || len(got) != 2 || got[1].ID != "m2" || got[1].Addr != "10.0.0.2:7070" {

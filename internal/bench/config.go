@@ -68,6 +68,12 @@ type Config struct {
 	// Probe times each step of one client's writes and appends on the idle
 	// cluster, to trace a shortfall to the step that costs it.
 	Probe bool
+	// Warmup has one client write WarmupWrites writes to every fresh
+	// cluster before its first point, unmeasured, so that no point pays
+	// for the cluster's first chunk, leases and data connections (and,
+	// under TLS, their handshakes) while later points do not: the paper
+	// measured a running cluster.
+	Warmup bool
 	// NetworkOnly builds the testbed and calibrates it, with no cluster.
 	NetworkOnly bool
 	// Events makes the report's files include gfs.json: the whole report
@@ -100,6 +106,7 @@ func DefaultConfig() Config {
 		ReadSetFileSize: 64 * MiB,
 		Calibrate:       true,
 		Probe:           true,
+		Warmup:          true,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image/png"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +190,24 @@ func TestRecoveryReportOutput(t *testing.T) {
 	img, err := png.Decode(&b)
 	if err != nil || img.Bounds().Dx() != 2*panelW {
 		t.Errorf("figure: %v, %v", img.Bounds(), err)
+	}
+}
+
+// TestCloneMinRateAllowsYield: the master's clone deadline allows for a
+// yielding throttle's floor, a quarter of the rate over the streams.
+func TestCloneMinRateAllowsYield(t *testing.T) {
+	c := DefaultRecoveryConfig()
+	per := c.CloneRate / int64(c.CloneStreams)
+	if c.CloneYield = true; c.cloneMinRate() > per/cloneYieldFloor {
+		t.Errorf("yielding: clone min rate %d above the floor %d a stream", c.cloneMinRate(), per/cloneYieldFloor)
+	}
+	if c.CloneYield = false; c.cloneMinRate() != per/4 {
+		t.Errorf("not yielding: clone min rate %d, want %d", c.cloneMinRate(), per/4)
+	}
+	if !slices.Contains(c.clusterConfig().ChunkserverArgs, "--clone-yield=false") {
+		t.Errorf("chunkserver args %v lack --clone-yield=false", c.clusterConfig().ChunkserverArgs)
+	}
+	if c.CloneYield = true; !slices.Contains(c.clusterConfig().ChunkserverArgs, "--clone-yield=true") {
+		t.Errorf("chunkserver args %v lack --clone-yield=true", c.clusterConfig().ChunkserverArgs)
 	}
 }

@@ -215,7 +215,29 @@ func (s *session) useCluster(ctx context.Context, chunkSize int64) error {
 		return err
 	}
 	s.cl = cl
-	return s.waitCluster(ctx)
+	if err := s.waitCluster(ctx); err != nil {
+		return err
+	}
+	return s.warmup(ctx)
+}
+
+// warmupWrites is how many writes of WriteSize the warm-up makes: as
+// many as a point's writer has in flight under the client's default
+// write-behind (16 MiB), so that it opens as many data connections.
+const warmupWrites = 8
+
+// warmup writes one file to the fresh cluster from the first client
+// host, unmeasured (Config.Warmup).
+func (s *session) warmup(ctx context.Context) error {
+	if !s.cfg.Warmup {
+		return nil
+	}
+	task := Task{Op: OpWrite, Master: s.cl.master, TLSDir: s.cl.tlsDir, Path: fmt.Sprintf("/bench/warmup/cluster%d", s.clusters),
+		IOSize: s.cfg.WriteSize, Bytes: warmupWrites * s.cfg.WriteSize, Timeout: 5 * time.Minute}
+	if _, err := runWorkers(ctx, s.cfg, s.tb.Clients[:1], []Task{task}, s.dir, "warmup"); err != nil {
+		return errors.Join(fmt.Errorf("warming the cluster up: %w", err), s.cl.failed())
+	}
+	return nil
 }
 
 // stopCluster stops the running cluster, if any.

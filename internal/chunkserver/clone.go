@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
@@ -165,18 +166,41 @@ func sourceError(h chunkfs.Handle, source string, err error) error {
 }
 
 // cloneLimiter bounds this server's clones: how many run at once, one
-// at most per chunk, and the bytes a second they pull together.
+// at most per chunk, and the bytes a second they pull together. With
+// yield, the bytes a second lower by the client bytes pushed into this
+// server (its NIC's inbound side, which clone pulls share), down to a
+// quarter of the rate: clients keep their bandwidth while repair goes on.
 type cloneLimiter struct {
 	clock clock.Clock
 	max   int
+	rate  float64 // the configured rate; 0: unlimited
+	yield bool
 
-	mu     sync.Mutex // guards active and bucket
+	mu     sync.Mutex // guards active, bucket and client
 	active map[chunkfs.Handle]bool
 	bucket tokenBucket
+	client rateMeter // client bytes pushed into this server
 }
 
-func newCloneLimiter(c clock.Clock, streams int, rate int64) *cloneLimiter {
-	return &cloneLimiter{clock: c, max: streams, active: make(map[chunkfs.Handle]bool), bucket: newTokenBucket(rate, clonePiece)}
+// clientWindow is the window over which a yielding clone throttle
+// measures client traffic: a few pieces' worth at the throttle, short
+// enough that clones take the bandwidth back soon after clients stop.
+const clientWindow = 2 * time.Second
+
+func newCloneLimiter(c clock.Clock, streams int, rate int64, yield bool) *cloneLimiter {
+	return &cloneLimiter{clock: c, max: streams, rate: float64(rate), yield: yield, active: make(map[chunkfs.Handle]bool),
+		bucket: newTokenBucket(rate, clonePiece), client: rateMeter{window: clientWindow}}
+}
+
+// clientBytes counts n bytes of client data pushed into this server.
+func (l *cloneLimiter) clientBytes(n int64) {
+	if !l.yield || l.rate <= 0 {
+		return
+	}
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.client.add(now, n)
 }
 
 // begin admits a clone of h, or refuses it with KindUnavailable when
@@ -200,9 +224,7 @@ func (l *cloneLimiter) begin(h chunkfs.Handle) (end func(), err error) {
 
 // wait blocks until n more bytes may be pulled within the bandwidth cap.
 func (l *cloneLimiter) wait(ctx context.Context, n int64) error {
-	l.mu.Lock()
-	d := l.bucket.take(l.clock.Now(), n)
-	l.mu.Unlock()
+	d := l.delay(l.clock.Now(), n)
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -212,4 +234,15 @@ func (l *cloneLimiter) wait(ctx context.Context, n int64) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// delay spends n bytes of the throttle's credit at now and returns how
+// long the clone must wait before pulling them.
+func (l *cloneLimiter) delay(now time.Time, n int64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.yield {
+		l.bucket.setRate(now, yieldingRate(l.rate, l.client.rate(now)))
+	}
+	return l.bucket.take(now, n)
 }
