@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"time"
 
@@ -15,8 +16,11 @@ import (
 // clients, chunkservers and Raft alike (rpc.Mux).
 
 // startGroup opens every master's port first (the group's addresses must
-// be known to each), then the masters.
+// be known to each), then starts the masters on those listeners: all are
+// open at once, so the kernel cannot hand one port out twice, and none is
+// closed in between, so no other process can take it.
 func (c *Cluster) startGroup() error {
+	var lns []net.Listener
 	for i := range c.cfg.Masters + c.cfg.Observers {
 		n := &node{dir: filepath.Join(c.cfg.Dir, fmt.Sprintf("master%d", i))}
 		if i < len(c.cfg.GroupAddrs) {
@@ -24,13 +28,19 @@ func (c *Cluster) startGroup() error {
 		}
 		ln, err := listen(n)
 		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
 			return err
 		}
-		ln.Close() // reopened by startGroupMaster; only the address was wanted
+		lns = append(lns, ln)
 		c.group = append(c.group, n)
 	}
 	for i := range c.group {
-		if err := c.startGroupMaster(i); err != nil {
+		if err := c.startGroupMasterOn(i, lns[i]); err != nil {
+			for _, l := range lns[i+1:] {
+				l.Close()
+			}
 			c.Close()
 			return err
 		}
@@ -47,11 +57,16 @@ func (c *Cluster) groupMember(i int) (string, bool) {
 }
 
 func (c *Cluster) startGroupMaster(i int) error {
-	n := c.group[i]
-	ln, err := listen(n)
+	ln, err := listen(c.group[i])
 	if err != nil {
 		return err
 	}
+	return c.startGroupMasterOn(i, ln)
+}
+
+// startGroupMasterOn starts group master i on ln, its address.
+func (c *Cluster) startGroupMasterOn(i int, ln net.Listener) error {
+	n := c.group[i]
 	id, observer := c.groupMember(i)
 	var members []master.Member
 	for j := range c.cfg.Masters {
