@@ -239,7 +239,7 @@ func TestCommandFailures(t *testing.T) {
 	local := localFixtures(t)
 	small := filepath.Join(local, "small.txt")
 	long := strings.Repeat("n", 256)
-	dead := freeAddr(t)
+	dead := "127.0.0.1:1" // a privileged port nothing listens on: a free one could be taken by another test's server meanwhile
 	user := invocation{unprivileged: true, dir: local}
 	cases := []failCase{
 		// A missing local source.
