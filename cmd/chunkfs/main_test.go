@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -399,24 +400,29 @@ func TestDev(t *testing.T) {
 }
 
 // freeAddr returns a loopback address with a port free at the moment.
-// handedOut holds the addresses freeAddr returned: the kernel may give a
-// port closed a moment ago to the next listener, and two servers of one
+// handedOut holds the addresses freeAddr returned: two servers of one
 // test must not be told the same address.
 var handedOut sync.Map
 
+// freeAddr returns a loopback address free just now, its port below the
+// kernel's ephemeral range (ip_local_port_range starts at 32768), so a
+// server restarted on it finds it free: no listener of another test or
+// process binding port 0, nor an outgoing connection, is given it
+// meanwhile.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for range 1000 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		if _, dup := handedOut.LoadOrStore(addr, true); dup {
+			continue
 		}
-		addr := ln.Addr().String()
-		ln.Close()
-		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
 			return addr
 		}
 	}
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 func TestTailAndRecordsFollowRecords(t *testing.T) {

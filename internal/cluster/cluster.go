@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -183,10 +184,10 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // listen opens addr, or a free port on 127.0.0.1 when addr is empty, and
 // records the address for restarts.
 func listen(n *node) (net.Listener, error) {
-	addr := n.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
+	if n.addr == "" {
+		return listenFree(n)
 	}
+	addr := n.addr
 	var ln net.Listener
 	var err error
 	for range 50 { // a restarted server's port may take a moment to free
@@ -200,6 +201,22 @@ func listen(n *node) (net.Listener, error) {
 	}
 	n.addr = ln.Addr().String()
 	return ln, nil
+}
+
+// listenFree opens a free port on 127.0.0.1 below the kernel's ephemeral
+// range (which starts at 32768), so that a server restarted on it finds
+// it free: no listener binding port 0, nor an outgoing connection, of
+// this or another process is given it while the server is down.
+func listenFree(n *node) (net.Listener, error) {
+	var err error
+	for range 1000 {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))); err == nil {
+			n.addr = ln.Addr().String()
+			return ln, nil
+		}
+	}
+	return nil, err
 }
 
 func (c *Cluster) startMaster() error {
