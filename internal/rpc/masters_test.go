@@ -270,3 +270,22 @@ func serveRead(t *testing.T, f *readMaster) string {
 	t.Cleanup(srv.Stop)
 	return ln.Addr().String()
 }
+
+// TestMasterSetSkipsAServerThatIsNoMaster: a master's address answered
+// by another kind of server (one that took the port while the master was
+// down) counts as a master not reached: the call goes to the next.
+func TestMasterSetSkipsAServerThatIsNoMaster(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := NewServer(nil)
+	pb.RegisterChunkServerServer(other, pb.UnimplementedChunkServerServer{})
+	go other.Serve(ln)
+	t.Cleanup(other.Stop)
+	m := &statMaster{}
+	mc, _ := masterClient(t, ln.Addr().String(), serveStat(t, m))
+	if _, err := mc.Stat(context.Background(), &pb.StatRequest{Path: "/"}); err != nil || m.calls.Load() != 1 {
+		t.Fatalf("stat with the first address no master: %v, %d calls at the master", err, m.calls.Load())
+	}
+}

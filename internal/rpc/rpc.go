@@ -281,6 +281,12 @@ func Err(err error) error {
 	case codes.PermissionDenied, codes.Unauthenticated:
 		return &chunkfs.Error{Kind: chunkfs.KindPermission, Err: errors.New(st.Message())}
 	case codes.Unimplemented:
+		if strings.HasPrefix(st.Message(), "unknown service ") {
+			// Another kind of server listens there (a master's address
+			// taken by something else while it was down): the one called
+			// was not reached, and the call was not applied.
+			return &chunkfs.Error{Kind: chunkfs.KindUnavailable, Err: &unreachableError{msg: st.Message()}}
+		}
 		return &chunkfs.Error{Kind: chunkfs.KindNotSupported, Err: errors.New(st.Message())}
 	}
 	return &chunkfs.Error{Kind: chunkfs.KindOther, Err: errors.New(st.Message())}
