@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"time"
 
@@ -17,6 +18,15 @@ import (
 // startGroup opens every master's port first (the group's addresses must
 // be known to each), then the masters.
 func (c *Cluster) startGroup() error {
+	// Only the addresses are wanted (startGroupMaster reopens them), but
+	// every listener stays open until all are picked: closed one by one,
+	// the kernel may hand the same free port out twice.
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
 	for i := range c.cfg.Masters + c.cfg.Observers {
 		n := &node{dir: filepath.Join(c.cfg.Dir, fmt.Sprintf("master%d", i))}
 		if i < len(c.cfg.GroupAddrs) {
@@ -26,9 +36,13 @@ func (c *Cluster) startGroup() error {
 		if err != nil {
 			return err
 		}
-		ln.Close() // reopened by startGroupMaster; only the address was wanted
+		lns = append(lns, ln)
 		c.group = append(c.group, n)
 	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	lns = nil
 	for i := range c.group {
 		if err := c.startGroupMaster(i); err != nil {
 			c.Close()
