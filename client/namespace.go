@@ -100,8 +100,21 @@ func (c *Client) readDir(ctx context.Context, path string) ([]*chunkfs.FileInfo,
 // and RemoveAll move what they remove to it, from which Undelete brings it
 // back until the period passes; RemoveNow deletes at once.
 func (c *Client) Remove(ctx context.Context, path string) error {
+	_, err := c.RemoveParent(ctx, path)
+	return err
+}
+
+// RemoveParent is Remove that also returns the attributes of path's
+// parent directory just after, as the master saw them (nil when it did
+// not say): the FUSE mount answers the kernel's next look at the
+// directory with them.
+func (c *Client) RemoveParent(ctx context.Context, path string) (*chunkfs.FileInfo, error) {
 	ctx = reqid.Ensure(ctx)
-	return c.remove(ctx, "remove", path, false, false)
+	resp, err := c.delete(ctx, "remove", path, false, false)
+	if err != nil || resp.Parent == nil {
+		return nil, err
+	}
+	return fileInfo(resp.Parent), nil
 }
 
 // RemoveNow is Remove, or RemoveAll when recursive, without the trash:
@@ -123,21 +136,26 @@ func (c *Client) RemoveAll(ctx context.Context, path string) error {
 }
 
 func (c *Client) remove(ctx context.Context, op, path string, recursive, skipTrash bool) error {
+	_, err := c.delete(ctx, op, path, recursive, skipTrash)
+	return err
+}
+
+func (c *Client) delete(ctx context.Context, op, path string, recursive, skipTrash bool) (*pb.DeleteResponse, error) {
 	path, err := checkPath(op, path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if path == "/" {
-		return chunkfs.E(op, path, chunkfs.KindInvalid, "cannot remove the root directory")
+		return nil, chunkfs.E(op, path, chunkfs.KindInvalid, "cannot remove the root directory")
 	}
 	resp, err := c.master.Delete(ctx, &pb.DeleteRequest{Caller: c.caller, Path: path, Recursive: recursive, SkipTrash: skipTrash})
 	if err != nil {
-		return wrapOp(op, path, err)
+		return nil, wrapOp(op, path, err)
 	}
 	c.observe(resp.StateId)
 	c.locs.dropPrefix(path)
 	c.leases.dropPath(path)
-	return nil
+	return resp, nil
 }
 
 // Rename moves oldpath to newpath, replacing a file at newpath.

@@ -30,8 +30,9 @@ type Backend interface {
 	// Open opens an existing regular file for reading, and for writing too
 	// when write is set.
 	Open(ctx context.Context, c chunkfs.Caller, path string, write bool) (File, *chunkfs.FileInfo, error)
-	// Remove removes a file, a symbolic link or an empty directory.
-	Remove(ctx context.Context, c chunkfs.Caller, path string) error
+	// Remove removes a file, a symbolic link or an empty directory, and
+	// returns the parent directory's attributes just after, or nil.
+	Remove(ctx context.Context, c chunkfs.Caller, path string) (parent *chunkfs.FileInfo, err error)
 	// Rename moves src to dst atomically, replacing dst; with
 	// RenameNoReplace it fails with KindExist if dst exists, and with
 	// RenameExchange it swaps src and dst, which must both exist.

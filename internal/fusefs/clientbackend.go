@@ -301,17 +301,18 @@ func (b *ClientBackend) openIO(ctx context.Context, c *client.Client, path strin
 }
 
 // Remove removes a file, link or empty directory.
-func (b *ClientBackend) Remove(ctx context.Context, caller chunkfs.Caller, path string) error {
+func (b *ClientBackend) Remove(ctx context.Context, caller chunkfs.Caller, path string) (*chunkfs.FileInfo, error) {
 	c, err := b.client(ctx, caller)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer b.seen(c)
-	if err := c.Remove(ctx, path); err != nil {
-		return err
+	parent, err := c.RemoveParent(ctx, path)
+	if err != nil {
+		return nil, err
 	}
 	b.io.Forget(path)
-	return nil
+	return parent, nil
 }
 
 // Rename moves src to dst, or swaps them, in one call to the master.

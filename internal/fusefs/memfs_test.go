@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -26,6 +27,7 @@ type memBackend struct {
 	// failWrites, when set, makes every WriteAt fail with it.
 	failWrites error
 	locks      *locks.Table // created on first use
+	stats      atomic.Int64 // Stat calls
 }
 
 type memNode struct {
@@ -57,6 +59,7 @@ func (b *memBackend) getLocked(op, p string) (*memNode, error) {
 }
 
 func (b *memBackend) Stat(ctx context.Context, c chunkfs.Caller, p string) (*chunkfs.FileInfo, error) {
+	b.stats.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.getLocked("stat", p)
@@ -171,20 +174,23 @@ func (b *memBackend) Open(ctx context.Context, c chunkfs.Caller, p string, write
 	return &memFile{b: b, path: p}, b.infoLocked(p, n), nil
 }
 
-func (b *memBackend) Remove(ctx context.Context, c chunkfs.Caller, p string) error {
+func (b *memBackend) Remove(ctx context.Context, c chunkfs.Caller, p string) (*chunkfs.FileInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.getLocked("remove", p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if n.fi.IsDir() && b.hasChildrenLocked(p) {
-		return chunkfs.E("remove", p, chunkfs.KindNotEmpty, "")
+		return nil, chunkfs.E("remove", p, chunkfs.KindNotEmpty, "")
 	}
 	delete(b.nodes, p)
 	b.changedLocked(path.Dir(p))
 	n.fi.CTime = time.Now() // its other names, if any, see it
-	return nil
+	if dir, err := b.getLocked("remove", path.Dir(p)); err == nil {
+		return b.infoLocked(path.Dir(p), dir), nil
+	}
+	return nil, nil
 }
 
 func (b *memBackend) Link(ctx context.Context, c chunkfs.Caller, oldpath, newpath string) (*chunkfs.FileInfo, error) {

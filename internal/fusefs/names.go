@@ -338,7 +338,7 @@ func (n *node) unhide(ctx context.Context) {
 	}
 	n.unhiding.Store(true)
 	n.mu.Unlock()
-	if err := n.m.b.Remove(ctx, chunkfs.Root, *hp); err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
+	if _, err := n.m.b.Remove(ctx, chunkfs.Root, *hp); err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
 		n.m.log.Warn("remove hidden file", "path", *hp, "err", err)
 	}
 	n.mu.Lock()

@@ -33,6 +33,9 @@ type mount struct {
 	// retimes: a cache follows versions across a change of times only
 	// (the write-back cache's generations or the block cache).
 	retimes bool
+	clk     clock.Clock
+	// mutations numbers the changes this mount starts (mutationAt).
+	mutations atomic.Uint64
 }
 
 // newMount makes the state of a mount of b with cfg, choosing its caching
@@ -45,6 +48,7 @@ func newMount(b Backend, cfg Config, log *slog.Logger, clk clock.Clock) *mount {
 		reader:    newReader(cfg),
 		newWriter: newWriter(cfg),
 		retimes:   cfg.WritebackCache || cfg.CacheSize > 0,
+		clk:       clk,
 	}
 	if cfg.CacheSize > 0 {
 		m.data = newBlockCache(cfg.CacheSize)
@@ -68,8 +72,48 @@ func (m *mount) call(ctx context.Context) (context.Context, context.CancelFunc) 
 // Every change starts here, so it also drops the listings kept for
 // look-ups (prefetch.go) before it reaches the cluster.
 func (m *mount) mutation(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel, _ := m.mutationAt(ctx)
+	return ctx, cancel
+}
+
+// mutationAt is mutation, and also returns the change's number in this
+// mount (noteAttr).
+func (m *mount) mutationAt(ctx context.Context) (context.Context, context.CancelFunc, uint64) {
+	gen := m.mutations.Add(1)
 	m.lists.changed()
-	return context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
+	return ctx, cancel, gen
+}
+
+// noteAttr keeps fi, the attributes of directory n that the master
+// returned with change number gen (an unlink's parent), for n's next
+// Getattr: the kernel asks for them after every unlink (its permission
+// check for the next one), and the answer then costs no call. A note
+// serves once, within AttrTimeout, and only while no other change of this
+// mount has started since gen: as fresh as the kernel's own attribute
+// cache, which other mounts' changes also reach only after AttrTimeout.
+func (m *mount) noteAttr(n *node, fi *chunkfs.FileInfo, gen uint64) {
+	if fi == nil || m.cfg.AttrTimeout <= 0 {
+		return
+	}
+	n.noted.Store(&attrNote{fi: fi, gen: gen, until: m.clk.Now().Add(m.cfg.AttrTimeout)})
+}
+
+// notedAttr takes n's note, if it still holds (noteAttr).
+func (m *mount) notedAttr(n *node) *chunkfs.FileInfo {
+	a := n.noted.Swap(nil)
+	if a == nil || a.gen != m.mutations.Load() || !m.clk.Now().Before(a.until) {
+		return nil
+	}
+	return a.fi
+}
+
+// attrNote is a directory's attributes as a change of this mount left
+// them (noteAttr).
+type attrNote struct {
+	fi    *chunkfs.FileInfo
+	gen   uint64    // the change's number in the mount
+	until time.Time // when the note expires
 }
 
 // node is a file, directory or symbolic link of the mount. It is named by
@@ -91,6 +135,9 @@ type node struct {
 	// gone is closed once a hidden node's name is removed (made by
 	// setHidden under mu, closed and cleared by unhide under mu).
 	gone chan struct{}
+	// noted is the directory's attributes as this mount's last unlink in
+	// it left them, for the next Getattr (mount.noteAttr).
+	noted atomic.Pointer[attrNote]
 }
 
 // version identifies the contents of a file for io-cache: unchanged size
@@ -196,11 +243,14 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 	if n.detached() {
 		return syscall.ENOENT
 	}
-	cctx, cancel := n.m.call(ctx)
-	defer cancel()
-	fi, err := n.m.b.Stat(cctx, callerOf(ctx), n.path())
-	if err != nil {
-		return errno(err)
+	fi := n.m.notedAttr(n)
+	if fi == nil {
+		cctx, cancel := n.m.call(ctx)
+		defer cancel()
+		var err error
+		if fi, err = n.m.b.Stat(cctx, callerOf(ctx), n.path()); err != nil {
+			return errno(err)
+		}
 	}
 	n.sawAttr(fi)
 	fillAttr(fi, &out.Attr)
@@ -367,11 +417,13 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) remove(ctx context.Context, name string) syscall.Errno {
-	cctx, cancel := n.m.mutation(ctx)
+	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
-	if err := n.m.b.Remove(cctx, callerOf(ctx), n.child(name)); err != nil {
+	parent, err := n.m.b.Remove(cctx, callerOf(ctx), n.child(name))
+	if err != nil {
 		return errno(err)
 	}
+	n.m.noteAttr(n, parent, gen)
 	if c := n.GetChild(name); c != nil {
 		n.m.data.drop(c.StableAttr().Ino)
 	}

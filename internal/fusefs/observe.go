@@ -58,7 +58,7 @@ func (o *observed) Open(ctx context.Context, c chunkfs.Caller, path string, writ
 	return o.file(f), fi, err
 }
 
-func (o *observed) Remove(ctx context.Context, c chunkfs.Caller, path string) error {
+func (o *observed) Remove(ctx context.Context, c chunkfs.Caller, path string) (*chunkfs.FileInfo, error) {
 	defer o.since("remove", time.Now())
 	return o.b.Remove(ctx, c, path)
 }

@@ -218,6 +218,9 @@ func (b *batch) mutate(ctx context.Context) {
 		if mu.r.Cut == nil && !mu.r.Allocated {
 			b.m.settle(ctx, mu.cmd, mu.r) // only collects garbage: cannot fail
 			b.results[mu.i] = mutationResult(mu)
+			if d := b.results[mu.i].GetDelete(); d != nil {
+				d.Parent = b.m.parentAfter(mu.cmd.Caller, mu.cmd.Path)
+			}
 			continue
 		}
 		wg.Add(1)

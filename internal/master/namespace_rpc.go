@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"io/fs"
+	"path"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
@@ -174,7 +175,21 @@ func (m *Master) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteR
 	if err != nil {
 		return nil, err
 	}
-	return &pb.DeleteResponse{StateId: id}, nil
+	return &pb.DeleteResponse{StateId: id, Parent: m.parentAfter(cmd.Caller, cmd.Path)}, nil
+}
+
+// parentAfter returns the attributes of p's parent directory now, as c
+// may see them, or nil. A mount that removes an entry answers the
+// kernel's next look at the directory (it asks after every unlink, for
+// its permission check) with them instead of a Stat of its own.
+func (m *Master) parentAfter(c chunkfs.Caller, p string) *pb.FileInfo {
+	var fi chunkfs.FileInfo
+	var err error
+	m.state.read(func(ns *namespace.Namespace) { fi, err = ns.Stat(c, path.Dir(p)) })
+	if err != nil {
+		return nil
+	}
+	return fileInfo(fi)
 }
 
 func (m *Master) deleteCommand(ctx context.Context, req *pb.DeleteRequest) (*namespace.Command, error) {

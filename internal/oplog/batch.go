@@ -11,7 +11,7 @@ import (
 )
 
 // Group commit. Raft already writes every queued entry in one fsync, but
-// the BoltDB log store spends ~20 µs of CPU per entry; so Apply also packs
+// Raft and the log store spend CPU per entry; so Apply also packs
 // concurrent commands into one Raft entry. A batch is a format byte, a
 // count, and each command with its length. Up to maxInFlight batches are
 // in Raft at once; while they are, new commands queue up and form the next

@@ -1,5 +1,5 @@
 // Package oplog is the master's operation log: a Raft group (hashicorp/raft)
-// with a BoltDB log store and a file snapshot store in the master's data
+// with a write-ahead log store (store.go) and a file snapshot store in the master's data
 // directory. It is the only package that imports the Raft library.
 //
 // A single master is a one-voter group; a group of masters (group.go) has
@@ -31,7 +31,6 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // FSM is the state machine the log drives. Apply and Snapshot are called
@@ -72,7 +71,7 @@ type EntryFSM interface {
 
 // Config configures a log.
 type Config struct {
-	Dir    string // data directory; holds raft.db and snapshots/
+	Dir    string // data directory; holds wal/ and snapshots/
 	NodeID string // this node's ID in the Raft group
 	// BindAddr is the Raft transport address for a multi-node group; empty
 	// runs a single node on an in-process transport.
@@ -157,7 +156,7 @@ func (c Config) Validate() error {
 type Log struct {
 	cfg     Config
 	raft    *raft.Raft
-	store   *raftboltdb.BoltStore
+	store   logStore
 	fsm     *fsmAdapter
 	applied atomic.Uint64
 	waiter  *appliedWaiter // wakes WaitApplied when applied moves
@@ -203,12 +202,12 @@ func Open(ctx context.Context, cfg Config, fsm FSM) (*Log, error) {
 
 func (l *Log) open(notify chan bool) error {
 	cfg := l.cfg
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db"), NoSync: cfg.NoSync})
+	out := &slogWriter{log: cfg.Logger}
+	store, err := openStore(cfg.Dir, cfg.NoSync, cfg.Logger, out)
 	if err != nil {
-		return fmt.Errorf("oplog: open log store: %w", err)
+		return err
 	}
 	l.store = store
-	out := &slogWriter{log: cfg.Logger}
 	snaps, err := raft.NewFileSnapshotStore(cfg.Dir, cfg.RetainSnapshots, out)
 	if err != nil {
 		store.Close()
@@ -280,7 +279,7 @@ func (l *Log) raftConfig(out io.Writer) *raft.Config {
 
 // bootstrap makes a new log the initial configuration: this node alone,
 // or the initial voters. An observer starts empty.
-func (l *Log) bootstrap(rc *raft.Config, store *raftboltdb.BoltStore, snaps raft.SnapshotStore, trans raft.Transport, addr raft.ServerAddress) error {
+func (l *Log) bootstrap(rc *raft.Config, store logStore, snaps raft.SnapshotStore, trans raft.Transport, addr raft.ServerAddress) error {
 	exists, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {
 		return fmt.Errorf("oplog: read log state: %w", err)
@@ -429,8 +428,12 @@ func (l *Log) failPending() {
 	}
 }
 
-// Exists reports whether dir holds a log.
+// Exists reports whether dir holds a log (or an old one, moved at Open).
 func Exists(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, "raft.db"))
-	return err == nil
+	for _, name := range []string{walDirName, boltName} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }
