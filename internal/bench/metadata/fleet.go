@@ -46,7 +46,16 @@ type FleetFigures struct {
 	Ops        int                      `json:"ops"`
 	BeatsUnder int64                    `json:"beats_under_load"`
 	Latency    map[string]LatencyFigure `json:"latency"` // by operation, and "all"
+	// The reference: the same workload, in the same run, over
+	// PausedWindow with every server's heartbeats paused.
+	PausedWindow time.Duration `json:"paused_window_ns"`
+	PausedAll    LatencyFigure `json:"latency_paused"`
 }
+
+// pausedFor is the reference window's length at most: with the
+// interval before it, well within the master's dead-after (10
+// heartbeats), so no server is declared dead meanwhile.
+const pausedFor = 10 * time.Second
 
 // LatencyFigure is a latency distribution.
 type LatencyFigure struct {
@@ -146,6 +155,22 @@ func (r *metaRun) fleetRun(ctx context.Context) error {
 		return err
 	}
 	ff.Window, ff.Beats, ff.CPU, ff.HandlerTime = time.Since(t0), fl.Stats().Heartbeats-b0, cpuSpent()-c0, time.Duration(r.obs.beatNs.Load()-h0)
+	// The reference: heartbeats paused (those in flight answered first).
+	fl.Pause(true)
+	if err := sleepCtx(ctx, fc.HeartbeatInterval); err != nil {
+		fl.Pause(false)
+		return err
+	}
+	tp := time.Now()
+	paused, err := r.workload(ctx, min(cfg.FleetWorkload, pausedFor))
+	ff.PausedWindow, ff.PausedAll = time.Since(tp), latencies(paused)["all"]
+	fl.Pause(false)
+	if err != nil {
+		return err
+	}
+	if err := sleepCtx(ctx, fc.HeartbeatInterval); err != nil { // every server heartbeating again
+		return err
+	}
 	b1 := fl.Stats().Heartbeats
 	t1 := time.Now()
 	stopProfiles, err := startProfiles(cfg.ProfileDir)
