@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,8 +59,9 @@ type Master struct {
 	// beatMu lets one heartbeat at a time into the registry (heartbeat):
 	// under thousands of chunkservers the others wait here, holding no
 	// lock, rather than queue on regMu ahead of the metadata calls.
-	beatMu sync.Mutex
-	reg    *registry // chunkservers, replicas, leases, clones: the one owner of that state
+	beatMu       sync.Mutex
+	beatsWaiting atomic.Int32 // heartbeats waiting for beatMu
+	reg          *registry    // chunkservers, replicas, leases, clones: the one owner of that state
 
 	safeMu   sync.Mutex // guards safe, safeWhy and safeLeft
 	safe     bool       // in safe mode: no chunk is created (safemode.go)

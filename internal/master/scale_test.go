@@ -184,3 +184,44 @@ func TestPlanPausesBetweenSlices(t *testing.T) {
 		t.Fatal("no clone of chunks short of a replica")
 	}
 }
+
+// Heartbeats beyond maxBeatsWaiting waiting do not queue: they skip their
+// sample, and the server's figures and leases are taken at once.
+func TestHeartbeatsBeyondTheQueueSkipTheirSample(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	f := tm.startCS("cs1", "")
+	unknown := []*pb.ChunkReplica{{Handle: 1 << 40, Version: 1}} // no such chunk: garbage when sampled
+	tm.m.beatMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			tm.m.beatMu.Unlock()
+		}
+	}()
+	errs := make(chan error, maxBeatsWaiting)
+	for range maxBeatsWaiting {
+		go func() {
+			_, err := tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Free: 1 << 39})
+			errs <- err
+		}()
+	}
+	for deadline := time.Now().Add(time.Minute); tm.m.beatsWaiting.Load() < maxBeatsWaiting; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d heartbeats waiting, want %d", tm.m.beatsWaiting.Load(), maxBeatsWaiting)
+		}
+	}
+	resp := tm.beatWith(f, unknown) // returns while beatMu is held
+	if len(resp.Garbage) != 0 || resp.Reregister {
+		t.Fatalf("a heartbeat beyond the queue: garbage %v, reregister %v; want its sample skipped", resp.Garbage, resp.Reregister)
+	}
+	tm.m.beatMu.Unlock()
+	locked = false
+	for range maxBeatsWaiting {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if resp := tm.beatWith(f, unknown); !slices.Contains(resp.Garbage, uint64(1<<40)) {
+		t.Fatalf("garbage %v: a heartbeat with no queue did not check its sample", resp.Garbage)
+	}
+}
