@@ -185,8 +185,7 @@ func TestPlanPausesBetweenSlices(t *testing.T) {
 	}
 }
 
-// Heartbeats beyond maxBeatsWaiting waiting do not queue: they skip their
-// sample, and the server's figures and leases are taken at once.
+// A heartbeat that finds maxBeatsWaiting waiting skips its sample.
 func TestHeartbeatsBeyondTheQueueSkipTheirSample(t *testing.T) {
 	tm := startMaster(t, "", nil)
 	f := tm.startCS("cs1", "")
@@ -210,12 +209,26 @@ func TestHeartbeatsBeyondTheQueueSkipTheirSample(t *testing.T) {
 			t.Fatalf("%d heartbeats waiting, want %d", tm.m.beatsWaiting.Load(), maxBeatsWaiting)
 		}
 	}
-	resp := tm.beatWith(f, unknown) // returns while beatMu is held
-	if len(resp.Garbage) != 0 || resp.Reregister {
-		t.Fatalf("a heartbeat beyond the queue: garbage %v, reregister %v; want its sample skipped", resp.Garbage, resp.Reregister)
+	type answer struct {
+		resp *pb.HeartbeatResponse
+		err  error
+	}
+	last := make(chan answer, 1)
+	go func() {
+		resp, err := tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Free: 1 << 39, Sample: unknown})
+		last <- answer{resp, err}
+	}()
+	for deadline := time.Now().Add(time.Minute); tm.m.beatsWaiting.Load() <= maxBeatsWaiting; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the last heartbeat never came")
+		}
 	}
 	tm.m.beatMu.Unlock()
 	locked = false
+	a := <-last
+	if a.err != nil || len(a.resp.Garbage) != 0 || a.resp.Reregister {
+		t.Fatalf("a heartbeat beyond the queue: %v, garbage %v; want its sample skipped", a.err, a.resp.GetGarbage())
+	}
 	for range maxBeatsWaiting {
 		if err := <-errs; err != nil {
 			t.Fatal(err)

@@ -156,20 +156,21 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 // versions read are seldom stale by the time the registry lock is taken.
 //
 // Under overload — maxBeatsWaiting heartbeats waiting already — a
-// heartbeat skips its sample and does not queue: it records the server's
-// figures and leases, extends leases and takes its garbage, which is
-// quick, and the replicas it sampled are checked at a later one. The
-// master so keeps every server alive and every lease extended when it
-// cannot check 10,000 samples every 3 s, instead of a queue of heartbeats
-// growing until their calls time out and the servers are declared dead.
+// heartbeat skips its sample: it records the server's figures and leases,
+// extends leases and takes its garbage, which is quick, and the replicas
+// it sampled are checked at a later one. The master so keeps every server
+// alive and every lease extended when it cannot check 10,000 samples
+// every 3 s, instead of a queue of slow heartbeats growing until their
+// calls time out and the servers are declared dead. It still waits its
+// turn: heartbeats crowding the registry lock would hold up every call
+// that waits for it with the state lock held.
 func (m *Master) heartbeat(b beat, now time.Time, leads bool) (beaten, uint64) {
 	leaseFor := m.cfg.LeaseDuration + m.leaseSlack()
 	if m.beatsWaiting.Add(1) > maxBeatsWaiting {
 		b.sample = nil
-	} else {
-		m.beatMu.Lock()
-		defer m.beatMu.Unlock()
 	}
+	m.beatMu.Lock()
+	defer m.beatMu.Unlock()
 	m.beatsWaiting.Add(-1)
 	leased := make([]chunkfs.Handle, len(b.leases))
 	for i, l := range b.leases {
