@@ -62,6 +62,7 @@ func metadataFlags(args []string) (cfg metadata.Config, out string, err error) {
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "the chunkservers' heartbeat interval")
 	fs.BoolVar(&cfg.NoSync, "no-sync", false, "skip fsync of the master's log")
 	fs.StringVar(&cfg.HeapProfile, "heap-profile", "", "write a heap profile (pprof) taken with the namespace built to this file")
+	fs.StringVar(&cfg.ProfileDir, "profile", "", "write CPU, mutex and block profiles (pprof) of the fleet run's workload to this directory")
 	fs.StringVar(&cfg.Dir, "work-dir", "", "directory for the masters' data (default: a temporary directory, removed after)")
 	fs.StringVar(&out, "out", "bench-out", "directory for metadata.txt and metadata.json")
 	verbose := fs.Bool("v", false, "log the master's and the fleet's informational messages")

@@ -24,10 +24,11 @@ func (s *server) reportLoop(ctx context.Context, phase time.Duration) {
 	defer t.Stop()
 	registered := false
 	for {
-		if registered {
+		paused := s.f.paused.Load()
+		if registered && !paused {
 			registered = s.heartbeat(ctx)
 		}
-		if !registered {
+		if !registered && !paused {
 			registered = s.register(ctx) == nil
 		}
 		select {

@@ -116,6 +116,7 @@ type Fleet struct {
 	regs    atomic.Int64 // registrations accepted
 	failed  atomic.Int64 // calls to the master that failed
 	started atomic.Bool
+	paused  atomic.Bool // servers skip their heartbeats (Pause)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -218,6 +219,13 @@ type Stats struct {
 	Failed        int64 // calls to the master that failed
 	Replicas      int64 // replicas held now
 }
+
+// Pause has the servers skip their heartbeats (on) or resume them: a
+// window with no heartbeat load, as the reference for a measurement under
+// it. The master declares a server dead when a pause outlasts its
+// dead-after; a server it asks to register again does so at its next
+// heartbeat after the pause.
+func (f *Fleet) Pause(on bool) { f.paused.Store(on) }
 
 // Stats returns the fleet's counts now.
 func (f *Fleet) Stats() Stats {

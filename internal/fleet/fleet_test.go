@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/master"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
@@ -188,4 +189,48 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: New succeeded", name)
 		}
 	}
+}
+
+// TestFleetPause: paused servers send no heartbeat at their ticks, and
+// resume after. The fleet runs on a fake clock: only ticks move it.
+func TestFleetPause(t *testing.T) {
+	tm := startMaster(t)
+	cfg := DefaultConfig()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	cfg.Master, cfg.Servers, cfg.HeartbeatInterval, cfg.Logger, cfg.Clock = tm.addr, 3, beat, quiet, clk
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	f.Start()
+	tick := func(until func() bool) {
+		for deadline := time.Now().Add(time.Minute); !until(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the fleet did not get there")
+			}
+			clk.Advance(beat)
+		}
+	}
+	tick(func() bool { return f.Stats().Heartbeats >= 6 })
+	f.Pause(true)
+	// A heartbeat of a tick before the pause may still be answered: wait
+	// for the count to settle with the clock still.
+	n := f.Stats().Heartbeats
+	for settled := 0; settled < 20; time.Sleep(5 * time.Millisecond) {
+		if m := f.Stats().Heartbeats; m != n {
+			n, settled = m, 0
+		} else {
+			settled++
+		}
+	}
+	for range 10 {
+		clk.Advance(beat)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := f.Stats().Heartbeats; got != n {
+		t.Fatalf("%d heartbeats answered at ticks while paused", got-n)
+	}
+	f.Pause(false)
+	tick(func() bool { return f.Stats().Heartbeats >= n+3 })
 }

@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -55,7 +56,12 @@ type Master struct {
 	log   *oplog.Log
 	pool  *rpc.Pool
 	regMu sync.Mutex // guards reg: every call into it
-	reg   *registry  // chunkservers, replicas, leases, clones: the one owner of that state
+	// beatMu lets one heartbeat at a time into the registry (heartbeat):
+	// under thousands of chunkservers the others wait here, holding no
+	// lock, rather than queue on regMu ahead of the metadata calls.
+	beatMu       sync.Mutex
+	beatsWaiting atomic.Int32 // heartbeats waiting for beatMu
+	reg          *registry    // chunkservers, replicas, leases, clones: the one owner of that state
 
 	safeMu   sync.Mutex // guards safe, safeWhy and safeLeft
 	safe     bool       // in safe mode: no chunk is created (safemode.go)

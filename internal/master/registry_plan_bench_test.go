@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,5 +42,25 @@ func BenchmarkPlanAfterRegistration(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(r.dirty)), "dirty-after")
 		})
+	}
+}
+
+// BenchmarkChoose10000 places one three-replica chunk among 10,000 live
+// servers (each create's chunk 0 under the fleet run), as the registry
+// does under its lock.
+func BenchmarkChoose10000(b *testing.B) {
+	r := newRegistry(1)
+	for i := range 10000 {
+		s := &server{id: fmt.Sprintf("fleet-%d", i), addr: fmt.Sprintf("10.0.%d.%d:7001", i/250, i%250), capacity: 1 << 40, free: 1 << 40,
+			alive: true, chunks: map[chunkfs.Handle]chunkfs.Version{}}
+		r.servers[s.id], r.byAddr[s.addr] = s, s
+	}
+	now := time.Unix(1000, 0)
+	cfg := placement.DefaultConfig()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := r.choose(cfg, 3, now, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

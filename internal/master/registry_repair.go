@@ -65,6 +65,23 @@ const blockedFor = time.Minute
 // its server came back with a good copy (a failed data directory
 // restored).
 func (r *registry) plan(cfg placement.Config, lookup chunkLookup, maxClones int, now time.Time, full bool) ([]cloneOrder, []trimOrder) {
+	return r.planIn(cfg, lookup, maxClones, now, full, nil)
+}
+
+// planSlice is how many chunks plan examines between two calls of its
+// pause.
+const planSlice = 256
+
+// planIn is plan that calls pause, when not nil, after every planSlice
+// chunks it examines: the master releases its locks there, so that a
+// round over many chunks stalls no heartbeat or metadata call for longer
+// than a slice, and pause returns the lookup of the namespace as it is
+// once they are taken again. The chunks found short of replicas in
+// earlier slices are examined again after the last one, before any clone
+// is started, so what it starts is decided on the state it holds then; a
+// chunk that changed behind a slice already examined is dirty again and
+// is looked at next round.
+func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones int, now time.Time, full bool, pause func() chunkLookup) ([]cloneOrder, []trimOrder) {
 	var needs []placement.Repair
 	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting
 	var trims []trimOrder
@@ -95,9 +112,16 @@ func (r *registry) plan(cfg placement.Config, lookup chunkLookup, maxClones int,
 			delete(r.dirty, h)
 		}
 	}
+	examined, paused := 0, false
+	step := func() {
+		if examined++; pause != nil && examined%planSlice == 0 {
+			lookup, paused = pause(), true
+		}
+	}
 	if full {
 		for h, ci := range r.chunks {
 			examine(h, ci)
+			step()
 		}
 	} else {
 		for h := range r.dirty {
@@ -105,6 +129,20 @@ func (r *registry) plan(cfg placement.Config, lookup chunkLookup, maxClones int,
 				examine(h, ci)
 			} else {
 				delete(r.dirty, h)
+			}
+			step()
+		}
+	}
+	if paused {
+		// The locks were let go: what was short of replicas then is
+		// looked at again as it is now. (level may stay below the
+		// truth, from a clone that ended meanwhile: a round's wait.)
+		found := needs
+		needs = nil
+		for _, n := range found {
+			h := chunkfs.Handle(n.Handle)
+			if ci := r.chunks[h]; ci != nil {
+				examine(h, ci)
 			}
 		}
 	}

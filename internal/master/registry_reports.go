@@ -120,8 +120,10 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Ha
 	}
 	if old := r.byAddr[req.addr]; old != nil && old.id != req.id {
 		old.alive = false
+		r.aliveChanged()
 		r.dropServer(old, now)
 		delete(r.servers, old.id)
+		r.serversChanged()
 		if known == nil {
 			known = map[chunkfs.Handle]chunkfs.Version{}
 		}
@@ -130,12 +132,14 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Ha
 	if s == nil {
 		s = &server{id: req.id}
 		r.servers[req.id] = s
+		r.serversChanged()
 	}
 	s.addr, s.rack, s.capacity, s.used = req.addr, req.rack, req.capacity, req.used
 	s.free, s.disks = req.free, req.disks
 	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.chunks))
 	s.doubt, s.again = nil, false
 	s.alive, s.lastBeat = true, now
+	r.aliveChanged()
 	r.recordHeld(s, req.leases, now)
 	r.byAddr[req.addr] = s
 	return s, known, doubt, nil

@@ -46,16 +46,25 @@ func (m *Master) repairOnce(full bool) {
 	if m.settling(now) {
 		return
 	}
-	var orders []cloneOrder
-	var trims []trimOrder
-	m.state.read(func(ns *namespace.Namespace) {
+	// The round lets both locks go between slices of chunks
+	// (registry.planIn): a sweep of every chunk, or of the many a
+	// registration storm dirtied, then holds up no heartbeat, apply or
+	// read for longer than a slice.
+	ns := m.state.rlock()
+	m.regMu.Lock()
+	pause := func() chunkLookup {
+		m.regMu.Unlock()
+		m.state.runlock()
+		ns = m.state.rlock()
 		m.regMu.Lock()
-		defer m.regMu.Unlock()
-		orders, trims = m.reg.plan(m.cfg.Placement, lookupIn(ns), m.cfg.MaxClonesPerServer, now, full)
-		for _, o := range orders {
-			m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Move: o.move})
-		}
-	})
+		return lookupIn(ns)
+	}
+	orders, trims := m.reg.planIn(m.cfg.Placement, lookupIn(ns), m.cfg.MaxClonesPerServer, now, full, pause)
+	for _, o := range orders {
+		m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Move: o.move})
+	}
+	m.regMu.Unlock()
+	m.state.runlock()
 	for _, t := range trims {
 		m.cfg.Logger.Info("trimming an excess replica", "handle", t.handle, "server", t.server.id)
 	}

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
@@ -128,11 +129,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	}
 	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds(), TokenKeys: m.keysFor()}
 	var d beaten
-	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
-		m.regMu.Lock()
-		defer m.regMu.Unlock()
-		d = m.reg.heartbeat(beatFrom(req), m.reg.withCopies(ns.ChunkVersion), now, m.cfg.LeaseDuration+m.leaseSlack(), leads)
-	})
+	d, resp.StateId = m.heartbeat(beatFrom(req), now, leads)
 	m.traffic.note(req.Id, req.BytesRead, req.BytesWritten)
 	resp.Reregister = d.reregister
 	if !leads {
@@ -147,6 +144,62 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	}
 	return resp, nil
 }
+
+// heartbeat has the registry take b. It reads the versions of the chunks
+// b names under the state lock, then takes the registry lock alone and
+// uses them if no chunk command was applied meanwhile (state.versionsFor);
+// only then does it hold both locks, as other handlers do. A heartbeat
+// waiting for the registry lock so holds no read lock, which would keep
+// an apply, and every read behind it, waiting too. Heartbeats go in one
+// at a time (beatMu): a metadata call waiting for the registry lock waits
+// behind one heartbeat at most, not behind a queue of them, and the
+// versions read are seldom stale by the time the registry lock is taken.
+//
+// Under overload — maxBeatsWaiting heartbeats waiting already — a
+// heartbeat skips its sample: it records the server's figures and leases,
+// extends leases and takes its garbage, which is quick, and the replicas
+// it sampled are checked at a later one. The master so keeps every server
+// alive and every lease extended when it cannot check 10,000 samples
+// every 3 s, instead of a queue of slow heartbeats growing until their
+// calls time out and the servers are declared dead. It still waits its
+// turn: heartbeats crowding the registry lock would hold up every call
+// that waits for it with the state lock held.
+func (m *Master) heartbeat(b beat, now time.Time, leads bool) (beaten, uint64) {
+	leaseFor := m.cfg.LeaseDuration + m.leaseSlack()
+	if m.beatsWaiting.Add(1) > maxBeatsWaiting {
+		b.sample = nil
+	}
+	m.beatMu.Lock()
+	defer m.beatMu.Unlock()
+	m.beatsWaiting.Add(-1)
+	leased := make([]chunkfs.Handle, len(b.leases))
+	for i, l := range b.leases {
+		leased[i] = l.handle
+	}
+	sampled := make([]chunkfs.Handle, len(b.sample))
+	for i, c := range b.sample {
+		sampled[i] = c.handle
+	}
+	vs, id := m.state.versionsFor(sampled, b.corrupt, leased)
+	m.regMu.Lock()
+	if m.state.current(vs) {
+		d := m.reg.heartbeat(b, m.reg.withCopies(vs.version), now, leaseFor, leads)
+		m.regMu.Unlock()
+		return d, id
+	}
+	m.regMu.Unlock()
+	var d beaten
+	id = m.state.read(func(ns *namespace.Namespace) {
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		d = m.reg.heartbeat(b, m.reg.withCopies(ns.ChunkVersion), now, leaseFor, leads)
+	})
+	return d, id
+}
+
+// maxBeatsWaiting is how many heartbeats may wait to be let into the
+// registry before the next skips its sample (heartbeat).
+const maxBeatsWaiting = 32
 
 // verifyDoubts asks the server (id at addr) for the version of each of its
 // replicas in doubt in handles and settles them: one at the logged version

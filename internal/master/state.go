@@ -5,8 +5,10 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/token"
 )
@@ -15,7 +17,7 @@ import (
 // (tokens.go), to the operation log's FSM interface and lets RPC handlers
 // read them concurrently with the log applying to them.
 type state struct {
-	mu      sync.RWMutex // guards ns, keys, keyID, applied, chunkGen and notify
+	mu      sync.RWMutex // guards ns, keys, keyID, applied and notify
 	ns      *namespace.Namespace
 	keys    *token.Keyring // token keys logged by the leader
 	keyID   uint32         // the highest key ID ever logged
@@ -24,8 +26,10 @@ type state struct {
 	// chunkGen counts the applied commands that may change which chunks
 	// hold data or their versions (chunkCommand), and restores: a count
 	// of located chunks taken from the namespace holds while it stands
-	// (registry_safemode.go).
-	chunkGen uint64
+	// (registry_safemode.go), and so do chunk versions read under the
+	// lock and used after it (versionsFor). It is raised under the lock,
+	// before the command changes anything, and read anywhere.
+	chunkGen atomic.Uint64
 }
 
 // newState returns an empty state whose tokens live for tokenLifetime.
@@ -70,7 +74,7 @@ func (s *state) ApplyEntry(index uint64, cmds [][]byte) []any {
 // applyNamespaceLocked applies one namespace command.
 func (s *state) applyNamespaceLocked(cmd []byte) namespace.Result {
 	if chunkCommand(cmd) {
-		s.chunkGen++
+		s.chunkGen.Add(1)
 	}
 	return s.ns.ApplyEncoded(cmd)
 }
@@ -152,8 +156,8 @@ func (s *state) Restore(index uint64, r io.Reader) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.chunkGen.Add(1)
 	s.ns, s.keyID = ns, keyID
-	s.chunkGen++
 	s.keys = token.NewKeyring(s.keys.TTL())
 	for _, k := range keys {
 		s.keys.Add(k, time.Time{}) // the snapshot held only live keys
@@ -171,12 +175,22 @@ func (s *state) read(fn func(ns *namespace.Namespace)) uint64 {
 	return s.applied
 }
 
+// rlock takes the read lock and returns the namespace, for a caller that
+// lets the lock go and takes it again as it goes (repairOnce); runlock
+// lets it go.
+func (s *state) rlock() *namespace.Namespace {
+	s.mu.RLock()
+	return s.ns
+}
+
+func (s *state) runlock() { s.mu.RUnlock() }
+
 // readChunks is read that also passes fn the chunk generation
 // (chunkGen) of the namespace it sees.
 func (s *state) readChunks(fn func(ns *namespace.Namespace, gen uint64)) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	fn(s.ns, s.chunkGen)
+	fn(s.ns, s.chunkGen.Load())
 }
 
 // stateID returns the last applied index.
@@ -205,4 +219,53 @@ func (s *state) waitApplied(ctx context.Context, index uint64) bool {
 			return false
 		}
 	}
+}
+
+// versions holds the logged versions of some chunks, read under the state
+// lock at chunk generation gen (versionsFor), for the registry to use
+// under its own lock alone while gen stands: so a heartbeat waits for the
+// registry lock without holding the state lock, and an apply (and every
+// read queued behind it) does not wait for the registry.
+type versions struct {
+	gen uint64
+	at  map[chunkfs.Handle]versionAt
+}
+
+type versionAt struct {
+	v  chunkfs.Version
+	ok bool
+}
+
+// versionsFor reads the versions of handles and returns them with the
+// state ID they were read at.
+func (s *state) versionsFor(handles ...[]chunkfs.Handle) (versions, uint64) {
+	n := 0
+	for _, hs := range handles {
+		n += len(hs)
+	}
+	out := versions{at: make(map[chunkfs.Handle]versionAt, n)}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out.gen = s.chunkGen.Load()
+	for _, hs := range handles {
+		for _, h := range hs {
+			v, ok := s.ns.ChunkVersion(h)
+			out.at[h] = versionAt{v, ok}
+		}
+	}
+	return out, s.applied
+}
+
+// current reports whether no chunk command was applied, or began to be,
+// since the versions were read: they are the namespace's still.
+func (s *state) current(vs versions) bool { return s.chunkGen.Load() == vs.gen }
+
+// version answers from vs. A handle not read (none should be asked) is
+// answered as existing at version 0, below every replica's: no rule
+// condemns, counts or adopts a replica on that answer.
+func (vs versions) version(h chunkfs.Handle) (chunkfs.Version, bool) {
+	if a, ok := vs.at[h]; ok {
+		return a.v, a.ok
+	}
+	return 0, true
 }

@@ -47,6 +47,10 @@ type Config struct {
 	// HeapProfile, when set, receives a heap profile (pprof) taken with
 	// the Cluster B namespace built.
 	HeapProfile string
+	// ProfileDir, when set, receives CPU, mutex and block profiles
+	// (pprof) of the fleet run's workload: cpu.pprof, mutex.pprof and
+	// block.pprof.
+	ProfileDir string
 	// Progress, when set, is told what the run is doing as it goes.
 	Progress func(string)
 	Logger   *slog.Logger

@@ -2,7 +2,12 @@ package metadata
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -41,7 +46,16 @@ type FleetFigures struct {
 	Ops        int                      `json:"ops"`
 	BeatsUnder int64                    `json:"beats_under_load"`
 	Latency    map[string]LatencyFigure `json:"latency"` // by operation, and "all"
+	// The reference: the same workload, in the same run, over
+	// PausedWindow with every server's heartbeats paused.
+	PausedWindow time.Duration `json:"paused_window_ns"`
+	PausedAll    LatencyFigure `json:"latency_paused"`
 }
+
+// pausedFor is the reference window's length at most: with the
+// interval before it, well within the master's dead-after (10
+// heartbeats), so no server is declared dead meanwhile.
+const pausedFor = 10 * time.Second
 
 // LatencyFigure is a latency distribution.
 type LatencyFigure struct {
@@ -141,9 +155,30 @@ func (r *metaRun) fleetRun(ctx context.Context) error {
 		return err
 	}
 	ff.Window, ff.Beats, ff.CPU, ff.HandlerTime = time.Since(t0), fl.Stats().Heartbeats-b0, cpuSpent()-c0, time.Duration(r.obs.beatNs.Load()-h0)
+	// The reference: heartbeats paused (those in flight answered first).
+	fl.Pause(true)
+	if err := sleepCtx(ctx, fc.HeartbeatInterval); err != nil {
+		fl.Pause(false)
+		return err
+	}
+	tp := time.Now()
+	paused, err := r.workload(ctx, min(cfg.FleetWorkload, pausedFor))
+	ff.PausedWindow, ff.PausedAll = time.Since(tp), latencies(paused)["all"]
+	fl.Pause(false)
+	if err != nil {
+		return err
+	}
+	if err := sleepCtx(ctx, fc.HeartbeatInterval); err != nil { // every server heartbeating again
+		return err
+	}
 	b1 := fl.Stats().Heartbeats
 	t1 := time.Now()
+	stopProfiles, err := startProfiles(cfg.ProfileDir)
+	if err != nil {
+		return err
+	}
 	lat, err := r.workload(ctx, cfg.FleetWorkload)
+	err = errors.Join(err, stopProfiles())
 	ff.Workload, ff.BeatsUnder = time.Since(t1), fl.Stats().Heartbeats-b1
 	ff.Latency = latencies(lat)
 	ff.Ops = ff.Latency["all"].N
@@ -242,4 +277,39 @@ func latencyOf(l []time.Duration) LatencyFigure {
 	slices.Sort(l)
 	at := func(q float64) time.Duration { return l[min(int(q*float64(len(l))), len(l)-1)] }
 	return LatencyFigure{N: len(l), P50: at(0.50), P99: at(0.99), Max: l[len(l)-1]}
+}
+
+// startProfiles starts the CPU profile and the mutex and block sampling
+// when dir is set; the function returned writes cpu.pprof, mutex.pprof
+// and block.pprof to dir and stops them.
+func startProfiles(dir string) (func() error, error) {
+	if dir == "" {
+		return func() error { return nil }, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		return nil, joinClose(err, cpu)
+	}
+	runtime.SetMutexProfileFraction(5)
+	runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	return func() error {
+		pprof.StopCPUProfile()
+		err := cpu.Close()
+		for _, name := range []string{"mutex", "block"} {
+			f, ferr := os.Create(filepath.Join(dir, name+".pprof"))
+			if ferr == nil {
+				ferr = joinClose(pprof.Lookup(name).WriteTo(f, 0), f)
+			}
+			err = errors.Join(err, ferr)
+		}
+		runtime.SetMutexProfileFraction(0)
+		runtime.SetBlockProfileRate(0)
+		return err
+	}, nil
 }

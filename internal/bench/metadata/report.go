@@ -169,6 +169,10 @@ func (r *Report) fleetText(b *strings.Builder) {
 		fmt.Fprintf(w, "    %s\t%d\t%s\t%s\t%s\t\n", op, l.N, l.P50.Round(time.Microsecond), l.P99.Round(time.Microsecond), l.Max.Round(time.Microsecond))
 	}
 	w.Flush()
+	if p := f.PausedAll; p.N > 0 {
+		fmt.Fprintf(b, "  reference, heartbeats paused, %s: %d ops, p50 %s, p99 %s, max %s\n", f.PausedWindow.Round(time.Millisecond),
+			p.N, p.P50.Round(time.Microsecond), p.P99.Round(time.Microsecond), p.Max.Round(time.Microsecond))
+	}
 	fmt.Fprintf(b, "  target: p99 of all operations ≤ 10 ms\n")
 }
 

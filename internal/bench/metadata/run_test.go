@@ -37,7 +37,7 @@ func TestMetadataSmall(t *testing.T) {
 		t.Errorf("namespace heap %d, restart %s, checkpoint %d bytes: want all positive", rep.HeapNamespace, rep.RestartService, rep.CheckpointBytes)
 	}
 	f := rep.Fleet
-	if f == nil || f.Servers != 20 || f.Beats == 0 || f.Latency["all"].N == 0 {
+	if f == nil || f.Servers != 20 || f.Beats == 0 || f.Latency["all"].N == 0 || f.PausedAll.N == 0 {
 		t.Fatalf("fleet run: %+v", f)
 	}
 }
