@@ -31,6 +31,8 @@ type fakeMaster struct {
 	failBeats  int            // heartbeats to refuse (as unavailable) from now
 	failRegs   int            // registrations to refuse (as unavailable) from now
 	now        func() time.Time
+	cluster    string      // the cluster ID answered to registrations
+	regGarbage []uint64    // garbage answered to registrations
 	regTimes   []time.Time // when (by now) each registration, refused or not, arrived
 	events     chan string
 }
@@ -84,10 +86,10 @@ func (m *fakeMaster) Register(ctx context.Context, req *pb.RegisterRequest) (*pb
 		return nil, chunkfs.E("register", m.addr, chunkfs.KindUnavailable, "refused by the test")
 	}
 	m.registered[req.Addr] = req
-	keys := m.keys
+	resp := &pb.RegisterResponse{HeartbeatIntervalMs: 1000, TokenKeys: m.keys, ClusterId: m.cluster, Garbage: m.regGarbage}
 	m.mu.Unlock()
 	m.event("register")
-	return &pb.RegisterResponse{HeartbeatIntervalMs: 1000, TokenKeys: keys}, nil
+	return resp, nil
 }
 
 func (m *fakeMaster) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {

@@ -15,6 +15,7 @@ import (
 // this server.
 type serverReport struct {
 	ID, Addr      string
+	Cluster       string // the cluster joined ("" before the first registration)
 	Space         spaceReport
 	Leases        []heldLease // held as primary
 	Read, Written int64       // data-stream bytes served and received since start
@@ -45,6 +46,7 @@ type masterAnswer struct {
 	Reregister bool             // send a full report
 	Extended   []chunkfs.Handle // leases extended by LeaseTerm
 	LeaseTerm  time.Duration
+	Cluster    string // a registration's: the master's cluster ID ("" if it has none yet)
 }
 
 // reporter tells the masters about corrupt replicas: at once by
@@ -212,6 +214,10 @@ func (s *Server) register(master string) error {
 	if err != nil {
 		return err
 	}
+	if err := s.joinCluster(resp.Cluster); err != nil {
+		s.log.Error("refusing a master of another cluster; nothing deleted", "master", master, "err", err)
+		return err
+	}
 	s.log.Info("registered with master", "master", master, "chunks", len(reg.Chunks))
 	s.deleteAll(resp.Garbage)
 	return nil
@@ -303,7 +309,7 @@ func (s *Server) heartbeat(master string) bool {
 
 // serverReport is what this server tells every master of itself at now.
 func (s *Server) serverReport(now time.Time) serverReport {
-	return serverReport{ID: s.id, Addr: s.Addr(), Space: s.space(), Leases: s.heldLeases(now),
+	return serverReport{ID: s.id, Addr: s.Addr(), Cluster: s.clusterID(), Space: s.space(), Leases: s.heldLeases(now),
 		Read: s.traffic.read.Load(), Written: s.traffic.written.Load()}
 }
 

@@ -59,6 +59,10 @@ import (
 // idFile holds the server's stable ID in its first data directory.
 const idFile = "chunkserver.id"
 
+// clusterFile holds, beside it, the ID of the cluster the server joined
+// at its first registration.
+const clusterFile = "cluster.id"
+
 // Server is a chunkserver.
 type Server struct {
 	cfg    Config
@@ -71,6 +75,9 @@ type Server struct {
 	load   atomic.Int32 // operations in flight
 	clones *cloneLimiter
 	keys   *tokenKeys // chunk access token keys learnt from the masters
+
+	clusterMu sync.Mutex // guards cluster and its file
+	cluster   string     // the cluster joined; "" before the first registration
 
 	handlers sync.WaitGroup // gRPC handlers in flight; Close waits for them
 
@@ -104,13 +111,17 @@ func Open(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	cluster, err := loadCluster(cfg.Dirs[0])
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg: cfg, log: reqid.Logger(cfg.Logger).With("chunkserver", id), id: id, store: store,
 		buf:   newBuffer(cfg.Clock, cfg.BufferBytes, cfg.BufferExpiry),
 		peers: cfg.Security.NewPool(), data: cfg.Security.NewDataClient(),
 		clones: newCloneLimiter(cfg.Clock, cfg.CloneStreams, cfg.CloneRate, cfg.CloneYield), keys: newTokenKeys(),
-		chunks: make(map[chunkfs.Handle]*chunkState), ctx: ctx, cancel: cancel,
+		chunks: make(map[chunkfs.Handle]*chunkState), ctx: ctx, cancel: cancel, cluster: cluster,
 	}
 	s.reporter.init(s)
 	return s, nil
@@ -142,6 +153,75 @@ func loadID(dir string) (string, error) {
 		return "", err
 	}
 	return id, f.Sync()
+}
+
+// loadCluster reads the ID of the cluster the server joined from dir, ""
+// if it joined none yet.
+func loadCluster(dir string) (string, error) {
+	p := filepath.Join(dir, clusterFile)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(b))
+	if id == "" || len(id) > 64 {
+		return "", fmt.Errorf("chunkserver: bad cluster ID in %s", p)
+	}
+	return id, nil
+}
+
+// clusterID returns the ID of the cluster the server joined.
+func (s *Server) clusterID() string {
+	s.clusterMu.Lock()
+	defer s.clusterMu.Unlock()
+	return s.cluster
+}
+
+// joinCluster checks the cluster ID a master answered a registration
+// with: the server's own, or, at its first registration with a master that
+// has one, kept as its own (durably, before anything the master said is
+// acted on). Another cluster's master is refused: pointed at it, or at a
+// master whose directory was wiped, the server deletes nothing.
+func (s *Server) joinCluster(id string) error {
+	if id == "" {
+		return nil // a master with no ID yet (an older one, or one just started)
+	}
+	s.clusterMu.Lock()
+	defer s.clusterMu.Unlock()
+	switch {
+	case s.cluster == id:
+		return nil
+	case s.cluster != "":
+		return chunkfs.E("register", s.id, chunkfs.KindPermission,
+			fmt.Sprintf("this chunkserver belongs to cluster %s; the master serves cluster %s", s.cluster, id))
+	case len(id) > 64 || strings.ContainsAny(id, " \n\t/"):
+		return chunkfs.E("register", s.id, chunkfs.KindInvalid, "the master sent a bad cluster ID")
+	}
+	p := filepath.Join(s.cfg.Dirs[0], clusterFile)
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(id + "\n")
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		return fmt.Errorf("chunkserver: keep the cluster ID: %w", err)
+	}
+	s.cluster = id
+	s.log.Info("joined cluster", "cluster", id)
+	return nil
 }
 
 // ID returns the server's stable ID.

@@ -97,7 +97,7 @@ func keysFromPB(keys []*pb.TokenKey) []token.Key {
 // registeredFromPB reads a master's answer to a registration: its garbage
 // and stale replicas are both to be deleted.
 func registeredFromPB(r *pb.RegisterResponse) masterAnswer {
-	return masterAnswer{Keys: keysFromPB(r.TokenKeys), Garbage: handlesFromPB(append(r.Garbage, r.Stale...))}
+	return masterAnswer{Keys: keysFromPB(r.TokenKeys), Garbage: handlesFromPB(append(r.Garbage, r.Stale...)), Cluster: r.ClusterId}
 }
 
 func heartbeatAnswerFromPB(r *pb.HeartbeatResponse) masterAnswer {
@@ -177,13 +177,13 @@ func leasesToPB(leases []heldLease) []*pb.HeldLease {
 }
 
 func registrationToPB(r registration) *pb.RegisterRequest {
-	return &pb.RegisterRequest{Id: r.ID, Addr: r.Addr, Rack: r.Rack,
+	return &pb.RegisterRequest{Id: r.ID, Addr: r.Addr, Rack: r.Rack, ClusterId: r.Cluster,
 		Capacity: r.Space.capacity, Used: r.Space.used, Free: r.Space.free, Disks: disksToPB(r.Space.disks),
 		Leases: leasesToPB(r.Leases), BytesRead: r.Read, BytesWritten: r.Written, Chunks: replicasToPB(r.Chunks)}
 }
 
 func heartbeatToPB(b heartbeat) *pb.HeartbeatRequest {
-	return &pb.HeartbeatRequest{Id: b.ID, Addr: b.Addr, Capacity: b.Space.capacity, Used: b.Space.used,
+	return &pb.HeartbeatRequest{Id: b.ID, Addr: b.Addr, ClusterId: b.Cluster, Capacity: b.Space.capacity, Used: b.Space.used,
 		Free: b.Space.free, Disks: disksToPB(b.Space.disks), Load: b.Load, Sample: replicasToPB(b.Sample),
 		BytesRead: b.Read, BytesWritten: b.Written, Deleted: handlesToPB(b.Deleted), Leases: leasesToPB(b.Leases),
 		Corrupt: handlesToPB(b.Corrupt), ExtendLeases: handlesToPB(b.Extend)}

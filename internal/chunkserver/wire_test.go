@@ -132,7 +132,7 @@ func TestWireLeaseTerm(t *testing.T) {
 }
 
 func TestWireReportsToPB(t *testing.T) {
-	sr := serverReport{ID: "cs1", Addr: "a:1", Read: 5, Written: 6,
+	sr := serverReport{ID: "cs1", Addr: "a:1", Cluster: "CID-1", Read: 5, Written: 6,
 		Space:  spaceReport{capacity: 100, used: 10, free: 80, disks: []chunkstore.Disk{{ID: "h:1", Total: 100, Free: 80}}},
 		Leases: []heldLease{{Handle: 3, Version: 2, Left: 2500 * time.Millisecond}}}
 	reps := []chunkstore.Info{{Handle: 3, Version: 2, Length: 7}}
@@ -154,9 +154,9 @@ func TestWireAnswersFromPB(t *testing.T) {
 	secret := make([]byte, 32)
 	secret[0] = 1
 	keys := []*pb.TokenKey{{Id: 1, Secret: secret, ExpiresUnixMs: 5000}, {Id: 2, Secret: secret[:31], ExpiresUnixMs: 5000}}
-	reg := registeredFromPB(&pb.RegisterResponse{Garbage: []uint64{1}, Stale: []uint64{2}, TokenKeys: keys})
-	if !reflect.DeepEqual(reg.Garbage, []chunkfs.Handle{1, 2}) {
-		t.Errorf("registration's garbage and stale: %v", reg.Garbage)
+	reg := registeredFromPB(&pb.RegisterResponse{Garbage: []uint64{1}, Stale: []uint64{2}, TokenKeys: keys, ClusterId: "CID-1"})
+	if !reflect.DeepEqual(reg.Garbage, []chunkfs.Handle{1, 2}) || reg.Cluster != "CID-1" {
+		t.Errorf("registration's garbage and stale, cluster: %v, %q", reg.Garbage, reg.Cluster)
 	}
 	want := ctoken.Key{ID: 1, Secret: [32]byte{1}, Until: time.UnixMilli(5000).UTC()}
 	if len(reg.Keys) != 1 || reg.Keys[0] != want {

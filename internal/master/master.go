@@ -22,6 +22,8 @@ package master
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -215,6 +217,29 @@ func (m *Master) initNamespace(ctx context.Context) error {
 	if err := m.logTrashPeriod(ctx); err != nil {
 		return fmt.Errorf("set the trash period: %v", err)
 	}
+	if err := m.logClusterID(ctx); err != nil {
+		return fmt.Errorf("set the cluster ID: %v", err)
+	}
+	return nil
+}
+
+// logClusterID logs a random cluster ID if the namespace has none (a new
+// cluster, or one made by an older chunkfs).
+func (m *Master) logClusterID(ctx context.Context) error {
+	var have string
+	m.state.read(func(ns *namespace.Namespace) { have = ns.ClusterID() })
+	if have != "" {
+		return nil
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	id := "CID-" + hex.EncodeToString(b[:])
+	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpClusterID, Target: id}); err != nil {
+		return err
+	}
+	m.cfg.Logger.Info("cluster ID set", "cluster", id)
 	return nil
 }
 

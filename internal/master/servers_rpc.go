@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -45,13 +46,20 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if len(req.Chunks) > maxReportLen || len(req.Leases) > maxReportLen {
 		return nil, chunkfs.E("register", req.Id, chunkfs.KindTooLarge, "chunk report too long")
 	}
-	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds(), TokenKeys: m.keysFor()}
-	var err error
+	cluster, err := m.sameCluster("register", req.Id, req.ClusterId)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds(), TokenKeys: m.keysFor(), ClusterId: cluster}
 	var d registered
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
 		now := m.cfg.Clock.Now()
+		if ns.ClusterID() != cluster {
+			err = chunkfs.E("register", req.Id, chunkfs.KindUnavailable, "the master's cluster ID changed; register again")
+			return
+		}
 		d, err = m.reg.register(reportFrom(req), m.reg.withCopies(ns.ChunkVersion), now)
 		if err == nil && m.leads() {
 			m.reg.adoptFrom(req.Id, ns.ChunkVersion, now)
@@ -119,6 +127,9 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	}
 	if len(req.Sample) > maxListInBeat || len(req.ExtendLeases) > maxListInBeat || len(req.Corrupt) > maxListInBeat || len(req.Leases) > maxListInBeat || len(req.Deleted) > maxListInBeat {
 		return nil, chunkfs.E("heartbeat", req.Id, chunkfs.KindTooLarge, "heartbeat lists too long")
+	}
+	if _, err := m.sameCluster("heartbeat", req.Id, req.ClusterId); err != nil {
+		return nil, err
 	}
 	now := m.cfg.Clock.Now()
 	leads := m.leads()
@@ -341,4 +352,20 @@ func (m *Master) collect(handles []chunkfs.Handle) {
 		m.reg.forget(handles, m.cfg.Clock.Now())
 		m.regMu.Unlock()
 	}
+}
+
+// sameCluster returns this master's cluster ID, refusing a chunkserver
+// that joined another cluster (its ID in its data directory differs): a
+// chunkserver pointed at another cluster's master, or at a master whose
+// directory was wiped, must be told nothing, above all not to delete its
+// chunks. A server that joined no cluster yet, or a master whose
+// namespace has no ID yet, passes.
+func (m *Master) sameCluster(op, id, theirs string) (string, error) {
+	var mine string
+	m.state.read(func(ns *namespace.Namespace) { mine = ns.ClusterID() })
+	if theirs != "" && mine != "" && theirs != mine {
+		return "", chunkfs.E(op, id, chunkfs.KindPermission,
+			fmt.Sprintf("chunkserver belongs to cluster %s; this master serves cluster %s", theirs, mine))
+	}
+	return mine, nil
 }

@@ -89,7 +89,7 @@ func chunkCommand(cmd []byte) bool {
 	switch namespace.Op(cmd[1]) {
 	case namespace.OpInit, namespace.OpMkdir, namespace.OpLeaseHorizon, namespace.OpSetXattr,
 		namespace.OpRemoveXattr, namespace.OpDecommission, namespace.OpRecommission, namespace.OpLink,
-		namespace.OpTrashPeriod, namespace.OpSafeMode:
+		namespace.OpTrashPeriod, namespace.OpSafeMode, namespace.OpClusterID:
 		return false
 	}
 	return true

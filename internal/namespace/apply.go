@@ -76,6 +76,8 @@ func (ns *Namespace) Apply(c *Command) Result {
 		r = ns.setTrashPeriod(c)
 	case OpSafeMode:
 		ns.safeMode(c)
+	case OpClusterID:
+		r = ns.setClusterID(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}

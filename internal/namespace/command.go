@@ -43,7 +43,10 @@ const (
 
 	// An operator's safe mode (safemode.go).
 	OpSafeMode Op = 24 // FlagSafeModeEnter: an operator holds the master in safe mode; without: leaves it
-	opEnd      Op = 25
+
+	// The cluster's identity (clusterid.go).
+	OpClusterID Op = 25 // Target = the cluster ID, set once
+	opEnd       Op = 26
 )
 
 var opNames = [...]string{
@@ -56,7 +59,7 @@ var opNames = [...]string{
 	OpLink: "link", OpSnapshot: "snapshot", OpReserveHandle: "reserve handle",
 	OpCopyChunk: "copy chunk",
 	OpTrash:     "trash", OpUndelete: "undelete", OpPurgeTrash: "purge trash",
-	OpTrashPeriod: "trash period", OpSafeMode: "safe mode",
+	OpTrashPeriod: "trash period", OpSafeMode: "safe mode", OpClusterID: "cluster id",
 }
 
 func (o Op) String() string {

@@ -121,7 +121,7 @@ func (ns *Namespace) Freeze() *Frozen {
 	f := &Frozen{ns: ns, cs: cs, draining: slices.Clone(ns.draining), trash: slices.Clone(ns.trash.entries),
 		period: ns.trash.period, nextID: ns.trash.nextID}
 	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
-		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe}
+		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe, clusterID: ns.clusterID}
 	return f
 }
 

@@ -114,6 +114,7 @@ type Namespace struct {
 	files, dirs  int64     // live inodes (symbolic links and special files count as files; a hard link adds none)
 	bytes        int64     // sum of live file lengths
 	safe         safeHold  // an operator's safe mode (safemode.go)
+	clusterID    string    // the cluster's identity, set once (clusterid.go)
 	trash        trashBin  // what was deleted and may be undeleted (trash.go)
 	cow          *cowState // the checkpoint being written, if any (freeze.go)
 }

@@ -16,8 +16,8 @@ import (
 // 1 without extended attributes, 2 with them, 3 also with the chunkservers
 // being decommissioned after the inodes, 4 with directory entries apart
 // from inodes (hard links), 5 with the trash after the chunkservers, 6
-// also with the operators' safe mode after the trash. Restore reads all
-// six.
+// also with the operators' safe mode after the trash, 7 also with the
+// cluster ID. Restore reads all seven.
 var snapshotMagic = []byte("CFNS")
 
 const (
@@ -25,7 +25,8 @@ const (
 	snapshotLinks    = 4 // the first format with hard links
 	snapshotTrash    = 5 // the first format with the trash
 	snapshotSafeMode = 6 // the first format with the operators' safe mode
-	snapshotVersion  = 6
+	snapshotCluster  = 7 // the first format with the cluster ID
+	snapshotVersion  = 7
 )
 
 // maxDepth bounds directory nesting in a snapshot (a valid path cannot be
@@ -50,7 +51,7 @@ func (ns *Namespace) Snapshot(w io.Writer) error { return ns.snapshotAs(w, snaps
 func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
 	f := &Frozen{ns: ns, draining: ns.draining, trash: ns.trash.entries, period: ns.trash.period, nextID: ns.trash.nextID}
 	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
-		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe}
+		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe, clusterID: ns.clusterID}
 	return f.write(w, version)
 }
 
@@ -84,6 +85,9 @@ func (f *Frozen) write(w io.Writer, version byte) error {
 		}
 		s.uvarint(held)
 		s.varint(h.safe.left)
+	}
+	if version >= snapshotCluster {
+		s.string(h.clusterID)
 	}
 	s.raw(binary.BigEndian.AppendUint32(nil, s.crc.Sum32()))
 	if s.err != nil {
@@ -283,6 +287,12 @@ func (s *snapReader) namespace() (*Namespace, error) {
 	if s.version >= snapshotSafeMode {
 		ns.safe.held = s.uvarint(1) == 1
 		ns.safe.left = s.varint()
+	}
+	if s.version >= snapshotCluster {
+		ns.clusterID = s.string(MaxClusterIDLen)
+		if s.err == nil && ns.clusterID != "" && checkClusterID(ns.clusterID) != nil {
+			return nil, errors.New("bad cluster ID")
+		}
 	}
 	if s.err != nil {
 		return nil, s.err

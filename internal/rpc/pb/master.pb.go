@@ -2317,6 +2317,7 @@ type RegisterRequest struct {
 	Leases        []*HeldLease           `protobuf:"bytes,9,rep,name=leases,proto3" json:"leases,omitempty"`                                   // leases this server holds as primary
 	BytesRead     int64                  `protobuf:"varint,10,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`          // chunk data served on its data stream since it started
 	BytesWritten  int64                  `protobuf:"varint,11,opt,name=bytes_written,json=bytesWritten,proto3" json:"bytes_written,omitempty"` // chunk data received by pushes since it started
+	ClusterId     string                 `protobuf:"bytes,12,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`           // the cluster the server joined ("" before its first registration)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2428,6 +2429,13 @@ func (x *RegisterRequest) GetBytesWritten() int64 {
 	return 0
 }
 
+func (x *RegisterRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 type RegisterResponse struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	StateId             uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
@@ -2435,6 +2443,7 @@ type RegisterResponse struct {
 	Stale               []uint64               `protobuf:"varint,3,rep,packed,name=stale,proto3" json:"stale,omitempty"`     // handles whose replica is stale; delete them
 	HeartbeatIntervalMs int64                  `protobuf:"varint,4,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
 	TokenKeys           []*TokenKey            `protobuf:"bytes,5,rep,name=token_keys,json=tokenKeys,proto3" json:"token_keys,omitempty"` // the token keys now valid (the whole set)
+	ClusterId           string                 `protobuf:"bytes,6,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"` // the master's cluster ("" while it has none yet)
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -2504,6 +2513,13 @@ func (x *RegisterResponse) GetTokenKeys() []*TokenKey {
 	return nil
 }
 
+func (x *RegisterResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
 type HeartbeatRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2520,6 +2536,7 @@ type HeartbeatRequest struct {
 	BytesRead     int64                  `protobuf:"varint,12,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`          // chunk data served on its data stream since it started
 	BytesWritten  int64                  `protobuf:"varint,13,opt,name=bytes_written,json=bytesWritten,proto3" json:"bytes_written,omitempty"` // chunk data received by pushes since it started
 	Deleted       []uint64               `protobuf:"varint,14,rep,packed,name=deleted,proto3" json:"deleted,omitempty"`                        // replicas deleted since the last heartbeat this master answered (and not held again)
+	ClusterId     string                 `protobuf:"bytes,15,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`           // the cluster the server joined
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2650,6 +2667,13 @@ func (x *HeartbeatRequest) GetDeleted() []uint64 {
 		return x.Deleted
 	}
 	return nil
+}
+
+func (x *HeartbeatRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
 }
 
 type HeartbeatResponse struct {
@@ -6360,7 +6384,7 @@ const file_master_proto_rawDesc = "" +
 	"\bTokenKey\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\fR\x06secret\x12&\n" +
-	"\x0fexpires_unix_ms\x18\x03 \x01(\x03R\rexpiresUnixMs\"\xda\x02\n" +
+	"\x0fexpires_unix_ms\x18\x03 \x01(\x03R\rexpiresUnixMs\"\xf9\x02\n" +
 	"\x0fRegisterRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
@@ -6374,14 +6398,18 @@ const file_master_proto_rawDesc = "" +
 	"\n" +
 	"bytes_read\x18\n" +
 	" \x01(\x03R\tbytesRead\x12#\n" +
-	"\rbytes_written\x18\v \x01(\x03R\fbytesWritten\"\xc6\x01\n" +
+	"\rbytes_written\x18\v \x01(\x03R\fbytesWritten\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\f \x01(\tR\tclusterId\"\xe5\x01\n" +
 	"\x10RegisterResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x18\n" +
 	"\agarbage\x18\x02 \x03(\x04R\agarbage\x12\x14\n" +
 	"\x05stale\x18\x03 \x03(\x04R\x05stale\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x04 \x01(\x03R\x13heartbeatIntervalMs\x123\n" +
 	"\n" +
-	"token_keys\x18\x05 \x03(\v2\x14.chunkfs.v1.TokenKeyR\ttokenKeys\"\xb4\x03\n" +
+	"token_keys\x18\x05 \x03(\v2\x14.chunkfs.v1.TokenKeyR\ttokenKeys\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x06 \x01(\tR\tclusterId\"\xd3\x03\n" +
 	"\x10HeartbeatRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x1a\n" +
@@ -6398,7 +6426,9 @@ const file_master_proto_rawDesc = "" +
 	"\n" +
 	"bytes_read\x18\f \x01(\x03R\tbytesRead\x12#\n" +
 	"\rbytes_written\x18\r \x01(\x03R\fbytesWritten\x12\x18\n" +
-	"\adeleted\x18\x0e \x03(\x04R\adeleted\"\xd4\x01\n" +
+	"\adeleted\x18\x0e \x03(\x04R\adeleted\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x0f \x01(\tR\tclusterId\"\xd4\x01\n" +
 	"\x11HeartbeatResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12\x1e\n" +
 	"\n" +
