@@ -3,6 +3,7 @@ package master
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -76,7 +77,15 @@ func (s *state) applyNamespaceLocked(cmd []byte) namespace.Result {
 	if chunkCommand(cmd) {
 		s.chunkGen.Add(1)
 	}
-	return s.ns.ApplyEncoded(cmd)
+	c, err := namespace.DecodeCommand(cmd)
+	if err != nil {
+		// Only leaders log commands, and they log what they encoded: one
+		// that does not decode was written by a newer chunkfs. Applying
+		// the rest without it would part this master's state from the
+		// others'.
+		panic(fmt.Sprintf("master: a logged command cannot be read (%v); this master stops rather than diverge: upgrade it", err))
+	}
+	return s.ns.Apply(c)
 }
 
 // chunkCommand reports whether an encoded namespace command may change

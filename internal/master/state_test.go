@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,4 +64,19 @@ func TestStateEntryIsAtomic(t *testing.T) {
 	}
 	close(done)
 	wg.Wait()
+}
+
+// TestUnreadableCommandStopsTheMaster: a logged command that does not
+// decode (a newer chunkfs's encoding) stops the apply instead of being
+// skipped as a refused command.
+func TestUnreadableCommandStopsTheMaster(t *testing.T) {
+	s := newState(time.Hour)
+	cmd := (&namespace.Command{Op: namespace.OpMkdir, Caller: chunkfs.Root, Path: "/d", Mode: 0o755}).Encode(nil)
+	cmd[0] = 99 // an encoding this build does not know
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "cannot be read") {
+			t.Fatalf("recovered %v, want the apply stopped", r)
+		}
+	}()
+	s.ApplyEntry(1, [][]byte{cmd})
 }

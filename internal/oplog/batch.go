@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/hashicorp/raft"
@@ -24,8 +25,11 @@ const (
 	MaxEntryBytes    = 4 << 20
 )
 
+// Entry formats: 1 is the commands alone; 2 ends with a CRC32C of all
+// before it, since the log store checksums no entry's contents.
 const (
-	batchFormat     = 1
+	batchFormat1    = 1
+	batchFormat     = 2
 	maxInFlight     = 2
 	pendingCapacity = 4096
 )
@@ -171,7 +175,7 @@ func (l *Log) commit(batch []request) {
 }
 
 func encodeBatch(batch []request) []byte {
-	size, count := 1+binary.MaxVarintLen64, 0
+	size, count := 1+binary.MaxVarintLen64+4, 0
 	for _, r := range batch {
 		size += len(r.cmds)*binary.MaxVarintLen64 + r.size
 		count += len(r.cmds)
@@ -185,13 +189,21 @@ func encodeBatch(batch []request) []byte {
 			b = append(b, c...)
 		}
 	}
-	return b
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // decodeBatch splits a logged batch into its commands.
 func decodeBatch(b []byte) ([][]byte, error) {
-	if len(b) == 0 || b[0] != batchFormat {
+	switch {
+	case len(b) == 0 || b[0] != batchFormat1 && b[0] != batchFormat:
 		return nil, errors.New("oplog: unknown entry format")
+	case b[0] == batchFormat:
+		if len(b) < 5 || binary.BigEndian.Uint32(b[len(b)-4:]) != crc32.Checksum(b[:len(b)-4], crcTable) {
+			return nil, errors.New("oplog: entry checksum mismatch")
+		}
+		b = b[:len(b)-4]
 	}
 	b = b[1:]
 	n, k := binary.Uvarint(b)

@@ -37,10 +37,13 @@ func (a *fsmAdapter) ApplyBatch(logs []*raft.Log) []any {
 	return out
 }
 
+// applyEntry applies one committed entry. One this master cannot read
+// (corrupt on its disk, or written by a newer chunkfs) stops it: applying
+// the rest without it would let its state part from the others' silently.
 func (a *fsmAdapter) applyEntry(l *raft.Log) []any {
 	cmds, err := decodeBatch(l.Data)
 	if err != nil {
-		return nil
+		panic(fmt.Sprintf("oplog: committed entry %d cannot be read (%v); this master stops rather than diverge: upgrade it, or rebuild its directory from another master", l.Index, err))
 	}
 	if ef, ok := a.fsm.(EntryFSM); ok {
 		return ef.ApplyEntry(l.Index, cmds)
