@@ -22,21 +22,45 @@ func (tm *testMaster) chunksOf() []chunkfs.Handle {
 	return out
 }
 
-// inHeartbeat waits until a heartbeat holds beatMu (it is past its
-// checks and into heartbeat) or done closes.
-func (tm *testMaster) inHeartbeat(done <-chan struct{}) {
+// heartbeatBehindRegistry holds the registry lock and sends req, returning
+// once the heartbeat is inside (it holds beatMu), waiting for the lock.
+// release lets the lock go and returns the heartbeat's answer; the test's
+// end lets it go if release was not called.
+func (tm *testMaster) heartbeatBehindRegistry(req *pb.HeartbeatRequest) (release func() (*pb.HeartbeatResponse, error)) {
 	tm.t.Helper()
-	for {
+	tm.m.regMu.Lock()
+	locked := true
+	tm.t.Cleanup(func() {
+		if locked {
+			tm.m.regMu.Unlock()
+		}
+	})
+	done := make(chan struct{})
+	var resp *pb.HeartbeatResponse
+	var err error
+	go func() {
+		defer close(done)
+		resp, err = tm.c.Heartbeat(bg, req)
+	}()
+	for tm.m.beatMu.TryLock() {
 		select {
 		case <-done:
 			tm.t.Fatal("the heartbeat returned while the registry lock was held")
 		default:
 		}
-		if !tm.m.beatMu.TryLock() {
-			return
-		}
 		tm.m.beatMu.Unlock()
 		time.Sleep(time.Millisecond)
+	}
+	return func() (*pb.HeartbeatResponse, error) {
+		select {
+		case <-done:
+			tm.t.Fatal("the heartbeat returned while the registry lock was held")
+		default:
+		}
+		tm.m.regMu.Unlock()
+		locked = false
+		<-done
+		return resp, err
 	}
 }
 
@@ -46,34 +70,13 @@ func (tm *testMaster) inHeartbeat(done <-chan struct{}) {
 func TestHeartbeatWaitingForRegistryLetsAppliesGo(t *testing.T) {
 	tm := startMaster(t, "", nil)
 	f := tm.startCS("cs1", "")
-	tm.m.regMu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			tm.m.regMu.Unlock()
-		}
-	}()
-	done := make(chan struct{})
-	var resp *pb.HeartbeatResponse
-	var err error
-	go func() {
-		defer close(done)
-		resp, err = tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Free: 1 << 39})
-	}()
-	tm.inHeartbeat(done)
+	release := tm.heartbeatBehindRegistry(&pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Free: 1 << 39})
 	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
 	defer cancel()
 	if _, _, aerr := tm.m.apply(ctx, &namespace.Command{Op: namespace.OpMkdir, Caller: chunkfs.Caller{}, Path: "/d", Mode: 0o755}); aerr != nil {
 		t.Fatalf("mkdir while a heartbeat waits for the registry: %v", aerr)
 	}
-	select {
-	case <-done:
-		t.Fatal("the heartbeat returned while the registry lock was held")
-	default:
-	}
-	tm.m.regMu.Unlock()
-	locked = false
-	<-done
+	resp, err := release()
 	if err != nil || resp.Reregister {
 		t.Fatalf("heartbeat: %v, reregister %v", err, resp.GetReregister())
 	}
@@ -96,22 +99,8 @@ func TestHeartbeatVersionsReadBeforeAnApplyAreNotUsed(t *testing.T) {
 	}
 	h := hs[0]
 	f := tm.startCS("cs1", "")
-	tm.m.regMu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			tm.m.regMu.Unlock()
-		}
-	}()
-	done := make(chan struct{})
-	var resp *pb.HeartbeatResponse
-	var err error
-	go func() {
-		defer close(done)
-		resp, err = tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Free: 1 << 39,
-			Sample: []*pb.ChunkReplica{{Handle: uint64(h), Version: 1}}})
-	}()
-	tm.inHeartbeat(done)
+	release := tm.heartbeatBehindRegistry(&pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Free: 1 << 39,
+		Sample: []*pb.ChunkReplica{{Handle: uint64(h), Version: 1}}})
 	// The apply takes the write lock: the heartbeat has read the versions
 	// (chunk h at version 1, its replica not counted: to be counted) by
 	// then, and waits for the registry.
@@ -120,9 +109,7 @@ func TestHeartbeatVersionsReadBeforeAnApplyAreNotUsed(t *testing.T) {
 	if _, _, aerr := tm.m.apply(ctx, &namespace.Command{Op: namespace.OpDelete, Caller: chunkfs.Caller{}, Path: "/f"}); aerr != nil {
 		t.Fatal(aerr)
 	}
-	tm.m.regMu.Unlock()
-	locked = false
-	<-done
+	resp, err := release()
 	if err != nil {
 		t.Fatal(err)
 	}
