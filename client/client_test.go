@@ -636,3 +636,34 @@ func TestMasterListSkipsUnreachable(t *testing.T) {
 		t.Fatalf("New with an empty address in the list: %v, want KindInvalid", err)
 	}
 }
+
+// TestOpenFileWithReplication: a file created with a replication keeps it
+// from its first chunk on; a replication out of range is refused and
+// creates nothing.
+func TestOpenFileWithReplication(t *testing.T) {
+	_, c, ctx := newCluster(t)
+	f, err := c.OpenFileWith(ctx, "/r1", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644, client.CreateOptions{Replication: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("one replica")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := c.Stat(ctx, "/r1"); err != nil || fi.Replication != 1 {
+		t.Fatalf("stat: %+v, %v; want replication 1", fi, err)
+	}
+	if chunks, err := c.Chunks(ctx, "/r1"); err != nil || len(chunks) != 1 || len(chunks[0].Replicas) != 1 {
+		t.Fatalf("chunks %+v, %v; want one chunk on one replica", chunks, err)
+	}
+	for _, n := range []int{-1, 17} {
+		if _, err := c.OpenFileWith(ctx, "/bad", os.O_WRONLY|os.O_CREATE, 0o644, client.CreateOptions{Replication: n}); chunkfs.KindOf(err) != chunkfs.KindInvalid {
+			t.Errorf("replication %d: %v, want invalid", n, err)
+		}
+	}
+	if _, err := c.Stat(ctx, "/bad"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused create left %v", err)
+	}
+}
