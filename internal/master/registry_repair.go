@@ -50,8 +50,10 @@ const blockedFor = time.Minute
 // for a clone slot, the balancer's moves (balance).
 //
 // Priority is strict: no chunk is cloned while a chunk with fewer live
-// replicas waits or is being cloned, so every one-replica chunk is healed
-// before any two-replica chunk is touched. A chunk under a lease is left
+// replicas waits for a clone slot or is being cloned, so every one-replica
+// chunk is healed before any two-replica chunk is touched. A chunk that
+// nothing can clone (no source, or no server with room that lacks it)
+// holds none back: it would starve every other repair. A chunk under a lease is left
 // alone until the lease ends (a clone taken while the primary mutates could
 // miss a write; a chunk a writer is blocked on gets no lease, so it is not
 // delayed). A chunk with no live replica is missing: there is nothing to
@@ -83,7 +85,7 @@ const planSlice = 256
 // is looked at next round.
 func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones int, now time.Time, full bool, pause func() chunkLookup) ([]cloneOrder, []trimOrder) {
 	var needs []placement.Repair
-	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting
+	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting for a slot
 	var trims []trimOrder
 	examine := func(h chunkfs.Handle, ci *chunkInfo) {
 		v, want, _, ok := lookup(h)
@@ -103,7 +105,6 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		case live < want:
 			r.dirty[h] = struct{}{}
 			needs = append(needs, placement.Repair{Handle: uint64(h), Live: live, Want: want, Blocked: r.blocked(ci, now)})
-			level = min(level, live)
 		case live > want:
 			ci.corrupt = 0 // replaced, however: by a clone or a server back with a good copy
 			trims = append(trims, r.trim(h, v, want, now)...)
@@ -159,6 +160,12 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		o, ok, throttled := r.startClone(cfg, h, v, length, n.Live, maxClones, now)
 		if ok {
 			orders = append(orders, o)
+		}
+		if ok || throttled {
+			// Those with more replicas wait for this one. A chunk
+			// nothing can clone (no source, no server with room lacking
+			// it) holds none back: it would starve them all.
+			level = min(level, n.Live)
 		}
 		waiting = waiting || throttled
 	}
