@@ -21,7 +21,7 @@ import (
 // permission-checked exactly as its unary form and fails alone with its own
 // error, changing nothing. Stats are answered under the namespace's read
 // lock; the mutations are logged together, in one log entry (one fsync).
-func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResponse, error) {
+func (m service) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResponse, error) {
 	if n := len(req.Ops); n > rpc.MaxBatchOps {
 		return nil, chunkfs.E("batch", "", chunkfs.KindTooLarge, fmt.Sprintf("%d operations; at most %d in one batch", n, rpc.MaxBatchOps))
 	}
@@ -31,7 +31,7 @@ func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResp
 	if err := m.batchReadable(ctx, req); err != nil {
 		return nil, err
 	}
-	b := &batch{m: m, results: make([]*pb.MetaResult, len(req.Ops)), stats: make([]batchStat, 0, len(req.Ops))}
+	b := &batch{m: m.Master, results: make([]*pb.MetaResult, len(req.Ops)), stats: make([]batchStat, 0, len(req.Ops))}
 	for i, op := range req.Ops {
 		b.prepare(opContext(ctx, op), i, op)
 	}

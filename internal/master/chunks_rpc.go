@@ -12,7 +12,7 @@ import (
 )
 
 // GetChunks returns where count chunks of a file from first_index live.
-func (m *Master) GetChunks(ctx context.Context, req *pb.GetChunksRequest) (*pb.GetChunksResponse, error) {
+func (m service) GetChunks(ctx context.Context, req *pb.GetChunksRequest) (*pb.GetChunksResponse, error) {
 	const op = "get chunks"
 	c, err := m.pathArg(ctx, "GetChunks", op, req.Path, req.Caller)
 	if err != nil {
@@ -75,7 +75,7 @@ func (m *Master) locationLocked(ch namespace.Chunk, now time.Time) *pb.ChunkLoca
 
 // PrepareWrite makes sure chunk index of a file exists, allocating and
 // placing it if needed, and that it has a primary with a valid lease.
-func (m *Master) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) (*pb.PrepareWriteResponse, error) {
+func (m service) PrepareWrite(ctx context.Context, req *pb.PrepareWriteRequest) (*pb.PrepareWriteResponse, error) {
 	const op = "prepare write"
 	c, err := m.pathArg(ctx, "PrepareWrite", op, req.Path, req.Caller)
 	if err != nil {

@@ -211,7 +211,7 @@ func readOnlyBatch(b *pb.BatchRequest) bool {
 // acknowledges it). Not the Raft commit index: that counts entries the
 // state never applies (elections' no-ops, membership changes), and a read
 // asking for one of those would wait for the next write everywhere.
-func (m *Master) Msync(ctx context.Context, _ *pb.MsyncRequest) (*pb.MsyncResponse, error) {
+func (m service) Msync(ctx context.Context, _ *pb.MsyncRequest) (*pb.MsyncResponse, error) {
 	if err := m.log.VerifyLeader(); err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func (m *Master) Msync(ctx context.Context, _ *pb.MsyncRequest) (*pb.MsyncRespon
 }
 
 // HAStatus describes this master's view of the group.
-func (m *Master) HAStatus(ctx context.Context, _ *pb.HAStatusRequest) (*pb.HAStatusResponse, error) {
+func (m service) HAStatus(ctx context.Context, _ *pb.HAStatusRequest) (*pb.HAStatusResponse, error) {
 	leaderID, leaderAddr := m.log.LeaderID()
 	resp := &pb.HAStatusResponse{
 		StateId: uint64(m.StateID()), Id: m.cfg.NodeID, Role: m.role(),
@@ -262,7 +262,7 @@ func (m *Master) advertised() string {
 
 // HAChange changes the group's membership or moves the leadership. Only
 // the superuser, or another master, may (authGuard).
-func (m *Master) HAChange(ctx context.Context, req *pb.HAChangeRequest) (*pb.HAChangeResponse, error) {
+func (m service) HAChange(ctx context.Context, req *pb.HAChangeRequest) (*pb.HAChangeResponse, error) {
 	if !m.cfg.grouped() {
 		return nil, chunkfs.E("ha "+req.Op, req.Id, chunkfs.KindNotSupported, "this master runs alone (no --cluster)")
 	}

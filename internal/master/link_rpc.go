@@ -9,7 +9,7 @@ import (
 
 // Link gives an existing file a further name (a hard link): authorised as
 // a create is, and decided by the namespace as link(2) decides.
-func (m *Master) Link(ctx context.Context, req *pb.LinkRequest) (*pb.LinkResponse, error) {
+func (m service) Link(ctx context.Context, req *pb.LinkRequest) (*pb.LinkResponse, error) {
 	c, err := m.pathArg(ctx, "Link", "link", req.Src, req.Caller)
 	if err != nil {
 		return nil, err

@@ -86,7 +86,7 @@ func openRandom(t *locks.Table, now time.Time) (uint64, error) {
 
 // LockSession opens, renews, adopts (reclaim) or closes a lock session,
 // bound to the certificate identity that opened or adopted it.
-func (m *Master) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*pb.LockSessionResponse, error) {
+func (m service) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*pb.LockSessionResponse, error) {
 	now := m.cfg.Clock.Now()
 	holder := lockHolder(ctx)
 	resp := &pb.LockSessionResponse{}
@@ -125,7 +125,7 @@ func (m *Master) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*
 
 // Lock tests, takes or releases one lock. Taking one needs the path to
 // name the inode, as the caller sees it (search permission on the way).
-func (m *Master) Lock(ctx context.Context, req *pb.LockRequest) (*pb.LockResponse, error) {
+func (m service) Lock(ctx context.Context, req *pb.LockRequest) (*pb.LockResponse, error) {
 	const op = "lock"
 	c, err := m.pathArg(ctx, "Lock", op, req.Path, req.Caller)
 	if err != nil {

@@ -40,7 +40,6 @@ import (
 	"github.com/chunkfs/chunkfs/internal/oplog"
 	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // stripes is the number of locks that serialise chunk allocation per file
@@ -50,8 +49,6 @@ const stripes = 64
 // Master is an open master. Create it with Open, serve it with Serve, stop
 // it with Close.
 type Master struct {
-	pb.UnimplementedMasterServer
-
 	cfg   Config
 	lock  *os.File
 	state *state
@@ -288,7 +285,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		return errors.New("master: Serve called twice")
 	}
 	m.srv = m.cfg.Security.NewObservedServer(m.cfg.Logger, m.cfg.OnCall, m.queueGuard, m.authGuard, m.leaderGuard)
-	pb.RegisterMasterServer(m.srv, m)
+	m.register(m.srv)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // Mkdir makes a directory, and its parents when asked.
-func (m *Master) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResponse, error) {
+func (m service) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResponse, error) {
 	cmd, err := m.mkdirCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func mkdirResponse(r namespace.Result, id uint64) *pb.MkdirResponse {
 
 // Create makes a file or symbolic link, or opens (and maybe truncates) an
 // existing file.
-func (m *Master) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateResponse, error) {
+func (m service) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateResponse, error) {
 	cmd, err := m.createCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func createResponse(r namespace.Result, id uint64) *pb.CreateResponse {
 }
 
 // Stat describes a path without following a final symbolic link.
-func (m *Master) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatResponse, error) {
+func (m service) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatResponse, error) {
 	c, err := m.pathArg(ctx, "Stat", "stat", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (m *Master) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatRespons
 }
 
 // List returns one page of a directory.
-func (m *Master) List(ctx context.Context, req *pb.ListRequest) (*pb.ListResponse, error) {
+func (m service) List(ctx context.Context, req *pb.ListRequest) (*pb.ListResponse, error) {
 	c, err := m.pathArg(ctx, "List", "list", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func (m *Master) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 }
 
 // Rename moves a file or directory atomically.
-func (m *Master) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameResponse, error) {
+func (m service) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameResponse, error) {
 	cmd, err := m.renameCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func (m *Master) renameCommand(ctx context.Context, req *pb.RenameRequest) (*nam
 // trash while the grace period is above zero, unless the request skips
 // it; chunks of what is deleted at once become garbage that chunkservers
 // are told to delete.
-func (m *Master) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
+func (m service) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
 	cmd, err := m.deleteCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -216,7 +216,7 @@ func (m *Master) deleteCommand(ctx context.Context, req *pb.DeleteRequest) (*nam
 // A truncation that cuts a chunk in its middle bumps the chunk's version
 // and has its replicas cut; if none could be, the new length stands but the
 // call fails (KindUnavailable) and should be retried, which cuts again.
-func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAttrResponse, error) {
+func (m service) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAttrResponse, error) {
 	cmd, err := m.setAttrCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -299,7 +299,7 @@ func (m *Master) setAttrCommand(ctx context.Context, req *pb.SetAttrRequest) (*n
 }
 
 // CommitLength raises a file's length to what a writer reports.
-func (m *Master) CommitLength(ctx context.Context, req *pb.CommitLengthRequest) (*pb.CommitLengthResponse, error) {
+func (m service) CommitLength(ctx context.Context, req *pb.CommitLengthRequest) (*pb.CommitLengthResponse, error) {
 	cmd, err := m.commitLengthCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -350,7 +350,7 @@ func (m *Master) settle(ctx context.Context, cmd *namespace.Command, r namespace
 }
 
 // ClusterInfo returns the cluster's constants.
-func (m *Master) ClusterInfo(ctx context.Context, req *pb.ClusterInfoRequest) (*pb.ClusterInfoResponse, error) {
+func (m service) ClusterInfo(ctx context.Context, req *pb.ClusterInfoRequest) (*pb.ClusterInfoResponse, error) {
 	var size int64
 	var repl int
 	var ready bool

@@ -20,7 +20,7 @@ import (
 // file moves into the source between the look at its leases and the log;
 // other metadata mutations (create, mkdir, delete, ...) go on, held only
 // while the command applies.
-func (m *Master) MakeSnapshot(ctx context.Context, req *pb.SnapshotRequest) (*pb.SnapshotResponse, error) {
+func (m service) MakeSnapshot(ctx context.Context, req *pb.SnapshotRequest) (*pb.SnapshotResponse, error) {
 	const op = "snapshot"
 	c, err := m.pathArg(ctx, "MakeSnapshot", op, req.Src, req.Caller)
 	if err != nil {

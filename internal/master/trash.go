@@ -72,7 +72,7 @@ func (m *Master) purgeDue() {
 }
 
 // TrashList returns one page of the trash entries the caller may see.
-func (m *Master) TrashList(ctx context.Context, req *pb.TrashListRequest) (*pb.TrashListResponse, error) {
+func (m service) TrashList(ctx context.Context, req *pb.TrashListRequest) (*pb.TrashListResponse, error) {
 	c, err := m.caller(ctx, "TrashList", "trash list", "", req.Caller)
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func (m *Master) TrashList(ctx context.Context, req *pb.TrashListRequest) (*pb.T
 }
 
 // Undelete brings a trash entry back, at its old path or another.
-func (m *Master) Undelete(ctx context.Context, req *pb.UndeleteRequest) (*pb.UndeleteResponse, error) {
+func (m service) Undelete(ctx context.Context, req *pb.UndeleteRequest) (*pb.UndeleteResponse, error) {
 	cmd, err := m.trashCommand(ctx, "Undelete", "undelete", req.Path, req.Id, req.Caller)
 	if err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (m *Master) Undelete(ctx context.Context, req *pb.UndeleteRequest) (*pb.Und
 }
 
 // PurgeTrash frees one trash entry now.
-func (m *Master) PurgeTrash(ctx context.Context, req *pb.PurgeTrashRequest) (*pb.PurgeTrashResponse, error) {
+func (m service) PurgeTrash(ctx context.Context, req *pb.PurgeTrashRequest) (*pb.PurgeTrashResponse, error) {
 	if req.Id == 0 {
 		return nil, chunkfs.E("purge trash", req.Path, chunkfs.KindInvalid, "which entry: an ID is needed")
 	}
