@@ -50,7 +50,7 @@ func (m service) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if err != nil {
 		return nil, err
 	}
-	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds(), TokenKeys: m.keysFor(), ClusterId: cluster}
+	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds(), TokenKeys: keysTo(m.keysFor()), ClusterId: cluster}
 	var d registered
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
@@ -138,7 +138,7 @@ func (m service) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			return nil, err
 		}
 	}
-	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds(), TokenKeys: m.keysFor()}
+	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds(), TokenKeys: keysTo(m.keysFor())}
 	var d beaten
 	d, resp.StateId = m.heartbeat(beatFrom(req), now, leads)
 	m.traffic.note(req.Id, req.BytesRead, req.BytesWritten)
