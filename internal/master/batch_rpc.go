@@ -174,7 +174,7 @@ func (b *batch) stat() {
 				b.results[s.i] = errorResult(errs[j])
 				continue
 			}
-			setFileInfo(&pbInfos[j], infos[j])
+			rpc.SetFileInfo(&pbInfos[j], infos[j])
 			resps[j].StateId, resps[j].Info = id, &pbInfos[j]
 			wraps[j].Stat = &resps[j]
 			res[j].Result = &wraps[j]
@@ -256,7 +256,7 @@ func mutationResult(mu *batchMutation) *pb.MetaResult {
 	case namespace.OpRename:
 		return &pb.MetaResult{Result: &pb.MetaResult_Rename{Rename: &pb.RenameResponse{StateId: id}}}
 	case namespace.OpSetAttr:
-		return &pb.MetaResult{Result: &pb.MetaResult_SetAttr{SetAttr: &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}}}
+		return &pb.MetaResult{Result: &pb.MetaResult_SetAttr{SetAttr: &pb.SetAttrResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}}}
 	case namespace.OpCommitLength:
 		return &pb.MetaResult{Result: &pb.MetaResult_CommitLength{CommitLength: &pb.CommitLengthResponse{StateId: id, Length: r.Info.Length}}}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"github.com/chunkfs/chunkfs/internal/token"
 )
@@ -30,7 +31,7 @@ func (m service) GetChunks(ctx context.Context, req *pb.GetChunksRequest) (*pb.G
 		if err != nil {
 			return
 		}
-		resp.Info, resp.ChunkSize = fileInfo(fi), ns.ChunkSize()
+		resp.Info, resp.ChunkSize = rpc.FileInfoTo(fi), ns.ChunkSize()
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
 		for _, ch := range chunks {

@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs/internal/rpc/wiretest"
 )
 
 const pbPath = "github.com/chunkfs/chunkfs/internal/rpc/pb"
@@ -86,5 +89,38 @@ func TestEveryCallHandled(t *testing.T) {
 		case !edge(file):
 			t.Errorf("service.%s is declared in %s, not on the edge", name, file)
 		}
+	}
+}
+
+// TestWireConversionsFillEveryField: the conversions of the big answers,
+// given a value with every field set, leave no field of the message empty
+// (a field added to the message and forgotten in the conversion fails),
+// and carry the values across.
+func TestWireConversionsFillEveryField(t *testing.T) {
+	counts := func(n int64) namespace.Counts {
+		return namespace.Counts{Files: n, Dirs: n + 1, Chunks: n + 2, Bytes: n + 3}
+	}
+	rep := clusterReport{stateID: 9, live: counts(10), dead: counts(20), chunkSize: 64 << 20,
+		underReplicated: 1, missing: 2, beingCloned: 3, corrupt: 4, repairRate: 5.5, repaired: 6,
+		safeMode: true, safeModeHeld: true, safeModeReason: "held",
+		balance: balanceStatus{running: true, threshold: 10, inFlight: 2, moved: 3, bytes: 4, spread: 12.5, rate: 1e6},
+		servers: []serverStatus{{id: "cs1", addr: "a:1", rack: "r1", capacity: 100, used: 40, free: 60,
+			disks: []disk{{id: "d1", capacity: 100, free: 60}}, load: 3, chunks: 7, alive: true,
+			sinceBeat: 1500 * time.Millisecond, state: stateLive, drainRemaining: 5}}}
+	wire := reportTo(rep)
+	if unset := wiretest.Unset(wire.ProtoReflect()); len(unset) > 0 {
+		t.Errorf("cluster report fields not filled: %v", unset)
+	}
+	s := wire.Servers[0]
+	if wire.DeadBytes != 23 || wire.Directories != 11 || s.LastHeartbeatMs != 1500 || s.Disks[0].Free != 60 || wire.Balance.MovesInFlight != 2 {
+		t.Errorf("cluster report carried wrong values: %v", wire)
+	}
+
+	keys := keysTo([]heldKey{{id: 3, secret: [32]byte{1, 2}, expires: time.UnixMilli(1_700_000_000_000)}})
+	if unset := wiretest.Unset(keys[0].ProtoReflect()); len(unset) > 0 {
+		t.Errorf("token key fields not filled: %v", unset)
+	}
+	if keys[0].ExpiresUnixMs != 1_700_000_000_000 || keys[0].Secret[1] != 2 || keysTo(nil) != nil {
+		t.Errorf("token keys carried wrong values: %v", keys)
 	}
 }

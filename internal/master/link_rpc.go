@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -23,5 +24,5 @@ func (m service) Link(ctx context.Context, req *pb.LinkRequest) (*pb.LinkRespons
 	if err != nil {
 		return nil, err
 	}
-	return &pb.LinkResponse{StateId: id, Info: fileInfo(r.Info)}, nil
+	return &pb.LinkResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -36,7 +37,7 @@ func (m *Master) mkdirCommand(ctx context.Context, req *pb.MkdirRequest) (*names
 }
 
 func mkdirResponse(r namespace.Result, id uint64) *pb.MkdirResponse {
-	return &pb.MkdirResponse{StateId: id, Info: fileInfo(r.Info)}
+	return &pb.MkdirResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}
 }
 
 // Create makes a file or symbolic link, or opens (and maybe truncates) an
@@ -80,7 +81,7 @@ func (m *Master) createCommand(ctx context.Context, req *pb.CreateRequest) (*nam
 }
 
 func createResponse(r namespace.Result, id uint64) *pb.CreateResponse {
-	return &pb.CreateResponse{StateId: id, Info: fileInfo(r.Info), Created: r.Created}
+	return &pb.CreateResponse{StateId: id, Info: rpc.FileInfoTo(r.Info), Created: r.Created}
 }
 
 // Stat describes a path without following a final symbolic link.
@@ -97,7 +98,7 @@ func (m service) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatRespons
 	if err != nil {
 		return nil, err
 	}
-	return &pb.StatResponse{StateId: id, Info: fileInfo(fi)}, nil
+	return &pb.StatResponse{StateId: id, Info: rpc.FileInfoTo(fi)}, nil
 }
 
 // List returns one page of a directory.
@@ -122,7 +123,7 @@ func (m service) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 	}
 	resp := &pb.ListResponse{StateId: id, More: more, Entries: make([]*pb.FileInfo, len(page))}
 	for i, fi := range page {
-		resp.Entries[i] = fileInfo(fi)
+		resp.Entries[i] = rpc.FileInfoTo(fi)
 	}
 	return resp, nil
 }
@@ -189,7 +190,7 @@ func (m *Master) parentAfter(c chunkfs.Caller, p string) *pb.FileInfo {
 	if err != nil {
 		return nil
 	}
-	return fileInfo(fi)
+	return rpc.FileInfoTo(fi)
 }
 
 func (m *Master) deleteCommand(ctx context.Context, req *pb.DeleteRequest) (*namespace.Command, error) {
@@ -237,7 +238,7 @@ func (m service) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAt
 		if err != nil {
 			return nil, err
 		}
-		return &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}, nil
+		return &pb.SetAttrResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}, nil
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -56,7 +57,7 @@ func (m service) MakeSnapshot(ctx context.Context, req *pb.SnapshotRequest) (*pb
 		return nil, err
 	}
 	m.cfg.Logger.InfoContext(ctx, "snapshot taken", "src", req.Src, "dst", req.Dst, "chunks", len(handles), "revoked", revoked)
-	return &pb.SnapshotResponse{StateId: id, Info: fileInfo(r.Info), Revoked: int64(revoked)}, nil
+	return &pb.SnapshotResponse{StateId: id, Info: rpc.FileInfoTo(r.Info), Revoked: int64(revoked)}, nil
 }
 
 // lockAllStripes takes every allocation stripe, then every lease stripe

@@ -5,6 +5,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -23,7 +24,7 @@ func (m service) TrashList(ctx context.Context, req *pb.TrashListRequest) (*pb.T
 	resp.Entries = make([]*pb.TrashEntry, len(page))
 	for i, e := range page {
 		resp.Entries[i] = &pb.TrashEntry{Id: e.ID, Path: e.Path, DeletedNs: e.Time, ExpiresNs: e.Expires,
-			DeletedBy: e.UID, Info: fileInfo(e.Info), Files: e.Counts.Files, Directories: e.Counts.Dirs,
+			DeletedBy: e.UID, Info: rpc.FileInfoTo(e.Info), Files: e.Counts.Files, Directories: e.Counts.Dirs,
 			Chunks: e.Counts.Chunks, Bytes: e.Counts.Bytes}
 	}
 	return resp, nil
@@ -48,7 +49,7 @@ func (m service) Undelete(ctx context.Context, req *pb.UndeleteRequest) (*pb.Und
 	if err != nil {
 		return nil, err
 	}
-	return &pb.UndeleteResponse{StateId: id, Info: fileInfo(r.Info)}, nil
+	return &pb.UndeleteResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}, nil
 }
 
 // PurgeTrash frees one trash entry now.
