@@ -4,7 +4,9 @@
 // logged: the chunkserver registry and chunk locations (rebuilt from
 // chunkserver reports), leases, and the garbage each chunkserver is told to
 // delete. It owns the goroutines, the clock and the data directory; the
-// policies it applies (namespace, placement) are pure packages.
+// policies it applies (namespace, placement) are pure packages. Its RPC
+// edge, the *_rpc.go files (service), turns each request into domain
+// values and each answer back; no other file sees a wire type.
 //
 // Every mutation goes through the log before it is answered; reads take the
 // namespace's read lock and never wait for the log. Every response carries
