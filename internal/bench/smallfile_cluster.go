@@ -6,14 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chunkfs/chunkfs/client"
-	"github.com/chunkfs/chunkfs/internal/loopback"
 )
 
 // localCluster is what bench smallfile starts when it is given no mount:
@@ -25,13 +26,14 @@ type localCluster struct {
 	mountDir string
 	args     []string // the mount's command line
 	pprof    map[string]string
+	taken    map[string]bool // addresses handed out (freeAddr)
 }
 
 // startLocalCluster starts the servers and the mount under work and
 // returns once the mount serves and every chunkserver is live.
 func startLocalCluster(ctx context.Context, cfg SmallConfig, work string, log *slog.Logger) (*localCluster, error) {
-	lc := &localCluster{mountDir: filepath.Join(work, "mnt"), pprof: map[string]string{}}
-	addr, err := loopback.Addr()
+	lc := &localCluster{mountDir: filepath.Join(work, "mnt"), pprof: map[string]string{}, taken: map[string]bool{}}
+	addr, err := lc.freeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +44,7 @@ func startLocalCluster(ctx context.Context, cfg SmallConfig, work string, log *s
 	}
 	for i := range cfg.Chunkservers {
 		name := fmt.Sprintf("chunkserver%02d", i+1)
-		cs, err := loopback.Addr()
+		cs, err := lc.freeAddr()
 		if err == nil {
 			err = lc.c.start(name, "", []string{cfg.Binary, "chunkserver", "--dir", filepath.Join(work, name),
 				"--listen", cs, "--master", addr, "--insecure"}, work)
@@ -70,7 +72,7 @@ func (lc *localCluster) httpArgs(cfg SmallConfig, name string) []string {
 	if !cfg.Pprof {
 		return nil
 	}
-	a, err := loopback.Addr()
+	a, err := lc.freeAddr()
 	if err != nil {
 		return nil
 	}
@@ -155,6 +157,45 @@ func (lc *localCluster) stop(log *slog.Logger) {
 	}
 	if err := lc.c.stop(); err != nil {
 		log.Warn("smallfile: stop cluster", "err", err)
+	}
+}
+
+// freeAddr returns a loopback address free just now that this cluster
+// has not handed out yet: a port closed after the check is free again,
+// and the kernel may well pick it for the next check too (a chunkserver
+// then failed to start on the master's port).
+func (lc *localCluster) freeAddr() (string, error) {
+	for range 100 {
+		a, err := freeLoopback()
+		if err != nil {
+			return "", err
+		}
+		if !lc.taken[a] {
+			lc.taken[a] = true
+			return a, nil
+		}
+	}
+	return "", errors.New("no free loopback port that this cluster has not used")
+}
+
+// handedOut holds the addresses freeLoopback returned: the kernel may
+// give a port closed a moment ago to the next listener, and two servers
+// must not be told the same address.
+var handedOut sync.Map
+
+// freeLoopback returns a loopback address with a port free just now, not
+// returned before.
+func freeLoopback() (string, error) {
+	for {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		addr := lis.Addr().String()
+		lis.Close()
+		if _, dup := handedOut.LoadOrStore(addr, true); !dup {
+			return addr, nil
+		}
 	}
 }
 
