@@ -6,6 +6,7 @@ package master
 import (
 	"context"
 
+	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
@@ -50,5 +51,23 @@ func (m *Master) cloneCall(ctx context.Context, o cloneOrder) error {
 		return err
 	}
 	_, err = cs.Clone(ctx, &pb.CloneRequest{Handle: uint64(o.handle), Version: uint64(o.version), Source: o.sourceAddr, Length: o.length})
+	return err
+}
+
+// copyCall has the chunkserver at addr copy its replica of ch locally,
+// under handle nh.
+func (m *Master) copyCall(ctx context.Context, addr string, ch namespace.Chunk, nh chunkfs.Handle) error {
+	req := &pb.CopyChunkRequest{Handle: uint64(ch.Handle), Version: uint64(ch.Version), NewHandle: uint64(nh)}
+	cs, err := m.pool.ChunkServer(addr)
+	if err != nil {
+		return err
+	}
+	// A local copy of a whole chunk: allow for a slow disk.
+	ctx, cancel := context.WithTimeout(ctx, 4*m.cfg.RPCTimeout)
+	defer cancel()
+	_, err = cs.CopyChunk(ctx, req)
+	if err != nil {
+		m.cfg.Logger.WarnContext(ctx, "copy call failed", "addr", addr, "handle", req.Handle, "copy", req.NewHandle, "err", err)
+	}
 	return err
 }
