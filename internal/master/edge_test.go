@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/oplog"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"github.com/chunkfs/chunkfs/internal/rpc/wiretest"
 )
@@ -85,10 +86,10 @@ func TestEveryCallHandled(t *testing.T) {
 	}
 }
 
-// TestWireConversionsFillEveryField: the conversions of the big answers,
-// given a value with every field set, leave no field of the message empty
-// (a field added to the message and forgotten in the conversion fails),
-// and carry the values across.
+// TestWireConversionsFillEveryField: the conversions of the big answers
+// (cluster report, token keys, HA status), given a value with every field
+// set, leave no field of the message empty (a field added to the message
+// and forgotten in the conversion fails), and carry the values across.
 func TestWireConversionsFillEveryField(t *testing.T) {
 	counts := func(n int64) namespace.Counts {
 		return namespace.Counts{Files: n, Dirs: n + 1, Chunks: n + 2, Bytes: n + 3}
@@ -115,5 +116,14 @@ func TestWireConversionsFillEveryField(t *testing.T) {
 	}
 	if keys[0].ExpiresUnixMs != 1_700_000_000_000 || keys[0].Secret[1] != 2 || keysTo(nil) != nil {
 		t.Errorf("token keys carried wrong values: %v", keys)
+	}
+
+	ha := haStatusTo(haStatus{stateID: 5, id: "m1", role: "leader", applied: 5, commit: 6, leaderID: "m1", leaderAddr: "a:1",
+		members: []oplog.Member{{ID: "m1", Addr: "a:1", Voter: true}}})
+	if unset := wiretest.Unset(ha.ProtoReflect()); len(unset) > 0 {
+		t.Errorf("HA status fields not filled: %v", unset)
+	}
+	if ha.Commit != 6 || ha.Members[0].Addr != "a:1" {
+		t.Errorf("HA status carried wrong values: %v", ha)
 	}
 }

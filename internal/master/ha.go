@@ -164,6 +164,31 @@ func (m *Master) notLeader(op string) error {
 	return &chunkfs.Error{Op: op, Kind: chunkfs.KindNotLeader, Err: &chunkfs.LeaderHint{Leader: addr}}
 }
 
+// haStatus is this master's view of its group.
+type haStatus struct {
+	stateID              uint64
+	id, role             string
+	applied, commit      uint64 // last applied index; commit index this master knows
+	leaderID, leaderAddr string
+	members              []oplog.Member
+}
+
+// haStatus describes this master's view of the group; a master running
+// alone is its own leader and only member.
+func (m *Master) haStatus() (haStatus, error) {
+	st := haStatus{stateID: uint64(m.StateID()), id: m.cfg.NodeID, role: m.role(),
+		applied: m.log.LastApplied(), commit: m.log.CommitIndex()}
+	if !m.cfg.grouped() {
+		st.leaderID, st.leaderAddr = m.cfg.NodeID, m.advertised()
+		st.members = []oplog.Member{{ID: m.cfg.NodeID, Addr: m.advertised(), Voter: true}}
+		return st, nil
+	}
+	st.leaderID, st.leaderAddr = m.log.LeaderID()
+	var err error
+	st.members, err = m.log.Members()
+	return st, err
+}
+
 // role names what this master is in its group.
 func (m *Master) role() string {
 	switch {

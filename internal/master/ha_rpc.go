@@ -62,24 +62,21 @@ func (m service) Msync(ctx context.Context, _ *pb.MsyncRequest) (*pb.MsyncRespon
 
 // HAStatus describes this master's view of the group.
 func (m service) HAStatus(ctx context.Context, _ *pb.HAStatusRequest) (*pb.HAStatusResponse, error) {
-	leaderID, leaderAddr := m.log.LeaderID()
-	resp := &pb.HAStatusResponse{
-		StateId: uint64(m.StateID()), Id: m.cfg.NodeID, Role: m.role(),
-		Applied: m.log.LastApplied(), Commit: m.log.CommitIndex(), LeaderId: leaderID, LeaderAddr: leaderAddr,
-	}
-	if !m.cfg.grouped() {
-		resp.LeaderId, resp.LeaderAddr = m.cfg.NodeID, m.advertised()
-		resp.Members = []*pb.HAMember{{Id: m.cfg.NodeID, Addr: m.advertised(), Voter: true}}
-		return resp, nil
-	}
-	members, err := m.log.Members()
+	st, err := m.haStatus()
 	if err != nil {
 		return nil, err
 	}
-	for _, mb := range members {
-		resp.Members = append(resp.Members, &pb.HAMember{Id: mb.ID, Addr: mb.Addr, Voter: mb.Voter})
+	return haStatusTo(st), nil
+}
+
+// haStatusTo is a group status on the wire.
+func haStatusTo(st haStatus) *pb.HAStatusResponse {
+	resp := &pb.HAStatusResponse{StateId: st.stateID, Id: st.id, Role: st.role, Applied: st.applied, Commit: st.commit,
+		LeaderId: st.leaderID, LeaderAddr: st.leaderAddr, Members: make([]*pb.HAMember, len(st.members))}
+	for i, mb := range st.members {
+		resp.Members[i] = &pb.HAMember{Id: mb.ID, Addr: mb.Addr, Voter: mb.Voter}
 	}
-	return resp, nil
+	return resp
 }
 
 // HAChange changes the group's membership or moves the leadership. Only
