@@ -32,6 +32,9 @@ func TestFileInfoRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("came back as %+v, want %+v", *got, want)
 	}
+	if zero := wiretest.Zero(FileInfoOf(wiretest.Fill(&pb.FileInfo{}))); len(zero) > 0 {
+		t.Errorf("fields not read from the wire: %v", zero)
+	}
 	if *FileInfoOf(nil) != (chunkfs.FileInfo{}) {
 		t.Error("no message is not the zero FileInfo")
 	}
