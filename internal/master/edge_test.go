@@ -87,7 +87,7 @@ func TestEveryCallHandled(t *testing.T) {
 }
 
 // TestWireConversionsFillEveryField: the conversions of the big answers
-// (cluster report, token keys, HA status), given a value with every field
+// (cluster report, token keys, HA status, fsck), given a value with every field
 // set, leave no field of the message empty (a field added to the message
 // and forgotten in the conversion fails), and carry the values across.
 func TestWireConversionsFillEveryField(t *testing.T) {
@@ -125,5 +125,15 @@ func TestWireConversionsFillEveryField(t *testing.T) {
 	}
 	if ha.Commit != 6 || ha.Members[0].Addr != "a:1" {
 		t.Errorf("HA status carried wrong values: %v", ha)
+	}
+
+	fc := fsckCounts{chunks: 5, healthy: 1, underReplicated: 2, missing: 1, corrupt: 1}
+	fs := fsckTo(fsckReport{stateID: 3, files: []fsckFile{{path: "/f", replication: 3, length: 9, fsckCounts: fc}},
+		filesChecked: 1, total: fc, truncated: true, safeMode: true})
+	if unset := wiretest.Unset(fs.ProtoReflect()); len(unset) > 0 {
+		t.Errorf("fsck fields not filled: %v", unset)
+	}
+	if fs.Files[0].UnderReplicated != 2 || fs.Missing != 1 {
+		t.Errorf("fsck carried wrong values: %v", fs)
 	}
 }
