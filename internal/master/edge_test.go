@@ -87,9 +87,10 @@ func TestEveryCallHandled(t *testing.T) {
 }
 
 // TestWireConversionsFillEveryField: the conversions of the big answers
-// (cluster report, token keys, HA status, fsck), given a value with every field
-// set, leave no field of the message empty (a field added to the message
-// and forgotten in the conversion fails), and carry the values across.
+// (cluster report, token keys, HA status, fsck, chunk locations), given a
+// value with every field set, leave no field of the message empty (a field
+// added to the message and forgotten in the conversion fails), and carry
+// the values across.
 func TestWireConversionsFillEveryField(t *testing.T) {
 	counts := func(n int64) namespace.Counts {
 		return namespace.Counts{Files: n, Dirs: n + 1, Chunks: n + 2, Bytes: n + 3}
@@ -135,5 +136,14 @@ func TestWireConversionsFillEveryField(t *testing.T) {
 	}
 	if fs.Files[0].UnderReplicated != 2 || fs.Missing != 1 {
 		t.Errorf("fsck carried wrong values: %v", fs)
+	}
+
+	loc := locationTo(location{chunk: namespace.Chunk{Index: 2, Handle: 7, Version: 3}, replicas: []string{"a:1", "b:1"},
+		primary: "a:1", leaseLeft: 1500 * time.Millisecond, token: []byte{1}})
+	if unset := wiretest.Unset(loc.ProtoReflect()); len(unset) > 0 {
+		t.Errorf("location fields not filled: %v", unset)
+	}
+	if loc.LeaseExpiryMs != 1500 || loc.Handle != 7 || locationTo(location{leaseLeft: time.Second}).LeaseExpiryMs != 0 {
+		t.Errorf("location carried wrong values: %v", loc)
 	}
 }

@@ -2,9 +2,11 @@ package master
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/token"
 )
 
 // writeArgs names the chunk a write or a record append asks for: chunk
@@ -122,4 +124,53 @@ func (m *Master) chunkSize() int64 {
 	var size int64
 	m.state.read(func(ns *namespace.Namespace) { size = ns.ChunkSize() })
 	return size
+}
+
+// preparedWrite is a chunk ready for a write: where it lives, with a
+// primary and read and write tokens.
+type preparedWrite struct {
+	stateID   uint64
+	loc       location
+	chunkSize int64
+	inode     uint64
+}
+
+// prepareWrite makes sure, as c, that the chunk w names exists, allocating
+// and placing it if needed, and that it has a primary with a valid lease
+// and at least the minimum of live replicas.
+func (m *Master) prepareWrite(ctx context.Context, c chunkfs.Caller, w writeArgs) (preparedWrite, error) {
+	const op = "prepare write"
+	ch, fi, err := m.writableChunk(ctx, c, w)
+	if err != nil {
+		return preparedWrite{}, err
+	}
+	now := m.cfg.Clock.Now()
+	out := preparedWrite{inode: fi.Inode}
+	out.stateID = m.state.read(func(ns *namespace.Namespace) {
+		out.chunkSize = ns.ChunkSize()
+		if v, ok := ns.ChunkVersion(ch.Handle); ok {
+			ch.Version = v
+		}
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		out.loc = m.locationLocked(ch, now)
+	})
+	if out.loc.primary == "" {
+		return preparedWrite{}, chunkfs.E(op, w.path, chunkfs.KindUnavailable, "lease lost; retry")
+	}
+	if need := m.cfg.minReplicas(fi.Replication); len(out.loc.replicas) < need {
+		// A grant some replicas failed left fewer than the minimum: the
+		// write waits for the chunk to be healed (it goes first).
+		m.regMu.Lock()
+		m.reg.block(ch.Handle, now)
+		m.regMu.Unlock()
+		return preparedWrite{}, chunkfs.E(op, w.path, chunkfs.KindUnavailable,
+			fmt.Sprintf("the chunk has %d live replicas, below the minimum of %d; it is being re-replicated", len(out.loc.replicas), need))
+	}
+	locs := []location{out.loc}
+	if err := m.signLocations(op, w.path, token.Read|token.Write, c.UID, locs); err != nil {
+		return preparedWrite{}, err
+	}
+	out.loc = locs[0]
+	return out, nil
 }
