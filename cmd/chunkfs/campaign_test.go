@@ -744,11 +744,42 @@ func waitAllHealthy(ctx context.Context, cl *client.Client) (*client.FsckReport,
 			if r == nil {
 				r = &client.Report{}
 			}
-			return nil, fmt.Errorf("not healed: fsck %+v (%v); report under-replicated %d, cloning %d, corrupt %d, missing %d (%v)",
-				f, err, r.UnderReplicated, r.BeingCloned, r.Corrupt, r.Missing, rerr)
+			var healthy, chunks int64
+			if f != nil {
+				healthy, chunks = f.Healthy, f.Chunks
+			}
+			return nil, fmt.Errorf("not healed: fsck %d of %d chunks healthy (%v); report under-replicated %d, cloning %d, corrupt %d, missing %d (%v)\n%s",
+				healthy, chunks, err, r.UnderReplicated, r.BeingCloned, r.Corrupt, r.Missing, rerr, unhealed(cl, f, r))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// unhealed describes what waitAllHealthy gave up on: each server's state
+// and space, and the replicas of the chunks of the first unhealthy files.
+func unhealed(cl *client.Client, f *client.FsckReport, r *client.Report) string {
+	var b strings.Builder
+	for _, s := range r.Servers {
+		fmt.Fprintf(&b, "server %s %s: %d chunks, used %d, free %d\n", s.ID, s.State, s.Chunks, s.Used, s.Free)
+	}
+	if f == nil {
+		return b.String()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	shown := 0
+	for _, file := range f.Files {
+		if file.Status() == "HEALTHY" || shown == 8 {
+			continue
+		}
+		shown++
+		chunks, err := cl.Chunks(ctx, file.Path)
+		fmt.Fprintf(&b, "%s %s (replication %d): %v\n", file.Path, file.Status(), file.Replication, err)
+		for _, c := range chunks {
+			fmt.Fprintf(&b, "  chunk %d v%d: %v\n", c.Handle, c.Version, c.Replicas)
+		}
+	}
+	return b.String()
 }
 
 // diagnoseLog logs, for a log file that failed its check, which records
