@@ -733,22 +733,35 @@ func waitServersLive(ctx context.Context, cl *client.Client, n int) error {
 // waitAllHealthy waits until fsck finds every chunk healthy (its full
 // replication, none corrupt) and nothing is being cloned.
 func waitAllHealthy(ctx context.Context, cl *client.Client) (*client.FsckReport, error) {
+	// Each round's calls have their own deadline, and the last answers
+	// are kept: the round the deadline cuts short says nothing.
+	var f *client.FsckReport
+	r := &client.Report{}
+	var err, rerr error
 	for {
-		f, err := cl.Fsck(ctx, "/")
-		r, rerr := cl.ClusterReport(ctx)
-		if err == nil && rerr == nil && f.Healthy == f.Chunks && f.Corrupt == 0 && r.UnderReplicated == 0 && r.BeingCloned == 0 && r.Corrupt == 0 {
-			return f, nil
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		nf, ferr := cl.Fsck(cctx, "/")
+		nr, nrerr := cl.ClusterReport(cctx)
+		cancel()
+		if ctx.Err() == nil {
+			err, rerr = ferr, nrerr
+			if ferr == nil {
+				f = nf
+			}
+			if nrerr == nil {
+				r = nr
+			}
+		}
+		if ferr == nil && nrerr == nil && nf.Healthy == nf.Chunks && nf.Corrupt == 0 && nr.UnderReplicated == 0 && nr.BeingCloned == 0 && nr.Corrupt == 0 {
+			return nf, nil
 		}
 		select {
 		case <-ctx.Done():
-			if r == nil {
-				r = &client.Report{}
-			}
 			var healthy, chunks int64
 			if f != nil {
 				healthy, chunks = f.Healthy, f.Chunks
 			}
-			return nil, fmt.Errorf("not healed: fsck %d of %d chunks healthy (%v); report under-replicated %d, cloning %d, corrupt %d, missing %d (%v)\n%s",
+			return nil, fmt.Errorf("not healed: fsck %d of %d chunks healthy (last error %v); report under-replicated %d, cloning %d, corrupt %d, missing %d (last error %v)\n%s",
 				healthy, chunks, err, r.UnderReplicated, r.BeingCloned, r.Corrupt, r.Missing, rerr, unhealed(cl, f, r))
 		case <-time.After(100 * time.Millisecond):
 		}
