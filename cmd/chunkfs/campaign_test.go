@@ -77,7 +77,11 @@ func startPCCluster(t *testing.T) *pcCluster {
 		c.asUser = &syscall.Credential{Uid: nobody, Gid: nobody}
 	}
 	c.masterArgs = []string{"master", "--dir", filepath.Join(dir, "master"), "--listen", c.masterAddr,
-		"--chunk-size", fmt.Sprint(pcChunk), "--lease", "3s", "--dead-after", "4s", "--reserve", fmt.Sprint(8 << 20)}
+		"--chunk-size", fmt.Sprint(pcChunk), "--lease", "3s", "--dead-after", "4s", "--reserve", fmt.Sprint(8 << 20),
+		// Deleted files leave the trash soon: with the default three
+		// days, the files the run removes would fill the small disks and
+		// leave no room to heal into.
+		"--trash-period", "5s"}
 	c.master = startProc(t, "master", c.masterArgs...)
 	for i := range pcServers {
 		s := &pcServer{data: filepath.Join(dir, fmt.Sprintf("cs%d", i), "data")}
