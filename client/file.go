@@ -10,6 +10,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -190,7 +191,7 @@ func (c *Client) create(ctx context.Context, path string, flag int, perm fs.File
 		c.locs.drop(path)
 		c.leases.dropPath(path)
 	}
-	fi := fileInfo(resp.Info)
+	fi := rpc.FileInfoOf(resp.Info)
 	if fi.IsDir() {
 		return nil, chunkfs.E("create", path, chunkfs.KindIsDir, "cannot open a directory for writing")
 	}

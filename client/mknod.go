@@ -6,6 +6,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -37,5 +38,5 @@ func (c *Client) Mknod(ctx context.Context, path string, mode fs.FileMode, dev u
 		return nil, wrapOp("mknod", path, err)
 	}
 	c.observe(resp.StateId)
-	return fileInfo(resp.Info), nil
+	return rpc.FileInfoOf(resp.Info), nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -54,7 +55,7 @@ func (c *Client) Stat(ctx context.Context, path string) (*chunkfs.FileInfo, erro
 		return nil, wrapOp("stat", path, err)
 	}
 	c.observe(resp.StateId)
-	return fileInfo(resp.Info), nil
+	return rpc.FileInfoOf(resp.Info), nil
 }
 
 // ReadDir lists directory path, sorted by name.
@@ -85,7 +86,7 @@ func (c *Client) readDir(ctx context.Context, path string) ([]*chunkfs.FileInfo,
 		}
 		c.observe(resp.StateId)
 		for _, e := range resp.Entries {
-			out = append(out, fileInfo(e))
+			out = append(out, rpc.FileInfoOf(e))
 		}
 		if !resp.More || len(resp.Entries) == 0 {
 			return out, nil
@@ -114,7 +115,7 @@ func (c *Client) RemoveParent(ctx context.Context, path string) (*chunkfs.FileIn
 	if err != nil || resp.Parent == nil {
 		return nil, err
 	}
-	return fileInfo(resp.Parent), nil
+	return rpc.FileInfoOf(resp.Parent), nil
 }
 
 // RemoveNow is Remove, or RemoveAll when recursive, without the trash:
@@ -292,7 +293,7 @@ func (c *Client) setAttr(ctx context.Context, op, path string, req *pb.SetAttrRe
 		return nil, wrapOp(op, path, err)
 	}
 	c.observe(resp.StateId)
-	return fileInfo(resp.Info), nil
+	return rpc.FileInfoOf(resp.Info), nil
 }
 
 // Symlink makes newname a symbolic link to target.
@@ -324,17 +325,4 @@ func (c *Client) Readlink(ctx context.Context, path string) (string, error) {
 		return "", chunkfs.E("readlink", path, chunkfs.KindInvalid, "not a symbolic link")
 	}
 	return fi.Target, nil
-}
-
-// fileInfo converts wire metadata.
-func fileInfo(p *pb.FileInfo) *chunkfs.FileInfo {
-	if p == nil {
-		return &chunkfs.FileInfo{}
-	}
-	return &chunkfs.FileInfo{
-		Inode: p.Inode, FileName: p.Name, Length: p.Length, FileMode: fs.FileMode(p.Mode),
-		UID: p.Uid, GID: p.Gid,
-		MTime: time.Unix(0, p.MtimeNs), ATime: time.Unix(0, p.AtimeNs), CTime: time.Unix(0, p.CtimeNs),
-		Replication: int(p.Replication), Target: p.Target, Chunks: p.Chunks, Nlink: p.Nlink, Rdev: p.Rdev,
-	}
 }

@@ -100,6 +100,11 @@ func (c *Client) ClusterReport(ctx context.Context) (*Report, error) {
 		return nil, wrapOp("report", "", err)
 	}
 	c.observe(resp.StateId)
+	return reportFrom(resp), nil
+}
+
+// reportFrom is a cluster report from the wire.
+func reportFrom(resp *pb.ClusterReportResponse) *Report {
 	r := &Report{
 		Files: resp.Files, Directories: resp.Directories, Chunks: resp.Chunks,
 		UnderReplicated: resp.UnderReplicated, Bytes: resp.Bytes, ChunkSize: resp.ChunkSize,
@@ -119,7 +124,7 @@ func (c *Client) ClusterReport(ctx context.Context) (*Report, error) {
 		}
 		r.Servers = append(r.Servers, st)
 	}
-	return r, nil
+	return r
 }
 
 // ChunkInfo is where one chunk of a file lives.

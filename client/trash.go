@@ -6,6 +6,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -54,7 +55,7 @@ func (c *Client) Trash(ctx context.Context) ([]TrashEntry, time.Duration, error)
 
 func trashEntry(e *pb.TrashEntry) TrashEntry {
 	return TrashEntry{ID: e.Id, Path: e.Path, Deleted: time.Unix(0, e.DeletedNs), Expires: time.Unix(0, e.ExpiresNs),
-		DeletedBy: e.DeletedBy, Info: fileInfo(e.Info), Files: e.Files, Directories: e.Directories,
+		DeletedBy: e.DeletedBy, Info: rpc.FileInfoOf(e.Info), Files: e.Files, Directories: e.Directories,
 		Chunks: e.Chunks, Bytes: e.Bytes}
 }
 
@@ -90,7 +91,7 @@ func (c *Client) Undelete(ctx context.Context, path string, o UndeleteOptions) (
 		return nil, wrapOp("undelete", path, err)
 	}
 	c.observe(resp.StateId)
-	return fileInfo(resp.Info), nil
+	return rpc.FileInfoOf(resp.Info), nil
 }
 
 // PurgeTrash frees trash entry id now, with its chunks.

@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"flag"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +18,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/client"
 	"github.com/chunkfs/chunkfs/internal/cluster"
+	"github.com/chunkfs/chunkfs/internal/loopback"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
@@ -399,30 +398,15 @@ func TestDev(t *testing.T) {
 	})
 }
 
-// freeAddr returns a loopback address with a port free at the moment.
-// handedOut holds the addresses freeAddr returned: two servers of one
-// test must not be told the same address.
-var handedOut sync.Map
-
-// freeAddr returns a loopback address free just now, its port below the
-// kernel's ephemeral range (ip_local_port_range starts at 32768), so a
-// server restarted on it finds it free: no listener of another test or
-// process binding port 0, nor an outgoing connection, is given it
-// meanwhile.
+// freeAddr returns a loopback address free just now, for a server that
+// may be restarted on it (internal/loopback).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	for range 1000 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
-		if _, dup := handedOut.LoadOrStore(addr, true); dup {
-			continue
-		}
-		if ln, err := net.Listen("tcp", addr); err == nil {
-			ln.Close()
-			return addr
-		}
+	addr, err := loopback.Addr()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port below the ephemeral range")
-	return ""
+	return addr
 }
 
 func TestTailAndRecordsFollowRecords(t *testing.T) {

@@ -21,21 +21,11 @@ func RunRecovery(ctx context.Context, cfg RecoveryConfig, log *slog.Logger) (*Re
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := CheckPrivileges(); err != nil {
-		return nil, err
-	}
-	unlock, err := Lock(ctx, LockPath(cfg.Testbed.Prefix))
+	dir, release, err := claim(ctx, cfg.clusterConfig(), log)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	if err := removeLeftovers(ctx, cfg.clusterConfig(), log); err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(cfg.WorkDir, workDirPrefix)
-	if err != nil {
-		return nil, err
-	}
+	defer release()
 	rep, err := runRecoveryIn(ctx, cfg, dir, log)
 	if err == nil {
 		os.RemoveAll(dir)
@@ -249,22 +239,7 @@ func startGroup(ctx context.Context, cfg Config, hosts []Host, tasks []Task, log
 }
 
 // wait collects every worker's result.
-func (g *group) wait() ([]Result, error) {
-	res := make([]Result, len(g.ws))
-	var errs []error
-	for i, w := range g.ws {
-		m, err := w.next()
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case m.Result == nil:
-			errs = append(errs, fmt.Errorf("%s: expected a result", w.label))
-		default:
-			res[i] = *m.Result
-		}
-	}
-	return res, errors.Join(errs...)
-}
+func (g *group) wait() ([]Result, error) { return collectResults(g.ws) }
 
 // stop tells every worker to end and collects their results.
 func (g *group) stop() ([]Result, error) {

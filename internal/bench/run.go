@@ -73,21 +73,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := CheckPrivileges(); err != nil {
-		return nil, err
-	}
-	unlock, err := Lock(ctx, LockPath(cfg.Testbed.Prefix))
+	dir, release, err := claim(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	if err := removeLeftovers(ctx, cfg, log); err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(cfg.WorkDir, workDirPrefix)
-	if err != nil {
-		return nil, err
-	}
+	defer release()
 	rep, err := runIn(ctx, cfg, dir, log)
 	if err == nil && len(rep.Failed()) == 0 {
 		os.RemoveAll(dir)
@@ -99,6 +89,29 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 
 // workDirPrefix names a run's work directory, so that leftovers are found.
 const workDirPrefix = "chunkfs-bench-"
+
+// claim takes the testbed for a run of cfg: it checks the privileges,
+// holds the testbed's lock, removes what runs killed before they could
+// clean up left, and makes the run's work directory. release ends the
+// claim; the directory stays.
+func claim(ctx context.Context, cfg Config, log *slog.Logger) (dir string, release func(), err error) {
+	if err := CheckPrivileges(); err != nil {
+		return "", nil, err
+	}
+	unlock, err := Lock(ctx, LockPath(cfg.Testbed.Prefix))
+	if err != nil {
+		return "", nil, err
+	}
+	if err := removeLeftovers(ctx, cfg, log); err != nil {
+		unlock()
+		return "", nil, err
+	}
+	if dir, err = os.MkdirTemp(cfg.WorkDir, workDirPrefix); err != nil {
+		unlock()
+		return "", nil, err
+	}
+	return dir, unlock, nil
+}
 
 // removeLeftovers removes the namespaces and work directories of runs that
 // were killed before they could clean up.

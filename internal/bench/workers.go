@@ -142,6 +142,11 @@ func driveWorkers(ws []*workerProc) ([]Result, error) {
 			return nil, fmt.Errorf("%s: %w", w.label, err)
 		}
 	}
+	return collectResults(ws)
+}
+
+// collectResults reads every worker's result, in order.
+func collectResults(ws []*workerProc) ([]Result, error) {
 	res := make([]Result, len(ws))
 	var errs []error
 	for i, w := range ws {

@@ -1,14 +1,13 @@
 package chunkserver
 
 import (
-	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/loopback"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
@@ -20,7 +19,10 @@ import (
 // connection would wait; the fake clock does not move meanwhile, so only
 // that one tick can register it.
 func TestRegistersOnTheFirstHeartbeatAfterMasterReturns(t *testing.T) {
-	addr := quietAddr(t) // nothing listens: calls are refused
+	addr, err := loopback.Addr() // nothing listens: calls are refused
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	clk := clock.NewFake(time.Unix(1e9, 0))
 	cfg := DefaultConfig()
@@ -56,22 +58,6 @@ func TestRegistersOnTheFirstHeartbeatAfterMasterReturns(t *testing.T) {
 // waitRefused gives the heartbeat loop time to make its attempt: it
 // returns once a dial of addr is refused (as the server's was) and a
 // moment has passed.
-// quietAddr returns a loopback address nothing listens on, its port below
-// the kernel's ephemeral range (from 32768), so no listener binding port
-// 0 in another test or process is given it while the test keeps it free.
-func quietAddr(t *testing.T) string {
-	t.Helper()
-	for range 1000 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
-		if ln, err := net.Listen("tcp", addr); err == nil {
-			ln.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free port below the ephemeral range")
-	return ""
-}
-
 func waitRefused(t *testing.T, addr string) {
 	t.Helper()
 	if c, err := net.Dial("tcp", addr); err == nil {

@@ -2,13 +2,8 @@ package chunkserver
 
 import (
 	"context"
-	"go/parser"
-	"go/token"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +13,7 @@ import (
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/chunkstore"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs/internal/rpc/wiretest"
 	ctoken "github.com/chunkfs/chunkfs/internal/token"
 )
 
@@ -27,28 +23,12 @@ import (
 // own types.
 func TestPBOnlyAtTheEdge(t *testing.T) {
 	edge := map[string]bool{"wire.go": true, "service.go": true}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	bad, read, err := wiretest.OutsideEdge(".", func(f string) bool { return edge[f] })
+	if err != nil || read == 0 {
+		t.Fatalf("read %d files: %v", read, err)
 	}
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") || edge[f] {
-			continue
-		}
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		file, err := parser.ParseFile(fset, f, src, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range file.Imports {
-			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasSuffix(p, "/internal/rpc/pb") {
-				t.Errorf("%s imports %s: convert at the edge (wire.go) instead", f, p)
-			}
-		}
+	for _, f := range bad {
+		t.Errorf("%s imports pb: convert at the edge (wire.go) instead", f)
 	}
 }
 
@@ -56,12 +36,8 @@ func TestPBOnlyAtTheEdge(t *testing.T) {
 // message that the conversion does not fill shows up here.
 func allSet(t *testing.T, m proto.Message) {
 	t.Helper()
-	r := m.ProtoReflect()
-	fields := r.Descriptor().Fields()
-	for i := range fields.Len() {
-		if fd := fields.Get(i); !r.Has(fd) {
-			t.Errorf("%s.%s not filled", r.Descriptor().Name(), fd.Name())
-		}
+	if unset := wiretest.Unset(m.ProtoReflect()); len(unset) > 0 {
+		t.Errorf("%s: fields not filled: %v", m.ProtoReflect().Descriptor().Name(), unset)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 	"github.com/chunkfs/chunkfs/internal/chunkserver"
 	"github.com/chunkfs/chunkfs/internal/chunkstore"
 	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/loopback"
 	"github.com/chunkfs/chunkfs/internal/master"
 )
 
@@ -181,11 +181,15 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-// listen opens addr, or a free port on 127.0.0.1 when addr is empty, and
-// records the address for restarts.
+// listen opens addr, or a free port of internal/loopback when addr is
+// empty, and records the address for restarts.
 func listen(n *node) (net.Listener, error) {
 	if n.addr == "" {
-		return listenFree(n)
+		ln, err := loopback.Listen()
+		if err == nil {
+			n.addr = ln.Addr().String()
+		}
+		return ln, err
 	}
 	addr := n.addr
 	var ln net.Listener
@@ -201,22 +205,6 @@ func listen(n *node) (net.Listener, error) {
 	}
 	n.addr = ln.Addr().String()
 	return ln, nil
-}
-
-// listenFree opens a free port on 127.0.0.1 below the kernel's ephemeral
-// range (which starts at 32768), so that a server restarted on it finds
-// it free: no listener binding port 0, nor an outgoing connection, of
-// this or another process is given it while the server is down.
-func listenFree(n *node) (net.Listener, error) {
-	var err error
-	for range 1000 {
-		var ln net.Listener
-		if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))); err == nil {
-			n.addr = ln.Addr().String()
-			return ln, nil
-		}
-	}
-	return nil, err
 }
 
 func (c *Cluster) startMaster() error {

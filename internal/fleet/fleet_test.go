@@ -86,7 +86,7 @@ var root = &pb.Caller{Uid: 0, Gids: []uint32{0}}
 
 // located returns the replicas the master names for chunk 0 of p.
 func located(t *testing.T, m *master.Master, p string) []string {
-	resp, err := m.GetChunks(context.Background(), &pb.GetChunksRequest{Caller: root, Path: p})
+	resp, err := m.Server().GetChunks(context.Background(), &pb.GetChunksRequest{Caller: root, Path: p})
 	if err != nil || len(resp.Chunks) == 0 {
 		return nil
 	}
@@ -104,13 +104,13 @@ func TestFleetAgainstMaster(t *testing.T) {
 	}
 	ctx := context.Background()
 	eventually(t, "out of safe mode", func() bool {
-		r, err := tm.m.ClusterReport(ctx, &pb.ClusterReportRequest{})
+		r, err := tm.m.Server().ClusterReport(ctx, &pb.ClusterReportRequest{})
 		return err == nil && !r.SafeMode && len(r.Servers) == 4
 	})
-	if _, err := tm.m.Create(ctx, &pb.CreateRequest{Caller: root, Path: "/f", Mode: 0o644}); err != nil {
+	if _, err := tm.m.Server().Create(ctx, &pb.CreateRequest{Caller: root, Path: "/f", Mode: 0o644}); err != nil {
 		t.Fatal(err)
 	}
-	pw, err := tm.m.PrepareWrite(ctx, &pb.PrepareWriteRequest{Caller: root, Path: "/f", Index: 0})
+	pw, err := tm.m.Server().PrepareWrite(ctx, &pb.PrepareWriteRequest{Caller: root, Path: "/f", Index: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

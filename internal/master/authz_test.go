@@ -211,14 +211,14 @@ func TestCertificateIdentity(t *testing.T) {
 	proxyCtx := s.as(t, proxyID)
 	serverCtx := s.as(t, serverID)
 	mode := uint32(0o777)
-	if _, err := call(rootCtx, m, "SetAttr", m.SetAttr, &pb.SetAttrRequest{Path: "/", Mode: &mode}); err != nil {
+	if _, err := call(rootCtx, m, "SetAttr", m.Server().SetAttr, &pb.SetAttrRequest{Path: "/", Mode: &mode}); err != nil {
 		t.Fatal(err)
 	}
 	// Alice makes a private directory and file, claiming nothing.
-	if _, err := call(aliceCtx, m, "Mkdir", m.Mkdir, &pb.MkdirRequest{Path: "/a", Mode: 0o700}); err != nil {
+	if _, err := call(aliceCtx, m, "Mkdir", m.Server().Mkdir, &pb.MkdirRequest{Path: "/a", Mode: 0o700}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := call(aliceCtx, m, "Create", m.Create, &pb.CreateRequest{Path: "/a/f", Mode: 0o600})
+	r, err := call(aliceCtx, m, "Create", m.Server().Create, &pb.CreateRequest{Path: "/a/f", Mode: 0o600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,20 +232,20 @@ func TestCertificateIdentity(t *testing.T) {
 		}
 	}
 	// Bob, as himself, can do nothing there; claiming alice is refused.
-	_, err = call(bobCtx, m, "Stat", m.Stat, &pb.StatRequest{Path: "/a/f"})
+	_, err = call(bobCtx, m, "Stat", m.Server().Stat, &pb.StatRequest{Path: "/a/f"})
 	denied("bob stats", err)
-	_, err = call(bobCtx, m, "List", m.List, &pb.ListRequest{Path: "/a"})
+	_, err = call(bobCtx, m, "List", m.Server().List, &pb.ListRequest{Path: "/a"})
 	denied("bob lists", err)
-	_, err = call(bobCtx, m, "GetChunks", m.GetChunks, &pb.GetChunksRequest{Path: "/a/f"})
+	_, err = call(bobCtx, m, "GetChunks", m.Server().GetChunks, &pb.GetChunksRequest{Path: "/a/f"})
 	denied("bob reads", err)
-	_, err = call(bobCtx, m, "Delete", m.Delete, &pb.DeleteRequest{Path: "/a", Recursive: true})
+	_, err = call(bobCtx, m, "Delete", m.Server().Delete, &pb.DeleteRequest{Path: "/a", Recursive: true})
 	denied("bob deletes", err)
-	_, err = call(bobCtx, m, "Stat", m.Stat, &pb.StatRequest{Caller: alice, Path: "/a/f"})
+	_, err = call(bobCtx, m, "Stat", m.Server().Stat, &pb.StatRequest{Caller: alice, Path: "/a/f"})
 	denied("bob claims alice", err)
-	_, err = call(bobCtx, m, "Stat", m.Stat, &pb.StatRequest{Caller: root, Path: "/a/f"})
+	_, err = call(bobCtx, m, "Stat", m.Server().Stat, &pb.StatRequest{Caller: root, Path: "/a/f"})
 	denied("bob claims root", err)
 	// In a batch, the forged claim fails alone.
-	br, err := call(bobCtx, m, "Batch", m.Batch, &pb.BatchRequest{Ops: []*pb.MetaOp{
+	br, err := call(bobCtx, m, "Batch", m.Server().Batch, &pb.BatchRequest{Ops: []*pb.MetaOp{
 		{Op: &pb.MetaOp_Stat{Stat: &pb.StatRequest{Caller: alice, Path: "/a/f"}}},
 		{Op: &pb.MetaOp_Create{Create: &pb.CreateRequest{Caller: alice, Path: "/a/g"}}},
 		{Op: &pb.MetaOp_Stat{Stat: &pb.StatRequest{Path: "/"}}},
@@ -259,25 +259,25 @@ func TestCertificateIdentity(t *testing.T) {
 		}
 	}
 	// A proxy mount acts for alice; a node certificate reaches no file.
-	if _, err := call(proxyCtx, m, "Stat", m.Stat, &pb.StatRequest{Caller: alice, Path: "/a/f"}); err != nil {
+	if _, err := call(proxyCtx, m, "Stat", m.Server().Stat, &pb.StatRequest{Caller: alice, Path: "/a/f"}); err != nil {
 		t.Errorf("proxy for alice: %v", err)
 	}
-	_, err = call(serverCtx, m, "Stat", m.Stat, &pb.StatRequest{Caller: root, Path: "/a/f"})
+	_, err = call(serverCtx, m, "Stat", m.Server().Stat, &pb.StatRequest{Caller: root, Path: "/a/f"})
 	denied("a chunkserver stats", err)
-	_, err = call(aliceCtx, m, "Heartbeat", m.Heartbeat, &pb.HeartbeatRequest{Id: "x"})
+	_, err = call(aliceCtx, m, "Heartbeat", m.Server().Heartbeat, &pb.HeartbeatRequest{Id: "x"})
 	denied("alice heartbeats", err)
-	_, err = call(context.Background(), m, "Stat", m.Stat, &pb.StatRequest{Caller: root, Path: "/"})
+	_, err = call(context.Background(), m, "Stat", m.Server().Stat, &pb.StatRequest{Caller: root, Path: "/"})
 	denied("no certificate", err)
 	// Handlers decide the caller themselves too, guard or not.
-	_, err = m.Stat(bobCtx, &pb.StatRequest{Caller: alice, Path: "/a/f"})
+	_, err = m.Server().Stat(bobCtx, &pb.StatRequest{Caller: alice, Path: "/a/f"})
 	denied("bob claims alice past the guard", err)
 	// The superuser group reads everything; admin calls need it.
-	if _, err := call(s.as(t, adminID), m, "Stat", m.Stat, &pb.StatRequest{Path: "/a/f"}); err != nil {
+	if _, err := call(s.as(t, adminID), m, "Stat", m.Server().Stat, &pb.StatRequest{Path: "/a/f"}); err != nil {
 		t.Errorf("superuser group: %v", err)
 	}
-	_, err = call(aliceCtx, m, "HAChange", m.HAChange, &pb.HAChangeRequest{Caller: alice, Op: "remove", Id: "m2"})
+	_, err = call(aliceCtx, m, "HAChange", m.Server().HAChange, &pb.HAChangeRequest{Caller: alice, Op: "remove", Id: "m2"})
 	denied("alice changes the masters", err)
-	_, err = call(s.as(t, adminID), m, "HAChange", m.HAChange, &pb.HAChangeRequest{Op: "remove", Id: "m2"})
+	_, err = call(s.as(t, adminID), m, "HAChange", m.Server().HAChange, &pb.HAChangeRequest{Op: "remove", Id: "m2"})
 	if kindOf(err) != chunkfs.KindNotSupported {
 		t.Errorf("superuser changes a lone master's group: %v, want not supported", err)
 	}

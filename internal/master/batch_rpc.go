@@ -21,7 +21,7 @@ import (
 // permission-checked exactly as its unary form and fails alone with its own
 // error, changing nothing. Stats are answered under the namespace's read
 // lock; the mutations are logged together, in one log entry (one fsync).
-func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResponse, error) {
+func (m service) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResponse, error) {
 	if n := len(req.Ops); n > rpc.MaxBatchOps {
 		return nil, chunkfs.E("batch", "", chunkfs.KindTooLarge, fmt.Sprintf("%d operations; at most %d in one batch", n, rpc.MaxBatchOps))
 	}
@@ -31,7 +31,7 @@ func (m *Master) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResp
 	if err := m.batchReadable(ctx, req); err != nil {
 		return nil, err
 	}
-	b := &batch{m: m, results: make([]*pb.MetaResult, len(req.Ops)), stats: make([]batchStat, 0, len(req.Ops))}
+	b := &batch{m: m.Master, results: make([]*pb.MetaResult, len(req.Ops)), stats: make([]batchStat, 0, len(req.Ops))}
 	for i, op := range req.Ops {
 		b.prepare(opContext(ctx, op), i, op)
 	}
@@ -174,7 +174,7 @@ func (b *batch) stat() {
 				b.results[s.i] = errorResult(errs[j])
 				continue
 			}
-			setFileInfo(&pbInfos[j], infos[j])
+			rpc.SetFileInfo(&pbInfos[j], infos[j])
 			resps[j].StateId, resps[j].Info = id, &pbInfos[j]
 			wraps[j].Stat = &resps[j]
 			res[j].Result = &wraps[j]
@@ -256,7 +256,7 @@ func mutationResult(mu *batchMutation) *pb.MetaResult {
 	case namespace.OpRename:
 		return &pb.MetaResult{Result: &pb.MetaResult_Rename{Rename: &pb.RenameResponse{StateId: id}}}
 	case namespace.OpSetAttr:
-		return &pb.MetaResult{Result: &pb.MetaResult_SetAttr{SetAttr: &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}}}
+		return &pb.MetaResult{Result: &pb.MetaResult_SetAttr{SetAttr: &pb.SetAttrResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}}}
 	case namespace.OpCommitLength:
 		return &pb.MetaResult{Result: &pb.MetaResult_CommitLength{CommitLength: &pb.CommitLengthResponse{StateId: id, Length: r.Info.Length}}}
 	}

@@ -304,7 +304,7 @@ func FuzzBatch(f *testing.F) {
 		if proto.Unmarshal(b, &req) != nil {
 			return
 		}
-		resp, err := tm.m.Batch(bg, &req)
+		resp, err := tm.m.Server().Batch(bg, &req)
 		if err == nil && len(resp.Results) != len(req.Ops) {
 			t.Fatalf("%d results for %d ops", len(resp.Results), len(req.Ops))
 		}

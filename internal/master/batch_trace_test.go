@@ -32,8 +32,9 @@ func (l *syncLog) String() string {
 }
 
 // TestBatchLogsEachOpsRequestID sends one batch of ops of three
-// operations: each op with a well-formed ID is logged with it, one with a
-// malformed ID is served and logged with none.
+// operations: each op with a well-formed ID is logged with it (and its
+// error, read back from the wire by rpc.ErrorOf), one with a malformed ID
+// is served and logged with none.
 func TestBatchLogsEachOpsRequestID(t *testing.T) {
 	var log syncLog
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
@@ -46,21 +47,22 @@ func TestBatchLogsEachOpsRequestID(t *testing.T) {
 		{Op: &pb.MetaOp_Mkdir{Mkdir: &pb.MkdirRequest{Caller: root, Path: "/d", Mode: 0o755}}, ReqId: "op-2"},
 		{Op: &pb.MetaOp_Stat{Stat: &pb.StatRequest{Caller: root, Path: "/nope"}}, ReqId: "bad id"},
 		{Op: &pb.MetaOp_Stat{Stat: &pb.StatRequest{Caller: root, Path: "/f"}}, ReqId: strings.Repeat("x", reqid.MaxLen+1)},
+		{Op: &pb.MetaOp_Mkdir{Mkdir: &pb.MkdirRequest{Caller: root, Path: "/d", Mode: 0o755}}, ReqId: "op-5"},
 	}
 	resp, err := tm.c.Batch(bg, &pb.BatchRequest{Ops: ops})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Results) != 4 || resp.Results[0].GetStat() == nil || resp.Results[1].GetMkdir() == nil || resp.Results[2].GetError() == nil || resp.Results[3].GetStat() == nil {
+	if len(resp.Results) != 5 || resp.Results[0].GetStat() == nil || resp.Results[1].GetMkdir() == nil || resp.Results[2].GetError() == nil || resp.Results[3].GetStat() == nil || resp.Results[4].GetError() == nil {
 		t.Fatalf("results %v", resp.Results)
 	}
 	out := log.String()
-	for _, want := range []string{`msg="batch op" op=stat ops=4 req=op-1`, `msg="batch op" op=mkdir ops=4 req=op-2`} {
+	for _, want := range []string{`msg="batch op" op=stat ops=5 req=op-1`, `msg="batch op" op=mkdir ops=5 req=op-2`, `msg="batch op" op=mkdir ops=5 err="mkdir /d: file exists" req=op-5`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
 	}
-	if n := strings.Count(out, `msg="batch op"`); n != 2 {
-		t.Errorf("%d batch op lines, want 2 (malformed IDs are ignored):\n%s", n, out)
+	if n := strings.Count(out, `msg="batch op"`); n != 3 {
+		t.Errorf("%d batch op lines, want 3 (malformed IDs are ignored):\n%s", n, out)
 	}
 }

@@ -113,7 +113,7 @@ func BenchmarkStatHandler(b *testing.B) {
 	b.RunParallel(func(pb_ *testing.PB) {
 		for pb_.Next() {
 			i := next.Add(1)
-			if _, err := tm.m.Stat(bg, &pb.StatRequest{Caller: root, Path: paths[i%100]}); err != nil {
+			if _, err := tm.m.Server().Stat(bg, &pb.StatRequest{Caller: root, Path: paths[i%100]}); err != nil {
 				b.Error(err)
 				return
 			}

@@ -20,7 +20,7 @@ func superuser(op, path string, c *pb.Caller) error {
 // Balance reads, starts or stops the rebalancer. Whether it runs is this
 // leader's state, not logged: a new leader starts it as its configuration
 // says (docs/architecture.md).
-func (m *Master) Balance(ctx context.Context, req *pb.BalanceRequest) (*pb.BalanceResponse, error) {
+func (m service) Balance(ctx context.Context, req *pb.BalanceRequest) (*pb.BalanceResponse, error) {
 	op := "balance " + req.Action
 	if err := superuser(op, "", req.Caller); err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func balanceTo(b balanceStatus) *pb.BalanceStatus {
 // every restart keeps the intent; with no server it only reports. It
 // answers the state of every server being decommissioned, and of a
 // recommissioned one.
-func (m *Master) Decommission(ctx context.Context, req *pb.DecommissionRequest) (*pb.DecommissionResponse, error) {
+func (m service) Decommission(ctx context.Context, req *pb.DecommissionRequest) (*pb.DecommissionResponse, error) {
 	op := "decommission"
 	if req.Recommission {
 		op = "recommission"

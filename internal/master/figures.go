@@ -1,11 +1,8 @@
 package master
 
 import (
-	"context"
-
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Figures is what a master reports to its metrics and status page, beyond
@@ -32,20 +29,20 @@ type Figures struct {
 
 // Figures computes the master's figures now.
 func (m *Master) Figures() Figures {
-	rep, _ := m.ClusterReport(context.Background(), &pb.ClusterReportRequest{})
-	f := Figures{Files: rep.Files, Dirs: rep.Directories, Chunks: rep.Chunks, Bytes: rep.Bytes,
-		UnderReplicated: rep.UnderReplicated, Missing: rep.Missing, BeingCloned: rep.BeingCloned, Corrupt: rep.Corrupt,
-		RepairRate: rep.RepairRate, Repaired: rep.Repaired, SafeMode: rep.SafeMode,
+	rep := m.clusterReport()
+	f := Figures{Files: rep.live.Files, Dirs: rep.live.Dirs, Chunks: rep.live.Chunks, Bytes: rep.live.Bytes,
+		UnderReplicated: rep.underReplicated, Missing: rep.missing, BeingCloned: rep.beingCloned, Corrupt: rep.corrupt,
+		RepairRate: rep.repairRate, Repaired: rep.repaired, SafeMode: rep.safeMode,
 		Role: m.role(), Applied: m.log.LastApplied(), Commit: m.log.CommitIndex()}
-	for _, s := range rep.Servers {
-		if s.Alive {
+	for _, s := range rep.servers {
+		if s.alive {
 			f.LiveServers++
 		} else {
 			f.DeadServers++
 		}
 	}
 	f.ReadBytes, f.WrittenBytes = m.traffic.totals()
-	f.MetadataBytes = metadataBytes(namespace.Counts{Files: rep.Files, Dirs: rep.Directories, Chunks: rep.Chunks})
+	f.MetadataBytes = metadataBytes(namespace.Counts{Files: rep.live.Files, Dirs: rep.live.Dirs, Chunks: rep.live.Chunks})
 	now := m.cfg.Clock.Now()
 	m.regMu.Lock()
 	defer m.regMu.Unlock()

@@ -20,7 +20,7 @@ const maxFsckFiles = 100000
 // and the corrupt replicas reported and not yet replaced; with totals. The
 // caller needs the permissions a listing and a read of each file need;
 // what it may not see is skipped.
-func (m *Master) Fsck(ctx context.Context, req *pb.FsckRequest) (*pb.FsckResponse, error) {
+func (m service) Fsck(ctx context.Context, req *pb.FsckRequest) (*pb.FsckResponse, error) {
 	const op = "fsck"
 	c, err := m.pathArg(ctx, "Fsck", op, req.Path, req.Caller)
 	if err != nil {
@@ -39,7 +39,7 @@ func (m *Master) Fsck(ctx context.Context, req *pb.FsckRequest) (*pb.FsckRespons
 		if fi, err = ns.Stat(c, req.Path); err != nil {
 			return
 		}
-		f := fsckWalk{m: m, ns: ns, c: c, resp: resp, limit: limit, links: map[uint64]bool{}}
+		f := fsckWalk{m: m.Master, ns: ns, c: c, resp: resp, limit: limit, links: map[uint64]bool{}}
 		err = f.visit(req.Path, fi)
 	})
 	if err != nil {

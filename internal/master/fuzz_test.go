@@ -28,36 +28,36 @@ func FuzzHandlers(f *testing.F) {
 		c := &pb.Caller{Uid: uid % 3 * 1000, Gids: []uint32{uid % 5}}
 		switch op % 15 {
 		case 0:
-			tm.m.Mkdir(bg, &pb.MkdirRequest{Caller: c, Path: p, Mode: mode, Parents: n%2 == 0})
+			tm.m.Server().Mkdir(bg, &pb.MkdirRequest{Caller: c, Path: p, Mode: mode, Parents: n%2 == 0})
 		case 1:
-			tm.m.Create(bg, &pb.CreateRequest{Caller: c, Path: p, Mode: mode, Replication: uint32(n), SymlinkTarget: q, Truncate: n%3 == 0})
+			tm.m.Server().Create(bg, &pb.CreateRequest{Caller: c, Path: p, Mode: mode, Replication: uint32(n), SymlinkTarget: q, Truncate: n%3 == 0})
 		case 2:
-			tm.m.Rename(bg, &pb.RenameRequest{Caller: c, Src: p, Dst: q, NoReplace: n%2 == 0})
+			tm.m.Server().Rename(bg, &pb.RenameRequest{Caller: c, Src: p, Dst: q, NoReplace: n%2 == 0})
 		case 3:
-			tm.m.Delete(bg, &pb.DeleteRequest{Caller: c, Path: p, Recursive: n%2 == 0})
+			tm.m.Server().Delete(bg, &pb.DeleteRequest{Caller: c, Path: p, Recursive: n%2 == 0})
 		case 4:
-			tm.m.SetAttr(bg, &pb.SetAttrRequest{Caller: c, Path: p, Mode: &mode, Length: &n})
+			tm.m.Server().SetAttr(bg, &pb.SetAttrRequest{Caller: c, Path: p, Mode: &mode, Length: &n})
 		case 5:
-			tm.m.List(bg, &pb.ListRequest{Caller: c, Path: p, After: q, Limit: mode})
+			tm.m.Server().List(bg, &pb.ListRequest{Caller: c, Path: p, After: q, Limit: mode})
 		case 6:
-			tm.m.GetChunks(bg, &pb.GetChunksRequest{Caller: c, Path: p, FirstIndex: n, Count: mode})
+			tm.m.Server().GetChunks(bg, &pb.GetChunksRequest{Caller: c, Path: p, FirstIndex: n, Count: mode})
 		case 7:
-			tm.m.CommitLength(bg, &pb.CommitLengthRequest{Caller: c, Path: p, Length: n})
+			tm.m.Server().CommitLength(bg, &pb.CommitLengthRequest{Caller: c, Path: p, Length: n})
 		case 8:
-			tm.m.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: c, Path: p, Index: n, Append: mode%2 == 0})
+			tm.m.Server().PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: c, Path: p, Index: n, Append: mode%2 == 0})
 		case 9:
-			tm.m.SetXattr(bg, &pb.SetXattrRequest{Caller: c, Path: p, Name: q, Value: []byte(q), Create: n%2 == 0, Replace: n%3 == 0})
+			tm.m.Server().SetXattr(bg, &pb.SetXattrRequest{Caller: c, Path: p, Name: q, Value: []byte(q), Create: n%2 == 0, Replace: n%3 == 0})
 		case 10:
-			tm.m.GetXattr(bg, &pb.GetXattrRequest{Caller: c, Path: p, Name: q})
-			tm.m.ListXattr(bg, &pb.ListXattrRequest{Caller: c, Path: p})
+			tm.m.Server().GetXattr(bg, &pb.GetXattrRequest{Caller: c, Path: p, Name: q})
+			tm.m.Server().ListXattr(bg, &pb.ListXattrRequest{Caller: c, Path: p})
 		case 11:
-			tm.m.RemoveXattr(bg, &pb.RemoveXattrRequest{Caller: c, Path: p, Name: q})
+			tm.m.Server().RemoveXattr(bg, &pb.RemoveXattrRequest{Caller: c, Path: p, Name: q})
 		case 12:
-			tm.m.Balance(bg, &pb.BalanceRequest{Caller: c, Action: q, Threshold: float64(n)})
+			tm.m.Server().Balance(bg, &pb.BalanceRequest{Caller: c, Action: q, Threshold: float64(n)})
 		case 13:
-			tm.m.Decommission(bg, &pb.DecommissionRequest{Caller: c, Server: p, Recommission: n%2 == 0})
+			tm.m.Server().Decommission(bg, &pb.DecommissionRequest{Caller: c, Server: p, Recommission: n%2 == 0})
 		case 14:
-			tm.m.SafeMode(bg, &pb.SafeModeRequest{Caller: c, Action: q})
+			tm.m.Server().SafeMode(bg, &pb.SafeModeRequest{Caller: c, Action: q})
 		}
 		if err := tm.m.Check(); err != nil {
 			t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/oplog"
 	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Highly available masters (HDFS-12943). The masters of a group share one
@@ -165,79 +164,29 @@ func (m *Master) notLeader(op string) error {
 	return &chunkfs.Error{Op: op, Kind: chunkfs.KindNotLeader, Err: &chunkfs.LeaderHint{Leader: addr}}
 }
 
-// anywhere are the calls every master answers; every other goes to the
-// leader. Register and Heartbeat reach every master (each learns the
-// chunk locations); a non-leader answers them without deciding anything
-// (no garbage, no leases).
-var anywhere = map[string]bool{
-	"Stat": true, "List": true, "GetChunks": true, "ClusterInfo": true, "ClusterReport": true,
-	"Fsck": true, "HAStatus": true, "Register": true, "Heartbeat": true,
-	"GetXattr": true, "ListXattr": true, "TrashList": true,
+// haStatus is this master's view of its group.
+type haStatus struct {
+	stateID              uint64
+	id, role             string
+	applied, commit      uint64 // last applied index; commit index this master knows
+	leaderID, leaderAddr string
+	members              []oplog.Member
 }
 
-// leaderGuard refuses, on a master that does not lead, every call only the
-// leader takes: mutations, leases, msync, and any call its client marked
-// for the leader alone (rpc.LeaderOnly: a client that reads from the
-// leader only). A batch is read-only only if all its ops are stats.
-func (m *Master) leaderGuard(ctx context.Context, method string, req any) error {
-	if m.leads() {
-		return nil
-	}
-	name := rpc.MethodName(method)
-	if rpc.LeaderOnly(ctx) {
-		return m.notLeader(name)
-	}
-	if anywhere[name] {
-		return nil
-	}
-	if b, ok := req.(*pb.BatchRequest); ok && readOnlyBatch(b) {
-		return nil
-	}
-	return m.notLeader(name)
-}
-
-func readOnlyBatch(b *pb.BatchRequest) bool {
-	for _, op := range b.Ops {
-		if op.GetStat() == nil {
-			return false
-		}
-	}
-	return true
-}
-
-// Msync answers, once a quorum confirms this master still leads, the
-// state it has applied, so a client that adopts it sees every write
-// acknowledged before the call (the leader applies a write before it
-// acknowledges it). Not the Raft commit index: that counts entries the
-// state never applies (elections' no-ops, membership changes), and a read
-// asking for one of those would wait for the next write everywhere.
-func (m *Master) Msync(ctx context.Context, _ *pb.MsyncRequest) (*pb.MsyncResponse, error) {
-	if err := m.log.VerifyLeader(); err != nil {
-		return nil, err
-	}
-	return &pb.MsyncResponse{StateId: m.state.stateID()}, nil
-}
-
-// HAStatus describes this master's view of the group.
-func (m *Master) HAStatus(ctx context.Context, _ *pb.HAStatusRequest) (*pb.HAStatusResponse, error) {
-	leaderID, leaderAddr := m.log.LeaderID()
-	resp := &pb.HAStatusResponse{
-		StateId: uint64(m.StateID()), Id: m.cfg.NodeID, Role: m.role(),
-		Applied: m.log.LastApplied(), Commit: m.log.CommitIndex(), LeaderId: leaderID, LeaderAddr: leaderAddr,
-	}
+// haStatus describes this master's view of the group; a master running
+// alone is its own leader and only member.
+func (m *Master) haStatus() (haStatus, error) {
+	st := haStatus{stateID: uint64(m.StateID()), id: m.cfg.NodeID, role: m.role(),
+		applied: m.log.LastApplied(), commit: m.log.CommitIndex()}
 	if !m.cfg.grouped() {
-		resp.LeaderId, resp.LeaderAddr = m.cfg.NodeID, m.advertised()
-		resp.Members = []*pb.HAMember{{Id: m.cfg.NodeID, Addr: m.advertised(), Voter: true}}
-		return resp, nil
+		st.leaderID, st.leaderAddr = m.cfg.NodeID, m.advertised()
+		st.members = []oplog.Member{{ID: m.cfg.NodeID, Addr: m.advertised(), Voter: true}}
+		return st, nil
 	}
-	members, err := m.log.Members()
-	if err != nil {
-		return nil, err
-	}
-	for _, mb := range members {
-		resp.Members = append(resp.Members, &pb.HAMember{Id: mb.ID, Addr: mb.Addr, Voter: mb.Voter})
-	}
-	return resp, nil
+	st.leaderID, st.leaderAddr = m.log.LeaderID()
+	var err error
+	st.members, err = m.log.Members()
+	return st, err
 }
 
 // role names what this master is in its group.
@@ -260,32 +209,27 @@ func (m *Master) advertised() string {
 	return m.addr
 }
 
-// HAChange changes the group's membership or moves the leadership. Only
-// the superuser, or another master, may (authGuard).
-func (m *Master) HAChange(ctx context.Context, req *pb.HAChangeRequest) (*pb.HAChangeResponse, error) {
+// haChange changes the group's membership (op add-voter, add-observer or
+// remove the master id at addr) or moves the leadership to id
+// (transfer-leader).
+func (m *Master) haChange(ctx context.Context, op, id, addr string) error {
 	if !m.cfg.grouped() {
-		return nil, chunkfs.E("ha "+req.Op, req.Id, chunkfs.KindNotSupported, "this master runs alone (no --cluster)")
+		return chunkfs.E("ha "+op, id, chunkfs.KindNotSupported, "this master runs alone (no --cluster)")
 	}
-	var err error
-	switch req.Op {
+	switch op {
 	case "add-voter":
-		err = m.log.AddVoter(ctx, req.Id, req.Addr)
+		return m.log.AddVoter(ctx, id, addr)
 	case "add-observer":
-		err = m.log.AddObserver(ctx, req.Id, req.Addr)
+		return m.log.AddObserver(ctx, id, addr)
 	case "remove":
-		if req.Id == m.cfg.NodeID {
-			return nil, chunkfs.E("ha remove", req.Id, chunkfs.KindInvalid, "the leader cannot remove itself; transfer the leadership first")
+		if id == m.cfg.NodeID {
+			return chunkfs.E("ha remove", id, chunkfs.KindInvalid, "the leader cannot remove itself; transfer the leadership first")
 		}
-		err = m.log.Remove(ctx, req.Id)
+		return m.log.Remove(ctx, id)
 	case "transfer-leader":
-		err = m.log.TransferLeadership(req.Id)
-	default:
-		return nil, chunkfs.E("ha", req.Op, chunkfs.KindInvalid, "unknown change; want add-voter, add-observer, remove or transfer-leader")
+		return m.log.TransferLeadership(id)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &pb.HAChangeResponse{StateId: uint64(m.StateID())}, nil
+	return chunkfs.E("ha", op, chunkfs.KindInvalid, "unknown change; want add-voter, add-observer, remove or transfer-leader")
 }
 
 // joinLoop has a new observer ask the group's leader to add it, until it
@@ -303,13 +247,12 @@ func (m *Master) joinLoop() {
 		m.cfg.Logger.Error("observer cannot join", "err", err)
 		return
 	}
-	mc := pb.NewMasterClient(set)
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
 		if m.isMember() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.RPCTimeout)
-		_, err := mc.HAChange(ctx, &pb.HAChangeRequest{Caller: &pb.Caller{Uid: 0, Gids: []uint32{0}}, Op: "add-observer", Id: m.cfg.NodeID, Addr: m.advertised()})
+		err := m.joinCall(ctx, set)
 		cancel()
 		if err == nil {
 			m.cfg.Logger.Info("observer joined the group", "id", m.cfg.NodeID)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // leaseSlack is added to the master's record of every lease: a chunkserver
@@ -300,32 +299,18 @@ func (m *Master) callLease(ctx context.Context, ch namespace.Chunk, order []*ser
 	errs := make([]error, len(order))
 	var wg sync.WaitGroup
 	for i, s := range order {
-		req := &pb.LeaseRequest{Handle: uint64(ch.Handle), Version: uint64(ch.Version), Create: create}
+		ms := int64(0)
 		if i == 0 {
-			req.LeaseMs = leaseMs
+			ms = leaseMs
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = m.leaseCall(ctx, s.addr, req)
+			errs[i] = m.leaseCall(ctx, s.addr, ch, create, ms)
 		}()
 	}
 	wg.Wait()
 	return errs
-}
-
-func (m *Master) leaseCall(ctx context.Context, addr string, req *pb.LeaseRequest) error {
-	cs, err := m.pool.ChunkServer(addr)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.RPCTimeout)
-	defer cancel()
-	_, err = cs.Lease(ctx, req)
-	if err != nil {
-		m.cfg.Logger.WarnContext(ctx, "lease call failed", "addr", addr, "handle", req.Handle, "version", req.Version, "err", err)
-	}
-	return err
 }
 
 // cutChunk has the replicas of a chunk that a truncation of file p cut in
@@ -414,18 +399,4 @@ func (m *Master) currentVersion(h chunkfs.Handle) chunkfs.Version {
 	var v chunkfs.Version
 	m.state.read(func(ns *namespace.Namespace) { v, _ = ns.ChunkVersion(h) })
 	return v
-}
-
-func (m *Master) truncateCall(ctx context.Context, addr string, cut namespace.Cut) error {
-	cs, err := m.pool.ChunkServer(addr)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.RPCTimeout)
-	defer cancel()
-	_, err = cs.Truncate(ctx, &pb.TruncateRequest{Handle: uint64(cut.Handle), Version: uint64(cut.Version), Length: cut.Length})
-	if err != nil {
-		m.cfg.Logger.WarnContext(ctx, "truncate call failed", "addr", addr, "handle", cut.Handle, "err", err)
-	}
-	return err
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 
 	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Link gives an existing file a further name (a hard link): authorised as
 // a create is, and decided by the namespace as link(2) decides.
-func (m *Master) Link(ctx context.Context, req *pb.LinkRequest) (*pb.LinkResponse, error) {
+func (m service) Link(ctx context.Context, req *pb.LinkRequest) (*pb.LinkResponse, error) {
 	c, err := m.pathArg(ctx, "Link", "link", req.Src, req.Caller)
 	if err != nil {
 		return nil, err
@@ -23,5 +24,5 @@ func (m *Master) Link(ctx context.Context, req *pb.LinkRequest) (*pb.LinkRespons
 	if err != nil {
 		return nil, err
 	}
-	return &pb.LinkResponse{StateId: id, Info: fileInfo(r.Info)}, nil
+	return &pb.LinkResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}, nil
 }

@@ -104,17 +104,17 @@ func TestLockSessionsBoundToIdentity(t *testing.T) {
 	aliceCtx := s.as(t, aliceID)
 	bobCtx := s.as(t, certs.Identity{Role: certs.RoleClient, Name: "bob", UID: 1001, GIDs: []uint32{101}})
 	proxyCtx := s.as(t, proxyID)
-	r, err := call(rootCtx, m, "Create", m.Create, &pb.CreateRequest{Path: "/f", Mode: 0o666})
+	r, err := call(rootCtx, m, "Create", m.Server().Create, &pb.CreateRequest{Path: "/f", Mode: 0o666})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ino := r.Info.Inode
 	session := func(ctx context.Context, req *pb.LockSessionRequest) (uint64, error) {
-		resp, err := call(ctx, m, "LockSession", m.LockSession, req)
+		resp, err := call(ctx, m, "LockSession", m.Server().LockSession, req)
 		return resp.GetSession(), err
 	}
 	lock := func(ctx context.Context, sess uint64, typ uint32, test bool) (*pb.LockResponse, error) {
-		return call(ctx, m, "Lock", m.Lock, &pb.LockRequest{Path: "/f", Inode: ino, Session: sess, Test: test,
+		return call(ctx, m, "Lock", m.Server().Lock, &pb.LockRequest{Path: "/f", Inode: ino, Session: sess, Test: test,
 			Lock: &pb.FileLock{Kind: 1, Type: typ, Start: 0, End: ^uint64(0), Owner: 1}})
 	}
 	a, err := session(aliceCtx, &pb.LockSessionRequest{})

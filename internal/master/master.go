@@ -4,7 +4,9 @@
 // logged: the chunkserver registry and chunk locations (rebuilt from
 // chunkserver reports), leases, and the garbage each chunkserver is told to
 // delete. It owns the goroutines, the clock and the data directory; the
-// policies it applies (namespace, placement) are pure packages.
+// policies it applies (namespace, placement) are pure packages. Its RPC
+// edge, the *_rpc.go files (service), turns each request into domain
+// values and each answer back; no other file sees a wire type.
 //
 // Every mutation goes through the log before it is answered; reads take the
 // namespace's read lock and never wait for the log. Every response carries
@@ -40,7 +42,6 @@ import (
 	"github.com/chunkfs/chunkfs/internal/oplog"
 	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // stripes is the number of locks that serialise chunk allocation per file
@@ -50,8 +51,6 @@ const stripes = 64
 // Master is an open master. Create it with Open, serve it with Serve, stop
 // it with Close.
 type Master struct {
-	pb.UnimplementedMasterServer
-
 	cfg   Config
 	lock  *os.File
 	state *state
@@ -288,7 +287,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		return errors.New("master: Serve called twice")
 	}
 	m.srv = m.cfg.Security.NewObservedServer(m.cfg.Logger, m.cfg.OnCall, m.queueGuard, m.authGuard, m.leaderGuard)
-	pb.RegisterMasterServer(m.srv, m)
+	m.register(m.srv)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()
 	}

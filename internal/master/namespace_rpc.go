@@ -7,11 +7,12 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Mkdir makes a directory, and its parents when asked.
-func (m *Master) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResponse, error) {
+func (m service) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResponse, error) {
 	cmd, err := m.mkdirCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -36,12 +37,12 @@ func (m *Master) mkdirCommand(ctx context.Context, req *pb.MkdirRequest) (*names
 }
 
 func mkdirResponse(r namespace.Result, id uint64) *pb.MkdirResponse {
-	return &pb.MkdirResponse{StateId: id, Info: fileInfo(r.Info)}
+	return &pb.MkdirResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}
 }
 
 // Create makes a file or symbolic link, or opens (and maybe truncates) an
 // existing file.
-func (m *Master) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateResponse, error) {
+func (m service) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateResponse, error) {
 	cmd, err := m.createCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -80,11 +81,11 @@ func (m *Master) createCommand(ctx context.Context, req *pb.CreateRequest) (*nam
 }
 
 func createResponse(r namespace.Result, id uint64) *pb.CreateResponse {
-	return &pb.CreateResponse{StateId: id, Info: fileInfo(r.Info), Created: r.Created}
+	return &pb.CreateResponse{StateId: id, Info: rpc.FileInfoTo(r.Info), Created: r.Created}
 }
 
 // Stat describes a path without following a final symbolic link.
-func (m *Master) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatResponse, error) {
+func (m service) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatResponse, error) {
 	c, err := m.pathArg(ctx, "Stat", "stat", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
@@ -97,11 +98,11 @@ func (m *Master) Stat(ctx context.Context, req *pb.StatRequest) (*pb.StatRespons
 	if err != nil {
 		return nil, err
 	}
-	return &pb.StatResponse{StateId: id, Info: fileInfo(fi)}, nil
+	return &pb.StatResponse{StateId: id, Info: rpc.FileInfoTo(fi)}, nil
 }
 
 // List returns one page of a directory.
-func (m *Master) List(ctx context.Context, req *pb.ListRequest) (*pb.ListResponse, error) {
+func (m service) List(ctx context.Context, req *pb.ListRequest) (*pb.ListResponse, error) {
 	c, err := m.pathArg(ctx, "List", "list", req.Path, req.Caller)
 	if err != nil {
 		return nil, err
@@ -122,13 +123,13 @@ func (m *Master) List(ctx context.Context, req *pb.ListRequest) (*pb.ListRespons
 	}
 	resp := &pb.ListResponse{StateId: id, More: more, Entries: make([]*pb.FileInfo, len(page))}
 	for i, fi := range page {
-		resp.Entries[i] = fileInfo(fi)
+		resp.Entries[i] = rpc.FileInfoTo(fi)
 	}
 	return resp, nil
 }
 
 // Rename moves a file or directory atomically.
-func (m *Master) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameResponse, error) {
+func (m service) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameResponse, error) {
 	cmd, err := m.renameCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -166,7 +167,7 @@ func (m *Master) renameCommand(ctx context.Context, req *pb.RenameRequest) (*nam
 // trash while the grace period is above zero, unless the request skips
 // it; chunks of what is deleted at once become garbage that chunkservers
 // are told to delete.
-func (m *Master) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
+func (m service) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteResponse, error) {
 	cmd, err := m.deleteCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -189,7 +190,7 @@ func (m *Master) parentAfter(c chunkfs.Caller, p string) *pb.FileInfo {
 	if err != nil {
 		return nil
 	}
-	return fileInfo(fi)
+	return rpc.FileInfoTo(fi)
 }
 
 func (m *Master) deleteCommand(ctx context.Context, req *pb.DeleteRequest) (*namespace.Command, error) {
@@ -216,7 +217,7 @@ func (m *Master) deleteCommand(ctx context.Context, req *pb.DeleteRequest) (*nam
 // A truncation that cuts a chunk in its middle bumps the chunk's version
 // and has its replicas cut; if none could be, the new length stands but the
 // call fails (KindUnavailable) and should be retried, which cuts again.
-func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAttrResponse, error) {
+func (m service) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAttrResponse, error) {
 	cmd, err := m.setAttrCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -237,25 +238,8 @@ func (m *Master) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAt
 		if err != nil {
 			return nil, err
 		}
-		return &pb.SetAttrResponse{StateId: id, Info: fileInfo(r.Info)}, nil
+		return &pb.SetAttrResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}, nil
 	}
-}
-
-// sharedCut returns the chunk a truncation command would cut in its
-// middle when a snapshot shares it.
-func (m *Master) sharedCut(cmd *namespace.Command) (namespace.Chunk, bool) {
-	if cmd == nil || cmd.Set&namespace.SetLength == 0 {
-		return namespace.Chunk{}, false
-	}
-	size := m.chunkSize()
-	if cmd.Set&namespace.SetLength == 0 || size == 0 || cmd.Length < 0 || cmd.Length%size == 0 {
-		return namespace.Chunk{}, false
-	}
-	ch, fi, ok, err := m.lookupChunk(cmd.Caller, cmd.Path, cmd.Length/size)
-	if err != nil || !ok || !ch.Shared || cmd.Length > fi.Length {
-		return namespace.Chunk{}, false
-	}
-	return ch, true
 }
 
 func (m *Master) setAttrCommand(ctx context.Context, req *pb.SetAttrRequest) (*namespace.Command, error) {
@@ -299,7 +283,7 @@ func (m *Master) setAttrCommand(ctx context.Context, req *pb.SetAttrRequest) (*n
 }
 
 // CommitLength raises a file's length to what a writer reports.
-func (m *Master) CommitLength(ctx context.Context, req *pb.CommitLengthRequest) (*pb.CommitLengthResponse, error) {
+func (m service) CommitLength(ctx context.Context, req *pb.CommitLengthRequest) (*pb.CommitLengthResponse, error) {
 	cmd, err := m.commitLengthCommand(ctx, req)
 	if err != nil {
 		return nil, err
@@ -323,34 +307,8 @@ func (m *Master) commitLengthCommand(ctx context.Context, req *pb.CommitLengthRe
 	return cmd, nil
 }
 
-// mutate logs a namespace mutation of a client request and finishes it.
-func (m *Master) mutate(ctx context.Context, cmd *namespace.Command) (namespace.Result, uint64, error) {
-	r, id, err := m.apply(ctx, cmd)
-	if err != nil {
-		return r, 0, err
-	}
-	return r, id, m.settle(ctx, cmd, r)
-}
-
-// settle does what a logged mutation leaves to do outside the log: its
-// garbage is queued for the chunkservers, a create's first chunk is placed
-// (placeFirst), and a chunk a truncation cut in
-// its middle is cut on its replicas (with a context the client cannot
-// cancel, so that a cut is never left half done).
-func (m *Master) settle(ctx context.Context, cmd *namespace.Command, r namespace.Result) error {
-	m.collect(r.Garbage)
-	if cmd.Op == namespace.OpCreate && r.Allocated {
-		m.firsts.add(r.Chunk.Handle)
-		m.placeFirst(context.WithoutCancel(ctx), cmd.Path, r)
-	}
-	if r.Cut != nil {
-		return m.cutChunk(context.WithoutCancel(ctx), cmd.Path, *r.Cut)
-	}
-	return nil
-}
-
 // ClusterInfo returns the cluster's constants.
-func (m *Master) ClusterInfo(ctx context.Context, req *pb.ClusterInfoRequest) (*pb.ClusterInfoResponse, error) {
+func (m service) ClusterInfo(ctx context.Context, req *pb.ClusterInfoRequest) (*pb.ClusterInfoResponse, error) {
 	var size int64
 	var repl int
 	var ready bool

@@ -6,7 +6,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // repairLoop plans re-replication, trimming and the balancer's moves every
@@ -129,15 +128,6 @@ func (m *Master) runClone(o cloneOrder) {
 	default:
 		m.cfg.Logger.Info("chunk re-replicated", "handle", o.handle, "version", o.version, "source", o.sourceAddr, "target", o.targetAddr)
 	}
-}
-
-func (m *Master) cloneCall(ctx context.Context, o cloneOrder) error {
-	cs, err := m.pool.ChunkServer(o.targetAddr)
-	if err != nil {
-		return err
-	}
-	_, err = cs.Clone(ctx, &pb.CloneRequest{Handle: uint64(o.handle), Version: uint64(o.version), Source: o.sourceAddr, Length: o.length})
-	return err
 }
 
 // event tells the OnClone hook, if any; the caller holds regMu, so that

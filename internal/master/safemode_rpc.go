@@ -13,7 +13,7 @@ import (
 // user may read it; enter and leave need the superuser and are logged
 // (safemode.go), and leave also ends this master's start-up safe mode at
 // once. It answers the state after the action.
-func (m *Master) SafeMode(ctx context.Context, req *pb.SafeModeRequest) (*pb.SafeModeResponse, error) {
+func (m service) SafeMode(ctx context.Context, req *pb.SafeModeRequest) (*pb.SafeModeResponse, error) {
 	op := "safemode " + req.Action
 	if len(req.Action) > 16 {
 		op = "safemode"

@@ -36,7 +36,7 @@ func checkServerArgs(op, id, addr, rack string) error {
 // the log), logs the versions of those ahead, and drops the master's
 // connection to a server that registers again, so that calls to it are
 // redialled at once.
-func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
+func (m service) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
 	if err := checkServerArgs("register", req.Id, req.Addr, req.Rack); err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	if err != nil {
 		return nil, err
 	}
-	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds(), TokenKeys: m.keysFor(), ClusterId: cluster}
+	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds(), TokenKeys: keysTo(m.keysFor()), ClusterId: cluster}
 	var d registered
 	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
@@ -118,7 +118,7 @@ func (m *Master) adopt(ctx context.Context, ahead []namespace.Chunk) (uint64, er
 
 // Heartbeat records a chunkserver's figures, answers its sample with the
 // replicas it should delete, and extends the leases it asks for.
-func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
+func (m service) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
 	if err := checkServerArgs("heartbeat", req.Id, req.Addr, ""); err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (m *Master) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 			return nil, err
 		}
 	}
-	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds(), TokenKeys: m.keysFor()}
+	resp := &pb.HeartbeatResponse{LeaseMs: m.cfg.LeaseDuration.Milliseconds(), TokenKeys: keysTo(m.keysFor())}
 	var d beaten
 	d, resp.StateId = m.heartbeat(beatFrom(req), now, leads)
 	m.traffic.note(req.Id, req.BytesRead, req.BytesWritten)
@@ -256,7 +256,7 @@ func (m *Master) replicaVersion(ctx context.Context, addr string, h chunkfs.Hand
 
 // ReportCorrupt forgets a replica that failed its checksum and tells its
 // server to delete it.
-func (m *Master) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest) (*pb.ReportCorruptResponse, error) {
+func (m service) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest) (*pb.ReportCorruptResponse, error) {
 	if len(req.Replica) > maxAddrLen || len(req.Reporter) > maxAddrLen {
 		return nil, chunkfs.E("report corrupt", "", chunkfs.KindInvalid, "address too long")
 	}
@@ -269,49 +269,29 @@ func (m *Master) ReportCorrupt(ctx context.Context, req *pb.ReportCorruptRequest
 	return &pb.ReportCorruptResponse{StateId: m.state.stateID()}, nil
 }
 
-// ClusterReport summarises chunkservers (with their decommissioning
-// state), the namespace, replication health, re-replication, the
-// rebalancer and safe mode.
-func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest) (*pb.ClusterReportResponse, error) {
-	resp := &pb.ClusterReportResponse{}
-	now := m.cfg.Clock.Now()
-	resp.SafeMode, resp.SafeModeReason, resp.SafeModeHeld = m.safeModeStatus()
-	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
-		c := ns.Counts()
-		resp.Files, resp.Directories, resp.Chunks, resp.Bytes, resp.ChunkSize = c.Files, c.Dirs, c.Chunks, c.Bytes, ns.ChunkSize()
-		d := ns.DeadCounts()
-		resp.DeadFiles, resp.DeadDirectories, resp.DeadChunks, resp.DeadBytes = d.Files, d.Dirs, d.Chunks, d.Bytes
-		m.regMu.Lock()
-		defer m.regMu.Unlock()
-		size := ns.ChunkSize()
-		ns.EachChunk(func(h chunkfs.Handle, v chunkfs.Version, repl int) {
-			hl := m.reg.health(h, v)
-			switch {
-			case hl.live == 0 && !holdsData(ns, h, size):
-			case hl.live == 0:
-				resp.Missing++
-			case hl.live < repl:
-				resp.UnderReplicated++
-			}
-			if hl.cloning {
-				resp.BeingCloned++
-			}
-			resp.Corrupt += int64(hl.corrupt)
-		})
-		resp.RepairRate, resp.Repaired = m.reg.repairRate(now), m.reg.repaired
-		m.reg.setDraining(ns.Draining())
-		resp.Balance = balanceTo(m.reg.balanceStatus(m.cfg.Placement, now))
-		lookup := lookupIn(ns)
-		for _, s := range m.reg.sorted() {
-			p := m.reg.progress(s, lookup)
-			resp.Servers = append(resp.Servers, &pb.ChunkServerStatus{
-				Id: s.id, Addr: s.addr, Rack: s.rack, Capacity: s.capacity, Used: s.used, Load: s.load,
-				Chunks: int64(len(s.chunks)), Alive: s.alive, LastHeartbeatMs: now.Sub(s.lastBeat).Milliseconds(),
-				Free: s.free, Disks: disksTo(s.disks), State: p.state, DrainRemaining: int64(p.remaining),
-			})
+// ClusterReport answers the master's cluster report.
+func (m service) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest) (*pb.ClusterReportResponse, error) {
+	return reportTo(m.clusterReport()), nil
+}
+
+// reportTo is a cluster report on the wire.
+func reportTo(r clusterReport) *pb.ClusterReportResponse {
+	resp := &pb.ClusterReportResponse{
+		StateId: r.stateID, Files: r.live.Files, Directories: r.live.Dirs, Chunks: r.live.Chunks, Bytes: r.live.Bytes,
+		DeadFiles: r.dead.Files, DeadDirectories: r.dead.Dirs, DeadChunks: r.dead.Chunks, DeadBytes: r.dead.Bytes,
+		ChunkSize: r.chunkSize, UnderReplicated: r.underReplicated, Missing: r.missing, BeingCloned: r.beingCloned,
+		Corrupt: r.corrupt, RepairRate: r.repairRate, Repaired: r.repaired, SafeMode: r.safeMode,
+		SafeModeReason: r.safeModeReason, SafeModeHeld: r.safeModeHeld, Balance: balanceTo(r.balance),
+		Servers: make([]*pb.ChunkServerStatus, len(r.servers)),
+	}
+	for i, s := range r.servers {
+		resp.Servers[i] = &pb.ChunkServerStatus{
+			Id: s.id, Addr: s.addr, Rack: s.rack, Capacity: s.capacity, Used: s.used, Free: s.free, Load: s.load,
+			Chunks: s.chunks, Alive: s.alive, LastHeartbeatMs: s.sinceBeat.Milliseconds(), Disks: disksTo(s.disks),
+			State: s.state, DrainRemaining: s.drainRemaining,
 		}
-	})
-	return resp, nil
+	}
+	return resp
 }
 
 // livenessLoop declares chunkservers dead when they fall silent.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"github.com/chunkfs/chunkfs/internal/token"
 )
 
@@ -118,15 +117,23 @@ func (s *state) signToken(handle chunkfs.Handle, access token.Access, uid uint32
 	return t.Encode(), nil
 }
 
+// heldKey is a token key as a chunkserver holds it: it accepts tokens
+// signed with the key until expires.
+type heldKey struct {
+	id      uint32
+	secret  [32]byte
+	expires time.Time
+}
+
 // tokenKeys lists the keys whose tokens may still be valid at now, for
 // chunkservers, each with when its last token expires.
-func (s *state) tokenKeys(now time.Time) []*pb.TokenKey {
+func (s *state) tokenKeys(now time.Time) []heldKey {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var out []*pb.TokenKey
+	var out []heldKey
 	for _, k := range s.keys.Keys() {
 		if exp := k.Until.Add(s.keys.TTL()); now.Before(exp) {
-			out = append(out, &pb.TokenKey{Id: k.ID, Secret: append([]byte(nil), k.Secret[:]...), ExpiresUnixMs: exp.UnixMilli()})
+			out = append(out, heldKey{id: k.ID, secret: k.Secret, expires: exp})
 		}
 	}
 	return out
@@ -219,27 +226,9 @@ func (m *Master) logKey(ctx context.Context, k token.Key, now time.Time) error {
 	return nil
 }
 
-// signLocations puts a token for uid with access on every location, when
-// tokens are on. Without a key yet (a new leader has not logged one) the
-// call is refused as unavailable, and the client retries.
-func (m *Master) signLocations(op, path string, access token.Access, uid uint32, locs ...*pb.ChunkLocation) error {
-	if !m.cfg.tokensOn() {
-		return nil
-	}
-	now := m.tokenClock().Now()
-	for _, loc := range locs {
-		tok, err := m.state.signToken(chunkfs.Handle(loc.Handle), access, uid, now)
-		if err != nil {
-			return chunkfs.E(op, path, chunkfs.KindUnavailable, "no chunk access token key yet; retry")
-		}
-		loc.Token = tok
-	}
-	return nil
-}
-
 // keysFor lists the token keys for a chunkserver's register or heartbeat
 // answer; none when tokens are off.
-func (m *Master) keysFor() []*pb.TokenKey {
+func (m *Master) keysFor() []heldKey {
 	if !m.cfg.tokensOn() {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 // command is logged, and again where it is applied.
 
 // GetXattr returns one attribute's value.
-func (m *Master) GetXattr(ctx context.Context, req *pb.GetXattrRequest) (*pb.GetXattrResponse, error) {
+func (m service) GetXattr(ctx context.Context, req *pb.GetXattrRequest) (*pb.GetXattrResponse, error) {
 	const op = "getxattr"
 	c, err := m.pathArg(ctx, "GetXattr", op, req.Path, req.Caller)
 	if err != nil {
@@ -34,7 +34,7 @@ func (m *Master) GetXattr(ctx context.Context, req *pb.GetXattrRequest) (*pb.Get
 }
 
 // ListXattr returns the names of the attributes the caller may see.
-func (m *Master) ListXattr(ctx context.Context, req *pb.ListXattrRequest) (*pb.ListXattrResponse, error) {
+func (m service) ListXattr(ctx context.Context, req *pb.ListXattrRequest) (*pb.ListXattrResponse, error) {
 	const op = "listxattr"
 	c, err := m.pathArg(ctx, "ListXattr", op, req.Path, req.Caller)
 	if err != nil {
@@ -52,7 +52,7 @@ func (m *Master) ListXattr(ctx context.Context, req *pb.ListXattrRequest) (*pb.L
 }
 
 // SetXattr creates or replaces one attribute.
-func (m *Master) SetXattr(ctx context.Context, req *pb.SetXattrRequest) (*pb.SetXattrResponse, error) {
+func (m service) SetXattr(ctx context.Context, req *pb.SetXattrRequest) (*pb.SetXattrResponse, error) {
 	const op = "setxattr"
 	c, err := m.pathArg(ctx, "SetXattr", op, req.Path, req.Caller)
 	if err != nil {
@@ -82,7 +82,7 @@ func (m *Master) SetXattr(ctx context.Context, req *pb.SetXattrRequest) (*pb.Set
 }
 
 // RemoveXattr removes one attribute.
-func (m *Master) RemoveXattr(ctx context.Context, req *pb.RemoveXattrRequest) (*pb.RemoveXattrResponse, error) {
+func (m service) RemoveXattr(ctx context.Context, req *pb.RemoveXattrRequest) (*pb.RemoveXattrResponse, error) {
 	const op = "removexattr"
 	c, err := m.pathArg(ctx, "RemoveXattr", op, req.Path, req.Caller)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/loopback"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 )
 
@@ -28,21 +29,10 @@ type group struct {
 
 func newGroup(t *testing.T, voters int) *group {
 	g := &group{t: t, dirs: map[string]string{}, fsms: map[string]*listFSM{}, logs: map[string]*Log{}, leads: map[string][]bool{}}
-	// The listeners stay open until every address is picked: closed one
-	// by one, the kernel may hand the same port out twice.
-	var lns []net.Listener
 	for i := range voters {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
 		id := fmt.Sprintf("m%d", i+1)
-		g.members = append(g.members, Member{ID: id, Addr: ln.Addr().String(), Voter: true})
+		g.members = append(g.members, Member{ID: id, Addr: freeTCPAddr(t), Voter: true})
 		g.dirs[id] = t.TempDir()
-	}
-	for _, ln := range lns {
-		ln.Close()
 	}
 	for _, m := range g.members {
 		g.start(m.ID, m.Addr, false)
@@ -167,14 +157,15 @@ func (g *group) caughtUp(id string, index uint64) []string {
 	return g.fsms[id].list()
 }
 
+// freeTCPAddr is a loopback address free just now, for a member that
+// may be restarted on it (internal/loopback).
 func freeTCPAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 func TestGroupReplicatesToVotersAndObserver(t *testing.T) {

@@ -95,8 +95,8 @@ func (b *builder) batches(ctx context.Context, n int, op func(int) *pb.MetaOp) e
 			return err
 		}
 		for _, r := range resp.Results {
-			if e := r.GetError(); e != nil {
-				return fmt.Errorf("%s %s: %s", e.Op, e.Path, e.Message)
+			if e := rpc.ErrorOf(r.GetError()); e != nil {
+				return e
 			}
 		}
 		return nil

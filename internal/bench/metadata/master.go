@@ -86,7 +86,7 @@ func (bm *benchMaster) restart() (time.Duration, error) {
 
 // report is the master's cluster report, taken in-process.
 func (bm *benchMaster) report(ctx context.Context) (*pb.ClusterReportResponse, error) {
-	return bm.m.ClusterReport(ctx, &pb.ClusterReportRequest{})
+	return bm.m.Server().ClusterReport(ctx, &pb.ClusterReportRequest{})
 }
 
 // table2 is Table 2 as `chunkfs admin report` and the status page compute

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chunkfs/chunkfs/internal/master"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -64,7 +63,7 @@ func (o rpcOps) remove(ctx context.Context, p string) error {
 // directOps calls the master's RPC handlers in-process: the same
 // validation, permission checks, log and state, without gRPC, the socket
 // or the guards the server runs before a handler.
-type directOps struct{ m *master.Master }
+type directOps struct{ m pb.MasterServer }
 
 func (o directOps) mkdir(ctx context.Context, p string) error {
 	_, err := o.m.Mkdir(ctx, &pb.MkdirRequest{Caller: root, Path: p, Mode: 0o755})

@@ -222,7 +222,7 @@ func (r *metaRun) rates(ctx context.Context) error {
 	}
 	direct := make([]metaClient, r.cfg.Clients)
 	for i := range direct {
-		direct[i] = directOps{r.bm.m}
+		direct[i] = directOps{r.bm.m.Server()}
 	}
 	got, err = opRun(ctx, "in-process", direct, n, r.shape, "/bench-inproc")
 	r.rep.Rates = append(r.rep.Rates, got...)

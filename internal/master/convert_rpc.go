@@ -13,30 +13,6 @@ import (
 // nobody is the identity of a request that names no caller.
 var nobody = chunkfs.Caller{UID: 65534, GIDs: []uint32{65534}}
 
-func fileInfo(fi chunkfs.FileInfo) *pb.FileInfo {
-	p := new(pb.FileInfo)
-	setFileInfo(p, fi)
-	return p
-}
-
-// setFileInfo fills p, a zero message, from fi.
-func setFileInfo(p *pb.FileInfo, fi chunkfs.FileInfo) {
-	p.Inode = fi.Inode
-	p.Name = fi.FileName
-	p.Length = fi.Length
-	p.Mode = uint32(fi.FileMode)
-	p.Uid = fi.UID
-	p.Gid = fi.GID
-	p.MtimeNs = fi.MTime.UnixNano()
-	p.AtimeNs = fi.ATime.UnixNano()
-	p.CtimeNs = fi.CTime.UnixNano()
-	p.Replication = uint32(fi.Replication)
-	p.Target = fi.Target
-	p.Chunks = fi.Chunks
-	p.Nlink = fi.Nlink
-	p.Rdev = fi.Rdev
-}
-
 // modeArg keeps the permission, setuid, setgid and sticky bits of a mode.
 func modeArg(m uint32) uint32 {
 	return m & uint32(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)

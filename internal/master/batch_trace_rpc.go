@@ -4,8 +4,8 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -35,8 +35,8 @@ func (m *Master) traceBatch(ctx context.Context, ops []*pb.MetaOp, results []*pb
 			continue
 		}
 		args := []any{"op", metaOpName(op), "ops", len(ops)}
-		if d := results[i].GetError(); d != nil {
-			args = append(args, "err", chunkfs.Kind(d.Kind).String()+": "+d.Message)
+		if e := rpc.ErrorOf(results[i].GetError()); e != nil {
+			args = append(args, "err", e)
 		}
 		m.cfg.Logger.DebugContext(octx, "batch op", args...)
 	}

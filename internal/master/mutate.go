@@ -1,0 +1,50 @@
+package master
+
+import (
+	"context"
+
+	"github.com/chunkfs/chunkfs/internal/namespace"
+)
+
+// sharedCut returns the chunk a truncation command would cut in its
+// middle when a snapshot shares it.
+func (m *Master) sharedCut(cmd *namespace.Command) (namespace.Chunk, bool) {
+	if cmd == nil || cmd.Set&namespace.SetLength == 0 {
+		return namespace.Chunk{}, false
+	}
+	size := m.chunkSize()
+	if cmd.Set&namespace.SetLength == 0 || size == 0 || cmd.Length < 0 || cmd.Length%size == 0 {
+		return namespace.Chunk{}, false
+	}
+	ch, fi, ok, err := m.lookupChunk(cmd.Caller, cmd.Path, cmd.Length/size)
+	if err != nil || !ok || !ch.Shared || cmd.Length > fi.Length {
+		return namespace.Chunk{}, false
+	}
+	return ch, true
+}
+
+// mutate logs a namespace mutation of a client request and finishes it.
+func (m *Master) mutate(ctx context.Context, cmd *namespace.Command) (namespace.Result, uint64, error) {
+	r, id, err := m.apply(ctx, cmd)
+	if err != nil {
+		return r, 0, err
+	}
+	return r, id, m.settle(ctx, cmd, r)
+}
+
+// settle does what a logged mutation leaves to do outside the log: its
+// garbage is queued for the chunkservers, a create's first chunk is placed
+// (placeFirst), and a chunk a truncation cut in
+// its middle is cut on its replicas (with a context the client cannot
+// cancel, so that a cut is never left half done).
+func (m *Master) settle(ctx context.Context, cmd *namespace.Command, r namespace.Result) error {
+	m.collect(r.Garbage)
+	if cmd.Op == namespace.OpCreate && r.Allocated {
+		m.firsts.add(r.Chunk.Handle)
+		m.placeFirst(context.WithoutCancel(ctx), cmd.Path, r)
+	}
+	if r.Cut != nil {
+		return m.cutChunk(context.WithoutCancel(ctx), cmd.Path, *r.Cut)
+	}
+	return nil
+}
