@@ -84,11 +84,11 @@ func metadataBytes(c namespace.Counts) int64 {
 
 // Bytes of master heap per registry object, measured by
 // TestRegistryBytesMeasured alike: a chunk's record (its chunkInfo and
-// map entry) and a replica (its entry in its server's map and in the
-// chunk's holders).
+// map entry) and a replica (its entry in its server's replicaSet and in
+// the chunk's holders).
 const (
-	heapPerChunkRecord = 190
-	heapPerReplica     = 40
+	heapPerChunkRecord = 184
+	heapPerReplica     = 18
 )
 
 // registryBytes is the heap a registry of records chunk records and

@@ -26,17 +26,17 @@ type server struct {
 	load           int32
 	lastBeat       time.Time
 	alive          bool
-	chunks         map[chunkfs.Handle]chunkfs.Version // replicas it holds
-	garbage        []chunkfs.Handle                   // to tell it to delete
-	doubt          map[chunkfs.Handle]uint64          // replicas whose Lease or Truncate call failed, not yet checked: when (registry.doubts)
-	recent         placement.Recency                  // its decaying count of chunks created on it
-	forwards       placement.Recency                  // its decaying count of new chunks' chains it forwards in (chain_order.go)
-	again          bool                               // to be told to register again at its next heartbeat
-	held           map[chunkfs.Handle]heldLease       // leases it last reported holding as primary (registry_leases.go)
-	cloning        int                                // clones in flight with it as target
-	sourcing       int                                // clones in flight with it as source
-	moveIn         int64                              // bytes of balancer moves in flight to it
-	moveOut        int64                              // bytes of balancer moves in flight from it
+	chunks         replicaSet                   // replicas it holds (registry_replicas.go)
+	garbage        []chunkfs.Handle             // to tell it to delete
+	doubt          map[chunkfs.Handle]uint64    // replicas whose Lease or Truncate call failed, not yet checked: when (registry.doubts)
+	recent         placement.Recency            // its decaying count of chunks created on it
+	forwards       placement.Recency            // its decaying count of new chunks' chains it forwards in (chain_order.go)
+	again          bool                         // to be told to register again at its next heartbeat
+	held           map[chunkfs.Handle]heldLease // leases it last reported holding as primary (registry_leases.go)
+	cloning        int                          // clones in flight with it as target
+	sourcing       int                          // clones in flight with it as source
+	moveIn         int64                        // bytes of balancer moves in flight to it
+	moveOut        int64                        // bytes of balancer moves in flight from it
 }
 
 // disk is one file system a chunkserver keeps data on; servers sharing a
@@ -146,7 +146,7 @@ func (r *registry) info(h chunkfs.Handle) *chunkInfo {
 
 // addReplica records that s holds version v of h.
 func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
-	s.chunks[h] = v
+	s.chunks.set(h, v)
 	r.dirty[h] = struct{}{}
 	ci := r.info(h)
 	if !slices.Contains(ci.holders, s) {
@@ -160,7 +160,7 @@ func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
 // and acting as primary, so no other may be named before then. When a lease
 // is out, the chunk is fenced: its next write needs a new version.
 func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
-	delete(s.chunks, h)
+	s.chunks.remove(h)
 	ci := r.chunks[h]
 	if ci == nil {
 		return
@@ -214,7 +214,9 @@ func (r *registry) condemn(s *server, h chunkfs.Handle, now time.Time) {
 
 // dropServer forgets every replica s holds.
 func (r *registry) dropServer(s *server, now time.Time) {
-	for h := range s.chunks {
+	held := s.chunks
+	s.chunks = replicaSet{}
+	for h := range held.all() {
 		r.dropReplica(s, h, now)
 	}
 }
@@ -227,7 +229,7 @@ func (r *registry) replicas(h chunkfs.Handle, v chunkfs.Version) []*server {
 	}
 	var out []*server
 	for _, s := range ci.holders {
-		if s.alive && s.chunks[h] == v {
+		if s.alive && s.chunks.at(h) == v {
 			out = append(out, s)
 		}
 	}
@@ -396,7 +398,7 @@ func cmpString(a, b string) int {
 // (registryBytes).
 func (r *registry) sizes() (records, replicas int64) {
 	for _, s := range r.servers {
-		replicas += int64(len(s.chunks))
+		replicas += int64(s.chunks.len())
 	}
 	return int64(len(r.chunks)), replicas
 }

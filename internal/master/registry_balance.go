@@ -124,7 +124,7 @@ func (r *registry) nextMove(cfg placement.Config, lookup chunkLookup, maxClones 
 // and small enough not to overshoot (narrows).
 func (r *registry) movable(from, to *server, lookup chunkLookup, now time.Time) (chunkfs.Handle, bool) {
 	var best chunkfs.Handle
-	for h, held := range from.chunks {
+	for h, held := range from.chunks.all() {
 		if best != 0 && h > best {
 			continue
 		}
@@ -133,7 +133,7 @@ func (r *registry) movable(from, to *server, lookup chunkLookup, now time.Time) 
 		if !ok || held != v || length <= 0 || ci == nil || ci.clone != nil || ci.busy > 0 || r.leaseOutstanding(h, now) {
 			continue
 		}
-		if _, has := to.chunks[h]; has {
+		if to.chunks.has(h) {
 			continue
 		}
 		if _, doubted := to.doubt[h]; doubted || containsHandle(to.garbage, h) {
@@ -201,7 +201,7 @@ func (r *registry) moveDone(h chunkfs.Handle, pc *pendingClone, counted bool, no
 		return false
 	}
 	to.used += pc.length
-	_, held := from.chunks[h]
+	held := from.chunks.has(h)
 	if !held || !from.alive || r.draining(from) || len(r.counted(h, pc.version))-1 < pc.want {
 		return false
 	}

@@ -33,7 +33,7 @@ type leaseDecision struct {
 func (r *registry) grantable(h chunkfs.Handle, cur chunkfs.Version, now time.Time) leaseDecision {
 	ci := r.chunks[h]
 	primary, _ := r.lease(h, now)
-	valid := primary != nil && primary.chunks[h] == cur
+	valid := primary != nil && primary.chunks.at(h) == cur
 	replicas := r.replicas(h, cur)
 	switch {
 	case valid && !ci.fence:
@@ -180,7 +180,7 @@ func (r *registry) dropPrimary(h chunkfs.Handle, primary *server, now time.Time)
 		return
 	}
 	ci.primary, ci.fence = nil, false
-	if _, ok := primary.chunks[h]; ok {
+	if primary.chunks.has(h) {
 		r.doubt(primary, h, now)
 	}
 }
@@ -300,17 +300,17 @@ func (r *registry) adopt(h chunkfs.Handle, cur chunkfs.Version, now time.Time) b
 		return false
 	}
 	if p, _ := r.lease(h, now); p != nil {
-		return p.chunks[h] == cur
+		return p.chunks.at(h) == cur
 	}
 	if (ci.primary != nil && now.Before(ci.expiry)) || ci.told > cur || ci.fence {
 		return false
 	}
 	s, l := r.soleReporter(h, now)
-	if s == nil || !s.alive || l.version != cur || s.chunks[h] != cur || !now.Before(a.sureUntil(l)) {
+	if s == nil || !s.alive || l.version != cur || s.chunks.at(h) != cur || !now.Before(a.sureUntil(l)) {
 		return false
 	}
 	for _, x := range ci.holders {
-		if x.chunks[h] > cur {
+		if x.chunks.at(h) > cur {
 			return false
 		}
 	}

@@ -209,7 +209,7 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	}
 	var others []*server
 	for _, s := range r.live() {
-		_, has := s.chunks[h]
+		has := s.chunks.has(h)
 		_, doubted := s.doubt[h]
 		// A server still to be told to delete h could delete the clone.
 		if !has && !doubted && !r.draining(s) && !slices.Contains(s.garbage, h) {
@@ -280,7 +280,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 		// its own that the clone did not touch: one this master counts,
 		// or one the target says it holds (at the version or newer), which
 		// its reports will tell about.
-		_, has := t.chunks[h]
+		has := t.chunks.has(h)
 		own := held || chunkfs.KindOf(err) == chunkfs.KindStale
 		if !has && !own && r.servers[t.id] == t {
 			r.queueGarbage(t, h)
@@ -308,7 +308,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 // Should the source hold the chunk after all, its next heartbeat sample
 // counts it again.
 func (r *registry) sourceGone(h chunkfs.Handle, pc *pendingClone, now time.Time) {
-	if v, ok := pc.source.chunks[h]; ok && v == pc.version {
+	if v, ok := pc.source.chunks.get(h); ok && v == pc.version {
 		r.dropReplica(pc.source, h, now)
 	}
 }

@@ -1,7 +1,8 @@
 package master
 
 import (
-	"maps"
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -78,9 +79,11 @@ func (r *registry) register(req fullReport, version versionOf, now time.Time) (r
 		out.redial = req.addr
 	}
 	condemned := s.queuedSet()
-	for _, c := range req.chunks {
+	for _, c := range inHandleOrder(req.chunks) {
 		h, v := c.handle, c.version
-		v = max(v, known[h]) // the report may predate a call that raised it
+		if known != nil {
+			v = max(v, known.at(h)) // the report may predate a call that raised it
+		}
 		cur, ok := version(h)
 		_, dying := condemned[h]
 		switch {
@@ -105,14 +108,12 @@ func (r *registry) register(req fullReport, version versionOf, now time.Time) (r
 // reset creates or resets the record of the server in req. It returns what
 // was recorded for that server before (nil for a new one): the versions of
 // its replicas and the replicas in doubt.
-func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Handle]chunkfs.Version, map[chunkfs.Handle]uint64, error) {
-	var known map[chunkfs.Handle]chunkfs.Version
+func (r *registry) reset(req fullReport, now time.Time) (*server, *replicaSet, map[chunkfs.Handle]uint64, error) {
+	var known *replicaSet
 	var doubt map[chunkfs.Handle]uint64
 	if s := r.servers[req.id]; s != nil {
-		known, doubt = maps.Clone(s.chunks), s.doubt
-		if known == nil {
-			known = map[chunkfs.Handle]chunkfs.Version{}
-		}
+		held := s.chunks // dropServer leaves it as it is
+		known, doubt = &held, s.doubt
 		r.dropServer(s, now)
 		delete(r.byAddr, s.addr)
 	} else if len(r.servers) >= maxServerCount {
@@ -125,7 +126,7 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Ha
 		delete(r.servers, old.id)
 		r.serversChanged()
 		if known == nil {
-			known = map[chunkfs.Handle]chunkfs.Version{}
+			known = &replicaSet{}
 		}
 	}
 	s := r.servers[req.id]
@@ -136,7 +137,7 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Ha
 	}
 	s.addr, s.rack, s.capacity, s.used = req.addr, req.rack, req.capacity, req.used
 	s.free, s.disks = req.free, req.disks
-	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.chunks))
+	s.chunks = replicaSet{}
 	s.doubt, s.again = nil, false
 	s.alive, s.lastBeat = true, now
 	r.aliveChanged()
@@ -144,6 +145,20 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Ha
 	r.byAddr[req.addr] = s
 	return s, known, doubt, nil
 }
+
+// inHandleOrder returns the replicas of a report sorted by handle (the
+// report itself is left as it is): a replicaSet takes them fastest so,
+// at its pages' ends.
+func inHandleOrder(chunks []replica) []replica {
+	if slices.IsSortedFunc(chunks, cmpReplica) {
+		return chunks
+	}
+	out := slices.Clone(chunks)
+	slices.SortStableFunc(out, cmpReplica)
+	return out
+}
+
+func cmpReplica(a, b replica) int { return cmp.Compare(a.handle, b.handle) }
 
 // askAgain has server id told to register again at its next heartbeat.
 func (r *registry) askAgain(id string) {
@@ -196,7 +211,7 @@ func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFo
 // replica to readers until s registered again.
 func (r *registry) forgetDeleted(s *server, deleted []chunkfs.Handle, now time.Time) {
 	for _, h := range deleted {
-		if _, ok := s.chunks[h]; ok {
+		if s.chunks.has(h) {
 			r.dropReplica(s, h, now)
 		}
 	}
@@ -210,7 +225,7 @@ func (r *registry) forgetDeleted(s *server, deleted []chunkfs.Handle, now time.T
 // applied yet, or at another version, may be right by the log's head.
 func (r *registry) learn(s *server, sample []replica, version versionOf) {
 	for _, c := range sample {
-		if cur, ok := version(c.handle); ok && c.version == cur && s.chunks[c.handle] != cur {
+		if cur, ok := version(c.handle); ok && c.version == cur && s.chunks.at(c.handle) != cur {
 			r.addReplica(s, c.handle, cur)
 		}
 	}
@@ -234,7 +249,7 @@ func (r *registry) sample(s *server, req beat, version versionOf, now time.Time)
 	for _, c := range req.sample {
 		h := c.handle
 		cur, ok := version(h)
-		_, known := s.chunks[h]
+		known := s.chunks.has(h)
 		_, doubted := s.doubt[h]
 		// A sample may predate a Lease or Truncate call that raised the
 		// replica's version, so an old version condemns only a replica
@@ -336,7 +351,7 @@ func (r *registry) settle(id, addr string, handles []chunkfs.Handle, gens []uint
 // good copy exists (s lists it as corrupt in every heartbeat until then).
 // It reports whether s's replica was counted until now.
 func (r *registry) corrupt(s *server, h chunkfs.Handle, now time.Time) bool {
-	_, held := s.chunks[h]
+	held := s.chunks.has(h)
 	r.dropReplica(s, h, now)
 	r.clearDoubt(s, h)
 	if held {

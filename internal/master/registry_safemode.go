@@ -76,7 +76,7 @@ func (r *registry) locatedAt(h chunkfs.Handle, v chunkfs.Version) bool {
 		return false
 	}
 	for _, s := range ci.holders {
-		if s.alive && s.chunks[h] == v {
+		if s.alive && s.chunks.at(h) == v {
 			return true
 		}
 	}

@@ -60,7 +60,7 @@ func (r *registry) snapshotLeases(handles []chunkfs.Handle, version versionOf, p
 		if ci == nil || ci.primary == nil || !now.Before(ci.expiry) {
 			continue
 		}
-		if primary, _ := r.lease(h, now); primary != nil && primary.chunks[h] == cur {
+		if primary, _ := r.lease(h, now); primary != nil && primary.chunks.at(h) == cur {
 			p.revoke = append(p.revoke, h)
 			continue
 		}

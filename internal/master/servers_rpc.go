@@ -306,7 +306,7 @@ func (m *Master) ClusterReport(ctx context.Context, req *pb.ClusterReportRequest
 			p := m.reg.progress(s, lookup)
 			resp.Servers = append(resp.Servers, &pb.ChunkServerStatus{
 				Id: s.id, Addr: s.addr, Rack: s.rack, Capacity: s.capacity, Used: s.used, Load: s.load,
-				Chunks: int64(len(s.chunks)), Alive: s.alive, LastHeartbeatMs: now.Sub(s.lastBeat).Milliseconds(),
+				Chunks: int64(s.chunks.len()), Alive: s.alive, LastHeartbeatMs: now.Sub(s.lastBeat).Milliseconds(),
 				Free: s.free, Disks: disksTo(s.disks), State: p.state, DrainRemaining: int64(p.remaining),
 			})
 		}
