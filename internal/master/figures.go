@@ -51,7 +51,7 @@ func (m *Master) Figures() Figures {
 	defer m.regMu.Unlock()
 	f.MetadataBytes += registryBytes(m.reg.sizes())
 	for _, ci := range m.reg.chunks {
-		if ci.primary != nil && ci.expiry.After(now) {
+		if m.reg.leased(ci, now) {
 			f.Leases++
 		}
 		for _, s := range ci.holders {
@@ -87,7 +87,7 @@ func metadataBytes(c namespace.Counts) int64 {
 // map entry) and a replica (its entry in its server's replicaSet and in
 // the chunk's holders).
 const (
-	heapPerChunkRecord = 184
+	heapPerChunkRecord = 120
 	heapPerReplica     = 18
 )
 

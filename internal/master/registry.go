@@ -47,19 +47,44 @@ type disk struct {
 }
 
 // chunkInfo is the in-memory part of a chunk: where it lives and its lease.
+// The master holds one for each of millions of chunks, so it is kept to
+// 64 bytes (TestChunkInfoSize): the lease's end as a stamp, narrow
+// counters, and what is seldom set (when a writer last waited on the
+// chunk) in a map beside it (registry.blockedAt).
 type chunkInfo struct {
 	holders []*server       // servers that reported or were given a replica
 	primary *server         // lease holder, nil when none
-	expiry  time.Time       // lease end
+	clone   *pendingClone   // the clone in flight, nil when none
 	told    chunkfs.Version // highest version sent to any chunkserver
+	expiry  stamp           // lease end, when primary is set
+	busy    int32           // grants or cuts in flight: their replicas are not all recorded yet
+	corrupt int16           // corrupt replicas reported and not yet replaced by a clone
 	// fence is set when the replica set shrank while a lease was out: the
 	// survivors must move to a new version before the next write is
 	// acknowledged, so that the lost replica is stale if it comes back.
-	fence   bool
-	clone   *pendingClone // the clone in flight, nil when none
-	blocked time.Time     // when a writer last waited on the chunk for want of replicas
-	corrupt int           // corrupt replicas reported and not yet replaced by a clone
-	busy    int           // grants or cuts in flight: their replicas are not all recorded yet
+	fence bool
+}
+
+// stamp is a time as nanoseconds since the registry's epoch (the first
+// time it was handed): 8 bytes where a time.Time takes 24, and a
+// difference of two carries the monotonic clock's reading when the
+// epoch and the time both have one, as time.Time's Sub does.
+type stamp int64
+
+// stampOf returns t as a stamp, setting the epoch to t on the first call.
+func (r *registry) stampOf(t time.Time) stamp {
+	if r.epoch.IsZero() {
+		r.epoch = t
+	}
+	return stamp(t.Sub(r.epoch))
+}
+
+// timeOf returns the time of stamp s.
+func (r *registry) timeOf(s stamp) time.Time { return r.epoch.Add(time.Duration(s)) }
+
+// leased reports whether ci's lease, if any, may still be held at now.
+func (r *registry) leased(ci *chunkInfo, now time.Time) bool {
+	return ci.primary != nil && r.stampOf(now) < ci.expiry
 }
 
 // pendingClone is a re-replication or a balancer move in flight: target
@@ -102,6 +127,9 @@ type registry struct {
 	bal   balancer        // the rebalancer (registry_balance.go)
 
 	safe *safeCount // the located chunks, counted while in safe mode; nil after (registry_safemode.go)
+
+	epoch     time.Time                    // the time stamp 0 stands for (stampOf)
+	blockedAt map[chunkfs.Handle]time.Time // when a writer last waited on a chunk for want of replicas (block)
 
 	copies map[chunkfs.Handle]chunkfs.Version // copy-on-write copies being made, not yet logged (registry_snapshot.go)
 
@@ -168,7 +196,7 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 	n := len(ci.holders)
 	ci.holders = slices.DeleteFunc(ci.holders, func(x *server) bool { return x == s })
 	r.dirty[h] = struct{}{}
-	if len(ci.holders) < n && ci.primary != nil && now.Before(ci.expiry) {
+	if len(ci.holders) < n && r.leased(ci, now) {
 		ci.fence = true
 	}
 	r.recount(h)
@@ -179,6 +207,7 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 func (r *registry) gc(h chunkfs.Handle, ci *chunkInfo) {
 	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 && ci.clone == nil && ci.busy == 0 && ci.corrupt == 0 {
 		delete(r.chunks, h)
+		delete(r.blockedAt, h)
 	}
 }
 
@@ -240,10 +269,10 @@ func (r *registry) replicas(h chunkfs.Handle, v chunkfs.Version) []*server {
 // is alive and still holds the chunk.
 func (r *registry) lease(h chunkfs.Handle, now time.Time) (*server, time.Time) {
 	ci := r.chunks[h]
-	if ci == nil || ci.primary == nil || !ci.primary.alive || !now.Before(ci.expiry) || !slices.Contains(ci.holders, ci.primary) {
+	if ci == nil || !r.leased(ci, now) || !ci.primary.alive || !slices.Contains(ci.holders, ci.primary) {
 		return nil, time.Time{}
 	}
-	return ci.primary, ci.expiry
+	return ci.primary, r.timeOf(ci.expiry)
 }
 
 // placed reports whether the master knows a replica of h (live or not).
@@ -289,6 +318,7 @@ func (r *registry) forget(handles []chunkfs.Handle, now time.Time) {
 			r.queueGarbage(c.target, h) // whatever it stores is garbage
 		}
 		delete(r.chunks, h)
+		delete(r.blockedAt, h)
 	}
 }
 

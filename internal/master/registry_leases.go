@@ -40,7 +40,7 @@ func (r *registry) grantable(h chunkfs.Handle, cur chunkfs.Version, now time.Tim
 		return leaseDecision{verdict: leaseValid}
 	case valid:
 		return leaseDecision{verdict: leaseGrant, replicas: r.grantOrder(replicas, primary), fenced: true}
-	case ci != nil && ci.primary != nil && now.Before(ci.expiry):
+	case ci != nil && r.leased(ci, now):
 		return leaseDecision{verdict: leaseWait}
 	case len(replicas) == 0:
 		return leaseDecision{verdict: leaseNone}
@@ -127,7 +127,7 @@ func (r *registry) forgetFailed(h chunkfs.Handle, order []*server, errs []error,
 // is no longer fenced.
 func (r *registry) recordLease(h chunkfs.Handle, primary *server, expiry time.Time) {
 	ci := r.info(h)
-	ci.primary, ci.expiry, ci.fence = primary, expiry, false
+	ci.primary, ci.expiry, ci.fence = primary, r.stampOf(expiry), false
 }
 
 // revoke forgets h's lease (a truncation's new version ends it).
@@ -144,8 +144,8 @@ func (r *registry) extend(s *server, handles []chunkfs.Handle, now time.Time, d 
 	var out []chunkfs.Handle
 	for _, h := range handles {
 		ci := r.chunks[h]
-		if ci != nil && ci.primary == s && now.Before(ci.expiry) && !ci.fence {
-			ci.expiry = now.Add(d)
+		if ci != nil && ci.primary == s && r.leased(ci, now) && !ci.fence {
+			ci.expiry = r.stampOf(now.Add(d))
 			out = append(out, h)
 		}
 	}
@@ -156,14 +156,14 @@ func (r *registry) extend(s *server, handles []chunkfs.Handle, now time.Time, d 
 // live server or not.
 func (r *registry) leaseOutstanding(h chunkfs.Handle, now time.Time) bool {
 	ci := r.chunks[h]
-	return ci != nil && ci.primary != nil && now.Before(ci.expiry)
+	return ci != nil && r.leased(ci, now)
 }
 
 // primaryAt returns h's recorded primary (live or not) while its lease may
 // be held at now and its address is addr; nil otherwise.
 func (r *registry) primaryAt(h chunkfs.Handle, addr string, now time.Time) *server {
 	ci := r.chunks[h]
-	if ci == nil || ci.primary == nil || ci.primary.addr != addr || !now.Before(ci.expiry) {
+	if ci == nil || !r.leased(ci, now) || ci.primary.addr != addr {
 		return nil
 	}
 	return ci.primary
@@ -302,7 +302,7 @@ func (r *registry) adopt(h chunkfs.Handle, cur chunkfs.Version, now time.Time) b
 	if p, _ := r.lease(h, now); p != nil {
 		return p.chunks.at(h) == cur
 	}
-	if (ci.primary != nil && now.Before(ci.expiry)) || ci.told > cur || ci.fence {
+	if r.leased(ci, now) || ci.told > cur || ci.fence {
 		return false
 	}
 	s, l := r.soleReporter(h, now)
@@ -314,10 +314,11 @@ func (r *registry) adopt(h chunkfs.Handle, cur chunkfs.Version, now time.Time) b
 			return false
 		}
 	}
-	ci.primary, ci.expiry = s, a.endsBy(l)
-	if ci.expiry.After(a.until) {
-		ci.expiry = a.until
+	end := a.endsBy(l)
+	if end.After(a.until) {
+		end = a.until
 	}
+	ci.primary, ci.expiry = s, r.stampOf(end)
 	// The lease's secondaries are not known: a replica that took its
 	// writes may not have registered yet, and handing the lease out with
 	// the replicas counted now would let writes at cur skip it while it

@@ -104,7 +104,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 			r.dirty[h] = struct{}{} // look again next time
 		case live < want:
 			r.dirty[h] = struct{}{}
-			needs = append(needs, placement.Repair{Handle: uint64(h), Live: live, Want: want, Blocked: r.blocked(ci, now)})
+			needs = append(needs, placement.Repair{Handle: uint64(h), Live: live, Want: want, Blocked: r.blocked(h, now)})
 		case live > want:
 			ci.corrupt = 0 // replaced, however: by a clone or a server back with a good copy
 			trims = append(trims, r.trim(h, v, want, now)...)
@@ -175,16 +175,26 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 	return orders, trims
 }
 
-// blocked reports whether a writer waited on the chunk lately.
-func (r *registry) blocked(ci *chunkInfo, now time.Time) bool {
-	return !ci.blocked.IsZero() && now.Sub(ci.blocked) < blockedFor
+// blocked reports whether a writer waited on chunk h lately; a wait
+// older than that is forgotten.
+func (r *registry) blocked(h chunkfs.Handle, now time.Time) bool {
+	at, ok := r.blockedAt[h]
+	if ok && now.Sub(at) >= blockedFor {
+		delete(r.blockedAt, h)
+		ok = false
+	}
+	return ok
 }
 
 // block notes that a writer waits on h for want of live replicas.
 func (r *registry) block(h chunkfs.Handle, now time.Time) {
-	if ci := r.chunks[h]; ci != nil {
-		ci.blocked = now
+	if r.chunks[h] == nil {
+		return
 	}
+	if r.blockedAt == nil {
+		r.blockedAt = make(map[chunkfs.Handle]time.Time)
+	}
+	r.blockedAt[h] = now
 }
 
 // startClone picks a source among h's live replicas (those on servers
@@ -371,5 +381,5 @@ func (r *registry) health(h chunkfs.Handle, v chunkfs.Version) chunkHealth {
 	if ci == nil {
 		return chunkHealth{}
 	}
-	return chunkHealth{live: len(r.replicas(h, v)), cloning: ci.clone != nil, corrupt: ci.corrupt}
+	return chunkHealth{live: len(r.replicas(h, v)), cloning: ci.clone != nil, corrupt: int(ci.corrupt)}
 }

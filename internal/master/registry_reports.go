@@ -2,6 +2,7 @@ package master
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -355,7 +356,9 @@ func (r *registry) corrupt(s *server, h chunkfs.Handle, now time.Time) bool {
 	r.dropReplica(s, h, now)
 	r.clearDoubt(s, h)
 	if held {
-		r.info(h).corrupt++
+		if ci := r.info(h); ci.corrupt < math.MaxInt16 {
+			ci.corrupt++
+		}
 	}
 	if r.liveHolders(h) > 0 {
 		r.queueGarbage(s, h)

@@ -32,7 +32,7 @@ func (r *registry) leaseCandidates(handles []chunkfs.Handle, pause time.Time, fl
 	var out []chunkfs.Handle
 	for _, h := range handles {
 		ci := r.chunks[h]
-		if (ci != nil && ci.primary != nil && now.Before(ci.expiry)) || (h < floor && now.Before(pause)) {
+		if (ci != nil && r.leased(ci, now)) || (h < floor && now.Before(pause)) {
 			out = append(out, h)
 		}
 	}
@@ -57,14 +57,14 @@ func (r *registry) snapshotLeases(handles []chunkfs.Handle, version versionOf, p
 			continue
 		}
 		ci := r.chunks[h]
-		if ci == nil || ci.primary == nil || !now.Before(ci.expiry) {
+		if ci == nil || !r.leased(ci, now) {
 			continue
 		}
 		if primary, _ := r.lease(h, now); primary != nil && primary.chunks.at(h) == cur {
 			p.revoke = append(p.revoke, h)
 			continue
 		}
-		p.wait = later(p.wait, ci.expiry)
+		p.wait = later(p.wait, r.timeOf(ci.expiry))
 	}
 	return p
 }

@@ -394,7 +394,7 @@ func (s *registryScenario) run(f []string) {
 			break
 		}
 		ci := r.chunks[h]
-		s.printf("adopted %s for %v", ci.primary.id, ci.expiry.Sub(s.now))
+		s.printf("adopted %s for %v", ci.primary.id, r.timeOf(ci.expiry).Sub(s.now))
 	case "extend":
 		s.printf("extended %v", r.extend(s.server(f[1]), []chunkfs.Handle{s.handle(f[2])}, s.now, 10*time.Second))
 	case "no-adoption":
