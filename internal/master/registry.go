@@ -115,7 +115,8 @@ type registry struct {
 	// dirty holds the chunks whose replica set changed since plan last
 	// found them healthy: plan looks only at these, and at every chunk
 	// on a full sweep.
-	dirty map[chunkfs.Handle]struct{}
+	dirty     map[chunkfs.Handle]struct{}
+	dirtyPeak int // the most chunks dirty at once since the map was made (tidyDirty)
 
 	adoption adoptRule // which reported leases a new leader adopts (registry_leases.go)
 
@@ -167,15 +168,43 @@ func (r *registry) info(h chunkfs.Handle) *chunkInfo {
 	if ci == nil {
 		ci = &chunkInfo{}
 		r.chunks[h] = ci
-		r.dirty[h] = struct{}{}
+		r.markDirty(h)
 	}
 	return ci
+}
+
+// markDirty notes that h's replica set changed: plan looks at it next.
+func (r *registry) markDirty(h chunkfs.Handle) {
+	r.dirty[h] = struct{}{}
+	r.dirtyPeak = max(r.dirtyPeak, len(r.dirty))
+}
+
+// Bounds of tidyDirty: a dirty set that held more than tidyFrom chunks
+// is made again once it holds under a tidyShrink-th of its peak.
+const (
+	tidyFrom   = 4096
+	tidyShrink = 8
+)
+
+// tidyDirty makes the dirty set again, at its size, once it has emptied
+// from a large one: a Go map never gives back its table, and a mass
+// registration (a master's restart) leaves every chunk in it until the
+// first plan, some 10 bytes a chunk kept for good.
+func (r *registry) tidyDirty() {
+	if r.dirtyPeak <= tidyFrom || len(r.dirty) >= r.dirtyPeak/tidyShrink {
+		return
+	}
+	fresh := make(map[chunkfs.Handle]struct{}, len(r.dirty))
+	for h := range r.dirty {
+		fresh[h] = struct{}{}
+	}
+	r.dirty, r.dirtyPeak = fresh, len(fresh)
 }
 
 // addReplica records that s holds version v of h.
 func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
 	s.chunks.set(h, v)
-	r.dirty[h] = struct{}{}
+	r.markDirty(h)
 	ci := r.info(h)
 	if !slices.Contains(ci.holders, s) {
 		ci.holders = append(ci.holders, s)
@@ -195,7 +224,7 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 	}
 	n := len(ci.holders)
 	ci.holders = slices.DeleteFunc(ci.holders, func(x *server) bool { return x == s })
-	r.dirty[h] = struct{}{}
+	r.markDirty(h)
 	if len(ci.holders) < n && r.leased(ci, now) {
 		ci.fence = true
 	}

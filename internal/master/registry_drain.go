@@ -25,7 +25,7 @@ func (r *registry) setDraining(ids []string) {
 	for id, s := range r.servers {
 		if next[id] != r.drain[id] {
 			for h := range s.chunks.all() {
-				r.dirty[h] = struct{}{}
+				r.markDirty(h)
 			}
 		}
 	}

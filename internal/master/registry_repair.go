@@ -97,13 +97,13 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		live := len(r.counted(h, v))
 		switch {
 		case ci.clone != nil && ci.clone.move:
-			r.dirty[h] = struct{}{} // its source is trimmed when it ends
+			r.markDirty(h) // its source is trimmed when it ends
 		case ci.clone != nil:
 			level = min(level, ci.clone.live)
 		case ci.busy > 0 || len(all) == 0 || r.leaseOutstanding(h, now):
-			r.dirty[h] = struct{}{} // look again next time
+			r.markDirty(h) // look again next time
 		case live < want:
-			r.dirty[h] = struct{}{}
+			r.markDirty(h)
 			needs = append(needs, placement.Repair{Handle: uint64(h), Live: live, Want: want, Blocked: r.blocked(h, now)})
 		case live > want:
 			ci.corrupt = 0 // replaced, however: by a clone or a server back with a good copy
@@ -147,6 +147,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 			}
 		}
 	}
+	r.tidyDirty()
 	placement.RepairOrder(needs)
 	var orders []cloneOrder
 	waiting := false // a repair waits for a clone slot
