@@ -32,7 +32,8 @@ type server struct {
 	recent         placement.Recency            // its decaying count of chunks created on it
 	forwards       placement.Recency            // its decaying count of new chunks' chains it forwards in (chain_order.go)
 	again          bool                         // to be told to register again at its next heartbeat
-	held           map[chunkfs.Handle]heldLease // leases it last reported holding as primary (registry_leases.go)
+	held           map[chunkfs.Handle]leaseLeft // leases it last reported holding as primary (registry_leases.go)
+	heldAt         time.Time                    // when the master received that report
 	cloning        int                          // clones in flight with it as target
 	sourcing       int                          // clones in flight with it as source
 	moveIn         int64                        // bytes of balancer moves in flight to it

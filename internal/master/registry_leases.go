@@ -220,6 +220,13 @@ func (r *registry) dropSecondary(h chunkfs.Handle, v chunkfs.Version, s *server,
 // primary and its extensions are answered. A chunk whose primary it cannot
 // confirm waits for the hold to end as before.
 
+// leaseLeft is a lease a server reported holding as primary, as kept
+// for each chunk: the report's time is kept once for all (server.heldAt).
+type leaseLeft struct {
+	version chunkfs.Version
+	left    time.Duration // time left when the master received the report, by the server's clock
+}
+
 // heldLease is a lease a server reported holding as primary.
 type heldLease struct {
 	version chunkfs.Version
@@ -260,13 +267,19 @@ func (r *registry) setHold(until time.Time, floor chunkfs.Handle) {
 // recordHeld replaces what s last reported holding by leases, received at now.
 func (r *registry) recordHeld(s *server, leases []heldReport, now time.Time) {
 	if len(leases) == 0 {
-		s.held = nil
+		s.held, s.heldAt = nil, time.Time{}
 		return
 	}
-	s.held = make(map[chunkfs.Handle]heldLease, len(leases))
+	s.held, s.heldAt = make(map[chunkfs.Handle]leaseLeft, len(leases)), now
 	for _, l := range leases {
-		s.held[l.handle] = heldLease{version: l.version, at: now, left: max(l.left, 0)}
+		s.held[l.handle] = leaseLeft{version: l.version, left: max(l.left, 0)}
 	}
+}
+
+// reported returns the lease s last reported holding on h, if any.
+func (s *server) reported(h chunkfs.Handle) (heldLease, bool) {
+	l, ok := s.held[h]
+	return heldLease{version: l.version, at: s.heldAt, left: l.left}, ok
 }
 
 // sureUntil is when the lease reported in l surely still holds: the report
@@ -335,7 +348,7 @@ func (r *registry) soleReporter(h chunkfs.Handle, now time.Time) (*server, heldL
 	var one *server
 	var lease heldLease
 	for _, s := range r.servers {
-		l, ok := s.held[h]
+		l, ok := s.reported(h)
 		if !ok || !now.Before(r.adoption.endsBy(l)) {
 			continue
 		}

@@ -437,8 +437,11 @@ func TestHeartbeatAdoptsOnlyOnTheLeader(t *testing.T) {
 	if got := r.heartbeat(b, version, now, 10*time.Second, false); len(got.adopted) > 0 || len(got.extended) > 0 {
 		t.Fatalf("a follower adopted %v and extended %v", got.adopted, got.extended)
 	}
-	if p, _ := r.lease(7, now); p != nil || s.held[7].version != 4 {
-		t.Fatalf("follower: lease on record %v, report %+v", p, s.held[7])
+	if l, _ := s.reported(7); l.version != 4 {
+		t.Fatalf("follower: report %+v", l)
+	}
+	if p, _ := r.lease(7, now); p != nil {
+		t.Fatalf("follower: lease on record %v", p)
 	}
 	got := r.heartbeat(b, version, now, 10*time.Second, true)
 	if !slices.Equal(got.adopted, []chunkfs.Handle{7}) || len(got.extended) != 0 {
