@@ -208,9 +208,22 @@ func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
 	r.markDirty(h)
 	ci := r.info(h)
 	if !slices.Contains(ci.holders, s) {
-		ci.holders = append(ci.holders, s)
+		ci.holders = appendExact(ci.holders, s)
 	}
 	r.recount(h)
+}
+
+// appendExact appends s to holders, growing it by one only: a chunk has
+// a few holders, and append's doubling would give three of them room for
+// four, 8 bytes a chunk.
+func appendExact(holders []*server, s *server) []*server {
+	if len(holders) < cap(holders) {
+		return append(holders, s)
+	}
+	grown := make([]*server, len(holders)+1)
+	copy(grown, holders)
+	grown[len(holders)] = s
+	return grown
 }
 
 // dropReplica forgets s's replica of h. A lease s holds on h is kept on
