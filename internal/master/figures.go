@@ -50,7 +50,7 @@ func (m *Master) Figures() Figures {
 	m.regMu.Lock()
 	defer m.regMu.Unlock()
 	f.MetadataBytes += registryBytes(m.reg.sizes())
-	for _, ci := range m.reg.chunks {
+	for _, ci := range m.reg.chunks.all() {
 		if m.reg.leased(ci, now) {
 			f.Leases++
 		}
@@ -126,7 +126,7 @@ func (m *Master) Problems(limit int) []ChunkProblem {
 				return
 			}
 			p := ChunkProblem{Handle: h, Version: v, Live: hl.live, Want: repl, Corrupt: hl.corrupt}
-			if pc := m.reg.chunks[h].clone; hl.cloning && pc != nil {
+			if pc := m.reg.chunks.get(h).clone; hl.cloning && pc != nil {
 				p.Source, p.Target = pc.source.addr, pc.target.addr
 			}
 			out = append(out, p)

@@ -109,7 +109,7 @@ type pendingClone struct {
 type registry struct {
 	servers map[string]*server
 	byAddr  map[string]*server
-	chunks  map[chunkfs.Handle]*chunkInfo
+	chunks  chunkTable // registry_chunks.go
 	rng     *rand.Rand
 	doubts  uint64 // counts doubt calls, to tell a doubt from a later one
 
@@ -155,7 +155,6 @@ func newRegistry(seed uint64) *registry {
 	return &registry{
 		servers:  make(map[string]*server),
 		byAddr:   make(map[string]*server),
-		chunks:   make(map[chunkfs.Handle]*chunkInfo),
 		dirty:    make(map[chunkfs.Handle]struct{}),
 		rng:      rand.New(rand.NewPCG(seed, 0x636b6673)),
 		bal:      balancer{on: true, threshold: DefaultBalanceThreshold, maxMoves: DefaultMaxMoves},
@@ -165,10 +164,10 @@ func newRegistry(seed uint64) *registry {
 
 // info returns h's record, creating it.
 func (r *registry) info(h chunkfs.Handle) *chunkInfo {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil {
 		ci = &chunkInfo{}
-		r.chunks[h] = ci
+		r.chunks.put(h, ci)
 		r.markDirty(h)
 	}
 	return ci
@@ -232,7 +231,7 @@ func appendExact(holders []*server, s *server) []*server {
 // is out, the chunk is fenced: its next write needs a new version.
 func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 	s.chunks.remove(h)
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil {
 		return
 	}
@@ -249,7 +248,7 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 // gc deletes h's record once nothing in it matters.
 func (r *registry) gc(h chunkfs.Handle, ci *chunkInfo) {
 	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 && ci.clone == nil && ci.busy == 0 && ci.corrupt == 0 {
-		delete(r.chunks, h)
+		r.chunks.remove(h)
 		delete(r.blockedAt, h)
 	}
 }
@@ -295,7 +294,7 @@ func (r *registry) dropServer(s *server, now time.Time) {
 
 // replicas returns the live servers holding version v of h.
 func (r *registry) replicas(h chunkfs.Handle, v chunkfs.Version) []*server {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil {
 		return nil
 	}
@@ -311,7 +310,7 @@ func (r *registry) replicas(h chunkfs.Handle, v chunkfs.Version) []*server {
 // lease returns h's primary if its lease is valid at now and the primary
 // is alive and still holds the chunk.
 func (r *registry) lease(h chunkfs.Handle, now time.Time) (*server, time.Time) {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil || !r.leased(ci, now) || !ci.primary.alive || !slices.Contains(ci.holders, ci.primary) {
 		return nil, time.Time{}
 	}
@@ -320,7 +319,7 @@ func (r *registry) lease(h chunkfs.Handle, now time.Time) (*server, time.Time) {
 
 // placed reports whether the master knows a replica of h (live or not).
 func (r *registry) placed(h chunkfs.Handle) bool {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	return ci != nil && len(ci.holders) > 0
 }
 
@@ -349,7 +348,7 @@ func (s *server) queuedSet() map[chunkfs.Handle]struct{} {
 // every server holding them.
 func (r *registry) forget(handles []chunkfs.Handle, now time.Time) {
 	for _, h := range handles {
-		ci := r.chunks[h]
+		ci := r.chunks.get(h)
 		if ci == nil {
 			continue
 		}
@@ -360,7 +359,7 @@ func (r *registry) forget(handles []chunkfs.Handle, now time.Time) {
 		if c := ci.clone; c != nil {
 			r.queueGarbage(c.target, h) // whatever it stores is garbage
 		}
-		delete(r.chunks, h)
+		r.chunks.remove(h)
 		delete(r.blockedAt, h)
 	}
 }
@@ -473,5 +472,5 @@ func (r *registry) sizes() (records, replicas int64) {
 	for _, s := range r.servers {
 		replicas += int64(s.chunks.len())
 	}
-	return int64(len(r.chunks)), replicas
+	return int64(r.chunks.len()), replicas
 }

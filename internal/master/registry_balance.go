@@ -129,7 +129,7 @@ func (r *registry) movable(from, to *server, lookup chunkLookup, now time.Time) 
 			continue
 		}
 		v, want, length, ok := lookup(h)
-		ci := r.chunks[h]
+		ci := r.chunks.get(h)
 		if !ok || held != v || length <= 0 || ci == nil || ci.clone != nil || ci.busy > 0 || r.leaseOutstanding(h, now) {
 			continue
 		}

@@ -31,7 +31,7 @@ type leaseDecision struct {
 // that missed a mutation is stale by version when it comes back. A lease
 // held by a primary the master cannot use is waited out.
 func (r *registry) grantable(h chunkfs.Handle, cur chunkfs.Version, now time.Time) leaseDecision {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	primary, _ := r.lease(h, now)
 	valid := primary != nil && primary.chunks.at(h) == cur
 	replicas := r.replicas(h, cur)
@@ -67,7 +67,7 @@ func (r *registry) grantOrder(replicas []*server, primary *server) []*server {
 // nextVersion returns a version above cur and above every version ever
 // told for h, so that no two grants share one.
 func (r *registry) nextVersion(h chunkfs.Handle, cur chunkfs.Version) chunkfs.Version {
-	if ci := r.chunks[h]; ci != nil {
+	if ci := r.chunks.get(h); ci != nil {
 		cur = max(cur, ci.told)
 	}
 	return cur + 1
@@ -85,12 +85,12 @@ func (r *registry) noteTold(h chunkfs.Handle, v chunkfs.Version) {
 // planned now could target a server the grant is creating it on).
 func (r *registry) beginCalls(h chunkfs.Handle, v chunkfs.Version) {
 	r.noteTold(h, v)
-	r.chunks[h].busy++
+	r.chunks.get(h).busy++
 }
 
 // endCalls undoes beginCalls.
 func (r *registry) endCalls(h chunkfs.Handle) {
-	if ci := r.chunks[h]; ci != nil {
+	if ci := r.chunks.get(h); ci != nil {
 		ci.busy--
 		r.gc(h, ci)
 	}
@@ -132,7 +132,7 @@ func (r *registry) recordLease(h chunkfs.Handle, primary *server, expiry time.Ti
 
 // revoke forgets h's lease (a truncation's new version ends it).
 func (r *registry) revoke(h chunkfs.Handle) {
-	if ci := r.chunks[h]; ci != nil {
+	if ci := r.chunks.get(h); ci != nil {
 		ci.primary, ci.fence = nil, false
 	}
 }
@@ -143,7 +143,7 @@ func (r *registry) revoke(h chunkfs.Handle) {
 func (r *registry) extend(s *server, handles []chunkfs.Handle, now time.Time, d time.Duration) []chunkfs.Handle {
 	var out []chunkfs.Handle
 	for _, h := range handles {
-		ci := r.chunks[h]
+		ci := r.chunks.get(h)
 		if ci != nil && ci.primary == s && r.leased(ci, now) && !ci.fence {
 			ci.expiry = r.stampOf(now.Add(d))
 			out = append(out, h)
@@ -155,14 +155,14 @@ func (r *registry) extend(s *server, handles []chunkfs.Handle, now time.Time, d 
 // leaseOutstanding reports whether a lease on h might still be held, by a
 // live server or not.
 func (r *registry) leaseOutstanding(h chunkfs.Handle, now time.Time) bool {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	return ci != nil && r.leased(ci, now)
 }
 
 // primaryAt returns h's recorded primary (live or not) while its lease may
 // be held at now and its address is addr; nil otherwise.
 func (r *registry) primaryAt(h chunkfs.Handle, addr string, now time.Time) *server {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil || !r.leased(ci, now) || ci.primary.addr != addr {
 		return nil
 	}
@@ -175,7 +175,7 @@ func (r *registry) primaryAt(h chunkfs.Handle, addr string, now time.Time) *serv
 // a primary that is alive after all cannot complete a write at the old
 // version any more, since every secondary applies only at its own version.
 func (r *registry) dropPrimary(h chunkfs.Handle, primary *server, now time.Time) {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil || ci.primary != primary {
 		return
 	}
@@ -308,7 +308,7 @@ func (a adoptRule) endsBy(l heldLease) time.Time {
 // at cur from that server, adopted now or before.
 func (r *registry) adopt(h chunkfs.Handle, cur chunkfs.Version, now time.Time) bool {
 	a := r.adoption
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if !a.on || h >= a.floor || !now.Before(a.until) || ci == nil {
 		return false
 	}

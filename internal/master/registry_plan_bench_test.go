@@ -33,7 +33,7 @@ func BenchmarkPlanAfterRegistration(b *testing.B) {
 			for range b.N {
 				if tc.first {
 					b.StopTimer()
-					for h := range r.chunks {
+					for h := range r.chunks.all() {
 						r.dirty[h] = struct{}{}
 					}
 					b.StartTimer()

@@ -120,13 +120,13 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		}
 	}
 	if full {
-		for h, ci := range r.chunks {
+		for h, ci := range r.chunks.all() {
 			examine(h, ci)
 			step()
 		}
 	} else {
 		for h := range r.dirty {
-			if ci := r.chunks[h]; ci != nil {
+			if ci := r.chunks.get(h); ci != nil {
 				examine(h, ci)
 			} else {
 				delete(r.dirty, h)
@@ -142,7 +142,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		needs = nil
 		for _, n := range found {
 			h := chunkfs.Handle(n.Handle)
-			if ci := r.chunks[h]; ci != nil {
+			if ci := r.chunks.get(h); ci != nil {
 				examine(h, ci)
 			}
 		}
@@ -189,7 +189,7 @@ func (r *registry) blocked(h chunkfs.Handle, now time.Time) bool {
 
 // block notes that a writer waits on h for want of live replicas.
 func (r *registry) block(h chunkfs.Handle, now time.Time) {
-	if r.chunks[h] == nil {
+	if r.chunks.get(h) == nil {
 		return
 	}
 	if r.blockedAt == nil {
@@ -249,7 +249,7 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 // cloning reports whether s is the target of a clone of h in flight (its
 // replica is incomplete until the clone answers).
 func (r *registry) cloning(h chunkfs.Handle, s *server) bool {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	return ci != nil && ci.clone != nil && ci.clone.target == s
 }
 
@@ -272,7 +272,7 @@ func (r *registry) cloneDone(h chunkfs.Handle, pc *pendingClone, length int64, e
 func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, err error, cur chunkfs.Version, exists bool, now time.Time) bool {
 	pc.source.sourcing--
 	pc.target.cloning--
-	if ci := r.chunks[h]; ci != nil && ci.clone == pc {
+	if ci := r.chunks.get(h); ci != nil && ci.clone == pc {
 		ci.clone = nil
 		defer r.gc(h, ci)
 	}
@@ -303,7 +303,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	if pc.move {
 		return true
 	}
-	if ci := r.chunks[h]; ci != nil && ci.corrupt > 0 {
+	if ci := r.chunks.get(h); ci != nil && ci.corrupt > 0 {
 		ci.corrupt--
 	}
 	r.repaired++
@@ -378,7 +378,7 @@ type chunkHealth struct {
 
 // health describes chunk h at logged version v.
 func (r *registry) health(h chunkfs.Handle, v chunkfs.Version) chunkHealth {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil {
 		return chunkHealth{}
 	}

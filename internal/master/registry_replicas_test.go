@@ -61,3 +61,44 @@ func TestReplicaSetMatchesMap(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkTableMatchesMap runs random puts and removals on a chunkTable
+// and a map side by side, and checks that all yields every record once,
+// in handle order, when records are removed as it runs.
+func TestChunkTableMatchesMap(t *testing.T) {
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		spread := []uint64{600, 1 << 14, 1 << 40}[seed%3]
+		var tab chunkTable
+		want := map[chunkfs.Handle]*chunkInfo{}
+		for range 5000 {
+			h := chunkfs.Handle(rng.Uint64N(spread))
+			switch {
+			case rng.IntN(3) > 0 && want[h] == nil:
+				ci := &chunkInfo{}
+				tab.put(h, ci)
+				want[h] = ci
+			case rng.IntN(2) == 0:
+				tab.remove(h)
+				delete(want, h)
+			}
+			if tab.get(h) != want[h] {
+				t.Fatalf("seed %d: get(%d) differs from the map", seed, h)
+			}
+		}
+		if tab.len() != len(want) {
+			t.Fatalf("seed %d: table holds %d, map %d", seed, tab.len(), len(want))
+		}
+		var seen []chunkfs.Handle
+		for h, ci := range tab.all() {
+			if want[h] != ci {
+				t.Fatalf("seed %d: all yields %d's record wrong", seed, h)
+			}
+			seen = append(seen, h)
+			tab.remove(h) // emptying pages as it runs
+		}
+		if !slices.IsSorted(seen) || len(seen) != len(want) || tab.len() != 0 || len(tab.pages) != 0 {
+			t.Fatalf("seed %d: all yielded %d of %d (sorted %v); %d left in %d pages", seed, len(seen), len(want), slices.IsSorted(seen), tab.len(), len(tab.pages))
+		}
+	}
+}

@@ -374,7 +374,7 @@ func (r *registry) corruptAt(addr string, h chunkfs.Handle, now time.Time) bool 
 
 // liveHolders counts the live servers holding a counted replica of h.
 func (r *registry) liveHolders(h chunkfs.Handle) int {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil {
 		return 0
 	}

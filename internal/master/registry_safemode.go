@@ -71,7 +71,7 @@ func (r *registry) recount(h chunkfs.Handle) {
 
 // locatedAt reports whether a live server holds version v of h.
 func (r *registry) locatedAt(h chunkfs.Handle, v chunkfs.Version) bool {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil {
 		return false
 	}

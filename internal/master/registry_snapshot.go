@@ -31,7 +31,7 @@ type snapshotPlan struct {
 func (r *registry) leaseCandidates(handles []chunkfs.Handle, pause time.Time, floor chunkfs.Handle, now time.Time) []chunkfs.Handle {
 	var out []chunkfs.Handle
 	for _, h := range handles {
-		ci := r.chunks[h]
+		ci := r.chunks.get(h)
 		if (ci != nil && r.leased(ci, now)) || (h < floor && now.Before(pause)) {
 			out = append(out, h)
 		}
@@ -56,7 +56,7 @@ func (r *registry) snapshotLeases(handles []chunkfs.Handle, version versionOf, p
 			p.wait = later(p.wait, pause)
 			continue
 		}
-		ci := r.chunks[h]
+		ci := r.chunks.get(h)
 		if ci == nil || !r.leased(ci, now) {
 			continue
 		}
@@ -85,7 +85,7 @@ func (r *registry) beginCopy(h chunkfs.Handle, v chunkfs.Version) {
 	}
 	r.copies[h] = v
 	r.noteTold(h, v)
-	r.chunks[h].busy++
+	r.chunks.get(h).busy++
 }
 
 // endCopy undoes beginCopy, once the copy is logged or abandoned.

@@ -290,7 +290,7 @@ func (s *registryScenario) run(f []string) {
 		}
 	case "done":
 		h := s.handle(f[1])
-		ci := r.chunks[h]
+		ci := r.chunks.get(h)
 		if ci == nil || ci.clone == nil {
 			s.t.Fatalf("no clone of %d in flight", h)
 		}
@@ -393,7 +393,7 @@ func (s *registryScenario) run(f []string) {
 			s.printf("wait")
 			break
 		}
-		ci := r.chunks[h]
+		ci := r.chunks.get(h)
 		s.printf("adopted %s for %v", ci.primary.id, r.timeOf(ci.expiry).Sub(s.now))
 	case "extend":
 		s.printf("extended %v", r.extend(s.server(f[1]), []chunkfs.Handle{s.handle(f[2])}, s.now, 10*time.Second))
