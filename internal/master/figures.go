@@ -54,7 +54,7 @@ func (m *Master) Figures() Figures {
 		if m.reg.leased(ci, now) {
 			f.Leases++
 		}
-		for _, s := range ci.holders {
+		for s := range ci.holders.all() {
 			if s.alive {
 				f.Replicas++
 			}
@@ -87,8 +87,8 @@ func metadataBytes(c namespace.Counts) int64 {
 // map entry) and a replica (its entry in its server's replicaSet and in
 // the chunk's holders).
 const (
-	heapPerChunkRecord = 120
-	heapPerReplica     = 18
+	heapPerChunkRecord = 104
+	heapPerReplica     = 6
 )
 
 // registryBytes is the heap a registry of records chunk records and
@@ -126,7 +126,7 @@ func (m *Master) Problems(limit int) []ChunkProblem {
 				return
 			}
 			p := ChunkProblem{Handle: h, Version: v, Live: hl.live, Want: repl, Corrupt: hl.corrupt}
-			if pc := m.reg.chunks.get(h).clone; hl.cloning && pc != nil {
+			if pc := m.reg.clones[h]; hl.cloning && pc != nil {
 				p.Source, p.Target = pc.source.addr, pc.target.addr
 			}
 			out = append(out, p)

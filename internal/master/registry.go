@@ -49,13 +49,13 @@ type disk struct {
 
 // chunkInfo is the in-memory part of a chunk: where it lives and its lease.
 // The master holds one for each of millions of chunks, so it is kept to
-// 64 bytes (TestChunkInfoSize): the lease's end as a stamp, narrow
-// counters, and what is seldom set (when a writer last waited on the
-// chunk) in a map beside it (registry.blockedAt).
+// 64 bytes (TestChunkInfoSize): three holders in place, the lease's end
+// as a stamp, narrow counters, and what is seldom set (a clone in flight,
+// when a writer last waited on the chunk) in maps beside it
+// (registry.clones, registry.blockedAt).
 type chunkInfo struct {
-	holders []*server       // servers that reported or were given a replica
+	holders holderSet       // servers that reported or were given a replica (registry_chunks.go)
 	primary *server         // lease holder, nil when none
-	clone   *pendingClone   // the clone in flight, nil when none
 	told    chunkfs.Version // highest version sent to any chunkserver
 	expiry  stamp           // lease end, when primary is set
 	busy    int32           // grants or cuts in flight: their replicas are not all recorded yet
@@ -130,8 +130,9 @@ type registry struct {
 
 	safe *safeCount // the located chunks, counted while in safe mode; nil after (registry_safemode.go)
 
-	epoch     time.Time                    // the time stamp 0 stands for (stampOf)
-	blockedAt map[chunkfs.Handle]time.Time // when a writer last waited on a chunk for want of replicas (block)
+	epoch     time.Time                        // the time stamp 0 stands for (stampOf)
+	clones    map[chunkfs.Handle]*pendingClone // the clone in flight of each chunk that has one
+	blockedAt map[chunkfs.Handle]time.Time     // when a writer last waited on a chunk for want of replicas (block)
 
 	copies map[chunkfs.Handle]chunkfs.Version // copy-on-write copies being made, not yet logged (registry_snapshot.go)
 
@@ -206,23 +207,8 @@ func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
 	s.chunks.set(h, v)
 	r.markDirty(h)
 	ci := r.info(h)
-	if !slices.Contains(ci.holders, s) {
-		ci.holders = appendExact(ci.holders, s)
-	}
+	ci.holders.add(s)
 	r.recount(h)
-}
-
-// appendExact appends s to holders, growing it by one only: a chunk has
-// a few holders, and append's doubling would give three of them room for
-// four, 8 bytes a chunk.
-func appendExact(holders []*server, s *server) []*server {
-	if len(holders) < cap(holders) {
-		return append(holders, s)
-	}
-	grown := make([]*server, len(holders)+1)
-	copy(grown, holders)
-	grown[len(holders)] = s
-	return grown
 }
 
 // dropReplica forgets s's replica of h. A lease s holds on h is kept on
@@ -235,10 +221,9 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 	if ci == nil {
 		return
 	}
-	n := len(ci.holders)
-	ci.holders = slices.DeleteFunc(ci.holders, func(x *server) bool { return x == s })
+	gone := ci.holders.remove(s)
 	r.markDirty(h)
-	if len(ci.holders) < n && r.leased(ci, now) {
+	if gone && r.leased(ci, now) {
 		ci.fence = true
 	}
 	r.recount(h)
@@ -247,7 +232,7 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 
 // gc deletes h's record once nothing in it matters.
 func (r *registry) gc(h chunkfs.Handle, ci *chunkInfo) {
-	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 && ci.clone == nil && ci.busy == 0 && ci.corrupt == 0 {
+	if ci.holders.len() == 0 && ci.primary == nil && ci.told == 0 && r.clones[h] == nil && ci.busy == 0 && ci.corrupt == 0 {
 		r.chunks.remove(h)
 		delete(r.blockedAt, h)
 	}
@@ -299,7 +284,7 @@ func (r *registry) replicas(h chunkfs.Handle, v chunkfs.Version) []*server {
 		return nil
 	}
 	var out []*server
-	for _, s := range ci.holders {
+	for s := range ci.holders.all() {
 		if s.alive && s.chunks.at(h) == v {
 			out = append(out, s)
 		}
@@ -311,7 +296,7 @@ func (r *registry) replicas(h chunkfs.Handle, v chunkfs.Version) []*server {
 // is alive and still holds the chunk.
 func (r *registry) lease(h chunkfs.Handle, now time.Time) (*server, time.Time) {
 	ci := r.chunks.get(h)
-	if ci == nil || !r.leased(ci, now) || !ci.primary.alive || !slices.Contains(ci.holders, ci.primary) {
+	if ci == nil || !r.leased(ci, now) || !ci.primary.alive || !ci.holders.contains(ci.primary) {
 		return nil, time.Time{}
 	}
 	return ci.primary, r.timeOf(ci.expiry)
@@ -320,7 +305,7 @@ func (r *registry) lease(h chunkfs.Handle, now time.Time) (*server, time.Time) {
 // placed reports whether the master knows a replica of h (live or not).
 func (r *registry) placed(h chunkfs.Handle) bool {
 	ci := r.chunks.get(h)
-	return ci != nil && len(ci.holders) > 0
+	return ci != nil && ci.holders.len() > 0
 }
 
 // queueGarbage tells s, at its next heartbeat, to delete h.
@@ -352,12 +337,13 @@ func (r *registry) forget(handles []chunkfs.Handle, now time.Time) {
 		if ci == nil {
 			continue
 		}
-		for _, s := range slices.Clone(ci.holders) {
+		for _, s := range ci.holders.appendTo(nil) {
 			r.queueGarbage(s, h)
 			r.dropReplica(s, h, now)
 		}
-		if c := ci.clone; c != nil {
+		if c := r.clones[h]; c != nil {
 			r.queueGarbage(c.target, h) // whatever it stores is garbage
+			delete(r.clones, h)
 		}
 		r.chunks.remove(h)
 		delete(r.blockedAt, h)

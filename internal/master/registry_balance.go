@@ -130,7 +130,7 @@ func (r *registry) movable(from, to *server, lookup chunkLookup, now time.Time) 
 		}
 		v, want, length, ok := lookup(h)
 		ci := r.chunks.get(h)
-		if !ok || held != v || length <= 0 || ci == nil || ci.clone != nil || ci.busy > 0 || r.leaseOutstanding(h, now) {
+		if !ok || held != v || length <= 0 || ci == nil || r.clones[h] != nil || ci.busy > 0 || r.leaseOutstanding(h, now) {
 			continue
 		}
 		if to.chunks.has(h) {
@@ -177,7 +177,8 @@ func containsHandle(hs []chunkfs.Handle, h chunkfs.Handle) bool {
 func (r *registry) startMove(h chunkfs.Handle, v chunkfs.Version, length int64, want int, from, to *server, now time.Time) cloneOrder {
 	live := len(r.counted(h, v))
 	pc := &pendingClone{target: to, source: from, version: v, started: now, live: live, move: true, length: length, want: want}
-	r.info(h).clone = pc
+	r.info(h)
+	r.setClone(h, pc)
 	from.sourcing++
 	to.cloning++
 	from.moveOut += length

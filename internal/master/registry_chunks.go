@@ -90,3 +90,93 @@ func (t *chunkTable) all() iter.Seq2[chunkfs.Handle, *chunkInfo] {
 		}
 	}
 }
+
+// holderSet is the servers holding a chunk's replicas, in the order
+// they were added: the first three in place (a chunk's usual
+// replication, with no allocation of their own), any more in a slice
+// beside.
+type holderSet struct {
+	few  [3]*server // filled from the start
+	more *[]*server // the fourth on, nil when none
+}
+
+// len returns how many servers the set holds.
+func (hs *holderSet) len() int {
+	n := 0
+	for n < len(hs.few) && hs.few[n] != nil {
+		n++
+	}
+	if hs.more != nil {
+		n += len(*hs.more)
+	}
+	return n
+}
+
+// all yields the servers in the order they were added. The set must not
+// change while it runs.
+func (hs *holderSet) all() iter.Seq[*server] {
+	return func(yield func(*server) bool) {
+		for _, s := range hs.few {
+			if s == nil || !yield(s) {
+				return
+			}
+		}
+		if hs.more != nil {
+			for _, s := range *hs.more {
+				if !yield(s) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// appendTo appends the servers to buf.
+func (hs *holderSet) appendTo(buf []*server) []*server {
+	for s := range hs.all() {
+		buf = append(buf, s)
+	}
+	return buf
+}
+
+// contains reports whether s is in the set.
+func (hs *holderSet) contains(s *server) bool {
+	for x := range hs.all() {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// add puts s at the end of the set, if it is not there.
+func (hs *holderSet) add(s *server) {
+	if hs.contains(s) {
+		return
+	}
+	for i, x := range hs.few {
+		if x == nil {
+			hs.few[i] = s
+			return
+		}
+	}
+	if hs.more == nil {
+		hs.more = new([]*server)
+	}
+	*hs.more = append(*hs.more, s)
+}
+
+// remove takes s out of the set, keeping the others' order, and reports
+// whether it was there.
+func (hs *holderSet) remove(s *server) bool {
+	if !hs.contains(s) {
+		return false
+	}
+	var buf [8]*server
+	rest := slices.DeleteFunc(hs.appendTo(buf[:0]), func(x *server) bool { return x == s })
+	*hs = holderSet{}
+	for _, x := range rest {
+		hs.add(x)
+	}
+	return true
+}

@@ -322,7 +322,7 @@ func (r *registry) adopt(h chunkfs.Handle, cur chunkfs.Version, now time.Time) b
 	if s == nil || !s.alive || l.version != cur || s.chunks.at(h) != cur || !now.Before(a.sureUntil(l)) {
 		return false
 	}
-	for _, x := range ci.holders {
+	for x := range ci.holders.all() {
 		if x.chunks.at(h) > cur {
 			return false
 		}

@@ -96,10 +96,10 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		all := r.replicas(h, v)
 		live := len(r.counted(h, v))
 		switch {
-		case ci.clone != nil && ci.clone.move:
+		case r.clones[h] != nil && r.clones[h].move:
 			r.markDirty(h) // its source is trimmed when it ends
-		case ci.clone != nil:
-			level = min(level, ci.clone.live)
+		case r.clones[h] != nil:
+			level = min(level, r.clones[h].live)
 		case ci.busy > 0 || len(all) == 0 || r.leaseOutstanding(h, now):
 			r.markDirty(h) // look again next time
 		case live < want:
@@ -238,7 +238,8 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	}
 	source, target := holders[si], others[ti]
 	pc := &pendingClone{target: target, source: source, version: v, started: now, live: live}
-	r.info(h).clone = pc
+	r.info(h)
+	r.setClone(h, pc)
 	source.sourcing++
 	target.cloning++
 	r.repairing++
@@ -246,11 +247,19 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 		targetAddr: target.addr, sourceAddr: source.addr}, true, false
 }
 
+// setClone records pc as h's clone in flight.
+func (r *registry) setClone(h chunkfs.Handle, pc *pendingClone) {
+	if r.clones == nil {
+		r.clones = make(map[chunkfs.Handle]*pendingClone)
+	}
+	r.clones[h] = pc
+}
+
 // cloning reports whether s is the target of a clone of h in flight (its
 // replica is incomplete until the clone answers).
 func (r *registry) cloning(h chunkfs.Handle, s *server) bool {
-	ci := r.chunks.get(h)
-	return ci != nil && ci.clone != nil && ci.clone.target == s
+	pc := r.clones[h]
+	return pc != nil && pc.target == s
 }
 
 // cloneDone records the end of clone pc of h: on success, if the chunk
@@ -272,8 +281,8 @@ func (r *registry) cloneDone(h chunkfs.Handle, pc *pendingClone, length int64, e
 func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, err error, cur chunkfs.Version, exists bool, now time.Time) bool {
 	pc.source.sourcing--
 	pc.target.cloning--
-	if ci := r.chunks.get(h); ci != nil && ci.clone == pc {
-		ci.clone = nil
+	if ci := r.chunks.get(h); ci != nil && r.clones[h] == pc {
+		delete(r.clones, h)
 		defer r.gc(h, ci)
 	}
 	t := pc.target
@@ -382,5 +391,5 @@ func (r *registry) health(h chunkfs.Handle, v chunkfs.Version) chunkHealth {
 	if ci == nil {
 		return chunkHealth{}
 	}
-	return chunkHealth{live: len(r.replicas(h, v)), cloning: ci.clone != nil, corrupt: int(ci.corrupt)}
+	return chunkHealth{live: len(r.replicas(h, v)), cloning: r.clones[h] != nil, corrupt: int(ci.corrupt)}
 }

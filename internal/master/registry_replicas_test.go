@@ -102,3 +102,33 @@ func TestChunkTableMatchesMap(t *testing.T) {
 		}
 	}
 }
+
+// TestHolderSetMatchesSlice adds and removes servers at random in a
+// holderSet and a slice, and checks they hold the same, in order.
+func TestHolderSetMatchesSlice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	servers := make([]*server, 7)
+	for i := range servers {
+		servers[i] = &server{id: string(rune('a' + i))}
+	}
+	var hs holderSet
+	var want []*server
+	for range 5000 {
+		s := servers[rng.IntN(len(servers))]
+		if rng.IntN(2) == 0 {
+			hs.add(s)
+			if !slices.Contains(want, s) {
+				want = append(want, s)
+			}
+		} else {
+			gone := hs.remove(s)
+			if gone != slices.Contains(want, s) {
+				t.Fatalf("remove(%s) = %v", s.id, gone)
+			}
+			want = slices.DeleteFunc(want, func(x *server) bool { return x == s })
+		}
+		if got := hs.appendTo(nil); !slices.Equal(got, want) || hs.len() != len(want) || hs.contains(s) != slices.Contains(want, s) {
+			t.Fatalf("set holds %d servers, want %d in order", hs.len(), len(want))
+		}
+	}
+}

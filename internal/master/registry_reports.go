@@ -379,7 +379,7 @@ func (r *registry) liveHolders(h chunkfs.Handle) int {
 		return 0
 	}
 	n := 0
-	for _, s := range ci.holders {
+	for s := range ci.holders.all() {
 		if s.alive {
 			n++
 		}

@@ -75,7 +75,7 @@ func (r *registry) locatedAt(h chunkfs.Handle, v chunkfs.Version) bool {
 	if ci == nil {
 		return false
 	}
-	for _, s := range ci.holders {
+	for s := range ci.holders.all() {
 		if s.alive && s.chunks.at(h) == v {
 			return true
 		}

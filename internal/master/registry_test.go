@@ -291,7 +291,7 @@ func (s *registryScenario) run(f []string) {
 	case "done":
 		h := s.handle(f[1])
 		ci := r.chunks.get(h)
-		if ci == nil || ci.clone == nil {
+		if ci == nil || r.clones[h] == nil {
 			s.t.Fatalf("no clone of %d in flight", h)
 		}
 		var err error
@@ -311,7 +311,7 @@ func (s *registryScenario) run(f []string) {
 		if c != nil {
 			v = c.v
 		}
-		pc := ci.clone
+		pc := r.clones[h]
 		counted, trimmed := r.cloneDone(h, pc, 1000, err, v, c != nil, s.now)
 		if trimmed {
 			s.printf("counted=%v trimmed %s", counted, pc.source.id)
