@@ -123,11 +123,7 @@ func (r *registry) nextMove(cfg placement.Config, lookup chunkLookup, maxClones 
 // deleted, or in doubt) nowhere on to, whose rack spread the move keeps,
 // and small enough not to overshoot (narrows).
 func (r *registry) movable(from, to *server, lookup chunkLookup, now time.Time) (chunkfs.Handle, bool) {
-	var best chunkfs.Handle
-	for h, held := range from.chunks.all() {
-		if best != 0 && h > best {
-			continue
-		}
+	for h, held := range from.chunks.all() { // in handle order: the first found is the lowest
 		v, want, length, ok := lookup(h)
 		ci := r.chunks.get(h)
 		if !ok || held != v || length <= 0 || ci == nil || r.clones[h] != nil || ci.busy > 0 || r.leaseOutstanding(h, now) {
@@ -148,10 +144,10 @@ func (r *registry) movable(from, to *server, lookup chunkLookup, now time.Time) 
 			racks[i] = s.rack
 		}
 		if placement.KeepsSpread(racks, from.rack, to.rack) && narrows(from, to, length) {
-			best = h
+			return h, true
 		}
 	}
-	return best, best != 0
+	return 0, false
 }
 
 // narrows reports whether moving length bytes from one server to another
