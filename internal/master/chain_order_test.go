@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/placement"
 )
 
@@ -16,7 +15,7 @@ func registryOf(n int) *registry {
 	r := newRegistry(uint64(time.Unix(1000, 0).UnixNano()))
 	for i := range n {
 		s := &server{id: fmt.Sprintf("cs%02d", i+1), addr: fmt.Sprintf("10.0.1.%d:7001", i+1), capacity: 1 << 40, free: 1 << 40,
-			alive: true, chunks: map[chunkfs.Handle]chunkfs.Version{}}
+			alive: true}
 		r.servers[s.id], r.byAddr[s.addr] = s, s
 	}
 	return r

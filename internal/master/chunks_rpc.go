@@ -61,7 +61,7 @@ func (m service) GetChunks(ctx context.Context, req *pb.GetChunksRequest) (*pb.G
 func (m *Master) locationLocked(ch namespace.Chunk, now time.Time) *pb.ChunkLocation {
 	loc := &pb.ChunkLocation{Index: ch.Index, Handle: uint64(ch.Handle), Version: uint64(ch.Version)}
 	primary, expiry := m.reg.lease(ch.Handle, now)
-	if primary != nil && primary.chunks[ch.Handle] == ch.Version {
+	if primary != nil && primary.chunks.at(ch.Handle) == ch.Version {
 		loc.Primary = primary.addr
 		loc.LeaseExpiryMs = max((expiry.Sub(now) - m.leaseSlack()).Milliseconds(), 1)
 		loc.Replicas = append(loc.Replicas, primary.addr)
