@@ -37,9 +37,8 @@ func carrierOf(f File) (modTimeCarrier, bool) {
 // just before the data, at close or fsync. The time rides on the data's
 // commit (one log entry rather than two, a third of a small file's
 // metadata syncs), and the file's attributes after it are returned. It
-// returns nil, having changed nothing but pushed the data, when that does
-// not apply or the commit did not set exactly t (another writer's commit
-// came after): the caller then sets the time as any setattr.
+// returns nil when that does not apply, or the closer found that it did
+// not (asyncclose.go): the caller then sets the time as any setattr.
 func (n *node) carryModTime(ctx context.Context, h *handle, a SetAttr) (*chunkfs.FileInfo, error) {
 	if a.MTime == nil || a.ATime != nil || a.TimesNow || a.Size != nil || a.Perm != nil || a.UID != nil || a.GID != nil ||
 		h == nil || !h.write || h.w == nil || !h.w.hasDirty() {
@@ -54,18 +53,5 @@ func (n *node) carryModTime(ctx context.Context, h *handle, a SetAttr) (*chunkfs
 			return nil, nil // its commit could come after ours and set now
 		}
 	}
-	t := *a.MTime
-	mc.ModTimeAtCommit(t)
-	if err := n.flushAll(ctx); err != nil {
-		mc.ModTimeAtCommit(time.Time{})
-		return nil, err
-	}
-	if mc.ModTimeAtCommit(time.Time{}) {
-		return nil, nil // no flush took it
-	}
-	fi, err := n.m.b.Stat(ctx, chunkfs.Root, n.path())
-	if err != nil || !fi.MTime.Equal(t) {
-		return nil, err
-	}
-	return fi, nil
+	return n.m.closer.carry(ctx, h, mc, *a.MTime)
 }
