@@ -69,6 +69,7 @@ func (syncClose) carry(ctx context.Context, h *handle, mc modTimeCarrier, t time
 	if err != nil || !fi.MTime.Equal(t) {
 		return nil, err
 	}
+	n.noteCommitted(fi)
 	return fi, nil
 }
 

@@ -55,3 +55,27 @@ func (n *node) carryModTime(ctx context.Context, h *handle, a SetAttr) (*chunkfs
 	}
 	return n.m.closer.carry(ctx, h, mc, *a.MTime)
 }
+
+// committed is a file's attributes as the commit of its data through this
+// mount left them, at the node's write generation gen.
+type committed struct {
+	fi  chunkfs.FileInfo
+	gen uint64
+}
+
+// noteCommitted keeps fi, the attributes of n just after its data's
+// commit, for takeCommitted: the close that follows the kernel's mtime
+// setattr records that version without asking again.
+func (n *node) noteCommitted(fi *chunkfs.FileInfo) {
+	n.committed.Store(&committed{fi: *fi, gen: n.generation()})
+}
+
+// takeCommitted returns n's attributes as its last commit left them, if
+// no write or truncation through this mount came since, or else asks the
+// cluster.
+func (n *node) takeCommitted(ctx context.Context) (*chunkfs.FileInfo, error) {
+	if c := n.committed.Swap(nil); c != nil && c.gen == n.generation() {
+		return &c.fi, nil
+	}
+	return n.m.b.Stat(ctx, chunkfs.Root, n.path())
+}

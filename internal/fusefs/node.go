@@ -140,6 +140,9 @@ type node struct {
 	// noted is the directory's attributes as this mount's last unlink in
 	// it left them, for the next Getattr (mount.noteAttr).
 	noted atomic.Pointer[attrNote]
+	// committed is the file's attributes after its last commit through
+	// this mount, for the close that follows (takeCommitted).
+	committed atomic.Pointer[committed]
 }
 
 // version identifies the contents of a file for io-cache: unchanged size
