@@ -64,7 +64,8 @@ type Config struct {
 	// Master is the host:port of the master, or of each master of a
 	// highly available group, separated by commas ("a:7070,b:7070,c:7070"):
 	// calls go to the leader, following "not the leader" answers and
-	// skipping masters that cannot be reached.
+	// skipping masters that cannot be reached. A call no master received
+	// (one master restarting, say) is tried again until its deadline.
 	Master string
 	// LeaderReads sends every call to a group's leader, none to its
 	// observers (which otherwise take stat, list and chunk look-ups).
