@@ -134,15 +134,23 @@ func (a *asyncClose) push(ino uint64, h *handle) {
 }
 
 // carry leaves t to the push that close starts, and answers the file's
-// attributes as they will be: the cluster's, with the writes' end and t.
+// attributes as they will be after it, without asking the cluster: those
+// last answered to the kernel, with the writes' end (Setattr adds it) and
+// t. Another mount's change since shows after AttrTimeout, as any.
 func (a *asyncClose) carry(ctx context.Context, h *handle, mc modTimeCarrier, t time.Time) (*chunkfs.FileInfo, error) {
 	n := h.n
-	fi, err := n.m.b.Stat(ctx, chunkfs.Root, n.path())
-	if err != nil {
-		return nil, err
+	fi := n.lastSeen()
+	if fi == nil {
+		var err error
+		if fi, err = n.m.b.Stat(ctx, chunkfs.Root, n.path()); err != nil {
+			return nil, err
+		}
 	}
 	mc.ModTimeAtCommit(t)
 	fi.MTime = t
+	if fi.CTime.Before(t) {
+		fi.CTime = t
+	}
 	return fi, nil
 }
 

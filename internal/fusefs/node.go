@@ -143,6 +143,8 @@ type node struct {
 	// committed is the file's attributes after its last commit through
 	// this mount, for the close that follows (takeCommitted).
 	committed atomic.Pointer[committed]
+	// seen is the attributes last answered to the kernel (sawAttr).
+	seen atomic.Pointer[chunkfs.FileInfo]
 }
 
 // version identifies the contents of a file for io-cache: unchanged size
@@ -215,6 +217,18 @@ func (n *node) sawAttr(fi *chunkfs.FileInfo) {
 	if end := n.dirtyEnd(); end > fi.Length {
 		fi.Length = end
 	}
+	seen := *fi
+	n.seen.Store(&seen)
+}
+
+// lastSeen returns a copy of the attributes sawAttr last saw, or nil.
+func (n *node) lastSeen() *chunkfs.FileInfo {
+	fi := n.seen.Load()
+	if fi == nil {
+		return nil
+	}
+	c := *fi
+	return &c
 }
 
 var _ = (gofs.NodeOnForgetter)((*node)(nil))

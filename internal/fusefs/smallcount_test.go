@@ -59,14 +59,25 @@ func (m *masterCalls) since(from int) []string {
 }
 
 // TestSmallFileCloseAsksOnce: a 4 KiB file created, written and closed
-// through a mount in the default mode, its release included, costs the
-// master the look-up of the name, the create, the write's lease, the
-// commit of its data (which carries the kernel's mtime) and one stat of
-// the file after it, which both the kernel's mtime setattr and the close
-// use: the close takes it from the commit instead of asking again. The
+// through a mount, its release included, costs the master the look-up of
+// the name, the create, the write's lease, the commit of its data (which
+// carries the kernel's mtime) and one stat of the file after it; the
 // kernel also asks for the directory's attributes, which the create
-// changed. Every call goes alone (no batching), so each is counted.
+// changed. By default the kernel's mtime setattr and the close share that
+// stat (takeCommitted); with --async-close the setattr is answered
+// without one and the background push asks it. Every call goes alone (no
+// batching), so each is counted.
 func TestSmallFileCloseAsksOnce(t *testing.T) {
+	for _, async := range []int{0, 8} {
+		t.Run(fmt.Sprint("async-close=", async), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.AsyncClose = async
+			testSmallFileCalls(t, cfg)
+		})
+	}
+}
+
+func testSmallFileCalls(t *testing.T, cfg Config) {
 	var mc masterCalls
 	tc := chunkfstest.NewCluster(t, chunkfstest.ChunkSize(testChunkSize), mc.option())
 	needFuse(t)
@@ -80,13 +91,21 @@ func TestSmallFileCloseAsksOnce(t *testing.T) {
 	}
 	defer b.Close()
 	dir := t.TempDir()
-	srv, err := Mount(context.Background(), dir, b, DefaultConfig(), testLogger(t))
+	srv, err := Mount(context.Background(), dir, b, cfg, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "warm"), []byte("x"), 0o644); err != nil {
 		unmountT(t, srv)
 		t.Fatal(err)
+	}
+	// An open waits for the warm file's push, if it runs in the
+	// background.
+	if f, err := os.Open(filepath.Join(dir, "warm")); err != nil {
+		unmountT(t, srv)
+		t.Fatal(err)
+	} else {
+		f.Close()
 	}
 	const files = 5
 	data := bytes.Repeat([]byte("4kib"), 1024)
