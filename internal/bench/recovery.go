@@ -32,7 +32,7 @@ func RunRecovery(ctx context.Context, cfg RecoveryConfig, log *slog.Logger) (*Re
 	if err := removeLeftovers(ctx, cfg.clusterConfig(), log); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(cfg.WorkDir, workDirPrefix)
+	dir, err := os.MkdirTemp(cfg.WorkDir, workDirPattern(cfg.Testbed.Prefix))
 	if err != nil {
 		return nil, err
 	}
