@@ -148,11 +148,12 @@ func (s *Server) sourceInfo(ctx context.Context, h chunkfs.Handle, v chunkfs.Ver
 
 // readPiece reads one piece from the source with a deadline of its own,
 // so that a source that stops answering fails the clone in RPCTimeout
-// rather than holding a clone slot until the master's deadline.
+// rather than holding a clone slot until the master's deadline. It is a
+// background read: the source paces it while it serves client reads.
 func (s *Server) readPiece(ctx context.Context, source string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte) (int, error) {
 	ctx, cancel := s.callCtx(ctx)
 	defer cancel()
-	return s.data.ReadToken(ctx, source, h, v, off, p, s.peerToken(h, token.Read))
+	return s.data.ReadBackground(ctx, source, h, v, off, p, s.peerToken(h, token.Read))
 }
 
 // sourceError describes a failed read from a clone's source, keeping its
