@@ -26,6 +26,9 @@ type cloneOrder struct {
 	Version chunkfs.Version
 	Source  string // data-stream address of a replica holding Version
 	Length  int64
+	// Urgent: the chunk has no other live replica than the source; its
+	// reads are not paced for the source's clients (readPiece).
+	Urgent bool
 }
 
 // cloneChunk makes this server a new replica of a chunk: it pulls the
@@ -44,7 +47,7 @@ func (s *Server) cloneChunk(ctx context.Context, o cloneOrder) (int64, error) {
 		return 0, err
 	}
 	defer end()
-	n, err := s.clone(ctx, h, v, o.Source, o.Length)
+	n, err := s.clone(ctx, o)
 	if err != nil {
 		s.log.Warn("clone failed", "chunk", chunkName(h), "version", v, "source", o.Source, "err", err)
 		return 0, err
@@ -71,9 +74,11 @@ func (s *Server) checkClone(o cloneOrder) error {
 	return nil
 }
 
-// clone pulls chunk h at v from source into a new replica and returns its
-// length. The source must hold at least want bytes.
-func (s *Server) clone(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, source string, want int64) (int64, error) {
+// clone pulls chunk o.Handle at o.Version from o.Source into a new
+// replica and returns its length. The source must hold at least o.Length
+// bytes.
+func (s *Server) clone(ctx context.Context, o cloneOrder) (int64, error) {
+	h, v, source, want := o.Handle, o.Version, o.Source, o.Length
 	if _, err := s.sourceInfo(ctx, h, v, source); err != nil {
 		return 0, err
 	}
@@ -85,7 +90,7 @@ func (s *Server) clone(ctx context.Context, h chunkfs.Handle, v chunkfs.Version,
 	buf := make([]byte, clonePiece)
 	for in.Length() < s.cfg.MaxChunkSize {
 		p := buf[:min(int64(len(buf)), s.cfg.MaxChunkSize-in.Length())]
-		n, err := s.readPiece(ctx, source, h, v, in.Length(), p)
+		n, err := s.readPiece(ctx, o, in.Length(), p)
 		if werr := in.Write(p[:n]); werr != nil {
 			return 0, werr
 		}
@@ -149,11 +154,17 @@ func (s *Server) sourceInfo(ctx context.Context, h chunkfs.Handle, v chunkfs.Ver
 // readPiece reads one piece from the source with a deadline of its own,
 // so that a source that stops answering fails the clone in RPCTimeout
 // rather than holding a clone slot until the master's deadline. It is a
-// background read: the source paces it while it serves client reads.
-func (s *Server) readPiece(ctx context.Context, source string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte) (int, error) {
+// background read, which the source paces while it serves client reads,
+// unless the clone is urgent: a chunk one failure from loss is not slowed
+// for anyone.
+func (s *Server) readPiece(ctx context.Context, o cloneOrder, off int64, p []byte) (int, error) {
 	ctx, cancel := s.callCtx(ctx)
 	defer cancel()
-	return s.data.ReadBackground(ctx, source, h, v, off, p, s.peerToken(h, token.Read))
+	h, tok := o.Handle, s.peerToken(o.Handle, token.Read)
+	if o.Urgent {
+		return s.data.ReadToken(ctx, o.Source, h, o.Version, off, p, tok)
+	}
+	return s.data.ReadBackground(ctx, o.Source, h, o.Version, off, p, tok)
 }
 
 // sourceError describes a failed read from a clone's source, keeping its
