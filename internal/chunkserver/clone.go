@@ -14,7 +14,8 @@ import (
 )
 
 // clonePiece is how much of a chunk a clone asks its source for at a time,
-// and the burst of the clone bandwidth cap. A multiple of the block size,
+// and, times the clone streams, the burst of the clone bandwidth cap
+// (newCloneLimiter). A multiple of the block size,
 // so every frame of the answer is one whole block and carries the
 // source's stored CRC32C of that block.
 const clonePiece = 1 << 20
@@ -199,9 +200,16 @@ type cloneLimiter struct {
 // enough that clones take the bandwidth back soon after clients stop.
 const clientWindow = 2 * time.Second
 
+// newCloneLimiter returns the limiter of a server running streams clones
+// at once that pull rate bytes a second together (0: unlimited). The
+// bucket holds a piece for every stream: a clone pays for a piece once it
+// has it, so when every stream was slowed by its source (whose NIC clients
+// share) they all pay at about the same time, and with one piece of credit
+// all but one would then wait, leaving the credit of the slow spell unused
+// and the clones below the rate.
 func newCloneLimiter(c clock.Clock, streams int, rate int64, yield bool) *cloneLimiter {
 	return &cloneLimiter{clock: c, max: streams, rate: float64(rate), yield: yield, active: make(map[chunkfs.Handle]bool),
-		bucket: newTokenBucket(rate, clonePiece), client: rateMeter{window: clientWindow}}
+		bucket: newTokenBucket(rate, int64(max(streams, 1))*clonePiece), client: rateMeter{window: clientWindow}}
 }
 
 // clientBytes counts n bytes of client data pushed into this server.
