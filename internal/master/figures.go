@@ -80,9 +80,9 @@ func metadataBytes(c namespace.Counts) int64 {
 }
 
 // Bytes of master heap per registry object, measured by
-// TestRegistryBytesMeasured alike: a chunk's record (its chunkInfo and
-// map entry) and a replica (its entry in its server's replicaSet and in
-// the chunk's holders).
+// TestRegistryBytesMeasured alike: a chunk's record (its chunkInfo, with
+// three holders in place, and its slot in the chunkTable) and a replica
+// (its entry in its server's replicaSet).
 const (
 	heapPerChunkRecord = 104
 	heapPerReplica     = 6
