@@ -168,6 +168,12 @@ func (tc *Cluster) RestartChunkserver(i int) error { return tc.c.RestartChunkser
 // RestartMaster restarts the master on its address and data.
 func (tc *Cluster) RestartMaster() error { return tc.c.RestartMaster() }
 
+// StopMaster stops the master, as a crash would (its data stays).
+func (tc *Cluster) StopMaster() error { return tc.c.StopMaster() }
+
+// StartMaster starts the stopped master again on its address and data.
+func (tc *Cluster) StartMaster() error { return tc.c.StartMaster() }
+
 // CorruptReplica flips the byte at off in chunkserver i's replica of chunk h.
 func (tc *Cluster) CorruptReplica(i int, h chunkfs.Handle, off int64) error {
 	return tc.c.CorruptReplica(i, h, off)

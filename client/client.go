@@ -64,7 +64,8 @@ type Config struct {
 	// Master is the host:port of the master, or of each master of a
 	// highly available group, separated by commas ("a:7070,b:7070,c:7070"):
 	// calls go to the leader, following "not the leader" answers and
-	// skipping masters that cannot be reached.
+	// skipping masters that cannot be reached. A call no master received
+	// (one master restarting, say) is tried again until its deadline.
 	Master string
 	// LeaderReads sends every call to a group's leader, none to its
 	// observers (which otherwise take stat, list and chunk look-ups).
@@ -227,7 +228,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.near = newNearness()
 	c.leases = newLeaseCache()
 	c.writerID = randomUint64()
-	m, set, err := c.dialMaster(cfg.Master)
+	m, first, set, err := c.dialMaster(cfg.Master)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -237,7 +238,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		batch = defaultMetaBatch
 	}
 	c.master, c.mc = newBatcher(m, batch), m
-	info, err := m.ClusterInfo(ctx, &pb.ClusterInfoRequest{})
+	info, err := first.ClusterInfo(ctx, &pb.ClusterInfoRequest{})
 	if err != nil {
 		c.Close()
 		return nil, wrapOp("dial", cfg.Master, err)
@@ -268,19 +269,24 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// dialMaster returns the Master service at addrs: one master, or a group
-// whose leader calls find by themselves (rpc.MasterSet, also returned).
-func (c *Client) dialMaster(addrs string) (pb.MasterClient, *rpc.MasterSet, error) {
+// dialMaster returns the Master service at addrs, through an rpc.MasterSet
+// that retries a call no master received within the call's deadline: a
+// lone master that restarts is waited for as a group's leader is (the set
+// is returned for a group only). first is what New's first call goes to:
+// a lone master directly, so that a client dialing a master that is down
+// is told at once.
+func (c *Client) dialMaster(addrs string) (m, first pb.MasterClient, set *rpc.MasterSet, err error) {
 	list := masterAddrs(addrs)
-	if len(list) == 1 {
-		m, err := c.pool.Master(list[0])
-		return m, nil, err
-	}
-	set, err := rpc.NewMasterSet(c.pool, list)
+	set, err = rpc.NewMasterSet(c.pool, list)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return pb.NewMasterClient(set), set, nil
+	m = pb.NewMasterClient(set)
+	if len(list) > 1 {
+		return m, m, set, nil
+	}
+	first, err = c.pool.Master(list[0])
+	return m, first, nil, err
 }
 
 // findObservers asks the group which masters are observers and sends

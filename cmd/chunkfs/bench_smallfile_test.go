@@ -33,3 +33,18 @@ func TestMountCloseSyncFlag(t *testing.T) {
 		t.Errorf("--close-sync=false: %v, %v", o.noCloseSync, err)
 	}
 }
+
+func TestMountAsyncCloseFlag(t *testing.T) {
+	o, err := mountFlags([]string{"--insecure", "/mnt"})
+	if err != nil || o.fuse.AsyncClose != 0 {
+		t.Fatalf("default: %d, %v; want 0 (close waits)", o.fuse.AsyncClose, err)
+	}
+	if o, err = mountFlags([]string{"--insecure", "--async-close", "16", "/mnt"}); err != nil || o.fuse.AsyncClose != 16 {
+		t.Errorf("--async-close 16: %d, %v", o.fuse.AsyncClose, err)
+	}
+	for _, bad := range []string{"-1", "5000", "x"} {
+		if _, err := mountFlags([]string{"--insecure", "--async-close", bad, "/mnt"}); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--async-close %s: %v, want a one-line error", bad, err)
+		}
+	}
+}

@@ -77,7 +77,11 @@ func startPCCluster(t *testing.T) *pcCluster {
 		c.asUser = &syscall.Credential{Uid: nobody, Gid: nobody}
 	}
 	c.masterArgs = []string{"master", "--dir", filepath.Join(dir, "master"), "--listen", c.masterAddr,
-		"--chunk-size", fmt.Sprint(pcChunk), "--lease", "3s", "--dead-after", "4s", "--reserve", fmt.Sprint(8 << 20)}
+		"--chunk-size", fmt.Sprint(pcChunk), "--lease", "3s", "--dead-after", "4s", "--reserve", fmt.Sprint(8 << 20),
+		// Deleted files leave the trash soon: with the default three
+		// days, the files the run removes would fill the small disks and
+		// leave no room to heal into.
+		"--trash-period", "5s"}
 	c.master = startProc(t, "master", c.masterArgs...)
 	for i := range pcServers {
 		s := &pcServer{data: filepath.Join(dir, fmt.Sprintf("cs%d", i), "data")}
@@ -733,22 +737,66 @@ func waitServersLive(ctx context.Context, cl *client.Client, n int) error {
 // waitAllHealthy waits until fsck finds every chunk healthy (its full
 // replication, none corrupt) and nothing is being cloned.
 func waitAllHealthy(ctx context.Context, cl *client.Client) (*client.FsckReport, error) {
+	// Each round's calls have their own deadline, and the last answers
+	// are kept: the round the deadline cuts short says nothing.
+	var f *client.FsckReport
+	r := &client.Report{}
+	var err, rerr error
 	for {
-		f, err := cl.Fsck(ctx, "/")
-		r, rerr := cl.ClusterReport(ctx)
-		if err == nil && rerr == nil && f.Healthy == f.Chunks && f.Corrupt == 0 && r.UnderReplicated == 0 && r.BeingCloned == 0 && r.Corrupt == 0 {
-			return f, nil
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		nf, ferr := cl.Fsck(cctx, "/")
+		nr, nrerr := cl.ClusterReport(cctx)
+		cancel()
+		if ctx.Err() == nil {
+			err, rerr = ferr, nrerr
+			if ferr == nil {
+				f = nf
+			}
+			if nrerr == nil {
+				r = nr
+			}
+		}
+		if ferr == nil && nrerr == nil && nf.Healthy == nf.Chunks && nf.Corrupt == 0 && nr.UnderReplicated == 0 && nr.BeingCloned == 0 && nr.Corrupt == 0 {
+			return nf, nil
 		}
 		select {
 		case <-ctx.Done():
-			if r == nil {
-				r = &client.Report{}
+			var healthy, chunks int64
+			if f != nil {
+				healthy, chunks = f.Healthy, f.Chunks
 			}
-			return nil, fmt.Errorf("not healed: fsck %+v (%v); report under-replicated %d, cloning %d, corrupt %d, missing %d (%v)",
-				f, err, r.UnderReplicated, r.BeingCloned, r.Corrupt, r.Missing, rerr)
+			return nil, fmt.Errorf("not healed: fsck %d of %d chunks healthy (last error %v); report under-replicated %d, cloning %d, corrupt %d, missing %d (last error %v)\n%s",
+				healthy, chunks, err, r.UnderReplicated, r.BeingCloned, r.Corrupt, r.Missing, rerr, unhealed(cl, f, r))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// unhealed describes what waitAllHealthy gave up on: each server's state
+// and space, and the replicas of the chunks of the first unhealthy files.
+func unhealed(cl *client.Client, f *client.FsckReport, r *client.Report) string {
+	var b strings.Builder
+	for _, s := range r.Servers {
+		fmt.Fprintf(&b, "server %s %s: %d chunks, used %d, free %d\n", s.ID, s.State, s.Chunks, s.Used, s.Free)
+	}
+	if f == nil {
+		return b.String()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	shown := 0
+	for _, file := range f.Files {
+		if file.Status() == "HEALTHY" || shown == 8 {
+			continue
+		}
+		shown++
+		chunks, err := cl.Chunks(ctx, file.Path)
+		fmt.Fprintf(&b, "%s %s (replication %d): %v\n", file.Path, file.Status(), file.Replication, err)
+		for _, c := range chunks {
+			fmt.Fprintf(&b, "  chunk %d v%d: %v\n", c.Handle, c.Version, c.Replicas)
+		}
+	}
+	return b.String()
 }
 
 // diagnoseLog logs, for a log file that failed its check, which records

@@ -115,6 +115,7 @@ func mountFlags(args []string) (mountOptions, error) {
 	cacheSize := fs.String("cache-size", size(int(c.CacheSize)), "io-cache: bytes of file data the mount keeps in its own memory across opens (0: off)")
 	fs.BoolVar(&c.WritebackCache, "writeback-cache", c.WritebackCache, "write-behind: let the kernel buffer writes in its page cache (close and fsync still push them)")
 	dirtyLimit := fs.String("dirty-limit", size(int(c.DirtyLimit)), "write-behind: dirty bytes the kernel may hold for the mount (root only; 0: the kernel's FUSE limit)")
+	fs.IntVar(&c.AsyncClose, "async-close", 0, "close(2) of a written file returns before its push; up to N files' pushes run in the background (fsync waits; a failed push is returned by the file's next close or fsync; 0: close waits)")
 	closeSync := fs.Bool("close-sync", true, "the release after the last close of a written file makes every replica fsync it (false: data is on every replica at close, on their disks after fsync(2) or their own write-out)")
 	fs.DurationVar(&c.OpTimeout, "op-timeout", c.OpTimeout, "a call to the cluster fails with EIO after this long")
 	fs.DurationVar(&c.MountTimeout, "mount-timeout", 10*time.Second, "give up mounting if the master does not answer in this long")

@@ -67,7 +67,7 @@ func TestQuickRun(t *testing.T) {
 	if strings.Contains(string(out), cfg.Testbed.Prefix) {
 		t.Errorf("namespaces left behind:\n%s", out)
 	}
-	if left, _ := filepath.Glob(filepath.Join(cfg.WorkDir, workDirPrefix+"*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(cfg.WorkDir, workDirPattern(cfg.Testbed.Prefix)+"*")); len(left) > 0 {
 		t.Errorf("work directories left behind: %v", left)
 	}
 }

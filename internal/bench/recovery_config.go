@@ -204,7 +204,14 @@ func (c RecoveryConfig) cloneMinRate() int64 {
 	return max(int64(per/float64(c.CloneStreams)/div), 4096)
 }
 
-// cloneNetwork is the limit's inputs with survivors chunkservers alive.
+// cloneNetwork is the limit's inputs with survivors chunkservers alive,
+// every one a possible source.
 func (c RecoveryConfig) cloneNetwork(survivors int) CloneNetwork {
-	return CloneNetwork{NIC: c.Testbed.NIC, CloneRate: float64(c.CloneRate), Survivors: survivors, MaxClones: c.MaxClones}
+	return c.cloneNetworkFrom(survivors, 0)
+}
+
+// cloneNetworkFrom is cloneNetwork with sources of them holding the
+// chunks to clone.
+func (c RecoveryConfig) cloneNetworkFrom(survivors, sources int) CloneNetwork {
+	return CloneNetwork{NIC: c.Testbed.NIC, CloneRate: float64(c.CloneRate), Survivors: survivors, Sources: sources, MaxClones: c.MaxClones}
 }

@@ -5,20 +5,22 @@ import "time"
 // CloneNetwork is what the limit of re-replication is derived from: the
 // NIC rate every chunkserver is shaped to, the clone throttle each one
 // applies to the clones it pulls as a target (chunkserver --clone-rate),
-// and the chunkservers left alive.
+// the chunkservers left alive, and those of them that hold a replica of a
+// chunk to be cloned (the only possible sources).
 type CloneNetwork struct {
 	NIC       Rate
 	CloneRate float64 // bytes a second per target server; 0: unlimited
 	Survivors int
+	Sources   int // survivors holding a replica of a chunk short of replicas; 0: all of them
 	MaxClones int // clones in flight per server as source (master --max-clones); 0: unbounded
 }
 
 // Limit is the highest aggregate clone rate, in MB/s, the survivors can
-// reach: every cloned byte leaves one survivor's NIC and enters another's,
-// so the survivors' NICs carry at most Survivors × NIC in each direction,
-// and every survivor pulls at most CloneRate into itself:
+// reach: every cloned byte enters one survivor, which pulls at most its
+// NIC and its clone throttle, and leaves one of the sources, which sends
+// at most SourceRate:
 //
-//	Survivors × min(NIC, CloneRate).
+//	min(Survivors × min(NIC, CloneRate), Sources × SourceRate).
 //
 // Client traffic is not subtracted: the limit is what the repair path may
 // take, and the clients' share shows in their own rates.
@@ -27,7 +29,11 @@ func (n CloneNetwork) Limit() float64 {
 	if n.CloneRate > 0 {
 		per = min(per, n.CloneRate/1e6)
 	}
-	return float64(max(n.Survivors, 0)) * per
+	in := float64(max(n.Survivors, 0)) * per
+	if n.Sources <= 0 {
+		return in
+	}
+	return min(in, float64(n.Sources)*n.SourceRate())
 }
 
 // SourceRate is the most, in MB/s, one survivor can send as the source of

@@ -38,7 +38,11 @@ type RecoveryPhase struct {
 	Killed    []string `json:"killed"`
 	KillNS    int64    `json:"kill_ns"`
 	Survivors int      `json:"survivors"`
-	Limit     float64  `json:"limit_mbps"` // CloneNetwork.Limit with the survivors
+	// Limit is CloneNetwork.Limit with the survivors and, from the first
+	// sample after the detection, the Sources: the survivors holding a
+	// replica of a chunk short of replicas.
+	Limit   float64 `json:"limit_mbps"`
+	Sources int     `json:"sources"`
 	// LostBytes is the chunk data the killed servers held, as they last
 	// reported it: what the survivors must clone.
 	LostBytes int64 `json:"lost_bytes"`
@@ -120,6 +124,10 @@ func (p *RecoveryPhase) measure(c RecoveryConfig) {
 		return
 	}
 	p.DetectedS = at(p.Samples[detected])
+	if on := p.Samples[detected].ShortOn; len(on) > 0 {
+		p.Sources = len(on)
+		p.Limit = c.cloneNetworkFrom(p.Survivors, p.Sources).Limit()
+	}
 	last := p.Samples[len(p.Samples)-1]
 	p.HealedS, p.Healed = at(last), last.healed(p.Survivors, c.Replicas)
 	p.Repaired = last.Repaired - p.Samples[detected].Repaired
@@ -259,6 +267,14 @@ func (r *RecoveryReport) Targets() []Target {
 	return out
 }
 
+// sourcesLabel is p.Sources, or "-" when the watcher did not say.
+func sourcesLabel(p RecoveryPhase) string {
+	if p.Sources == 0 {
+		return "-"
+	}
+	return fmt.Sprint(p.Sources)
+}
+
 // Target is one of the run's targets.
 type Target struct {
 	Name, Want, Got string
@@ -278,12 +294,13 @@ func (r *RecoveryReport) WriteTable(w io.Writer) error {
 		cloneRateLabel(r.CloneRate), yield, r.CloneStreams, r.MaxClones, r.DeadAfter, r.Heartbeat)
 	fmt.Fprintf(w, "fill: %.0f MB in %d files; %s\n", float64(r.FillBytes)/1e6, r.FillBytes/max(r.FileBytes, 1), r.Fill)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "failure\tsurvivors\tlost MB\tchunks at 1 / 2\tdetected s\t1-replica healed s\tfill healed s\tall healed s\tclones\tclone MB/s\tlimit MB/s\tof limit\t1-replica MB\tat limit s\thealing / transfer\t")
+	fmt.Fprintln(tw, "failure\tsurvivors\tsources\tlost MB\tchunks at 1 / 2\tdetected s\t1-replica healed s\tfill healed s\tall healed s\tclones\tclone MB/s\tlimit MB/s\tof limit\t1-replica MB\tat limit s\thealing / transfer\t")
 	for i, p := range r.Phases {
-		fmt.Fprintf(tw, "%d killed\t%d\t%.1f\t%d / %d\t%.1f\t%.1f\t%.1f\t%s\t%d\t%.3f\t%.3f\t%.1f%%\t%.1f\t%.1f\t%s\t\n",
-			[]int{1, 2}[min(i, 1)], p.Survivors, float64(p.LostBytes)/1e6, p.OneReplica, p.TwoReplicas, p.DetectedS, p.OneHealedS, p.FillHealedS, healedLabel(p),
+		fmt.Fprintf(tw, "%d killed\t%d\t%s\t%.1f\t%d / %d\t%.1f\t%.1f\t%.1f\t%s\t%d\t%.3f\t%.3f\t%.1f%%\t%.1f\t%.1f\t%s\t\n",
+			[]int{1, 2}[min(i, 1)], p.Survivors, sourcesLabel(p), float64(p.LostBytes)/1e6, p.OneReplica, p.TwoReplicas, p.DetectedS, p.OneHealedS, p.FillHealedS, healedLabel(p),
 			p.Repaired, p.CloneMBps, p.Limit, 100*p.Efficiency, float64(p.OneReplicaBytes)/1e6, p.OneTransferS, factorLabel(p))
 	}
+	fmt.Fprintln(w, "sources: the survivors holding a replica of a chunk short of replicas at the detection; limit: what their NICs send and the survivors pull")
 	fmt.Fprintln(w, "times in seconds from the kill; clone MB/s: clones completed from detection to the fill healed × chunk size, over that time;")
 	fmt.Fprintln(w, "at limit s: the one-replica chunks' bytes at the limit, or at their busiest holder's NIC if longer (each has one source)")
 	if err := tw.Flush(); err != nil {

@@ -19,6 +19,11 @@ func TestCloneLimit(t *testing.T) {
 		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 0, Survivors: 7}, 8.75},        // unlimited: the NICs
 		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 50 << 20, Survivors: 5}, 6.25}, // a throttle above the NIC
 		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 0}, 0},
+		// Four of seven hold the chunks: their NICs still send more than
+		// the seven pull; two of them would not.
+		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 7, Sources: 4, MaxClones: 2}, 4.375},
+		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 7, Sources: 2, MaxClones: 2}, 2.5},
+		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 7, Sources: 2, MaxClones: 1}, 1.25},
 	} {
 		if got := c.n.Limit(); got < c.want-1e-9 || got > c.want+1e-9 {
 			t.Errorf("%+v: limit %g MB/s, want %g", c.n, got, c.want)
@@ -101,6 +106,7 @@ func samplePhase() RecoveryPhase {
 		s.FillByReplicas = []int{0, 0, 0, 20}
 		if sec >= 5 && sec < 12 {
 			s.FillByReplicas = []int{0, 0, 5, 15}
+			s.ShortOn = map[string]int64{"c:1": 30e6, "d:1": 20e6, "e:1": 10e6}
 		}
 		switch {
 		case sec >= 5 && sec < 8:
@@ -128,6 +134,9 @@ func TestRecoveryPhaseMeasure(t *testing.T) {
 		}
 	}
 	near("detected", p.DetectedS, 5)
+	if p.Sources != 3 {
+		t.Errorf("%d sources, want the 3 holders of chunks short of replicas", p.Sources)
+	}
 	near("one-replica healed", p.OneHealedS, 8)
 	near("healed", p.HealedS, 20)
 	near("lost MB", float64(p.LostBytes)/1e6, 60)
@@ -155,6 +164,9 @@ func TestRecoveryReportOutput(t *testing.T) {
 	r := newRecoveryReport(c)
 	one := samplePhase() // as if one of six were killed, at a limit of 5 MB/s
 	one.Killed, one.Limit = one.Killed[:1], 5
+	for i := range one.Samples { // a watcher that named no sources: the limit stays
+		one.Samples[i].ShortOn = nil
+	}
 	one.measure(c)
 	two := samplePhase()
 	two.measure(c)

@@ -59,6 +59,10 @@ type ReplicaSample struct {
 	// OneReplicaOn is those bytes by the address of the one holder: the
 	// only source each of them can be cloned from.
 	OneReplicaOn map[string]int64 `json:"one_replica_on,omitempty"`
+	// ShortOn is the bytes of the chunks with fewer than the replication's
+	// live replicas by the address of each holder: the servers that can
+	// be their clone sources.
+	ShortOn map[string]int64 `json:"short_on,omitempty"`
 	// FillByReplicas counts Task.Files' chunks alone: data written before
 	// the failure, under no lease.
 	FillByReplicas []int `json:"fill_by_replicas"`
@@ -241,6 +245,14 @@ func (w *watchTask) count(ctx context.Context, f string, chunkSize int64, s *Rep
 		s.ByReplicas[k]++
 		if fill {
 			s.FillByReplicas[k]++
+		}
+		if k < w.spec.Replicas {
+			if s.ShortOn == nil {
+				s.ShortOn = map[string]int64{}
+			}
+			for _, r := range ch.Replicas {
+				s.ShortOn[r] += n
+			}
 		}
 		if k == 1 {
 			s.OneReplicaBytes += n

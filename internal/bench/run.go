@@ -87,7 +87,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Report, error) {
 	return rep, err
 }
 
-// workDirPrefix names a run's work directory, so that leftovers are found.
+// workDirPrefix starts the name of a run's work directory, so that
+// leftovers are found; workDirPattern adds the testbed's prefix.
 const workDirPrefix = "chunkfs-bench-"
 
 // claim takes the testbed for a run of cfg: it checks the privileges,
@@ -106,11 +107,19 @@ func claim(ctx context.Context, cfg Config, log *slog.Logger) (dir string, relea
 		unlock()
 		return "", nil, err
 	}
-	if dir, err = os.MkdirTemp(cfg.WorkDir, workDirPrefix); err != nil {
+	if dir, err = os.MkdirTemp(cfg.WorkDir, workDirPattern(cfg.Testbed.Prefix)); err != nil {
 		unlock()
 		return "", nil, err
 	}
 	return dir, unlock, nil
+}
+
+// workDirPattern is what MkdirTemp names a run's work directory after: a
+// run removes as leftovers only the directories of runs on a testbed with
+// its prefix, whose lock it holds, never those of another benchmark
+// running beside it (bench gfs and bench recovery use different prefixes).
+func workDirPattern(testbedPrefix string) string {
+	return workDirPrefix + testbedPrefix
 }
 
 // removeLeftovers removes the namespaces and work directories of runs that
@@ -119,16 +128,22 @@ func removeLeftovers(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := Cleanup(ctx, cfg.Testbed.Prefix, log); err != nil {
 		return fmt.Errorf("removing a leftover testbed: %w", err)
 	}
-	root := cfg.WorkDir
+	removeLeftoverDirs(cfg.WorkDir, cfg.Testbed.Prefix, log)
+	return nil
+}
+
+// removeLeftoverDirs removes from root (the system's temporary directory
+// when empty) the work directories of earlier runs on the testbed with
+// prefix testbedPrefix.
+func removeLeftoverDirs(root, testbedPrefix string, log *slog.Logger) {
 	if root == "" {
 		root = os.TempDir()
 	}
-	old, _ := filepath.Glob(filepath.Join(root, workDirPrefix+"*"))
+	old, _ := filepath.Glob(filepath.Join(root, workDirPattern(testbedPrefix)+"*"))
 	for _, d := range old {
 		log.Info("removing a leftover work directory", "dir", d)
 		os.RemoveAll(d)
 	}
-	return nil
 }
 
 func runIn(ctx context.Context, cfg Config, dir string, log *slog.Logger) (rep *Report, err error) {

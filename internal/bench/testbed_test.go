@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 )
@@ -116,6 +118,29 @@ func TestCleanupRemovesOnlyPrefixed(t *testing.T) {
 	}
 	if rec.count("ip netns del cfsb-cs01") != 1 || rec.count("ip netns del cfsb-sw") != 1 || rec.count("other-ns") != 0 {
 		t.Errorf("cleanup commands: %q", rec.cmds)
+	}
+}
+
+// TestLeftoverDirsOfThisTestbedOnly: a run removes the work directories
+// of earlier runs on its own testbed, never those of another benchmark
+// running beside it on a testbed with another prefix (bench recovery
+// used to remove a running bench gfs's logs and data).
+func TestLeftoverDirsOfThisTestbedOnly(t *testing.T) {
+	root := t.TempDir()
+	mine, err := os.MkdirTemp(root, workDirPattern(DefaultRecoveryPrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := os.MkdirTemp(root, workDirPattern(DefaultPrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	removeLeftoverDirs(root, DefaultRecoveryPrefix, slog.New(slog.DiscardHandler))
+	if _, err := os.Stat(mine); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the leftover of this testbed's run is still there: %v", err)
+	}
+	if _, err := os.Stat(theirs); err != nil {
+		t.Errorf("the work directory of a run on testbed %q was removed: %v", DefaultPrefix, err)
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 )
 
 // clonePiece is how much of a chunk a clone asks its source for at a time,
-// and the burst of the clone bandwidth cap. A multiple of the block size,
+// and, times the clone streams, the burst of the clone bandwidth cap
+// (newCloneLimiter). A multiple of the block size,
 // so every frame of the answer is one whole block and carries the
 // source's stored CRC32C of that block.
 const clonePiece = 1 << 20
@@ -26,6 +27,9 @@ type cloneOrder struct {
 	Version chunkfs.Version
 	Source  string // data-stream address of a replica holding Version
 	Length  int64
+	// Urgent: the chunk has no other live replica than the source; its
+	// reads are not paced for the source's clients (readPiece).
+	Urgent bool
 }
 
 // cloneChunk makes this server a new replica of a chunk: it pulls the
@@ -44,7 +48,7 @@ func (s *Server) cloneChunk(ctx context.Context, o cloneOrder) (int64, error) {
 		return 0, err
 	}
 	defer end()
-	n, err := s.clone(ctx, h, v, o.Source, o.Length)
+	n, err := s.clone(ctx, o)
 	if err != nil {
 		s.log.Warn("clone failed", "chunk", chunkName(h), "version", v, "source", o.Source, "err", err)
 		return 0, err
@@ -71,9 +75,11 @@ func (s *Server) checkClone(o cloneOrder) error {
 	return nil
 }
 
-// clone pulls chunk h at v from source into a new replica and returns its
-// length. The source must hold at least want bytes.
-func (s *Server) clone(ctx context.Context, h chunkfs.Handle, v chunkfs.Version, source string, want int64) (int64, error) {
+// clone pulls chunk o.Handle at o.Version from o.Source into a new
+// replica and returns its length. The source must hold at least o.Length
+// bytes.
+func (s *Server) clone(ctx context.Context, o cloneOrder) (int64, error) {
+	h, v, source, want := o.Handle, o.Version, o.Source, o.Length
 	if _, err := s.sourceInfo(ctx, h, v, source); err != nil {
 		return 0, err
 	}
@@ -85,7 +91,7 @@ func (s *Server) clone(ctx context.Context, h chunkfs.Handle, v chunkfs.Version,
 	buf := make([]byte, clonePiece)
 	for in.Length() < s.cfg.MaxChunkSize {
 		p := buf[:min(int64(len(buf)), s.cfg.MaxChunkSize-in.Length())]
-		n, err := s.readPiece(ctx, source, h, v, in.Length(), p)
+		n, err := s.readPiece(ctx, o, in.Length(), p)
 		if werr := in.Write(p[:n]); werr != nil {
 			return 0, werr
 		}
@@ -148,11 +154,18 @@ func (s *Server) sourceInfo(ctx context.Context, h chunkfs.Handle, v chunkfs.Ver
 
 // readPiece reads one piece from the source with a deadline of its own,
 // so that a source that stops answering fails the clone in RPCTimeout
-// rather than holding a clone slot until the master's deadline.
-func (s *Server) readPiece(ctx context.Context, source string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte) (int, error) {
+// rather than holding a clone slot until the master's deadline. It is a
+// background read, which the source paces while it serves client reads,
+// unless the clone is urgent: a chunk one failure from loss is not slowed
+// for anyone.
+func (s *Server) readPiece(ctx context.Context, o cloneOrder, off int64, p []byte) (int, error) {
 	ctx, cancel := s.callCtx(ctx)
 	defer cancel()
-	return s.data.ReadToken(ctx, source, h, v, off, p, s.peerToken(h, token.Read))
+	h, tok := o.Handle, s.peerToken(o.Handle, token.Read)
+	if o.Urgent {
+		return s.data.ReadToken(ctx, o.Source, h, o.Version, off, p, tok)
+	}
+	return s.data.ReadBackground(ctx, o.Source, h, o.Version, off, p, tok)
 }
 
 // sourceError describes a failed read from a clone's source, keeping its
@@ -187,9 +200,16 @@ type cloneLimiter struct {
 // enough that clones take the bandwidth back soon after clients stop.
 const clientWindow = 2 * time.Second
 
+// newCloneLimiter returns the limiter of a server running streams clones
+// at once that pull rate bytes a second together (0: unlimited). The
+// bucket holds a piece for every stream: a clone pays for a piece once it
+// has it, so when every stream was slowed by its source (whose NIC clients
+// share) they all pay at about the same time, and with one piece of credit
+// all but one would then wait, leaving the credit of the slow spell unused
+// and the clones below the rate.
 func newCloneLimiter(c clock.Clock, streams int, rate int64, yield bool) *cloneLimiter {
 	return &cloneLimiter{clock: c, max: streams, rate: float64(rate), yield: yield, active: make(map[chunkfs.Handle]bool),
-		bucket: newTokenBucket(rate, clonePiece), client: rateMeter{window: clientWindow}}
+		bucket: newTokenBucket(rate, int64(max(streams, 1))*clonePiece), client: rateMeter{window: clientWindow}}
 }
 
 // clientBytes counts n bytes of client data pushed into this server.

@@ -384,3 +384,19 @@ func TestCloneFromHungSource(t *testing.T) {
 	}
 	tc.holdsNothing(0, 2)
 }
+
+// TestUrgentCloneCopiesReplica: an urgent clone (of a chunk with no other
+// live replica) reads its source as a client does, unpaced, and copies it
+// as any clone.
+func TestUrgentCloneCopiesReplica(t *testing.T) {
+	tc := newTestCluster(t, 2)
+	data := randBytes(rand.New(rand.NewPCG(7, 8)), 1<<20+99)
+	tc.writeOn(0, 8, 2, data)
+	req := &pb.CloneRequest{Handle: 8, Version: 2, Source: tc.addrs[0], Length: int64(len(data)), Urgent: true}
+	if resp, err := tc.cs(1).Clone(context.Background(), req); err != nil || resp.Length != int64(len(data)) {
+		t.Fatalf("urgent clone: %v, %v", resp, err)
+	}
+	if got := tc.replica(1, 8, 2); !bytes.Equal(got, data) {
+		t.Fatal("urgent clone differs from the source")
+	}
+}

@@ -58,7 +58,7 @@ func truncationFromPB(r *pb.TruncateRequest) truncation {
 }
 
 func cloneFromPB(r *pb.CloneRequest) cloneOrder {
-	return cloneOrder{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Source: r.Source, Length: r.Length}
+	return cloneOrder{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Source: r.Source, Length: r.Length, Urgent: r.Urgent}
 }
 
 func chunkInfoFromPB(r *pb.ChunkInfoRequest) (chunkfs.Handle, []byte) {

@@ -58,7 +58,7 @@ func TestCloneLimiterYields(t *testing.T) {
 	for _, yield := range []bool{true, false} {
 		c := clock.NewFake(time.Unix(1e9, 0))
 		l := newCloneLimiter(c, 2, rate, yield)
-		l.delay(c.Now(), clonePiece) // the burst
+		l.delay(c.Now(), 2*clonePiece) // the burst: a piece a stream
 		c.Advance(time.Second)
 		l.clientBytes(3 * rate) // 1.5 × the throttle, in the current window
 		want := time.Second     // a second's worth of credit at the full rate
@@ -69,8 +69,8 @@ func TestCloneLimiterYields(t *testing.T) {
 		if d := l.delay(c.Now(), rate); d != want {
 			t.Errorf("yield %v: 1 MiB under client traffic waits %v, want %v", yield, d, want)
 		}
-		c.Advance(10 * time.Second) // clients gone, the debt repaid at a quarter or more
-		l.delay(c.Now(), clonePiece)
+		c.Advance(20 * time.Second) // clients gone, the debt repaid and the burst refilled at a quarter or more
+		l.delay(c.Now(), 2*clonePiece)
 		if d := l.delay(c.Now(), rate); d != time.Second {
 			t.Errorf("yield %v: 1 MiB after the clients stopped waits %v, want 1s", yield, d)
 		}
@@ -101,5 +101,23 @@ func TestCloneYieldsToClientPushes(t *testing.T) {
 	}
 	if got := tc.replica(1, 3, 1); !bytes.Equal(got, data) {
 		t.Fatal("clone differs")
+	}
+}
+
+// TestCloneLimiterBurstPerStream: two streams slowed by their sources pay
+// for their pieces at once without waiting (the bucket holds a piece for
+// each), and the rate holds after that.
+func TestCloneLimiterBurstPerStream(t *testing.T) {
+	const rate = 1 << 20
+	c := clock.NewFake(time.Unix(1e9, 0))
+	l := newCloneLimiter(c, 2, rate, false)
+	c.Advance(3 * time.Second) // both pieces took 3 s to arrive
+	for i := range 2 {
+		if d := l.delay(c.Now(), clonePiece); d != 0 {
+			t.Errorf("piece %d of the two streams waits %v, want none", i+1, d)
+		}
+	}
+	if d := l.delay(c.Now(), clonePiece); d != time.Second {
+		t.Errorf("a third piece at once waits %v, want 1s at the rate", d)
 	}
 }

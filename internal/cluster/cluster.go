@@ -414,6 +414,28 @@ func (c *Cluster) RestartMaster() error {
 	return c.startMaster()
 }
 
+// StopMaster stops the master, as a crash would (its data directory
+// stays); StartMaster starts it again.
+func (c *Cluster) StopMaster() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.master == nil {
+		return errors.New("cluster: StopMaster of a group")
+	}
+	return stop(c.master)
+}
+
+// StartMaster starts the master StopMaster stopped, on the same address
+// and data directory.
+func (c *Cluster) StartMaster() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.master == nil || c.master.close != nil {
+		return errors.New("cluster: StartMaster of a group or of a running master")
+	}
+	return c.startMaster()
+}
+
 // CorruptReplica flips one byte, at offset off of the chunk's data, in the
 // replica of chunk h held by chunkserver i. It returns an error when that
 // chunkserver holds no such replica or the replica is shorter than off+1.

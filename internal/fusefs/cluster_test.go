@@ -55,12 +55,17 @@ func clusterBackend(t testing.TB, tc *chunkfstest.Cluster) *ClientBackend {
 // TestPOSIXCluster runs the POSIX suites on a mount of a real in-process
 // cluster with the default caches. (TestPOSIXMemory runs them with
 // --no-cache too; $CHUNKFS_FUSE_LONG adds the uncached run here, which
-// doubles the test's time.)
+// doubles the test's time, and one with --async-close.)
 func TestPOSIXCluster(t *testing.T) {
 	tc := newTestCluster(t)
 	t.Run("cached", func(t *testing.T) { runPOSIX(t, mountCluster(t, tc, DefaultConfig())) })
 	if os.Getenv("CHUNKFS_FUSE_LONG") != "" {
 		t.Run("nocache", func(t *testing.T) { runPOSIX(t, mountCluster(t, tc, DefaultConfig().NoCache())) })
+		t.Run("async-close", func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.AsyncClose = 16
+			runPOSIX(t, mountCluster(t, tc, cfg))
+		})
 	}
 }
 

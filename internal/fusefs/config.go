@@ -50,6 +50,13 @@ type Config struct {
 	// mtime of a cached file, so an open that finds the file changed on
 	// the cluster makes the kernel drop its inode (see node.Open).
 	WritebackCache bool
+	// AsyncClose, when positive, lets close(2) of a written file return
+	// before its writes reach the replicas: up to this many files' pushes
+	// run in the background (asyncclose.go). fsync(2) waits for its
+	// file's, and so do an open, a look-up or a stat of the file; a push
+	// that fails is returned by the file's next close or fsync, and
+	// logged. Zero: close returns once the data is on every replica.
+	AsyncClose int
 	// DirtyLimit, when positive, lifts the kernel's dirty-page limit of
 	// the mount (FUSE's is 1 % of the dirty memory, strictly enforced) to
 	// this many bytes, through /sys/class/bdi; only root may. Without it
@@ -128,6 +135,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fusefs: dirty limit %d out of range [0, 64 GiB]", c.DirtyLimit)
 	case c.OpTimeout <= 0 || c.MountTimeout <= 0:
 		return errors.New("fusefs: operation and mount timeouts must be positive")
+	case c.AsyncClose < 0 || c.AsyncClose > 4096:
+		return fmt.Errorf("fusefs: async close %d out of range [0, 4096]", c.AsyncClose)
 	case c.MaxWrite < 4<<10 || c.MaxWrite > 1<<20:
 		return fmt.Errorf("fusefs: max write %d out of range [4 KiB, 1 MiB]", c.MaxWrite)
 	}

@@ -78,6 +78,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	write := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	cctx, cancel := n.m.call(ctx)
 	defer cancel()
+	if err := n.m.closer.wait(cctx, n); err != nil {
+		return nil, 0, errno(err)
+	}
 	// Until the handle is counted, a rename must not change what the
 	// path names.
 	n.m.names.io.RLock()
@@ -314,24 +317,30 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 var _ = (gofs.FileFlusher)((*handle)(nil))
 
 // Flush runs at every close(2): buffered writes are pushed and any error
-// of theirs is returned to close. Which buffers a close pushes, and what
-// it records of the file's version, is the kernel cache's (policy.go).
+// of theirs is returned to close. Whether close waits for the push is the
+// closer's (asyncclose.go); which buffers it pushes, and what it records
+// of the file's version, the kernel cache's (policy.go).
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
 	h.closed.Store(true)
 	cctx, cancel := h.n.m.mutation(ctx)
 	defer cancel()
-	if err := h.n.m.kernel.push(cctx, h); err != nil {
-		return errno(err)
-	}
-	return errno(h.n.m.kernel.flushed(cctx, h))
+	return errno(h.n.m.closer.close(cctx, h))
 }
 
 var _ = (gofs.FileFsyncer)((*handle)(nil))
 
-// Fsync pushes buffered writes and makes every replica sync them.
+// Fsync pushes buffered writes and makes every replica sync them; it
+// first waits for the file's pushes in flight after a close, and returns
+// the error of one that failed.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	cctx, cancel := h.n.m.mutation(ctx)
 	defer cancel()
+	if err := h.n.m.closer.wait(cctx, h.n); err != nil {
+		return errno(err)
+	}
+	if err := h.n.m.closer.failed(h.n); err != nil {
+		return errno(err)
+	}
 	if err := h.n.m.kernel.push(cctx, h); err != nil {
 		return errno(err)
 	}
@@ -350,8 +359,11 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.releaseLocks()
 	cctx, cancel := h.n.m.call(context.Background())
 	defer cancel()
+	err := h.n.m.closer.wait(cctx, h.n) // the push its close started
 	h.n.m.kernel.releasing(h)
-	err := h.w.flush(cctx)
+	if ferr := h.w.flush(cctx); err == nil {
+		err = ferr
+	}
 	if cerr := h.f.Close(); err == nil {
 		err = cerr
 	}

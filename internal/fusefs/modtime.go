@@ -37,9 +37,8 @@ func carrierOf(f File) (modTimeCarrier, bool) {
 // just before the data, at close or fsync. The time rides on the data's
 // commit (one log entry rather than two, a third of a small file's
 // metadata syncs), and the file's attributes after it are returned. It
-// returns nil, having changed nothing but pushed the data, when that does
-// not apply or the commit did not set exactly t (another writer's commit
-// came after): the caller then sets the time as any setattr.
+// returns nil when that does not apply, or the closer found that it did
+// not (asyncclose.go): the caller then sets the time as any setattr.
 func (n *node) carryModTime(ctx context.Context, h *handle, a SetAttr) (*chunkfs.FileInfo, error) {
 	if a.MTime == nil || a.ATime != nil || a.TimesNow || a.Size != nil || a.Perm != nil || a.UID != nil || a.GID != nil ||
 		h == nil || !h.write || h.w == nil || !h.w.hasDirty() {
@@ -54,18 +53,29 @@ func (n *node) carryModTime(ctx context.Context, h *handle, a SetAttr) (*chunkfs
 			return nil, nil // its commit could come after ours and set now
 		}
 	}
-	t := *a.MTime
-	mc.ModTimeAtCommit(t)
-	if err := n.flushAll(ctx); err != nil {
-		mc.ModTimeAtCommit(time.Time{})
-		return nil, err
+	return n.m.closer.carry(ctx, h, mc, *a.MTime)
+}
+
+// committed is a file's attributes as the commit of its data through this
+// mount left them, at the node's write generation gen.
+type committed struct {
+	fi  chunkfs.FileInfo
+	gen uint64
+}
+
+// noteCommitted keeps fi, the attributes of n just after its data's
+// commit, for takeCommitted: the close that follows the kernel's mtime
+// setattr records that version without asking again.
+func (n *node) noteCommitted(fi *chunkfs.FileInfo) {
+	n.committed.Store(&committed{fi: *fi, gen: n.generation()})
+}
+
+// takeCommitted returns n's attributes as its last commit left them, if
+// no write or truncation through this mount came since, or else asks the
+// cluster.
+func (n *node) takeCommitted(ctx context.Context) (*chunkfs.FileInfo, error) {
+	if c := n.committed.Swap(nil); c != nil && c.gen == n.generation() {
+		return &c.fi, nil
 	}
-	if mc.ModTimeAtCommit(time.Time{}) {
-		return nil, nil // no flush took it
-	}
-	fi, err := n.m.b.Stat(ctx, chunkfs.Root, n.path())
-	if err != nil || !fi.MTime.Equal(t) {
-		return nil, err
-	}
-	return fi, nil
+	return n.m.b.Stat(ctx, chunkfs.Root, n.path())
 }

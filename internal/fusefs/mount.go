@@ -156,7 +156,8 @@ func (s *Server) Dir() string { return s.dir }
 // Wait blocks until the mount is unmounted.
 func (s *Server) Wait() {
 	s.srv.Wait()
-	s.m.locks.close() // the mount's file locks go with it
+	s.m.closer.drain() // pushes still in flight after their close
+	s.m.locks.close()  // the mount's file locks go with it
 }
 
 // Unmount unmounts; it fails (EBUSY) while files are open on the mount.
@@ -164,6 +165,7 @@ func (s *Server) Unmount() error {
 	if err := s.srv.Unmount(); err != nil {
 		return fmt.Errorf("unmount %s: %w", s.dir, err)
 	}
+	s.m.closer.drain()
 	s.m.locks.close()
 	s.log.Info("unmounted", "dir", s.dir)
 	return nil

@@ -30,6 +30,7 @@ type mount struct {
 	data      dataCache
 	reader    reader
 	newWriter func(f File, write bool) writer
+	closer    closer // what close(2) waits for (asyncclose.go)
 	// retimes: a cache follows versions across a change of times only
 	// (the write-back cache's generations or the block cache).
 	retimes bool
@@ -53,6 +54,7 @@ func newMount(b Backend, cfg Config, log *slog.Logger, clk clock.Clock) *mount {
 	if cfg.CacheSize > 0 {
 		m.data = newBlockCache(cfg.CacheSize)
 	}
+	m.closer = newCloser(cfg, m.kernel, log)
 	return m
 }
 
@@ -138,6 +140,11 @@ type node struct {
 	// noted is the directory's attributes as this mount's last unlink in
 	// it left them, for the next Getattr (mount.noteAttr).
 	noted atomic.Pointer[attrNote]
+	// committed is the file's attributes after its last commit through
+	// this mount, for the close that follows (takeCommitted).
+	committed atomic.Pointer[committed]
+	// seen is the attributes last answered to the kernel (sawAttr).
+	seen atomic.Pointer[chunkfs.FileInfo]
 }
 
 // version identifies the contents of a file for io-cache: unchanged size
@@ -210,6 +217,18 @@ func (n *node) sawAttr(fi *chunkfs.FileInfo) {
 	if end := n.dirtyEnd(); end > fi.Length {
 		fi.Length = end
 	}
+	seen := *fi
+	n.seen.Store(&seen)
+}
+
+// lastSeen returns a copy of the attributes sawAttr last saw, or nil.
+func (n *node) lastSeen() *chunkfs.FileInfo {
+	fi := n.seen.Load()
+	if fi == nil {
+		return nil
+	}
+	c := *fi
+	return &c
 }
 
 var _ = (gofs.NodeOnForgetter)((*node)(nil))
@@ -224,16 +243,32 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	if e := n.checkChild(name); e != 0 {
 		return nil, e
 	}
+	cctx, cancel := n.m.call(ctx)
+	defer cancel()
+	if e := n.settleChild(cctx, name); e != 0 {
+		return nil, e
+	}
 	if fi, ok := n.listedLookup(ctx, name); ok {
 		return n.entry(ctx, fi, out), 0
 	}
-	cctx, cancel := n.m.call(ctx)
-	defer cancel()
 	fi, err := n.m.b.Stat(cctx, callerOf(ctx), n.child(name))
 	if err != nil {
 		return nil, errno(err)
 	}
 	return n.entry(ctx, fi, out), 0
+}
+
+// settleChild waits for the pushes in flight of the child name, if the
+// kernel knows it (closer.wait).
+func (n *node) settleChild(ctx context.Context, name string) syscall.Errno {
+	ch := n.GetChild(name)
+	if ch == nil {
+		return 0
+	}
+	if c, ok := ch.Operations().(*node); ok {
+		return errno(n.m.closer.wait(ctx, c))
+	}
+	return 0
 }
 
 var _ = (gofs.NodeGetattrer)((*node)(nil))
@@ -247,6 +282,9 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 	if fi == nil {
 		cctx, cancel := n.m.call(ctx)
 		defer cancel()
+		if err := n.m.closer.wait(cctx, n); err != nil {
+			return errno(err)
+		}
 		var err error
 		if fi, err = n.m.b.Stat(cctx, callerOf(ctx), n.path()); err != nil {
 			return errno(err)
@@ -270,6 +308,9 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	}
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
+	if err := n.m.closer.wait(cctx, n); err != nil {
+		return errno(err)
+	}
 	a := setAttrOf(in)
 	caller := callerOf(ctx)
 	h, _ := f.(*handle)

@@ -50,7 +50,8 @@ func (m *Master) cloneCall(ctx context.Context, o cloneOrder) error {
 	if err != nil {
 		return err
 	}
-	_, err = cs.Clone(ctx, &pb.CloneRequest{Handle: uint64(o.handle), Version: uint64(o.version), Source: o.sourceAddr, Length: o.length})
+	_, err = cs.Clone(ctx, &pb.CloneRequest{Handle: uint64(o.handle), Version: uint64(o.version), Source: o.sourceAddr, Length: o.length,
+		Urgent: o.live <= 1 && !o.move})
 	return err
 }
 

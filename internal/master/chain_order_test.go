@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/placement"
 )
 
@@ -16,7 +15,7 @@ func registryOf(n int) *registry {
 	r := newRegistry(uint64(time.Unix(1000, 0).UnixNano()))
 	for i := range n {
 		s := &server{id: fmt.Sprintf("cs%02d", i+1), addr: fmt.Sprintf("10.0.1.%d:7001", i+1), capacity: 1 << 40, free: 1 << 40,
-			alive: true, chunks: map[chunkfs.Handle]chunkfs.Version{}}
+			alive: true}
 		r.servers[s.id], r.byAddr[s.addr] = s, s
 	}
 	return r
@@ -29,7 +28,9 @@ func registryOf(n int) *registry {
 // makes each server last somewhere nearly always. The order is chosen as
 // chunks are placed, without knowing the later ones, so now and then two
 // servers that have forwarded every chain so far meet in the last chunk of
-// a burst: about 5% of the servers then forward three.
+// a burst: about 9% of the servers then forward three (4% when the
+// placement took the servers in a fixed rotation, which tied every
+// server's replicas to four peers: placement.recentClass).
 func TestBurstChainsBalanced(t *testing.T) {
 	const bursts = 200
 	three := 0
@@ -54,8 +55,8 @@ func TestBurstChainsBalanced(t *testing.T) {
 			}
 		}
 	}
-	if frac := float64(three) / (bursts * 16); frac > 0.08 {
-		t.Fatalf("%.1f%% of the servers forward all three of their chains, want under 8%% (30%% with random orders)", 100*frac)
+	if frac := float64(three) / (bursts * 16); frac > 0.11 {
+		t.Fatalf("%.1f%% of the servers forward all three of their chains, want under 11%% (30%% with random orders)", 100*frac)
 	}
 }
 

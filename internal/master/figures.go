@@ -47,11 +47,11 @@ func (m *Master) Figures() Figures {
 	m.regMu.Lock()
 	defer m.regMu.Unlock()
 	f.MetadataBytes += registryBytes(m.reg.sizes())
-	for _, ci := range m.reg.chunks {
-		if ci.primary != nil && ci.expiry.After(now) {
+	for _, ci := range m.reg.chunks.all() {
+		if m.reg.leased(ci, now) {
 			f.Leases++
 		}
-		for _, s := range ci.holders {
+		for s := range ci.holders.all() {
 			if s.alive {
 				f.Replicas++
 			}
@@ -80,12 +80,12 @@ func metadataBytes(c namespace.Counts) int64 {
 }
 
 // Bytes of master heap per registry object, measured by
-// TestRegistryBytesMeasured alike: a chunk's record (its chunkInfo and
-// map entry) and a replica (its entry in its server's map and in the
-// chunk's holders).
+// TestRegistryBytesMeasured alike: a chunk's record (its chunkInfo, with
+// three holders in place, and its slot in the chunkTable) and a replica
+// (its entry in its server's replicaSet).
 const (
-	heapPerChunkRecord = 190
-	heapPerReplica     = 40
+	heapPerChunkRecord = 104
+	heapPerReplica     = 6
 )
 
 // registryBytes is the heap a registry of records chunk records and
@@ -123,7 +123,7 @@ func (m *Master) Problems(limit int) []ChunkProblem {
 				return
 			}
 			p := ChunkProblem{Handle: h, Version: v, Live: hl.live, Want: repl, Corrupt: hl.corrupt}
-			if pc := m.reg.chunks[h].clone; hl.cloning && pc != nil {
+			if pc := m.reg.clones[h]; hl.cloning && pc != nil {
 				p.Source, p.Target = pc.source.addr, pc.target.addr
 			}
 			out = append(out, p)

@@ -67,7 +67,7 @@ func (m *Master) chunksOf(c chunkfs.Caller, op, p string, first, count int64) (f
 func (m *Master) locationLocked(ch namespace.Chunk, now time.Time) location {
 	loc := location{chunk: ch}
 	primary, expiry := m.reg.lease(ch.Handle, now)
-	if primary != nil && primary.chunks[ch.Handle] == ch.Version {
+	if primary != nil && primary.chunks.at(ch.Handle) == ch.Version {
 		loc.primary = primary.addr
 		loc.leaseLeft = max(expiry.Sub(now)-m.leaseSlack(), time.Millisecond)
 		loc.replicas = append(loc.replicas, primary.addr)

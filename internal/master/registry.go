@@ -26,17 +26,18 @@ type server struct {
 	load           int32
 	lastBeat       time.Time
 	alive          bool
-	chunks         map[chunkfs.Handle]chunkfs.Version // replicas it holds
-	garbage        []chunkfs.Handle                   // to tell it to delete
-	doubt          map[chunkfs.Handle]uint64          // replicas whose Lease or Truncate call failed, not yet checked: when (registry.doubts)
-	recent         placement.Recency                  // its decaying count of chunks created on it
-	forwards       placement.Recency                  // its decaying count of new chunks' chains it forwards in (chain_order.go)
-	again          bool                               // to be told to register again at its next heartbeat
-	held           map[chunkfs.Handle]heldLease       // leases it last reported holding as primary (registry_leases.go)
-	cloning        int                                // clones in flight with it as target
-	sourcing       int                                // clones in flight with it as source
-	moveIn         int64                              // bytes of balancer moves in flight to it
-	moveOut        int64                              // bytes of balancer moves in flight from it
+	chunks         replicaSet                   // replicas it holds (registry_replicas.go)
+	garbage        []chunkfs.Handle             // to tell it to delete
+	doubt          map[chunkfs.Handle]uint64    // replicas whose Lease or Truncate call failed, not yet checked: when (registry.doubts)
+	recent         placement.Recency            // its decaying count of chunks created on it
+	forwards       placement.Recency            // its decaying count of new chunks' chains it forwards in (chain_order.go)
+	again          bool                         // to be told to register again at its next heartbeat
+	held           map[chunkfs.Handle]leaseLeft // leases it last reported holding as primary (registry_leases.go)
+	heldAt         time.Time                    // when the master received that report
+	cloning        int                          // clones in flight with it as target
+	sourcing       int                          // clones in flight with it as source
+	moveIn         int64                        // bytes of balancer moves in flight to it
+	moveOut        int64                        // bytes of balancer moves in flight from it
 }
 
 // disk is one file system a chunkserver keeps data on; servers sharing a
@@ -47,19 +48,44 @@ type disk struct {
 }
 
 // chunkInfo is the in-memory part of a chunk: where it lives and its lease.
+// The master holds one for each of millions of chunks, so it is kept to
+// 64 bytes (TestChunkInfoSize): three holders in place, the lease's end
+// as a stamp, narrow counters, and what is seldom set (a clone in flight,
+// when a writer last waited on the chunk) in maps beside it
+// (registry.clones, registry.blockedAt).
 type chunkInfo struct {
-	holders []*server       // servers that reported or were given a replica
+	holders holderSet       // servers that reported or were given a replica (registry_chunks.go)
 	primary *server         // lease holder, nil when none
-	expiry  time.Time       // lease end
 	told    chunkfs.Version // highest version sent to any chunkserver
+	expiry  stamp           // lease end, when primary is set
+	busy    int32           // grants or cuts in flight: their replicas are not all recorded yet
+	corrupt int16           // corrupt replicas reported and not yet replaced by a clone
 	// fence is set when the replica set shrank while a lease was out: the
 	// survivors must move to a new version before the next write is
 	// acknowledged, so that the lost replica is stale if it comes back.
-	fence   bool
-	clone   *pendingClone // the clone in flight, nil when none
-	blocked time.Time     // when a writer last waited on the chunk for want of replicas
-	corrupt int           // corrupt replicas reported and not yet replaced by a clone
-	busy    int           // grants or cuts in flight: their replicas are not all recorded yet
+	fence bool
+}
+
+// stamp is a time as nanoseconds since the registry's epoch (the first
+// time it was handed): 8 bytes where a time.Time takes 24, and a
+// difference of two carries the monotonic clock's reading when the
+// epoch and the time both have one, as time.Time's Sub does.
+type stamp int64
+
+// stampOf returns t as a stamp, setting the epoch to t on the first call.
+func (r *registry) stampOf(t time.Time) stamp {
+	if r.epoch.IsZero() {
+		r.epoch = t
+	}
+	return stamp(t.Sub(r.epoch))
+}
+
+// timeOf returns the time of stamp s.
+func (r *registry) timeOf(s stamp) time.Time { return r.epoch.Add(time.Duration(s)) }
+
+// leased reports whether ci's lease, if any, may still be held at now.
+func (r *registry) leased(ci *chunkInfo, now time.Time) bool {
+	return ci.primary != nil && r.stampOf(now) < ci.expiry
 }
 
 // pendingClone is a re-replication or a balancer move in flight: target
@@ -83,14 +109,15 @@ type pendingClone struct {
 type registry struct {
 	servers map[string]*server
 	byAddr  map[string]*server
-	chunks  map[chunkfs.Handle]*chunkInfo
+	chunks  chunkTable // registry_chunks.go
 	rng     *rand.Rand
 	doubts  uint64 // counts doubt calls, to tell a doubt from a later one
 
 	// dirty holds the chunks whose replica set changed since plan last
 	// found them healthy: plan looks only at these, and at every chunk
 	// on a full sweep.
-	dirty map[chunkfs.Handle]struct{}
+	dirty     map[chunkfs.Handle]struct{}
+	dirtyPeak int // the most chunks dirty at once since the map was made (tidyDirty)
 
 	adoption adoptRule // which reported leases a new leader adopts (registry_leases.go)
 
@@ -102,6 +129,10 @@ type registry struct {
 	bal   balancer        // the rebalancer (registry_balance.go)
 
 	safe *safeCount // the located chunks, counted while in safe mode; nil after (registry_safemode.go)
+
+	epoch     time.Time                        // the time stamp 0 stands for (stampOf)
+	clones    map[chunkfs.Handle]*pendingClone // the clone in flight of each chunk that has one
+	blockedAt map[chunkfs.Handle]time.Time     // when a writer last waited on a chunk for want of replicas (block)
 
 	copies map[chunkfs.Handle]chunkfs.Version // copy-on-write copies being made, not yet logged (registry_snapshot.go)
 
@@ -125,7 +156,6 @@ func newRegistry(seed uint64) *registry {
 	return &registry{
 		servers:  make(map[string]*server),
 		byAddr:   make(map[string]*server),
-		chunks:   make(map[chunkfs.Handle]*chunkInfo),
 		dirty:    make(map[chunkfs.Handle]struct{}),
 		rng:      rand.New(rand.NewPCG(seed, 0x636b6673)),
 		bal:      balancer{on: true, threshold: DefaultBalanceThreshold, maxMoves: DefaultMaxMoves},
@@ -135,23 +165,49 @@ func newRegistry(seed uint64) *registry {
 
 // info returns h's record, creating it.
 func (r *registry) info(h chunkfs.Handle) *chunkInfo {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil {
 		ci = &chunkInfo{}
-		r.chunks[h] = ci
-		r.dirty[h] = struct{}{}
+		r.chunks.put(h, ci)
+		r.markDirty(h)
 	}
 	return ci
 }
 
+// markDirty notes that h's replica set changed: plan looks at it next.
+func (r *registry) markDirty(h chunkfs.Handle) {
+	r.dirty[h] = struct{}{}
+	r.dirtyPeak = max(r.dirtyPeak, len(r.dirty))
+}
+
+// Bounds of tidyDirty: a dirty set that held more than tidyFrom chunks
+// is made again once it holds under a tidyShrink-th of its peak.
+const (
+	tidyFrom   = 4096
+	tidyShrink = 8
+)
+
+// tidyDirty makes the dirty set again, at its size, once it has emptied
+// from a large one: a Go map never gives back its table, and a mass
+// registration (a master's restart) leaves every chunk in it until the
+// first plan, some 10 bytes a chunk kept for good.
+func (r *registry) tidyDirty() {
+	if r.dirtyPeak <= tidyFrom || len(r.dirty) >= r.dirtyPeak/tidyShrink {
+		return
+	}
+	fresh := make(map[chunkfs.Handle]struct{}, len(r.dirty))
+	for h := range r.dirty {
+		fresh[h] = struct{}{}
+	}
+	r.dirty, r.dirtyPeak = fresh, len(fresh)
+}
+
 // addReplica records that s holds version v of h.
 func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
-	s.chunks[h] = v
-	r.dirty[h] = struct{}{}
+	s.chunks.set(h, v)
+	r.markDirty(h)
 	ci := r.info(h)
-	if !slices.Contains(ci.holders, s) {
-		ci.holders = append(ci.holders, s)
-	}
+	ci.holders.add(s)
 	r.recount(h)
 }
 
@@ -160,15 +216,14 @@ func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
 // and acting as primary, so no other may be named before then. When a lease
 // is out, the chunk is fenced: its next write needs a new version.
 func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
-	delete(s.chunks, h)
-	ci := r.chunks[h]
+	s.chunks.remove(h)
+	ci := r.chunks.get(h)
 	if ci == nil {
 		return
 	}
-	n := len(ci.holders)
-	ci.holders = slices.DeleteFunc(ci.holders, func(x *server) bool { return x == s })
-	r.dirty[h] = struct{}{}
-	if len(ci.holders) < n && ci.primary != nil && now.Before(ci.expiry) {
+	gone := ci.holders.remove(s)
+	r.markDirty(h)
+	if gone && r.leased(ci, now) {
 		ci.fence = true
 	}
 	r.recount(h)
@@ -177,8 +232,9 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 
 // gc deletes h's record once nothing in it matters.
 func (r *registry) gc(h chunkfs.Handle, ci *chunkInfo) {
-	if len(ci.holders) == 0 && ci.primary == nil && ci.told == 0 && ci.clone == nil && ci.busy == 0 && ci.corrupt == 0 {
-		delete(r.chunks, h)
+	if ci.holders.len() == 0 && ci.primary == nil && ci.told == 0 && r.clones[h] == nil && ci.busy == 0 && ci.corrupt == 0 {
+		r.chunks.remove(h)
+		delete(r.blockedAt, h)
 	}
 }
 
@@ -214,20 +270,22 @@ func (r *registry) condemn(s *server, h chunkfs.Handle, now time.Time) {
 
 // dropServer forgets every replica s holds.
 func (r *registry) dropServer(s *server, now time.Time) {
-	for h := range s.chunks {
+	held := s.chunks
+	s.chunks = replicaSet{}
+	for h := range held.all() {
 		r.dropReplica(s, h, now)
 	}
 }
 
 // replicas returns the live servers holding version v of h.
 func (r *registry) replicas(h chunkfs.Handle, v chunkfs.Version) []*server {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil {
 		return nil
 	}
 	var out []*server
-	for _, s := range ci.holders {
-		if s.alive && s.chunks[h] == v {
+	for s := range ci.holders.all() {
+		if s.alive && s.chunks.at(h) == v {
 			out = append(out, s)
 		}
 	}
@@ -237,17 +295,17 @@ func (r *registry) replicas(h chunkfs.Handle, v chunkfs.Version) []*server {
 // lease returns h's primary if its lease is valid at now and the primary
 // is alive and still holds the chunk.
 func (r *registry) lease(h chunkfs.Handle, now time.Time) (*server, time.Time) {
-	ci := r.chunks[h]
-	if ci == nil || ci.primary == nil || !ci.primary.alive || !now.Before(ci.expiry) || !slices.Contains(ci.holders, ci.primary) {
+	ci := r.chunks.get(h)
+	if ci == nil || !r.leased(ci, now) || !ci.primary.alive || !ci.holders.contains(ci.primary) {
 		return nil, time.Time{}
 	}
-	return ci.primary, ci.expiry
+	return ci.primary, r.timeOf(ci.expiry)
 }
 
 // placed reports whether the master knows a replica of h (live or not).
 func (r *registry) placed(h chunkfs.Handle) bool {
-	ci := r.chunks[h]
-	return ci != nil && len(ci.holders) > 0
+	ci := r.chunks.get(h)
+	return ci != nil && ci.holders.len() > 0
 }
 
 // queueGarbage tells s, at its next heartbeat, to delete h.
@@ -275,18 +333,20 @@ func (s *server) queuedSet() map[chunkfs.Handle]struct{} {
 // every server holding them.
 func (r *registry) forget(handles []chunkfs.Handle, now time.Time) {
 	for _, h := range handles {
-		ci := r.chunks[h]
+		ci := r.chunks.get(h)
 		if ci == nil {
 			continue
 		}
-		for _, s := range slices.Clone(ci.holders) {
+		for _, s := range ci.holders.appendTo(nil) {
 			r.queueGarbage(s, h)
 			r.dropReplica(s, h, now)
 		}
-		if c := ci.clone; c != nil {
+		if c := r.clones[h]; c != nil {
 			r.queueGarbage(c.target, h) // whatever it stores is garbage
+			delete(r.clones, h)
 		}
-		delete(r.chunks, h)
+		r.chunks.remove(h)
+		delete(r.blockedAt, h)
 	}
 }
 
@@ -396,7 +456,7 @@ func cmpString(a, b string) int {
 // (registryBytes).
 func (r *registry) sizes() (records, replicas int64) {
 	for _, s := range r.servers {
-		replicas += int64(len(s.chunks))
+		replicas += int64(s.chunks.len())
 	}
-	return int64(len(r.chunks)), replicas
+	return int64(r.chunks.len()), replicas
 }

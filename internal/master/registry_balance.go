@@ -123,17 +123,13 @@ func (r *registry) nextMove(cfg placement.Config, lookup chunkLookup, maxClones 
 // deleted, or in doubt) nowhere on to, whose rack spread the move keeps,
 // and small enough not to overshoot (narrows).
 func (r *registry) movable(from, to *server, lookup chunkLookup, now time.Time) (chunkfs.Handle, bool) {
-	var best chunkfs.Handle
-	for h, held := range from.chunks {
-		if best != 0 && h > best {
-			continue
-		}
+	for h, held := range from.chunks.all() { // in handle order: the first found is the lowest
 		v, want, length, ok := lookup(h)
-		ci := r.chunks[h]
-		if !ok || held != v || length <= 0 || ci == nil || ci.clone != nil || ci.busy > 0 || r.leaseOutstanding(h, now) {
+		ci := r.chunks.get(h)
+		if !ok || held != v || length <= 0 || ci == nil || r.clones[h] != nil || ci.busy > 0 || r.leaseOutstanding(h, now) {
 			continue
 		}
-		if _, has := to.chunks[h]; has {
+		if to.chunks.has(h) {
 			continue
 		}
 		if _, doubted := to.doubt[h]; doubted || containsHandle(to.garbage, h) {
@@ -148,10 +144,10 @@ func (r *registry) movable(from, to *server, lookup chunkLookup, now time.Time) 
 			racks[i] = s.rack
 		}
 		if placement.KeepsSpread(racks, from.rack, to.rack) && narrows(from, to, length) {
-			best = h
+			return h, true
 		}
 	}
-	return best, best != 0
+	return 0, false
 }
 
 // narrows reports whether moving length bytes from one server to another
@@ -177,7 +173,8 @@ func containsHandle(hs []chunkfs.Handle, h chunkfs.Handle) bool {
 func (r *registry) startMove(h chunkfs.Handle, v chunkfs.Version, length int64, want int, from, to *server, now time.Time) cloneOrder {
 	live := len(r.counted(h, v))
 	pc := &pendingClone{target: to, source: from, version: v, started: now, live: live, move: true, length: length, want: want}
-	r.info(h).clone = pc
+	r.info(h)
+	r.setClone(h, pc)
 	from.sourcing++
 	to.cloning++
 	from.moveOut += length
@@ -201,7 +198,7 @@ func (r *registry) moveDone(h chunkfs.Handle, pc *pendingClone, counted bool, no
 		return false
 	}
 	to.used += pc.length
-	_, held := from.chunks[h]
+	held := from.chunks.has(h)
 	if !held || !from.alive || r.draining(from) || len(r.counted(h, pc.version))-1 < pc.want {
 		return false
 	}

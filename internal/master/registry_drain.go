@@ -24,8 +24,8 @@ func (r *registry) setDraining(ids []string) {
 	}
 	for id, s := range r.servers {
 		if next[id] != r.drain[id] {
-			for h := range s.chunks {
-				r.dirty[h] = struct{}{}
+			for h := range s.chunks.all() {
+				r.markDirty(h)
 			}
 		}
 	}
@@ -60,12 +60,12 @@ type drainProgress struct {
 // server shows dead: its replicas are gone from the record (repair clones
 // them like any dead server's).
 func (r *registry) progress(s *server, lookup chunkLookup) drainProgress {
-	p := drainProgress{state: stateLive, chunks: len(s.chunks)}
+	p := drainProgress{state: stateLive, chunks: s.chunks.len()}
 	switch {
 	case !s.alive:
 		p.state = stateDead
 	case r.draining(s):
-		for h, v := range s.chunks {
+		for h, v := range s.chunks.all() {
 			cur, want, _, ok := lookup(h)
 			if ok && v == cur && len(r.counted(h, cur)) < want {
 				p.remaining++

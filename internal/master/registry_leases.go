@@ -31,16 +31,16 @@ type leaseDecision struct {
 // that missed a mutation is stale by version when it comes back. A lease
 // held by a primary the master cannot use is waited out.
 func (r *registry) grantable(h chunkfs.Handle, cur chunkfs.Version, now time.Time) leaseDecision {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	primary, _ := r.lease(h, now)
-	valid := primary != nil && primary.chunks[h] == cur
+	valid := primary != nil && primary.chunks.at(h) == cur
 	replicas := r.replicas(h, cur)
 	switch {
 	case valid && !ci.fence:
 		return leaseDecision{verdict: leaseValid}
 	case valid:
 		return leaseDecision{verdict: leaseGrant, replicas: r.grantOrder(replicas, primary), fenced: true}
-	case ci != nil && ci.primary != nil && now.Before(ci.expiry):
+	case ci != nil && r.leased(ci, now):
 		return leaseDecision{verdict: leaseWait}
 	case len(replicas) == 0:
 		return leaseDecision{verdict: leaseNone}
@@ -67,7 +67,7 @@ func (r *registry) grantOrder(replicas []*server, primary *server) []*server {
 // nextVersion returns a version above cur and above every version ever
 // told for h, so that no two grants share one.
 func (r *registry) nextVersion(h chunkfs.Handle, cur chunkfs.Version) chunkfs.Version {
-	if ci := r.chunks[h]; ci != nil {
+	if ci := r.chunks.get(h); ci != nil {
 		cur = max(cur, ci.told)
 	}
 	return cur + 1
@@ -85,12 +85,12 @@ func (r *registry) noteTold(h chunkfs.Handle, v chunkfs.Version) {
 // planned now could target a server the grant is creating it on).
 func (r *registry) beginCalls(h chunkfs.Handle, v chunkfs.Version) {
 	r.noteTold(h, v)
-	r.chunks[h].busy++
+	r.chunks.get(h).busy++
 }
 
 // endCalls undoes beginCalls.
 func (r *registry) endCalls(h chunkfs.Handle) {
-	if ci := r.chunks[h]; ci != nil {
+	if ci := r.chunks.get(h); ci != nil {
 		ci.busy--
 		r.gc(h, ci)
 	}
@@ -127,12 +127,12 @@ func (r *registry) forgetFailed(h chunkfs.Handle, order []*server, errs []error,
 // is no longer fenced.
 func (r *registry) recordLease(h chunkfs.Handle, primary *server, expiry time.Time) {
 	ci := r.info(h)
-	ci.primary, ci.expiry, ci.fence = primary, expiry, false
+	ci.primary, ci.expiry, ci.fence = primary, r.stampOf(expiry), false
 }
 
 // revoke forgets h's lease (a truncation's new version ends it).
 func (r *registry) revoke(h chunkfs.Handle) {
-	if ci := r.chunks[h]; ci != nil {
+	if ci := r.chunks.get(h); ci != nil {
 		ci.primary, ci.fence = nil, false
 	}
 }
@@ -143,9 +143,9 @@ func (r *registry) revoke(h chunkfs.Handle) {
 func (r *registry) extend(s *server, handles []chunkfs.Handle, now time.Time, d time.Duration) []chunkfs.Handle {
 	var out []chunkfs.Handle
 	for _, h := range handles {
-		ci := r.chunks[h]
-		if ci != nil && ci.primary == s && now.Before(ci.expiry) && !ci.fence {
-			ci.expiry = now.Add(d)
+		ci := r.chunks.get(h)
+		if ci != nil && ci.primary == s && r.leased(ci, now) && !ci.fence {
+			ci.expiry = r.stampOf(now.Add(d))
 			out = append(out, h)
 		}
 	}
@@ -155,15 +155,15 @@ func (r *registry) extend(s *server, handles []chunkfs.Handle, now time.Time, d 
 // leaseOutstanding reports whether a lease on h might still be held, by a
 // live server or not.
 func (r *registry) leaseOutstanding(h chunkfs.Handle, now time.Time) bool {
-	ci := r.chunks[h]
-	return ci != nil && ci.primary != nil && now.Before(ci.expiry)
+	ci := r.chunks.get(h)
+	return ci != nil && r.leased(ci, now)
 }
 
 // primaryAt returns h's recorded primary (live or not) while its lease may
 // be held at now and its address is addr; nil otherwise.
 func (r *registry) primaryAt(h chunkfs.Handle, addr string, now time.Time) *server {
-	ci := r.chunks[h]
-	if ci == nil || ci.primary == nil || ci.primary.addr != addr || !now.Before(ci.expiry) {
+	ci := r.chunks.get(h)
+	if ci == nil || !r.leased(ci, now) || ci.primary.addr != addr {
 		return nil
 	}
 	return ci.primary
@@ -175,12 +175,12 @@ func (r *registry) primaryAt(h chunkfs.Handle, addr string, now time.Time) *serv
 // a primary that is alive after all cannot complete a write at the old
 // version any more, since every secondary applies only at its own version.
 func (r *registry) dropPrimary(h chunkfs.Handle, primary *server, now time.Time) {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil || ci.primary != primary {
 		return
 	}
 	ci.primary, ci.fence = nil, false
-	if _, ok := primary.chunks[h]; ok {
+	if primary.chunks.has(h) {
 		r.doubt(primary, h, now)
 	}
 }
@@ -219,6 +219,13 @@ func (r *registry) dropSecondary(h chunkfs.Handle, v chunkfs.Version, s *server,
 // and from then on treats it as one it granted: writers are sent to that
 // primary and its extensions are answered. A chunk whose primary it cannot
 // confirm waits for the hold to end as before.
+
+// leaseLeft is a lease a server reported holding as primary, as kept
+// for each chunk: the report's time is kept once for all (server.heldAt).
+type leaseLeft struct {
+	version chunkfs.Version
+	left    time.Duration // time left when the master received the report, by the server's clock
+}
 
 // heldLease is a lease a server reported holding as primary.
 type heldLease struct {
@@ -260,13 +267,19 @@ func (r *registry) setHold(until time.Time, floor chunkfs.Handle) {
 // recordHeld replaces what s last reported holding by leases, received at now.
 func (r *registry) recordHeld(s *server, leases []heldReport, now time.Time) {
 	if len(leases) == 0 {
-		s.held = nil
+		s.held, s.heldAt = nil, time.Time{}
 		return
 	}
-	s.held = make(map[chunkfs.Handle]heldLease, len(leases))
+	s.held, s.heldAt = make(map[chunkfs.Handle]leaseLeft, len(leases)), now
 	for _, l := range leases {
-		s.held[l.handle] = heldLease{version: l.version, at: now, left: max(l.left, 0)}
+		s.held[l.handle] = leaseLeft{version: l.version, left: max(l.left, 0)}
 	}
+}
+
+// reported returns the lease s last reported holding on h, if any.
+func (s *server) reported(h chunkfs.Handle) (heldLease, bool) {
+	l, ok := s.held[h]
+	return heldLease{version: l.version, at: s.heldAt, left: l.left}, ok
 }
 
 // sureUntil is when the lease reported in l surely still holds: the report
@@ -295,29 +308,30 @@ func (a adoptRule) endsBy(l heldLease) time.Time {
 // at cur from that server, adopted now or before.
 func (r *registry) adopt(h chunkfs.Handle, cur chunkfs.Version, now time.Time) bool {
 	a := r.adoption
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if !a.on || h >= a.floor || !now.Before(a.until) || ci == nil {
 		return false
 	}
 	if p, _ := r.lease(h, now); p != nil {
-		return p.chunks[h] == cur
+		return p.chunks.at(h) == cur
 	}
-	if (ci.primary != nil && now.Before(ci.expiry)) || ci.told > cur || ci.fence {
+	if r.leased(ci, now) || ci.told > cur || ci.fence {
 		return false
 	}
 	s, l := r.soleReporter(h, now)
-	if s == nil || !s.alive || l.version != cur || s.chunks[h] != cur || !now.Before(a.sureUntil(l)) {
+	if s == nil || !s.alive || l.version != cur || s.chunks.at(h) != cur || !now.Before(a.sureUntil(l)) {
 		return false
 	}
-	for _, x := range ci.holders {
-		if x.chunks[h] > cur {
+	for x := range ci.holders.all() {
+		if x.chunks.at(h) > cur {
 			return false
 		}
 	}
-	ci.primary, ci.expiry = s, a.endsBy(l)
-	if ci.expiry.After(a.until) {
-		ci.expiry = a.until
+	end := a.endsBy(l)
+	if end.After(a.until) {
+		end = a.until
 	}
+	ci.primary, ci.expiry = s, r.stampOf(end)
 	// The lease's secondaries are not known: a replica that took its
 	// writes may not have registered yet, and handing the lease out with
 	// the replicas counted now would let writes at cur skip it while it
@@ -334,7 +348,7 @@ func (r *registry) soleReporter(h chunkfs.Handle, now time.Time) (*server, heldL
 	var one *server
 	var lease heldLease
 	for _, s := range r.servers {
-		l, ok := s.held[h]
+		l, ok := s.reported(h)
 		if !ok || !now.Before(r.adoption.endsBy(l)) {
 			continue
 		}

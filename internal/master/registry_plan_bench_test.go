@@ -33,7 +33,7 @@ func BenchmarkPlanAfterRegistration(b *testing.B) {
 			for range b.N {
 				if tc.first {
 					b.StopTimer()
-					for h := range r.chunks {
+					for h := range r.chunks.all() {
 						r.dirty[h] = struct{}{}
 					}
 					b.StartTimer()
@@ -52,7 +52,7 @@ func BenchmarkChoose10000(b *testing.B) {
 	r := newRegistry(1)
 	for i := range 10000 {
 		s := &server{id: fmt.Sprintf("fleet-%d", i), addr: fmt.Sprintf("10.0.%d.%d:7001", i/250, i%250), capacity: 1 << 40, free: 1 << 40,
-			alive: true, chunks: map[chunkfs.Handle]chunkfs.Version{}}
+			alive: true}
 		r.servers[s.id], r.byAddr[s.addr] = s, s
 	}
 	now := time.Unix(1000, 0)

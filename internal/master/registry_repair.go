@@ -96,15 +96,15 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		all := r.replicas(h, v)
 		live := len(r.counted(h, v))
 		switch {
-		case ci.clone != nil && ci.clone.move:
-			r.dirty[h] = struct{}{} // its source is trimmed when it ends
-		case ci.clone != nil:
-			level = min(level, ci.clone.live)
+		case r.clones[h] != nil && r.clones[h].move:
+			r.markDirty(h) // its source is trimmed when it ends
+		case r.clones[h] != nil:
+			level = min(level, r.clones[h].live)
 		case ci.busy > 0 || len(all) == 0 || r.leaseOutstanding(h, now):
-			r.dirty[h] = struct{}{} // look again next time
+			r.markDirty(h) // look again next time
 		case live < want:
-			r.dirty[h] = struct{}{}
-			needs = append(needs, placement.Repair{Handle: uint64(h), Live: live, Want: want, Blocked: r.blocked(ci, now)})
+			r.markDirty(h)
+			needs = append(needs, placement.Repair{Handle: uint64(h), Live: live, Want: want, Blocked: r.blocked(h, now)})
 		case live > want:
 			ci.corrupt = 0 // replaced, however: by a clone or a server back with a good copy
 			trims = append(trims, r.trim(h, v, want, now)...)
@@ -120,13 +120,13 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		}
 	}
 	if full {
-		for h, ci := range r.chunks {
+		for h, ci := range r.chunks.all() {
 			examine(h, ci)
 			step()
 		}
 	} else {
 		for h := range r.dirty {
-			if ci := r.chunks[h]; ci != nil {
+			if ci := r.chunks.get(h); ci != nil {
 				examine(h, ci)
 			} else {
 				delete(r.dirty, h)
@@ -142,11 +142,12 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		needs = nil
 		for _, n := range found {
 			h := chunkfs.Handle(n.Handle)
-			if ci := r.chunks[h]; ci != nil {
+			if ci := r.chunks.get(h); ci != nil {
 				examine(h, ci)
 			}
 		}
 	}
+	r.tidyDirty()
 	placement.RepairOrder(needs)
 	var orders []cloneOrder
 	waiting := false // a repair waits for a clone slot
@@ -175,16 +176,26 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 	return orders, trims
 }
 
-// blocked reports whether a writer waited on the chunk lately.
-func (r *registry) blocked(ci *chunkInfo, now time.Time) bool {
-	return !ci.blocked.IsZero() && now.Sub(ci.blocked) < blockedFor
+// blocked reports whether a writer waited on chunk h lately; a wait
+// older than that is forgotten.
+func (r *registry) blocked(h chunkfs.Handle, now time.Time) bool {
+	at, ok := r.blockedAt[h]
+	if ok && now.Sub(at) >= blockedFor {
+		delete(r.blockedAt, h)
+		ok = false
+	}
+	return ok
 }
 
 // block notes that a writer waits on h for want of live replicas.
 func (r *registry) block(h chunkfs.Handle, now time.Time) {
-	if ci := r.chunks[h]; ci != nil {
-		ci.blocked = now
+	if r.chunks.get(h) == nil {
+		return
 	}
+	if r.blockedAt == nil {
+		r.blockedAt = make(map[chunkfs.Handle]time.Time)
+	}
+	r.blockedAt[h] = now
 }
 
 // startClone picks a source among h's live replicas (those on servers
@@ -209,7 +220,7 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	}
 	var others []*server
 	for _, s := range r.live() {
-		_, has := s.chunks[h]
+		has := s.chunks.has(h)
 		_, doubted := s.doubt[h]
 		// A server still to be told to delete h could delete the clone.
 		if !has && !doubted && !r.draining(s) && !slices.Contains(s.garbage, h) {
@@ -227,7 +238,8 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	}
 	source, target := holders[si], others[ti]
 	pc := &pendingClone{target: target, source: source, version: v, started: now, live: live}
-	r.info(h).clone = pc
+	r.info(h)
+	r.setClone(h, pc)
 	source.sourcing++
 	target.cloning++
 	r.repairing++
@@ -235,11 +247,19 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 		targetAddr: target.addr, sourceAddr: source.addr}, true, false
 }
 
+// setClone records pc as h's clone in flight.
+func (r *registry) setClone(h chunkfs.Handle, pc *pendingClone) {
+	if r.clones == nil {
+		r.clones = make(map[chunkfs.Handle]*pendingClone)
+	}
+	r.clones[h] = pc
+}
+
 // cloning reports whether s is the target of a clone of h in flight (its
 // replica is incomplete until the clone answers).
 func (r *registry) cloning(h chunkfs.Handle, s *server) bool {
-	ci := r.chunks[h]
-	return ci != nil && ci.clone != nil && ci.clone.target == s
+	pc := r.clones[h]
+	return pc != nil && pc.target == s
 }
 
 // cloneDone records the end of clone pc of h: on success, if the chunk
@@ -261,8 +281,8 @@ func (r *registry) cloneDone(h chunkfs.Handle, pc *pendingClone, length int64, e
 func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, err error, cur chunkfs.Version, exists bool, now time.Time) bool {
 	pc.source.sourcing--
 	pc.target.cloning--
-	if ci := r.chunks[h]; ci != nil && ci.clone == pc {
-		ci.clone = nil
+	if ci := r.chunks.get(h); ci != nil && r.clones[h] == pc {
+		delete(r.clones, h)
 		defer r.gc(h, ci)
 	}
 	t := pc.target
@@ -280,7 +300,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 		// its own that the clone did not touch: one this master counts,
 		// or one the target says it holds (at the version or newer), which
 		// its reports will tell about.
-		_, has := t.chunks[h]
+		has := t.chunks.has(h)
 		own := held || chunkfs.KindOf(err) == chunkfs.KindStale
 		if !has && !own && r.servers[t.id] == t {
 			r.queueGarbage(t, h)
@@ -292,7 +312,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	if pc.move {
 		return true
 	}
-	if ci := r.chunks[h]; ci != nil && ci.corrupt > 0 {
+	if ci := r.chunks.get(h); ci != nil && ci.corrupt > 0 {
 		ci.corrupt--
 	}
 	r.repaired++
@@ -308,7 +328,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 // Should the source hold the chunk after all, its next heartbeat sample
 // counts it again.
 func (r *registry) sourceGone(h chunkfs.Handle, pc *pendingClone, now time.Time) {
-	if v, ok := pc.source.chunks[h]; ok && v == pc.version {
+	if v, ok := pc.source.chunks.get(h); ok && v == pc.version {
 		r.dropReplica(pc.source, h, now)
 	}
 }
@@ -367,9 +387,9 @@ type chunkHealth struct {
 
 // health describes chunk h at logged version v.
 func (r *registry) health(h chunkfs.Handle, v chunkfs.Version) chunkHealth {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil {
 		return chunkHealth{}
 	}
-	return chunkHealth{live: len(r.replicas(h, v)), cloning: ci.clone != nil, corrupt: ci.corrupt}
+	return chunkHealth{live: len(r.replicas(h, v)), cloning: r.clones[h] != nil, corrupt: int(ci.corrupt)}
 }

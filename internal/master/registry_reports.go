@@ -1,7 +1,9 @@
 package master
 
 import (
-	"maps"
+	"cmp"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -78,9 +80,11 @@ func (r *registry) register(req fullReport, version versionOf, now time.Time) (r
 		out.redial = req.addr
 	}
 	condemned := s.queuedSet()
-	for _, c := range req.chunks {
+	for _, c := range inHandleOrder(req.chunks) {
 		h, v := c.handle, c.version
-		v = max(v, known[h]) // the report may predate a call that raised it
+		if known != nil {
+			v = max(v, known.at(h)) // the report may predate a call that raised it
+		}
 		cur, ok := version(h)
 		_, dying := condemned[h]
 		switch {
@@ -105,14 +109,12 @@ func (r *registry) register(req fullReport, version versionOf, now time.Time) (r
 // reset creates or resets the record of the server in req. It returns what
 // was recorded for that server before (nil for a new one): the versions of
 // its replicas and the replicas in doubt.
-func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Handle]chunkfs.Version, map[chunkfs.Handle]uint64, error) {
-	var known map[chunkfs.Handle]chunkfs.Version
+func (r *registry) reset(req fullReport, now time.Time) (*server, *replicaSet, map[chunkfs.Handle]uint64, error) {
+	var known *replicaSet
 	var doubt map[chunkfs.Handle]uint64
 	if s := r.servers[req.id]; s != nil {
-		known, doubt = maps.Clone(s.chunks), s.doubt
-		if known == nil {
-			known = map[chunkfs.Handle]chunkfs.Version{}
-		}
+		held := s.chunks // dropServer leaves it as it is
+		known, doubt = &held, s.doubt
 		r.dropServer(s, now)
 		delete(r.byAddr, s.addr)
 	} else if len(r.servers) >= maxServerCount {
@@ -125,7 +127,7 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Ha
 		delete(r.servers, old.id)
 		r.serversChanged()
 		if known == nil {
-			known = map[chunkfs.Handle]chunkfs.Version{}
+			known = &replicaSet{}
 		}
 	}
 	s := r.servers[req.id]
@@ -136,7 +138,7 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Ha
 	}
 	s.addr, s.rack, s.capacity, s.used = req.addr, req.rack, req.capacity, req.used
 	s.free, s.disks = req.free, req.disks
-	s.chunks = make(map[chunkfs.Handle]chunkfs.Version, len(req.chunks))
+	s.chunks = replicaSet{}
 	s.doubt, s.again = nil, false
 	s.alive, s.lastBeat = true, now
 	r.aliveChanged()
@@ -144,6 +146,20 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, map[chunkfs.Ha
 	r.byAddr[req.addr] = s
 	return s, known, doubt, nil
 }
+
+// inHandleOrder returns the replicas of a report sorted by handle (the
+// report itself is left as it is): a replicaSet takes them fastest so,
+// at its pages' ends.
+func inHandleOrder(chunks []replica) []replica {
+	if slices.IsSortedFunc(chunks, cmpReplica) {
+		return chunks
+	}
+	out := slices.Clone(chunks)
+	slices.SortStableFunc(out, cmpReplica)
+	return out
+}
+
+func cmpReplica(a, b replica) int { return cmp.Compare(a.handle, b.handle) }
 
 // askAgain has server id told to register again at its next heartbeat.
 func (r *registry) askAgain(id string) {
@@ -196,7 +212,7 @@ func (r *registry) heartbeat(req beat, version versionOf, now time.Time, leaseFo
 // replica to readers until s registered again.
 func (r *registry) forgetDeleted(s *server, deleted []chunkfs.Handle, now time.Time) {
 	for _, h := range deleted {
-		if _, ok := s.chunks[h]; ok {
+		if s.chunks.has(h) {
 			r.dropReplica(s, h, now)
 		}
 	}
@@ -210,7 +226,7 @@ func (r *registry) forgetDeleted(s *server, deleted []chunkfs.Handle, now time.T
 // applied yet, or at another version, may be right by the log's head.
 func (r *registry) learn(s *server, sample []replica, version versionOf) {
 	for _, c := range sample {
-		if cur, ok := version(c.handle); ok && c.version == cur && s.chunks[c.handle] != cur {
+		if cur, ok := version(c.handle); ok && c.version == cur && s.chunks.at(c.handle) != cur {
 			r.addReplica(s, c.handle, cur)
 		}
 	}
@@ -234,7 +250,7 @@ func (r *registry) sample(s *server, req beat, version versionOf, now time.Time)
 	for _, c := range req.sample {
 		h := c.handle
 		cur, ok := version(h)
-		_, known := s.chunks[h]
+		known := s.chunks.has(h)
 		_, doubted := s.doubt[h]
 		// A sample may predate a Lease or Truncate call that raised the
 		// replica's version, so an old version condemns only a replica
@@ -336,11 +352,13 @@ func (r *registry) settle(id, addr string, handles []chunkfs.Handle, gens []uint
 // good copy exists (s lists it as corrupt in every heartbeat until then).
 // It reports whether s's replica was counted until now.
 func (r *registry) corrupt(s *server, h chunkfs.Handle, now time.Time) bool {
-	_, held := s.chunks[h]
+	held := s.chunks.has(h)
 	r.dropReplica(s, h, now)
 	r.clearDoubt(s, h)
 	if held {
-		r.info(h).corrupt++
+		if ci := r.info(h); ci.corrupt < math.MaxInt16 {
+			ci.corrupt++
+		}
 	}
 	if r.liveHolders(h) > 0 {
 		r.queueGarbage(s, h)
@@ -356,12 +374,12 @@ func (r *registry) corruptAt(addr string, h chunkfs.Handle, now time.Time) bool 
 
 // liveHolders counts the live servers holding a counted replica of h.
 func (r *registry) liveHolders(h chunkfs.Handle) int {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil {
 		return 0
 	}
 	n := 0
-	for _, s := range ci.holders {
+	for s := range ci.holders.all() {
 		if s.alive {
 			n++
 		}

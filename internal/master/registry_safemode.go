@@ -71,12 +71,12 @@ func (r *registry) recount(h chunkfs.Handle) {
 
 // locatedAt reports whether a live server holds version v of h.
 func (r *registry) locatedAt(h chunkfs.Handle, v chunkfs.Version) bool {
-	ci := r.chunks[h]
+	ci := r.chunks.get(h)
 	if ci == nil {
 		return false
 	}
-	for _, s := range ci.holders {
-		if s.alive && s.chunks[h] == v {
+	for s := range ci.holders.all() {
+		if s.alive && s.chunks.at(h) == v {
 			return true
 		}
 	}

@@ -31,8 +31,8 @@ type snapshotPlan struct {
 func (r *registry) leaseCandidates(handles []chunkfs.Handle, pause time.Time, floor chunkfs.Handle, now time.Time) []chunkfs.Handle {
 	var out []chunkfs.Handle
 	for _, h := range handles {
-		ci := r.chunks[h]
-		if (ci != nil && ci.primary != nil && now.Before(ci.expiry)) || (h < floor && now.Before(pause)) {
+		ci := r.chunks.get(h)
+		if (ci != nil && r.leased(ci, now)) || (h < floor && now.Before(pause)) {
 			out = append(out, h)
 		}
 	}
@@ -56,15 +56,15 @@ func (r *registry) snapshotLeases(handles []chunkfs.Handle, version versionOf, p
 			p.wait = later(p.wait, pause)
 			continue
 		}
-		ci := r.chunks[h]
-		if ci == nil || ci.primary == nil || !now.Before(ci.expiry) {
+		ci := r.chunks.get(h)
+		if ci == nil || !r.leased(ci, now) {
 			continue
 		}
-		if primary, _ := r.lease(h, now); primary != nil && primary.chunks[h] == cur {
+		if primary, _ := r.lease(h, now); primary != nil && primary.chunks.at(h) == cur {
 			p.revoke = append(p.revoke, h)
 			continue
 		}
-		p.wait = later(p.wait, ci.expiry)
+		p.wait = later(p.wait, r.timeOf(ci.expiry))
 	}
 	return p
 }
@@ -85,7 +85,7 @@ func (r *registry) beginCopy(h chunkfs.Handle, v chunkfs.Version) {
 	}
 	r.copies[h] = v
 	r.noteTold(h, v)
-	r.chunks[h].busy++
+	r.chunks.get(h).busy++
 }
 
 // endCopy undoes beginCopy, once the copy is logged or abandoned.

@@ -290,8 +290,8 @@ func (s *registryScenario) run(f []string) {
 		}
 	case "done":
 		h := s.handle(f[1])
-		ci := r.chunks[h]
-		if ci == nil || ci.clone == nil {
+		ci := r.chunks.get(h)
+		if ci == nil || r.clones[h] == nil {
 			s.t.Fatalf("no clone of %d in flight", h)
 		}
 		var err error
@@ -311,7 +311,7 @@ func (s *registryScenario) run(f []string) {
 		if c != nil {
 			v = c.v
 		}
-		pc := ci.clone
+		pc := r.clones[h]
 		counted, trimmed := r.cloneDone(h, pc, 1000, err, v, c != nil, s.now)
 		if trimmed {
 			s.printf("counted=%v trimmed %s", counted, pc.source.id)
@@ -393,8 +393,8 @@ func (s *registryScenario) run(f []string) {
 			s.printf("wait")
 			break
 		}
-		ci := r.chunks[h]
-		s.printf("adopted %s for %v", ci.primary.id, ci.expiry.Sub(s.now))
+		ci := r.chunks.get(h)
+		s.printf("adopted %s for %v", ci.primary.id, r.timeOf(ci.expiry).Sub(s.now))
 	case "extend":
 		s.printf("extended %v", r.extend(s.server(f[1]), []chunkfs.Handle{s.handle(f[2])}, s.now, 10*time.Second))
 	case "no-adoption":
@@ -437,8 +437,11 @@ func TestHeartbeatAdoptsOnlyOnTheLeader(t *testing.T) {
 	if got := r.heartbeat(b, version, now, 10*time.Second, false); len(got.adopted) > 0 || len(got.extended) > 0 {
 		t.Fatalf("a follower adopted %v and extended %v", got.adopted, got.extended)
 	}
-	if p, _ := r.lease(7, now); p != nil || s.held[7].version != 4 {
-		t.Fatalf("follower: lease on record %v, report %+v", p, s.held[7])
+	if l, _ := s.reported(7); l.version != 4 {
+		t.Fatalf("follower: report %+v", l)
+	}
+	if p, _ := r.lease(7, now); p != nil {
+		t.Fatalf("follower: lease on record %v", p)
 	}
 	got := r.heartbeat(b, version, now, 10*time.Second, true)
 	if !slices.Equal(got.adopted, []chunkfs.Handle{7}) || len(got.extended) != 0 {

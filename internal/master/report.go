@@ -57,7 +57,7 @@ func (m *Master) clusterReport() clusterReport {
 			p := m.reg.progress(s, lookup)
 			rep.servers = append(rep.servers, serverStatus{
 				id: s.id, addr: s.addr, rack: s.rack, capacity: s.capacity, used: s.used, free: s.free,
-				disks: s.disks, load: s.load, chunks: int64(len(s.chunks)), alive: s.alive,
+				disks: s.disks, load: s.load, chunks: int64(s.chunks.len()), alive: s.alive,
 				sinceBeat: now.Sub(s.lastBeat), state: p.state, drainRemaining: int64(p.remaining),
 			})
 		}

@@ -168,7 +168,8 @@ func candidates(cfg Config, servers []Server) []int {
 }
 
 // rank orders cand: servers under the recent-creation cap first, then fewer
-// recent creations (so consecutive creations go round all servers), then
+// recent creations (so consecutive creations go round all servers; with
+// an rng, counts within about half a creation are equal: recentClass), then
 // those not above the average utilisation by more than the band, then lower
 // load, then lower utilisation outside the band. Servers equal on all of
 // these keep the rng's (or the IDs') order.
@@ -191,16 +192,44 @@ func rank(cfg Config, servers []Server, cand []int, rng *rand.Rand) {
 	// Each key is computed once, not at every comparison: among 10,000
 	// servers the sort compares 280,000 times.
 	dense := make([]key, len(servers))
+	shift := recentShift(rng)
 	for _, i := range cand {
 		s := &servers[i]
 		u := s.utilisation()
-		dense[i] = key{capped: s.Recent >= float64(cfg.MaxRecent), above: u > limit, recent: s.Recent, load: s.Load, excess: max(u-limit, 0)}
+		dense[i] = key{capped: s.Recent >= float64(cfg.MaxRecent), above: u > limit, recent: recentClass(s.Recent, shift), load: s.Load, excess: max(u-limit, 0)}
 	}
 	slices.SortStableFunc(cand, func(a, b int) int {
 		ka, kb := &dense[a], &dense[b]
 		return cmp.Or(cmpBool(ka.capped, kb.capped), cmp.Compare(ka.recent, kb.recent), cmpBool(ka.above, kb.above),
 			cmp.Compare(ka.load, kb.load), cmp.Compare(ka.excess, kb.excess))
 	})
+}
+
+// recentShift draws where rank's classes of recent creations start
+// (recentClass); none when rng is nil.
+func recentShift(rng *rand.Rand) float64 {
+	if rng == nil {
+		return -1
+	}
+	return rng.Float64()
+}
+
+// recentClass is what rank compares of a server's recent creations: the
+// count itself when shift is negative (no rng), else its class of half a
+// creation's width, the classes' bounds moved by shift (in [0, 1)).
+// Servers of one class are equals, ordered by the keys after it and then
+// by the rng, so a burst still goes round every server (one with a
+// creation more is never ranked first) but not in the same order each
+// round. Ranked by the decayed counts alone, the servers chosen longest
+// ago always came first and consecutive chunks went to the same groups in
+// rotation, tying each server's replicas to four peers of eight: when a
+// server fails only those peers can be clone sources, and their NICs
+// bound the re-replication.
+func recentClass(recent, shift float64) float64 {
+	if shift < 0 {
+		return recent
+	}
+	return math.Floor(2*recent + shift)
 }
 
 func cmpBool(a, b bool) int {

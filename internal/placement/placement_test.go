@@ -256,3 +256,52 @@ func TestBurstAfterUnevenBurst(t *testing.T) {
 		}
 	}
 }
+
+// TestConsecutiveChunksScatter places 96 three-replica chunks one after
+// another on 8 servers, as a writer fills a cluster, counting creations as
+// the master does. Every server must take its 36 replicas and share chunks
+// with every other server: when one fails, all the others can be sources
+// of its re-replication. (Ranked by the decayed counts alone, the chunks
+// went round in a fixed rotation and each server shared chunks with four.)
+func TestConsecutiveChunksScatter(t *testing.T) {
+	cfg := DefaultConfig()
+	for seed := range uint64(10) {
+		ss := servers(8, 1)
+		rec := make([]Recency, len(ss))
+		peers := make([]map[int]bool, len(ss))
+		for i := range peers {
+			peers[i] = map[int]bool{}
+		}
+		held := make([]int, len(ss))
+		rng := rand.New(rand.NewPCG(seed, 6))
+		now := time.Unix(5000, 0)
+		for range 96 {
+			for i := range ss {
+				ss[i].Recent = rec[i].Value(now, cfg.RecentHalfLife)
+			}
+			idx, err := Choose(cfg, ss, 3, rng)
+			if err != nil || len(idx) != 3 {
+				t.Fatalf("Choose = %v, %v", idx, err)
+			}
+			for _, a := range idx {
+				rec[a].Add(now, cfg.RecentHalfLife)
+				held[a]++
+				for _, b := range idx {
+					peers[a][b] = a != b
+				}
+			}
+			now = now.Add(300 * time.Millisecond)
+		}
+		for i := range ss {
+			n := 0
+			for _, p := range peers[i] {
+				if p {
+					n++
+				}
+			}
+			if held[i] != 36 || n != len(ss)-1 {
+				t.Errorf("seed %d: %s holds %d replicas (want 36) sharing chunks with %d servers (want %d)", seed, ss[i].ID, held[i], n, len(ss)-1)
+			}
+		}
+	}
+}

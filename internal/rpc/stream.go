@@ -43,6 +43,13 @@ package rpc
 // the ID it came with. A malformed ID is a malformed frame: the
 // connection is closed, as for any other field.
 //
+// BACKGROUND READ  a chunkserver cloning a chunk → its source: a
+// background-read frame, with the payload and answer of a read. The
+// source may pace its answer while it serves other reads
+// (StreamConfig.BackgroundRate), so that repair leaves clients most of its
+// NIC. A server of before knows no such frame and closes the connection:
+// a clone from it fails until it is upgraded.
+//
 // A frame that breaks these rules (bad magic, unknown type, oversized
 // length, bad checksum, unexpected type) closes the connection.
 
@@ -91,6 +98,7 @@ const (
 	frameOK
 	frameError
 	frameWait
+	frameBackgroundRead
 	frameTypeEnd
 )
 
@@ -108,6 +116,8 @@ func (t frameType) String() string {
 		return "error"
 	case frameWait:
 		return "wait"
+	case frameBackgroundRead:
+		return "background read"
 	}
 	return fmt.Sprintf("frame type %d", uint8(t))
 }
@@ -311,6 +321,17 @@ type readRequest struct {
 	length  int
 	token   []byte // chunk access token; nil when none
 	reqID   string // the operation's request ID; "" when none
+	// background marks a clone's read, sent as a background-read frame
+	// (the payload does not carry it).
+	background bool
+}
+
+// frame returns the type of frame r is sent in.
+func (r *readRequest) frame() frameType {
+	if r.background {
+		return frameBackgroundRead
+	}
+	return frameRead
 }
 
 // readFixed is the length of a read frame without its token.

@@ -231,6 +231,17 @@ func (c *DataClient) Read(ctx context.Context, addr string, h chunkfs.Handle, v 
 
 // ReadToken is Read carrying a chunk access token (read access) for h.
 func (c *DataClient) ReadToken(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, tok []byte) (int, error) {
+	return c.read(ctx, addr, h, v, off, p, tok, false)
+}
+
+// ReadBackground is ReadToken for a clone: the server may pace the answer
+// while it serves other reads (StreamConfig.BackgroundRate). A server of
+// before this request closes the connection on it (KindOther).
+func (c *DataClient) ReadBackground(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, tok []byte) (int, error) {
+	return c.read(ctx, addr, h, v, off, p, tok, true)
+}
+
+func (c *DataClient) read(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, tok []byte, background bool) (int, error) {
 	if off < 0 {
 		return 0, chunkfs.E("read", addr, chunkfs.KindInvalid, "negative offset")
 	}
@@ -241,7 +252,7 @@ func (c *DataClient) ReadToken(ctx context.Context, addr string, h chunkfs.Handl
 	n := 0
 	for n < len(p) {
 		m := min(len(p)-n, MaxReadSize)
-		got, err := c.readOnce(ctx, addr, &readRequest{handle: h, version: v, off: off + int64(n), length: m, token: tok, reqID: id}, p[n:n+m])
+		got, err := c.readOnce(ctx, addr, &readRequest{handle: h, version: v, off: off + int64(n), length: m, token: tok, reqID: id, background: background}, p[n:n+m])
 		n += got
 		if err != nil {
 			return n, ctxErr(ctx, err)
@@ -283,7 +294,7 @@ func isClosedByPeer(err error) bool {
 
 // readOn makes one read request on dc, releasing or closing it.
 func (c *DataClient) readOn(dc *dataConn, addr string, req *readRequest, p []byte) (int, error) {
-	if _, err := dc.conn.Write(appendFrame(nil, frameRead, req.encode())); err != nil {
+	if _, err := dc.conn.Write(appendFrame(nil, req.frame(), req.encode())); err != nil {
 		dc.close()
 		return 0, unavailable("read", addr, err)
 	}

@@ -78,6 +78,13 @@ func (c *streamConn) openChunk(req *readRequest) (OpenChunk, *os.File, error) {
 // goroutine reads and verifies the next piece from disk while the current
 // one is being sent; a request of one piece is answered without it.
 func (c *streamConn) serveRead(req *readRequest) error {
+	if req.background {
+		defer c.s.pacer.begin()()
+	} else {
+		c.s.pacer.served(time.Now())
+		defer func() { c.s.pacer.served(time.Now()) }()
+	}
+	c.pace(req)
 	oc, file, err := c.openChunk(req)
 	if err != nil {
 		return c.reply(frameError, encodeError(err))
@@ -121,12 +128,26 @@ func (c *streamConn) serveRead(req *readRequest) error {
 		}
 	}()
 	for p := range filled {
+		c.pace(req)
 		if err := c.sendPiece(p, file); err != errMore {
 			return err
 		}
 		free <- p
 	}
 	return c.reply(frameOK, []byte{0})
+}
+
+// pace sets the socket's pacing for the next piece of req's answer: a
+// background read's pace (backgroundPacer), none for any other read.
+func (c *streamConn) pace(req *readRequest) {
+	var rate int64
+	if req.background {
+		rate = c.s.pacer.pace(time.Now())
+	}
+	if rate != c.paced {
+		setPacing(c.conn, rate)
+		c.paced = rate
+	}
 }
 
 // sendfileAhead is how many verified pieces may wait to be sent with

@@ -51,6 +51,12 @@ type StreamConfig struct {
 	// NoSendfile sends reads from memory even when the handler keeps its
 	// chunks in files (see ChunkOpener).
 	NoSendfile bool
+	// BackgroundRate is the bytes a second this server's background reads
+	// (the reads of the clones it is the source of) share while it serves
+	// other reads: a client's read within the last second paces them, so
+	// that clients keep the rest of the NIC; otherwise they are not paced
+	// (the clones' targets throttle them). 0: never paced.
+	BackgroundRate int64
 	// Authorize, when set, decides on every request before anything is
 	// read from a chunk or kept of a push; its error is the answer (the
 	// pushed data is received and dropped, so the connection stays in
@@ -85,15 +91,18 @@ func (c *StreamConfig) Validate() error {
 		return errors.New("stream: no forwarding client")
 	case c.Logger == nil:
 		return errors.New("stream: no logger")
+	case c.BackgroundRate < 0:
+		return errors.New("stream: negative background rate")
 	}
 	return nil
 }
 
 // StreamServer serves the data stream on connections handed to it.
 type StreamServer struct {
-	h   StreamHandler
-	cfg StreamConfig
-	log *slog.Logger
+	h     StreamHandler
+	cfg   StreamConfig
+	log   *slog.Logger
+	pacer *backgroundPacer
 
 	mu     sync.Mutex // guards conns and closed
 	conns  map[net.Conn]struct{}
@@ -106,7 +115,8 @@ func NewStreamServer(h StreamHandler, cfg StreamConfig) (*StreamServer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &StreamServer{h: h, cfg: cfg, log: reqid.Logger(cfg.Logger), conns: make(map[net.Conn]struct{})}, nil
+	return &StreamServer{h: h, cfg: cfg, log: reqid.Logger(cfg.Logger), pacer: &backgroundPacer{rate: cfg.BackgroundRate},
+		conns: make(map[net.Conn]struct{})}, nil
 }
 
 // Serve accepts connections from lis, serving each in its own goroutine,
@@ -202,6 +212,8 @@ type streamConn struct {
 	bufs net.Buffers     // their writev vector
 	lens []int           // their payload lengths
 	raw  syscall.RawConn // the TCP socket for sendfile; nil until a read needs it
+	// paced is the pacing rate set on the socket (setPacing); 0: none.
+	paced int64
 	// pending logs the current request's trace (traced); nil when it has
 	// none or it is logged.
 	pending func(answer error)
@@ -246,11 +258,12 @@ func (c *streamConn) serveRequest() error {
 		defer c.traced(req.reqID, "push", "data_id", req.id, "bytes", req.length, "downstream", len(req.chain))(&err)
 		err = c.servePush(req, c.authorize(StreamRequest{Conn: c.conn, Push: true, Token: req.token}))
 		return err
-	case frameRead:
+	case frameRead, frameBackgroundRead:
 		req, err := decodeRead(payload)
 		if err != nil {
 			return err
 		}
+		req.background = h.typ == frameBackgroundRead
 		defer c.traced(req.reqID, "read", "handle", req.handle, "offset", req.off, "length", req.length)(&err)
 		if err = c.authorize(StreamRequest{Conn: c.conn, Handle: req.handle, Token: req.token}); err != nil {
 			err = c.reply(frameError, encodeError(err))

@@ -1085,11 +1085,14 @@ func (*DeleteChunksResponse) Descriptor() ([]byte, []int) {
 // The call answers once the replica is stored, or with the error that
 // stopped it (nothing is kept then). Clones are throttled by the target.
 type CloneRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Handle        uint64                 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
-	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
-	Source        string                 `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`  // data-stream address of a replica holding version
-	Length        int64                  `protobuf:"varint,4,opt,name=length,proto3" json:"length,omitempty"` // the source replica's length as the master knows it
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Handle  uint64                 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	Version uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Source  string                 `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`  // data-stream address of a replica holding version
+	Length  int64                  `protobuf:"varint,4,opt,name=length,proto3" json:"length,omitempty"` // the source replica's length as the master knows it
+	// urgent: the chunk has one live replica or none other than the source;
+	// its reads are not paced for the source's clients.
+	Urgent        bool `protobuf:"varint,5,opt,name=urgent,proto3" json:"urgent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1150,6 +1153,13 @@ func (x *CloneRequest) GetLength() int64 {
 		return x.Length
 	}
 	return 0
+}
+
+func (x *CloneRequest) GetUrgent() bool {
+	if x != nil {
+		return x.Urgent
+	}
+	return false
 }
 
 type CloneResponse struct {
@@ -1378,12 +1388,13 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\blease_ms\x18\x04 \x01(\x03R\aleaseMs\"/\n" +
 	"\x13DeleteChunksRequest\x12\x18\n" +
 	"\ahandles\x18\x01 \x03(\x04R\ahandles\"\x16\n" +
-	"\x14DeleteChunksResponse\"p\n" +
+	"\x14DeleteChunksResponse\"\x88\x01\n" +
 	"\fCloneRequest\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x16\n" +
 	"\x06source\x18\x03 \x01(\tR\x06source\x12\x16\n" +
-	"\x06length\x18\x04 \x01(\x03R\x06length\"'\n" +
+	"\x06length\x18\x04 \x01(\x03R\x06length\x12\x16\n" +
+	"\x06urgent\x18\x05 \x01(\bR\x06urgent\"'\n" +
 	"\rCloneResponse\x12\x16\n" +
 	"\x06length\x18\x01 \x01(\x03R\x06length\"c\n" +
 	"\x10CopyChunkRequest\x12\x16\n" +

@@ -1,0 +1,135 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/chunkfstest"
+	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/cluster"
+	"github.com/chunkfs/chunkfs/internal/master"
+)
+
+// masterCalls records the calls clients make to a test cluster's master,
+// by method (heartbeats and the chunkservers' reports left out).
+type masterCalls struct {
+	mu    sync.Mutex // guards calls
+	calls []string
+}
+
+// option makes a cluster's master record its calls in m, with the
+// master's default lease (a client caches a lease that outlives its
+// margin, as it does in production).
+func (m *masterCalls) option() chunkfstest.Option {
+	return func(c *cluster.Config) {
+		c.Lease = chunkfs.LeaseDuration
+		c.Master = func(mc *master.Config) {
+			mc.OnCall = func(method, code string, elapsed time.Duration) {
+				if strings.Contains(method, "Heartbeat") || strings.Contains(method, "Report") {
+					return
+				}
+				m.mu.Lock()
+				m.calls = append(m.calls, method[strings.LastIndexByte(method, '/')+1:])
+				m.mu.Unlock()
+			}
+		}
+	}
+}
+
+// mark returns how many calls were made so far.
+func (m *masterCalls) mark() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.calls)
+}
+
+// since returns the calls made after mark returned from.
+func (m *masterCalls) since(from int) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.calls[from:]...)
+}
+
+// TestSmallFileCloseAsksOnce: a 4 KiB file created, written and closed
+// through a mount, its release included, costs the master the look-up of
+// the name, the create, the write's lease, the commit of its data (which
+// carries the kernel's mtime) and one stat of the file after it; the
+// kernel also asks for the directory's attributes, which the create
+// changed. By default the kernel's mtime setattr and the close share that
+// stat (takeCommitted); with --async-close the setattr is answered
+// without one and the background push asks it. Every call goes alone (no
+// batching), so each is counted.
+func TestSmallFileCloseAsksOnce(t *testing.T) {
+	for _, async := range []int{0, 8} {
+		t.Run(fmt.Sprint("async-close=", async), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.AsyncClose = async
+			testSmallFileCalls(t, cfg)
+		})
+	}
+}
+
+func testSmallFileCalls(t *testing.T, cfg Config) {
+	var mc masterCalls
+	tc := chunkfstest.NewCluster(t, chunkfstest.ChunkSize(testChunkSize), mc.option())
+	needFuse(t)
+	cc := client.DefaultConfig()
+	cc.Master = tc.MasterAddr()
+	cc.MetaBatch = 1
+	cc.Logger = testLogger(t)
+	b, err := NewClientBackend(t.Context(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	srv, err := Mount(context.Background(), dir, b, cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "warm"), []byte("x"), 0o644); err != nil {
+		unmountT(t, srv)
+		t.Fatal(err)
+	}
+	// An open waits for the warm file's push, if it runs in the
+	// background.
+	if f, err := os.Open(filepath.Join(dir, "warm")); err != nil {
+		unmountT(t, srv)
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
+	const files = 5
+	data := bytes.Repeat([]byte("4kib"), 1024)
+	from := mc.mark()
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint("f", i)), data, 0o644); err != nil {
+			unmountT(t, srv)
+			t.Fatal(err)
+		}
+	}
+	unmountT(t, srv) // every release done
+	calls := mc.since(from)
+	kinds := map[string]int{}
+	for _, c := range calls {
+		kinds[c]++
+	}
+	t.Logf("%d files: %v", files, kinds)
+	want := map[string]int{"Stat": 3 * files, "Create": files, "PrepareWrite": files, "CommitLength": files}
+	for k, n := range kinds {
+		if n > want[k] {
+			t.Errorf("%d %s calls for %d files, want at most %d", n, k, files, want[k])
+		}
+	}
+	if len(calls) > 6*files {
+		t.Errorf("%d calls for %d files, want at most %d a file", len(calls), files, 6)
+	}
+}

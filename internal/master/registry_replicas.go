@@ -1,0 +1,164 @@
+package master
+
+import (
+	"iter"
+	"math"
+	"slices"
+
+	"github.com/chunkfs/chunkfs"
+)
+
+// replicaSet is the replicas one chunkserver holds: chunk handle to
+// version. Every chunk has a replica on a few servers, so these sets hold
+// most of the registry's entries: a Go map costs about 40 bytes an entry,
+// this packs one into 6 (the handle's low 16 bits and the version as 32
+// bits), in pages of 65,536 handles. Handles are handed out in order, so
+// a server's replicas fill few pages, and a page's entries are sorted: a
+// look-up is two binary searches, an insertion moves at most a page's
+// tail (a full report is added in handle order, at the ends). A version
+// that does not fit 32 bits is kept apart, in a map. The zero value is
+// an empty set.
+type replicaSet struct {
+	pages []replicaPage // in key order
+	n     int
+	big   map[chunkfs.Handle]chunkfs.Version // versions of 32 bits or more (bigVersion in the page)
+}
+
+// replicaPage holds the replicas of the handles key<<16 to key<<16|0xffff.
+type replicaPage struct {
+	key  uint64
+	lows []uint16 // sorted: the handles' low bits
+	vers []uint32 // vers[i] is the version of lows[i], or bigVersion
+}
+
+// bigVersion marks a version kept in replicaSet.big.
+const bigVersion = math.MaxUint32
+
+const pageBits = 16
+
+func splitHandle(h chunkfs.Handle) (key uint64, lo uint16) {
+	return uint64(h) >> pageBits, uint16(h)
+}
+
+// page returns the index of the page of key and whether it exists (if
+// not, where it would go).
+func (rs *replicaSet) page(key uint64) (int, bool) {
+	return slices.BinarySearchFunc(rs.pages, key, func(p replicaPage, k uint64) int {
+		switch {
+		case p.key < k:
+			return -1
+		case p.key > k:
+			return 1
+		}
+		return 0
+	})
+}
+
+// find returns h's page and its slot in it; ok when h is in the set.
+func (rs *replicaSet) find(h chunkfs.Handle) (pi, i int, ok bool) {
+	key, lo := splitHandle(h)
+	pi, found := rs.page(key)
+	if !found {
+		return pi, 0, false
+	}
+	i, ok = slices.BinarySearch(rs.pages[pi].lows, lo)
+	return pi, i, ok
+}
+
+// get returns h's version and whether the set holds h.
+func (rs *replicaSet) get(h chunkfs.Handle) (chunkfs.Version, bool) {
+	pi, i, ok := rs.find(h)
+	if !ok {
+		return 0, false
+	}
+	return rs.version(h, rs.pages[pi].vers[i]), true
+}
+
+// at returns h's version, 0 when the set does not hold h (as a map does).
+func (rs *replicaSet) at(h chunkfs.Handle) chunkfs.Version {
+	v, _ := rs.get(h)
+	return v
+}
+
+// has reports whether the set holds h.
+func (rs *replicaSet) has(h chunkfs.Handle) bool {
+	_, _, ok := rs.find(h)
+	return ok
+}
+
+func (rs *replicaSet) version(h chunkfs.Handle, v uint32) chunkfs.Version {
+	if v == bigVersion {
+		return rs.big[h]
+	}
+	return chunkfs.Version(v)
+}
+
+// set records that the server holds version v of h.
+func (rs *replicaSet) set(h chunkfs.Handle, v chunkfs.Version) {
+	packed := uint32(bigVersion)
+	if v < bigVersion {
+		packed = uint32(v)
+	}
+	if packed == bigVersion {
+		if rs.big == nil {
+			rs.big = make(map[chunkfs.Handle]chunkfs.Version)
+		}
+		rs.big[h] = v
+	} else {
+		delete(rs.big, h)
+	}
+	pi, i, ok := rs.find(h)
+	if ok {
+		rs.pages[pi].vers[i] = packed
+		return
+	}
+	key, lo := splitHandle(h)
+	if pi == len(rs.pages) || rs.pages[pi].key != key {
+		rs.pages = slices.Insert(rs.pages, pi, replicaPage{key: key})
+	}
+	p := &rs.pages[pi]
+	p.lows = slices.Insert(p.lows, i, lo)
+	p.vers = slices.Insert(p.vers, i, packed)
+	rs.n++
+}
+
+// remove forgets h, if the set holds it. A page that empties goes; one
+// that shrank to a quarter of its room is copied to a smaller one.
+func (rs *replicaSet) remove(h chunkfs.Handle) {
+	pi, i, ok := rs.find(h)
+	if !ok {
+		return
+	}
+	delete(rs.big, h)
+	p := &rs.pages[pi]
+	p.lows = slices.Delete(p.lows, i, i+1)
+	p.vers = slices.Delete(p.vers, i, i+1)
+	rs.n--
+	switch {
+	case len(p.lows) == 0:
+		rs.pages = slices.Delete(rs.pages, pi, pi+1)
+	case cap(p.lows) > 64 && len(p.lows) < cap(p.lows)/4:
+		p.lows, p.vers = slices.Clone(p.lows), slices.Clone(p.vers)
+	}
+	if len(rs.big) == 0 {
+		rs.big = nil
+	}
+}
+
+// len returns how many replicas the set holds.
+func (rs *replicaSet) len() int { return rs.n }
+
+// all yields every replica in handle order. The set must not change
+// while it runs.
+func (rs *replicaSet) all() iter.Seq2[chunkfs.Handle, chunkfs.Version] {
+	return func(yield func(chunkfs.Handle, chunkfs.Version) bool) {
+		for _, p := range rs.pages {
+			for i, lo := range p.lows {
+				h := chunkfs.Handle(p.key<<pageBits | uint64(lo))
+				if !yield(h, rs.version(h, p.vers[i])) {
+					return
+				}
+			}
+		}
+	}
+}
