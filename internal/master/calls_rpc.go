@@ -1,7 +1,7 @@
+package master
+
 // The master's calls to chunkservers, each from domain values to the
 // request on the wire.
-
-package master
 
 import (
 	"context"

@@ -1,8 +1,6 @@
 package master
 
 import (
-	"context"
-	"fmt"
 	"io/fs"
 	"time"
 
@@ -16,29 +14,6 @@ var nobody = chunkfs.Caller{UID: 65534, GIDs: []uint32{65534}}
 // modeArg keeps the permission, setuid, setgid and sticky bits of a mode.
 func modeArg(m uint32) uint32 {
 	return m & uint32(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)
-}
-
-// readable waits, for a read with a state ID floor, until the master has
-// applied that far. The leader refuses an ID beyond its log at once; a
-// standby or observer, which may simply lag, waits up to ReadWait and then
-// refuses the read as too far behind, so the client asks another master.
-func (m *Master) readable(ctx context.Context, op string, minStateID uint64) error {
-	if minStateID == 0 || m.state.stateID() >= minStateID {
-		return nil
-	}
-	wait := m.cfg.RPCTimeout
-	if !m.leads() {
-		wait = m.cfg.ReadWait
-	} else if minStateID > m.log.LastIndex() {
-		return chunkfs.E(op, "", chunkfs.KindUnavailable, "master has not seen the requested state ID")
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	if !m.state.waitApplied(ctx, minStateID) {
-		return chunkfs.E(op, "", chunkfs.KindUnavailable,
-			fmt.Sprintf("master too far behind: applied %d, the client has seen %d", m.state.stateID(), minStateID))
-	}
-	return nil
 }
 
 // disksFrom converts a server's reported disks, keeping at most maxDisks.

@@ -357,3 +357,26 @@ func pathStripe(p string) int {
 }
 
 func handleStripe(h chunkfs.Handle) int { return int(uint64(h) % stripes) }
+
+// readable waits, for a read with a state ID floor, until the master has
+// applied that far. The leader refuses an ID beyond its log at once; a
+// standby or observer, which may simply lag, waits up to ReadWait and then
+// refuses the read as too far behind, so the client asks another master.
+func (m *Master) readable(ctx context.Context, op string, minStateID uint64) error {
+	if minStateID == 0 || m.state.stateID() >= minStateID {
+		return nil
+	}
+	wait := m.cfg.RPCTimeout
+	if !m.leads() {
+		wait = m.cfg.ReadWait
+	} else if minStateID > m.log.LastIndex() {
+		return chunkfs.E(op, "", chunkfs.KindUnavailable, "master has not seen the requested state ID")
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if !m.state.waitApplied(ctx, minStateID) {
+		return chunkfs.E(op, "", chunkfs.KindUnavailable,
+			fmt.Sprintf("master too far behind: applied %d, the client has seen %d", m.state.stateID(), minStateID))
+	}
+	return nil
+}

@@ -2,7 +2,6 @@ package master
 
 import (
 	"github.com/chunkfs/chunkfs/internal/rpc"
-
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
