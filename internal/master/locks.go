@@ -11,6 +11,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/locks"
+	"github.com/chunkfs/chunkfs/internal/namespace"
 )
 
 // LockSessionTTL is how long a lock session lives after its last renewal;
@@ -99,4 +100,113 @@ func lockErr(err error) error {
 		return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindPermission, Err: fmt.Errorf("%v: %w", chunkfs.KindPermission, err)}
 	}
 	return &chunkfs.Error{Op: "lock", Kind: chunkfs.KindInvalid, Err: err}
+}
+
+// sessionState is a lock session as its holder is told: its ID, how long
+// it lives after a renewal, and whether the table is in its grace period.
+type sessionState struct {
+	id    uint64
+	ttl   time.Duration
+	grace bool
+}
+
+// lockSession opens (id 0), renews, adopts (reclaim) or closes (close) a
+// lock session for holder, bound to the holder.
+func (m *Master) lockSession(holder string, id uint64, close, reclaim bool) (sessionState, error) {
+	now := m.cfg.Clock.Now()
+	var st sessionState
+	err := m.locks.with(now, func(t *locks.Table) error {
+		st.ttl, st.grace = t.TTL(), t.InGrace(now)
+		if id != 0 {
+			if err := t.Claim(id, holder, now); err != nil {
+				return lockErr(err)
+			}
+		}
+		switch {
+		case close:
+			t.Close(id)
+			st.id = id
+		case id == 0:
+			var err error
+			if st.id, err = openRandom(t, now); err != nil {
+				return lockErr(err)
+			}
+		case !t.Renew(id, reclaim, now):
+			return lockErr(locks.ErrNoSession)
+		default:
+			st.id = id
+		}
+		if !close {
+			t.Claim(st.id, holder, now) // binds a new or adopted session
+		}
+		return nil
+	})
+	return st, err
+}
+
+// lockCall is one lock call: test, take or release lock on inode, the
+// regular file at path.
+type lockCall struct {
+	path                  string
+	inode                 uint64
+	lock                  locks.Lock
+	unlock, test, reclaim bool
+}
+
+// lockAnswer is a lock call's outcome: granted, or the lock in the way.
+type lockAnswer struct {
+	granted  bool
+	conflict *locks.Lock
+}
+
+// fileLock runs call for holder, as c; taking or testing a lock needs the
+// path to name the inode as c sees it.
+func (m *Master) fileLock(c chunkfs.Caller, holder string, call lockCall) (lockAnswer, error) {
+	const op = "lock"
+	if !call.unlock {
+		var fi chunkfs.FileInfo
+		var err error
+		m.state.read(func(ns *namespace.Namespace) { fi, err = ns.Stat(c, call.path) })
+		switch {
+		case err != nil:
+			return lockAnswer{}, err
+		case !fi.Mode().IsRegular():
+			return lockAnswer{}, chunkfs.E(op, call.path, chunkfs.KindInvalid, "locks are for regular files")
+		case fi.Inode != call.inode:
+			return lockAnswer{}, chunkfs.E(op, call.path, chunkfs.KindStale, "the path names another file now")
+		}
+	}
+	now := m.cfg.Clock.Now()
+	l := call.lock
+	var a lockAnswer
+	err := m.locks.with(now, func(t *locks.Table) error {
+		if err := t.Claim(l.Session, holder, now); err != nil {
+			return lockErr(err)
+		}
+		if call.unlock {
+			if !t.Renew(l.Session, false, now) {
+				return lockErr(locks.ErrNoSession)
+			}
+			return lockErr(t.Unlock(call.inode, l.Owner, l.Kind, l.Start, l.End))
+		}
+		if call.test {
+			if h, ok := t.Test(call.inode, l); ok {
+				a.conflict = &h
+			} else {
+				a.granted = true
+			}
+			return nil
+		}
+		h, err := t.Set(call.inode, l, call.reclaim, now)
+		if err != nil {
+			return lockErr(err)
+		}
+		if h != (locks.Lock{}) {
+			a.conflict = &h
+		} else {
+			a.granted = true
+		}
+		return nil
+	})
+	return a, err
 }

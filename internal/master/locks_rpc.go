@@ -5,47 +5,17 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/locks"
-	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // LockSession opens, renews, adopts (reclaim) or closes a lock session,
 // bound to the certificate identity that opened or adopted it.
 func (m service) LockSession(ctx context.Context, req *pb.LockSessionRequest) (*pb.LockSessionResponse, error) {
-	now := m.cfg.Clock.Now()
-	holder := lockHolder(ctx)
-	resp := &pb.LockSessionResponse{}
-	err := m.locks.with(now, func(t *locks.Table) error {
-		resp.TtlMs, resp.Grace = t.TTL().Milliseconds(), t.InGrace(now)
-		if req.Session != 0 {
-			if err := t.Claim(req.Session, holder, now); err != nil {
-				return lockErr(err)
-			}
-		}
-		switch {
-		case req.Close:
-			t.Close(req.Session)
-			resp.Session = req.Session
-		case req.Session == 0:
-			id, err := openRandom(t, now)
-			if err != nil {
-				return lockErr(err)
-			}
-			resp.Session = id
-		case !t.Renew(req.Session, req.Reclaim, now):
-			return lockErr(locks.ErrNoSession)
-		default:
-			resp.Session = req.Session
-		}
-		if !req.Close {
-			t.Claim(resp.Session, holder, now) // binds a new or adopted session
-		}
-		return nil
-	})
+	st, err := m.lockSession(lockHolder(ctx), req.Session, req.Close, req.Reclaim)
 	if err != nil {
 		return nil, err
 	}
-	return resp, nil
+	return &pb.LockSessionResponse{Session: st.id, TtlMs: st.ttl.Milliseconds(), Grace: st.grace}, nil
 }
 
 // Lock tests, takes or releases one lock. Taking one needs the path to
@@ -60,52 +30,13 @@ func (m service) Lock(ctx context.Context, req *pb.LockRequest) (*pb.LockRespons
 	if err != nil {
 		return nil, err
 	}
-	if !unlock {
-		var fi chunkfs.FileInfo
-		m.state.read(func(ns *namespace.Namespace) { fi, err = ns.Stat(c, req.Path) })
-		switch {
-		case err != nil:
-			return nil, err
-		case !fi.Mode().IsRegular():
-			return nil, chunkfs.E(op, req.Path, chunkfs.KindInvalid, "locks are for regular files")
-		case fi.Inode != req.Inode:
-			return nil, chunkfs.E(op, req.Path, chunkfs.KindStale, "the path names another file now")
-		}
-	}
-	now := m.cfg.Clock.Now()
-	holder := lockHolder(ctx)
-	resp := &pb.LockResponse{}
-	err = m.locks.with(now, func(t *locks.Table) error {
-		if err := t.Claim(l.Session, holder, now); err != nil {
-			return lockErr(err)
-		}
-		if unlock {
-			if !t.Renew(l.Session, false, now) {
-				return lockErr(locks.ErrNoSession)
-			}
-			return lockErr(t.Unlock(req.Inode, l.Owner, l.Kind, l.Start, l.End))
-		}
-		if req.Test {
-			if h, ok := t.Test(req.Inode, l); ok {
-				resp.Conflict = lockPB(h)
-			} else {
-				resp.Granted = true
-			}
-			return nil
-		}
-		h, err := t.Set(req.Inode, l, req.Reclaim, now)
-		if err != nil {
-			return lockErr(err)
-		}
-		if h != (locks.Lock{}) {
-			resp.Conflict = lockPB(h)
-		} else {
-			resp.Granted = true
-		}
-		return nil
-	})
+	a, err := m.fileLock(c, lockHolder(ctx), lockCall{path: req.Path, inode: req.Inode, lock: l, unlock: unlock, test: req.Test, reclaim: req.Reclaim})
 	if err != nil {
 		return nil, err
+	}
+	resp := &pb.LockResponse{Granted: a.granted}
+	if a.conflict != nil {
+		resp.Conflict = lockPB(*a.conflict)
 	}
 	return resp, nil
 }
