@@ -1,7 +1,10 @@
-// Package wiretest checks conversions to wire messages in tests: fill a
-// domain value's every field, convert it, and Unset names any field of
-// the message the conversion left empty, the usual way a field added to
-// one side is lost on the other.
+// Package wiretest checks, in tests, the conversions between domain types
+// and wire messages and where they live. To the wire: fill a domain value's
+// every field, convert it, and Unset names the fields of the message left
+// empty. From the wire: convert a Filled message, and Zero names the fields
+// of the domain value left zero. Either catches the usual fault, a field
+// added to one side and forgotten in the conversion. OutsideEdge lists the
+// files of a package that import the wire types outside its RPC edge.
 package wiretest
 
 import "google.golang.org/protobuf/reflect/protoreflect"
