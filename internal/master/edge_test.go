@@ -156,12 +156,12 @@ func TestWireConversionsFillEveryField(t *testing.T) {
 	}
 }
 
-// TestEveryCallTakesAnEmptyRequest calls every method of the generated
+// TestEveryCallTakesAnyRequest calls every method of the generated
 // interface on the service with a request whose fields are all empty, one
 // whose fields are all set (wiretest.Fill), and that one again from the
 // superuser with its paths absolute: each answers (a refusal or a result),
 // none panics or falls through to Unimplemented, and the master serves on.
-func TestEveryCallTakesAnEmptyRequest(t *testing.T) {
+func TestEveryCallTakesAnyRequest(t *testing.T) {
 	tm := startMaster(t, "", nil)
 	srv := reflect.ValueOf(tm.m.Server())
 	api := reflect.TypeFor[pb.MasterServer]()
