@@ -111,7 +111,7 @@ func (r *registry) nextMove(cfg placement.Config, lookup chunkLookup, maxClones 
 	for _, mv := range moves[:min(len(moves), maxPairsPerMove)] {
 		from, to := servers[mv.From], servers[mv.To]
 		if h, ok := r.movable(from, to, lookup, now); ok {
-			v, want, length, _ := lookup(h)
+			v, want, length, _, _ := lookup(h)
 			return r.startMove(h, v, length, want, from, to, now), true
 		}
 	}
@@ -124,7 +124,7 @@ func (r *registry) nextMove(cfg placement.Config, lookup chunkLookup, maxClones 
 // and small enough not to overshoot (narrows).
 func (r *registry) movable(from, to *server, lookup chunkLookup, now time.Time) (chunkfs.Handle, bool) {
 	for h, held := range from.chunks.all() { // in handle order: the first found is the lowest
-		v, want, length, ok := lookup(h)
+		v, want, length, _, ok := lookup(h)
 		ci := r.chunks.get(h)
 		if !ok || held != v || length <= 0 || ci == nil || r.clones[h] != nil || ci.busy > 0 || r.leaseOutstanding(h, now) {
 			continue

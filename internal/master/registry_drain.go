@@ -66,7 +66,7 @@ func (r *registry) progress(s *server, lookup chunkLookup) drainProgress {
 		p.state = stateDead
 	case r.draining(s):
 		for h, v := range s.chunks.all() {
-			cur, want, _, ok := lookup(h)
+			cur, want, _, _, ok := lookup(h)
 			if ok && v == cur && len(r.counted(h, cur)) < want {
 				p.remaining++
 			}

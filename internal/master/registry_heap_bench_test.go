@@ -14,7 +14,7 @@ import (
 // as a master holds them once in service.
 func BenchmarkRegistryHeap(b *testing.B) {
 	const servers, chunks, repl = 23, 155_000, 3
-	lookup := func(chunkfs.Handle) (chunkfs.Version, int, int64, bool) { return 1, repl, 1 << 20, true }
+	lookup := func(chunkfs.Handle) (chunkfs.Version, int, int64, bool, bool) { return 1, repl, 1 << 20, false, true }
 	var perChunk float64
 	for range b.N {
 		got := heapOfRegistry(func(r *registry) {

@@ -16,7 +16,7 @@ import (
 // full sweep, at 155,000 chunks on 23 servers (a tenth of GFS Cluster B).
 func BenchmarkPlanAfterRegistration(b *testing.B) {
 	const servers, chunks = 23, 155000
-	lookup := func(chunkfs.Handle) (chunkfs.Version, int, int64, bool) { return 1, 3, 1 << 20, true }
+	lookup := func(chunkfs.Handle) (chunkfs.Version, int, int64, bool, bool) { return 1, 3, 1 << 20, false, true }
 	now := time.Unix(1000, 0)
 	cfg := placement.DefaultConfig()
 	for _, tc := range []struct {

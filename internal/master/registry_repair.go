@@ -10,7 +10,7 @@ import (
 
 // chunkLookup returns what the namespace says of chunk h: its logged
 // version, its file's replication, its length, and whether it exists.
-type chunkLookup func(h chunkfs.Handle) (v chunkfs.Version, want int, length int64, ok bool)
+type chunkLookup func(h chunkfs.Handle) (v chunkfs.Version, want int, length int64, dead, ok bool)
 
 // cloneOrder is a clone the master is to start: tell target to copy
 // version of handle (length bytes) from source.
@@ -88,7 +88,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting for a slot
 	var trims []trimOrder
 	examine := func(h chunkfs.Handle, ci *chunkInfo) {
-		v, want, _, ok := lookup(h)
+		v, want, _, dead, ok := lookup(h)
 		if !ok {
 			delete(r.dirty, h)
 			return
@@ -104,7 +104,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 			r.markDirty(h) // look again next time
 		case live < want:
 			r.markDirty(h)
-			needs = append(needs, placement.Repair{Handle: uint64(h), Live: live, Want: want, Blocked: r.blocked(h, now)})
+			needs = append(needs, placement.Repair{Handle: uint64(h), Live: live, Want: want, Deleted: dead, Blocked: r.blocked(h, now)})
 		case live > want:
 			ci.corrupt = 0 // replaced, however: by a clone or a server back with a good copy
 			trims = append(trims, r.trim(h, v, want, now)...)
@@ -157,7 +157,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 			break
 		}
 		h := chunkfs.Handle(n.Handle)
-		v, _, length, _ := lookup(h)
+		v, _, length, _, _ := lookup(h)
 		o, ok, throttled := r.startClone(cfg, h, v, length, n.Live, maxClones, now)
 		if ok {
 			orders = append(orders, o)

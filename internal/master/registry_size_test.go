@@ -48,7 +48,7 @@ func TestTidyDirtyFreesTheTable(t *testing.T) {
 	if len(r.dirty) != chunks {
 		t.Fatalf("%d chunks dirty after registration, want %d", len(r.dirty), chunks)
 	}
-	lookup := func(chunkfs.Handle) (chunkfs.Version, int, int64, bool) { return 1, 3, 1 << 20, true }
+	lookup := func(chunkfs.Handle) (chunkfs.Version, int, int64, bool, bool) { return 1, 3, 1 << 20, false, true }
 	r.plan(placement.DefaultConfig(), lookup, 2, time.Unix(1000, 0), false)
 	if len(r.dirty) != 0 {
 		t.Fatalf("%d chunks dirty after a plan found them healthy", len(r.dirty))

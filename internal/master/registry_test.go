@@ -69,6 +69,7 @@ type nsChunk struct {
 	v      chunkfs.Version
 	want   int
 	length int64
+	dead   bool
 }
 
 type registryScenario struct {
@@ -123,12 +124,12 @@ func (s *registryScenario) version(h chunkfs.Handle) (chunkfs.Version, bool) {
 	return c.v, true
 }
 
-func (s *registryScenario) lookup(h chunkfs.Handle) (chunkfs.Version, int, int64, bool) {
+func (s *registryScenario) lookup(h chunkfs.Handle) (chunkfs.Version, int, int64, bool, bool) {
 	c := s.chunks[h]
 	if c == nil {
-		return 0, 0, 0, false
+		return 0, 0, 0, false, false
 	}
-	return c.v, c.want, c.length, true
+	return c.v, c.want, c.length, c.dead, true
 }
 
 func (s *registryScenario) server(name string) *server {
@@ -190,6 +191,8 @@ func (s *registryScenario) run(f []string) {
 				c.want = int(n)
 			case "len":
 				c.length = n
+			case "dead": // only files in the trash hold it
+				c.dead = n != 0
 			}
 		}
 		s.chunks[s.handle(f[1])] = c

@@ -87,13 +87,13 @@ func (m *Master) syncDraining() {
 // lookupIn answers the registry's questions about chunks from ns.
 func lookupIn(ns *namespace.Namespace) chunkLookup {
 	size := ns.ChunkSize()
-	return func(h chunkfs.Handle) (chunkfs.Version, int, int64, bool) {
+	return func(h chunkfs.Handle) (chunkfs.Version, int, int64, bool, bool) {
 		v, ok := ns.ChunkVersion(h)
 		if !ok {
-			return 0, 0, 0, false
+			return 0, 0, 0, false, false
 		}
-		idx, length, repl, ok := ns.ChunkFile(h)
-		return v, repl, min(max(length-idx*size, 0), size), ok
+		idx, length, repl, dead, ok := ns.ChunkFile(h)
+		return v, repl, min(max(length-idx*size, 0), size), dead, ok
 	}
 }
 

@@ -175,6 +175,6 @@ func (m *Master) settling(now time.Time) bool {
 // creation that failed), and its next writer places it again, so it is
 // neither missing nor waited for.
 func holdsData(ns *namespace.Namespace, h chunkfs.Handle, size int64) bool {
-	idx, length, _, ok := ns.ChunkFile(h)
+	idx, length, _, _, ok := ns.ChunkFile(h)
 	return ok && idx*size < length
 }

@@ -137,7 +137,9 @@ func TestPlanPausesBetweenSlices(t *testing.T) {
 			r.addReplica(s, h, 1)
 		}
 	}
-	lookup := func(h chunkfs.Handle) (chunkfs.Version, int, int64, bool) { return 1, 3, 1 << 20, h >= 1 && h <= n }
+	lookup := func(h chunkfs.Handle) (chunkfs.Version, int, int64, bool, bool) {
+		return 1, 3, 1 << 20, false, h >= 1 && h <= n
+	}
 	r.plan(placement.DefaultConfig(), lookup, 2, now, false) // every chunk healthy: none dirty
 	// Chunk 1..n lose a replica: every one is short.
 	for h := chunkfs.Handle(1); h <= n; h++ {

@@ -60,6 +60,8 @@ func (c *checker) trash() error {
 	t := &c.ns.trash
 	var dead Counts
 	var prev uint64
+	c.inTrash = true
+	defer func() { c.inTrash = false }()
 	for _, e := range t.entries {
 		p := fmt.Sprintf("trash entry %d (%s)", e.id, printable(e.path))
 		if e.id <= prev || e.id > t.nextID || pathProblem(e.path) != "" || e.path == "/" {
@@ -96,6 +98,7 @@ type checker struct {
 	links                      map[*inode]uint32 // entries seen naming each inode with several names
 	files, dirs, bytes, chunks int64
 	held                       int64 // chunk references of the trash entry being checked
+	inTrash                    bool  // the inodes checked are a trash entry's
 	err                        error
 }
 
@@ -161,6 +164,9 @@ func (c *checker) node(n *inode, p string) {
 	}
 	if !n.isDir() && n.ext != nil && n.ext.parent != nil {
 		c.fail(p, "a non-directory with a parent")
+	}
+	if n.dead != c.inTrash {
+		c.fail(p, "marked dead %v, in the trash %v", n.dead, c.inTrash)
 	}
 	c.xattrs(n, p)
 	switch {

@@ -223,18 +223,21 @@ func (ns *Namespace) ChunkVersion(h chunkfs.Handle) (chunkfs.Version, bool) {
 }
 
 // ChunkFile returns the index of chunk h in its file, the file's length and
-// replication, and whether h exists. For a chunk several files share (a
-// snapshot's), the length is the longest and the replication the highest.
-func (ns *Namespace) ChunkFile(h chunkfs.Handle) (index, length int64, repl int, ok bool) {
+// replication, whether only files in the trash hold it (dead), and whether
+// h exists. For a chunk several files share (a snapshot's), the length is
+// the longest and the replication the highest.
+func (ns *Namespace) ChunkFile(h chunkfs.Handle) (index, length int64, repl int, dead, ok bool) {
+	dead = true
 	ns.holders(h, func(n *inode) {
 		for i, r := range n.chunks {
 			if r.handle == h {
 				index, ok = int64(i), true
 				length, repl = max(length, n.length), max(repl, int(n.repl))
+				dead = dead && n.dead
 			}
 		}
 	})
-	return index, length, repl, ok
+	return index, length, repl, dead && ok, ok
 }
 
 // EachChunk calls fn for every chunk with its version and its file's

@@ -67,6 +67,7 @@ type inode struct {
 	gid    uint32
 	nlink  uint32 // directory entries naming it: 0 for the root, 1 for any other directory
 	repl   uint8
+	dead   bool // in the trash (markDead)
 }
 
 // ext holds what only directories, symbolic links and device nodes need,

@@ -504,6 +504,7 @@ func (s *snapReader) trash(ns *Namespace) {
 		}
 		e.sum = Counts{Files: ns.files - before.Files, Dirs: ns.dirs - before.Dirs, Bytes: ns.bytes - before.Bytes}
 		t.entries = append(t.entries, e)
+		ns.markDead(e.node, true)
 		ns.moveCounts(e.sum, -1)
 	}
 	if s.err != nil {

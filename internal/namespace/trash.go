@@ -136,12 +136,30 @@ func (ns *Namespace) toTrash(c *Command, p string, dir *inode, name string, n *i
 		ns.dropOutsideLinks(n, c.Time)
 	}
 	sum := ns.treeCounts(n)
+	ns.markDead(n, true)
 	n.nlink = 1 // the entry names it
 	ns.trash.nextID++
 	e := &trashEntry{node: n, path: p, id: ns.trash.nextID, time: c.Time, uid: c.Caller.UID, sum: sum}
 	ns.trash.entries = append(ns.trash.entries, e)
 	ns.moveCounts(sum, -1)
 	return e.id
+}
+
+// markDead marks every inode of the tree at n as in the trash or not:
+// the repair of a chunk only deleted files hold waits behind live files'
+// (ChunkFile). An inode is never both live and in the trash
+// (dropOutsideLinks), so the tree's inodes are all of one kind.
+func (ns *Namespace) markDead(n *inode, dead bool) {
+	if n.dead != dead {
+		ns.touch(n)
+		n.dead = dead
+	}
+	if n.isDir() {
+		n.ext.kids.all(func(_ string, k *inode) bool {
+			ns.markDead(k, dead)
+			return true
+		})
+	}
 }
 
 // moveCounts moves sum from the live counts to the dead (sign -1) or back
@@ -306,6 +324,7 @@ func (ns *Namespace) undelete(c *Command) Result {
 	}
 	ns.trash.entries = slices.Delete(ns.trash.entries, i, i+1)
 	ns.moveCounts(e.sum, +1)
+	ns.markDead(e.node, false)
 	ns.touch(e.node)
 	e.node.nlink--
 	e.node.ctime = c.Time

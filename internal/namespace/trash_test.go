@@ -254,3 +254,54 @@ func TestTrashOfASnapshotRestores(t *testing.T) {
 	}
 	restoreSame("purged")
 }
+
+// TestChunkFileSaysDead: a chunk is dead (its repair waits behind live
+// files') only when files in the trash alone hold it — not while a live
+// file shares it — before and after a restore, and no longer once
+// undeleted.
+func TestChunkFileSaysDead(t *testing.T) {
+	s := newTrashTNS(t)
+	s.ok(&Command{Op: OpMkdir, Caller: alice, Path: "/alice/d", Mode: 0o755})
+	s.ok(&Command{Op: OpCreate, Caller: alice, Path: "/alice/d/x", Mode: 0o644})
+	s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/alice/d/x", Index: 0})
+	handle := func(p string) chunkfs.Handle {
+		t.Helper()
+		_, c, err := s.ns.Chunks(alice, p, 0, 1, false)
+		if err != nil || len(c) != 1 {
+			t.Fatalf("chunks of %s: %v %v", p, c, err)
+		}
+		return c[0].Handle
+	}
+	hx, hf := handle("/alice/d/x"), handle("/alice/f")
+	s.ok(&Command{Op: OpSnapshot, Caller: alice, Path: "/alice/f", Target: "/alice/s"})
+	dead := func(ns *Namespace, h chunkfs.Handle, want bool, when string) {
+		t.Helper()
+		if _, _, _, got, ok := ns.ChunkFile(h); !ok || got != want {
+			t.Fatalf("%s: chunk %d dead %v (exists %v), want %v", when, h, got, ok, want)
+		}
+	}
+	dead(s.ns, hx, false, "live")
+	s.ok(&Command{Op: OpTrash, Caller: alice, Path: "/alice/d", Flags: FlagRecursive})
+	s.ok(&Command{Op: OpTrash, Caller: alice, Path: "/alice/s"})
+	dead(s.ns, hx, true, "its tree trashed")
+	dead(s.ns, hf, false, "shared with a live file")
+	ns2, err := Restore(bytes.NewReader(snapshot(t, s.ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead(ns2, hx, true, "after a restore")
+	dead(ns2, hf, false, "shared, after a restore")
+	s.ok(&Command{Op: OpTrash, Caller: alice, Path: "/alice/f"})
+	dead(s.ns, hf, true, "both holders trashed")
+	s.ok(&Command{Op: OpUndelete, Caller: alice, Path: "/alice/d"})
+	dead(s.ns, hx, false, "undeleted")
+	if err := s.ns.Check(); err != nil {
+		t.Fatal(err)
+	}
+	d := s.ns.lookupForTest("/alice/d")
+	d.dead = true
+	if err := s.ns.Check(); err == nil {
+		t.Fatal("Check took a live directory marked dead")
+	}
+	d.dead = false
+}
