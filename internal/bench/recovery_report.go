@@ -78,9 +78,15 @@ type RecoveryPhase struct {
 	// Limit, or at their busiest holder's SourceRate if longer
 	// (CloneNetwork.HealTime); OneFactor is their healing time after
 	// detection over it.
-	OneTransferS float64         `json:"one_transfer_s"`
-	OneFactor    float64         `json:"one_factor"`
-	Samples      []ReplicaSample `json:"samples"`
+	OneTransferS float64 `json:"one_transfer_s"`
+	OneFactor    float64 `json:"one_factor"`
+	// FillOneHealedS is OneHealedS of the fill's chunks alone, which no
+	// lease holds back (a writer's chunk left with one replica is cloned
+	// only once its lease has ended); FillOneFactor is theirs over
+	// OneTransferS.
+	FillOneHealedS float64         `json:"fill_one_healed_s"`
+	FillOneFactor  float64         `json:"fill_one_factor"`
+	Samples        []ReplicaSample `json:"samples"`
 }
 
 // ClientRates is the readers' or the writers' aggregate rate before the
@@ -131,7 +137,8 @@ func (p *RecoveryPhase) measure(c RecoveryConfig) {
 	last := p.Samples[len(p.Samples)-1]
 	p.HealedS, p.Healed = at(last), last.healed(p.Survivors, c.Replicas)
 	p.Repaired = last.Repaired - p.Samples[detected].Repaired
-	p.OneHealedS, p.FillHealedS = p.DetectedS, p.HealedS
+	p.OneHealedS, p.FillOneHealedS, p.FillHealedS = p.DetectedS, p.DetectedS, p.HealedS
+	fillOne := false
 	fillHealed := false
 	for _, s := range p.Samples[detected:] {
 		if !fillHealed && s.Err == "" && atLeast(s.FillByReplicas, min(c.Replicas, p.Survivors)) {
@@ -150,12 +157,18 @@ func (p *RecoveryPhase) measure(c RecoveryConfig) {
 		if s.ByReplicas[1] > 0 || s.ByReplicas[0] > 0 {
 			p.OneHealedS = at(s) // healed at the next sample at the latest
 		}
+		if s.FillByReplicas[1] > 0 || s.FillByReplicas[0] > 0 {
+			p.FillOneHealedS, fillOne = at(s), true
+		}
 	}
 	if !fillHealed {
 		p.FillClones = last.Repaired - p.Samples[detected].Repaired
 	}
 	if p.OneReplica > 0 {
 		p.OneHealedS = p.nextSampleAfter(p.OneHealedS)
+	}
+	if fillOne {
+		p.FillOneHealedS = p.nextSampleAfter(p.FillOneHealedS)
 	}
 	if d := p.FillHealedS - p.DetectedS; d > 0 {
 		p.CloneMBps = float64(p.FillClones*c.ChunkSize) / d / 1e6
@@ -166,6 +179,7 @@ func (p *RecoveryPhase) measure(c RecoveryConfig) {
 	p.OneTransferS = c.cloneNetwork(p.Survivors).HealTime(p.OneReplicaOn).Seconds()
 	if p.OneTransferS > 0 {
 		p.OneFactor = (p.OneHealedS - p.DetectedS) / p.OneTransferS
+		p.FillOneFactor = (p.FillOneHealedS - p.DetectedS) / p.OneTransferS
 	}
 }
 
@@ -302,7 +316,8 @@ func (r *RecoveryReport) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w, "sources: the survivors holding a replica of a chunk short of replicas at the detection; limit: what their NICs send and the survivors pull")
 	fmt.Fprintln(w, "times in seconds from the kill; clone MB/s: clones completed from detection to the fill healed × chunk size, over that time;")
-	fmt.Fprintln(w, "at limit s: the one-replica chunks' bytes at the limit, or at their busiest holder's NIC if longer (each has one source)")
+	fmt.Fprintln(w, "at limit s: the one-replica chunks' bytes at the limit, or at their busiest holder's NIC if longer (each has one source);")
+	fmt.Fprintln(w, "healing / transfer: of every chunk, and of the fill's alone (a writer's chunk waits for its lease to end)")
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -351,7 +366,7 @@ func factorLabel(p RecoveryPhase) string {
 	if p.OneReplica == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f×", p.OneFactor)
+	return fmt.Sprintf("%.2f× (fill %.2f×)", p.OneFactor, p.FillOneFactor)
 }
 
 func cloneRateLabel(b int64) string {

@@ -90,8 +90,9 @@ func TestRecoveryConfigValidate(t *testing.T) {
 }
 
 // samplePhase is a recovery from two of seven killed, sampled every
-// second: detected at 5 s, the two one-replica chunks healed by 8 s, the
-// fill by 12 s after a clone a second, all by 20 s.
+// second: detected at 5 s, the two one-replica chunks healed by 8 s (the
+// fill's one by 7 s), the fill by 12 s after a clone a second, all by
+// 20 s.
 func samplePhase() RecoveryPhase {
 	const kill = int64(1_000_000_000_000)
 	dead := []string{"a:1", "b:1"}
@@ -114,6 +115,9 @@ func samplePhase() RecoveryPhase {
 			s.OneReplicaOn = map[string]int64{"c:1": 5e6, "d:1": 3e6}
 		case sec >= 8 && sec < 20:
 			s.ByReplicas, s.UnderReplicated = []int{0, 0, 10, 20}, 10
+		}
+		if sec >= 5 && sec < 7 { // the fill's one-replica chunk is healed first
+			s.FillByReplicas = []int{0, 1, 4, 15}
 		}
 		p.Samples = append(p.Samples, s)
 	}
@@ -145,6 +149,8 @@ func TestRecoveryPhaseMeasure(t *testing.T) {
 	near("efficiency", p.Efficiency, 4.194304/3.125)
 	near("one-replica transfer", p.OneTransferS, 4) // 5 MB from c at its NIC's 1.25 MB/s
 	near("one-replica factor", p.OneFactor, 0.75)
+	near("fill one-replica healed", p.FillOneHealedS, 7)
+	near("fill one-replica factor", p.FillOneFactor, 0.5)
 	if p.OneReplica != 2 || p.TwoReplicas != 10 || p.UnderReplicated != 12 || p.Repaired != 15 {
 		t.Errorf("counts %d/%d, under %d, repaired %d; want 2/10, 12, 15", p.OneReplica, p.TwoReplicas, p.UnderReplicated, p.Repaired)
 	}

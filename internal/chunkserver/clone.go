@@ -88,24 +88,29 @@ func (s *Server) clone(ctx context.Context, o cloneOrder) (int64, error) {
 		return 0, err
 	}
 	defer in.Abort()
-	buf := make([]byte, clonePiece)
-	for in.Length() < s.cfg.MaxChunkSize {
-		p := buf[:min(int64(len(buf)), s.cfg.MaxChunkSize-in.Length())]
-		n, err := s.readPiece(ctx, o, in.Length(), p)
-		if werr := in.Write(p[:n]); werr != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	pieces := make(chan clonedPiece, 1)
+	free := make(chan []byte, 2) // one piece being written, one fetched
+	free <- make([]byte, clonePiece)
+	free <- make([]byte, clonePiece)
+	go s.fetchPieces(ctx, o, pieces, free)
+	defer func() {
+		cancel()
+		for range pieces { // wait for the fetcher to let go
+		}
+	}()
+	for pc := range pieces {
+		if werr := in.Write(pc.buf[:pc.n]); werr != nil {
 			return 0, werr
 		}
-		if errors.Is(err, io.EOF) {
-			break
+		switch {
+		case errors.Is(pc.err, io.EOF):
+		case pc.unpaid != nil:
+			return 0, chunkfs.E("clone", chunkName(h), chunkfs.KindUnavailable, "cancelled: "+pc.unpaid.Error())
+		case pc.err != nil:
+			return 0, sourceError(h, source, pc.err)
 		}
-		if err != nil {
-			return 0, sourceError(h, source, err)
-		}
-		// Pay for the piece before asking for the next: over the clone,
-		// the bytes pulled stay within the burst plus rate × time.
-		if err := s.clones.wait(ctx, int64(n)); err != nil {
-			return 0, chunkfs.E("clone", chunkName(h), chunkfs.KindUnavailable, "cancelled: "+err.Error())
-		}
+		free <- pc.buf
 	}
 	if in.Length() < want {
 		return 0, chunkfs.E("clone", chunkName(h), chunkfs.KindStale, fmt.Sprintf("source %s holds %d bytes, fewer than the %d expected", source, in.Length(), want))
@@ -126,6 +131,53 @@ func (s *Server) clone(ctx context.Context, o cloneOrder) (int64, error) {
 	}
 	s.reporter.forget(h) // a corrupt replica it replaced was reported; this one is new
 	return info.Length, nil
+}
+
+// clonedPiece is a piece of a clone as fetchPieces got it: n bytes of
+// buf, and err, io.EOF when the chunk ended with it. unpaid is the error
+// that ended the wait for the throttle after it (the clone was
+// cancelled).
+type clonedPiece struct {
+	buf         []byte
+	n           int
+	err, unpaid error
+}
+
+// fetchPieces reads clone o's pieces from its source in order, from
+// buffers taken from free, and sends them on out, one ahead of the clone
+// writing them: the next piece crosses the network while the last is
+// written and checked. It pays for each piece (the throttle) before it
+// asks for the next, so the bytes pulled stay within the burst plus rate ×
+// time. It stops after a piece that ends the chunk or fails, at the
+// largest chunk size, or when ctx ends, and closes out.
+func (s *Server) fetchPieces(ctx context.Context, o cloneOrder, out chan<- clonedPiece, free <-chan []byte) {
+	defer close(out)
+	send := func(pc clonedPiece) bool {
+		select {
+		case out <- pc:
+			return pc.err == nil && pc.unpaid == nil
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for off := int64(0); off < s.cfg.MaxChunkSize; {
+		var buf []byte
+		select {
+		case buf = <-free:
+		case <-ctx.Done():
+			return
+		}
+		p := buf[:min(int64(len(buf)), s.cfg.MaxChunkSize-off)]
+		n, err := s.readPiece(ctx, o, off, p)
+		pc := clonedPiece{buf: buf, n: n, err: err}
+		if err == nil {
+			pc.unpaid = s.clones.wait(ctx, int64(n))
+		}
+		if !send(pc) {
+			return
+		}
+		off += int64(n)
+	}
 }
 
 // sourceInfo asks the source about its replica of h, which must be at v

@@ -3,40 +3,58 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"net"
 	"testing"
 	"time"
 )
 
+// paceRecorder records the paces a backgroundPacer sets.
+type paceRecorder map[net.Conn]int64
+
+func (r paceRecorder) set(conn net.Conn, rate int64) { r[conn] = rate }
+
 // TestBackgroundPacer: background reads are not paced until another read
-// is served; then, for foregroundWindow after the last one, those in
-// progress share the rate; a pacer without a rate never paces.
+// is served, which paces those in progress at once; then, for
+// foregroundWindow after the last one, they share the rate, and the pace
+// is lifted at a piece after it, and when a read ends. A pacer without a
+// rate never paces.
 func TestBackgroundPacer(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	p := &backgroundPacer{rate: 600}
-	end := p.begin()
-	if got := p.pace(t0); got != 0 {
-		t.Fatalf("no other read served yet: paced at %d, want unpaced", got)
+	rec := paceRecorder{}
+	p := newBackgroundPacer(600, rec.set)
+	a, b := &net.TCPConn{}, &net.TCPConn{}
+	endA := p.begin(a)
+	p.pace(a, t0)
+	if _, set := rec[a]; set {
+		t.Fatalf("no other read served yet: paced at %d", rec[a])
 	}
 	p.served(t0)
-	if got := p.pace(t0.Add(foregroundWindow / 2)); got != 600 {
-		t.Errorf("one background read while clients read: %d B/s, want the whole 600", got)
+	if rec[a] != 600 {
+		t.Errorf("a client read started: the background read is paced at %d B/s, want the whole 600 at once", rec[a])
 	}
-	end2 := p.begin()
-	end3 := p.begin()
-	if got := p.pace(t0.Add(foregroundWindow)); got != 200 {
-		t.Errorf("three background reads: %d B/s each, want 200", got)
+	endB := p.begin(b)
+	p.pace(b, t0.Add(foregroundWindow/2))
+	p.pace(a, t0.Add(foregroundWindow/2))
+	if rec[a] != 300 || rec[b] != 300 {
+		t.Errorf("two background reads: %d and %d B/s, want 300 each", rec[a], rec[b])
 	}
-	end2()
-	end3()
-	p.served(t0.Add(-time.Hour)) // an older read's end changes nothing
-	if got := p.pace(t0.Add(foregroundWindow + time.Millisecond)); got != 0 {
-		t.Errorf("a window after the last client read: paced at %d, want unpaced", got)
+	endB()
+	if rec[b] != 0 {
+		t.Errorf("a background read ended paced at %d: want its pace lifted", rec[b])
 	}
-	end()
-	never := &backgroundPacer{}
+	p.served(t0.Add(-time.Hour)) // an older read's end moves nothing back
+	p.pace(a, t0.Add(foregroundWindow+time.Millisecond))
+	if rec[a] != 0 {
+		t.Errorf("a window after the last client read: paced at %d, want unpaced", rec[a])
+	}
+	endA()
+	never := newBackgroundPacer(0, rec.set)
+	c := &net.TCPConn{}
+	defer never.begin(c)()
 	never.served(t0)
-	if got := never.pace(t0); got != 0 {
-		t.Errorf("no background rate: paced at %d", got)
+	never.pace(c, t0)
+	if _, set := rec[c]; set {
+		t.Errorf("no background rate: paced at %d", rec[c])
 	}
 }
 

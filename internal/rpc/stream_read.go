@@ -79,12 +79,12 @@ func (c *streamConn) openChunk(req *readRequest) (OpenChunk, *os.File, error) {
 // one is being sent; a request of one piece is answered without it.
 func (c *streamConn) serveRead(req *readRequest) error {
 	if req.background {
-		defer c.s.pacer.begin()()
+		defer c.s.pacer.begin(c.conn)()
+		c.s.pacer.pace(c.conn, time.Now())
 	} else {
 		c.s.pacer.served(time.Now())
 		defer func() { c.s.pacer.served(time.Now()) }()
 	}
-	c.pace(req)
 	oc, file, err := c.openChunk(req)
 	if err != nil {
 		return c.reply(frameError, encodeError(err))
@@ -128,26 +128,15 @@ func (c *streamConn) serveRead(req *readRequest) error {
 		}
 	}()
 	for p := range filled {
-		c.pace(req)
+		if req.background {
+			c.s.pacer.pace(c.conn, time.Now())
+		}
 		if err := c.sendPiece(p, file); err != errMore {
 			return err
 		}
 		free <- p
 	}
 	return c.reply(frameOK, []byte{0})
-}
-
-// pace sets the socket's pacing for the next piece of req's answer: a
-// background read's pace (backgroundPacer), none for any other read.
-func (c *streamConn) pace(req *readRequest) {
-	var rate int64
-	if req.background {
-		rate = c.s.pacer.pace(time.Now())
-	}
-	if rate != c.paced {
-		setPacing(c.conn, rate)
-		c.paced = rate
-	}
 }
 
 // sendfileAhead is how many verified pieces may wait to be sent with

@@ -115,7 +115,7 @@ func NewStreamServer(h StreamHandler, cfg StreamConfig) (*StreamServer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &StreamServer{h: h, cfg: cfg, log: reqid.Logger(cfg.Logger), pacer: &backgroundPacer{rate: cfg.BackgroundRate},
+	return &StreamServer{h: h, cfg: cfg, log: reqid.Logger(cfg.Logger), pacer: newBackgroundPacer(cfg.BackgroundRate, setPacing),
 		conns: make(map[net.Conn]struct{})}, nil
 }
 
@@ -212,8 +212,6 @@ type streamConn struct {
 	bufs net.Buffers     // their writev vector
 	lens []int           // their payload lengths
 	raw  syscall.RawConn // the TCP socket for sendfile; nil until a read needs it
-	// paced is the pacing rate set on the socket (setPacing); 0: none.
-	paced int64
 	// pending logs the current request's trace (traced); nil when it has
 	// none or it is logged.
 	pending func(answer error)
