@@ -24,7 +24,7 @@ import (
 )
 
 var (
-	procFaults = flag.Int("pcampaign.faults", 16, "fault steps TestProcessCampaign takes, each a fault or the end of one (the long run: 900, about 500 faults)")
+	procFaults = flag.Int("pcampaign.faults", 16, "fault steps TestProcessCampaign takes, each a fault or the end of one (the long run: 1000, over 500 faults)")
 	procSeed   = flag.Uint64("pcampaign.seed", 0, "TestProcessCampaign's random seed (0: from the time)")
 	procErrs   = flag.Bool("pcampaign.v", false, "log the first failed operations of each kind of TestProcessCampaign")
 )
@@ -286,6 +286,7 @@ func (w *pcWork) failed(op string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.errs[op]++
+	w.errs[op+" "+chunkfs.KindOf(err).String()]++
 	if *procErrs && w.errs[op] <= 5 {
 		w.t.Logf("%s: %v", op, err)
 	}
@@ -512,7 +513,7 @@ func (w *pcWork) retireLog(ctx context.Context) {
 // appender appends records, and a reader reads acknowledged files back.
 // Every read must be right; at the end every acknowledged file and record
 // reads back intact, every chunk has 3 healthy replicas, and admin fsck
-// exits 0. -pcampaign.faults 900 is the long run (about 500 faults).
+// exits 0. -pcampaign.faults 1000 is the long run (over 500 faults).
 func TestProcessCampaign(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if *procSeed != 0 {
