@@ -28,6 +28,7 @@ type memBackend struct {
 	failWrites error
 	locks      *locks.Table // created on first use
 	stats      atomic.Int64 // Stat calls
+	statted    map[string]int64 // Stat calls by path, guarded by mu
 }
 
 type memNode struct {
@@ -58,10 +59,21 @@ func (b *memBackend) getLocked(op, p string) (*memNode, error) {
 	return n, nil
 }
 
+// statsOf returns how many Stat calls asked for p.
+func (b *memBackend) statsOf(p string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.statted[p]
+}
+
 func (b *memBackend) Stat(ctx context.Context, c chunkfs.Caller, p string) (*chunkfs.FileInfo, error) {
 	b.stats.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.statted == nil {
+		b.statted = map[string]int64{}
+	}
+	b.statted[p]++
 	n, err := b.getLocked("stat", p)
 	if err != nil {
 		return nil, err
