@@ -26,8 +26,8 @@ type memBackend struct {
 	next  uint64
 	// failWrites, when set, makes every WriteAt fail with it.
 	failWrites error
-	locks      *locks.Table // created on first use
-	stats      atomic.Int64 // Stat calls
+	locks      *locks.Table     // created on first use
+	stats      atomic.Int64     // Stat calls
 	statted    map[string]int64 // Stat calls by path, guarded by mu
 }
 
