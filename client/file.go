@@ -85,7 +85,7 @@ func (c *Client) OpenFileWith(ctx context.Context, path string, flag int, perm f
 	if o.Replication < 0 || o.Replication > chunkfs.MaxReplication {
 		return nil, chunkfs.E("create", path, chunkfs.KindInvalid, "replication must be between 1 and 16")
 	}
-	f, _, err := c.openFile(ctx, path, flag, perm, o)
+	f, _, _, err := c.openFile(ctx, path, flag, perm, o)
 	return f, err
 }
 
@@ -93,40 +93,50 @@ func (c *Client) OpenFileWith(ctx context.Context, path string, flag int, perm f
 // open learned them from the master (its create, or its stat), before any
 // truncation it made: a caller that needs both makes one call.
 func (c *Client) OpenFileInfo(ctx context.Context, path string, flag int, perm fs.FileMode) (*File, *chunkfs.FileInfo, error) {
+	f, fi, _, err := c.openFile(ctx, path, flag, perm, CreateOptions{})
+	return f, fi, err
+}
+
+// OpenFileParent is OpenFileInfo that also returns, when flag holds
+// O_CREATE, the attributes of path's parent directory just after the
+// create, as the master saw them (nil when it did not say, or without
+// O_CREATE), as RemoveParent does: the FUSE mount answers the kernel's
+// next look at the directory with them.
+func (c *Client) OpenFileParent(ctx context.Context, path string, flag int, perm fs.FileMode) (f *File, fi, parent *chunkfs.FileInfo, err error) {
 	return c.openFile(ctx, path, flag, perm, CreateOptions{})
 }
 
-func (c *Client) openFile(ctx context.Context, path string, flag int, perm fs.FileMode, o CreateOptions) (*File, *chunkfs.FileInfo, error) {
+func (c *Client) openFile(ctx context.Context, path string, flag int, perm fs.FileMode, o CreateOptions) (*File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	path, err := checkPath("open", path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	fctx := ctx             // the file's, for its I/O: each operation gets a request ID of its own (opCtx)
 	ctx = reqid.Ensure(ctx) // the open's
-	var fi *chunkfs.FileInfo
+	var fi, parent *chunkfs.FileInfo
 	if flag&os.O_CREATE != 0 {
-		fi, err = c.create(ctx, path, flag, perm, o)
+		fi, parent, err = c.create(ctx, path, flag, perm, o)
 	} else {
 		fi, err = c.Stat(ctx, path)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if flag&os.O_CREATE == 0 {
 		if err := c.checkAccess(path, fi, flag); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	f := c.newFile(fctx, path, flag, fi)
 	if f.dir && f.writable() {
-		return nil, nil, chunkfs.E("open", path, chunkfs.KindIsDir, "cannot open a directory for writing")
+		return nil, nil, nil, chunkfs.E("open", path, chunkfs.KindIsDir, "cannot open a directory for writing")
 	}
 	if flag&os.O_TRUNC != 0 && flag&os.O_CREATE == 0 && f.writable() && fi.Length > 0 {
 		if err := c.Truncate(ctx, path, 0); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return f, fi, nil
+	return f, fi, parent, nil
 }
 
 // OpenKnown opens path for I/O (flag: os.O_RDONLY, os.O_WRONLY or
@@ -174,9 +184,12 @@ func (c *Client) checkAccess(path string, fi *chunkfs.FileInfo, flag int) error 
 	return nil
 }
 
-func (c *Client) create(ctx context.Context, path string, flag int, perm fs.FileMode, o CreateOptions) (*chunkfs.FileInfo, error) {
+// create makes or opens path for writing; it returns the file's
+// attributes and its parent directory's just after, or nil for the
+// parent when the master did not say.
+func (c *Client) create(ctx context.Context, path string, flag int, perm fs.FileMode, o CreateOptions) (fi, parent *chunkfs.FileInfo, err error) {
 	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
-		return nil, chunkfs.E("create", path, chunkfs.KindInvalid, "O_CREATE needs O_WRONLY or O_RDWR")
+		return nil, nil, chunkfs.E("create", path, chunkfs.KindInvalid, "O_CREATE needs O_WRONLY or O_RDWR")
 	}
 	resp, err := c.master.Create(ctx, &pb.CreateRequest{
 		Caller: c.caller, Path: path, Mode: uint32(perm & modeBits &^ c.cfg.Umask),
@@ -184,18 +197,21 @@ func (c *Client) create(ctx context.Context, path string, flag int, perm fs.File
 		FirstChunk: true, // opened to write: its chunk 0 comes in the create's log entry
 	})
 	if err != nil {
-		return nil, wrapOp("create", path, err)
+		return nil, nil, wrapOp("create", path, err)
 	}
 	c.observe(resp.StateId)
 	if flag&os.O_TRUNC != 0 {
 		c.locs.drop(path)
 		c.leases.dropPath(path)
 	}
-	fi := rpc.FileInfoOf(resp.Info)
+	fi = rpc.FileInfoOf(resp.Info)
 	if fi.IsDir() {
-		return nil, chunkfs.E("create", path, chunkfs.KindIsDir, "cannot open a directory for writing")
+		return nil, nil, chunkfs.E("create", path, chunkfs.KindIsDir, "cannot open a directory for writing")
 	}
-	return fi, nil
+	if resp.Parent != nil {
+		parent = rpc.FileInfoOf(resp.Parent)
+	}
+	return fi, parent, nil
 }
 
 // Name returns the file's path.

@@ -106,3 +106,35 @@ func TestConcurrentMetadataThroughOneClient(t *testing.T) {
 		t.Errorf("ReadDir after: %d entries, %v", len(entries), err)
 	}
 }
+
+// TestOpenFileParent: a create through OpenFileParent returns its parent
+// directory as a stat right after sees it (a mount answers the kernel's
+// next look at the directory with it); an open without O_CREATE returns
+// none.
+func TestOpenFileParent(t *testing.T) {
+	tc := chunkfstest.NewCluster(t, chunkfstest.Chunkservers(1), chunkfstest.Replication(1))
+	c, ctx := tc.Client(), context.Background()
+	if err := c.Mkdir(ctx, "/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, fi, parent, err := c.OpenFileParent(ctx, "/d/new", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	st, err := c.Stat(ctx, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Name() != "new" || parent == nil || parent.Inode != st.Inode || !parent.MTime.Equal(st.MTime) || parent.FileMode != st.FileMode {
+		t.Errorf("create: file %v, parent %v; a stat of the directory says %v", fi, parent, st)
+	}
+	f, _, parent, err = c.OpenFileParent(ctx, "/d/new", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if parent != nil {
+		t.Errorf("open without O_CREATE: parent %v", parent)
+	}
+}

@@ -27,12 +27,12 @@ func newGatedBackend() *gatedBackend {
 	return &gatedBackend{memBackend: newMemBackend(), open: make(chan struct{})}
 }
 
-func (b *gatedBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, error) {
-	f, fi, err := b.memBackend.Create(ctx, c, p, perm, excl, trunc)
+func (b *gatedBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+	f, fi, parent, err := b.memBackend.Create(ctx, c, p, perm, excl, trunc)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return &gatedFile{File: f, b: b, path: p}, fi, nil
+	return &gatedFile{File: f, b: b, path: p}, fi, parent, nil
 }
 
 type gatedFile struct {

@@ -25,8 +25,10 @@ type Backend interface {
 	Mkdir(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode) (*chunkfs.FileInfo, error)
 	// Create makes a regular file with exactly the permission bits perm and
 	// opens it for reading and writing. If path exists, exclusive fails
-	// with KindExist, truncate empties it, and otherwise it is opened.
-	Create(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, error)
+	// with KindExist, truncate empties it, and otherwise it is opened. It
+	// also returns the parent directory's attributes just after a create,
+	// or nil.
+	Create(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (f File, fi, parent *chunkfs.FileInfo, err error)
 	// Open opens an existing regular file for reading, and for writing too
 	// when write is set.
 	Open(ctx context.Context, c chunkfs.Caller, path string, write bool) (File, *chunkfs.FileInfo, error)

@@ -231,22 +231,27 @@ func (b *ClientBackend) Mkdir(ctx context.Context, caller chunkfs.Caller, path s
 // Create makes a file as the caller and opens it for I/O. A file that
 // exists already is opened as Open does, which checks the caller's right
 // to write it, and truncated if asked.
-func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, error) {
+func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	c, err := b.client(ctx, caller)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer b.seen(c)
-	made, fi, err := c.OpenFileInfo(ctx, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+	made, fi, parent, err := c.OpenFileParent(ctx, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 	if chunkfs.KindOf(err) == chunkfs.KindExist && !exclusive {
-		return b.openExisting(ctx, caller, path, truncate)
+		f, fi, err := b.openExisting(ctx, caller, path, truncate)
+		return f, fi, nil, err
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	made.Close() // nothing written: no call to the cluster
 	b.io.Forget(path)
-	return b.openIO(ctx, c, path, os.O_RDWR, fi)
+	f, fi, err := b.openIO(ctx, c, path, os.O_RDWR, fi)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return f, fi, parent, nil
 }
 
 // openExisting opens an existing file for writing as Create found it,

@@ -119,16 +119,17 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if e := n.checkChild(name); e != 0 {
 		return nil, nil, 0, e
 	}
-	cctx, cancel := n.m.mutation(ctx)
+	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
 	excl, trunc := flags&syscall.O_EXCL != 0, flags&syscall.O_TRUNC != 0
 	n.m.names.io.RLock() // until the handle is counted (see Open)
 	defer n.m.names.io.RUnlock()
 	p := n.child(name)
-	f, fi, err := n.m.b.Create(cctx, callerOf(ctx), p, goPerm(mode), excl, trunc)
+	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), p, goPerm(mode), excl, trunc)
 	if err != nil {
 		return nil, nil, 0, errno(err)
 	}
+	n.m.noteAttr(n, parent, gen)
 	ch := n.entry(ctx, fi, out)
 	cn := ch.Operations().(*node)
 	fl, _ := n.m.kernel.open(cn, fi, true)
@@ -322,7 +323,7 @@ var _ = (gofs.FileFlusher)((*handle)(nil))
 // of the file's version, the kernel cache's (policy.go).
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
 	h.closed.Store(true)
-	cctx, cancel := h.n.m.mutation(ctx)
+	cctx, cancel := h.n.m.fileChange(ctx)
 	defer cancel()
 	return errno(h.n.m.closer.close(cctx, h))
 }
@@ -333,7 +334,7 @@ var _ = (gofs.FileFsyncer)((*handle)(nil))
 // first waits for the file's pushes in flight after a close, and returns
 // the error of one that failed.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	cctx, cancel := h.n.m.mutation(ctx)
+	cctx, cancel := h.n.m.fileChange(ctx)
 	defer cancel()
 	if err := h.n.m.closer.wait(cctx, h.n); err != nil {
 		return errno(err)

@@ -272,7 +272,7 @@ func (h *handle) setlk(ctx context.Context, owner uint64, lk *fuse.FileLock, fla
 		var err error
 		if unlock {
 			// A release must not be lost to the caller's interrupt.
-			cctx, cancel := h.n.m.mutation(ctx)
+			cctx, cancel := h.n.m.fileChange(ctx)
 			ok, _, err = h.n.m.locks.set(cctx, caller, p, ino, l, true)
 			cancel()
 		} else {
@@ -317,7 +317,7 @@ func (h *handle) releaseLocks() {
 	h.lockOwners = nil
 	h.mu.Unlock()
 	for o := range owners {
-		ctx, cancel := h.n.m.mutation(context.Background())
+		ctx, cancel := h.n.m.fileChange(context.Background())
 		l := locks.Lock{Owner: locks.Owner{ID: o.owner}, Kind: o.kind, Type: locks.Read, End: locks.ToEnd}
 		if _, _, err := h.n.m.locks.set(ctx, chunkfs.Root, h.n.path(), h.n.StableAttr().Ino, l, true); err != nil {
 			h.n.m.log.Warn("lock not released", "path", h.n.path(), "err", err)

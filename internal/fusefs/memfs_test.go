@@ -26,8 +26,9 @@ type memBackend struct {
 	next  uint64
 	// failWrites, when set, makes every WriteAt fail with it.
 	failWrites error
-	locks      *locks.Table // created on first use
-	stats      atomic.Int64 // Stat calls
+	locks      *locks.Table     // created on first use
+	stats      atomic.Int64     // Stat calls
+	statted    map[string]int64 // Stat calls by path, guarded by mu
 }
 
 type memNode struct {
@@ -58,10 +59,21 @@ func (b *memBackend) getLocked(op, p string) (*memNode, error) {
 	return n, nil
 }
 
+// statsOf returns how many Stat calls asked for p.
+func (b *memBackend) statsOf(p string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.statted[p]
+}
+
 func (b *memBackend) Stat(ctx context.Context, c chunkfs.Caller, p string) (*chunkfs.FileInfo, error) {
 	b.stats.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.statted == nil {
+		b.statted = map[string]int64{}
+	}
+	b.statted[p]++
 	n, err := b.getLocked("stat", p)
 	if err != nil {
 		return nil, err
@@ -142,23 +154,27 @@ func (b *memBackend) Mkdir(ctx context.Context, c chunkfs.Caller, p string, perm
 	return b.infoLocked(p, n), nil
 }
 
-func (b *memBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, error) {
+func (b *memBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.addLocked("create", p, perm, c)
 	if chunkfs.KindOf(err) == chunkfs.KindExist && !excl {
 		n, err = b.nodes[p], nil
 		if n.fi.IsDir() {
-			return nil, nil, chunkfs.E("create", p, chunkfs.KindIsDir, "")
+			return nil, nil, nil, chunkfs.E("create", p, chunkfs.KindIsDir, "")
 		}
 		if trunc {
 			n.data, n.fi.Length = nil, 0
 		}
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return &memFile{b: b, path: p}, b.infoLocked(p, n), nil
+	var parent *chunkfs.FileInfo
+	if dir, err := b.getLocked("create", path.Dir(p)); err == nil {
+		parent = b.infoLocked(path.Dir(p), dir)
+	}
+	return &memFile{b: b, path: p}, b.infoLocked(p, n), parent, nil
 }
 
 func (b *memBackend) Open(ctx context.Context, c chunkfs.Caller, p string, write bool) (File, *chunkfs.FileInfo, error) {

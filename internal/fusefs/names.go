@@ -338,7 +338,10 @@ func (n *node) unhide(ctx context.Context) {
 	}
 	n.unhiding.Store(true)
 	n.mu.Unlock()
-	if _, err := n.m.b.Remove(ctx, chunkfs.Root, *hp); err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
+	_, done := n.m.dirChange() // the hidden name's directory changes
+	_, err := n.m.b.Remove(ctx, chunkfs.Root, *hp)
+	done()
+	if err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
 		n.m.log.Warn("remove hidden file", "path", *hp, "err", err)
 	}
 	n.mu.Lock()

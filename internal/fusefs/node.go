@@ -35,8 +35,11 @@ type mount struct {
 	// (the write-back cache's generations or the block cache).
 	retimes bool
 	clk     clock.Clock
-	// mutations numbers the changes this mount starts (mutationAt).
+	// mutations numbers the changes this mount starts that may alter a
+	// directory's attributes (dirChange).
 	mutations atomic.Uint64
+	changeMu  sync.Mutex // orders a change's number and the count below
+	changing  int        // changes numbered by dirChange and not ended
 }
 
 // newMount makes the state of a mount of b with cfg, choosing its caching
@@ -71,31 +74,66 @@ func (m *mount) call(ctx context.Context) (context.Context, context.CancelFunc) 
 // caller's wait in the kernel anyway. Reads and look-ups use call and stay
 // interruptible.
 //
-// Every change starts here, so it also drops the listings kept for
-// look-ups (prefetch.go) before it reaches the cluster.
+// Every change starts here or at fileChange, so it also drops the
+// listings kept for look-ups (prefetch.go) before it reaches the cluster.
 func (m *mount) mutation(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel, _ := m.mutationAt(ctx)
 	return ctx, cancel
 }
 
 // mutationAt is mutation, and also returns the change's number in this
-// mount (noteAttr).
+// mount (dirChange); the change ends at the returned cancel.
 func (m *mount) mutationAt(ctx context.Context) (context.Context, context.CancelFunc, uint64) {
-	gen := m.mutations.Add(1)
+	gen, done := m.dirChange()
 	m.lists.changed()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
-	return ctx, cancel, gen
+	return ctx, func() { cancel(); done() }, gen
+}
+
+// fileChange is mutation for a change of one non-directory's data or
+// attributes alone (a push, a setattr, a lock): it leaves every
+// directory's attributes as they were, so a note (noteAttr) stands
+// through it.
+func (m *mount) fileChange(ctx context.Context) (context.Context, context.CancelFunc) {
+	m.lists.changed()
+	return context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
+}
+
+// dirChange numbers a change of this mount that may alter a directory's
+// attributes; done, called once or more, ends it. The number is 0 when
+// another such change was under way as it started: the master may apply
+// the two in either order, so what this one answers of a directory may
+// predate the other's effect, and it notes nothing (noteAttr).
+func (m *mount) dirChange() (gen uint64, done func()) {
+	m.changeMu.Lock()
+	gen = m.mutations.Add(1)
+	if m.changing > 0 {
+		gen = 0
+	}
+	m.changing++
+	m.changeMu.Unlock()
+	var once sync.Once
+	return gen, func() {
+		once.Do(func() {
+			m.changeMu.Lock()
+			m.changing--
+			m.changeMu.Unlock()
+		})
+	}
 }
 
 // noteAttr keeps fi, the attributes of directory n that the master
-// returned with change number gen (an unlink's parent), for n's next
-// Getattr: the kernel asks for them after every unlink (its permission
-// check for the next one), and the answer then costs no call. A note
-// serves once, within AttrTimeout, and only while no other change of this
-// mount has started since gen: as fresh as the kernel's own attribute
-// cache, which other mounts' changes also reach only after AttrTimeout.
+// returned with change number gen (an unlink's or a create's parent), for
+// n's next Getattr: the kernel asks for them after every unlink and
+// create (its permission check for the next one), and the answer then
+// costs no call. A note is kept only when no other change that may alter
+// a directory was under way as gen started (dirChange), and serves once,
+// within AttrTimeout, only while no such change has started since gen:
+// the changes of a file alone (fileChange) leave it standing. So it is as
+// fresh as the kernel's own attribute cache, which other mounts' changes
+// also reach only after AttrTimeout.
 func (m *mount) noteAttr(n *node, fi *chunkfs.FileInfo, gen uint64) {
-	if fi == nil || m.cfg.AttrTimeout <= 0 {
+	if fi == nil || gen == 0 || m.cfg.AttrTimeout <= 0 {
 		return
 	}
 	n.noted.Store(&attrNote{fi: fi, gen: gen, until: m.clk.Now().Add(m.cfg.AttrTimeout)})
@@ -306,7 +344,13 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if n.detached() {
 		return syscall.ENOENT
 	}
-	cctx, cancel := n.m.mutation(ctx)
+	var cctx context.Context
+	var cancel context.CancelFunc
+	if n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		cctx, cancel = n.m.mutation(ctx)
+	} else {
+		cctx, cancel = n.m.fileChange(ctx)
+	}
 	defer cancel()
 	if err := n.m.closer.wait(cctx, n); err != nil {
 		return errno(err)
@@ -653,12 +697,13 @@ func (n *node) mknodFile(ctx context.Context, name string, mode uint32, out *fus
 	if e := n.checkChild(name); e != 0 {
 		return nil, e
 	}
-	cctx, cancel := n.m.mutation(ctx)
+	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
-	f, fi, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false)
+	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false)
 	if err != nil {
 		return nil, errno(err)
 	}
+	n.m.noteAttr(n, parent, gen)
 	if err := f.Close(); err != nil {
 		return nil, errno(err)
 	}

@@ -135,3 +135,103 @@ func TestUnlinkFailureLeavesNoNote(t *testing.T) {
 		t.Fatalf("the directory after a failed remove: %v, %v", fi, err)
 	}
 }
+
+// TestNotedAttrAcrossOtherChanges: a note stands through the changes of a
+// file alone (fileChange); a change that started while another that may
+// alter a directory was under way notes nothing, for the master may apply
+// the two in either order; the removal of a hidden name at release ends
+// a note as any change of a directory does.
+func TestNotedAttrAcrossOtherChanges(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	m := newMount(newMemBackend(), DefaultConfig(), slog.New(slog.DiscardHandler), clk)
+	dir := m.newNode()
+	fi := &chunkfs.FileInfo{FileName: "d"}
+
+	_, cancel, gen := m.mutationAt(context.Background())
+	cancel()
+	m.noteAttr(dir, fi, gen)
+	_, cancel = m.fileChange(context.Background()) // a push, a setattr of a file
+	cancel()
+	if got := m.notedAttr(dir); got != fi {
+		t.Errorf("a note after a change of a file alone: %v", got)
+	}
+
+	_, cancelFirst, _ := m.mutationAt(context.Background())
+	_, cancel, gen = m.mutationAt(context.Background())
+	if gen != 0 {
+		t.Errorf("a change started while another was under way numbered %d", gen)
+	}
+	cancelFirst()
+	m.noteAttr(dir, fi, gen)
+	cancel()
+	if got := m.notedAttr(dir); got != nil {
+		t.Error("a note kept from a change that overlapped another")
+	}
+	_, cancel, gen = m.mutationAt(context.Background())
+	cancel()
+	cancel() // ending twice counts once
+	if gen == 0 {
+		t.Error("a change after the others ended numbered 0")
+	}
+
+	m.noteAttr(dir, fi, gen)
+	_, done := m.dirChange() // as unhide removes a hidden name
+	done()
+	if got := m.notedAttr(dir); got != nil {
+		t.Error("a note served after a hidden name's removal")
+	}
+}
+
+// TestCreateAsksNoStatOfTheDirectory: through a mount, the kernel looks
+// at the directory after every create (its permission check for the
+// next, default_permissions); the attributes the create returned answer
+// it, across the file's writes and close, so the directory costs no
+// Stat, and its times still move with the creates.
+func TestCreateAsksNoStatOfTheDirectory(t *testing.T) {
+	const files = 40
+	for _, c := range []struct {
+		name     string
+		cfg      Config
+		maxStats int64
+	}{
+		{"cached", DefaultConfig(), files / 8},
+		{"nocache", DefaultConfig().NoCache(), -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newMemBackend()
+			mnt := mountT(t, b, c.cfg)
+			dir := filepath.Join(mnt, "d")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.Stat(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stats := b.statsOf("/d")
+			for i := range files {
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprint("f", i)), []byte("data"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n := b.statsOf("/d") - stats
+			if c.maxStats >= 0 && n > c.maxStats {
+				t.Errorf("%d Stat calls of the directory for %d creates, want at most %d", n, files, c.maxStats)
+			}
+			if c.maxStats < 0 && n < files/2 {
+				t.Errorf("%d Stat calls of the directory for %d creates with caching off: the kernel's looks were answered from notes", n, files)
+			}
+			after, err := os.Stat(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := b.Stat(context.Background(), chunkfs.Root, "/d")
+			if !after.ModTime().Equal(want.MTime) || after.ModTime().Before(before.ModTime()) {
+				t.Errorf("directory mtime %v after the creates, the backend's %v (before %v)", after.ModTime(), want.MTime, before.ModTime())
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != files {
+				t.Errorf("%d entries, want %d", len(ents), files)
+			}
+		})
+	}
+}

@@ -46,10 +46,10 @@ func (o *observed) Mkdir(ctx context.Context, c chunkfs.Caller, path string, per
 	return o.b.Mkdir(ctx, c, path, perm)
 }
 
-func (o *observed) Create(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, error) {
+func (o *observed) Create(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	defer o.since("create", time.Now())
-	f, fi, err := o.b.Create(ctx, c, path, perm, exclusive, truncate)
-	return o.file(f), fi, err
+	f, fi, parent, err := o.b.Create(ctx, c, path, perm, exclusive, truncate)
+	return o.file(f), fi, parent, err
 }
 
 func (o *observed) Open(ctx context.Context, c chunkfs.Caller, path string, write bool) (File, *chunkfs.FileInfo, error) {

@@ -217,10 +217,7 @@ func (b *batch) mutate(ctx context.Context) {
 		}
 		if mu.r.Cut == nil && !mu.r.Allocated {
 			b.m.settle(ctx, mu.cmd, mu.r) // only collects garbage: cannot fail
-			b.results[mu.i] = mutationResult(mu)
-			if d := b.results[mu.i].GetDelete(); d != nil {
-				d.Parent = b.m.parentAfter(mu.cmd.Caller, mu.cmd.Path)
-			}
+			b.results[mu.i] = b.withParent(mu, mutationResult(mu))
 			continue
 		}
 		wg.Add(1)
@@ -236,10 +233,22 @@ func (b *batch) mutate(ctx context.Context) {
 				b.results[mu.i] = errorResult(err)
 				return
 			}
-			b.results[mu.i] = mutationResult(mu)
+			b.results[mu.i] = b.withParent(mu, mutationResult(mu))
 		}()
 	}
 	wg.Wait()
+}
+
+// withParent adds to a create's or a delete's answer its parent directory
+// just after, as the unary calls give it (Master.parentAfter).
+func (b *batch) withParent(mu *batchMutation, r *pb.MetaResult) *pb.MetaResult {
+	switch {
+	case r.GetCreate() != nil:
+		r.GetCreate().Parent = b.m.parentAfter(mu.cmd.Caller, mu.cmd.Path)
+	case r.GetDelete() != nil:
+		r.GetDelete().Parent = b.m.parentAfter(mu.cmd.Caller, mu.cmd.Path)
+	}
+	return r
 }
 
 // mutationResult is the answer to a mutation that succeeded, as its unary

@@ -155,6 +155,7 @@ func (m *Master) probeSuspect(ctx context.Context, h chunkfs.Handle, cur chunkfs
 	m.regMu.Lock()
 	primary := m.reg.primaryAt(h, addr, now)
 	replicas := m.reg.replicas(h, cur)
+	to := addrs(replicas)
 	m.regMu.Unlock()
 	if primary == nil {
 		return // not the primary (any more): the lease moved already
@@ -163,9 +164,9 @@ func (m *Master) probeSuspect(ctx context.Context, h chunkfs.Handle, cur chunkfs
 	defer cancel()
 	failed := make([]error, len(replicas))
 	var wg sync.WaitGroup
-	for i, s := range replicas {
+	for i := range replicas {
 		wg.Go(func() {
-			v, err := m.replicaVersion(pctx, s.addr, h)
+			v, err := m.replicaVersion(pctx, to[i], h)
 			if err == nil && v != cur {
 				err = fmt.Errorf("replica at version %d", v)
 			}
@@ -178,27 +179,27 @@ func (m *Master) probeSuspect(ctx context.Context, h chunkfs.Handle, cur chunkfs
 			continue
 		}
 		if s == primary {
-			m.dropPrimary(ctx, h, primary, failed[i])
+			m.dropPrimary(ctx, h, primary, to[i], failed[i])
 			continue
 		}
 		m.regMu.Lock()
 		out := m.reg.dropSecondary(h, cur, s, need, m.cfg.Clock.Now())
 		m.regMu.Unlock()
 		if out {
-			m.pool.Forget(s.addr)
-			m.cfg.Logger.WarnContext(ctx, "a secondary did not answer after a write failed; moving the lease to the other replicas", "handle", h, "secondary", s.addr, "err", failed[i])
+			m.pool.Forget(to[i])
+			m.cfg.Logger.WarnContext(ctx, "a secondary did not answer after a write failed; moving the lease to the other replicas", "handle", h, "secondary", to[i], "err", failed[i])
 		}
 	}
 }
 
 // dropPrimary drops h's lease held by primary, which did not answer for
-// the chunk (err).
-func (m *Master) dropPrimary(ctx context.Context, h chunkfs.Handle, primary *server, err error) {
-	m.pool.Forget(primary.addr)
+// the chunk (err) at addr.
+func (m *Master) dropPrimary(ctx context.Context, h chunkfs.Handle, primary *server, addr string, err error) {
+	m.pool.Forget(addr)
 	m.regMu.Lock()
 	m.reg.dropPrimary(h, primary, m.cfg.Clock.Now())
 	m.regMu.Unlock()
-	m.cfg.Logger.WarnContext(ctx, "primary reported unreachable and did not answer; moving the lease", "handle", h, "primary", primary.addr, "err", err)
+	m.cfg.Logger.WarnContext(ctx, "primary reported unreachable and did not answer; moving the lease", "handle", h, "primary", addr, "err", err)
 }
 
 // grant tells replicas (in order: the first is named primary) that ch has
@@ -216,6 +217,7 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 	}
 	m.regMu.Lock()
 	m.reg.beginCalls(ch.Handle, ch.Version)
+	to := addrs(order)
 	m.regMu.Unlock()
 	defer func() {
 		m.regMu.Lock()
@@ -223,7 +225,7 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 		m.regMu.Unlock()
 	}()
 	leaseMs := m.cfg.LeaseDuration.Milliseconds()
-	errs := m.callLease(ctx, ch, order, create, leaseMs)
+	errs := m.callLease(ctx, ch, to, create, leaseMs)
 	primary := order[0]
 	took := 0
 	for _, err := range errs {
@@ -294,11 +296,12 @@ func (m *Master) adoptTaken(ctx context.Context, ch namespace.Chunk, order []*se
 	m.cfg.Logger.InfoContext(ctx, "adopted the version replicas took from a grant whose primary failed", "handle", ch.Handle, "version", ch.Version)
 }
 
-// callLease sends Lease to every replica at once; the first gets leaseMs.
-func (m *Master) callLease(ctx context.Context, ch namespace.Chunk, order []*server, create bool, leaseMs int64) []error {
-	errs := make([]error, len(order))
+// callLease sends Lease to every replica (at addresses to) at once; the
+// first gets leaseMs.
+func (m *Master) callLease(ctx context.Context, ch namespace.Chunk, to []string, create bool, leaseMs int64) []error {
+	errs := make([]error, len(to))
 	var wg sync.WaitGroup
-	for i, s := range order {
+	for i, addr := range to {
 		ms := int64(0)
 		if i == 0 {
 			ms = leaseMs
@@ -306,7 +309,7 @@ func (m *Master) callLease(ctx context.Context, ch namespace.Chunk, order []*ser
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = m.leaseCall(ctx, s.addr, ch, create, ms)
+			errs[i] = m.leaseCall(ctx, addr, ch, create, ms)
 		}()
 	}
 	wg.Wait()
@@ -345,6 +348,7 @@ func (m *Master) cutChunk(ctx context.Context, p string, cut namespace.Cut) erro
 	cut.Version = m.reg.nextVersion(cut.Handle, cur)
 	m.reg.beginCalls(cut.Handle, cut.Version)
 	replicas := m.reg.replicas(cut.Handle, cur)
+	to := addrs(replicas)
 	m.reg.revoke(cut.Handle)
 	m.regMu.Unlock()
 	defer func() {
@@ -352,7 +356,7 @@ func (m *Master) cutChunk(ctx context.Context, p string, cut namespace.Cut) erro
 		m.reg.endCalls(cut.Handle)
 		m.regMu.Unlock()
 	}()
-	errs := m.callTruncate(ctx, cut, replicas)
+	errs := m.callTruncate(ctx, cut, to)
 	if !slices.Contains(errs, nil) {
 		return chunkfs.E("truncate", p, chunkfs.KindUnavailable, "no live replica of the chunk holding the new end could be cut; retry the truncation")
 	}
@@ -371,15 +375,15 @@ func (m *Master) cutChunk(ctx context.Context, p string, cut namespace.Cut) erro
 	return nil
 }
 
-// callTruncate sends Truncate to every replica at once.
-func (m *Master) callTruncate(ctx context.Context, cut namespace.Cut, replicas []*server) []error {
+// callTruncate sends Truncate to every replica (at addresses to) at once.
+func (m *Master) callTruncate(ctx context.Context, cut namespace.Cut, to []string) []error {
 	var wg sync.WaitGroup
-	errs := make([]error, len(replicas))
-	for i, s := range replicas {
+	errs := make([]error, len(to))
+	for i, addr := range to {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = m.truncateCall(ctx, s.addr, cut)
+			errs[i] = m.truncateCall(ctx, addr, cut)
 		}()
 	}
 	wg.Wait()

@@ -51,7 +51,9 @@ func (m service) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateR
 	if err != nil {
 		return nil, err
 	}
-	return createResponse(r, id), nil
+	resp := createResponse(r, id)
+	resp.Parent = m.parentAfter(cmd.Caller, cmd.Path)
+	return resp, nil
 }
 
 func (m *Master) createCommand(ctx context.Context, req *pb.CreateRequest) (*namespace.Command, error) {
@@ -180,9 +182,10 @@ func (m service) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteR
 }
 
 // parentAfter returns the attributes of p's parent directory now, as c
-// may see them, or nil. A mount that removes an entry answers the
-// kernel's next look at the directory (it asks after every unlink, for
-// its permission check) with them instead of a Stat of its own.
+// may see them, or nil. A mount that creates or removes an entry answers
+// the kernel's next look at the directory (it asks after every create
+// and unlink, for its permission check) with them instead of a Stat of
+// its own.
 func (m *Master) parentAfter(c chunkfs.Caller, p string) *pb.FileInfo {
 	var fi chunkfs.FileInfo
 	var err error

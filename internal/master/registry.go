@@ -18,6 +18,9 @@ const (
 )
 
 // server is what the master knows of one chunkserver. Never persisted.
+// Every field is guarded by the master's regMu, addr included: a server
+// that registers again has its record rewritten (registry.reset). A call
+// to servers takes their addresses under regMu first (addrs).
 type server struct {
 	id, addr, rack string
 	capacity, used int64 // bytes of its distinct disks; bytes of chunk data it holds
@@ -38,6 +41,16 @@ type server struct {
 	sourcing       int                          // clones in flight with it as source
 	moveIn         int64                        // bytes of balancer moves in flight to it
 	moveOut        int64                        // bytes of balancer moves in flight from it
+}
+
+// addrs returns the servers' addresses, for calls made without regMu; it
+// needs regMu.
+func addrs(servers []*server) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.addr
+	}
+	return out
 }
 
 // disk is one file system a chunkserver keeps data on; servers sharing a

@@ -69,13 +69,14 @@ func (m *Master) revokeLease(ctx context.Context, src string, h chunkfs.Handle) 
 	v := m.reg.nextVersion(h, cur)
 	m.reg.beginCalls(h, v)
 	replicas := m.reg.replicas(h, cur)
+	to := addrs(replicas)
 	m.regMu.Unlock()
 	defer func() {
 		m.regMu.Lock()
 		m.reg.endCalls(h)
 		m.regMu.Unlock()
 	}()
-	errs := m.callLease(ctx, namespace.Chunk{Handle: h, Version: v}, replicas, false, 0)
+	errs := m.callLease(ctx, namespace.Chunk{Handle: h, Version: v}, to, false, 0)
 	took := 0
 	for _, err := range errs {
 		if err == nil {
@@ -126,6 +127,7 @@ func (m *Master) copyOnWrite(ctx context.Context, c chunkfs.Caller, p string, ch
 	now := m.cfg.Clock.Now()
 	m.regMu.Lock()
 	replicas := m.reg.replicas(cur.Handle, cur.Version)
+	to := addrs(replicas)
 	leased := m.reg.leaseOutstanding(cur.Handle, now)
 	m.regMu.Unlock()
 	empty := len(replicas) == 0 && fi.Length <= cur.Index*m.chunkSize() // never written: nothing to copy
@@ -148,7 +150,7 @@ func (m *Master) copyOnWrite(ctx context.Context, c chunkfs.Caller, p string, ch
 		m.reg.endCopy(nh)
 		m.regMu.Unlock()
 	}()
-	errs := m.callCopy(ctx, cur, nh, replicas)
+	errs := m.callCopy(ctx, cur, nh, to)
 	took := 0
 	for _, err := range errs {
 		if err == nil {
@@ -178,15 +180,15 @@ func (m *Master) copyOnWrite(ctx context.Context, c chunkfs.Caller, p string, ch
 	return res.Chunk, nil
 }
 
-// callCopy sends CopyChunk to every replica at once.
-func (m *Master) callCopy(ctx context.Context, ch namespace.Chunk, nh chunkfs.Handle, replicas []*server) []error {
-	errs := make([]error, len(replicas))
+// callCopy sends CopyChunk to every replica (at addresses to) at once.
+func (m *Master) callCopy(ctx context.Context, ch namespace.Chunk, nh chunkfs.Handle, to []string) []error {
+	errs := make([]error, len(to))
 	var wg sync.WaitGroup
-	for i, s := range replicas {
+	for i, addr := range to {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = m.copyCall(ctx, s.addr, ch, nh)
+			errs[i] = m.copyCall(ctx, addr, ch, nh)
 		}()
 	}
 	wg.Wait()
