@@ -322,6 +322,16 @@ func (w *pcWork) writeOne(ctx context.Context, i int) {
 	}
 	if err != nil {
 		w.failed("write", err)
+		if f != nil {
+			// Created but not written: removed, as an application
+			// would, so that failed files do not fill the small disks
+			// (and fail more writes for want of space).
+			rctx, rcancel := opCtx(ctx)
+			if err := w.cl.Remove(rctx, p); err != nil {
+				w.failed("remove a failed write", err)
+			}
+			rcancel()
+		}
 		time.Sleep(50 * time.Millisecond) // the master may be down: do not spin
 		return
 	}
