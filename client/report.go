@@ -95,36 +95,11 @@ func (r *Report) Space() (capacity, used, free int64) {
 
 // ClusterReport asks the master for a summary of the cluster.
 func (c *Client) ClusterReport(ctx context.Context) (*Report, error) {
-	resp, err := c.master.ClusterReport(ctx, &pb.ClusterReportRequest{})
+	r, err := c.clusterReportCall(ctx)
 	if err != nil {
 		return nil, wrapOp("report", "", err)
 	}
-	c.observe(resp.StateId)
-	return reportFrom(resp), nil
-}
-
-// reportFrom is a cluster report from the wire.
-func reportFrom(resp *pb.ClusterReportResponse) *Report {
-	r := &Report{
-		Files: resp.Files, Directories: resp.Directories, Chunks: resp.Chunks,
-		UnderReplicated: resp.UnderReplicated, Bytes: resp.Bytes, ChunkSize: resp.ChunkSize,
-		Missing: resp.Missing, BeingCloned: resp.BeingCloned, Corrupt: resp.Corrupt, RepairRate: resp.RepairRate,
-		Repaired: resp.Repaired, SafeMode: resp.SafeMode, SafeModeReason: resp.SafeModeReason, SafeModeHeld: resp.SafeModeHeld,
-		Balance: balanceFrom(resp.Balance), Servers: make([]ServerStatus, 0, len(resp.Servers)),
-		DeadFiles: resp.DeadFiles, DeadDirectories: resp.DeadDirectories, DeadChunks: resp.DeadChunks, DeadBytes: resp.DeadBytes,
-	}
-	for _, s := range resp.Servers {
-		st := ServerStatus{
-			ID: s.Id, Addr: s.Addr, Rack: s.Rack, Capacity: s.Capacity, Used: s.Used, Free: s.Free, Load: s.Load,
-			Chunks: s.Chunks, Alive: s.Alive, LastHeartbeat: time.Duration(s.LastHeartbeatMs) * time.Millisecond,
-			Disks: make([]Disk, 0, len(s.Disks)), State: s.State, DrainRemaining: s.DrainRemaining,
-		}
-		for _, d := range s.Disks {
-			st.Disks = append(st.Disks, Disk{ID: d.Id, Capacity: d.Capacity, Free: d.Free})
-		}
-		r.Servers = append(r.Servers, st)
-	}
-	return r
+	return r, nil
 }
 
 // ChunkInfo is where one chunk of a file lives.
