@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"time"
-
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Report is a summary of the cluster, as the GFS paper's tables give it.
@@ -119,25 +117,21 @@ func (c *Client) Chunks(ctx context.Context, path string) ([]ChunkInfo, error) {
 	}
 	var out []ChunkInfo
 	for first := int64(0); ; {
-		resp, err := c.master.GetChunks(ctx, &pb.GetChunksRequest{Caller: c.caller, Path: path, FirstIndex: first, MinStateId: c.readState(ctx)})
+		page, err := c.getChunksCall(ctx, path, first, 0)
 		if err != nil {
 			return nil, wrapOp("chunks", path, err)
 		}
-		c.observe(resp.StateId)
-		for _, cl := range resp.Chunks {
-			out = append(out, ChunkInfo{Index: cl.Index, Handle: cl.Handle, Version: cl.Version, Replicas: cl.Replicas, Primary: cl.Primary})
+		for _, cl := range page.chunks {
+			out = append(out, ChunkInfo{Index: cl.index, Handle: uint64(cl.handle), Version: uint64(cl.version), Replicas: cl.replicas, Primary: cl.primary})
 		}
-		total := int64(0)
-		if resp.Info != nil {
-			total = resp.Info.Chunks
-			if cs := resp.ChunkSize; cs > 0 {
-				total = max(total, (resp.Info.Length+cs-1)/cs)
-			}
+		total := page.file.Chunks
+		if cs := page.chunkSize; cs > 0 {
+			total = max(total, (page.file.Length+cs-1)/cs)
 		}
-		if len(resp.Chunks) == 0 {
+		if len(page.chunks) == 0 {
 			return out, nil
 		}
-		first = resp.Chunks[len(resp.Chunks)-1].Index + 1
+		first = page.chunks[len(page.chunks)-1].index + 1
 		if first >= total {
 			return out, nil
 		}

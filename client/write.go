@@ -131,7 +131,7 @@ func (c *Client) prepare(ctx context.Context, path string, idx int64, appending 
 	if resp.Chunk == nil || resp.Chunk.Primary == "" || len(resp.Chunk.Replicas) == 0 {
 		return nil, 0, chunkfs.E("write", path, chunkfs.KindUnavailable, "master granted no primary")
 	}
-	return c.near.locate(resp.Chunk), resp.ChunkSize, nil
+	return c.near.locate(locationFrom(resp.Chunk)), resp.ChunkSize, nil
 }
 
 // prepareCached is prepare for writes, using a lease the client already
