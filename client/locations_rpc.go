@@ -53,3 +53,31 @@ func (c *Client) reportCorruptCall(ctx context.Context, h chunkfs.Handle, addr s
 	_, err := c.master.ReportCorrupt(ctx, &pb.ReportCorruptRequest{Reporter: "client", Handle: uint64(h), Replica: addr})
 	return err
 }
+
+// prepareCall asks the master for a primary of chunk idx, allocating the
+// chunk if needed, and names suspect, a primary that did not answer. It
+// returns the location (nil when the master sent none) and the cluster's
+// chunk size.
+func (c *Client) prepareCall(ctx context.Context, path string, idx int64, appending bool, suspect string) (*chunkLoc, int64, error) {
+	resp, err := c.master.PrepareWrite(ctx, &pb.PrepareWriteRequest{Caller: c.caller, Path: path, Index: idx, Append: appending,
+		Suspect: suspect})
+	if err != nil {
+		return nil, 0, err
+	}
+	c.observe(resp.StateId)
+	if resp.Chunk == nil {
+		return nil, resp.ChunkSize, nil
+	}
+	return locationFrom(resp.Chunk), resp.ChunkSize, nil
+}
+
+// commitLengthCall tells the master path has data up to length, with
+// mtime (Unix ns; 0: now), and returns the file's length after.
+func (c *Client) commitLengthCall(ctx context.Context, path string, length, mtime int64) (int64, error) {
+	resp, err := c.master.CommitLength(ctx, &pb.CommitLengthRequest{Caller: c.caller, Path: path, Length: length, Touch: true, MtimeNs: mtime})
+	if err != nil {
+		return 0, err
+	}
+	c.observe(resp.StateId)
+	return resp.Length, nil
+}
