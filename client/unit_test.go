@@ -207,7 +207,7 @@ func TestPrepareWaitsOutEndingLease(t *testing.T) {
 	m := &endingMaster{clk: clk}
 	var waits []LeaseWait // written before the wait, read after it
 	tr := &Trace{LeaseWait: func(w LeaseWait) { waits = append(waits, w) }}
-	c := &Client{cfg: Config{Trace: tr}, clock: clk, master: m, leases: newLeaseCache(), near: &nearness{}, log: slog.New(slog.DiscardHandler)}
+	c := &Client{cfg: Config{Trace: tr}, clock: clk, masterConn: masterConn{master: m}, leases: newLeaseCache(), near: &nearness{}, log: slog.New(slog.DiscardHandler)}
 	type result struct {
 		loc *chunkLoc
 		err error
