@@ -5,7 +5,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Append appends record atomically at an offset the cluster chooses and
@@ -116,15 +115,8 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 	// every appender: the replicas forward in one direction only. With
 	// orders that differ per client, two replicas forward to each other at
 	// once and each one's ACKs queue behind the data going the same way.
-	cs, err := c.pool.ChunkServer(loc.primary)
-	if err != nil {
-		return 0, err
-	}
 	if len(frame) >= reserveMin {
-		_, err := cs.Reserve(ctx, &pb.ReserveRequest{
-			Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
-			Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize, Token: loc.token,
-		})
+		err := c.reserveCall(ctx, loc, id, len(frame), chunkSize)
 		st.step(&ev.Reserve)
 		if err != nil {
 			return 0, err
@@ -141,23 +133,15 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 	if err != nil {
 		return 0, err
 	}
-	if fresh.primary != loc.primary {
-		// The lease moved: the reservation stayed with the old primary,
-		// and the record is checked as an unreserved one.
-		if cs, err = c.pool.ChunkServer(fresh.primary); err != nil {
-			return 0, err
-		}
-	}
+	// If the lease moved to another primary, the reservation stayed with
+	// the old one, and the record is checked as an unreserved one.
 	loc, used = fresh, fresh
-	resp, err := cs.Append(ctx, &pb.AppendRequest{
-		Handle: uint64(loc.handle), Version: uint64(loc.version), DataId: uint64(id),
-		Length: int64(len(frame)), Secondaries: secondaries(loc), ChunkSize: chunkSize, Token: loc.token,
-	})
+	off, err = c.appendCall(ctx, loc, id, len(frame), chunkSize)
 	st.step(&ev.Apply)
 	if err != nil {
 		return 0, err
 	}
-	return resp.Offset, nil
+	return off, nil
 }
 
 // lastChunk returns the index of path's last chunk (0 for an empty file).

@@ -1,10 +1,6 @@
 package client
 
-import (
-	"context"
-
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
-)
+import "context"
 
 // BalanceStatus is the state of the master's rebalancer, which moves
 // replicas towards even utilisation at lower priority than repair.
@@ -26,20 +22,11 @@ type BalanceStatus struct {
 // threshold in percentage points, 0 keeping the current one) or stops
 // ("stop") the rebalancer, and returns its state. It needs the superuser.
 func (c *Client) Balance(ctx context.Context, action string, threshold float64) (*BalanceStatus, error) {
-	resp, err := c.mc.Balance(ctx, &pb.BalanceRequest{Caller: c.caller, Action: action, Threshold: threshold})
+	st, err := c.balanceCall(ctx, action, threshold)
 	if err != nil {
 		return nil, wrapOp("balance "+action, "", err)
 	}
-	c.observe(resp.StateId)
-	return balanceFrom(resp.Status), nil
-}
-
-func balanceFrom(b *pb.BalanceStatus) *BalanceStatus {
-	if b == nil {
-		return nil
-	}
-	return &BalanceStatus{Running: b.Running, Threshold: b.Threshold, MovesInFlight: b.MovesInFlight, Moved: b.Moved,
-		BytesMoved: b.BytesMoved, Spread: b.Spread, Rate: b.Rate}
+	return st, nil
 }
 
 // DecommissionState is how far the draining of one chunkserver is.
@@ -62,18 +49,13 @@ type DecommissionState struct {
 // so it survives a restart or failover of the master. It needs the
 // superuser.
 func (c *Client) Decommission(ctx context.Context, server string, recommission bool) ([]DecommissionState, error) {
-	resp, err := c.mc.Decommission(ctx, &pb.DecommissionRequest{Caller: c.caller, Server: server, Recommission: recommission})
+	out, err := c.decommissionCall(ctx, server, recommission)
 	if err != nil {
 		op := "decommission"
 		if recommission {
 			op = "recommission"
 		}
 		return nil, wrapOp(op, server, err)
-	}
-	c.observe(resp.StateId)
-	out := make([]DecommissionState, 0, len(resp.Servers))
-	for _, s := range resp.Servers {
-		out = append(out, DecommissionState{ID: s.Id, Addr: s.Addr, State: s.State, Chunks: s.Chunks, Remaining: s.Remaining})
 	}
 	return out, nil
 }

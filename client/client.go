@@ -56,7 +56,6 @@ import (
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/reqid"
 	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Config configures a Client. Start from DefaultConfig.
@@ -185,26 +184,24 @@ const maxChunkSize = 4 << 30
 // Client is a connection to a chunkfs cluster. It is safe for concurrent use
 // by many goroutines; one Client per process is the usual pattern.
 type Client struct {
-	cfg       Config
-	log       *slog.Logger
-	clock     clock.Clock
-	caller    *pb.Caller
-	master    masterAPI       // batches concurrent metadata calls (batch.go)
-	mc        pb.MasterClient // the master (or group) itself, for calls never batched
-	pool      *rpc.Pool
-	data      *rpc.DataClient
-	reader    chunkReader   // reads chunk data: data, but for unit tests
-	suspects  suspects      // replicas that recently did not answer a read in time
-	floor     time.Duration // least deadline of a read from a replica: replicaFloor
-	locs      *locationCache
-	leases    *leaseCache
-	near      *nearness
-	chunkSize int64
-	writerID  uint64        // random; first half of every record ID
-	seq       atomic.Uint64 // record sequence numbers
-	stateID   atomic.Uint64 // highest master state ID seen
-	observers atomic.Bool   // reads go to a group's observers
-	lastSync  atomic.Int64  // clock time (UnixNano) of the last auto msync
+	cfg        Config
+	log        *slog.Logger
+	clock      clock.Clock
+	masterConn // the master's service (master_rpc.go)
+	pool       *rpc.Pool
+	data       *rpc.DataClient
+	reader     chunkReader   // reads chunk data: data, but for unit tests
+	suspects   suspects      // replicas that recently did not answer a read in time
+	floor      time.Duration // least deadline of a read from a replica: replicaFloor
+	locs       *locationCache
+	leases     *leaseCache
+	near       *nearness
+	chunkSize  int64
+	writerID   uint64        // random; first half of every record ID
+	seq        atomic.Uint64 // record sequence numbers
+	stateID    atomic.Uint64 // highest master state ID seen
+	observers  atomic.Bool   // reads go to a group's observers
+	lastSync   atomic.Int64  // clock time (UnixNano) of the last auto msync
 }
 
 // Dial connects to the master at addr with DefaultConfig.
@@ -224,26 +221,23 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if c.clock == nil {
 		c.clock = clock.Real{}
 	}
-	c.caller = &pb.Caller{Uid: cfg.Caller.UID, Gids: cfg.Caller.GIDs}
 	c.near = newNearness()
 	c.leases = newLeaseCache()
 	c.writerID = randomUint64()
-	m, first, set, err := c.dialMaster(cfg.Master)
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
 	batch := cfg.MetaBatch
 	if batch == 0 {
 		batch = defaultMetaBatch
 	}
-	c.master, c.mc = newBatcher(m, batch), m
-	info, err := first.ClusterInfo(ctx, &pb.ClusterInfoRequest{})
+	first, set, err := c.dialMaster(cfg.Master, cfg.Caller, batch)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	chunkSize, err := c.clusterInfoCall(ctx, first)
 	if err != nil {
 		c.Close()
 		return nil, wrapOp("dial", cfg.Master, err)
 	}
-	c.observe(info.StateId)
 	if set != nil {
 		// Any master of a group answers ClusterInfo, at its own state; an
 		// msync goes to the leader: a new client sees every write
@@ -260,33 +254,13 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		c.findObservers(ctx, set)
 	}
 	c.lastSync.Store(c.clock.Now().UnixNano())
-	if info.ChunkSize < chunkfs.BlockSize || info.ChunkSize > maxChunkSize {
+	if chunkSize < chunkfs.BlockSize || chunkSize > maxChunkSize {
 		c.Close()
-		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindOther, fmt.Sprintf("master reports an impossible chunk size %d", info.ChunkSize))
+		return nil, chunkfs.E("dial", cfg.Master, chunkfs.KindOther, fmt.Sprintf("master reports an impossible chunk size %d", chunkSize))
 	}
-	c.chunkSize = info.ChunkSize
+	c.chunkSize = chunkSize
 	c.locs = newLocationCache(c, cfg.LocationTTL, cfg.LookupBatch)
 	return c, nil
-}
-
-// dialMaster returns the Master service at addrs, through an rpc.MasterSet
-// that retries a call no master received within the call's deadline: a
-// lone master that restarts is waited for as a group's leader is (the set
-// is returned for a group only). first is what New's first call goes to:
-// a lone master directly, so that a client dialing a master that is down
-// is told at once.
-func (c *Client) dialMaster(addrs string) (m, first pb.MasterClient, set *rpc.MasterSet, err error) {
-	list := masterAddrs(addrs)
-	set, err = rpc.NewMasterSet(c.pool, list)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	m = pb.NewMasterClient(set)
-	if len(list) > 1 {
-		return m, m, set, nil
-	}
-	first, err = c.pool.Master(list[0])
-	return m, first, nil, err
 }
 
 // findObservers asks the group which masters are observers and sends

@@ -10,8 +10,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
-	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // File is an open chunkfs file. It implements io.Reader, io.ReaderAt,
@@ -191,25 +189,20 @@ func (c *Client) create(ctx context.Context, path string, flag int, perm fs.File
 	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		return nil, nil, chunkfs.E("create", path, chunkfs.KindInvalid, "O_CREATE needs O_WRONLY or O_RDWR")
 	}
-	resp, err := c.master.Create(ctx, &pb.CreateRequest{
-		Caller: c.caller, Path: path, Mode: uint32(perm & modeBits &^ c.cfg.Umask),
-		Exclusive: flag&os.O_EXCL != 0, Truncate: flag&os.O_TRUNC != 0, Replication: uint32(o.Replication),
-		FirstChunk: true, // opened to write: its chunk 0 comes in the create's log entry
+	fi, parent, err = c.createCall(ctx, createSpec{
+		path: path, mode: uint32(perm & modeBits &^ c.cfg.Umask),
+		exclusive: flag&os.O_EXCL != 0, truncate: flag&os.O_TRUNC != 0, replication: uint32(o.Replication),
+		firstChunk: true, // opened to write: its chunk 0 comes in the create's log entry
 	})
 	if err != nil {
 		return nil, nil, wrapOp("create", path, err)
 	}
-	c.observe(resp.StateId)
 	if flag&os.O_TRUNC != 0 {
 		c.locs.drop(path)
 		c.leases.dropPath(path)
 	}
-	fi = rpc.FileInfoOf(resp.Info)
 	if fi.IsDir() {
 		return nil, nil, chunkfs.E("create", path, chunkfs.KindIsDir, "cannot open a directory for writing")
-	}
-	if resp.Parent != nil {
-		parent = rpc.FileInfoOf(resp.Parent)
 	}
 	return fi, parent, nil
 }

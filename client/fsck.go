@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // FsckFile is the replication health of one file's chunks.
@@ -55,17 +53,9 @@ func (c *Client) Fsck(ctx context.Context, path string) (*FsckReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.master.Fsck(ctx, &pb.FsckRequest{Caller: c.caller, Path: path})
+	r, err := c.fsckCall(ctx, path)
 	if err != nil {
 		return nil, wrapOp("fsck", path, err)
-	}
-	c.observe(resp.StateId)
-	r := &FsckReport{FilesChecked: resp.FilesChecked, Chunks: resp.Chunks, Healthy: resp.Healthy,
-		UnderReplicated: resp.UnderReplicated, Missing: resp.Missing, Corrupt: resp.Corrupt,
-		Truncated: resp.Truncated, SafeMode: resp.SafeMode, Files: make([]FsckFile, 0, len(resp.Files))}
-	for _, f := range resp.Files {
-		r.Files = append(r.Files, FsckFile{Path: f.Path, Replication: int(f.Replication), Length: f.Length, Chunks: f.Chunks,
-			Healthy: f.Healthy, UnderReplicated: f.UnderReplicated, Missing: f.Missing, Corrupt: f.Corrupt})
 	}
 	return r, nil
 }

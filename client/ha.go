@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/chunkfs/chunkfs"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // HAStatus is how one master sees its group of masters.
@@ -50,41 +49,27 @@ func (c *Client) readState(ctx context.Context) uint64 {
 // made afterwards, from observers too, see every write committed before
 // the call, other clients' included.
 func (c *Client) Msync(ctx context.Context) error {
-	resp, err := c.mc.Msync(ctx, &pb.MsyncRequest{})
-	if err != nil {
+	if err := c.msyncCall(ctx); err != nil {
 		return wrapOp("msync", "", err)
 	}
-	c.observe(resp.StateId)
 	return nil
 }
 
 // HAStatus asks the client's master (the leader of a group) how it sees
 // the group.
 func (c *Client) HAStatus(ctx context.Context) (*HAStatus, error) {
-	return haStatus(ctx, c.mc, "")
+	st, err := c.haStatusCall(ctx, "")
+	if err != nil {
+		return nil, wrapOp("ha status", "", err)
+	}
+	return st, nil
 }
 
 // HAStatusOf asks the master at addr how it sees its group.
 func (c *Client) HAStatusOf(ctx context.Context, addr string) (*HAStatus, error) {
-	m, err := c.pool.Master(addr)
-	if err != nil {
-		return nil, err
-	}
-	return haStatus(ctx, m, addr)
-}
-
-func haStatus(ctx context.Context, m pb.MasterClient, addr string) (*HAStatus, error) {
-	resp, err := m.HAStatus(ctx, &pb.HAStatusRequest{})
+	st, err := c.haStatusCall(ctx, addr)
 	if err != nil {
 		return nil, wrapOp("ha status", addr, err)
-	}
-	st := &HAStatus{ID: resp.Id, Addr: addr, Role: resp.Role, Applied: resp.Applied, Commit: resp.Commit,
-		LeaderID: resp.LeaderId, LeaderAddr: resp.LeaderAddr}
-	for _, mb := range resp.Members {
-		st.Members = append(st.Members, HAMember{ID: mb.Id, Addr: mb.Addr, Voter: mb.Voter})
-		if mb.Id == resp.Id && st.Addr == "" {
-			st.Addr = mb.Addr
-		}
 	}
 	return st, nil
 }
@@ -93,8 +78,7 @@ func haStatus(ctx context.Context, m pb.MasterClient, addr string) (*HAStatus, e
 // (node id at addr), remove (node id), or transfer-leader (to voter id, or
 // any when id is empty). It needs the superuser.
 func (c *Client) HAChange(ctx context.Context, op, id, addr string) error {
-	_, err := c.mc.HAChange(ctx, &pb.HAChangeRequest{Caller: c.caller, Op: op, Id: id, Addr: addr})
-	if err != nil {
+	if err := c.haChangeCall(ctx, op, id, addr); err != nil {
 		return wrapOp("ha "+op, id, err)
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // chunkLoc is where one chunk lives, replicas ordered nearest first.
@@ -90,15 +89,11 @@ func (lc *locationCache) cached(path string, index int64) (*chunkLoc, int64, boo
 
 // fetch asks the master for the batch of chunks starting at index.
 func (lc *locationCache) fetch(ctx context.Context, path string, index int64) error {
-	resp, err := lc.c.master.GetChunks(ctx, &pb.GetChunksRequest{
-		Caller: lc.c.caller, Path: path, FirstIndex: index,
-		Count: uint32(lc.batch), MinStateId: lc.c.readState(ctx),
-	})
+	page, err := lc.c.getChunksCall(ctx, path, index, lc.batch)
 	if err != nil {
 		return wrapOp("lookup", path, err)
 	}
-	lc.c.observe(resp.StateId)
-	lc.store(path, index, resp.Info, resp.Chunks)
+	lc.store(path, index, page.file, page.chunks)
 	return nil
 }
 
@@ -121,30 +116,31 @@ func (lc *locationCache) validate(path string, fi *chunkfs.FileInfo) {
 
 // store records a look-up's answer: every index of the batch below the
 // file's length that is not among the chunks is a hole. Indices past the
-// length are not cached, so a file that grows is looked up again.
-func (lc *locationCache) store(path string, first int64, info *pb.FileInfo, chunks []*pb.ChunkLocation) {
+// length are not cached, so a file that grows is looked up again. The
+// chunks' replicas are in the master's order.
+func (lc *locationCache) store(path string, first int64, info *chunkfs.FileInfo, chunks []*chunkLoc) {
 	now := lc.c.clock.Now()
 	exp := now.Add(lc.ttl)
-	length := info.GetLength()
+	length, inode, mtime := info.Length, info.Inode, info.MTime.UnixNano()
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	fl := lc.fileLocked(path)
-	if fl.inode != info.GetInode() || fl.mtime != info.GetMtimeNs() {
+	if fl.inode != inode || fl.mtime != mtime {
 		clear(fl.chunks) // chunks of another version of the file
 		clear(fl.expires)
 	}
-	fl.inode, fl.mtime = info.GetInode(), info.GetMtimeNs()
+	fl.inode, fl.mtime = inode, mtime
 	fl.length, fl.lenTime = length, now
 	for i := first; i < first+int64(lc.batch) && i*lc.c.chunkSize < length; i++ {
 		fl.chunks[i] = nil
 		fl.expires[i] = exp
 	}
 	for _, cl := range chunks {
-		if cl.Index < first || cl.Index >= first+int64(lc.batch) {
+		if cl.index < first || cl.index >= first+int64(lc.batch) {
 			continue
 		}
-		fl.chunks[cl.Index] = lc.c.near.locateForReads(cl)
-		fl.expires[cl.Index] = exp
+		fl.chunks[cl.index] = lc.c.near.locateForReads(cl)
+		fl.expires[cl.index] = exp
 	}
 }
 
@@ -224,28 +220,25 @@ func newNearness() *nearness {
 	return n
 }
 
-// locate converts a wire location for writing: replicas nearest first,
+// locate orders a location from the master for writing (a copy; wire is
+// left alone): replicas nearest first,
 // equidistant ones in the master's order, which is the chain the data is
 // pushed along. The master orders a new chunk's replicas so that, over a
 // burst of new chunks, each server is last (forwards nothing) in its share
 // of chains (internal/master/chain_order.go); with an order per client a
 // third of the servers forwarded every chain they were in.
-func (n *nearness) locate(cl *pb.ChunkLocation) *chunkLoc {
-	loc := &chunkLoc{
-		index: cl.Index, handle: chunkfs.Handle(cl.Handle), version: chunkfs.Version(cl.Version),
-		replicas: slices.Clone(cl.Replicas), primary: cl.Primary,
-		leaseLeft: time.Duration(cl.LeaseExpiryMs) * time.Millisecond,
-		token:     slices.Clone(cl.Token),
-	}
+func (n *nearness) locate(wire *chunkLoc) *chunkLoc {
+	loc := *wire
+	loc.replicas = slices.Clone(wire.replicas)
 	slices.SortStableFunc(loc.replicas, func(a, b string) int { return n.distance(a) - n.distance(b) })
-	return loc
+	return &loc
 }
 
-// locateForReads converts a wire location for reading: nearest first, ties
-// broken per client and chunk (order).
-func (n *nearness) locateForReads(cl *pb.ChunkLocation) *chunkLoc {
-	loc := n.locate(cl)
-	n.order(loc.replicas, uint64(cl.Handle))
+// locateForReads orders a location from the master for reading (a copy):
+// nearest first, ties broken per client and chunk (order).
+func (n *nearness) locateForReads(wire *chunkLoc) *chunkLoc {
+	loc := n.locate(wire)
+	n.order(loc.replicas, uint64(wire.handle))
 	return loc
 }
 

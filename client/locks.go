@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs/internal/reqid"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // File locks are POSIX record locks and flock locks kept by the leading
@@ -45,11 +44,11 @@ type FileLock struct {
 // session, its lifetime, and whether the table grants only reclaims now.
 func (c *Client) LockSession(ctx context.Context, session uint64, reclaim, close bool) (uint64, time.Duration, bool, error) {
 	ctx = reqid.Ensure(ctx)
-	resp, err := c.mc.LockSession(ctx, &pb.LockSessionRequest{Session: session, Reclaim: reclaim, Close: close})
+	s, ttl, grace, err := c.lockSessionCall(ctx, session, reclaim, close)
 	if err != nil {
 		return 0, 0, false, wrapOp("lock session", "", err)
 	}
-	return resp.Session, time.Duration(resp.TtlMs) * time.Millisecond, resp.Grace, nil
+	return s, ttl, grace, nil
 }
 
 // Lock tests (test), takes or releases (Type LockUnlock) lock l of session
@@ -62,15 +61,9 @@ func (c *Client) Lock(ctx context.Context, path string, inode, session uint64, l
 	if err != nil {
 		return false, FileLock{}, err
 	}
-	req := &pb.LockRequest{Caller: c.caller, Path: path, Inode: inode, Session: session, Test: test, Reclaim: reclaim,
-		Lock: &pb.FileLock{Kind: uint32(l.Kind), Type: uint32(l.Type), Start: l.Start, End: l.End, Owner: l.Owner, Pid: l.PID}}
-	resp, err := c.mc.Lock(ctx, req)
+	granted, h, err := c.lockCall(ctx, path, inode, session, l, test, reclaim)
 	if err != nil {
 		return false, FileLock{}, wrapOp("lock", path, err)
 	}
-	var h FileLock
-	if x := resp.Conflict; x != nil {
-		h = FileLock{Kind: int(x.Kind), Type: int(x.Type), Start: x.Start, End: x.End, Owner: x.Owner, PID: x.Pid, Session: x.Session}
-	}
-	return resp.Granted, h, nil
+	return granted, h, nil
 }

@@ -6,8 +6,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
-	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Mknod makes a fifo (mode has fs.ModeNamedPipe), a Unix domain socket
@@ -30,13 +28,9 @@ func (c *Client) Mknod(ctx context.Context, path string, mode fs.FileMode, dev u
 	case dev != 0 && typ&fs.ModeDevice == 0:
 		return nil, chunkfs.E("mknod", path, chunkfs.KindInvalid, "a device number for a device node only")
 	}
-	resp, err := c.master.Create(ctx, &pb.CreateRequest{
-		Caller: c.caller, Path: path, Exclusive: true,
-		Mode: uint32(typ | mode&modeBits&^c.cfg.Umask), Rdev: dev,
-	})
+	fi, _, err := c.createCall(ctx, createSpec{path: path, exclusive: true, mode: uint32(typ | mode&modeBits&^c.cfg.Umask), rdev: dev})
 	if err != nil {
 		return nil, wrapOp("mknod", path, err)
 	}
-	c.observe(resp.StateId)
-	return rpc.FileInfoOf(resp.Info), nil
+	return fi, nil
 }

@@ -8,8 +8,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
-	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Mkdir makes directory path with permission bits perm (less Config.Umask).
@@ -31,11 +29,9 @@ func (c *Client) mkdir(ctx context.Context, op, path string, perm fs.FileMode, p
 	if err != nil {
 		return err
 	}
-	resp, err := c.master.Mkdir(ctx, &pb.MkdirRequest{Caller: c.caller, Path: path, Mode: uint32(perm & modeBits &^ c.cfg.Umask), Parents: parents})
-	if err != nil {
+	if err := c.mkdirCall(ctx, path, uint32(perm&modeBits&^c.cfg.Umask), parents); err != nil {
 		return wrapOp(op, path, err)
 	}
-	c.observe(resp.StateId)
 	return nil
 }
 
@@ -50,12 +46,11 @@ func (c *Client) Stat(ctx context.Context, path string) (*chunkfs.FileInfo, erro
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.master.Stat(ctx, &pb.StatRequest{Caller: c.caller, Path: path, MinStateId: c.readState(ctx)})
+	fi, err := c.statCall(ctx, path)
 	if err != nil {
 		return nil, wrapOp("stat", path, err)
 	}
-	c.observe(resp.StateId)
-	return rpc.FileInfoOf(resp.Info), nil
+	return fi, nil
 }
 
 // ReadDir lists directory path, sorted by name.
@@ -80,18 +75,15 @@ func (c *Client) readDir(ctx context.Context, path string) ([]*chunkfs.FileInfo,
 	}
 	var out []*chunkfs.FileInfo
 	for after := ""; ; {
-		resp, err := c.master.List(ctx, &pb.ListRequest{Caller: c.caller, Path: path, After: after, MinStateId: c.readState(ctx)})
+		page, more, err := c.listPage(ctx, path, after)
 		if err != nil {
 			return nil, wrapOp("readdir", path, err)
 		}
-		c.observe(resp.StateId)
-		for _, e := range resp.Entries {
-			out = append(out, rpc.FileInfoOf(e))
-		}
-		if !resp.More || len(resp.Entries) == 0 {
+		out = append(out, page...)
+		if !more || len(page) == 0 {
 			return out, nil
 		}
-		after = resp.Entries[len(resp.Entries)-1].Name
+		after = page[len(page)-1].FileName
 	}
 }
 
@@ -111,11 +103,7 @@ func (c *Client) Remove(ctx context.Context, path string) error {
 // directory with them.
 func (c *Client) RemoveParent(ctx context.Context, path string) (*chunkfs.FileInfo, error) {
 	ctx = reqid.Ensure(ctx)
-	resp, err := c.delete(ctx, "remove", path, false, false)
-	if err != nil || resp.Parent == nil {
-		return nil, err
-	}
-	return rpc.FileInfoOf(resp.Parent), nil
+	return c.delete(ctx, "remove", path, false, false)
 }
 
 // RemoveNow is Remove, or RemoveAll when recursive, without the trash:
@@ -141,7 +129,9 @@ func (c *Client) remove(ctx context.Context, op, path string, recursive, skipTra
 	return err
 }
 
-func (c *Client) delete(ctx context.Context, op, path string, recursive, skipTrash bool) (*pb.DeleteResponse, error) {
+// delete removes path and returns its parent's attributes just after (nil
+// when the master did not say).
+func (c *Client) delete(ctx context.Context, op, path string, recursive, skipTrash bool) (*chunkfs.FileInfo, error) {
 	path, err := checkPath(op, path)
 	if err != nil {
 		return nil, err
@@ -149,14 +139,13 @@ func (c *Client) delete(ctx context.Context, op, path string, recursive, skipTra
 	if path == "/" {
 		return nil, chunkfs.E(op, path, chunkfs.KindInvalid, "cannot remove the root directory")
 	}
-	resp, err := c.master.Delete(ctx, &pb.DeleteRequest{Caller: c.caller, Path: path, Recursive: recursive, SkipTrash: skipTrash})
+	parent, err := c.deleteCall(ctx, path, recursive, skipTrash)
 	if err != nil {
 		return nil, wrapOp(op, path, err)
 	}
-	c.observe(resp.StateId)
 	c.locs.dropPrefix(path)
 	c.leases.dropPath(path)
-	return resp, nil
+	return parent, nil
 }
 
 // Rename moves oldpath to newpath, replacing a file at newpath.
@@ -166,11 +155,9 @@ func (c *Client) Rename(ctx context.Context, oldpath, newpath string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := c.master.Rename(ctx, &pb.RenameRequest{Caller: c.caller, Src: oldpath, Dst: newpath})
-	if err != nil {
+	if err := c.renameCall(ctx, oldpath, newpath, renameFlags{}); err != nil {
 		return wrapOp("rename", oldpath, err)
 	}
-	c.observe(resp.StateId)
 	c.locs.dropPrefix(oldpath)
 	c.locs.dropPrefix(newpath)
 	c.leases.dropPath(oldpath)
@@ -190,11 +177,9 @@ func (c *Client) Link(ctx context.Context, oldpath, newpath string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := c.mc.Link(ctx, &pb.LinkRequest{Caller: c.caller, Src: oldpath, Dst: newpath})
-	if err != nil {
+	if err := c.linkCall(ctx, oldpath, newpath); err != nil {
 		return wrapOp("link", oldpath, err)
 	}
-	c.observe(resp.StateId)
 	c.Forget(newpath)
 	return nil
 }
@@ -203,7 +188,7 @@ func (c *Client) Link(ctx context.Context, oldpath, newpath string) error {
 func (c *Client) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
 	ctx = reqid.Ensure(ctx)
 	m := uint32(mode & modeBits)
-	_, err := c.setAttr(ctx, "chmod", path, &pb.SetAttrRequest{Mode: &m})
+	_, err := c.setAttr(ctx, "chmod", path, attrChange{mode: &m})
 	return err
 }
 
@@ -211,14 +196,14 @@ func (c *Client) Chmod(ctx context.Context, path string, mode fs.FileMode) error
 // one unchanged, as with os.Chown.
 func (c *Client) Chown(ctx context.Context, path string, uid, gid int) error {
 	ctx = reqid.Ensure(ctx)
-	req := &pb.SetAttrRequest{}
+	var req attrChange
 	if uid >= 0 {
 		u := uint32(uid)
-		req.Uid = &u
+		req.uid = &u
 	}
 	if gid >= 0 {
 		g := uint32(gid)
-		req.Gid = &g
+		req.gid = &g
 	}
 	_, err := c.setAttr(ctx, "chown", path, req)
 	return err
@@ -228,14 +213,14 @@ func (c *Client) Chown(ctx context.Context, path string, uid, gid int) error {
 // leaves that one unchanged.
 func (c *Client) Chtimes(ctx context.Context, path string, atime, mtime time.Time) error {
 	ctx = reqid.Ensure(ctx)
-	req := &pb.SetAttrRequest{}
+	var req attrChange
 	if !atime.IsZero() {
 		a := atime.UnixNano()
-		req.AtimeNs = &a
+		req.atime = &a
 	}
 	if !mtime.IsZero() {
 		m := mtime.UnixNano()
-		req.MtimeNs = &m
+		req.mtime = &m
 	}
 	_, err := c.setAttr(ctx, "chtimes", path, req)
 	return err
@@ -248,7 +233,7 @@ func (c *Client) Chtimes(ctx context.Context, path string, atime, mtime time.Tim
 func (c *Client) Touch(ctx context.Context, path string) error {
 	ctx = reqid.Ensure(ctx)
 	now := time.Now().UnixNano()
-	_, err := c.setAttr(ctx, "touch", path, &pb.SetAttrRequest{AtimeNs: &now, MtimeNs: &now, TimesNow: true})
+	_, err := c.setAttr(ctx, "touch", path, attrChange{atime: &now, mtime: &now, timesNow: true})
 	return err
 }
 
@@ -259,7 +244,7 @@ func (c *Client) SetReplication(ctx context.Context, path string, n int) error {
 		return chunkfs.E("setreplication", path, chunkfs.KindInvalid, "replication must be between 1 and 16")
 	}
 	r := uint32(n)
-	_, err := c.setAttr(ctx, "setreplication", path, &pb.SetAttrRequest{Replication: &r})
+	_, err := c.setAttr(ctx, "setreplication", path, attrChange{replication: &r})
 	return err
 }
 
@@ -274,7 +259,7 @@ func (c *Client) Truncate(ctx context.Context, path string, size int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.setAttr(ctx, "truncate", path, &pb.SetAttrRequest{Length: &size})
+	_, err = c.setAttr(ctx, "truncate", path, attrChange{length: &size})
 	if err == nil {
 		c.locs.drop(path)
 		c.leases.dropPath(path)
@@ -282,18 +267,16 @@ func (c *Client) Truncate(ctx context.Context, path string, size int64) error {
 	return err
 }
 
-func (c *Client) setAttr(ctx context.Context, op, path string, req *pb.SetAttrRequest) (*chunkfs.FileInfo, error) {
+func (c *Client) setAttr(ctx context.Context, op, path string, a attrChange) (*chunkfs.FileInfo, error) {
 	path, err := checkPath(op, path)
 	if err != nil {
 		return nil, err
 	}
-	req.Caller, req.Path = c.caller, path
-	resp, err := c.master.SetAttr(ctx, req)
+	fi, err := c.setAttrCall(ctx, path, a)
 	if err != nil {
 		return nil, wrapOp(op, path, err)
 	}
-	c.observe(resp.StateId)
-	return rpc.FileInfoOf(resp.Info), nil
+	return fi, nil
 }
 
 // Symlink makes newname a symbolic link to target.
@@ -306,11 +289,9 @@ func (c *Client) Symlink(ctx context.Context, target, newname string) error {
 	if target == "" || len(target) > chunkfs.MaxSymlinkLen {
 		return chunkfs.E("symlink", newname, chunkfs.KindInvalid, "symlink target must be 1 to 4096 bytes")
 	}
-	resp, err := c.master.Create(ctx, &pb.CreateRequest{Caller: c.caller, Path: newname, Mode: 0o777, Exclusive: true, SymlinkTarget: target})
-	if err != nil {
+	if _, _, err := c.createCall(ctx, createSpec{path: newname, mode: 0o777, exclusive: true, symlinkTarget: target}); err != nil {
 		return wrapOp("symlink", newname, err)
 	}
-	c.observe(resp.StateId)
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // readAt reads len(p) bytes of path at off, like io.ReaderAt: n < len(p)
@@ -505,8 +504,7 @@ func (c *Client) reportCorrupt(h chunkfs.Handle, addr string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := c.master.ReportCorrupt(ctx, &pb.ReportCorruptRequest{Reporter: "client", Handle: uint64(h), Replica: addr})
-		if err != nil {
+		if err := c.reportCorruptCall(ctx, h, addr); err != nil {
 			c.log.Warn("chunkfs: reporting a corrupt replica failed", "handle", h, "replica", addr, "err", err)
 		}
 	}()

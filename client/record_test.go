@@ -10,7 +10,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs"
 )
 
 func testID(n byte) RecordID {
@@ -164,7 +164,7 @@ func TestWriteChainKeepsMasterOrder(t *testing.T) {
 	orig := slices.Clone(addrs)
 	readFirsts := map[string]bool{}
 	for h := range uint64(64) {
-		cl := &pb.ChunkLocation{Handle: h, Replicas: addrs}
+		cl := &chunkLoc{handle: chunkfs.Handle(h), replicas: addrs}
 		ca, cb := a.locate(cl).replicas, b.locate(cl).replicas
 		if !slices.Equal(ca, orig) || !slices.Equal(cb, orig) {
 			t.Fatalf("chunk %d: chains %v and %v, want the master's %v", h, ca, cb, orig)
@@ -178,7 +178,7 @@ func TestWriteChainKeepsMasterOrder(t *testing.T) {
 		t.Errorf("reads of every chunk start at the same replica: %v", readFirsts)
 	}
 	near := &nearness{local: []net.IP{net.ParseIP("10.3.0.9")}, seed: 5}
-	if c := near.locate(&pb.ChunkLocation{Replicas: addrs}).replicas; !slices.Equal(c, []string{"10.3.0.1:7001", "10.1.0.1:7001", "10.2.0.1:7001"}) {
+	if c := near.locate(&chunkLoc{replicas: addrs}).replicas; !slices.Equal(c, []string{"10.3.0.1:7001", "10.1.0.1:7001", "10.2.0.1:7001"}) {
 		t.Errorf("chain %v: want the replica on this subnet first, then the master's order", c)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/chunkfs/chunkfs/internal/reqid"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // RenameNoReplace moves oldpath to newpath atomically, failing with an
@@ -13,7 +12,7 @@ import (
 // the move.
 func (c *Client) RenameNoReplace(ctx context.Context, oldpath, newpath string) error {
 	ctx = reqid.Ensure(ctx)
-	return c.renameWith(ctx, oldpath, newpath, &pb.RenameRequest{NoReplace: true})
+	return c.renameWith(ctx, oldpath, newpath, renameFlags{noReplace: true})
 }
 
 // Exchange swaps a and b atomically: each takes the other's name (rename(2)
@@ -21,21 +20,18 @@ func (c *Client) RenameNoReplace(ctx context.Context, oldpath, newpath string) e
 // and neither may be a directory above the other.
 func (c *Client) Exchange(ctx context.Context, a, b string) error {
 	ctx = reqid.Ensure(ctx)
-	return c.renameWith(ctx, a, b, &pb.RenameRequest{Exchange: true})
+	return c.renameWith(ctx, a, b, renameFlags{exchange: true})
 }
 
-// renameWith sends a rename of oldpath to newpath with req's flags.
-func (c *Client) renameWith(ctx context.Context, oldpath, newpath string, req *pb.RenameRequest) error {
+// renameWith sends a rename of oldpath to newpath with flags f.
+func (c *Client) renameWith(ctx context.Context, oldpath, newpath string, f renameFlags) error {
 	oldpath, newpath, err := checkPaths("rename", oldpath, newpath)
 	if err != nil {
 		return err
 	}
-	req.Caller, req.Src, req.Dst = c.caller, oldpath, newpath
-	resp, err := c.master.Rename(ctx, req)
-	if err != nil {
+	if err := c.renameCall(ctx, oldpath, newpath, f); err != nil {
 		return wrapOp("rename", oldpath, err)
 	}
-	c.observe(resp.StateId)
 	c.Forget(oldpath)
 	c.Forget(newpath)
 	return nil

@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"time"
-
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Report is a summary of the cluster, as the GFS paper's tables give it.
@@ -95,36 +93,11 @@ func (r *Report) Space() (capacity, used, free int64) {
 
 // ClusterReport asks the master for a summary of the cluster.
 func (c *Client) ClusterReport(ctx context.Context) (*Report, error) {
-	resp, err := c.master.ClusterReport(ctx, &pb.ClusterReportRequest{})
+	r, err := c.clusterReportCall(ctx)
 	if err != nil {
 		return nil, wrapOp("report", "", err)
 	}
-	c.observe(resp.StateId)
-	return reportFrom(resp), nil
-}
-
-// reportFrom is a cluster report from the wire.
-func reportFrom(resp *pb.ClusterReportResponse) *Report {
-	r := &Report{
-		Files: resp.Files, Directories: resp.Directories, Chunks: resp.Chunks,
-		UnderReplicated: resp.UnderReplicated, Bytes: resp.Bytes, ChunkSize: resp.ChunkSize,
-		Missing: resp.Missing, BeingCloned: resp.BeingCloned, Corrupt: resp.Corrupt, RepairRate: resp.RepairRate,
-		Repaired: resp.Repaired, SafeMode: resp.SafeMode, SafeModeReason: resp.SafeModeReason, SafeModeHeld: resp.SafeModeHeld,
-		Balance: balanceFrom(resp.Balance), Servers: make([]ServerStatus, 0, len(resp.Servers)),
-		DeadFiles: resp.DeadFiles, DeadDirectories: resp.DeadDirectories, DeadChunks: resp.DeadChunks, DeadBytes: resp.DeadBytes,
-	}
-	for _, s := range resp.Servers {
-		st := ServerStatus{
-			ID: s.Id, Addr: s.Addr, Rack: s.Rack, Capacity: s.Capacity, Used: s.Used, Free: s.Free, Load: s.Load,
-			Chunks: s.Chunks, Alive: s.Alive, LastHeartbeat: time.Duration(s.LastHeartbeatMs) * time.Millisecond,
-			Disks: make([]Disk, 0, len(s.Disks)), State: s.State, DrainRemaining: s.DrainRemaining,
-		}
-		for _, d := range s.Disks {
-			st.Disks = append(st.Disks, Disk{ID: d.Id, Capacity: d.Capacity, Free: d.Free})
-		}
-		r.Servers = append(r.Servers, st)
-	}
-	return r
+	return r, nil
 }
 
 // ChunkInfo is where one chunk of a file lives.
@@ -144,25 +117,21 @@ func (c *Client) Chunks(ctx context.Context, path string) ([]ChunkInfo, error) {
 	}
 	var out []ChunkInfo
 	for first := int64(0); ; {
-		resp, err := c.master.GetChunks(ctx, &pb.GetChunksRequest{Caller: c.caller, Path: path, FirstIndex: first, MinStateId: c.readState(ctx)})
+		page, err := c.getChunksCall(ctx, path, first, 0)
 		if err != nil {
 			return nil, wrapOp("chunks", path, err)
 		}
-		c.observe(resp.StateId)
-		for _, cl := range resp.Chunks {
-			out = append(out, ChunkInfo{Index: cl.Index, Handle: cl.Handle, Version: cl.Version, Replicas: cl.Replicas, Primary: cl.Primary})
+		for _, cl := range page.chunks {
+			out = append(out, ChunkInfo{Index: cl.index, Handle: uint64(cl.handle), Version: uint64(cl.version), Replicas: cl.replicas, Primary: cl.primary})
 		}
-		total := int64(0)
-		if resp.Info != nil {
-			total = resp.Info.Chunks
-			if cs := resp.ChunkSize; cs > 0 {
-				total = max(total, (resp.Info.Length+cs-1)/cs)
-			}
+		total := page.file.Chunks
+		if cs := page.chunkSize; cs > 0 {
+			total = max(total, (page.file.Length+cs-1)/cs)
 		}
-		if len(resp.Chunks) == 0 {
+		if len(page.chunks) == 0 {
 			return out, nil
 		}
-		first = resp.Chunks[len(resp.Chunks)-1].Index + 1
+		first = page.chunks[len(page.chunks)-1].index + 1
 		if first >= total {
 			return out, nil
 		}

@@ -1,10 +1,6 @@
 package client
 
-import (
-	"context"
-
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
-)
+import "context"
 
 // SafeModeStatus is the master's safe mode: while on, it creates no chunk
 // (writers needing a new chunk wait, retrying) and re-replicates nothing.
@@ -23,10 +19,9 @@ type SafeModeStatus struct {
 // chunk lost for good keeps too few chunks located for it to end by
 // itself.
 func (c *Client) SafeMode(ctx context.Context, action string) (*SafeModeStatus, error) {
-	resp, err := c.mc.SafeMode(ctx, &pb.SafeModeRequest{Caller: c.caller, Action: action})
+	st, err := c.safeModeCall(ctx, action)
 	if err != nil {
 		return nil, wrapOp("safemode "+action, "", err)
 	}
-	c.observe(resp.StateId)
-	return &SafeModeStatus{On: resp.SafeMode, Reason: resp.Reason, Held: resp.Held}, nil
+	return st, nil
 }

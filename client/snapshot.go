@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/chunkfs/chunkfs/internal/reqid"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // Snapshot makes dst a copy-on-write snapshot of the file or directory
@@ -22,11 +21,9 @@ func (c *Client) Snapshot(ctx context.Context, src, dst string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := c.mc.MakeSnapshot(ctx, &pb.SnapshotRequest{Caller: c.caller, Src: src, Dst: dst})
-	if err != nil {
+	if err := c.snapshotCall(ctx, src, dst); err != nil {
 		return wrapOp("snapshot", src, err)
 	}
-	c.observe(resp.StateId)
 	// The source's leases were revoked (its chunks' versions moved on):
 	// what this client cached of them is stale.
 	c.Forget(src)

@@ -6,8 +6,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
-	"github.com/chunkfs/chunkfs/internal/rpc"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // TrashEntry is a deleted file or tree the master keeps until Expires.
@@ -36,27 +34,18 @@ func (c *Client) Trash(ctx context.Context) ([]TrashEntry, time.Duration, error)
 	var period time.Duration
 	var after uint64
 	for range maxTrashPages {
-		resp, err := c.mc.TrashList(ctx, &pb.TrashListRequest{Caller: c.caller, After: after})
+		page, p, more, err := c.trashPage(ctx, after)
 		if err != nil {
 			return nil, 0, wrapOp("trash", "", err)
 		}
-		c.observe(resp.StateId)
-		period = time.Duration(resp.PeriodNs)
-		for _, e := range resp.Entries {
-			out = append(out, trashEntry(e))
-			after = e.Id
-		}
-		if !resp.More || len(resp.Entries) == 0 {
+		period = p
+		out = append(out, page...)
+		if !more || len(page) == 0 {
 			return out, period, nil
 		}
+		after = page[len(page)-1].ID
 	}
 	return out, period, chunkfs.E("trash", "", chunkfs.KindTooLarge, "trash listing longer than a million entries")
-}
-
-func trashEntry(e *pb.TrashEntry) TrashEntry {
-	return TrashEntry{ID: e.Id, Path: e.Path, Deleted: time.Unix(0, e.DeletedNs), Expires: time.Unix(0, e.ExpiresNs),
-		DeletedBy: e.DeletedBy, Info: rpc.FileInfoOf(e.Info), Files: e.Files, Directories: e.Directories,
-		Chunks: e.Chunks, Bytes: e.Bytes}
 }
 
 // UndeleteOptions say which trash entry to bring back and where.
@@ -86,21 +75,18 @@ func (c *Client) Undelete(ctx context.Context, path string, o UndeleteOptions) (
 		}
 		o.To = to
 	}
-	resp, err := c.mc.Undelete(ctx, &pb.UndeleteRequest{Caller: c.caller, Path: path, Id: o.ID, To: o.To, Parents: o.Parents})
+	info, err := c.undeleteCall(ctx, path, o)
 	if err != nil {
 		return nil, wrapOp("undelete", path, err)
 	}
-	c.observe(resp.StateId)
-	return rpc.FileInfoOf(resp.Info), nil
+	return info, nil
 }
 
 // PurgeTrash frees trash entry id now, with its chunks.
 func (c *Client) PurgeTrash(ctx context.Context, id uint64) error {
 	ctx = reqid.Ensure(ctx)
-	resp, err := c.mc.PurgeTrash(ctx, &pb.PurgeTrashRequest{Caller: c.caller, Id: id})
-	if err != nil {
+	if err := c.purgeTrashCall(ctx, id); err != nil {
 		return wrapOp("purge trash", "", err)
 	}
-	c.observe(resp.StateId)
 	return nil
 }

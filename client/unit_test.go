@@ -105,7 +105,7 @@ func TestLocationStoreSkipsPastEnd(t *testing.T) {
 	c.clock = clock.NewFake(time.Unix(0, 0))
 	lc := newLocationCache(c, time.Minute, 8)
 	c.locs = lc
-	lc.store("/f", 0, &pb.FileInfo{Length: 250}, []*pb.ChunkLocation{{Index: 0, Handle: 9, Replicas: []string{"a:1"}}})
+	lc.store("/f", 0, &chunkfs.FileInfo{Length: 250}, []*chunkLoc{{index: 0, handle: 9, replicas: []string{"a:1"}}})
 	if loc, length, ok := lc.cached("/f", 0); !ok || loc == nil || loc.handle != 9 || length != 250 {
 		t.Fatalf("chunk 0 = %v, %d, %v", loc, length, ok)
 	}
@@ -207,7 +207,7 @@ func TestPrepareWaitsOutEndingLease(t *testing.T) {
 	m := &endingMaster{clk: clk}
 	var waits []LeaseWait // written before the wait, read after it
 	tr := &Trace{LeaseWait: func(w LeaseWait) { waits = append(waits, w) }}
-	c := &Client{cfg: Config{Trace: tr}, clock: clk, master: m, leases: newLeaseCache(), near: &nearness{}, log: slog.New(slog.DiscardHandler)}
+	c := &Client{cfg: Config{Trace: tr}, clock: clk, masterConn: masterConn{master: m}, leases: newLeaseCache(), near: &nearness{}, log: slog.New(slog.DiscardHandler)}
 	type result struct {
 		loc *chunkLoc
 		err error
@@ -292,7 +292,7 @@ func TestLocationsValidatedAtOpen(t *testing.T) {
 	lc := newLocationCache(c, time.Minute, 8)
 	c.locs = lc
 	stored := func() {
-		lc.store("/f", 0, &pb.FileInfo{Inode: 7, Length: 50, MtimeNs: 1000}, []*pb.ChunkLocation{{Index: 0, Handle: 9, Replicas: []string{"a:1"}}})
+		lc.store("/f", 0, &chunkfs.FileInfo{Inode: 7, Length: 50, MTime: time.Unix(0, 1000)}, []*chunkLoc{{index: 0, handle: 9, replicas: []string{"a:1"}}})
 	}
 	for _, tc := range []struct {
 		fi   chunkfs.FileInfo

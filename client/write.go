@@ -7,7 +7,6 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/reqid"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // maxMutation bounds the data of one push and write, so that a chunkserver's
@@ -107,14 +106,7 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 		return false, err
 	}
 	loc, used = fresh, fresh
-	cs, err := c.pool.ChunkServer(loc.primary)
-	if err != nil {
-		return false, err
-	}
-	_, err = cs.Write(ctx, &pb.WriteRequest{
-		Handle: uint64(loc.handle), Version: uint64(loc.version), Offset: co,
-		DataId: uint64(id), Length: int64(len(data)), Secondaries: secondaries(loc), Token: loc.token,
-	})
+	err = c.writeCall(ctx, loc, co, id, len(data))
 	st.step(&ev.Apply)
 	return false, err
 }
@@ -122,16 +114,14 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 // prepare asks the master for a primary of chunk idx, allocating the chunk
 // if needed. It returns the location and the cluster's chunk size.
 func (c *Client) prepare(ctx context.Context, path string, idx int64, appending bool) (*chunkLoc, int64, error) {
-	resp, err := c.master.PrepareWrite(ctx, &pb.PrepareWriteRequest{Caller: c.caller, Path: path, Index: idx, Append: appending,
-		Suspect: c.leases.takeSuspect(path, idx)})
+	loc, chunkSize, err := c.prepareCall(ctx, path, idx, appending, c.leases.takeSuspect(path, idx))
 	if err != nil {
 		return nil, 0, err
 	}
-	c.observe(resp.StateId)
-	if resp.Chunk == nil || resp.Chunk.Primary == "" || len(resp.Chunk.Replicas) == 0 {
+	if loc == nil || loc.primary == "" || len(loc.replicas) == 0 {
 		return nil, 0, chunkfs.E("write", path, chunkfs.KindUnavailable, "master granted no primary")
 	}
-	return c.near.locate(resp.Chunk), resp.ChunkSize, nil
+	return c.near.locate(loc), chunkSize, nil
 }
 
 // prepareCached is prepare for writes, using a lease the client already
@@ -239,10 +229,10 @@ func secondaries(loc *chunkLoc) []string {
 // every replica already.
 func (c *Client) commitLength(ctx context.Context, path string, length, mtime int64) error {
 	r := c.newRetrier()
-	var resp *pb.CommitLengthResponse
+	var committed int64
 	var err error
 	for {
-		resp, err = c.master.CommitLength(ctx, &pb.CommitLengthRequest{Caller: c.caller, Path: path, Length: length, Touch: true, MtimeNs: mtime})
+		committed, err = c.commitLengthCall(ctx, path, length, mtime)
 		if err == nil || chunkfs.KindOf(err) != chunkfs.KindUnavailable || !r.again(ctx, err) {
 			break
 		}
@@ -250,8 +240,7 @@ func (c *Client) commitLength(ctx context.Context, path string, length, mtime in
 	if err != nil {
 		return wrapOp("write", path, err)
 	}
-	c.observe(resp.StateId)
-	c.locs.setLength(path, resp.Length)
+	c.locs.setLength(path, committed)
 	return nil
 }
 
@@ -276,10 +265,5 @@ func (c *Client) syncOnce(ctx context.Context, path string, idx int64) (err erro
 			c.leases.drop(path, idx)
 		}
 	}()
-	cs, err := c.pool.ChunkServer(loc.primary)
-	if err != nil {
-		return err
-	}
-	_, err = cs.Sync(ctx, &pb.SyncRequest{Handle: uint64(loc.handle), Version: uint64(loc.version), Secondaries: secondaries(loc), Token: loc.token})
-	return err
+	return c.syncCall(ctx, loc)
 }

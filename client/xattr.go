@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/chunkfs/chunkfs/internal/reqid"
-	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
 // XattrFlags choose how SetXattr treats an existing attribute, as
@@ -25,15 +24,11 @@ func (c *Client) GetXattr(ctx context.Context, path, name string) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.master.GetXattr(ctx, &pb.GetXattrRequest{Caller: c.caller, Path: path, Name: name, MinStateId: c.readState(ctx)})
+	v, err := c.getXattrCall(ctx, path, name)
 	if err != nil {
 		return nil, wrapOp("getxattr", path, err)
 	}
-	c.observe(resp.StateId)
-	if resp.Value == nil {
-		return []byte{}, nil
-	}
-	return resp.Value, nil
+	return v, nil
 }
 
 // ListXattr returns the names of path's extended attributes the caller
@@ -44,12 +39,11 @@ func (c *Client) ListXattr(ctx context.Context, path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.master.ListXattr(ctx, &pb.ListXattrRequest{Caller: c.caller, Path: path, MinStateId: c.readState(ctx)})
+	names, err := c.listXattrCall(ctx, path)
 	if err != nil {
 		return nil, wrapOp("listxattr", path, err)
 	}
-	c.observe(resp.StateId)
-	return resp.Names, nil
+	return names, nil
 }
 
 // SetXattr sets extended attribute name of path to value.
@@ -59,13 +53,9 @@ func (c *Client) SetXattr(ctx context.Context, path, name string, value []byte, 
 	if err != nil {
 		return err
 	}
-	req := &pb.SetXattrRequest{Caller: c.caller, Path: path, Name: name, Value: value,
-		Create: flags&XattrCreate != 0, Replace: flags&XattrReplace != 0}
-	resp, err := c.master.SetXattr(ctx, req)
-	if err != nil {
+	if err := c.setXattrCall(ctx, path, name, value, flags); err != nil {
 		return wrapOp("setxattr", path, err)
 	}
-	c.observe(resp.StateId)
 	return nil
 }
 
@@ -76,10 +66,8 @@ func (c *Client) RemoveXattr(ctx context.Context, path, name string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := c.master.RemoveXattr(ctx, &pb.RemoveXattrRequest{Caller: c.caller, Path: path, Name: name})
-	if err != nil {
+	if err := c.removeXattrCall(ctx, path, name); err != nil {
 		return wrapOp("removexattr", path, err)
 	}
-	c.observe(resp.StateId)
 	return nil
 }
