@@ -46,7 +46,11 @@ func (m *Master) repairOnce(full bool) {
 	if m.settling(m.cfg.Clock.Now()) {
 		return
 	}
-	if revoke := m.planRepairs(full); len(revoke) > 0 && m.revokeForRepair(revoke) {
+	// With --min-replicas 1 the one replica takes writes: a writer would
+	// get a new lease, at a version past the clone's, as soon as this one
+	// was revoked, and each round would revoke it again. The lease is
+	// waited out there.
+	if revoke := m.planRepairs(full); len(revoke) > 0 && m.cfg.MinReplicas > 1 && m.revokeForRepair(revoke) {
 		m.planRepairs(false) // the chunks whose lease was revoked are cloned now
 	}
 }
@@ -88,11 +92,12 @@ func (m *Master) planRepairs(full bool) []chunkfs.Handle {
 // revokeForRepair revokes the leases on handles, chunks down to the
 // primary's replica, as a snapshot does (revokeLeases: the replicas move
 // to the next version with no lease, under the chunk's lease stripe, so
-// no writer is granted one meanwhile), and reports whether any was. A
-// chunk that then has fewer live replicas than a write needs takes no new
-// lease until its clone is counted; with fewer needed, a lease granted
-// during the clone moves the version past the one cloned, and the clone
-// is not counted. A lease that cannot be revoked is waited out.
+// no writer is granted one meanwhile), and reports whether any was. The
+// chunk then has fewer live replicas than a write needs (MinReplicas > 1)
+// and takes no new lease until its clone is counted (were one granted
+// during the clone, it would move the version past the one cloned, and
+// the clone would not be counted). A lease that cannot be revoked is
+// waited out.
 func (m *Master) revokeForRepair(handles []chunkfs.Handle) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*m.cfg.RPCTimeout)
 	defer cancel()

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -16,8 +17,18 @@ import (
 // (the primary moves to the next version with no lease) and clones that
 // version from it. Meanwhile the writer gets no lease on the one replica.
 func TestRepairRevokesLeaseOnLastReplica(t *testing.T) {
+	for _, least := range []int{2, 1} {
+		t.Run(fmt.Sprintf("min-replicas %d", least), func(t *testing.T) { testRepairRevokes(t, least) })
+	}
+}
+
+// testRepairRevokes is TestRepairRevokesLeaseOnLastReplica with
+// MinReplicas least: at 1 the one replica takes writes, and its lease is
+// waited out (a writer would take a new one at once).
+func testRepairRevokes(t *testing.T, least int) {
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	cfg := testConfig(t, t.TempDir(), clk)
+	cfg.MinReplicas = least
 	cfg.RepairInterval = time.Hour // the test runs the rounds
 	var mu sync.Mutex
 	var clones []CloneEvent
@@ -55,6 +66,12 @@ func TestRepairRevokesLeaseOnLastReplica(t *testing.T) {
 	mu.Lock()
 	got := clones
 	mu.Unlock()
+	if least == 1 {
+		if len(got) != 0 || len(primary.leaseCalls()) != 1 {
+			t.Errorf("min-replicas 1: clones %+v, primary told %+v; want the lease waited out", got, primary.leaseCalls())
+		}
+		return
+	}
 	if len(got) != 1 || got[0].Handle != h || got[0].Version != v+1 || got[0].Source != primary.addr || got[0].Target != d.addr || got[0].Live != 1 {
 		t.Fatalf("clones started %+v; want one of chunk %d at v%d from the primary to d", got, h, v+1)
 	}
