@@ -60,7 +60,6 @@ func benchRecoveryFlags(args []string) (cfg bench.RecoveryConfig, out string, ve
 	baseline := fs.Duration("baseline", 0, "how long the clients run before the first kill (default 30s; --quick: 10s)")
 	cloneRate := fs.Int64("clone-rate", -1, "each chunkserver's clone throttle in bytes a second (default half a NIC; 0: unlimited)")
 	streams := fs.Int("clone-streams", def.CloneStreams, "clones each chunkserver runs at once as a target")
-	yield := fs.Bool("clone-yield", def.CloneYield, "the chunkservers' clone throttle lowers by the client bytes pushed into them (chunkserver --clone-yield)")
 	maxClones := fs.Int("max-clones", def.MaxClones, "the master's clones in flight per chunkserver as source, and apart as target")
 	deadAfter := fs.Duration("dead-after", def.DeadAfter, "the master's silence before a chunkserver is dead")
 	heartbeat := fs.Duration("heartbeat", def.Heartbeat, "the chunkservers' heartbeat interval")
@@ -99,6 +98,5 @@ func benchRecoveryFlags(args []string) (cfg bench.RecoveryConfig, out string, ve
 	cfg.Testbed.Clients = max(cfg.Testbed.Clients, cfg.Readers+cfg.Writers+1)
 	cfg.ChunkSize, cfg.CloneStreams, cfg.MaxClones, cfg.DeadAfter, cfg.Heartbeat = *chunkSize, *streams, *maxClones, *deadAfter, *heartbeat
 	cfg.Second, cfg.Testbed.Prefix, cfg.WorkDir, cfg.Lease = !*one, *prefix, *workDir, *lease
-	cfg.CloneYield = *yield
 	return cfg, out, verbose, nil
 }

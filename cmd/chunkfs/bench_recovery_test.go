@@ -13,11 +13,8 @@ func TestBenchRecoveryFlags(t *testing.T) {
 	if cfg.Testbed.Chunkservers != 9 || cfg.Readers != 0 || cfg.Writers != 1 || cfg.CloneRate != 0 || cfg.Second || cfg.Lease != 5*time.Second || out != "bench-out" {
 		t.Errorf("parsed %+v, out %q", cfg, out)
 	}
-	if cfg.Testbed.Prefix != "rec-" || cfg.CloneYield {
-		t.Errorf("prefix %q, yield %v; want rec-, not yielding", cfg.Testbed.Prefix, cfg.CloneYield)
-	}
-	if cfg, _, _, err = benchRecoveryFlags([]string{"--clone-yield"}); err != nil || !cfg.CloneYield {
-		t.Errorf("--clone-yield: yield %v, %v", cfg.CloneYield, err)
+	if cfg.Testbed.Prefix != "rec-" {
+		t.Errorf("prefix %q, want rec-", cfg.Testbed.Prefix)
 	}
 	cfg, _, _, err = benchRecoveryFlags([]string{"--scale", "0.2"})
 	if err != nil || cfg.CloneRate != 1_250_000 || cfg.Testbed.Chunkservers != 8 {

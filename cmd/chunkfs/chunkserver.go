@@ -106,7 +106,6 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 	fs.DurationVar(&c.BufferExpiry, "buffer-expiry", c.BufferExpiry, "pushed data not written within this is dropped")
 	fs.DurationVar(&c.ScrubInterval, "scrub", c.ScrubInterval, "verify one idle chunk every interval (0: never)")
 	fs.IntVar(&c.CloneStreams, "clone-streams", c.CloneStreams, "re-replication clones this server runs at once as a target; more are refused for the master to retry")
-	fs.BoolVar(&c.CloneYield, "clone-yield", c.CloneYield, "clones yield to clients: the clone rate lowers by the client bytes pushed into this server, to a quarter of --clone-rate at most (off by default: on the testbed it slowed repair without helping clients)")
 	cloneRate := fs.String("clone-rate", size(int(c.CloneRate)), "bytes a second all clones into this server pull together, with a K, M or G suffix (0: unlimited); the clones it is the source of get half of it while it serves client reads")
 	reserve := fs.String("reserve", size(int(c.Reserve)), "free space each disk keeps: no new replica goes to a disk with less (suffix K, M, G)")
 	fs.DurationVar(&c.StreamIdle, "stream-idle", c.StreamIdle, "close a data-stream connection that sends no request for this long (clients reuse theirs for 15s)")

@@ -43,12 +43,9 @@ type RecoveryConfig struct {
 	// master's silence before a chunkserver is dead (--dead-after).
 	CloneRate    int64
 	CloneStreams int
-	// CloneYield is the chunkservers' --clone-yield: their clone
-	// throttle lowers by the client bytes pushed into them.
-	CloneYield bool
-	MaxClones  int
-	DeadAfter  time.Duration
-	Heartbeat  time.Duration // the chunkservers' heartbeat interval (--heartbeat)
+	MaxClones    int
+	DeadAfter    time.Duration
+	Heartbeat    time.Duration // the chunkservers' heartbeat interval (--heartbeat)
 	// Lease is the master's lease duration (--lease). The master clones
 	// no chunk under a lease (a clone could miss a write), so the first
 	// kill waits until the fill's leases have ended: the data a failure
@@ -175,8 +172,8 @@ func (c RecoveryConfig) clusterConfig() Config {
 	master := append([]string{"--dead-after", c.DeadAfter.String(), "--max-clones", fmt.Sprint(c.MaxClones),
 		"--clone-min-rate", fmt.Sprint(c.cloneMinRate()), "--lease", c.Lease.String(),
 		"--replication", fmt.Sprint(c.Replicas)}, c.MasterArgs...)
-	cs := append([]string{"--heartbeat", c.Heartbeat.String(), "--clone-rate", fmt.Sprint(c.CloneRate), "--clone-streams", fmt.Sprint(c.CloneStreams),
-		"--clone-yield=" + fmt.Sprint(c.CloneYield)}, c.ChunkserverArgs...)
+	cs := append([]string{"--heartbeat", c.Heartbeat.String(), "--clone-rate", fmt.Sprint(c.CloneRate), "--clone-streams", fmt.Sprint(c.CloneStreams)},
+		c.ChunkserverArgs...)
 	g := DefaultConfig()
 	g.Testbed, g.Binary, g.WorkerArgv, g.MasterArgs, g.ChunkserverArgs, g.WorkDir = c.Testbed, c.Binary, c.WorkerArgv, master, cs, c.WorkDir
 	g.Replicas, g.ChunkSize, g.WriteSize = c.Replicas, c.ChunkSize, c.IOSize
@@ -184,24 +181,15 @@ func (c RecoveryConfig) clusterConfig() Config {
 	return g
 }
 
-// cloneYieldFloor is the share a yielding chunkserver clone throttle
-// keeps at least: a quarter (chunkserver --clone-yield).
-const cloneYieldFloor = 4
-
 // cloneMinRate is the master's --clone-min-rate: a quarter of what one
 // clone stream gets at the throttle or a NIC, so that a clone slowed by
-// the clients' traffic still makes its deadline; an eighth when clones
-// yield to clients, whose throttle may go down to a quarter.
+// the clients' traffic still makes its deadline.
 func (c RecoveryConfig) cloneMinRate() int64 {
 	per := c.Testbed.NIC.MBps() * 1e6
 	if c.CloneRate > 0 {
 		per = min(per, float64(c.CloneRate))
 	}
-	div := 4.0
-	if c.CloneYield {
-		div = 2 * cloneYieldFloor
-	}
-	return max(int64(per/float64(c.CloneStreams)/div), 4096)
+	return max(int64(per/float64(c.CloneStreams)/4), 4096)
 }
 
 // cloneNetwork is the limit's inputs with survivors chunkservers alive,

@@ -211,21 +211,15 @@ func TestRecoveryReportOutput(t *testing.T) {
 	}
 }
 
-// TestCloneMinRateAllowsYield: the master's clone deadline allows for a
-// yielding throttle's floor, a quarter of the rate over the streams.
-func TestCloneMinRateAllowsYield(t *testing.T) {
+// TestCloneMinRate: the master's clone deadline allows a clone a quarter
+// of its stream's share of the throttle.
+func TestCloneMinRate(t *testing.T) {
 	c := DefaultRecoveryConfig()
 	per := c.CloneRate / int64(c.CloneStreams)
-	if c.CloneYield = true; c.cloneMinRate() > per/cloneYieldFloor {
-		t.Errorf("yielding: clone min rate %d above the floor %d a stream", c.cloneMinRate(), per/cloneYieldFloor)
+	if c.cloneMinRate() != per/4 {
+		t.Errorf("clone min rate %d, want %d", c.cloneMinRate(), per/4)
 	}
-	if c.CloneYield = false; c.cloneMinRate() != per/4 {
-		t.Errorf("not yielding: clone min rate %d, want %d", c.cloneMinRate(), per/4)
-	}
-	if !slices.Contains(c.clusterConfig().ChunkserverArgs, "--clone-yield=false") {
-		t.Errorf("chunkserver args %v lack --clone-yield=false", c.clusterConfig().ChunkserverArgs)
-	}
-	if c.CloneYield = true; !slices.Contains(c.clusterConfig().ChunkserverArgs, "--clone-yield=true") {
-		t.Errorf("chunkserver args %v lack --clone-yield=true", c.clusterConfig().ChunkserverArgs)
+	if !slices.Contains(c.clusterConfig().ChunkserverArgs, "--clone-streams") {
+		t.Errorf("chunkserver args %v lack --clone-streams", c.clusterConfig().ChunkserverArgs)
 	}
 }

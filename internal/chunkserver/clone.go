@@ -231,26 +231,15 @@ func sourceError(h chunkfs.Handle, source string, err error) error {
 }
 
 // cloneLimiter bounds this server's clones: how many run at once, one
-// at most per chunk, and the bytes a second they pull together. With
-// yield, the bytes a second lower by the client bytes pushed into this
-// server (its NIC's inbound side, which clone pulls share), down to a
-// quarter of the rate: clients keep their bandwidth while repair goes on.
+// at most per chunk, and the bytes a second they pull together.
 type cloneLimiter struct {
 	clock clock.Clock
 	max   int
-	rate  float64 // the configured rate; 0: unlimited
-	yield bool
 
-	mu     sync.Mutex // guards active, bucket and client
+	mu     sync.Mutex // guards active and bucket
 	active map[chunkfs.Handle]bool
 	bucket tokenBucket
-	client rateMeter // client bytes pushed into this server
 }
-
-// clientWindow is the window over which a yielding clone throttle
-// measures client traffic: a few pieces' worth at the throttle, short
-// enough that clones take the bandwidth back soon after clients stop.
-const clientWindow = 2 * time.Second
 
 // newCloneLimiter returns the limiter of a server running streams clones
 // at once that pull rate bytes a second together (0: unlimited). The
@@ -259,20 +248,9 @@ const clientWindow = 2 * time.Second
 // share) they all pay at about the same time, and with one piece of credit
 // all but one would then wait, leaving the credit of the slow spell unused
 // and the clones below the rate.
-func newCloneLimiter(c clock.Clock, streams int, rate int64, yield bool) *cloneLimiter {
-	return &cloneLimiter{clock: c, max: streams, rate: float64(rate), yield: yield, active: make(map[chunkfs.Handle]bool),
-		bucket: newTokenBucket(rate, int64(max(streams, 1))*clonePiece), client: rateMeter{window: clientWindow}}
-}
-
-// clientBytes counts n bytes of client data pushed into this server.
-func (l *cloneLimiter) clientBytes(n int64) {
-	if !l.yield || l.rate <= 0 {
-		return
-	}
-	now := l.clock.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.client.add(now, n)
+func newCloneLimiter(c clock.Clock, streams int, rate int64) *cloneLimiter {
+	return &cloneLimiter{clock: c, max: streams, active: make(map[chunkfs.Handle]bool),
+		bucket: newTokenBucket(rate, int64(max(streams, 1))*clonePiece)}
 }
 
 // begin admits a clone of h, or refuses it with KindUnavailable when
@@ -313,8 +291,5 @@ func (l *cloneLimiter) wait(ctx context.Context, n int64) error {
 func (l *cloneLimiter) delay(now time.Time, n int64) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.yield {
-		l.bucket.setRate(now, yieldingRate(l.rate, l.client.rate(now)))
-	}
 	return l.bucket.take(now, n)
 }

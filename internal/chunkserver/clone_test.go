@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -288,6 +289,24 @@ func TestTokenBucket(t *testing.T) {
 	free := newTokenBucket(0, 0)
 	if d := free.take(t0, 1<<40); d != 0 {
 		t.Errorf("unlimited bucket waits %v", d)
+	}
+}
+
+// TestCloneLimiterBurstPerStream: two streams slowed by their sources pay
+// for their pieces at once without waiting (the bucket holds a piece for
+// each), and the rate holds after that.
+func TestCloneLimiterBurstPerStream(t *testing.T) {
+	const rate = 1 << 20
+	c := clock.NewFake(time.Unix(1e9, 0))
+	l := newCloneLimiter(c, 2, rate)
+	c.Advance(3 * time.Second) // both pieces took 3 s to arrive
+	for i := range 2 {
+		if d := l.delay(c.Now(), clonePiece); d != 0 {
+			t.Errorf("piece %d of the two streams waits %v, want none", i+1, d)
+		}
+	}
+	if d := l.delay(c.Now(), clonePiece); d != time.Second {
+		t.Errorf("a third piece at once waits %v, want 1s at the rate", d)
 	}
 }
 

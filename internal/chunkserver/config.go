@@ -28,7 +28,6 @@ type Config struct {
 	MaxChunkSize      int64         // largest chunk accepted
 	CloneStreams      int           // clones this server runs at once as a target; more are refused
 	CloneRate         int64         // bytes a second all its clones pull together (0: unlimited); those it sources get half while it serves client reads
-	CloneYield        bool          // lower CloneRate by the client bytes pushed into this server, to a quarter at most
 	StreamIdle        time.Duration // a data-stream connection sending no request for this long is closed
 	Reserve           int64         // bytes each disk keeps free: no new replica (chunk or clone) goes to one with less
 

@@ -120,7 +120,7 @@ func Open(cfg Config) (*Server, error) {
 		cfg: cfg, log: reqid.Logger(cfg.Logger).With("chunkserver", id), id: id, store: store,
 		buf:   newBuffer(cfg.Clock, cfg.BufferBytes, cfg.BufferExpiry),
 		peers: cfg.Security.NewPool(), data: cfg.Security.NewDataClient(),
-		clones: newCloneLimiter(cfg.Clock, cfg.CloneStreams, cfg.CloneRate, cfg.CloneYield), keys: newTokenKeys(),
+		clones: newCloneLimiter(cfg.Clock, cfg.CloneStreams, cfg.CloneRate), keys: newTokenKeys(),
 		chunks: make(map[chunkfs.Handle]*chunkState), ctx: ctx, cancel: cancel, cluster: cluster,
 	}
 	s.reporter.init(s)

@@ -18,7 +18,6 @@ func (h streamHandler) BeginPush(id chunkfs.DataID, n int64) ([]byte, func([]uin
 	if err != nil {
 		return nil, nil, err
 	}
-	h.s.clones.clientBytes(n)
 	return buf, h.s.traffic.counted(n, done), nil
 }
 

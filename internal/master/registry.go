@@ -149,6 +149,11 @@ type registry struct {
 
 	copies map[chunkfs.Handle]chunkfs.Version // copy-on-write copies being made, not yet logged (registry_snapshot.go)
 
+	// revoking is what the last plan found held back from repair by a
+	// lease alone: chunks down to one live replica, the primary, whose
+	// lease the master revokes (registry_repair.go).
+	revoking []chunkfs.Handle
+
 	// order is every server in ID order, kept until a server is added or
 	// removed (byID): placing a chunk among 10,000 servers sorted them
 	// all each time, 9 ms under the lock.

@@ -56,8 +56,11 @@ const blockedFor = time.Minute
 // holds none back: it would starve every other repair. A chunk under a lease is left
 // alone until the lease ends (a clone taken while the primary mutates could
 // miss a write; a chunk a writer is blocked on gets no lease, so it is not
-// delayed). A chunk with no live replica is missing: there is nothing to
-// clone from.
+// delayed), except one down to its last live replica, the primary's: plan
+// lists it in r.revoking, the master revokes the lease (as a snapshot does:
+// the replica moves to the next version with no lease) and plans again,
+// and then it is cloned like any chunk without a lease. A chunk with no
+// live replica is missing: there is nothing to clone from.
 //
 // It looks at the chunks whose replica set changed since it last found
 // them healthy (a chunk's set changes only in this registry), or at every
@@ -87,6 +90,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 	var needs []placement.Repair
 	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting for a slot
 	var trims []trimOrder
+	r.revoking = r.revoking[:0]
 	examine := func(h chunkfs.Handle, ci *chunkInfo) {
 		v, want, _, dead, ok := lookup(h)
 		if !ok {
@@ -100,6 +104,9 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 			r.markDirty(h) // its source is trimmed when it ends
 		case r.clones[h] != nil:
 			level = min(level, r.clones[h].live)
+		case ci.busy == 0 && live == 1 && live < want && r.revocable(h, v, now):
+			r.markDirty(h) // cloned once the master revoked the lease
+			r.revoking = append(r.revoking, h)
 		case ci.busy > 0 || len(all) == 0 || r.leaseOutstanding(h, now):
 			r.markDirty(h) // look again next time
 		case live < want:
@@ -174,6 +181,14 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		orders = append(orders, r.balance(cfg, lookup, maxClones, now)...)
 	}
 	return orders, trims
+}
+
+// revocable reports whether h, at logged version v, is under a lease the
+// master can revoke at now: one held by a live primary at v (the rule of
+// snapshotLeases).
+func (r *registry) revocable(h chunkfs.Handle, v chunkfs.Version, now time.Time) bool {
+	primary, _ := r.lease(h, now)
+	return primary != nil && primary.chunks.at(h) == v
 }
 
 // blocked reports whether a writer waited on chunk h lately; a wait

@@ -34,7 +34,9 @@ import (
 //	beat a b              heartbeats (no sample)
 //	sample a 1:1 2:1      a heartbeat of a sampling chunk 1 at version 1, 2 at 1: "garbage=[...]"
 //	dead                  declare servers silent for 30s dead: "dead A B"
-//	plan [full]           plan repairs: "clone H vV live=N SRC->DST", "trim H SRV"
+//	plan [full]           plan repairs: "clone H vV live=N SRC->DST", "trim H SRV",
+//	                      "revoke H" (a lease the master is to revoke first)
+//	revoke 1 a            the revocation's calls to a succeed at the next version, logged
 //	                      (ties between equal targets go by the registry's seeded rng)
 //	done 1 ok|fail|exists|newer|gone  chunk 1's clone in flight ends (gone: the source has no such chunk)
 //	health 1              "live=N cloning=B corrupt=N"
@@ -291,6 +293,21 @@ func (s *registryScenario) run(f []string) {
 		for _, t := range trims {
 			s.printf("trim %d %s", t.handle, t.server.id)
 		}
+		for _, h := range r.revoking {
+			s.printf("revoke %d", h)
+		}
+	case "revoke":
+		h := s.handle(f[1])
+		var order []*server
+		for _, name := range f[2:] {
+			order = append(order, s.server(name))
+		}
+		v := r.nextVersion(h, s.chunks[h].v)
+		r.noteTold(h, v)
+		r.revoke(h)
+		r.recordTaken(h, v, order, make([]error, len(order)))
+		s.chunks[h].v = v
+		s.printf("v=%d", v)
 	case "done":
 		h := s.handle(f[1])
 		ci := r.chunks.get(h)

@@ -2,6 +2,8 @@ package master
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chunkfs/chunkfs"
@@ -41,10 +43,22 @@ func (m *Master) repairOnce(full bool) {
 	if safe, _, _ := m.safeModeStatus(); safe {
 		return
 	}
-	now := m.cfg.Clock.Now()
-	if m.settling(now) {
+	if m.settling(m.cfg.Clock.Now()) {
 		return
 	}
+	// With --min-replicas 1 the one replica takes writes: a writer would
+	// get a new lease, at a version past the clone's, as soon as this one
+	// was revoked, and each round would revoke it again. The lease is
+	// waited out there.
+	if revoke := m.planRepairs(full); len(revoke) > 0 && m.cfg.MinReplicas > 1 && m.revokeForRepair(revoke) {
+		m.planRepairs(false) // the chunks whose lease was revoked are cloned now
+	}
+}
+
+// planRepairs plans once and starts the clones decided; it returns the
+// chunks held back by a lease the master is to revoke (registry.revoking).
+func (m *Master) planRepairs(full bool) []chunkfs.Handle {
+	now := m.cfg.Clock.Now()
 	// The round lets both locks go between slices of chunks
 	// (registry.planIn): a sweep of every chunk, or of the many a
 	// registration storm dirtied, then holds up no heartbeat, apply or
@@ -62,6 +76,7 @@ func (m *Master) repairOnce(full bool) {
 	for _, o := range orders {
 		m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Move: o.move})
 	}
+	revoke := slices.Clone(m.reg.revoking)
 	m.regMu.Unlock()
 	m.state.runlock()
 	for _, t := range trims {
@@ -71,6 +86,37 @@ func (m *Master) repairOnce(full bool) {
 		m.bg.Add(1)
 		go m.runClone(o)
 	}
+	return revoke
+}
+
+// revokeForRepair revokes the leases on handles, chunks down to the
+// primary's replica, as a snapshot does (revokeLeases: the replicas move
+// to the next version with no lease, under the chunk's lease stripe, so
+// no writer is granted one meanwhile), and reports whether any was. The
+// chunk then has fewer live replicas than a write needs (MinReplicas > 1)
+// and takes no new lease until its clone is counted (were one granted
+// during the clone, it would move the version past the one cloned, and
+// the clone would not be counted). A lease that cannot be revoked is
+// waited out.
+func (m *Master) revokeForRepair(handles []chunkfs.Handle) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*m.cfg.RPCTimeout)
+	defer cancel()
+	revoked := false
+	for _, h := range handles {
+		mu := &m.leaseMu[handleStripe(h)]
+		mu.Lock()
+		n, err := m.revokeLeases(ctx, "repair", fmt.Sprintf("chunk %d", h), []chunkfs.Handle{h})
+		mu.Unlock()
+		if err != nil {
+			m.cfg.Logger.Warn("a lease holding back the repair of a chunk's last replica was not revoked", "handle", h, "err", err)
+			continue
+		}
+		if n > 0 {
+			m.cfg.Logger.Info("lease revoked to re-replicate a chunk's last replica", "handle", h)
+			revoked = true
+		}
+	}
+	return revoked
 }
 
 // syncDraining gives the registry the logged set of chunkservers being

@@ -30,9 +30,10 @@ func (m *Master) lockAllStripes() func() {
 }
 
 // revokeLeases ends the leases on handles as the registry decides
-// (snapshotLeases) and returns how many it revoked. The lease stripes are
-// held by the caller.
-func (m *Master) revokeLeases(ctx context.Context, src string, handles []chunkfs.Handle) (int, error) {
+// (snapshotLeases) and returns how many it revoked; op and src name the
+// caller and its subject in errors. The lease stripes are held by the
+// caller.
+func (m *Master) revokeLeases(ctx context.Context, op, src string, handles []chunkfs.Handle) (int, error) {
 	now := m.cfg.Clock.Now()
 	pause, floor := m.lead.leaseHold()
 	m.regMu.Lock()
@@ -47,12 +48,12 @@ func (m *Master) revokeLeases(ctx context.Context, src string, handles []chunkfs
 		})
 	}
 	if !plan.wait.IsZero() {
-		return 0, chunkfs.E("snapshot", src, chunkfs.KindUnavailable,
+		return 0, chunkfs.E(op, src, chunkfs.KindUnavailable,
 			"a lease on one of its chunks cannot be revoked (its primary is unreachable, or a previous master gave it) and ends in "+
 				plan.wait.Sub(now).Round(time.Second).String()+"; retry then")
 	}
 	for _, h := range plan.revoke {
-		if err := m.revokeLease(ctx, src, h); err != nil {
+		if err := m.revokeLease(ctx, op, src, h); err != nil {
 			return 0, err
 		}
 	}
@@ -63,7 +64,7 @@ func (m *Master) revokeLeases(ctx context.Context, src string, handles []chunkfs
 // master counts to the next version with no lease (tell, then log, as a
 // grant does). The lease record is dropped only when a replica took the
 // new version; when none did, the lease stands and the snapshot waits.
-func (m *Master) revokeLease(ctx context.Context, src string, h chunkfs.Handle) error {
+func (m *Master) revokeLease(ctx context.Context, op, src string, h chunkfs.Handle) error {
 	cur := m.currentVersion(h)
 	m.regMu.Lock()
 	v := m.reg.nextVersion(h, cur)
@@ -84,7 +85,7 @@ func (m *Master) revokeLease(ctx context.Context, src string, h chunkfs.Handle) 
 		}
 	}
 	if took == 0 {
-		return chunkfs.E("snapshot", src, chunkfs.KindUnavailable, fmt.Sprintf("no replica of chunk %d took the revocation of its lease; retry", h))
+		return chunkfs.E(op, src, chunkfs.KindUnavailable, fmt.Sprintf("no replica of chunk %d took the revocation of its lease; retry", h))
 	}
 	m.regMu.Lock()
 	m.reg.revoke(h)

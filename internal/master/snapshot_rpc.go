@@ -45,7 +45,7 @@ func (m service) MakeSnapshot(ctx context.Context, req *pb.SnapshotRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
-	revoked, err := m.revokeLeases(ctx, req.Src, handles)
+	revoked, err := m.revokeLeases(ctx, "snapshot", req.Src, handles)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,86 @@
+package master
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+)
+
+// TestRepairRevokesLeaseOnLastReplica: a chunk whose secondaries die while
+// its primary keeps the writer's lease extended is cloned in the round
+// that finds it, not once the lease ends: the master revokes the lease
+// (the primary moves to the next version with no lease) and clones that
+// version from it. Meanwhile the writer gets no lease on the one replica.
+func TestRepairRevokesLeaseOnLastReplica(t *testing.T) {
+	for _, least := range []int{2, 1} {
+		t.Run(fmt.Sprintf("min-replicas %d", least), func(t *testing.T) { testRepairRevokes(t, least) })
+	}
+}
+
+// testRepairRevokes is TestRepairRevokesLeaseOnLastReplica with
+// MinReplicas least: at 1 the one replica takes writes, and its lease is
+// waited out (a writer would take a new one at once).
+func testRepairRevokes(t *testing.T, least int) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	cfg := testConfig(t, t.TempDir(), clk)
+	cfg.MinReplicas = least
+	cfg.RepairInterval = time.Hour // the test runs the rounds
+	var mu sync.Mutex
+	var clones []CloneEvent
+	cfg.OnClone = func(e CloneEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !e.Done {
+			clones = append(clones, e)
+		}
+	}
+	tm := startWith(t, cfg, clk)
+	byAddr := map[string]*fakeCS{}
+	for _, id := range []string{"a", "b", "c"} {
+		cs := tm.startCS(id, "r-"+id)
+		byAddr[cs.addr] = cs
+	}
+	tm.create(alice, "/f")
+	resp, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, v := chunkfs.Handle(resp.Chunk.Handle), chunkfs.Version(resp.Chunk.Version)
+	primary := byAddr[resp.Chunk.Primary]
+	d := tm.startCS("d", "r-d") // room for the clone
+	// The primary and d keep beating, the primary extending its lease;
+	// the secondaries fall silent until they are dead.
+	for range 8 {
+		clk.Advance(5 * time.Second)
+		tm.beat(primary, uint64(h))
+		tm.beat(d)
+	}
+	tm.m.checkLiveness()
+	tm.m.repairOnce(false)
+
+	mu.Lock()
+	got := clones
+	mu.Unlock()
+	if least == 1 {
+		if len(got) != 0 || len(primary.leaseCalls()) != 1 {
+			t.Errorf("min-replicas 1: clones %+v, primary told %+v; want the lease waited out", got, primary.leaseCalls())
+		}
+		return
+	}
+	if len(got) != 1 || got[0].Handle != h || got[0].Version != v+1 || got[0].Source != primary.addr || got[0].Target != d.addr || got[0].Live != 1 {
+		t.Fatalf("clones started %+v; want one of chunk %d at v%d from the primary to d", got, h, v+1)
+	}
+	calls := primary.leaseCalls()
+	if last := calls[len(calls)-1]; last.Version != uint64(v+1) || last.LeaseMs != 0 {
+		t.Errorf("the primary was last told %+v; want v%d with no lease", last, v+1)
+	}
+	_, err = tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f"})
+	if kindOf(err) != chunkfs.KindUnavailable {
+		t.Errorf("a write on the one replica under repair: %v, want unavailable", err)
+	}
+}
