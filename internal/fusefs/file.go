@@ -95,7 +95,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if err != nil {
 		return nil, 0, errno(err)
 	}
-	fuseFlags, e := n.m.kernel.open(n, fi, false)
+	fuseFlags, e := n.m.kernel.open(n, fi, write, false)
 	if e != 0 {
 		f.Close()
 		return nil, 0, e
@@ -132,7 +132,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	n.m.noteAttr(n, parent, gen)
 	ch := n.entry(ctx, fi, out)
 	cn := ch.Operations().(*node)
-	fl, _ := n.m.kernel.open(cn, fi, true)
+	fl, _ := n.m.kernel.open(cn, fi, true, true)
 	h := cn.newHandle(f, p, true)
 	n.m.data.opened(ch.StableAttr().Ino, versionOf(fi), true)
 	return ch, h, fl, 0

@@ -29,10 +29,11 @@ import (
 type kernelCache interface {
 	// lookedUp returns the FUSE generation of the regular file fi.
 	lookedUp(fi *chunkfs.FileInfo) uint64
-	// open decides the FUSE open flags of an open of n, whose version on
-	// the cluster is fi, and counts the open; ESTALE makes the kernel
-	// look the file up again. created: Create just made n's inode.
-	open(n *node, fi *chunkfs.FileInfo, created bool) (uint32, syscall.Errno)
+	// open decides the FUSE open flags of an open (for writing: write)
+	// of n, whose version on the cluster is fi, and counts the open;
+	// ESTALE makes the kernel look the file up again. created: Create
+	// just made n's inode.
+	open(n *node, fi *chunkfs.FileInfo, write, created bool) (uint32, syscall.Errno)
 	// push pushes the writes a close or fsync of h must make durable.
 	push(ctx context.Context, h *handle) error
 	// flushed runs at close(2) of h, after push succeeded.
@@ -64,9 +65,9 @@ type generations struct {
 
 func (g generations) lookedUp(fi *chunkfs.FileInfo) uint64 { return g.files.lookedUp(fi) }
 
-func (g generations) open(n *node, fi *chunkfs.FileInfo, created bool) (uint32, syscall.Errno) {
+func (g generations) open(n *node, fi *chunkfs.FileInfo, write, created bool) (uint32, syscall.Errno) {
 	st := n.StableAttr()
-	keep, stale := g.files.opened(st.Ino, st.Gen, versionOf(fi))
+	keep, stale := g.files.opened(st.Ino, st.Gen, versionOf(fi), write)
 	if stale && !created { // never stale when created: entry just made it current
 		// The kernel's inode caches another version of the file: the
 		// kernel retries with a lookup that gets a fresh one.
@@ -109,7 +110,7 @@ func (g generations) flushed(ctx context.Context, h *handle) error {
 // releasing uncounts the open first: an open that follows the close must
 // not take this handle for one still open (the file's client close can
 // take a while).
-func (g generations) releasing(h *handle) { g.files.closed(h.n.StableAttr().Ino) }
+func (g generations) releasing(h *handle) { g.files.closed(h.n.StableAttr().Ino, h.write) }
 
 func (g generations) released(context.Context, *handle) {}
 
@@ -135,7 +136,7 @@ func (pageCache) lookedUp(*chunkfs.FileInfo) uint64 { return 0 }
 
 // open keeps the page cache if it holds version fi and, for an open of an
 // existing file, makes the kernel drop attributes it may hold from before.
-func (p pageCache) open(n *node, fi *chunkfs.FileInfo, created bool) (uint32, syscall.Errno) {
+func (p pageCache) open(n *node, fi *chunkfs.FileInfo, _, created bool) (uint32, syscall.Errno) {
 	v := versionOf(fi)
 	n.mu.Lock()
 	keep := p.keep && n.cached == v

@@ -28,9 +28,13 @@ import (
 //     lookup gets the new generation. The open on that fresh inode is
 //     accepted as it is: its size was read after the first attempt began.
 //
-// While a descriptor of this mount has the file open, opens share its
-// inode: the kernel's pages may hold writes not yet pushed, and local
-// semantics between descriptors of one mount come first. After a close
+// While a descriptor of this mount has the file open for writing, opens
+// share its inode: the kernel's pages may hold writes not yet pushed, and
+// local semantics between descriptors of one mount come first. Readers
+// alone hold nothing to push: a changed file gets a new generation though
+// they keep the old one (the kernel sends a closed descriptor's release
+// after close(2) returns, so an open right after a close may still find
+// the closed reader counted). After a close
 // that pushed writes, the mount records the cluster's version as the one
 // the kernel caches, so its own writes do not make it drop its cache.
 
@@ -39,6 +43,8 @@ type fileState struct {
 	gen   uint64  // generation the kernel should use
 	known version // version the inode of gen caches
 	open  int     // open handles of this mount on any generation
+	// writers counts those of them open for writing.
+	writers int
 	// stale is set by an open that found the file changed: the next
 	// lookup starts a new generation.
 	stale bool
@@ -67,7 +73,8 @@ func newFiles(clk clock.Clock) *files {
 }
 
 // lookedUp returns the generation the kernel should use for fi, starting a
-// new one when the file changed and this mount does not have it open.
+// new one when the file changed and this mount does not have it open for
+// writing.
 func (t *files) lookedUp(fi *chunkfs.FileInfo) uint64 {
 	v := versionOf(fi)
 	t.mu.Lock()
@@ -78,18 +85,18 @@ func (t *files) lookedUp(fi *chunkfs.FileInfo) uint64 {
 		s = &fileState{gen: t.nextGen, known: v}
 		t.nextGen++
 		t.byIno[fi.Inode] = s
-	case s.open == 0 && (s.stale || s.known != v):
+	case s.writers == 0 && (s.stale || s.known != v):
 		s.gen, s.known, s.stale = t.nextGen, v, false
 		t.nextGen++
 	}
 	return s.gen
 }
 
-// opened decides an open of generation gen of inode ino, whose cluster
-// version is v. It returns stale when the kernel must look the file up
-// again (the open then fails with ESTALE), and otherwise whether the
-// kernel's pages may be kept; it counts the open.
-func (t *files) opened(ino, gen uint64, v version) (keep, stale bool) {
+// opened decides an open (for writing: write) of generation gen of inode
+// ino, whose cluster version is v. It returns stale when the kernel must
+// look the file up again (the open then fails with ESTALE), and otherwise
+// whether the kernel's pages may be kept; it counts the open.
+func (t *files) opened(ino, gen uint64, v version, write bool) (keep, stale bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.byIno[ino]
@@ -99,8 +106,14 @@ func (t *files) opened(ino, gen uint64, v version) (keep, stale bool) {
 		s = &fileState{gen: gen}
 		t.byIno[ino] = s
 	}
-	if s.open > 0 {
+	count := func() {
 		s.open++
+		if write {
+			s.writers++
+		}
+	}
+	if s.writers > 0 {
+		count()
 		return true, false // share the inode and its pages
 	}
 	now := t.clk.Now()
@@ -109,23 +122,26 @@ func (t *files) opened(ino, gen uint64, v version) (keep, stale bool) {
 			// The kernel's retry: this inode was made by a lookup that
 			// started after the first attempt.
 			s.estaleGen = 0
-			s.open++
+			count()
 			return s.known == v, false
 		}
 		s.stale, s.estaleGen, s.estaleUntil = true, gen, now.Add(retryWindow)
 		return false, true
 	}
 	s.estaleGen = 0
-	s.open++
+	count()
 	return true, false
 }
 
-// closed uncounts an open of inode ino.
-func (t *files) closed(ino uint64) {
+// closed uncounts an open (for writing: write) of inode ino.
+func (t *files) closed(ino uint64, write bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s := t.byIno[ino]; s != nil && s.open > 0 {
 		s.open--
+		if write && s.writers > 0 {
+			s.writers--
+		}
 	}
 }
 
