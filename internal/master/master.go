@@ -63,7 +63,11 @@ type Master struct {
 	// lock, rather than queue on regMu ahead of the metadata calls.
 	beatMu       sync.Mutex
 	beatsWaiting atomic.Int32 // heartbeats waiting for beatMu
-	reg          *registry    // chunkservers, replicas, leases, clones: the one owner of that state
+	// reportMu lets one registration at a time into the registry
+	// (register), as beatMu does heartbeats: a restart's storm of full
+	// reports waits here, holding no lock.
+	reportMu sync.Mutex
+	reg      *registry // chunkservers, replicas, leases, clones: the one owner of that state
 
 	safeMu   sync.Mutex // guards safe, safeWhy and safeLeft
 	safe     bool       // in safe mode: no chunk is created (safemode.go)
