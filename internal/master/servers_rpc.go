@@ -121,9 +121,15 @@ func (m *Master) registerAt(rep fullReport, cluster string, vs versions, id uint
 		return d, id, err
 	}
 	m.regMu.Unlock()
+	return m.registerHolding(rep, cluster)
+}
+
+// registerHolding has the registry take rep holding the state read lock
+// throughout, and the registry lock inside it.
+func (m *Master) registerHolding(rep fullReport, cluster string) (registered, uint64, error) {
 	var d registered
 	var err error
-	id = m.state.read(func(ns *namespace.Namespace) {
+	id := m.state.read(func(ns *namespace.Namespace) {
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
 		d, err = m.registerLocked(rep, cluster, ns.ClusterID(), ns.ChunkVersion)
