@@ -94,6 +94,7 @@ func (m *Master) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 // most, and the versions read are seldom stale by the time the registry
 // lock is taken.
 func (m *Master) register(rep fullReport, cluster string) (registered, uint64, error) {
+	rep.chunks = inHandleOrder(rep.chunks) // sorted once, for versionsFor and the registry
 	m.reportMu.Lock()
 	defer m.reportMu.Unlock()
 	handles := make([]chunkfs.Handle, len(rep.chunks))
