@@ -52,6 +52,14 @@ type tokenKeys struct {
 	answered map[string]uint64 // by master: asks made before its last answered heartbeat was sent
 	answers  chan struct{}     // closed (and replaced) at each master's answer
 	want     chan struct{}     // closed (and replaced) to ask the masters for keys
+	wait     time.Duration     // keyWait; tests that must tell an answer from the bound lengthen it
+}
+
+// setWait sets the bound of a request's wait for keys (keyWait).
+func (k *tokenKeys) setWait(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.wait = d
 }
 
 // keyWait bounds the wait of a request for the keys it asked for (the
@@ -63,7 +71,7 @@ const (
 
 func newTokenKeys() *tokenKeys {
 	return &tokenKeys{ring: token.NewKeyring(0), answered: map[string]uint64{},
-		answers: make(chan struct{}), want: make(chan struct{})}
+		answers: make(chan struct{}), want: make(chan struct{}), wait: keyWait}
 }
 
 // wanted is closed when a request needs keys not held: each heartbeat
@@ -214,7 +222,10 @@ func (s *Server) awaitKey(id uint32) bool {
 	if ask == 0 {
 		return false
 	}
-	timeout := time.NewTimer(keyWait) // a bound, not a schedule: real time
+	s.keys.mu.Lock()
+	wait := s.keys.wait
+	s.keys.mu.Unlock()
+	timeout := time.NewTimer(wait) // a bound, not a schedule: real time
 	defer timeout.Stop()
 	for {
 		held, answered, next := s.keys.waitState(id, ask, s.cfg.Masters)
