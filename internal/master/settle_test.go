@@ -3,6 +3,7 @@ package master
 import (
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestRepairWaitsForReregistration: after a restart the master leaves
@@ -18,6 +19,7 @@ func TestRepairWaitsForReregistration(t *testing.T) {
 	var mu sync.Mutex // guards clones
 	var clones []CloneEvent
 	cfg := testConfig(t, dir, clk)
+	cfg.RepairInterval = time.Hour // the test plans by hand (repairOnce); the loop would race it
 	cfg.OnClone = func(e CloneEvent) {
 		mu.Lock()
 		clones = append(clones, e)
@@ -59,6 +61,7 @@ func TestRepairStartsAfterSettling(t *testing.T) {
 
 	got := make(chan CloneEvent, 10)
 	cfg := testConfig(t, dir, clk)
+	cfg.RepairInterval = time.Hour // the test plans by hand (repairOnce); the loop would race it
 	cfg.OnClone = func(e CloneEvent) {
 		select {
 		case got <- e:
