@@ -81,6 +81,11 @@ func benchState(b *testing.B, files int) *state {
 // applyLatencies applies creates for as long as during runs (or 20,000
 // when it is nil) and returns each Apply's latency.
 func applyLatencies(s *state, tag string, during func()) []time.Duration {
+	return applyLatenciesOf(s, namespace.OpCreate, tag, during)
+}
+
+// applyLatenciesOf is applyLatencies applying op (a create or a mkdir).
+func applyLatenciesOf(s *state, op namespace.Op, tag string, during func()) []time.Duration {
 	finished := make(chan struct{})
 	if during != nil {
 		go func() {
@@ -102,7 +107,7 @@ func applyLatencies(s *state, tag string, during func()) []time.Duration {
 			}
 		}
 		index++
-		cmd := (&namespace.Command{Op: namespace.OpCreate, Path: fmt.Sprintf("/bench-%s-%d-%d", tag, index, i), Mode: 0o644}).Encode(nil)
+		cmd := (&namespace.Command{Op: op, Path: fmt.Sprintf("/bench-%s-%d-%d", tag, index, i), Mode: 0o755}).Encode(nil)
 		start := time.Now()
 		s.Apply(index, cmd)
 		lat = append(lat, time.Since(start))

@@ -62,7 +62,11 @@ type Master struct {
 	// lock, rather than queue on regMu ahead of the metadata calls.
 	beatMu       sync.Mutex
 	beatsWaiting atomic.Int32 // heartbeats waiting for beatMu
-	reg          *registry    // chunkservers, replicas, leases, clones: the one owner of that state
+	// reportMu lets one registration at a time into the registry
+	// (register), as beatMu does heartbeats: a restart's storm of full
+	// reports waits here, holding no lock.
+	reportMu sync.Mutex
+	reg      *registry // chunkservers, replicas, leases, clones: the one owner of that state
 
 	safeMu   sync.Mutex // guards safe, safeWhy and safeLeft
 	safe     bool       // in safe mode: no chunk is created (safemode.go)
@@ -287,7 +291,7 @@ func (m *Master) Serve(lis net.Listener) error {
 		return errors.New("master: Serve called twice")
 	}
 	m.srv = m.cfg.Security.NewObservedServer(m.cfg.Logger, m.cfg.OnCall, m.queueGuard, m.authGuard, m.leaderGuard)
-	m.register(m.srv)
+	m.addService(m.srv)
 	if m.addr == "" {
 		m.addr = lis.Addr().String()
 	}

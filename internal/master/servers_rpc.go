@@ -51,23 +51,11 @@ func (m service) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 		return nil, err
 	}
 	resp := &pb.RegisterResponse{HeartbeatIntervalMs: m.cfg.HeartbeatInterval.Milliseconds(), TokenKeys: keysTo(m.keysFor()), ClusterId: cluster}
-	var d registered
-	resp.StateId = m.state.read(func(ns *namespace.Namespace) {
-		m.regMu.Lock()
-		defer m.regMu.Unlock()
-		now := m.cfg.Clock.Now()
-		if ns.ClusterID() != cluster {
-			err = chunkfs.E("register", req.Id, chunkfs.KindUnavailable, "the master's cluster ID changed; register again")
-			return
-		}
-		d, err = m.reg.register(reportFrom(req), m.reg.withCopies(ns.ChunkVersion), now)
-		if err == nil && m.leads() {
-			m.reg.adoptFrom(req.Id, ns.ChunkVersion, now)
-		}
-	})
+	d, id, err := m.register(reportFrom(req), cluster)
 	if err != nil {
 		return nil, err
 	}
+	resp.StateId = id
 	m.traffic.note(req.Id, req.BytesRead, req.BytesWritten)
 	if d.redial != "" {
 		m.pool.Forget(d.redial)
@@ -95,6 +83,74 @@ func (m service) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	}
 	m.cfg.Logger.Info("chunkserver registered", "id", req.Id, "addr", req.Addr, "chunks", len(req.Chunks), "garbage", len(resp.Garbage), "stale", len(resp.Stale))
 	return resp, nil
+}
+
+// register has the registry take rep, a full report from a server of
+// cluster, and returns its answer with the state ID it was decided at.
+// Like heartbeat, it reads the versions of the chunks rep names (its
+// replicas and its leases) under the state lock, then takes the registry
+// lock alone (registerAt). Registrations go in one at a time (reportMu),
+// so a metadata call waiting for the registry lock waits behind one at
+// most, and the versions read are seldom stale by the time the registry
+// lock is taken.
+func (m *Master) register(rep fullReport, cluster string) (registered, uint64, error) {
+	rep.chunks = inHandleOrder(rep.chunks) // sorted once, for versionsFor and the registry
+	m.reportMu.Lock()
+	defer m.reportMu.Unlock()
+	handles := make([]chunkfs.Handle, len(rep.chunks))
+	for i, c := range rep.chunks {
+		handles[i] = c.handle
+	}
+	leased := make([]chunkfs.Handle, len(rep.leases))
+	for i, l := range rep.leases {
+		leased[i] = l.handle
+	}
+	vs, id := m.state.versionsFor(handles, leased)
+	return m.registerAt(rep, cluster, vs, id)
+}
+
+// registerAt has the registry take rep at the versions vs, read at state
+// ID id, under the registry lock alone if no chunk command was applied
+// since they were read (state.current). Else it decides under both locks
+// on the namespace as it is, as a registration did before: a chunk deleted
+// or given a new version meanwhile is judged by the log, not by vs.
+func (m *Master) registerAt(rep fullReport, cluster string, vs versions, id uint64) (registered, uint64, error) {
+	m.regMu.Lock()
+	if m.state.current(vs) {
+		defer m.regMu.Unlock()
+		d, err := m.registerLocked(rep, cluster, vs.cluster, vs.version)
+		return d, id, err
+	}
+	m.regMu.Unlock()
+	return m.registerHolding(rep, cluster)
+}
+
+// registerHolding has the registry take rep holding the state read lock
+// throughout, and the registry lock inside it.
+func (m *Master) registerHolding(rep fullReport, cluster string) (registered, uint64, error) {
+	var d registered
+	var err error
+	id := m.state.read(func(ns *namespace.Namespace) {
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		d, err = m.registerLocked(rep, cluster, ns.ClusterID(), ns.ChunkVersion)
+	})
+	return d, id, err
+}
+
+// registerLocked has the registry take rep, from a server of cluster,
+// given the logged cluster ID and version. The caller holds regMu, and
+// the state lock or versions that are current.
+func (m *Master) registerLocked(rep fullReport, cluster, logged string, version versionOf) (registered, error) {
+	if logged != cluster {
+		return registered{}, chunkfs.E("register", rep.id, chunkfs.KindUnavailable, "the master's cluster ID changed; register again")
+	}
+	now := m.cfg.Clock.Now()
+	d, err := m.reg.register(rep, m.reg.withCopies(version), now)
+	if err == nil && m.leads() {
+		m.reg.adoptFrom(rep.id, version, now)
+	}
+	return d, err
 }
 
 // adopt logs the versions of replicas that are ahead of the log: the master

@@ -20,5 +20,5 @@ type service struct {
 // for callers in the same binary (benchmarks, tests) that skip the network.
 func (m *Master) Server() pb.MasterServer { return service{Master: m} }
 
-// register adds the master's service to srv.
-func (m *Master) register(srv *rpc.Server) { pb.RegisterMasterServer(srv, service{Master: m}) }
+// addService adds the master's service to srv.
+func (m *Master) addService(srv *rpc.Server) { pb.RegisterMasterServer(srv, service{Master: m}) }

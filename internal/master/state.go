@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -230,14 +231,18 @@ func (s *state) waitApplied(ctx context.Context, index uint64) bool {
 	}
 }
 
-// versions holds the logged versions of some chunks, read under the state
-// lock at chunk generation gen (versionsFor), for the registry to use
-// under its own lock alone while gen stands: so a heartbeat waits for the
-// registry lock without holding the state lock, and an apply (and every
-// read queued behind it) does not wait for the registry.
+// versions holds the logged versions of some chunks, and the cluster ID,
+// read under the state lock at chunk generation gen (versionsFor), for
+// the registry to use under its own lock alone while gen stands: so a
+// heartbeat or a registration waits for the registry lock without holding
+// the state lock, and an apply (and every read queued behind it) does not
+// wait for the registry. The handles are sorted, each once: a full report
+// names tens of thousands, looked up by binary search.
 type versions struct {
-	gen uint64
-	at  map[chunkfs.Handle]versionAt
+	gen     uint64
+	cluster string
+	handles []chunkfs.Handle
+	at      []versionAt // at[i] is handles[i]'s
 }
 
 type versionAt struct {
@@ -246,21 +251,25 @@ type versionAt struct {
 }
 
 // versionsFor reads the versions of handles and returns them with the
-// state ID they were read at.
+// state ID they were read at. Sorting them is done before the lock.
 func (s *state) versionsFor(handles ...[]chunkfs.Handle) (versions, uint64) {
 	n := 0
 	for _, hs := range handles {
 		n += len(hs)
 	}
-	out := versions{at: make(map[chunkfs.Handle]versionAt, n)}
+	all := make([]chunkfs.Handle, 0, n)
+	for _, hs := range handles {
+		all = append(all, hs...)
+	}
+	slices.Sort(all)
+	out := versions{handles: slices.Compact(all)}
+	out.at = make([]versionAt, len(out.handles))
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out.gen = s.chunkGen.Load()
-	for _, hs := range handles {
-		for _, h := range hs {
-			v, ok := s.ns.ChunkVersion(h)
-			out.at[h] = versionAt{v, ok}
-		}
+	out.gen, out.cluster = s.chunkGen.Load(), s.ns.ClusterID()
+	for i, h := range out.handles {
+		v, ok := s.ns.ChunkVersion(h)
+		out.at[i] = versionAt{v, ok}
 	}
 	return out, s.applied
 }
@@ -273,8 +282,8 @@ func (s *state) current(vs versions) bool { return s.chunkGen.Load() == vs.gen }
 // answered as existing at version 0, below every replica's: no rule
 // condemns, counts or adopts a replica on that answer.
 func (vs versions) version(h chunkfs.Handle) (chunkfs.Version, bool) {
-	if a, ok := vs.at[h]; ok {
-		return a.v, a.ok
+	if i, ok := slices.BinarySearch(vs.handles, h); ok {
+		return vs.at[i].v, vs.at[i].ok
 	}
 	return 0, true
 }
