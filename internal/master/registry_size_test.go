@@ -1,7 +1,6 @@
 package master
 
 import (
-	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -93,12 +92,4 @@ func TestDirtyMarksFollowPlan(t *testing.T) {
 			t.Fatalf("page %d counts %d dirty after the plan", key, p.dirty)
 		}
 	}
-}
-
-// liveHeap is the live heap after a full collection.
-func liveHeap() int64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
 }
