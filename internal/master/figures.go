@@ -84,14 +84,14 @@ func metadataBytes(c namespace.Counts) int64 {
 // three holders in place, and its slot in the chunkTable) and a replica
 // (its entry in its server's replicaSet).
 const (
-	heapPerChunkRecord = 104
+	heapPerChunkRecord = 75
 	heapPerReplica     = 6
 )
 
 // registryBytes is the heap a registry of records chunk records and
 // replicas replicas takes: the rest of "metadata at master", beside the
 // namespace (metadataBytes). It leaves out what varies with activity
-// (leases, clones, queued garbage, the dirty set, safe mode's count).
+// (leases, clones, queued garbage, safe mode's count).
 func registryBytes(records, replicas int64) int64 {
 	return records*heapPerChunkRecord + replicas*heapPerReplica
 }

@@ -77,6 +77,10 @@ type chunkInfo struct {
 	// survivors must move to a new version before the next write is
 	// acknowledged, so that the lost replica is stale if it comes back.
 	fence bool
+	// dirty is set when the replica set changed since plan last found
+	// the chunk healthy: plan looks only at these, and at every chunk on
+	// a full sweep. The chunkTable counts them by page (markDirty).
+	dirty bool
 }
 
 // stamp is a time as nanoseconds since the registry's epoch (the first
@@ -126,12 +130,6 @@ type registry struct {
 	rng     *rand.Rand
 	doubts  uint64 // counts doubt calls, to tell a doubt from a later one
 
-	// dirty holds the chunks whose replica set changed since plan last
-	// found them healthy: plan looks only at these, and at every chunk
-	// on a full sweep.
-	dirty     map[chunkfs.Handle]struct{}
-	dirtyPeak int // the most chunks dirty at once since the map was made (tidyDirty)
-
 	adoption adoptRule // which reported leases a new leader adopts (registry_leases.go)
 
 	repaired  int64        // clones completed
@@ -174,57 +172,31 @@ func newRegistry(seed uint64) *registry {
 	return &registry{
 		servers:  make(map[string]*server),
 		byAddr:   make(map[string]*server),
-		dirty:    make(map[chunkfs.Handle]struct{}),
 		rng:      rand.New(rand.NewPCG(seed, 0x636b6673)),
 		bal:      balancer{on: true, threshold: DefaultBalanceThreshold, maxMoves: DefaultMaxMoves},
 		adoption: adoptRule{on: true, age: defaultAdoptAge, rate: defaultAdoptRate},
 	}
 }
 
-// info returns h's record, creating it.
+// info returns h's record, creating it dirty.
 func (r *registry) info(h chunkfs.Handle) *chunkInfo {
 	ci := r.chunks.get(h)
 	if ci == nil {
-		ci = &chunkInfo{}
+		ci = &chunkInfo{dirty: true}
 		r.chunks.put(h, ci)
-		r.markDirty(h)
 	}
 	return ci
 }
 
 // markDirty notes that h's replica set changed: plan looks at it next.
-func (r *registry) markDirty(h chunkfs.Handle) {
-	r.dirty[h] = struct{}{}
-	r.dirtyPeak = max(r.dirtyPeak, len(r.dirty))
-}
-
-// Bounds of tidyDirty: a dirty set that held more than tidyFrom chunks
-// is made again once it holds under a tidyShrink-th of its peak.
-const (
-	tidyFrom   = 4096
-	tidyShrink = 8
-)
-
-// tidyDirty makes the dirty set again, at its size, once it has emptied
-// from a large one: a Go map never gives back its table, and a mass
-// registration (a master's restart) leaves every chunk in it until the
-// first plan, some 10 bytes a chunk kept for good.
-func (r *registry) tidyDirty() {
-	if r.dirtyPeak <= tidyFrom || len(r.dirty) >= r.dirtyPeak/tidyShrink {
-		return
-	}
-	fresh := make(map[chunkfs.Handle]struct{}, len(r.dirty))
-	for h := range r.dirty {
-		fresh[h] = struct{}{}
-	}
-	r.dirty, r.dirtyPeak = fresh, len(fresh)
-}
+// A chunk with no record has nothing for plan to look at.
+func (r *registry) markDirty(h chunkfs.Handle) { r.chunks.mark(h) }
 
 // addReplica records that s holds version v of h.
 func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
 	s.chunks.set(h, v)
-	r.markDirty(h)
 	ci := r.info(h)
+	r.markDirty(h)
 	ci.holders.add(s)
 	r.recount(h)
 }

@@ -14,16 +14,20 @@ const tableBits = 9
 // chunkTable holds the registry's chunk records by handle. Handles come
 // from the namespace's counter, so the records sit in pages of
 // consecutive handles, 8 bytes a chunk where a Go map takes about 25;
-// a page goes when its last record does. The zero value is empty.
+// a page goes when its last record does. It also keeps which records are
+// dirty (chunkInfo.dirty), counted by page, so that the repair planner
+// walks only the pages that hold some. The zero value is empty.
 type chunkTable struct {
-	pages map[uint64]tablePage
+	pages map[uint64]*tablePage
 	n     int
+	dirty int // records marked dirty
 }
 
 // tablePage is the records of the handles key<<tableBits on.
 type tablePage struct {
-	slots *[1 << tableBits]*chunkInfo
+	slots [1 << tableBits]*chunkInfo
 	live  int
+	dirty int // records of the page marked dirty
 }
 
 func tableSlot(h chunkfs.Handle) (key uint64, i int) {
@@ -33,8 +37,8 @@ func tableSlot(h chunkfs.Handle) (key uint64, i int) {
 // get returns h's record, nil if none.
 func (t *chunkTable) get(h chunkfs.Handle) *chunkInfo {
 	key, i := tableSlot(h)
-	p, ok := t.pages[key]
-	if !ok {
+	p := t.pages[key]
+	if p == nil {
 		return nil
 	}
 	return p.slots[i]
@@ -44,46 +48,95 @@ func (t *chunkTable) get(h chunkfs.Handle) *chunkInfo {
 func (t *chunkTable) put(h chunkfs.Handle, ci *chunkInfo) {
 	key, i := tableSlot(h)
 	if t.pages == nil {
-		t.pages = make(map[uint64]tablePage)
+		t.pages = make(map[uint64]*tablePage)
 	}
-	p, ok := t.pages[key]
-	if !ok {
-		p.slots = new([1 << tableBits]*chunkInfo)
+	p := t.pages[key]
+	if p == nil {
+		p = new(tablePage)
+		t.pages[key] = p
 	}
 	p.slots[i] = ci
 	p.live++
-	t.pages[key] = p
 	t.n++
+	if ci.dirty {
+		p.dirty++
+		t.dirty++
+	}
 }
 
 // remove forgets h's record, if any.
 func (t *chunkTable) remove(h chunkfs.Handle) {
 	key, i := tableSlot(h)
-	p, ok := t.pages[key]
-	if !ok || p.slots[i] == nil {
+	p := t.pages[key]
+	if p == nil || p.slots[i] == nil {
 		return
+	}
+	if p.slots[i].dirty {
+		p.dirty--
+		t.dirty--
 	}
 	p.slots[i] = nil
 	t.n--
 	if p.live--; p.live == 0 {
 		delete(t.pages, key)
+	}
+}
+
+// mark sets h's record dirty, if there is one.
+func (t *chunkTable) mark(h chunkfs.Handle) {
+	key, i := tableSlot(h)
+	p := t.pages[key]
+	if p == nil || p.slots[i] == nil || p.slots[i].dirty {
 		return
 	}
-	t.pages[key] = p
+	p.slots[i].dirty = true
+	p.dirty++
+	t.dirty++
+}
+
+// clean clears h's record's dirty mark, if there is one.
+func (t *chunkTable) clean(h chunkfs.Handle) {
+	key, i := tableSlot(h)
+	p := t.pages[key]
+	if p == nil || p.slots[i] == nil || !p.slots[i].dirty {
+		return
+	}
+	p.slots[i].dirty = false
+	p.dirty--
+	t.dirty--
 }
 
 // len returns how many records the table holds.
 func (t *chunkTable) len() int { return t.n }
 
+// dirtyLen returns how many records are marked dirty.
+func (t *chunkTable) dirtyLen() int { return t.dirty }
+
 // all yields every record in handle order. Records may be removed while
 // it runs (those not yet reached are then not yielded); one added may be
 // yielded or not.
 func (t *chunkTable) all() iter.Seq2[chunkfs.Handle, *chunkInfo] {
+	return t.walk(false)
+}
+
+// dirtyOnes yields the records marked dirty in handle order, skipping
+// the pages that hold none, as all does.
+func (t *chunkTable) dirtyOnes() iter.Seq2[chunkfs.Handle, *chunkInfo] {
+	return t.walk(true)
+}
+
+func (t *chunkTable) walk(dirty bool) iter.Seq2[chunkfs.Handle, *chunkInfo] {
 	return func(yield func(chunkfs.Handle, *chunkInfo) bool) {
+		if dirty && t.dirty == 0 {
+			return
+		}
 		for _, key := range slices.Sorted(maps.Keys(t.pages)) {
-			slots := t.pages[key].slots
-			for i, ci := range slots {
-				if ci != nil && !yield(chunkfs.Handle(key<<tableBits|uint64(i)), ci) {
+			p := t.pages[key]
+			if p == nil || dirty && p.dirty == 0 {
+				continue
+			}
+			for i, ci := range &p.slots {
+				if ci != nil && (!dirty || ci.dirty) && !yield(chunkfs.Handle(key<<tableBits|uint64(i)), ci) {
 					return
 				}
 			}

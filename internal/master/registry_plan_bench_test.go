@@ -34,13 +34,13 @@ func BenchmarkPlanAfterRegistration(b *testing.B) {
 				if tc.first {
 					b.StopTimer()
 					for h := range r.chunks.all() {
-						r.dirty[h] = struct{}{}
+						r.markDirty(h)
 					}
 					b.StartTimer()
 				}
 				r.plan(cfg, lookup, 2, now, tc.full)
 			}
-			b.ReportMetric(float64(len(r.dirty)), "dirty-after")
+			b.ReportMetric(float64(r.chunks.dirtyLen()), "dirty-after")
 		})
 	}
 }

@@ -94,7 +94,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 	examine := func(h chunkfs.Handle, ci *chunkInfo) {
 		v, want, _, dead, ok := lookup(h)
 		if !ok {
-			delete(r.dirty, h)
+			r.chunks.clean(h)
 			return
 		}
 		all := r.replicas(h, v)
@@ -117,7 +117,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 			trims = append(trims, r.trim(h, v, want, now)...)
 		default:
 			ci.corrupt = 0
-			delete(r.dirty, h)
+			r.chunks.clean(h)
 		}
 	}
 	examined, paused := 0, false
@@ -132,12 +132,8 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 			step()
 		}
 	} else {
-		for h := range r.dirty {
-			if ci := r.chunks.get(h); ci != nil {
-				examine(h, ci)
-			} else {
-				delete(r.dirty, h)
-			}
+		for h, ci := range r.chunks.dirtyOnes() {
+			examine(h, ci)
 			step()
 		}
 	}
@@ -154,7 +150,6 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 			}
 		}
 	}
-	r.tidyDirty()
 	placement.RepairOrder(needs)
 	var orders []cloneOrder
 	waiting := false // a repair waits for a clone slot

@@ -1,7 +1,7 @@
 package master
 
 import (
-	"runtime"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -38,34 +38,58 @@ func TestStampKeepsTime(t *testing.T) {
 	}
 }
 
-// TestTidyDirtyFreesTheTable registers 40,000 chunks (all dirty), plans
-// them healthy, and checks that the dirty set gives back its table: what
-// dropping it frees is far below what a table of 40,000 keys holds.
-func TestTidyDirtyFreesTheTable(t *testing.T) {
+// TestDirtyMarksFollowPlan registers 40,000 chunks (all dirty), plans
+// them healthy, and checks the dirty marks and their counts by page
+// through marking, cleaning and removing records: the planner walks
+// exactly the dirty records, in handle order.
+func TestDirtyMarksFollowPlan(t *testing.T) {
 	const chunks = 40_000
 	r := newRegistry(1)
 	buildRegistry(t, r, 6, chunks, 3)
-	if len(r.dirty) != chunks {
-		t.Fatalf("%d chunks dirty after registration, want %d", len(r.dirty), chunks)
+	if n := r.chunks.dirtyLen(); n != chunks {
+		t.Fatalf("%d chunks dirty after registration, want %d", n, chunks)
 	}
 	lookup := func(chunkfs.Handle) (chunkfs.Version, int, int64, bool, bool) { return 1, 3, 1 << 20, false, true }
 	r.plan(placement.DefaultConfig(), lookup, 2, time.Unix(1000, 0), false)
-	if len(r.dirty) != 0 {
-		t.Fatalf("%d chunks dirty after a plan found them healthy", len(r.dirty))
+	if n := r.chunks.dirtyLen(); n != 0 {
+		t.Fatalf("%d chunks dirty after a plan found them healthy", n)
 	}
-	with := liveHeap()
-	r.dirty = nil
-	freed := with - liveHeap()
-	runtime.KeepAlive(r)
-	if freed > 64<<10 {
-		t.Errorf("the emptied dirty set holds %d bytes", freed)
+	var want []chunkfs.Handle
+	i := 0
+	for h := range r.chunks.all() {
+		if i%997 == 0 {
+			want = append(want, h)
+		}
+		i++
 	}
-}
-
-// liveHeap is the live heap after a full collection.
-func liveHeap() int64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
+	for _, h := range slices.Backward(want) {
+		r.markDirty(h)
+		r.markDirty(h) // twice counts once
+	}
+	r.markDirty(1 << 40) // no record: nothing to mark
+	gone := want[len(want)/2]
+	r.chunks.remove(gone)
+	want = slices.DeleteFunc(want, func(h chunkfs.Handle) bool { return h == gone })
+	var got []chunkfs.Handle
+	for h, ci := range r.chunks.dirtyOnes() {
+		if !ci.dirty {
+			t.Errorf("chunk %d walked as dirty, not marked", h)
+		}
+		got = append(got, h)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("dirty walk gives %d chunks %v..., want %d %v...", len(got), got[:min(3, len(got))], len(want), want[:3])
+	}
+	if n := r.chunks.dirtyLen(); n != len(want) {
+		t.Fatalf("dirty count %d, want %d", n, len(want))
+	}
+	r.plan(placement.DefaultConfig(), lookup, 2, time.Unix(1000, 0), false)
+	if n := r.chunks.dirtyLen(); n != 0 {
+		t.Fatalf("%d chunks dirty after a second plan", n)
+	}
+	for key, p := range r.chunks.pages {
+		if p.dirty != 0 {
+			t.Fatalf("page %d counts %d dirty after the plan", key, p.dirty)
+		}
+	}
 }
