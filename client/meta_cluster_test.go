@@ -138,3 +138,46 @@ func TestOpenFileParent(t *testing.T) {
 		t.Errorf("open without O_CREATE: parent %v", parent)
 	}
 }
+
+// TestMkdirSymlinkParent: a mkdir and a symlink return what they made and
+// their parent directory as a stat right after describes it; a failed one
+// returns an error alone.
+func TestMkdirSymlinkParent(t *testing.T) {
+	tc := chunkfstest.NewCluster(t, chunkfstest.Chunkservers(1), chunkfstest.Replication(1))
+	c, ctx := tc.Client(), context.Background()
+	if err := c.Mkdir(ctx, "/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	check := func(how, name string, fi, parent *chunkfs.FileInfo) {
+		t.Helper()
+		st, err := c.Stat(ctx, "/d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi == nil || fi.Name() != name || parent == nil || parent.Inode != st.Inode || !parent.MTime.Equal(st.MTime) || parent.Nlink != st.Nlink {
+			t.Errorf("%s: made %v, parent %v; a stat of the directory says %v", how, fi, parent, st)
+		}
+	}
+	fi, parent, err := c.MkdirParent(ctx, "/d/sub", 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("mkdir", "sub", fi, parent)
+	if !fi.IsDir() {
+		t.Errorf("mkdir: made %v, not a directory", fi)
+	}
+	fi, parent, err = c.SymlinkParent(ctx, "sub", "/d/link")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("symlink", "link", fi, parent)
+	if fi.Target != "sub" {
+		t.Errorf("symlink: made %v, target %q", fi, fi.Target)
+	}
+	if fi, parent, err := c.MkdirParent(ctx, "/d/sub", 0o755); !errors.Is(err, fs.ErrExist) || fi != nil || parent != nil {
+		t.Errorf("mkdir of an existing name: %v, %v, %v", fi, parent, err)
+	}
+	if fi, parent, err := c.SymlinkParent(ctx, "sub", "/d/link"); !errors.Is(err, fs.ErrExist) || fi != nil || parent != nil {
+		t.Errorf("symlink of an existing name: %v, %v, %v", fi, parent, err)
+	}
+}

@@ -13,6 +13,15 @@ import (
 // Mkdir makes directory path with permission bits perm (less Config.Umask).
 // Its parent must exist.
 func (c *Client) Mkdir(ctx context.Context, path string, perm fs.FileMode) error {
+	_, _, err := c.MkdirParent(ctx, path, perm)
+	return err
+}
+
+// MkdirParent is Mkdir that also returns the new directory's attributes
+// and those of its parent just after, as the master saw them (parent is
+// nil when it did not say): the FUSE mount answers the kernel's next look
+// at the parent with them.
+func (c *Client) MkdirParent(ctx context.Context, path string, perm fs.FileMode) (fi, parent *chunkfs.FileInfo, err error) {
 	ctx = reqid.Ensure(ctx)
 	return c.mkdir(ctx, "mkdir", path, perm, false)
 }
@@ -21,18 +30,20 @@ func (c *Client) Mkdir(ctx context.Context, path string, perm fs.FileMode) error
 // is not an error if path already is a directory.
 func (c *Client) MkdirAll(ctx context.Context, path string, perm fs.FileMode) error {
 	ctx = reqid.Ensure(ctx)
-	return c.mkdir(ctx, "mkdir", path, perm, true)
+	_, _, err := c.mkdir(ctx, "mkdir", path, perm, true)
+	return err
 }
 
-func (c *Client) mkdir(ctx context.Context, op, path string, perm fs.FileMode, parents bool) error {
-	path, err := checkPath(op, path)
+func (c *Client) mkdir(ctx context.Context, op, path string, perm fs.FileMode, parents bool) (fi, parent *chunkfs.FileInfo, err error) {
+	path, err = checkPath(op, path)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if err := c.mkdirCall(ctx, path, uint32(perm&modeBits&^c.cfg.Umask), parents); err != nil {
-		return wrapOp(op, path, err)
+	fi, parent, err = c.mkdirCall(ctx, path, uint32(perm&modeBits&^c.cfg.Umask), parents)
+	if err != nil {
+		return nil, nil, wrapOp(op, path, err)
 	}
-	return nil
+	return fi, parent, nil
 }
 
 // modeBits are the permission bits a client may set.
@@ -281,18 +292,27 @@ func (c *Client) setAttr(ctx context.Context, op, path string, a attrChange) (*c
 
 // Symlink makes newname a symbolic link to target.
 func (c *Client) Symlink(ctx context.Context, target, newname string) error {
+	_, _, err := c.SymlinkParent(ctx, target, newname)
+	return err
+}
+
+// SymlinkParent is Symlink that also returns the link's attributes and
+// those of its parent directory just after, as the master saw them
+// (parent is nil when it did not say), as MkdirParent does.
+func (c *Client) SymlinkParent(ctx context.Context, target, newname string) (fi, parent *chunkfs.FileInfo, err error) {
 	ctx = reqid.Ensure(ctx)
-	newname, err := checkPath("symlink", newname)
+	newname, err = checkPath("symlink", newname)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if target == "" || len(target) > chunkfs.MaxSymlinkLen {
-		return chunkfs.E("symlink", newname, chunkfs.KindInvalid, "symlink target must be 1 to 4096 bytes")
+		return nil, nil, chunkfs.E("symlink", newname, chunkfs.KindInvalid, "symlink target must be 1 to 4096 bytes")
 	}
-	if _, _, err := c.createCall(ctx, createSpec{path: newname, mode: 0o777, exclusive: true, symlinkTarget: target}); err != nil {
-		return wrapOp("symlink", newname, err)
+	fi, parent, err = c.createCall(ctx, createSpec{path: newname, mode: 0o777, exclusive: true, symlinkTarget: target})
+	if err != nil {
+		return nil, nil, wrapOp("symlink", newname, err)
 	}
-	return nil
+	return fi, parent, nil
 }
 
 // Readlink returns the target of symbolic link path.

@@ -52,13 +52,19 @@ func (c *Client) createCall(ctx context.Context, s createSpec) (fi, parent *chun
 	return rpc.FileInfoOf(resp.Info), parent, nil
 }
 
-func (c *Client) mkdirCall(ctx context.Context, path string, mode uint32, parents bool) error {
+func (c *Client) mkdirCall(ctx context.Context, path string, mode uint32, parents bool) (fi, parent *chunkfs.FileInfo, err error) {
 	resp, err := c.master.Mkdir(ctx, &pb.MkdirRequest{Caller: c.caller, Path: path, Mode: mode, Parents: parents})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	c.observe(resp.StateId)
-	return nil
+	if resp.Info != nil {
+		fi = rpc.FileInfoOf(resp.Info)
+	}
+	if resp.Parent != nil {
+		parent = rpc.FileInfoOf(resp.Parent)
+	}
+	return fi, parent, nil
 }
 
 func (c *Client) statCall(ctx context.Context, path string) (*chunkfs.FileInfo, error) {

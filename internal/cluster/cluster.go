@@ -299,8 +299,14 @@ func serve(fn func() error) chan error {
 
 // MasterAddr returns the master's address; in a group, every master's,
 // comma-separated, as clients take them.
-func (c *Cluster) MasterAddr() string { return strings.Join(c.masterAddrs(), ",") }
+func (c *Cluster) MasterAddr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.masterAddrs(), ",")
+}
 
+// masterAddrs returns the masters' addresses; it needs c.mu, under which
+// a restart records them again (listen).
 func (c *Cluster) masterAddrs() []string {
 	if c.master != nil {
 		return []string{c.master.addr}

@@ -69,3 +69,54 @@ func TestStopRestart(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// TestAddressesReadDuringRestarts: the master's and the chunkservers'
+// addresses, and WaitAlive, are read while they restart (as a test
+// dialing new clients during a restart does). A restart records each
+// address again under the cluster's lock; the readers take it too, or
+// the race detector reports the read of a master's address here.
+func TestAddressesReadDuringRestarts(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want := c.MasterAddr()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if got := c.MasterAddr(); got != want {
+				t.Errorf("master address %q during a restart, was %q", got, want)
+				return
+			}
+			c.ChunkserverAddr(0)
+			wctx, wcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			c.WaitAlive(wctx, 1) // fails while the master is down
+			wcancel()
+		}
+	}()
+	for range 2 {
+		if err := c.RestartMaster(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.RestartChunkserver(0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	if err := c.WaitAlive(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+}

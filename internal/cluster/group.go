@@ -152,7 +152,11 @@ func (c *Cluster) RestartGroupMaster(i int) error {
 }
 
 // GroupMasterAddr returns master i's address.
-func (c *Cluster) GroupMasterAddr(i int) string { return c.group[i].addr }
+func (c *Cluster) GroupMasterAddr(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.group[i].addr
+}
 
 // GroupMemberName returns master i's node ID (m1…, then o1… for observers).
 func (c *Cluster) GroupMemberName(i int) string {

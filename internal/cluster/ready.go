@@ -12,7 +12,10 @@ import (
 // WaitAlive waits until the master (every master of a group) reports at
 // least n live chunkservers, or ctx ends.
 func (c *Cluster) WaitAlive(ctx context.Context, n int) error {
-	for _, addr := range c.masterAddrs() {
+	c.mu.Lock()
+	addrs := c.masterAddrs()
+	c.mu.Unlock()
+	for _, addr := range addrs {
 		if err := waitAliveAt(ctx, c.Security(), addr, n); err != nil {
 			return err
 		}

@@ -21,8 +21,9 @@ type Backend interface {
 	Stat(ctx context.Context, c chunkfs.Caller, path string) (*chunkfs.FileInfo, error)
 	// ReadDir lists a directory with the attributes of each entry.
 	ReadDir(ctx context.Context, c chunkfs.Caller, path string) ([]*chunkfs.FileInfo, error)
-	// Mkdir makes a directory with exactly the permission bits perm.
-	Mkdir(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode) (*chunkfs.FileInfo, error)
+	// Mkdir makes a directory with exactly the permission bits perm, and
+	// also returns the parent directory's attributes just after, or nil.
+	Mkdir(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode) (fi, parent *chunkfs.FileInfo, err error)
 	// Create makes a regular file with exactly the permission bits perm and
 	// opens it for reading and writing. If path exists, exclusive fails
 	// with KindExist, truncate empties it, and otherwise it is opened. It
@@ -49,8 +50,9 @@ type Backend interface {
 	// type bits of mode) with exactly the permission bits of mode: a
 	// metadata-only inode.
 	Mknod(ctx context.Context, c chunkfs.Caller, path string, mode fs.FileMode, dev uint32) (*chunkfs.FileInfo, error)
-	// Symlink makes a symbolic link at path pointing to target.
-	Symlink(ctx context.Context, c chunkfs.Caller, target, path string) (*chunkfs.FileInfo, error)
+	// Symlink makes a symbolic link at path pointing to target, and also
+	// returns the parent directory's attributes just after, or nil.
+	Symlink(ctx context.Context, c chunkfs.Caller, target, path string) (fi, parent *chunkfs.FileInfo, err error)
 	// Readlink returns the target of the symbolic link at path.
 	Readlink(ctx context.Context, c chunkfs.Caller, path string) (string, error)
 	// Usage reports the cluster's capacity, for statfs.

@@ -215,17 +215,20 @@ func (b *ClientBackend) ReadDir(ctx context.Context, caller chunkfs.Caller, path
 	return out, nil
 }
 
-// Mkdir makes a directory and describes it.
-func (b *ClientBackend) Mkdir(ctx context.Context, caller chunkfs.Caller, path string, perm fs.FileMode) (*chunkfs.FileInfo, error) {
+// Mkdir makes a directory and describes it and its parent, from the
+// mkdir's answer (a stat describes the directory when the answer does
+// not).
+func (b *ClientBackend) Mkdir(ctx context.Context, caller chunkfs.Caller, path string, perm fs.FileMode) (fi, parent *chunkfs.FileInfo, err error) {
 	c, err := b.client(ctx, caller)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer b.seen(c)
-	if err := c.Mkdir(ctx, path, perm); err != nil {
-		return nil, err
+	fi, parent, err = c.MkdirParent(ctx, path, perm)
+	if err == nil && fi == nil {
+		fi, err = c.Stat(ctx, path)
 	}
-	return c.Stat(ctx, path)
+	return fi, parent, err
 }
 
 // Create makes a file as the caller and opens it for I/O. A file that
@@ -419,17 +422,15 @@ func (b *ClientBackend) Mknod(ctx context.Context, caller chunkfs.Caller, path s
 	return c.Mknod(ctx, path, mode, dev)
 }
 
-// Symlink makes a symbolic link and describes it.
-func (b *ClientBackend) Symlink(ctx context.Context, caller chunkfs.Caller, target, path string) (*chunkfs.FileInfo, error) {
+// Symlink makes a symbolic link and describes it and its parent, from the
+// create's answer.
+func (b *ClientBackend) Symlink(ctx context.Context, caller chunkfs.Caller, target, path string) (fi, parent *chunkfs.FileInfo, err error) {
 	c, err := b.client(ctx, caller)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer b.seen(c)
-	if err := c.Symlink(ctx, target, path); err != nil {
-		return nil, err
-	}
-	return c.Stat(ctx, path)
+	return c.SymlinkParent(ctx, target, path)
 }
 
 // Readlink returns a link's target.

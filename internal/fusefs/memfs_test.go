@@ -144,14 +144,23 @@ func (b *memBackend) addLocked(op, p string, mode fs.FileMode, c chunkfs.Caller)
 	return n, nil
 }
 
-func (b *memBackend) Mkdir(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode) (*chunkfs.FileInfo, error) {
+func (b *memBackend) Mkdir(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode) (*chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.addLocked("mkdir", p, fs.ModeDir|perm, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return b.infoLocked(p, n), nil
+	return b.infoLocked(p, n), b.parentLocked(p), nil
+}
+
+// parentLocked describes p's parent directory, or nil.
+func (b *memBackend) parentLocked(p string) *chunkfs.FileInfo {
+	dir, err := b.getLocked("parent", path.Dir(p))
+	if err != nil {
+		return nil
+	}
+	return b.infoLocked(path.Dir(p), dir)
 }
 
 func (b *memBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
@@ -170,11 +179,7 @@ func (b *memBackend) Create(ctx context.Context, c chunkfs.Caller, p string, per
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var parent *chunkfs.FileInfo
-	if dir, err := b.getLocked("create", path.Dir(p)); err == nil {
-		parent = b.infoLocked(path.Dir(p), dir)
-	}
-	return &memFile{b: b, path: p}, b.infoLocked(p, n), parent, nil
+	return &memFile{b: b, path: p}, b.infoLocked(p, n), b.parentLocked(p), nil
 }
 
 func (b *memBackend) Open(ctx context.Context, c chunkfs.Caller, p string, write bool) (File, *chunkfs.FileInfo, error) {
@@ -367,15 +372,15 @@ func (n *memNode) resize(size int64) {
 	n.fi.CTime = n.fi.MTime
 }
 
-func (b *memBackend) Symlink(ctx context.Context, c chunkfs.Caller, target, p string) (*chunkfs.FileInfo, error) {
+func (b *memBackend) Symlink(ctx context.Context, c chunkfs.Caller, target, p string) (*chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.addLocked("symlink", p, fs.ModeSymlink|0o777, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n.fi.Target = target
-	return b.infoLocked(p, n), nil
+	return b.infoLocked(p, n), b.parentLocked(p), nil
 }
 
 func (b *memBackend) Mknod(ctx context.Context, c chunkfs.Caller, p string, mode fs.FileMode, dev uint32) (*chunkfs.FileInfo, error) {

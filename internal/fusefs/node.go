@@ -123,10 +123,10 @@ func (m *mount) dirChange() (gen uint64, done func()) {
 }
 
 // noteAttr keeps fi, the attributes of directory n that the master
-// returned with change number gen (an unlink's or a create's parent), for
-// n's next Getattr: the kernel asks for them after every unlink and
-// create (its permission check for the next one), and the answer then
-// costs no call. A note is kept only when no other change that may alter
+// returned with change number gen (the parent of an unlink, a create, a
+// mkdir or a symlink), for n's next Getattr: the kernel asks for them
+// after each of those (its permission check for the next one), and the
+// answer then costs no call. A note is kept only when no other change that may alter
 // a directory was under way as gen started (dirChange), and serves once,
 // within AttrTimeout, only while no such change has started since gen:
 // the changes of a file alone (fileChange) leave it standing. So it is as
@@ -456,12 +456,13 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if e := n.checkChild(name); e != 0 {
 		return nil, e
 	}
-	cctx, cancel := n.m.mutation(ctx)
+	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
-	fi, err := n.m.b.Mkdir(cctx, callerOf(ctx), n.child(name), goPerm(mode))
+	fi, parent, err := n.m.b.Mkdir(cctx, callerOf(ctx), n.child(name), goPerm(mode))
 	if err != nil {
 		return nil, errno(err)
 	}
+	n.m.noteAttr(n, parent, gen)
 	return n.entry(ctx, fi, out), 0
 }
 
@@ -602,12 +603,13 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if len(target) > chunkfs.MaxSymlinkLen {
 		return nil, syscall.ENAMETOOLONG
 	}
-	cctx, cancel := n.m.mutation(ctx)
+	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
-	fi, err := n.m.b.Symlink(cctx, callerOf(ctx), target, n.child(name))
+	fi, parent, err := n.m.b.Symlink(cctx, callerOf(ctx), target, n.child(name))
 	if err != nil {
 		return nil, errno(err)
 	}
+	n.m.noteAttr(n, parent, gen)
 	return n.entry(ctx, fi, out), 0
 }
 

@@ -235,3 +235,63 @@ func TestCreateAsksNoStatOfTheDirectory(t *testing.T) {
 		})
 	}
 }
+
+// TestMkdirSymlinkAskNoStatOfTheDirectory: mkdirs and symlinks in a row
+// note their directory's attributes from their answers, as creates do,
+// so the kernel's look at the directory before the next one asks the
+// backend nothing; with caching off each look asks.
+func TestMkdirSymlinkAskNoStatOfTheDirectory(t *testing.T) {
+	const names = 40
+	for _, op := range []struct {
+		name string
+		make func(p string) error
+	}{
+		{"mkdir", func(p string) error { return os.Mkdir(p, 0o755) }},
+		{"symlink", func(p string) error { return os.Symlink("target", p) }},
+	} {
+		for _, c := range []struct {
+			name     string
+			cfg      Config
+			maxStats int64
+		}{
+			{"cached", DefaultConfig(), names / 8},
+			{"nocache", DefaultConfig().NoCache(), -1},
+		} {
+			t.Run(op.name+"/"+c.name, func(t *testing.T) {
+				b := newMemBackend()
+				mnt := mountT(t, b, c.cfg)
+				dir := filepath.Join(mnt, "d")
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := os.Stat(dir); err != nil {
+					t.Fatal(err)
+				}
+				stats := b.statsOf("/d")
+				for i := range names {
+					if err := op.make(filepath.Join(dir, fmt.Sprint("n", i))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				n := b.statsOf("/d") - stats
+				if c.maxStats >= 0 && n > c.maxStats {
+					t.Errorf("%d Stat calls of the directory for %d %ss, want at most %d", n, names, op.name, c.maxStats)
+				}
+				if c.maxStats < 0 && n < names/2 {
+					t.Errorf("%d Stat calls of the directory for %d %ss with caching off: the kernel's looks were answered from notes", n, names, op.name)
+				}
+				after, err := os.Stat(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := b.Stat(context.Background(), chunkfs.Root, "/d")
+				if !after.ModTime().Equal(want.MTime) {
+					t.Errorf("directory mtime %v after the %ss, the backend's %v", after.ModTime(), op.name, want.MTime)
+				}
+				if ents, _ := os.ReadDir(dir); len(ents) != names {
+					t.Errorf("%d entries, want %d", len(ents), names)
+				}
+			})
+		}
+	}
+}

@@ -41,7 +41,7 @@ func (o *observed) ReadDir(ctx context.Context, c chunkfs.Caller, path string) (
 	return o.b.ReadDir(ctx, c, path)
 }
 
-func (o *observed) Mkdir(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode) (*chunkfs.FileInfo, error) {
+func (o *observed) Mkdir(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode) (fi, parent *chunkfs.FileInfo, err error) {
 	defer o.since("mkdir", time.Now())
 	return o.b.Mkdir(ctx, c, path, perm)
 }
@@ -78,7 +78,7 @@ func (o *observed) Mknod(ctx context.Context, c chunkfs.Caller, path string, mod
 	return o.b.Mknod(ctx, c, path, mode, dev)
 }
 
-func (o *observed) Symlink(ctx context.Context, c chunkfs.Caller, target, path string) (*chunkfs.FileInfo, error) {
+func (o *observed) Symlink(ctx context.Context, c chunkfs.Caller, target, path string) (fi, parent *chunkfs.FileInfo, err error) {
 	defer o.since("symlink", time.Now())
 	return o.b.Symlink(ctx, c, target, path)
 }

@@ -77,8 +77,9 @@ func TestSmallFileCloseAsksOnce(t *testing.T) {
 	}
 }
 
-func testSmallFileCalls(t *testing.T, cfg Config) {
-	var mc masterCalls
+// mountCounted mounts a test cluster whose master records the calls in
+// mc, with every call going alone (no batching), so each is counted.
+func mountCounted(t *testing.T, cfg Config, mc *masterCalls) (dir string, srv *Server) {
 	tc := chunkfstest.NewCluster(t, chunkfstest.ChunkSize(testChunkSize), mc.option())
 	needFuse(t)
 	cc := client.DefaultConfig()
@@ -89,12 +90,18 @@ func testSmallFileCalls(t *testing.T, cfg Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	dir := t.TempDir()
-	srv, err := Mount(context.Background(), dir, b, cfg, testLogger(t))
+	t.Cleanup(func() { b.Close() })
+	dir = t.TempDir()
+	srv, err = Mount(context.Background(), dir, b, cfg, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, srv
+}
+
+func testSmallFileCalls(t *testing.T, cfg Config) {
+	var mc masterCalls
+	dir, srv := mountCounted(t, cfg, &mc)
 	if err := os.WriteFile(filepath.Join(dir, "warm"), []byte("x"), 0o644); err != nil {
 		unmountT(t, srv)
 		t.Fatal(err)
@@ -131,5 +138,43 @@ func testSmallFileCalls(t *testing.T, cfg Config) {
 	}
 	if len(calls) > 5*files {
 		t.Errorf("%d calls for %d files, want at most %d a file", len(calls), files, 5)
+	}
+}
+
+// TestMkdirSymlinkAskOnce: a mkdir or a symlink through a mount costs the
+// master the look-up of the name and the change itself: its answer
+// describes what it made, and the parent just after, which answers the
+// kernel's look at the directory before the next one (noteAttr).
+func TestMkdirSymlinkAskOnce(t *testing.T) {
+	var mc masterCalls
+	dir, srv := mountCounted(t, DefaultConfig(), &mc)
+	if err := os.Mkdir(filepath.Join(dir, "warm"), 0o755); err != nil {
+		unmountT(t, srv)
+		t.Fatal(err)
+	}
+	const names = 5
+	from := mc.mark()
+	for i := range names {
+		if err := os.Mkdir(filepath.Join(dir, fmt.Sprint("d", i)), 0o755); err != nil {
+			unmountT(t, srv)
+			t.Fatal(err)
+		}
+		if err := os.Symlink("target", filepath.Join(dir, fmt.Sprint("l", i))); err != nil {
+			unmountT(t, srv)
+			t.Fatal(err)
+		}
+	}
+	unmountT(t, srv)
+	calls := mc.since(from)
+	kinds := map[string]int{}
+	for _, c := range calls {
+		kinds[c]++
+	}
+	t.Logf("%d mkdirs and %d symlinks: %v", names, names, kinds)
+	want := map[string]int{"Stat": 2 * names, "Mkdir": names, "Create": names}
+	for k, n := range kinds {
+		if n > want[k] {
+			t.Errorf("%d %s calls for %d mkdirs and %d symlinks, want at most %d", n, k, names, names, want[k])
+		}
 	}
 }

@@ -239,12 +239,14 @@ func (b *batch) mutate(ctx context.Context) {
 	wg.Wait()
 }
 
-// withParent adds to a create's or a delete's answer its parent directory
-// just after, as the unary calls give it (Master.parentAfter).
+// withParent adds to a create's, a mkdir's or a delete's answer its parent
+// directory just after, as the unary calls give it (Master.parentAfter).
 func (b *batch) withParent(mu *batchMutation, r *pb.MetaResult) *pb.MetaResult {
 	switch {
 	case r.GetCreate() != nil:
 		r.GetCreate().Parent = b.m.parentAfter(mu.cmd.Caller, mu.cmd.Path)
+	case r.GetMkdir() != nil:
+		r.GetMkdir().Parent = b.m.parentAfter(mu.cmd.Caller, mu.cmd.Path)
 	case r.GetDelete() != nil:
 		r.GetDelete().Parent = b.m.parentAfter(mu.cmd.Caller, mu.cmd.Path)
 	}

@@ -21,7 +21,9 @@ func (m service) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResp
 	if err != nil {
 		return nil, err
 	}
-	return mkdirResponse(r, id), nil
+	resp := mkdirResponse(r, id)
+	resp.Parent = m.parentAfter(cmd.Caller, cmd.Path)
+	return resp, nil
 }
 
 func (m *Master) mkdirCommand(ctx context.Context, req *pb.MkdirRequest) (*namespace.Command, error) {
@@ -183,9 +185,9 @@ func (m service) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteR
 
 // parentAfter returns the attributes of p's parent directory now, as c
 // may see them, or nil. A mount that creates or removes an entry answers
-// the kernel's next look at the directory (it asks after every create
-// and unlink, for its permission check) with them instead of a Stat of
-// its own.
+// the kernel's next look at the directory (it asks after every create,
+// mkdir, symlink and unlink, for its permission check) with them instead
+// of a Stat of its own.
 func (m *Master) parentAfter(c chunkfs.Caller, p string) *pb.FileInfo {
 	var fi chunkfs.FileInfo
 	var err error

@@ -82,3 +82,39 @@ func TestCreateReturnsParent(t *testing.T) {
 	}
 	check("batch, symbolic link", resp.Results[2].GetCreate().GetParent())
 }
+
+// TestMkdirReturnsParent: a mkdir, unary or in a batch, answers with its
+// parent directory as a stat right after gives it; a failed mkdir in a
+// batch answers an error alone.
+func TestMkdirReturnsParent(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	if _, err := tm.c.Mkdir(bg, &pb.MkdirRequest{Caller: root, Path: "/d", Mode: 0o777}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(how string, got *pb.FileInfo) {
+		t.Helper()
+		st, err := tm.c.Stat(bg, &pb.StatRequest{Caller: alice, Path: "/d"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || got.Inode != st.Info.Inode || got.MtimeNs != st.Info.MtimeNs || got.CtimeNs != st.Info.CtimeNs || got.Nlink != st.Info.Nlink || got.Mode != st.Info.Mode {
+			t.Errorf("%s: parent %v, a stat says %v", how, got, st.Info)
+		}
+	}
+	tm.clock.Advance(time.Second) // the directory's times and links move with each mkdir
+	r, err := tm.c.Mkdir(bg, &pb.MkdirRequest{Caller: alice, Path: "/d/a", Mode: 0o755})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("unary", r.Parent)
+
+	tm.clock.Advance(time.Second)
+	resp := tm.batch(
+		&pb.MetaOp{Op: &pb.MetaOp_Mkdir{Mkdir: &pb.MkdirRequest{Caller: alice, Path: "/d/b", Mode: 0o755}}},
+		&pb.MetaOp{Op: &pb.MetaOp_Mkdir{Mkdir: &pb.MkdirRequest{Caller: alice, Path: "/d/a", Mode: 0o755}}},
+	)
+	check("batch", resp.Results[0].GetMkdir().GetParent())
+	if resultKind(resp.Results[1]) == ok || resp.Results[1].GetMkdir() != nil {
+		t.Errorf("mkdir of an existing name: %v", resp.Results[1])
+	}
+}

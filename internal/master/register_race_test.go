@@ -71,3 +71,80 @@ func TestRegisterDuringCallsToTheServer(t *testing.T) {
 		t.Error("no write was prepared while the chunkservers registered again")
 	}
 }
+
+// TestRegisterDuringReports: chunkservers register again, each time from
+// another rack and with other space, while the master answers what it
+// reads of them (cluster report, fsck, chunk locations, balancer and
+// drain states, a drain and its undoing, corrupt replicas, heartbeats)
+// and its background loops run (the fake clock moves on). A registration
+// rewrites the server's record under regMu; whatever reads it must hold
+// regMu too, or the race detector reports it here.
+func TestRegisterDuringReports(t *testing.T) {
+	tm := startMaster(t, "", nil)
+	var cs []*fakeCS
+	for i := range 4 {
+		cs = append(cs, tm.startCS(fmt.Sprintf("cs%d", i), fmt.Sprintf("r%d", i)))
+	}
+	for i := range 8 {
+		p := fmt.Sprintf("/f%d", i)
+		tm.create(root, p)
+		if _, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: root, Path: p}); err != nil && kindOf(err) != chunkfs.KindUnavailable {
+			t.Fatalf("prepare write %s: %v", p, err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, f := range cs {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				rack := fmt.Sprintf("r%d", (i+n)%3)
+				space := int64(1+n%4) << 38
+				if _, err := tm.c.Register(bg, &pb.RegisterRequest{Id: f.id, Addr: f.addr, Rack: rack, Capacity: 1 << 40, Used: space / 2, Free: space, Chunks: f.report()}); err != nil {
+					t.Errorf("register %s: %v", f.id, err)
+					return
+				}
+			}
+		})
+	}
+	tolerate := func(what string, err error) {
+		t.Helper()
+		switch kindOf(err) {
+		case chunkfs.KindUnavailable, chunkfs.KindNotExist, chunkfs.KindInvalid:
+		default:
+			if err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
+		}
+	}
+	for round := range 30 {
+		_, err := tm.c.ClusterReport(bg, &pb.ClusterReportRequest{})
+		tolerate("cluster report", err)
+		_, err = tm.c.Fsck(bg, &pb.FsckRequest{Caller: root, Path: "/"})
+		tolerate("fsck", err)
+		_, err = tm.c.GetChunks(bg, &pb.GetChunksRequest{Caller: root, Path: fmt.Sprintf("/f%d", round%8)})
+		tolerate("get chunks", err)
+		_, err = tm.c.Balance(bg, &pb.BalanceRequest{Caller: root, Action: "status"})
+		tolerate("balance status", err)
+		_, err = tm.c.Decommission(bg, &pb.DecommissionRequest{Caller: root})
+		tolerate("drain states", err)
+		victim := cs[round%len(cs)].id
+		_, err = tm.c.Decommission(bg, &pb.DecommissionRequest{Caller: root, Server: victim})
+		tolerate("drain", err)
+		_, err = tm.c.Decommission(bg, &pb.DecommissionRequest{Caller: root, Server: victim, Recommission: true})
+		tolerate("undo drain", err)
+		_, err = tm.c.ReportCorrupt(bg, &pb.ReportCorruptRequest{Reporter: "test", Handle: 1, Replica: cs[round%len(cs)].addr})
+		tolerate("report corrupt", err)
+		for _, f := range cs {
+			_, err = tm.c.Heartbeat(bg, &pb.HeartbeatRequest{Id: f.id, Addr: f.addr, Capacity: 1 << 40, Used: 1 << 30, Free: 1 << 39, Sample: f.report()})
+			tolerate("heartbeat", err)
+		}
+		tm.clock.Advance(tm.cfg.HeartbeatInterval)
+	}
+	close(stop)
+	wg.Wait()
+}

@@ -299,6 +299,7 @@ type MkdirResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StateId       uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
 	Info          *FileInfo              `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	Parent        *FileInfo              `protobuf:"bytes,3,opt,name=parent,proto3" json:"parent,omitempty"` // the parent directory just after, for the caller's attribute cache
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -343,6 +344,13 @@ func (x *MkdirResponse) GetStateId() uint64 {
 func (x *MkdirResponse) GetInfo() *FileInfo {
 	if x != nil {
 		return x.Info
+	}
+	return nil
+}
+
+func (x *MkdirResponse) GetParent() *FileInfo {
+	if x != nil {
+		return x.Parent
 	}
 	return nil
 }
@@ -6232,10 +6240,11 @@ const file_master_proto_rawDesc = "" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x03 \x01(\rR\x04mode\x12\x18\n" +
-	"\aparents\x18\x04 \x01(\bR\aparents\"T\n" +
+	"\aparents\x18\x04 \x01(\bR\aparents\"\x82\x01\n" +
 	"\rMkdirResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
-	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\"\x9b\x02\n" +
+	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\x12,\n" +
+	"\x06parent\x18\x03 \x01(\v2\x14.chunkfs.v1.FileInfoR\x06parent\"\x9b\x02\n" +
 	"\rCreateRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -6850,151 +6859,152 @@ var file_master_proto_goTypes = []any{
 var file_master_proto_depIdxs = []int32{
 	0,   // 0: chunkfs.v1.MkdirRequest.caller:type_name -> chunkfs.v1.Caller
 	1,   // 1: chunkfs.v1.MkdirResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,   // 2: chunkfs.v1.CreateRequest.caller:type_name -> chunkfs.v1.Caller
-	1,   // 3: chunkfs.v1.CreateResponse.info:type_name -> chunkfs.v1.FileInfo
-	1,   // 4: chunkfs.v1.CreateResponse.parent:type_name -> chunkfs.v1.FileInfo
-	0,   // 5: chunkfs.v1.StatRequest.caller:type_name -> chunkfs.v1.Caller
-	1,   // 6: chunkfs.v1.StatResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,   // 7: chunkfs.v1.ListRequest.caller:type_name -> chunkfs.v1.Caller
-	1,   // 8: chunkfs.v1.ListResponse.entries:type_name -> chunkfs.v1.FileInfo
-	0,   // 9: chunkfs.v1.RenameRequest.caller:type_name -> chunkfs.v1.Caller
-	0,   // 10: chunkfs.v1.LinkRequest.caller:type_name -> chunkfs.v1.Caller
-	1,   // 11: chunkfs.v1.LinkResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,   // 12: chunkfs.v1.SnapshotRequest.caller:type_name -> chunkfs.v1.Caller
-	1,   // 13: chunkfs.v1.SnapshotResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,   // 14: chunkfs.v1.DeleteRequest.caller:type_name -> chunkfs.v1.Caller
-	1,   // 15: chunkfs.v1.DeleteResponse.parent:type_name -> chunkfs.v1.FileInfo
-	0,   // 16: chunkfs.v1.SetAttrRequest.caller:type_name -> chunkfs.v1.Caller
-	1,   // 17: chunkfs.v1.SetAttrResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,   // 18: chunkfs.v1.GetChunksRequest.caller:type_name -> chunkfs.v1.Caller
-	1,   // 19: chunkfs.v1.GetChunksResponse.info:type_name -> chunkfs.v1.FileInfo
-	20,  // 20: chunkfs.v1.GetChunksResponse.chunks:type_name -> chunkfs.v1.ChunkLocation
-	0,   // 21: chunkfs.v1.PrepareWriteRequest.caller:type_name -> chunkfs.v1.Caller
-	20,  // 22: chunkfs.v1.PrepareWriteResponse.chunk:type_name -> chunkfs.v1.ChunkLocation
-	0,   // 23: chunkfs.v1.CommitLengthRequest.caller:type_name -> chunkfs.v1.Caller
-	29,  // 24: chunkfs.v1.RegisterRequest.chunks:type_name -> chunkfs.v1.ChunkReplica
-	30,  // 25: chunkfs.v1.RegisterRequest.disks:type_name -> chunkfs.v1.Disk
-	31,  // 26: chunkfs.v1.RegisterRequest.leases:type_name -> chunkfs.v1.HeldLease
-	32,  // 27: chunkfs.v1.RegisterResponse.token_keys:type_name -> chunkfs.v1.TokenKey
-	29,  // 28: chunkfs.v1.HeartbeatRequest.sample:type_name -> chunkfs.v1.ChunkReplica
-	30,  // 29: chunkfs.v1.HeartbeatRequest.disks:type_name -> chunkfs.v1.Disk
-	31,  // 30: chunkfs.v1.HeartbeatRequest.leases:type_name -> chunkfs.v1.HeldLease
-	32,  // 31: chunkfs.v1.HeartbeatResponse.token_keys:type_name -> chunkfs.v1.TokenKey
-	30,  // 32: chunkfs.v1.ChunkServerStatus.disks:type_name -> chunkfs.v1.Disk
-	40,  // 33: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
-	69,  // 34: chunkfs.v1.ClusterReportResponse.balance:type_name -> chunkfs.v1.BalanceStatus
-	0,   // 35: chunkfs.v1.FsckRequest.caller:type_name -> chunkfs.v1.Caller
-	43,  // 36: chunkfs.v1.FsckResponse.files:type_name -> chunkfs.v1.FsckFile
-	6,   // 37: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
-	4,   // 38: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
-	2,   // 39: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
-	16,  // 40: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
-	10,  // 41: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
-	18,  // 42: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
-	25,  // 43: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
-	84,  // 44: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
-	7,   // 45: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
-	5,   // 46: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
-	3,   // 47: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
-	17,  // 48: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
-	11,  // 49: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
-	19,  // 50: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
-	26,  // 51: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
-	45,  // 52: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
-	46,  // 53: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
-	52,  // 54: chunkfs.v1.HAStatusResponse.members:type_name -> chunkfs.v1.HAMember
-	0,   // 55: chunkfs.v1.HAChangeRequest.caller:type_name -> chunkfs.v1.Caller
-	0,   // 56: chunkfs.v1.GetXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,   // 57: chunkfs.v1.ListXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,   // 58: chunkfs.v1.SetXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,   // 59: chunkfs.v1.RemoveXattrRequest.caller:type_name -> chunkfs.v1.Caller
-	0,   // 60: chunkfs.v1.LockRequest.caller:type_name -> chunkfs.v1.Caller
-	66,  // 61: chunkfs.v1.LockRequest.lock:type_name -> chunkfs.v1.FileLock
-	66,  // 62: chunkfs.v1.LockResponse.conflict:type_name -> chunkfs.v1.FileLock
-	0,   // 63: chunkfs.v1.BalanceRequest.caller:type_name -> chunkfs.v1.Caller
-	69,  // 64: chunkfs.v1.BalanceResponse.status:type_name -> chunkfs.v1.BalanceStatus
-	0,   // 65: chunkfs.v1.DecommissionRequest.caller:type_name -> chunkfs.v1.Caller
-	73,  // 66: chunkfs.v1.DecommissionResponse.servers:type_name -> chunkfs.v1.DecommissionState
-	0,   // 67: chunkfs.v1.TrashListRequest.caller:type_name -> chunkfs.v1.Caller
-	1,   // 68: chunkfs.v1.TrashEntry.info:type_name -> chunkfs.v1.FileInfo
-	76,  // 69: chunkfs.v1.TrashListResponse.entries:type_name -> chunkfs.v1.TrashEntry
-	0,   // 70: chunkfs.v1.UndeleteRequest.caller:type_name -> chunkfs.v1.Caller
-	1,   // 71: chunkfs.v1.UndeleteResponse.info:type_name -> chunkfs.v1.FileInfo
-	0,   // 72: chunkfs.v1.PurgeTrashRequest.caller:type_name -> chunkfs.v1.Caller
-	0,   // 73: chunkfs.v1.SafeModeRequest.caller:type_name -> chunkfs.v1.Caller
-	2,   // 74: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
-	4,   // 75: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
-	6,   // 76: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
-	8,   // 77: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
-	10,  // 78: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
-	16,  // 79: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
-	18,  // 80: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
-	21,  // 81: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
-	23,  // 82: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
-	25,  // 83: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
-	27,  // 84: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
-	39,  // 85: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
-	37,  // 86: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
-	42,  // 87: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
-	47,  // 88: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
-	33,  // 89: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
-	35,  // 90: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
-	49,  // 91: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
-	51,  // 92: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
-	54,  // 93: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
-	56,  // 94: chunkfs.v1.Master.GetXattr:input_type -> chunkfs.v1.GetXattrRequest
-	58,  // 95: chunkfs.v1.Master.ListXattr:input_type -> chunkfs.v1.ListXattrRequest
-	60,  // 96: chunkfs.v1.Master.SetXattr:input_type -> chunkfs.v1.SetXattrRequest
-	62,  // 97: chunkfs.v1.Master.RemoveXattr:input_type -> chunkfs.v1.RemoveXattrRequest
-	64,  // 98: chunkfs.v1.Master.LockSession:input_type -> chunkfs.v1.LockSessionRequest
-	67,  // 99: chunkfs.v1.Master.Lock:input_type -> chunkfs.v1.LockRequest
-	70,  // 100: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
-	72,  // 101: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
-	12,  // 102: chunkfs.v1.Master.Link:input_type -> chunkfs.v1.LinkRequest
-	14,  // 103: chunkfs.v1.Master.MakeSnapshot:input_type -> chunkfs.v1.SnapshotRequest
-	75,  // 104: chunkfs.v1.Master.TrashList:input_type -> chunkfs.v1.TrashListRequest
-	78,  // 105: chunkfs.v1.Master.Undelete:input_type -> chunkfs.v1.UndeleteRequest
-	80,  // 106: chunkfs.v1.Master.PurgeTrash:input_type -> chunkfs.v1.PurgeTrashRequest
-	82,  // 107: chunkfs.v1.Master.SafeMode:input_type -> chunkfs.v1.SafeModeRequest
-	3,   // 108: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
-	5,   // 109: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
-	7,   // 110: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
-	9,   // 111: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
-	11,  // 112: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
-	17,  // 113: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
-	19,  // 114: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
-	22,  // 115: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
-	24,  // 116: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
-	26,  // 117: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
-	28,  // 118: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
-	41,  // 119: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
-	38,  // 120: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
-	44,  // 121: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
-	48,  // 122: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
-	34,  // 123: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
-	36,  // 124: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
-	50,  // 125: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
-	53,  // 126: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
-	55,  // 127: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
-	57,  // 128: chunkfs.v1.Master.GetXattr:output_type -> chunkfs.v1.GetXattrResponse
-	59,  // 129: chunkfs.v1.Master.ListXattr:output_type -> chunkfs.v1.ListXattrResponse
-	61,  // 130: chunkfs.v1.Master.SetXattr:output_type -> chunkfs.v1.SetXattrResponse
-	63,  // 131: chunkfs.v1.Master.RemoveXattr:output_type -> chunkfs.v1.RemoveXattrResponse
-	65,  // 132: chunkfs.v1.Master.LockSession:output_type -> chunkfs.v1.LockSessionResponse
-	68,  // 133: chunkfs.v1.Master.Lock:output_type -> chunkfs.v1.LockResponse
-	71,  // 134: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
-	74,  // 135: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
-	13,  // 136: chunkfs.v1.Master.Link:output_type -> chunkfs.v1.LinkResponse
-	15,  // 137: chunkfs.v1.Master.MakeSnapshot:output_type -> chunkfs.v1.SnapshotResponse
-	77,  // 138: chunkfs.v1.Master.TrashList:output_type -> chunkfs.v1.TrashListResponse
-	79,  // 139: chunkfs.v1.Master.Undelete:output_type -> chunkfs.v1.UndeleteResponse
-	81,  // 140: chunkfs.v1.Master.PurgeTrash:output_type -> chunkfs.v1.PurgeTrashResponse
-	83,  // 141: chunkfs.v1.Master.SafeMode:output_type -> chunkfs.v1.SafeModeResponse
-	108, // [108:142] is the sub-list for method output_type
-	74,  // [74:108] is the sub-list for method input_type
-	74,  // [74:74] is the sub-list for extension type_name
-	74,  // [74:74] is the sub-list for extension extendee
-	0,   // [0:74] is the sub-list for field type_name
+	1,   // 2: chunkfs.v1.MkdirResponse.parent:type_name -> chunkfs.v1.FileInfo
+	0,   // 3: chunkfs.v1.CreateRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 4: chunkfs.v1.CreateResponse.info:type_name -> chunkfs.v1.FileInfo
+	1,   // 5: chunkfs.v1.CreateResponse.parent:type_name -> chunkfs.v1.FileInfo
+	0,   // 6: chunkfs.v1.StatRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 7: chunkfs.v1.StatResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 8: chunkfs.v1.ListRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 9: chunkfs.v1.ListResponse.entries:type_name -> chunkfs.v1.FileInfo
+	0,   // 10: chunkfs.v1.RenameRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 11: chunkfs.v1.LinkRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 12: chunkfs.v1.LinkResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 13: chunkfs.v1.SnapshotRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 14: chunkfs.v1.SnapshotResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 15: chunkfs.v1.DeleteRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 16: chunkfs.v1.DeleteResponse.parent:type_name -> chunkfs.v1.FileInfo
+	0,   // 17: chunkfs.v1.SetAttrRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 18: chunkfs.v1.SetAttrResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 19: chunkfs.v1.GetChunksRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 20: chunkfs.v1.GetChunksResponse.info:type_name -> chunkfs.v1.FileInfo
+	20,  // 21: chunkfs.v1.GetChunksResponse.chunks:type_name -> chunkfs.v1.ChunkLocation
+	0,   // 22: chunkfs.v1.PrepareWriteRequest.caller:type_name -> chunkfs.v1.Caller
+	20,  // 23: chunkfs.v1.PrepareWriteResponse.chunk:type_name -> chunkfs.v1.ChunkLocation
+	0,   // 24: chunkfs.v1.CommitLengthRequest.caller:type_name -> chunkfs.v1.Caller
+	29,  // 25: chunkfs.v1.RegisterRequest.chunks:type_name -> chunkfs.v1.ChunkReplica
+	30,  // 26: chunkfs.v1.RegisterRequest.disks:type_name -> chunkfs.v1.Disk
+	31,  // 27: chunkfs.v1.RegisterRequest.leases:type_name -> chunkfs.v1.HeldLease
+	32,  // 28: chunkfs.v1.RegisterResponse.token_keys:type_name -> chunkfs.v1.TokenKey
+	29,  // 29: chunkfs.v1.HeartbeatRequest.sample:type_name -> chunkfs.v1.ChunkReplica
+	30,  // 30: chunkfs.v1.HeartbeatRequest.disks:type_name -> chunkfs.v1.Disk
+	31,  // 31: chunkfs.v1.HeartbeatRequest.leases:type_name -> chunkfs.v1.HeldLease
+	32,  // 32: chunkfs.v1.HeartbeatResponse.token_keys:type_name -> chunkfs.v1.TokenKey
+	30,  // 33: chunkfs.v1.ChunkServerStatus.disks:type_name -> chunkfs.v1.Disk
+	40,  // 34: chunkfs.v1.ClusterReportResponse.servers:type_name -> chunkfs.v1.ChunkServerStatus
+	69,  // 35: chunkfs.v1.ClusterReportResponse.balance:type_name -> chunkfs.v1.BalanceStatus
+	0,   // 36: chunkfs.v1.FsckRequest.caller:type_name -> chunkfs.v1.Caller
+	43,  // 37: chunkfs.v1.FsckResponse.files:type_name -> chunkfs.v1.FsckFile
+	6,   // 38: chunkfs.v1.MetaOp.stat:type_name -> chunkfs.v1.StatRequest
+	4,   // 39: chunkfs.v1.MetaOp.create:type_name -> chunkfs.v1.CreateRequest
+	2,   // 40: chunkfs.v1.MetaOp.mkdir:type_name -> chunkfs.v1.MkdirRequest
+	16,  // 41: chunkfs.v1.MetaOp.delete:type_name -> chunkfs.v1.DeleteRequest
+	10,  // 42: chunkfs.v1.MetaOp.rename:type_name -> chunkfs.v1.RenameRequest
+	18,  // 43: chunkfs.v1.MetaOp.set_attr:type_name -> chunkfs.v1.SetAttrRequest
+	25,  // 44: chunkfs.v1.MetaOp.commit_length:type_name -> chunkfs.v1.CommitLengthRequest
+	84,  // 45: chunkfs.v1.MetaResult.error:type_name -> chunkfs.v1.ErrorDetail
+	7,   // 46: chunkfs.v1.MetaResult.stat:type_name -> chunkfs.v1.StatResponse
+	5,   // 47: chunkfs.v1.MetaResult.create:type_name -> chunkfs.v1.CreateResponse
+	3,   // 48: chunkfs.v1.MetaResult.mkdir:type_name -> chunkfs.v1.MkdirResponse
+	17,  // 49: chunkfs.v1.MetaResult.delete:type_name -> chunkfs.v1.DeleteResponse
+	11,  // 50: chunkfs.v1.MetaResult.rename:type_name -> chunkfs.v1.RenameResponse
+	19,  // 51: chunkfs.v1.MetaResult.set_attr:type_name -> chunkfs.v1.SetAttrResponse
+	26,  // 52: chunkfs.v1.MetaResult.commit_length:type_name -> chunkfs.v1.CommitLengthResponse
+	45,  // 53: chunkfs.v1.BatchRequest.ops:type_name -> chunkfs.v1.MetaOp
+	46,  // 54: chunkfs.v1.BatchResponse.results:type_name -> chunkfs.v1.MetaResult
+	52,  // 55: chunkfs.v1.HAStatusResponse.members:type_name -> chunkfs.v1.HAMember
+	0,   // 56: chunkfs.v1.HAChangeRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 57: chunkfs.v1.GetXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 58: chunkfs.v1.ListXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 59: chunkfs.v1.SetXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 60: chunkfs.v1.RemoveXattrRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 61: chunkfs.v1.LockRequest.caller:type_name -> chunkfs.v1.Caller
+	66,  // 62: chunkfs.v1.LockRequest.lock:type_name -> chunkfs.v1.FileLock
+	66,  // 63: chunkfs.v1.LockResponse.conflict:type_name -> chunkfs.v1.FileLock
+	0,   // 64: chunkfs.v1.BalanceRequest.caller:type_name -> chunkfs.v1.Caller
+	69,  // 65: chunkfs.v1.BalanceResponse.status:type_name -> chunkfs.v1.BalanceStatus
+	0,   // 66: chunkfs.v1.DecommissionRequest.caller:type_name -> chunkfs.v1.Caller
+	73,  // 67: chunkfs.v1.DecommissionResponse.servers:type_name -> chunkfs.v1.DecommissionState
+	0,   // 68: chunkfs.v1.TrashListRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 69: chunkfs.v1.TrashEntry.info:type_name -> chunkfs.v1.FileInfo
+	76,  // 70: chunkfs.v1.TrashListResponse.entries:type_name -> chunkfs.v1.TrashEntry
+	0,   // 71: chunkfs.v1.UndeleteRequest.caller:type_name -> chunkfs.v1.Caller
+	1,   // 72: chunkfs.v1.UndeleteResponse.info:type_name -> chunkfs.v1.FileInfo
+	0,   // 73: chunkfs.v1.PurgeTrashRequest.caller:type_name -> chunkfs.v1.Caller
+	0,   // 74: chunkfs.v1.SafeModeRequest.caller:type_name -> chunkfs.v1.Caller
+	2,   // 75: chunkfs.v1.Master.Mkdir:input_type -> chunkfs.v1.MkdirRequest
+	4,   // 76: chunkfs.v1.Master.Create:input_type -> chunkfs.v1.CreateRequest
+	6,   // 77: chunkfs.v1.Master.Stat:input_type -> chunkfs.v1.StatRequest
+	8,   // 78: chunkfs.v1.Master.List:input_type -> chunkfs.v1.ListRequest
+	10,  // 79: chunkfs.v1.Master.Rename:input_type -> chunkfs.v1.RenameRequest
+	16,  // 80: chunkfs.v1.Master.Delete:input_type -> chunkfs.v1.DeleteRequest
+	18,  // 81: chunkfs.v1.Master.SetAttr:input_type -> chunkfs.v1.SetAttrRequest
+	21,  // 82: chunkfs.v1.Master.GetChunks:input_type -> chunkfs.v1.GetChunksRequest
+	23,  // 83: chunkfs.v1.Master.PrepareWrite:input_type -> chunkfs.v1.PrepareWriteRequest
+	25,  // 84: chunkfs.v1.Master.CommitLength:input_type -> chunkfs.v1.CommitLengthRequest
+	27,  // 85: chunkfs.v1.Master.ClusterInfo:input_type -> chunkfs.v1.ClusterInfoRequest
+	39,  // 86: chunkfs.v1.Master.ClusterReport:input_type -> chunkfs.v1.ClusterReportRequest
+	37,  // 87: chunkfs.v1.Master.ReportCorrupt:input_type -> chunkfs.v1.ReportCorruptRequest
+	42,  // 88: chunkfs.v1.Master.Fsck:input_type -> chunkfs.v1.FsckRequest
+	47,  // 89: chunkfs.v1.Master.Batch:input_type -> chunkfs.v1.BatchRequest
+	33,  // 90: chunkfs.v1.Master.Register:input_type -> chunkfs.v1.RegisterRequest
+	35,  // 91: chunkfs.v1.Master.Heartbeat:input_type -> chunkfs.v1.HeartbeatRequest
+	49,  // 92: chunkfs.v1.Master.Msync:input_type -> chunkfs.v1.MsyncRequest
+	51,  // 93: chunkfs.v1.Master.HAStatus:input_type -> chunkfs.v1.HAStatusRequest
+	54,  // 94: chunkfs.v1.Master.HAChange:input_type -> chunkfs.v1.HAChangeRequest
+	56,  // 95: chunkfs.v1.Master.GetXattr:input_type -> chunkfs.v1.GetXattrRequest
+	58,  // 96: chunkfs.v1.Master.ListXattr:input_type -> chunkfs.v1.ListXattrRequest
+	60,  // 97: chunkfs.v1.Master.SetXattr:input_type -> chunkfs.v1.SetXattrRequest
+	62,  // 98: chunkfs.v1.Master.RemoveXattr:input_type -> chunkfs.v1.RemoveXattrRequest
+	64,  // 99: chunkfs.v1.Master.LockSession:input_type -> chunkfs.v1.LockSessionRequest
+	67,  // 100: chunkfs.v1.Master.Lock:input_type -> chunkfs.v1.LockRequest
+	70,  // 101: chunkfs.v1.Master.Balance:input_type -> chunkfs.v1.BalanceRequest
+	72,  // 102: chunkfs.v1.Master.Decommission:input_type -> chunkfs.v1.DecommissionRequest
+	12,  // 103: chunkfs.v1.Master.Link:input_type -> chunkfs.v1.LinkRequest
+	14,  // 104: chunkfs.v1.Master.MakeSnapshot:input_type -> chunkfs.v1.SnapshotRequest
+	75,  // 105: chunkfs.v1.Master.TrashList:input_type -> chunkfs.v1.TrashListRequest
+	78,  // 106: chunkfs.v1.Master.Undelete:input_type -> chunkfs.v1.UndeleteRequest
+	80,  // 107: chunkfs.v1.Master.PurgeTrash:input_type -> chunkfs.v1.PurgeTrashRequest
+	82,  // 108: chunkfs.v1.Master.SafeMode:input_type -> chunkfs.v1.SafeModeRequest
+	3,   // 109: chunkfs.v1.Master.Mkdir:output_type -> chunkfs.v1.MkdirResponse
+	5,   // 110: chunkfs.v1.Master.Create:output_type -> chunkfs.v1.CreateResponse
+	7,   // 111: chunkfs.v1.Master.Stat:output_type -> chunkfs.v1.StatResponse
+	9,   // 112: chunkfs.v1.Master.List:output_type -> chunkfs.v1.ListResponse
+	11,  // 113: chunkfs.v1.Master.Rename:output_type -> chunkfs.v1.RenameResponse
+	17,  // 114: chunkfs.v1.Master.Delete:output_type -> chunkfs.v1.DeleteResponse
+	19,  // 115: chunkfs.v1.Master.SetAttr:output_type -> chunkfs.v1.SetAttrResponse
+	22,  // 116: chunkfs.v1.Master.GetChunks:output_type -> chunkfs.v1.GetChunksResponse
+	24,  // 117: chunkfs.v1.Master.PrepareWrite:output_type -> chunkfs.v1.PrepareWriteResponse
+	26,  // 118: chunkfs.v1.Master.CommitLength:output_type -> chunkfs.v1.CommitLengthResponse
+	28,  // 119: chunkfs.v1.Master.ClusterInfo:output_type -> chunkfs.v1.ClusterInfoResponse
+	41,  // 120: chunkfs.v1.Master.ClusterReport:output_type -> chunkfs.v1.ClusterReportResponse
+	38,  // 121: chunkfs.v1.Master.ReportCorrupt:output_type -> chunkfs.v1.ReportCorruptResponse
+	44,  // 122: chunkfs.v1.Master.Fsck:output_type -> chunkfs.v1.FsckResponse
+	48,  // 123: chunkfs.v1.Master.Batch:output_type -> chunkfs.v1.BatchResponse
+	34,  // 124: chunkfs.v1.Master.Register:output_type -> chunkfs.v1.RegisterResponse
+	36,  // 125: chunkfs.v1.Master.Heartbeat:output_type -> chunkfs.v1.HeartbeatResponse
+	50,  // 126: chunkfs.v1.Master.Msync:output_type -> chunkfs.v1.MsyncResponse
+	53,  // 127: chunkfs.v1.Master.HAStatus:output_type -> chunkfs.v1.HAStatusResponse
+	55,  // 128: chunkfs.v1.Master.HAChange:output_type -> chunkfs.v1.HAChangeResponse
+	57,  // 129: chunkfs.v1.Master.GetXattr:output_type -> chunkfs.v1.GetXattrResponse
+	59,  // 130: chunkfs.v1.Master.ListXattr:output_type -> chunkfs.v1.ListXattrResponse
+	61,  // 131: chunkfs.v1.Master.SetXattr:output_type -> chunkfs.v1.SetXattrResponse
+	63,  // 132: chunkfs.v1.Master.RemoveXattr:output_type -> chunkfs.v1.RemoveXattrResponse
+	65,  // 133: chunkfs.v1.Master.LockSession:output_type -> chunkfs.v1.LockSessionResponse
+	68,  // 134: chunkfs.v1.Master.Lock:output_type -> chunkfs.v1.LockResponse
+	71,  // 135: chunkfs.v1.Master.Balance:output_type -> chunkfs.v1.BalanceResponse
+	74,  // 136: chunkfs.v1.Master.Decommission:output_type -> chunkfs.v1.DecommissionResponse
+	13,  // 137: chunkfs.v1.Master.Link:output_type -> chunkfs.v1.LinkResponse
+	15,  // 138: chunkfs.v1.Master.MakeSnapshot:output_type -> chunkfs.v1.SnapshotResponse
+	77,  // 139: chunkfs.v1.Master.TrashList:output_type -> chunkfs.v1.TrashListResponse
+	79,  // 140: chunkfs.v1.Master.Undelete:output_type -> chunkfs.v1.UndeleteResponse
+	81,  // 141: chunkfs.v1.Master.PurgeTrash:output_type -> chunkfs.v1.PurgeTrashResponse
+	83,  // 142: chunkfs.v1.Master.SafeMode:output_type -> chunkfs.v1.SafeModeResponse
+	109, // [109:143] is the sub-list for method output_type
+	75,  // [75:109] is the sub-list for method input_type
+	75,  // [75:75] is the sub-list for extension type_name
+	75,  // [75:75] is the sub-list for extension extendee
+	0,   // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_master_proto_init() }
