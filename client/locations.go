@@ -27,11 +27,13 @@ type chunkLoc struct {
 type fileLocs struct {
 	length  int64
 	lenTime time.Time // when length was learned
-	// inode and mtime are the file's as the master answered the last
-	// look-up: an open that finds others (the file replaced, or written
-	// by another client) drops the entry (validate).
-	inode uint64
-	mtime int64
+	// inode, mtime and ctime are the file's as the master answered the
+	// last look-up: an open that finds others (the file replaced, or
+	// written or truncated by another client) drops the entry (validate).
+	// The ctime is the master's, stamped on every change: a kernel's
+	// mtime, of coarse granularity, may be the same across two versions.
+	inode        uint64
+	mtime, ctime int64
 
 	chunks  map[int64]*chunkLoc // nil value: a known hole
 	expires map[int64]time.Time
@@ -98,7 +100,7 @@ func (lc *locationCache) fetch(ctx context.Context, path string, index int64) er
 }
 
 // validate drops what the cache holds of path unless it was learned of the
-// file fi describes, as it is now: same inode, same mtime. Chunks another
+// file fi describes, as it is now: same inode, mtime and ctime. Chunks another
 // client wrote or truncated away would otherwise be read at their cached
 // handles — a truncated file's old chunk, still on its chunkservers until
 // they collect it, served for the new one — so an open, which learns the
@@ -109,7 +111,7 @@ func (lc *locationCache) validate(path string, fi *chunkfs.FileInfo) {
 	}
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if fl := lc.files[path]; fl != nil && (fl.inode != fi.Inode || fl.mtime != fi.MTime.UnixNano()) {
+	if fl := lc.files[path]; fl != nil && (fl.inode != fi.Inode || fl.mtime != fi.MTime.UnixNano() || fl.ctime != fi.CTime.UnixNano()) {
 		delete(lc.files, path)
 	}
 }
@@ -121,15 +123,15 @@ func (lc *locationCache) validate(path string, fi *chunkfs.FileInfo) {
 func (lc *locationCache) store(path string, first int64, info *chunkfs.FileInfo, chunks []*chunkLoc) {
 	now := lc.c.clock.Now()
 	exp := now.Add(lc.ttl)
-	length, inode, mtime := info.Length, info.Inode, info.MTime.UnixNano()
+	length, inode, mtime, ctime := info.Length, info.Inode, info.MTime.UnixNano(), info.CTime.UnixNano()
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	fl := lc.fileLocked(path)
-	if fl.inode != inode || fl.mtime != mtime {
+	if fl.inode != inode || fl.mtime != mtime || fl.ctime != ctime {
 		clear(fl.chunks) // chunks of another version of the file
 		clear(fl.expires)
 	}
-	fl.inode, fl.mtime = inode, mtime
+	fl.inode, fl.mtime, fl.ctime = inode, mtime, ctime
 	fl.length, fl.lenTime = length, now
 	for i := first; i < first+int64(lc.batch) && i*lc.c.chunkSize < length; i++ {
 		fl.chunks[i] = nil

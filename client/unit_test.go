@@ -284,23 +284,27 @@ func TestOpenKnownRefusesMoreThanAccess(t *testing.T) {
 }
 
 // TestLocationsValidatedAtOpen: cached locations of a file that has since
-// been replaced (another inode) or written (another mtime) are dropped by
-// the open that learns so; those of the file as cached are kept.
+// been replaced (another inode) or written (another mtime, or only another
+// ctime: a kernel's coarse mtime can repeat across a truncation and a
+// rewrite, and a reader then read the old chunk, still on its servers)
+// are dropped by the open that learns so; those of the file as cached are
+// kept.
 func TestLocationsValidatedAtOpen(t *testing.T) {
 	c := &Client{chunkSize: 100, near: &nearness{}}
 	c.clock = clock.NewFake(time.Unix(0, 0))
 	lc := newLocationCache(c, time.Minute, 8)
 	c.locs = lc
 	stored := func() {
-		lc.store("/f", 0, &chunkfs.FileInfo{Inode: 7, Length: 50, MTime: time.Unix(0, 1000)}, []*chunkLoc{{index: 0, handle: 9, replicas: []string{"a:1"}}})
+		lc.store("/f", 0, &chunkfs.FileInfo{Inode: 7, Length: 50, MTime: time.Unix(0, 1000), CTime: time.Unix(0, 1000)}, []*chunkLoc{{index: 0, handle: 9, replicas: []string{"a:1"}}})
 	}
 	for _, tc := range []struct {
 		fi   chunkfs.FileInfo
 		kept bool
 	}{
-		{chunkfs.FileInfo{Inode: 7, Length: 50, MTime: time.Unix(0, 1000)}, true},
-		{chunkfs.FileInfo{Inode: 7, Length: 50, MTime: time.Unix(0, 2000)}, false}, // rewritten at the same length
-		{chunkfs.FileInfo{Inode: 8, Length: 50, MTime: time.Unix(0, 1000)}, false}, // replaced by another file
+		{chunkfs.FileInfo{Inode: 7, Length: 50, MTime: time.Unix(0, 1000), CTime: time.Unix(0, 1000)}, true},
+		{chunkfs.FileInfo{Inode: 7, Length: 50, MTime: time.Unix(0, 2000), CTime: time.Unix(0, 2000)}, false}, // rewritten at the same length
+		{chunkfs.FileInfo{Inode: 7, Length: 50, MTime: time.Unix(0, 1000), CTime: time.Unix(0, 3000)}, false}, // rewritten within the kernel's mtime tick
+		{chunkfs.FileInfo{Inode: 8, Length: 50, MTime: time.Unix(0, 1000), CTime: time.Unix(0, 1000)}, false}, // replaced by another file
 	} {
 		stored()
 		lc.validate("/f", &tc.fi)
