@@ -162,8 +162,10 @@ func TestPrefetchMount(t *testing.T) {
 			t.Fatalf("stat %d: %v %v", i, fi, err)
 		}
 	}
-	// Listings of / (for the look-ups of d) and of d.
-	if s, l := b.stats.Load()-stats, b.lists.Load()-lists; l != 2 || s >= lookupBurst {
+	// Listings of / (for the look-ups of d) and of d; the misses that
+	// fetch a listing ask the master, and so may one or two more while it
+	// is being fetched (the kernel's look-ups come from several threads).
+	if s, l := b.stats.Load()-stats, b.lists.Load()-lists; l != 2 || s > lookupBurst+2 {
 		t.Errorf("%d stats: %d backend stats of their names and %d listings", n, s, l)
 	}
 	name := filepath.Join(dir, "7")
