@@ -19,8 +19,11 @@ trap cleanup EXIT
 go build -o "$work/chunkfs" ./cmd/chunkfs
 bin="$work/chunkfs"
 
-# A port base unlikely to collide; each process gets base+i.
-base=$((20000 + RANDOM % 20000))
+# A port base unlikely to collide; each process gets base+i. Below the
+# kernel's ephemeral range (32768 up), where an outgoing connection's port
+# made the master's listen fail ("address already in use"), and below the
+# Go tests' loopback ports (20000-31999).
+base=$((12000 + RANDOM % 7990))
 master="127.0.0.1:$base"
 export CHUNKFS_MASTER="$master"
 
