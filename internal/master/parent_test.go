@@ -20,13 +20,7 @@ func TestDeleteReturnsParent(t *testing.T) {
 	tm.create(alice, "/d/b")
 	check := func(how string, got *pb.FileInfo) {
 		t.Helper()
-		st, err := tm.c.Stat(bg, &pb.StatRequest{Caller: alice, Path: "/d"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got == nil || got.Inode != st.Info.Inode || got.MtimeNs != st.Info.MtimeNs || got.CtimeNs != st.Info.CtimeNs || got.Length != st.Info.Length || got.Nlink != st.Info.Nlink {
-			t.Errorf("%s: parent %v, a stat says %v", how, got, st.Info)
-		}
+		checkParent(t, tm, "/d", how, got)
 	}
 	d, err := tm.c.Delete(bg, &pb.DeleteRequest{Caller: alice, Path: "/d/a"})
 	if err != nil {
@@ -55,13 +49,7 @@ func TestCreateReturnsParent(t *testing.T) {
 	}
 	check := func(how string, got *pb.FileInfo) {
 		t.Helper()
-		st, err := tm.c.Stat(bg, &pb.StatRequest{Caller: alice, Path: "/d"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got == nil || got.Inode != st.Info.Inode || got.MtimeNs != st.Info.MtimeNs || got.CtimeNs != st.Info.CtimeNs || got.Nlink != st.Info.Nlink || got.Mode != st.Info.Mode {
-			t.Errorf("%s: parent %v, a stat says %v", how, got, st.Info)
-		}
+		checkParent(t, tm, "/d", how, got)
 	}
 	tm.clock.Advance(time.Second) // the directory's times move with each create
 	c, err := tm.c.Create(bg, &pb.CreateRequest{Caller: alice, Path: "/d/a", Mode: 0o644, Exclusive: true})
@@ -93,13 +81,7 @@ func TestMkdirReturnsParent(t *testing.T) {
 	}
 	check := func(how string, got *pb.FileInfo) {
 		t.Helper()
-		st, err := tm.c.Stat(bg, &pb.StatRequest{Caller: alice, Path: "/d"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got == nil || got.Inode != st.Info.Inode || got.MtimeNs != st.Info.MtimeNs || got.CtimeNs != st.Info.CtimeNs || got.Nlink != st.Info.Nlink || got.Mode != st.Info.Mode {
-			t.Errorf("%s: parent %v, a stat says %v", how, got, st.Info)
-		}
+		checkParent(t, tm, "/d", how, got)
 	}
 	tm.clock.Advance(time.Second) // the directory's times and links move with each mkdir
 	r, err := tm.c.Mkdir(bg, &pb.MkdirRequest{Caller: alice, Path: "/d/a", Mode: 0o755})
@@ -116,5 +98,20 @@ func TestMkdirReturnsParent(t *testing.T) {
 	check("batch", resp.Results[0].GetMkdir().GetParent())
 	if resultKind(resp.Results[1]) == ok || resp.Results[1].GetMkdir() != nil {
 		t.Errorf("mkdir of an existing name: %v", resp.Results[1])
+	}
+}
+
+// checkParent fails t unless got, a call's answer of directory dir, is
+// what a stat of dir right after says.
+func checkParent(t *testing.T, tm *testMaster, dir, how string, got *pb.FileInfo) {
+	t.Helper()
+	st, err := tm.c.Stat(bg, &pb.StatRequest{Caller: alice, Path: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := st.Info
+	if got == nil || got.Inode != want.Inode || got.MtimeNs != want.MtimeNs || got.CtimeNs != want.CtimeNs ||
+		got.Length != want.Length || got.Nlink != want.Nlink || got.Mode != want.Mode {
+		t.Errorf("%s: parent %v, a stat says %v", how, got, want)
 	}
 }
