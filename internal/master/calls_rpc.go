@@ -72,3 +72,16 @@ func (m *Master) copyCall(ctx context.Context, addr string, ch namespace.Chunk, 
 	}
 	return err
 }
+
+// replicaVersion asks the chunkserver at addr for its replica's version.
+func (m *Master) replicaVersion(ctx context.Context, addr string, h chunkfs.Handle) (chunkfs.Version, error) {
+	cs, err := m.pool.ChunkServer(addr)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := cs.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h)})
+	if err != nil {
+		return 0, err
+	}
+	return chunkfs.Version(resp.Version), nil
+}
