@@ -33,8 +33,7 @@ func (l *syncLog) String() string {
 
 // TestBatchLogsEachOpsRequestID sends one batch of ops of three
 // operations: each op with a well-formed ID is logged with it (and its
-// error, read back from the wire by rpc.ErrorOf), one with a malformed ID
-// is served and logged with none.
+// error), one with a malformed ID is served and logged with none.
 func TestBatchLogsEachOpsRequestID(t *testing.T) {
 	var log syncLog
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))

@@ -2,7 +2,9 @@ package master
 
 import (
 	"context"
+	"path"
 
+	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
 )
 
@@ -47,4 +49,19 @@ func (m *Master) settle(ctx context.Context, cmd *namespace.Command, r namespace
 		return m.cutChunk(context.WithoutCancel(ctx), cmd.Path, *r.Cut)
 	}
 	return nil
+}
+
+// parentAfter returns the attributes of p's parent directory now, as c
+// may see them, or nil. A mount that creates or removes an entry answers
+// the kernel's next look at the directory (it asks after every create,
+// mkdir, symlink and unlink, for its permission check) with them instead
+// of a Stat of its own.
+func (m *Master) parentAfter(c chunkfs.Caller, p string) *chunkfs.FileInfo {
+	var fi chunkfs.FileInfo
+	var err error
+	m.state.read(func(ns *namespace.Namespace) { fi, err = ns.Stat(c, path.Dir(p)) })
+	if err != nil {
+		return nil
+	}
+	return &fi
 }

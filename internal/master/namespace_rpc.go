@@ -3,7 +3,6 @@ package master
 import (
 	"context"
 	"io/fs"
-	"path"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
@@ -21,9 +20,7 @@ func (m service) Mkdir(ctx context.Context, req *pb.MkdirRequest) (*pb.MkdirResp
 	if err != nil {
 		return nil, err
 	}
-	resp := mkdirResponse(r, id)
-	resp.Parent = m.parentAfter(cmd.Caller, cmd.Path)
-	return resp, nil
+	return mkdirResponse(id, r.Info, m.parentAfter(cmd.Caller, cmd.Path)), nil
 }
 
 func (m *Master) mkdirCommand(ctx context.Context, req *pb.MkdirRequest) (*namespace.Command, error) {
@@ -38,8 +35,8 @@ func (m *Master) mkdirCommand(ctx context.Context, req *pb.MkdirRequest) (*names
 	return cmd, nil
 }
 
-func mkdirResponse(r namespace.Result, id uint64) *pb.MkdirResponse {
-	return &pb.MkdirResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}
+func mkdirResponse(id uint64, info chunkfs.FileInfo, parent *chunkfs.FileInfo) *pb.MkdirResponse {
+	return &pb.MkdirResponse{StateId: id, Info: rpc.FileInfoTo(info), Parent: parentTo(parent)}
 }
 
 // Create makes a file or symbolic link, or opens (and maybe truncates) an
@@ -53,9 +50,7 @@ func (m service) Create(ctx context.Context, req *pb.CreateRequest) (*pb.CreateR
 	if err != nil {
 		return nil, err
 	}
-	resp := createResponse(r, id)
-	resp.Parent = m.parentAfter(cmd.Caller, cmd.Path)
-	return resp, nil
+	return createResponse(id, r.Info, r.Created, m.parentAfter(cmd.Caller, cmd.Path)), nil
 }
 
 func (m *Master) createCommand(ctx context.Context, req *pb.CreateRequest) (*namespace.Command, error) {
@@ -84,8 +79,16 @@ func (m *Master) createCommand(ctx context.Context, req *pb.CreateRequest) (*nam
 	return cmd, nil
 }
 
-func createResponse(r namespace.Result, id uint64) *pb.CreateResponse {
-	return &pb.CreateResponse{StateId: id, Info: rpc.FileInfoTo(r.Info), Created: r.Created}
+func createResponse(id uint64, info chunkfs.FileInfo, created bool, parent *chunkfs.FileInfo) *pb.CreateResponse {
+	return &pb.CreateResponse{StateId: id, Info: rpc.FileInfoTo(info), Created: created, Parent: parentTo(parent)}
+}
+
+// parentTo is a parent directory's attributes on the wire; none is nil.
+func parentTo(fi *chunkfs.FileInfo) *pb.FileInfo {
+	if fi == nil {
+		return nil
+	}
+	return rpc.FileInfoTo(*fi)
 }
 
 // Stat describes a path without following a final symbolic link.
@@ -180,22 +183,7 @@ func (m service) Delete(ctx context.Context, req *pb.DeleteRequest) (*pb.DeleteR
 	if err != nil {
 		return nil, err
 	}
-	return &pb.DeleteResponse{StateId: id, Parent: m.parentAfter(cmd.Caller, cmd.Path)}, nil
-}
-
-// parentAfter returns the attributes of p's parent directory now, as c
-// may see them, or nil. A mount that creates or removes an entry answers
-// the kernel's next look at the directory (it asks after every create,
-// mkdir, symlink and unlink, for its permission check) with them instead
-// of a Stat of its own.
-func (m *Master) parentAfter(c chunkfs.Caller, p string) *pb.FileInfo {
-	var fi chunkfs.FileInfo
-	var err error
-	m.state.read(func(ns *namespace.Namespace) { fi, err = ns.Stat(c, path.Dir(p)) })
-	if err != nil {
-		return nil
-	}
-	return rpc.FileInfoTo(fi)
+	return &pb.DeleteResponse{StateId: id, Parent: parentTo(m.parentAfter(cmd.Caller, cmd.Path))}, nil
 }
 
 func (m *Master) deleteCommand(ctx context.Context, req *pb.DeleteRequest) (*namespace.Command, error) {

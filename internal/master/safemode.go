@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -177,4 +178,23 @@ func (m *Master) settling(now time.Time) bool {
 func holdsData(ns *namespace.Namespace, h chunkfs.Handle, size int64) bool {
 	idx, length, _, _, ok := ns.ChunkFile(h)
 	return ok && idx*size < length
+}
+
+// logSafeMode logs an operator's enter or leave; after a leave this
+// master also leaves its start-up safe mode straight away.
+func (m *Master) logSafeMode(ctx context.Context, enter bool) error {
+	cmd := &namespace.Command{Op: namespace.OpSafeMode}
+	if enter {
+		cmd.Flags = namespace.FlagSafeModeEnter
+	}
+	if _, _, err := m.apply(ctx, cmd); err != nil {
+		return err
+	}
+	if enter {
+		m.cfg.Logger.Warn("safe mode entered by an operator: no chunk is created, nothing re-replicated, until admin safemode leave")
+		return nil
+	}
+	m.leaveStartup("forced by an operator")
+	m.cfg.Logger.Warn("safe mode left by an operator")
+	return nil
 }

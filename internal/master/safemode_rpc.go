@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/chunkfs/chunkfs"
-	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -36,23 +35,4 @@ func (m service) SafeMode(ctx context.Context, req *pb.SafeModeRequest) (*pb.Saf
 	}
 	safe, why, held := m.safeModeStatus()
 	return &pb.SafeModeResponse{StateId: m.state.stateID(), SafeMode: safe, Reason: why, Held: held}, nil
-}
-
-// logSafeMode logs an operator's enter or leave; after a leave this
-// master also leaves its start-up safe mode straight away.
-func (m *Master) logSafeMode(ctx context.Context, enter bool) error {
-	cmd := &namespace.Command{Op: namespace.OpSafeMode}
-	if enter {
-		cmd.Flags = namespace.FlagSafeModeEnter
-	}
-	if _, _, err := m.apply(ctx, cmd); err != nil {
-		return err
-	}
-	if enter {
-		m.cfg.Logger.Warn("safe mode entered by an operator: no chunk is created, nothing re-replicated, until admin safemode leave")
-		return nil
-	}
-	m.leaveStartup("forced by an operator")
-	m.cfg.Logger.Warn("safe mode left by an operator")
-	return nil
 }
