@@ -44,36 +44,43 @@ func batchBytes(ops []*pb.MetaOp) int {
 // batchOpFrom reads op, the batch's op i, checking its arguments and
 // caller exactly as its unary form does.
 func (m *Master) batchOpFrom(ctx context.Context, i int, op *pb.MetaOp) batchOp {
-	o := batchOp{name: metaOpName(op), reqID: op.ReqId}
+	o := batchOp{name: "none", reqID: op.ReqId}
 	ctx = opContext(ctx, op.ReqId)
 	switch x := op.GetOp().(type) {
 	case *pb.MetaOp_Stat:
+		o.name = "stat"
 		if x.Stat != nil {
 			o.stat, o.path, o.minState = true, x.Stat.Path, x.Stat.MinStateId
 			o.caller, o.err = m.pathArg(ctx, "Batch", "stat", x.Stat.Path, x.Stat.Caller)
 			return o
 		}
 	case *pb.MetaOp_Create:
+		o.name = "create"
 		if x.Create != nil {
 			o.cmd, o.err = m.createCommand(ctx, x.Create)
 		}
 	case *pb.MetaOp_Mkdir:
+		o.name = "mkdir"
 		if x.Mkdir != nil {
 			o.cmd, o.err = m.mkdirCommand(ctx, x.Mkdir)
 		}
 	case *pb.MetaOp_Delete:
+		o.name = "delete"
 		if x.Delete != nil {
 			o.cmd, o.err = m.deleteCommand(ctx, x.Delete)
 		}
 	case *pb.MetaOp_Rename:
+		o.name = "rename"
 		if x.Rename != nil {
 			o.cmd, o.err = m.renameCommand(ctx, x.Rename)
 		}
 	case *pb.MetaOp_SetAttr:
+		o.name = "setattr"
 		if x.SetAttr != nil {
 			o.cmd, o.err = m.setAttrCommand(ctx, x.SetAttr)
 		}
 	case *pb.MetaOp_CommitLength:
+		o.name = "commit_length"
 		if x.CommitLength != nil {
 			o.cmd, o.err = m.commitLengthCommand(ctx, x.CommitLength)
 		}
@@ -82,27 +89,6 @@ func (m *Master) batchOpFrom(ctx context.Context, i int, op *pb.MetaOp) batchOp 
 		o.err = chunkfs.E("batch", "", chunkfs.KindInvalid, fmt.Sprintf("operation %d names no request", i))
 	}
 	return o
-}
-
-// metaOpName names the request an op carries.
-func metaOpName(op *pb.MetaOp) string {
-	switch op.GetOp().(type) {
-	case *pb.MetaOp_Stat:
-		return "stat"
-	case *pb.MetaOp_Create:
-		return "create"
-	case *pb.MetaOp_Mkdir:
-		return "mkdir"
-	case *pb.MetaOp_Delete:
-		return "delete"
-	case *pb.MetaOp_Rename:
-		return "rename"
-	case *pb.MetaOp_SetAttr:
-		return "setattr"
-	case *pb.MetaOp_CommitLength:
-		return "commit_length"
-	}
-	return "none"
 }
 
 // batchTo is the answer to a Batch call. The stats' messages take four

@@ -115,15 +115,7 @@ func (m *Master) register(rep fullReport, cluster string) (registered, uint64, e
 	rep.chunks = inHandleOrder(rep.chunks) // sorted once, for versionsFor and the registry
 	m.reportMu.Lock()
 	defer m.reportMu.Unlock()
-	handles := make([]chunkfs.Handle, len(rep.chunks))
-	for i, c := range rep.chunks {
-		handles[i] = c.handle
-	}
-	leased := make([]chunkfs.Handle, len(rep.leases))
-	for i, l := range rep.leases {
-		leased[i] = l.handle
-	}
-	vs, id := m.state.versionsFor(handles, leased)
+	vs, id := m.state.versionsFor(replicaHandles(rep.chunks), leaseHandles(rep.leases))
 	return m.registerAt(rep, cluster, vs, id)
 }
 
@@ -169,6 +161,24 @@ func (m *Master) registerLocked(rep fullReport, cluster, logged string, version 
 		m.reg.adoptFrom(rep.id, version, now)
 	}
 	return d, err
+}
+
+// replicaHandles is the chunks of rs.
+func replicaHandles(rs []replica) []chunkfs.Handle {
+	out := make([]chunkfs.Handle, len(rs))
+	for i, r := range rs {
+		out[i] = r.handle
+	}
+	return out
+}
+
+// leaseHandles is the chunks of ls.
+func leaseHandles(ls []heldReport) []chunkfs.Handle {
+	out := make([]chunkfs.Handle, len(ls))
+	for i, l := range ls {
+		out[i] = l.handle
+	}
+	return out
 }
 
 // adopt logs the versions of replicas that are ahead of the log: the master
@@ -262,15 +272,7 @@ func (m *Master) heartbeat(b beat, now time.Time, leads bool) (beaten, uint64) {
 	m.beatMu.Lock()
 	defer m.beatMu.Unlock()
 	m.beatsWaiting.Add(-1)
-	leased := make([]chunkfs.Handle, len(b.leases))
-	for i, l := range b.leases {
-		leased[i] = l.handle
-	}
-	sampled := make([]chunkfs.Handle, len(b.sample))
-	for i, c := range b.sample {
-		sampled[i] = c.handle
-	}
-	vs, id := m.state.versionsFor(sampled, b.corrupt, leased)
+	vs, id := m.state.versionsFor(replicaHandles(b.sample), b.corrupt, leaseHandles(b.leases))
 	m.regMu.Lock()
 	if m.state.current(vs) {
 		d := m.reg.heartbeat(b, m.reg.withCopies(vs.version), now, leaseFor, leads)
