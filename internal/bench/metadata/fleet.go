@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/chunkfs/chunkfs/internal/fleet"
@@ -191,27 +193,20 @@ func (r *metaRun) distinctChunks() []fleet.Replica {
 	for i := range r.fleet.Len() {
 		all = append(all, r.fleet.Replicas(i)...)
 	}
-	slices.SortFunc(all, func(a, b fleet.Replica) int {
-		if a.Handle != b.Handle {
-			return cmpHandle(a.Handle, b.Handle)
-		}
-		return int(b.Version) - int(a.Version)
+	slices.SortFunc(all, func(a, b fleet.Replica) int { // each chunk's newest version first
+		return cmp.Or(cmp.Compare(a.Handle, b.Handle), cmp.Compare(b.Version, a.Version))
 	})
 	return slices.CompactFunc(all, func(a, b fleet.Replica) bool { return a.Handle == b.Handle })
 }
 
-func cmpHandle[T ~uint64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// cpuSpent is the process's user and system CPU time so far.
+func cpuSpent() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
 	}
-	return 0
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
-
-// cpuSpent is the process's CPU time so far (cpuTime, as a duration).
-func cpuSpent() time.Duration { return time.Duration(cpuTime() * 1e9) }
 
 // workloadOps is one round of a workload client: a file of its own made,
 // looked at, renamed and deleted, and a Cluster B file and directory

@@ -384,3 +384,13 @@ func (r *metaRun) waitService(ctx context.Context, chunks int) error {
 		}
 	}
 }
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
