@@ -13,104 +13,88 @@ import (
 	"github.com/chunkfs/chunkfs/internal/clock"
 )
 
-// TestNotedAttrServesOnce: the attributes an unlink's answer carries
-// serve the directory's next Getattr once, within AttrTimeout, and not
-// after another change of the mount started or with attribute caching
-// off.
-func TestNotedAttrServesOnce(t *testing.T) {
-	clk := clock.NewFake(time.Unix(1e9, 0))
-	m := newMount(newMemBackend(), DefaultConfig(), slog.New(slog.DiscardHandler), clk)
-	dir := m.newNode()
-	fi := &chunkfs.FileInfo{FileName: "d"}
-
-	_, cancel, gen := m.mutationAt(context.Background())
-	cancel()
-	m.noteAttr(dir, fi, gen)
-	if got := m.notedAttr(dir); got != fi {
-		t.Fatalf("fresh note: %v", got)
-	}
-	if got := m.notedAttr(dir); got != nil {
-		t.Error("a note served twice")
-	}
-
-	m.noteAttr(dir, fi, gen)
-	clk.Advance(m.cfg.AttrTimeout)
-	if got := m.notedAttr(dir); got != nil {
-		t.Error("a note served after AttrTimeout")
-	}
-
-	m.noteAttr(dir, fi, gen)
-	_, cancel = m.mutation(context.Background()) // another change, maybe of this directory
-	cancel()
-	if got := m.notedAttr(dir); got != nil {
-		t.Error("a note served after another change started")
-	}
-
-	off := newMount(newMemBackend(), DefaultConfig().NoCache(), slog.New(slog.DiscardHandler), clk)
-	_, cancel, gen = off.mutationAt(context.Background())
-	cancel()
-	off.noteAttr(dir, fi, gen)
-	if got := off.notedAttr(dir); got != nil {
-		t.Error("a note served with attribute caching off")
-	}
-}
-
-// TestUnlinkAsksNoStatOfTheDirectory: through a mount, the kernel looks
-// at the directory after every unlink (default_permissions); the
-// attributes the remove returned answer it, so removes cost one call
-// each, and the directory's times still move with them.
-func TestUnlinkAsksNoStatOfTheDirectory(t *testing.T) {
-	const files = 40
+// TestNotedAttr: the attributes a change's answer carries for its
+// directory (noteAttr) serve the directory's next Getattr once, within
+// AttrTimeout, through changes of a file alone (fileChange); not after
+// another change that may alter a directory started (a hidden name's
+// removal at release is one), not from a change that overlapped another
+// (the master may apply the two in either order), and not with attribute
+// caching off.
+func TestNotedAttr(t *testing.T) {
+	bg := context.Background()
 	for _, c := range []struct {
-		name     string
-		cfg      Config
-		maxStats int64
+		name    string
+		cfg     Config
+		overlap bool                      // the change noted starts while another is under way
+		after   func(*mount, *clock.Fake) // between the note and the Getattr
+		served  bool
 	}{
-		{"cached", DefaultConfig(), files / 4},
-		{"nocache", DefaultConfig().NoCache(), -1},
+		{"fresh", DefaultConfig(), false, nil, true},
+		{"after a file's change", DefaultConfig(), false, func(m *mount, _ *clock.Fake) {
+			_, end := m.fileChange(bg) // a push, a setattr of a file
+			end()
+		}, true},
+		{"after AttrTimeout", DefaultConfig(), false, func(m *mount, clk *clock.Fake) { clk.Advance(m.cfg.AttrTimeout) }, false},
+		{"after another change started", DefaultConfig(), false, func(m *mount, _ *clock.Fake) {
+			_, end := m.mutation(bg) // maybe of this directory
+			end()
+		}, false},
+		{"after a hidden name's removal", DefaultConfig(), false, func(m *mount, _ *clock.Fake) {
+			_, end := m.dirChange() // as unhide removes one
+			end()
+		}, false},
+		{"from an overlapping change", DefaultConfig(), true, nil, false},
+		{"with caching off", DefaultConfig().NoCache(), false, nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := newMemBackend()
-			mnt := mountT(t, b, c.cfg)
-			dir := filepath.Join(mnt, "d")
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				t.Fatal(err)
+			clk := clock.NewFake(time.Unix(1e9, 0))
+			m := newMount(newMemBackend(), c.cfg, slog.New(slog.DiscardHandler), clk)
+			dir := m.newNode()
+			fi := &chunkfs.FileInfo{FileName: "d"}
+			endFirst := func() {}
+			if c.overlap {
+				_, endFirst, _ = m.mutationAt(bg)
 			}
-			for i := range files {
-				if err := os.WriteFile(filepath.Join(dir, fmt.Sprint("f", i)), nil, 0o644); err != nil {
-					t.Fatal(err)
-				}
+			_, end, gen := m.mutationAt(bg)
+			endFirst()
+			m.noteAttr(dir, fi, gen)
+			end()
+			if c.after != nil {
+				c.after(m, clk)
 			}
-			before, err := os.Stat(dir)
-			if err != nil {
-				t.Fatal(err)
+			switch got := m.notedAttr(dir); {
+			case c.served && got != fi:
+				t.Fatalf("note not served: %v", got)
+			case !c.served && got != nil:
+				t.Fatal("note served")
 			}
-			stats := b.stats.Load()
-			for i := range files {
-				if err := os.Remove(filepath.Join(dir, fmt.Sprint("f", i))); err != nil {
-					t.Fatal(err)
-				}
-			}
-			n := b.stats.Load() - stats
-			if c.maxStats >= 0 && n > c.maxStats {
-				t.Errorf("%d Stat calls for %d unlinks, want at most %d", n, files, c.maxStats)
-			}
-			if c.maxStats < 0 && n < files/2 {
-				t.Errorf("%d Stat calls for %d unlinks with caching off: the kernel's looks were answered from notes", n, files)
-			}
-			after, err := os.Stat(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, _ := b.Stat(context.Background(), chunkfs.Root, "/d")
-			if !after.ModTime().Equal(want.MTime) || after.ModTime().Before(before.ModTime()) {
-				t.Errorf("directory mtime %v after the unlinks, the backend's %v (before %v)", after.ModTime(), want.MTime, before.ModTime())
-			}
-			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-				t.Errorf("%d entries left", len(ents))
+			if got := m.notedAttr(dir); got != nil {
+				t.Error("a note served twice")
 			}
 		})
 	}
+}
+
+// TestDirChangeNumbers: a change that may alter a directory is numbered
+// 0 when it starts while another is under way, so it notes nothing;
+// ending one twice counts once.
+func TestDirChangeNumbers(t *testing.T) {
+	m := newMount(newMemBackend(), DefaultConfig(), slog.New(slog.DiscardHandler), clock.NewFake(time.Unix(1e9, 0)))
+	first, endFirst := m.dirChange()
+	second, endSecond := m.dirChange()
+	if first == 0 || second != 0 {
+		t.Errorf("numbers %d, then %d while the first was under way; want a number, then 0", first, second)
+	}
+	endFirst()
+	endSecond()
+	endSecond()
+	third, endThird := m.dirChange()
+	fourth, endFourth := m.dirChange()
+	if third == 0 || fourth != 0 {
+		t.Errorf("after the others ended (one twice): %d, then %d while it was under way; want a number, then 0", third, fourth)
+	}
+	endThird()
+	endFourth()
 }
 
 // TestUnlinkFailureLeavesNoNote: a remove that fails notes nothing; the
@@ -136,127 +120,33 @@ func TestUnlinkFailureLeavesNoNote(t *testing.T) {
 	}
 }
 
-// TestNotedAttrAcrossOtherChanges: a note stands through the changes of a
-// file alone (fileChange); a change that started while another that may
-// alter a directory was under way notes nothing, for the master may apply
-// the two in either order; the removal of a hidden name at release ends
-// a note as any change of a directory does.
-func TestNotedAttrAcrossOtherChanges(t *testing.T) {
-	clk := clock.NewFake(time.Unix(1e9, 0))
-	m := newMount(newMemBackend(), DefaultConfig(), slog.New(slog.DiscardHandler), clk)
-	dir := m.newNode()
-	fi := &chunkfs.FileInfo{FileName: "d"}
-
-	_, cancel, gen := m.mutationAt(context.Background())
-	cancel()
-	m.noteAttr(dir, fi, gen)
-	_, cancel = m.fileChange(context.Background()) // a push, a setattr of a file
-	cancel()
-	if got := m.notedAttr(dir); got != fi {
-		t.Errorf("a note after a change of a file alone: %v", got)
-	}
-
-	_, cancelFirst, _ := m.mutationAt(context.Background())
-	_, cancel, gen = m.mutationAt(context.Background())
-	if gen != 0 {
-		t.Errorf("a change started while another was under way numbered %d", gen)
-	}
-	cancelFirst()
-	m.noteAttr(dir, fi, gen)
-	cancel()
-	if got := m.notedAttr(dir); got != nil {
-		t.Error("a note kept from a change that overlapped another")
-	}
-	_, cancel, gen = m.mutationAt(context.Background())
-	cancel()
-	cancel() // ending twice counts once
-	if gen == 0 {
-		t.Error("a change after the others ended numbered 0")
-	}
-
-	m.noteAttr(dir, fi, gen)
-	_, done := m.dirChange() // as unhide removes a hidden name
-	done()
-	if got := m.notedAttr(dir); got != nil {
-		t.Error("a note served after a hidden name's removal")
-	}
-}
-
-// TestCreateAsksNoStatOfTheDirectory: through a mount, the kernel looks
-// at the directory after every create (its permission check for the
-// next, default_permissions); the attributes the create returned answer
-// it, across the file's writes and close, so the directory costs no
-// Stat, and its times still move with the creates.
-func TestCreateAsksNoStatOfTheDirectory(t *testing.T) {
-	const files = 40
-	for _, c := range []struct {
-		name     string
-		cfg      Config
-		maxStats int64
-	}{
-		{"cached", DefaultConfig(), files / 8},
-		{"nocache", DefaultConfig().NoCache(), -1},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			b := newMemBackend()
-			mnt := mountT(t, b, c.cfg)
-			dir := filepath.Join(mnt, "d")
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			before, err := os.Stat(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stats := b.statsOf("/d")
-			for i := range files {
-				if err := os.WriteFile(filepath.Join(dir, fmt.Sprint("f", i)), []byte("data"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			n := b.statsOf("/d") - stats
-			if c.maxStats >= 0 && n > c.maxStats {
-				t.Errorf("%d Stat calls of the directory for %d creates, want at most %d", n, files, c.maxStats)
-			}
-			if c.maxStats < 0 && n < files/2 {
-				t.Errorf("%d Stat calls of the directory for %d creates with caching off: the kernel's looks were answered from notes", n, files)
-			}
-			after, err := os.Stat(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, _ := b.Stat(context.Background(), chunkfs.Root, "/d")
-			if !after.ModTime().Equal(want.MTime) || after.ModTime().Before(before.ModTime()) {
-				t.Errorf("directory mtime %v after the creates, the backend's %v (before %v)", after.ModTime(), want.MTime, before.ModTime())
-			}
-			if ents, _ := os.ReadDir(dir); len(ents) != files {
-				t.Errorf("%d entries, want %d", len(ents), files)
-			}
-		})
-	}
-}
-
-// TestMkdirSymlinkAskNoStatOfTheDirectory: mkdirs and symlinks in a row
-// note their directory's attributes from their answers, as creates do,
-// so the kernel's look at the directory before the next one asks the
-// backend nothing; with caching off each look asks.
-func TestMkdirSymlinkAskNoStatOfTheDirectory(t *testing.T) {
+// TestChangesAskNoStatOfTheDirectory: through a mount, the kernel looks
+// at the directory after every create, mkdir, symlink and unlink (its
+// permission check for the next, default_permissions); the attributes
+// the change's answer carried answer it, across a file's writes and
+// close, so a row of changes costs the directory (for unlinks: the
+// backend) next to no Stat, and its times still move with them. With
+// caching off each look asks.
+func TestChangesAskNoStatOfTheDirectory(t *testing.T) {
 	const names = 40
 	for _, op := range []struct {
-		name string
-		make func(p string) error
+		name    string
+		before  func(p string) error // on each name, before the row
+		change  func(p string) error
+		left    int  // entries after the row
+		perStat int  // cached: at most one Stat per perStat changes
+		every   bool // count every Stat, not only the directory's
 	}{
-		{"mkdir", func(p string) error { return os.Mkdir(p, 0o755) }},
-		{"symlink", func(p string) error { return os.Symlink("target", p) }},
+		{"create", nil, func(p string) error { return os.WriteFile(p, []byte("data"), 0o644) }, names, 8, false},
+		{"mkdir", nil, func(p string) error { return os.Mkdir(p, 0o755) }, names, 8, false},
+		{"symlink", nil, func(p string) error { return os.Symlink("target", p) }, names, 8, false},
+		{"unlink", func(p string) error { return os.WriteFile(p, nil, 0o644) }, os.Remove, 0, 4, true},
 	} {
 		for _, c := range []struct {
-			name     string
-			cfg      Config
-			maxStats int64
-		}{
-			{"cached", DefaultConfig(), names / 8},
-			{"nocache", DefaultConfig().NoCache(), -1},
-		} {
+			name   string
+			cfg    Config
+			cached bool
+		}{{"cached", DefaultConfig(), true}, {"nocache", DefaultConfig().NoCache(), false}} {
 			t.Run(op.name+"/"+c.name, func(t *testing.T) {
 				b := newMemBackend()
 				mnt := mountT(t, b, c.cfg)
@@ -264,32 +154,48 @@ func TestMkdirSymlinkAskNoStatOfTheDirectory(t *testing.T) {
 				if err := os.Mkdir(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := os.Stat(dir); err != nil {
-					t.Fatal(err)
-				}
-				stats := b.statsOf("/d")
+				name := func(i int) string { return filepath.Join(dir, fmt.Sprint("n", i)) }
 				for i := range names {
-					if err := op.make(filepath.Join(dir, fmt.Sprint("n", i))); err != nil {
+					if op.before == nil {
+						break
+					}
+					if err := op.before(name(i)); err != nil {
 						t.Fatal(err)
 					}
 				}
-				n := b.statsOf("/d") - stats
-				if c.maxStats >= 0 && n > c.maxStats {
-					t.Errorf("%d Stat calls of the directory for %d %ss, want at most %d", n, names, op.name, c.maxStats)
+				before, err := os.Stat(dir)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if c.maxStats < 0 && n < names/2 {
-					t.Errorf("%d Stat calls of the directory for %d %ss with caching off: the kernel's looks were answered from notes", n, names, op.name)
+				stats := func() int64 {
+					if op.every {
+						return b.stats.Load()
+					}
+					return b.statsOf("/d")
+				}
+				start := stats()
+				for i := range names {
+					if err := op.change(name(i)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				n := stats() - start
+				if c.cached && n > int64(names/op.perStat) {
+					t.Errorf("%d Stat calls for %d %ss, want at most %d", n, names, op.name, names/op.perStat)
+				}
+				if !c.cached && n < names/2 {
+					t.Errorf("%d Stat calls for %d %ss with caching off: the kernel's looks were answered from notes", n, names, op.name)
 				}
 				after, err := os.Stat(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
 				want, _ := b.Stat(context.Background(), chunkfs.Root, "/d")
-				if !after.ModTime().Equal(want.MTime) {
-					t.Errorf("directory mtime %v after the %ss, the backend's %v", after.ModTime(), op.name, want.MTime)
+				if !after.ModTime().Equal(want.MTime) || after.ModTime().Before(before.ModTime()) {
+					t.Errorf("directory mtime %v after the %ss, the backend's %v (before %v)", after.ModTime(), op.name, want.MTime, before.ModTime())
 				}
-				if ents, _ := os.ReadDir(dir); len(ents) != names {
-					t.Errorf("%d entries, want %d", len(ents), names)
+				if ents, _ := os.ReadDir(dir); len(ents) != op.left {
+					t.Errorf("%d entries after the %ss, want %d", len(ents), op.name, op.left)
 				}
 			})
 		}
