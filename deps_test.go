@@ -27,6 +27,13 @@ var purePackages = []string{
 	"/internal/token",
 }
 
+// pureFiles are pure cores kept inside a shell package, as the glob of
+// their files in its directory: the master's registry, the one owner of
+// what the master knows of replicas (STYLE.md habit 14), called under the
+// master's lock. Beside the rule above they import, of this module, only
+// the vocabulary and pure packages.
+var pureFiles = map[string]string{"/internal/master": "registry*.go"}
+
 // stdlibOnly may import only the standard library and the vocabulary, but
 // may read the clock: internal/clock is where the real clock lives.
 var stdlibOnly = []string{"/internal/clock"}
@@ -121,8 +128,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// TestPurePackages parses every non-test file of each pure package and
-// fails on an impure import, a clock read or a go statement.
+// TestPurePackages parses every non-test file of each pure package, and
+// the pure files of a shell, and fails on an impure import, a clock read
+// or a go statement.
 func TestPurePackages(t *testing.T) {
 	srcs := goList(t, "{{.ImportPath}} {{.Dir}} {{join .GoFiles \" \"}}")
 	for _, p := range purePackages {
@@ -134,6 +142,33 @@ func TestPurePackages(t *testing.T) {
 		fset, files := parseFiles(t, src[0], src[1:], parser.SkipObjectResolution)
 		for _, v := range pureViolations(fset, files) {
 			t.Errorf("pure package %s: %s", p, v)
+		}
+	}
+	for p, glob := range pureFiles {
+		src := srcs[module+p]
+		if len(src) < 2 {
+			t.Fatalf("package %s not found by go list", p)
+		}
+		var names []string
+		for _, name := range src[1:] {
+			if ok, _ := filepath.Match(glob, name); ok {
+				names = append(names, name)
+			}
+		}
+		if len(names) == 0 {
+			t.Errorf("no file of %s matches %s", p, glob)
+		}
+		fset, files := parseFiles(t, src[0], names, parser.SkipObjectResolution)
+		for _, v := range pureViolations(fset, files) {
+			t.Errorf("pure files %s/%s: %s", p, glob, v)
+		}
+		for _, f := range files {
+			for _, spec := range f.Imports {
+				path, _ := strconv.Unquote(spec.Path.Value)
+				if rel, ok := strings.CutPrefix(path, module+"/"); ok && !contains(purePackages, "/"+rel) {
+					t.Errorf("pure files %s/%s: %s imports %s, not a pure package", p, glob, fset.Position(spec.Pos()), path)
+				}
+			}
 		}
 	}
 }
