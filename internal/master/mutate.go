@@ -34,6 +34,34 @@ func (m *Master) mutate(ctx context.Context, cmd *namespace.Command) (namespace.
 	return r, id, m.settle(ctx, cmd, r)
 }
 
+// setAttr logs cmd, a setattr, and finishes it. A truncation that cuts
+// a chunk a snapshot shares cuts a copy first, and again (maxCopyRounds
+// in all) if a snapshot shared it anew before the cut was logged.
+func (m *Master) setAttr(ctx context.Context, cmd *namespace.Command) (namespace.Result, uint64, error) {
+	for round := 1; ; round++ {
+		if ch, ok := m.sharedCut(cmd); ok {
+			if _, err := m.copyOnWrite(context.WithoutCancel(ctx), cmd.Caller, cmd.Path, ch); err != nil {
+				return namespace.Result{}, 0, err
+			}
+		}
+		r, id, err := m.mutate(ctx, cmd)
+		if err != nil && round < maxCopyRounds {
+			if _, again := m.sharedCut(cmd); again {
+				continue
+			}
+		}
+		return r, id, err
+	}
+}
+
+// rename logs cmd, a rename, while no snapshot is being taken (see
+// Master.snapMu).
+func (m *Master) rename(ctx context.Context, cmd *namespace.Command) (namespace.Result, uint64, error) {
+	m.snapMu.RLock()
+	defer m.snapMu.RUnlock()
+	return m.mutate(ctx, cmd)
+}
+
 // settle does what a logged mutation leaves to do outside the log: its
 // garbage is queued for the chunkservers, a create's first chunk is placed
 // (placeFirst), and a chunk a truncation cut in

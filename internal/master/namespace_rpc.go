@@ -141,9 +141,7 @@ func (m service) Rename(ctx context.Context, req *pb.RenameRequest) (*pb.RenameR
 	if err != nil {
 		return nil, err
 	}
-	m.snapMu.RLock()
-	_, id, err := m.mutate(ctx, cmd)
-	m.snapMu.RUnlock()
+	_, id, err := m.rename(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -215,24 +213,11 @@ func (m service) SetAttr(ctx context.Context, req *pb.SetAttrRequest) (*pb.SetAt
 	if err != nil {
 		return nil, err
 	}
-	for round := 1; ; round++ {
-		// A truncation that cuts a chunk a snapshot shares cuts a copy.
-		if ch, ok := m.sharedCut(cmd); ok {
-			if _, err := m.copyOnWrite(context.WithoutCancel(ctx), cmd.Caller, cmd.Path, ch); err != nil {
-				return nil, err
-			}
-		}
-		r, id, err := m.mutate(ctx, cmd)
-		if err != nil && round < maxCopyRounds {
-			if _, again := m.sharedCut(cmd); again {
-				continue // a snapshot shared it again meanwhile
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		return &pb.SetAttrResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}, nil
+	r, id, err := m.setAttr(ctx, cmd)
+	if err != nil {
+		return nil, err
 	}
+	return &pb.SetAttrResponse{StateId: id, Info: rpc.FileInfoTo(r.Info)}, nil
 }
 
 func (m *Master) setAttrCommand(ctx context.Context, req *pb.SetAttrRequest) (*namespace.Command, error) {
