@@ -51,7 +51,7 @@ func (m *Master) runBatch(ctx context.Context, ops []batchOp) ([]batchResult, er
 	if err := m.batchReadable(ctx, ops); err != nil {
 		return nil, err
 	}
-	b := &batch{m: m, results: make([]batchResult, len(ops)), stats: make([]batchStat, 0, len(ops))}
+	b := &batch{m: m, ops: ops, results: make([]batchResult, len(ops)), stats: make([]int, 0, len(ops))}
 	for i := range ops {
 		b.prepare(opContext(ctx, ops[i].reqID), i, &ops[i])
 	}
@@ -82,15 +82,10 @@ func (m *Master) batchReadable(ctx context.Context, ops []batchOp) error {
 // batch is one Batch call in progress.
 type batch struct {
 	m       *Master
+	ops     []batchOp
 	results []batchResult // one per op
-	stats   []batchStat
+	stats   []int         // the ops answered by stat, in order
 	muts    []batchMutation
-}
-
-type batchStat struct {
-	i      int
-	caller chunkfs.Caller
-	path   string
 }
 
 type batchMutation struct {
@@ -108,7 +103,7 @@ func (b *batch) prepare(ctx context.Context, i int, op *batchOp) {
 	case err != nil:
 	case op.stat:
 		if err = b.m.readable(ctx, "stat", op.minState); err == nil {
-			b.stats = append(b.stats, batchStat{i: i, caller: op.caller, path: op.path})
+			b.stats = append(b.stats, i)
 			return
 		}
 	case op.cmd.Op == namespace.OpSetAttr:
@@ -135,15 +130,15 @@ func (b *batch) stat() {
 	for start := 0; start < len(b.stats); start += statsPerLock {
 		part := b.stats[start:min(start+statsPerLock, len(b.stats))]
 		id := b.m.state.read(func(ns *namespace.Namespace) {
-			for _, s := range part {
-				r := &b.results[s.i]
+			for _, i := range part {
+				r, op := &b.results[i], &b.ops[i]
 				r.stat = true
-				r.info, r.err = ns.Stat(s.caller, s.path)
+				r.info, r.err = ns.Stat(op.caller, op.path)
 			}
 		})
-		for _, s := range part {
-			if b.results[s.i].err == nil {
-				b.results[s.i].stateID = id
+		for _, i := range part {
+			if b.results[i].err == nil {
+				b.results[i].stateID = id
 			}
 		}
 	}
