@@ -10,11 +10,11 @@ import (
 	"github.com/chunkfs/chunkfs/internal/placement"
 )
 
-// TestChunkInfoSize pins the chunk record at 64 bytes: the master holds
+// TestChunkInfoSize pins the chunk record at 12 bytes: the master holds
 // one a chunk, millions of them.
 func TestChunkInfoSize(t *testing.T) {
-	if n := unsafe.Sizeof(chunkInfo{}); n != 64 {
-		t.Errorf("chunkInfo is %d bytes, want 64", n)
+	if n := unsafe.Sizeof(chunkInfo{}); n != 12 {
+		t.Errorf("chunkInfo is %d bytes, want 12", n)
 	}
 }
 
@@ -72,7 +72,7 @@ func TestDirtyMarksFollowPlan(t *testing.T) {
 	want = slices.DeleteFunc(want, func(h chunkfs.Handle) bool { return h == gone })
 	var got []chunkfs.Handle
 	for h, ci := range r.chunks.dirtyOnes() {
-		if !ci.dirty {
+		if !ci.isDirty() {
 			t.Errorf("chunk %d walked as dirty, not marked", h)
 		}
 		got = append(got, h)
@@ -91,5 +91,39 @@ func TestDirtyMarksFollowPlan(t *testing.T) {
 		if p.dirty != 0 {
 			t.Fatalf("page %d counts %d dirty after the plan", key, p.dirty)
 		}
+	}
+}
+
+// TestEndedLeasesLeaveNoRecord grants leases on chunks, lets some end
+// and plans: the ended ones leave nothing beside the records (a chunk
+// keeps no lease record once its lease cannot be held), the others stay
+// valid, and a fence set under a lease stays with the chunk.
+func TestEndedLeasesLeaveNoRecord(t *testing.T) {
+	r := newRegistry(1)
+	buildRegistry(t, r, 3, 100, 3)
+	now := time.Unix(1000, 0)
+	for h := chunkfs.Handle(1); h <= 100; h++ {
+		primary, _ := r.lease(h, now)
+		if primary != nil {
+			t.Fatalf("chunk %d leased before any grant", h)
+		}
+		r.beginCalls(h, 2)
+		r.recordLease(h, r.replicas(h, 1)[0], now.Add(time.Duration(h)*time.Second))
+		r.endCalls(h)
+	}
+	r.dropReplica(r.replicas(90, 1)[1], 90, now) // under its lease: fenced
+	lookup := func(chunkfs.Handle) (chunkfs.Version, int, int64, bool, bool) { return 1, 3, 1 << 20, false, true }
+	later := now.Add(60 * time.Second)
+	r.plan(placement.DefaultConfig(), lookup, 2, later, false)
+	if len(r.leases) != 40 || len(r.busy) != 0 {
+		t.Fatalf("%d lease records and %d busy after 60 of 100 ended, want 40 and 0", len(r.leases), len(r.busy))
+	}
+	for h := chunkfs.Handle(1); h <= 100; h++ {
+		if got, want := r.leaseOutstanding(h, later), h > 60; got != want {
+			t.Errorf("chunk %d: lease outstanding %v, want %v", h, got, want)
+		}
+	}
+	if ci := r.chunks.get(90); ci == nil || !ci.fence() {
+		t.Errorf("chunk 90 lost its fence")
 	}
 }

@@ -413,8 +413,8 @@ func (s *registryScenario) run(f []string) {
 			s.printf("wait")
 			break
 		}
-		ci := r.chunks.get(h)
-		s.printf("adopted %s for %v", ci.primary.id, r.timeOf(ci.expiry).Sub(s.now))
+		l := r.leases[h]
+		s.printf("adopted %s for %v", l.primary.id, r.timeOf(l.expiry).Sub(s.now))
 	case "extend":
 		s.printf("extended %v", r.extend(s.server(f[1]), []chunkfs.Handle{s.handle(f[2])}, s.now, 10*time.Second))
 	case "no-adoption":
