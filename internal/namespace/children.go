@@ -142,13 +142,15 @@ func (c *children) after(name string, fn func(name string, n *inode) bool) {
 func (c *children) all(fn func(name string, n *inode) bool) { c.after("", fn) }
 
 // appendSorted adds the entry name → n after every entry; name must sort
-// after them all. Restoring a snapshot builds lists this way, in full
-// blocks.
-func (c *children) appendSorted(name string, n *inode) {
+// after them all, and left counts the entries still to be appended, this
+// one included. Restoring a snapshot builds lists this way, in full
+// blocks of half the most a block holds, each allocated for the entries
+// it will hold (a directory of 100 entries takes 100 slots, not 256).
+func (c *children) appendSorted(name string, n *inode, left int) {
 	c.counted(n, 1)
 	last := len(c.blocks) - 1
 	if last < 0 || len(c.blocks[last]) >= maxBlock/2 {
-		c.blocks = append(c.blocks, make([]dirent, 0, maxBlock/2))
+		c.blocks = append(c.blocks, make([]dirent, 0, min(max(left, 1), maxBlock/2)))
 		last++
 	}
 	c.blocks[last] = append(c.blocks[last], dirent{name: name, n: n})

@@ -126,9 +126,11 @@ func (cp *copier) copy(n *inode) *inode {
 		return k
 	}
 	ns.dirs++
+	left := n.ext.kids.Len()
 	n.ext.kids.all(func(name string, c *inode) bool {
 		kc := cp.copy(c)
-		k.ext.kids.appendSorted(name, kc)
+		k.ext.kids.appendSorted(name, kc, left)
+		left--
 		kc.nlink++
 		if kc.isDir() {
 			kc.ext.parent = k

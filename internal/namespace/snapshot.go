@@ -428,7 +428,7 @@ func (s *snapReader) kids(ns *Namespace, d *inode, depth int) {
 		if k.isDir() {
 			k.ext.parent = d
 		}
-		d.ext.kids.appendSorted(name, k)
+		d.ext.kids.appendSorted(name, k, int(count-i))
 	}
 }
 

@@ -1,0 +1,40 @@
+package namespace
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// TestOrderedListsFitTheirEntries restores directories of 100 and 1,000
+// entries and snapshots the first: lists built in order take a slot an
+// entry, in blocks of half the most a block holds (each block took 256
+// slots, whatever the directory held).
+func TestOrderedListsFitTheirEntries(t *testing.T) {
+	s := newTNS(t)
+	for _, n := range []int{100, 1000} {
+		s.ok(&Command{Op: OpMkdir, Path: fmt.Sprintf("/d%d", n), Mode: 0o755})
+		for i := range n {
+			s.ok(&Command{Op: OpCreate, Path: fmt.Sprintf("/d%d/f%04d", n, i), Mode: 0o644})
+		}
+	}
+	s.ok(&Command{Op: OpSnapshot, Path: "/d100", Target: "/snap"})
+	restored, err := Restore(bytes.NewReader(snapshot(t, s.ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ns   *Namespace
+		name string
+		want int
+	}{{s.ns, "snap", 100}, {restored, "d100", 100}, {restored, "d1000", 1000}, {restored, "snap", 100}} {
+		kids := tc.ns.root.ext.kids.get(tc.name).ext.kids
+		slots := 0
+		for _, blk := range kids.blocks {
+			slots += cap(blk)
+		}
+		if kids.Len() != tc.want || slots != tc.want {
+			t.Errorf("/%s: %d entries in %d slots, want %d in as many", tc.name, kids.Len(), slots, tc.want)
+		}
+	}
+}
