@@ -462,11 +462,28 @@ func (ns *Namespace) newChunk(n *inode, i int64) Chunk {
 	h := ns.nextHandle
 	ns.nextHandle++
 	for int64(len(n.chunks)) <= i {
-		n.chunks = append(n.chunks, chunkRef{})
+		n.chunks = appendRef(n.chunks)
 	}
 	n.chunks[i] = chunkRef{handle: h, version: 1}
 	ns.ref(h, n)
 	return Chunk{Index: i, Handle: h, Version: 1}
+}
+
+// exactRefs is the longest chunk list that grows one ref at a time.
+const exactRefs = 16
+
+// appendRef appends an empty ref to a file's chunk list. A list of up to
+// exactRefs grows by one, into an array of its length (each such size
+// is one of the allocator's classes, so none is spare: append's doubling
+// left 4 slots for 3 chunks, 8 for 5); longer ones grow as append
+// grows them.
+func appendRef(refs []chunkRef) []chunkRef {
+	if len(refs) < cap(refs) || len(refs) >= exactRefs {
+		return append(refs, chunkRef{})
+	}
+	out := make([]chunkRef, len(refs)+1)
+	copy(out, refs)
+	return out
 }
 
 func (ns *Namespace) bumpVersion(c *Command) Result {

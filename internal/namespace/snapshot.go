@@ -442,6 +442,9 @@ func (s *snapReader) file(ns *Namespace, n *inode) {
 	}
 	ns.files++
 	ns.bytes += n.length
+	if count > 0 {
+		n.chunks = make([]chunkRef, 0, min(count, uint64(s.left()))) // a ref takes a byte at least
+	}
 	for i := uint64(0); i < count && s.err == nil; i++ {
 		var r chunkRef
 		r.handle = chunkfs.Handle(s.uvarint(uint64(ns.nextHandle) - 1))

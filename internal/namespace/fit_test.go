@@ -38,3 +38,30 @@ func TestOrderedListsFitTheirEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkListsFitTheirChunks grows files chunk by chunk and restores
+// them: a list of up to exactRefs chunks takes a slot a chunk, written
+// or restored (append left 4 slots for 3 chunks, 8 for 5), and a longer
+// one restored takes a slot a chunk too.
+func TestChunkListsFitTheirChunks(t *testing.T) {
+	s := newTNS(t)
+	sizes := []int{1, 2, 3, 5, exactRefs, exactRefs + 3}
+	for _, n := range sizes {
+		p := fmt.Sprintf("/f%d", n)
+		s.ok(&Command{Op: OpCreate, Path: p, Mode: 0o644})
+		for i := range n {
+			s.ok(&Command{Op: OpAllocChunk, Path: p, Index: int64(i)})
+		}
+	}
+	restored, err := Restore(bytes.NewReader(snapshot(t, s.ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range sizes {
+		name := fmt.Sprintf("f%d", n)
+		live, back := s.ns.root.ext.kids.get(name).chunks, restored.root.ext.kids.get(name).chunks
+		if len(live) != n || len(back) != n || cap(back) != n || n <= exactRefs && cap(live) != n {
+			t.Errorf("%s: %d chunks in %d slots, restored %d in %d", name, len(live), cap(live), len(back), cap(back))
+		}
+	}
+}
