@@ -103,6 +103,7 @@ func (r *registry) pruneLeases(now time.Time) {
 			}
 		}
 	}
+	r.leasesKept = len(r.leases)
 }
 
 // pendingClone is a re-replication or a balancer move in flight: target
@@ -143,13 +144,14 @@ type registry struct {
 
 	safe *safeCount // the located chunks, counted while in safe mode; nil after (registry_safemode.go)
 
-	epoch     time.Time                          // the time stamp 0 stands for (stampOf)
-	leases    map[chunkfs.Handle]leaseRecord     // the lease on record of each chunk that has one, until it ends (pruneLeases)
-	busy      map[chunkfs.Handle]int32           // grants or cuts in flight on a chunk: its replicas are not all recorded yet
-	more      map[chunkfs.Handle][]*server       // a chunk's holders beyond its record's three
-	bigTold   map[chunkfs.Handle]chunkfs.Version // versions told of 32 bits or more
-	clones    map[chunkfs.Handle]*pendingClone   // the clone in flight of each chunk that has one
-	blockedAt map[chunkfs.Handle]time.Time       // when a writer last waited on a chunk for want of replicas (block)
+	epoch      time.Time                          // the time stamp 0 stands for (stampOf)
+	leases     map[chunkfs.Handle]leaseRecord     // the lease on record of each chunk that has one, until it ends (pruneLeases)
+	leasesKept int                                // len(leases) after the last pruneLeases
+	busy       map[chunkfs.Handle]int32           // grants or cuts in flight on a chunk: its replicas are not all recorded yet
+	more       map[chunkfs.Handle][]*server       // a chunk's holders beyond its record's three
+	bigTold    map[chunkfs.Handle]chunkfs.Version // versions told of 32 bits or more
+	clones     map[chunkfs.Handle]*pendingClone   // the clone in flight of each chunk that has one
+	blockedAt  map[chunkfs.Handle]time.Time       // when a writer last waited on a chunk for want of replicas (block)
 
 	copies map[chunkfs.Handle]chunkfs.Version // copy-on-write copies being made, not yet logged (registry_snapshot.go)
 

@@ -124,13 +124,24 @@ func (r *registry) forgetFailed(h chunkfs.Handle, order []*server, errs []error,
 	}
 }
 
-// recordLease notes that primary holds h's lease until expiry; the grant
-// that gave it moved every replica it counts to one version, so the chunk
-// is no longer fenced.
-func (r *registry) recordLease(h chunkfs.Handle, primary *server, expiry time.Time) {
+// recordLease notes, at now, that primary holds h's lease until expiry;
+// the grant that gave it moved every replica it counts to one version, so
+// the chunk is no longer fenced. The leases ended by now are forgotten
+// whenever the records have doubled since the last time (pruneLeases):
+// a master that plans no repairs (in safe mode, or following) keeps at
+// most twice the leases that may be held, not one for every chunk ever
+// written.
+func (r *registry) recordLease(h chunkfs.Handle, primary *server, expiry, now time.Time) {
 	r.info(h).setFence(false)
 	r.leases[h] = leaseRecord{primary: primary, expiry: r.stampOf(expiry)}
+	if len(r.leases) >= max(2*r.leasesKept, minLeasePrune) {
+		r.pruneLeases(now)
+	}
 }
+
+// minLeasePrune is how many lease records recordLease lets build up
+// before it prunes them at all.
+const minLeasePrune = 1024
 
 // revoke forgets h's lease (a truncation's new version ends it).
 func (r *registry) revoke(h chunkfs.Handle) {

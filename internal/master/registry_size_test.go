@@ -108,7 +108,7 @@ func TestEndedLeasesLeaveNoRecord(t *testing.T) {
 			t.Fatalf("chunk %d leased before any grant", h)
 		}
 		r.beginCalls(h, 2)
-		r.recordLease(h, r.replicas(h, 1)[0], now.Add(time.Duration(h)*time.Second))
+		r.recordLease(h, r.replicas(h, 1)[0], now.Add(time.Duration(h)*time.Second), now)
 		r.endCalls(h)
 	}
 	r.dropReplica(r.replicas(90, 1)[1], 90, now) // under its lease: fenced
@@ -125,5 +125,29 @@ func TestEndedLeasesLeaveNoRecord(t *testing.T) {
 	}
 	if ci := r.chunks.get(90); ci == nil || !ci.fence() {
 		t.Errorf("chunk 90 lost its fence")
+	}
+}
+
+// TestLeasesPrunedWithoutPlan grants a lease a second on 5,000 chunks,
+// each for 10 s, with no plan run (a master in safe mode plans none):
+// the records of ended leases go as grants come, so no more than
+// minLeasePrune are kept, and the ten that may still be held stay.
+func TestLeasesPrunedWithoutPlan(t *testing.T) {
+	const chunks = 5000
+	r := newRegistry(1)
+	buildRegistry(t, r, 1, chunks, 1)
+	s := r.servers["cs000"]
+	now := time.Unix(1000, 0)
+	for h := chunkfs.Handle(1); h <= chunks; h++ {
+		now = now.Add(time.Second)
+		r.recordLease(h, s, now.Add(10*time.Second), now)
+		if len(r.leases) > minLeasePrune {
+			t.Fatalf("%d lease records kept after %d grants", len(r.leases), h)
+		}
+	}
+	for h := chunkfs.Handle(chunks - 20); h <= chunks; h++ {
+		if got, want := r.leaseOutstanding(h, now), h > chunks-10; got != want {
+			t.Errorf("chunk %d: lease outstanding %v, want %v", h, got, want)
+		}
 	}
 }
