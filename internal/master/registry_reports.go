@@ -103,6 +103,7 @@ func (r *registry) register(req fullReport, version versionOf, now time.Time) (r
 			r.addReplica(s, h, v)
 		}
 	}
+	s.chunks.fit()
 	return out, nil
 }
 

@@ -151,3 +151,18 @@ func TestLeasesPrunedWithoutPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestReportedReplicasFit registers full reports and checks that each
+// server's replica pages hold no spare room (append left up to as much
+// again).
+func TestReportedReplicasFit(t *testing.T) {
+	r := newRegistry(1)
+	buildRegistry(t, r, 3, 100_000, 3)
+	for _, s := range r.servers {
+		for _, p := range s.chunks.pages {
+			if cap(p.lows) != len(p.lows) || cap(p.vers) != len(p.vers) {
+				t.Fatalf("%s: page %d holds %d replicas in room for %d and %d", s.id, p.key, len(p.lows), cap(p.lows), cap(p.vers))
+			}
+		}
+	}
+}
