@@ -3,7 +3,9 @@ package namespace
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestOrderedListsFitTheirEntries restores directories of 100 and 1,000
@@ -63,5 +65,35 @@ func TestChunkListsFitTheirChunks(t *testing.T) {
 		if len(live) != n || len(back) != n || cap(back) != n || n <= exactRefs && cap(live) != n {
 			t.Errorf("%s: %d chunks in %d slots, restored %d in %d", name, len(live), cap(live), len(back), cap(back))
 		}
+	}
+}
+
+// TestEntryNamesOwnTheirBytes creates and renames files by long paths
+// and checks that no entry's name shares the bytes of the command's path
+// (it kept the whole path alive as long as the entry).
+func TestEntryNamesOwnTheirBytes(t *testing.T) {
+	s := newTNS(t)
+	dir := "/home/" + strings.Repeat("d", 200)
+	s.ok(&Command{Op: OpMkdir, Path: dir, Mode: 0o755})
+	create := &Command{Op: OpCreate, Path: dir + "/f", Mode: 0o644}
+	rename := &Command{Op: OpRename, Path: dir + "/f", Target: dir + "/g"}
+	for _, c := range []*Command{create, rename} {
+		s.now += 1000
+		c.Time = s.now
+		if r := s.ns.Apply(c); r.Err != nil { // not through the encoding: the path's bytes are c's own
+			t.Fatal(r.Err)
+		}
+		p := c.Path
+		if c.Op == OpRename {
+			p = c.Target
+		}
+		d := s.ns.root.ext.kids.get("home").ext.kids.get(strings.Repeat("d", 200))
+		d.ext.kids.all(func(name string, _ *inode) bool {
+			start := uintptr(unsafe.Pointer(unsafe.StringData(p)))
+			if at := uintptr(unsafe.Pointer(unsafe.StringData(name))); at >= start && at < start+uintptr(len(p)) {
+				t.Errorf("%s: entry %q shares the bytes of the command's path", c.Op, name)
+			}
+			return true
+		})
 	}
 }
