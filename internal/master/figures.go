@@ -68,7 +68,7 @@ func (m *Master) Figures() Figures {
 // files with names of about 16 bytes, divided out. They include the
 // inode, its directory entry and name, and the chunk table's entry.
 const (
-	heapPerFile  = 146
+	heapPerFile  = 135
 	heapPerDir   = 250
 	heapPerChunk = 27
 )
