@@ -3,6 +3,7 @@ package namespace
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unsafe"
@@ -103,5 +104,27 @@ func TestEntryNamesOwnTheirBytes(t *testing.T) {
 func TestInodeSize(t *testing.T) {
 	if n := unsafe.Sizeof(inode{}); n != 80 {
 		t.Errorf("inode is %d bytes, want 80", n)
+	}
+}
+
+// TestInsertedListsKeepLittleRoom creates directories of 100 and 1,000
+// entries in random order: their blocks keep at most an eighth of room
+// spare, beside a slot each (append doubled them: 128 slots for 100).
+func TestInsertedListsKeepLittleRoom(t *testing.T) {
+	s := newTNS(t)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, n := range []int{100, 1000} {
+		s.ok(&Command{Op: OpMkdir, Path: fmt.Sprintf("/d%d", n), Mode: 0o755})
+		for _, i := range rng.Perm(n) {
+			s.ok(&Command{Op: OpCreate, Path: fmt.Sprintf("/d%d/f%04d", n, i), Mode: 0o644})
+		}
+		kids := s.ns.root.ext.kids.get(fmt.Sprintf("d%d", n)).ext.kids
+		slots := 0
+		for _, blk := range kids.blocks {
+			slots += cap(blk) - 1 // a block may have grown by one to split
+		}
+		if kids.Len() != n || slots > n+n/8 {
+			t.Errorf("/d%d: %d entries in %d slots", n, kids.Len(), slots)
+		}
 	}
 }
