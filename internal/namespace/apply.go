@@ -2,7 +2,6 @@ package namespace
 
 import (
 	"io/fs"
-	"strings"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -140,13 +139,11 @@ func (ns *Namespace) newInode(c *Command, dir *inode, name string, mode fs.FileM
 	return n
 }
 
-// attach adds the entry name → n to dir. The entry keeps a copy of
-// name: a name cut from a command's path would keep the whole path's
-// bytes alive as long as the entry (32 bytes for a name of 4).
+// attach adds the entry name → n to dir.
 func (ns *Namespace) attach(dir *inode, name string, n *inode, now int64) {
 	ns.touch(dir)
 	ns.touch(n)
-	dir.ext.kids.insert(strings.Clone(name), n)
+	dir.ext.kids.insert(name, n)
 	dir.mtime, dir.ctime = now, now
 	n.nlink++
 	if n.isDir() {

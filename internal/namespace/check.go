@@ -198,23 +198,24 @@ func (c *checker) dir(n *inode, p string) {
 	}
 	prev, count, dirs := "", 0, 0
 	for _, blk := range n.ext.kids.blocks {
-		if len(blk) == 0 {
+		if len(blk.ents) == 0 {
 			c.fail(p, "empty block")
 		}
-		for _, e := range blk {
+		for i, e := range blk.ents {
 			count++
-			if e.name <= prev || pathProblem("/"+e.name) != "" {
-				c.fail(p, "entry %q unsorted or invalid", e.name)
+			name := blk.name(i)
+			if name <= prev || pathProblem("/"+name) != "" {
+				c.fail(p, "entry %q unsorted or invalid", name)
 			}
 			if e.n == nil || e.n.isDir() && (e.n.ext == nil || e.n.ext.parent != n) {
-				c.fail(p, "entry %q has no inode or a wrong parent", e.name)
+				c.fail(p, "entry %q has no inode or a wrong parent", name)
 				return
 			}
-			prev = e.name
+			prev = name
 			if e.n.isDir() {
 				dirs++
 			}
-			c.entry(e.n, join(p, e.name))
+			c.entry(e.n, join(p, name))
 			if c.err != nil {
 				return
 			}

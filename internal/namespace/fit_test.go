@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -34,7 +35,7 @@ func TestOrderedListsFitTheirEntries(t *testing.T) {
 		kids := tc.ns.root.ext.kids.get(tc.name).ext.kids
 		slots := 0
 		for _, blk := range kids.blocks {
-			slots += cap(blk)
+			slots += cap(blk.ents)
 		}
 		if kids.Len() != tc.want || slots != tc.want {
 			t.Errorf("/%s: %d entries in %d slots, want %d in as many", tc.name, kids.Len(), slots, tc.want)
@@ -121,10 +122,66 @@ func TestInsertedListsKeepLittleRoom(t *testing.T) {
 		kids := s.ns.root.ext.kids.get(fmt.Sprintf("d%d", n)).ext.kids
 		slots := 0
 		for _, blk := range kids.blocks {
-			slots += cap(blk) - 1 // a block may have grown by one to split
+			slots += cap(blk.ents) - 1 // a block may have grown by one to split
 		}
 		if kids.Len() != n || slots > n+n/8 {
 			t.Errorf("/d%d: %d entries in %d slots", n, kids.Len(), slots)
+		}
+	}
+}
+
+// TestChildrenMatchesMap inserts and removes names of 1 to 255 bytes at
+// random in a children list and a map, and checks they hold the same in
+// order; that every name handed out earlier still reads as it did (a
+// name is a view of its block's bytes, never written over); and that no
+// block keeps more dead name bytes than live ones.
+func TestChildrenMatchesMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	var c children
+	want := map[string]*inode{}
+	var held []string // names handed out, with their bytes as they were
+	var copies []string
+	file := &inode{}
+	for step := range 20000 {
+		name := strings.Repeat(string(rune('a'+rng.IntN(26))), 1+rng.IntN(3)) + fmt.Sprint(rng.IntN(200))
+		if rng.IntN(40) == 0 {
+			name += strings.Repeat("z", 200)
+		}
+		if want[name] == nil {
+			c.insert(name, file)
+			want[name] = file
+		} else {
+			if !c.remove(name) {
+				t.Fatalf("step %d: remove(%q) found nothing", step, name)
+			}
+			delete(want, name)
+		}
+		if step%97 == 0 && c.Len() > 0 {
+			c.all(func(n string, _ *inode) bool {
+				held, copies = append(held, n), append(copies, strings.Clone(n))
+				return false
+			})
+		}
+	}
+	var got []string
+	c.all(func(n string, k *inode) bool {
+		if want[n] != k {
+			t.Fatalf("entry %q is not in the map", n)
+		}
+		got = append(got, n)
+		return true
+	})
+	if !slices.IsSorted(got) || len(got) != len(want) || c.Len() != len(want) {
+		t.Fatalf("list holds %d (sorted %v, counts %d), map %d", len(got), slices.IsSorted(got), c.Len(), len(want))
+	}
+	for i := range held {
+		if held[i] != copies[i] {
+			t.Fatalf("a name handed out as %q now reads %q", copies[i], held[i])
+		}
+	}
+	for i, b := range c.blocks {
+		if b.dead > len(b.names)/2 {
+			t.Errorf("block %d: %d of %d name bytes dead", i, b.dead, len(b.names))
 		}
 	}
 }

@@ -82,9 +82,10 @@ func copyInode(n *inode) *inode {
 	c.setChunks(slices.Clone(n.chunks()))
 	if n.ext != nil {
 		e := *n.ext
-		e.kids.blocks = make([][]dirent, len(n.ext.kids.blocks))
+		e.kids.blocks = make([]block, len(n.ext.kids.blocks))
 		for i, b := range n.ext.kids.blocks {
-			e.kids.blocks[i] = slices.Clone(b)
+			// The names are shared: their bytes are never written over.
+			e.kids.blocks[i] = block{ents: slices.Clone(b.ents), names: b.names, dead: b.dead}
 		}
 		e.xattrs = slices.Clone(n.ext.xattrs)
 		c.ext = &e
