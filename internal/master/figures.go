@@ -47,11 +47,13 @@ func (m *Master) Figures() Figures {
 	m.regMu.Lock()
 	defer m.regMu.Unlock()
 	f.MetadataBytes += registryBytes(m.reg.sizes())
-	for _, ci := range m.reg.chunks.all() {
-		if m.reg.leased(ci, now) {
+	for h := range m.reg.leases {
+		if m.reg.leased(h, now) {
 			f.Leases++
 		}
-		for s := range ci.holders.all() {
+	}
+	for h, ci := range m.reg.chunks.all() {
+		for s := range m.reg.holders(h, ci) {
 			if s.alive {
 				f.Replicas++
 			}
@@ -66,7 +68,7 @@ func (m *Master) Figures() Figures {
 // files with names of about 16 bytes, divided out. They include the
 // inode, its directory entry and name, and the chunk table's entry.
 const (
-	heapPerFile  = 146
+	heapPerFile  = 135
 	heapPerDir   = 250
 	heapPerChunk = 27
 )
@@ -80,11 +82,11 @@ func metadataBytes(c namespace.Counts) int64 {
 }
 
 // Bytes of master heap per registry object, measured by
-// TestRegistryBytesMeasured alike: a chunk's record (its chunkInfo, with
-// three holders in place, and its slot in the chunkTable) and a replica
+// TestRegistryBytesMeasured alike: a chunk's record (its chunkInfo, by
+// value in its chunkTable page, with its page's share) and a replica
 // (its entry in its server's replicaSet).
 const (
-	heapPerChunkRecord = 75
+	heapPerChunkRecord = 15
 	heapPerReplica     = 6
 )
 

@@ -272,7 +272,7 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 	// Even when logging failed, the primary holds the lease: no other
 	// may be named until it ends (its version, ahead of the log, does not
 	// count as current meanwhile).
-	m.reg.recordLease(ch.Handle, primary, expiry)
+	m.reg.recordLease(ch.Handle, primary, expiry, m.cfg.Clock.Now())
 	return err
 }
 

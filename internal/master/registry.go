@@ -41,6 +41,7 @@ type server struct {
 	sourcing       int                          // clones in flight with it as source
 	moveIn         int64                        // bytes of balancer moves in flight to it
 	moveOut        int64                        // bytes of balancer moves in flight from it
+	slot           uint16                       // its slot in the registry's server table, 0 until it holds a replica (slotOf)
 }
 
 // addrs returns the servers' addresses, for calls made without regMu; it
@@ -60,29 +61,6 @@ type disk struct {
 	capacity, free int64
 }
 
-// chunkInfo is the in-memory part of a chunk: where it lives and its lease.
-// The master holds one for each of millions of chunks, so it is kept to
-// 64 bytes (TestChunkInfoSize): three holders in place, the lease's end
-// as a stamp, narrow counters, and what is seldom set (a clone in flight,
-// when a writer last waited on the chunk) in maps beside it
-// (registry.clones, registry.blockedAt).
-type chunkInfo struct {
-	holders holderSet       // servers that reported or were given a replica (registry_chunks.go)
-	primary *server         // lease holder, nil when none
-	told    chunkfs.Version // highest version sent to any chunkserver
-	expiry  stamp           // lease end, when primary is set
-	busy    int32           // grants or cuts in flight: their replicas are not all recorded yet
-	corrupt int16           // corrupt replicas reported and not yet replaced by a clone
-	// fence is set when the replica set shrank while a lease was out: the
-	// survivors must move to a new version before the next write is
-	// acknowledged, so that the lost replica is stale if it comes back.
-	fence bool
-	// dirty is set when the replica set changed since plan last found
-	// the chunk healthy: plan looks only at these, and at every chunk on
-	// a full sweep. The chunkTable counts them by page (markDirty).
-	dirty bool
-}
-
 // stamp is a time as nanoseconds since the registry's epoch (the first
 // time it was handed): 8 bytes where a time.Time takes 24, and a
 // difference of two carries the monotonic clock's reading when the
@@ -100,9 +78,32 @@ func (r *registry) stampOf(t time.Time) stamp {
 // timeOf returns the time of stamp s.
 func (r *registry) timeOf(s stamp) time.Time { return r.epoch.Add(time.Duration(s)) }
 
-// leased reports whether ci's lease, if any, may still be held at now.
-func (r *registry) leased(ci *chunkInfo, now time.Time) bool {
-	return ci.primary != nil && r.stampOf(now) < ci.expiry
+// leaseRecord is a lease the master gave or adopted on a chunk: its
+// primary and its end.
+type leaseRecord struct {
+	primary *server
+	expiry  stamp
+}
+
+// leased reports whether h's lease, if any, may still be held at now.
+func (r *registry) leased(h chunkfs.Handle, now time.Time) bool {
+	l, ok := r.leases[h]
+	return ok && r.stampOf(now) < l.expiry
+}
+
+// pruneLeases forgets the leases ended by now: a chunk keeps no lease
+// record once its lease cannot be held.
+func (r *registry) pruneLeases(now time.Time) {
+	at := r.stampOf(now)
+	for h, l := range r.leases {
+		if l.expiry <= at {
+			delete(r.leases, h)
+			if ci := r.chunks.get(h); ci != nil {
+				r.gc(h, ci)
+			}
+		}
+	}
+	r.leasesKept = len(r.leases)
 }
 
 // pendingClone is a re-replication or a balancer move in flight: target
@@ -127,6 +128,8 @@ type registry struct {
 	servers map[string]*server
 	byAddr  map[string]*server
 	chunks  chunkTable // registry_chunks.go
+	slots   []*server  // the server table: slot i+1 is slots[i], nil when free (slotOf)
+	free    []uint16   // slots given back (freeSlot)
 	rng     *rand.Rand
 	doubts  uint64 // counts doubt calls, to tell a doubt from a later one
 
@@ -141,9 +144,14 @@ type registry struct {
 
 	safe *safeCount // the located chunks, counted while in safe mode; nil after (registry_safemode.go)
 
-	epoch     time.Time                        // the time stamp 0 stands for (stampOf)
-	clones    map[chunkfs.Handle]*pendingClone // the clone in flight of each chunk that has one
-	blockedAt map[chunkfs.Handle]time.Time     // when a writer last waited on a chunk for want of replicas (block)
+	epoch      time.Time                          // the time stamp 0 stands for (stampOf)
+	leases     map[chunkfs.Handle]leaseRecord     // the lease on record of each chunk that has one, until it ends (pruneLeases)
+	leasesKept int                                // len(leases) after the last pruneLeases
+	busy       map[chunkfs.Handle]int32           // grants or cuts in flight on a chunk: its replicas are not all recorded yet
+	more       map[chunkfs.Handle][]*server       // a chunk's holders beyond its record's three
+	bigTold    map[chunkfs.Handle]chunkfs.Version // versions told of 32 bits or more
+	clones     map[chunkfs.Handle]*pendingClone   // the clone in flight of each chunk that has one
+	blockedAt  map[chunkfs.Handle]time.Time       // when a writer last waited on a chunk for want of replicas (block)
 
 	copies map[chunkfs.Handle]chunkfs.Version // copy-on-write copies being made, not yet logged (registry_snapshot.go)
 
@@ -171,6 +179,8 @@ type repairDone struct {
 func newRegistry(seed uint64) *registry {
 	return &registry{
 		servers:  make(map[string]*server),
+		leases:   make(map[chunkfs.Handle]leaseRecord),
+		busy:     make(map[chunkfs.Handle]int32),
 		byAddr:   make(map[string]*server),
 		rng:      rand.New(rand.NewPCG(seed, 0x636b6673)),
 		bal:      balancer{on: true, threshold: DefaultBalanceThreshold, maxMoves: DefaultMaxMoves},
@@ -180,12 +190,10 @@ func newRegistry(seed uint64) *registry {
 
 // info returns h's record, creating it dirty.
 func (r *registry) info(h chunkfs.Handle) *chunkInfo {
-	ci := r.chunks.get(h)
-	if ci == nil {
-		ci = &chunkInfo{dirty: true}
-		r.chunks.put(h, ci)
+	if ci := r.chunks.get(h); ci != nil {
+		return ci
 	}
-	return ci
+	return r.chunks.add(h)
 }
 
 // markDirty notes that h's replica set changed: plan looks at it next.
@@ -197,7 +205,7 @@ func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
 	s.chunks.set(h, v)
 	ci := r.info(h)
 	r.markDirty(h)
-	ci.holders.add(s)
+	r.addHolder(h, ci, s)
 	r.recount(h)
 }
 
@@ -211,10 +219,10 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 	if ci == nil {
 		return
 	}
-	gone := ci.holders.remove(s)
+	gone := r.removeHolder(h, ci, s)
 	r.markDirty(h)
-	if gone && r.leased(ci, now) {
-		ci.fence = true
+	if gone && r.leased(h, now) {
+		ci.setFence(true)
 	}
 	r.recount(h)
 	r.gc(h, ci)
@@ -222,10 +230,20 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 
 // gc deletes h's record once nothing in it matters.
 func (r *registry) gc(h chunkfs.Handle, ci *chunkInfo) {
-	if ci.holders.len() == 0 && ci.primary == nil && ci.told == 0 && r.clones[h] == nil && ci.busy == 0 && ci.corrupt == 0 {
-		r.chunks.remove(h)
-		delete(r.blockedAt, h)
+	_, leased := r.leases[h]
+	if r.holderCount(h, ci) == 0 && !leased && ci.told == 0 && r.clones[h] == nil && r.busy[h] == 0 && ci.corrupt == 0 {
+		r.dropRecord(h)
 	}
+}
+
+// dropRecord forgets h's record and what is kept of it beside.
+func (r *registry) dropRecord(h chunkfs.Handle) {
+	r.chunks.remove(h)
+	delete(r.leases, h)
+	delete(r.busy, h)
+	delete(r.more, h)
+	delete(r.bigTold, h)
+	delete(r.blockedAt, h)
 }
 
 // doubt forgets s's replica of h after a Lease or Truncate call to s
@@ -274,7 +292,7 @@ func (r *registry) replicas(h chunkfs.Handle, v chunkfs.Version) []*server {
 		return nil
 	}
 	var out []*server
-	for s := range ci.holders.all() {
+	for s := range r.holders(h, ci) {
 		if s.alive && s.chunks.at(h) == v {
 			out = append(out, s)
 		}
@@ -286,16 +304,17 @@ func (r *registry) replicas(h chunkfs.Handle, v chunkfs.Version) []*server {
 // is alive and still holds the chunk.
 func (r *registry) lease(h chunkfs.Handle, now time.Time) (*server, time.Time) {
 	ci := r.chunks.get(h)
-	if ci == nil || !r.leased(ci, now) || !ci.primary.alive || !ci.holders.contains(ci.primary) {
+	l := r.leases[h]
+	if ci == nil || !r.leased(h, now) || !l.primary.alive || !r.holds(h, ci, l.primary) {
 		return nil, time.Time{}
 	}
-	return ci.primary, r.timeOf(ci.expiry)
+	return l.primary, r.timeOf(l.expiry)
 }
 
 // placed reports whether the master knows a replica of h (live or not).
 func (r *registry) placed(h chunkfs.Handle) bool {
 	ci := r.chunks.get(h)
-	return ci != nil && ci.holders.len() > 0
+	return ci != nil && r.holderCount(h, ci) > 0
 }
 
 // queueGarbage tells s, at its next heartbeat, to delete h.
@@ -327,7 +346,7 @@ func (r *registry) forget(handles []chunkfs.Handle, now time.Time) {
 		if ci == nil {
 			continue
 		}
-		for _, s := range ci.holders.appendTo(nil) {
+		for _, s := range r.appendHolders(nil, h, ci) {
 			r.queueGarbage(s, h)
 			r.dropReplica(s, h, now)
 		}
@@ -335,8 +354,7 @@ func (r *registry) forget(handles []chunkfs.Handle, now time.Time) {
 			r.queueGarbage(c.target, h) // whatever it stores is garbage
 			delete(r.clones, h)
 		}
-		r.chunks.remove(h)
-		delete(r.blockedAt, h)
+		r.dropRecord(h)
 	}
 }
 

@@ -126,7 +126,7 @@ func (r *registry) movable(from, to *server, lookup chunkLookup, now time.Time) 
 	for h, held := range from.chunks.all() { // in handle order: the first found is the lowest
 		v, want, length, _, ok := lookup(h)
 		ci := r.chunks.get(h)
-		if !ok || held != v || length <= 0 || ci == nil || r.clones[h] != nil || ci.busy > 0 || r.leaseOutstanding(h, now) {
+		if !ok || held != v || length <= 0 || ci == nil || r.clones[h] != nil || r.busy[h] > 0 || r.leaseOutstanding(h, now) {
 			continue
 		}
 		if to.chunks.has(h) {

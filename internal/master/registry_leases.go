@@ -36,11 +36,11 @@ func (r *registry) grantable(h chunkfs.Handle, cur chunkfs.Version, now time.Tim
 	valid := primary != nil && primary.chunks.at(h) == cur
 	replicas := r.replicas(h, cur)
 	switch {
-	case valid && !ci.fence:
+	case valid && !ci.fence():
 		return leaseDecision{verdict: leaseValid}
 	case valid:
 		return leaseDecision{verdict: leaseGrant, replicas: r.grantOrder(replicas, primary), fenced: true}
-	case ci != nil && r.leased(ci, now):
+	case r.leased(h, now):
 		return leaseDecision{verdict: leaseWait}
 	case len(replicas) == 0:
 		return leaseDecision{verdict: leaseNone}
@@ -68,7 +68,7 @@ func (r *registry) grantOrder(replicas []*server, primary *server) []*server {
 // told for h, so that no two grants share one.
 func (r *registry) nextVersion(h chunkfs.Handle, cur chunkfs.Version) chunkfs.Version {
 	if ci := r.chunks.get(h); ci != nil {
-		cur = max(cur, ci.told)
+		cur = max(cur, r.toldOf(h, ci))
 	}
 	return cur + 1
 }
@@ -76,7 +76,7 @@ func (r *registry) nextVersion(h chunkfs.Handle, cur chunkfs.Version) chunkfs.Ve
 // noteTold records that version v of h has been sent to chunkservers.
 func (r *registry) noteTold(h chunkfs.Handle, v chunkfs.Version) {
 	ci := r.info(h)
-	ci.told = max(ci.told, v)
+	r.setTold(h, ci, max(r.toldOf(h, ci), v))
 }
 
 // beginCalls notes that calls telling h's replicas a new version (a grant
@@ -85,13 +85,15 @@ func (r *registry) noteTold(h chunkfs.Handle, v chunkfs.Version) {
 // planned now could target a server the grant is creating it on).
 func (r *registry) beginCalls(h chunkfs.Handle, v chunkfs.Version) {
 	r.noteTold(h, v)
-	r.chunks.get(h).busy++
+	r.busy[h]++
 }
 
 // endCalls undoes beginCalls.
 func (r *registry) endCalls(h chunkfs.Handle) {
 	if ci := r.chunks.get(h); ci != nil {
-		ci.busy--
+		if r.busy[h]--; r.busy[h] == 0 {
+			delete(r.busy, h)
+		}
 		r.gc(h, ci)
 	}
 }
@@ -122,18 +124,30 @@ func (r *registry) forgetFailed(h chunkfs.Handle, order []*server, errs []error,
 	}
 }
 
-// recordLease notes that primary holds h's lease until expiry; the grant
-// that gave it moved every replica it counts to one version, so the chunk
-// is no longer fenced.
-func (r *registry) recordLease(h chunkfs.Handle, primary *server, expiry time.Time) {
-	ci := r.info(h)
-	ci.primary, ci.expiry, ci.fence = primary, r.stampOf(expiry), false
+// recordLease notes, at now, that primary holds h's lease until expiry;
+// the grant that gave it moved every replica it counts to one version, so
+// the chunk is no longer fenced. The leases ended by now are forgotten
+// whenever the records have doubled since the last time (pruneLeases):
+// a master that plans no repairs (in safe mode, or following) keeps at
+// most twice the leases that may be held, not one for every chunk ever
+// written.
+func (r *registry) recordLease(h chunkfs.Handle, primary *server, expiry, now time.Time) {
+	r.info(h).setFence(false)
+	r.leases[h] = leaseRecord{primary: primary, expiry: r.stampOf(expiry)}
+	if len(r.leases) >= max(2*r.leasesKept, minLeasePrune) {
+		r.pruneLeases(now)
+	}
 }
+
+// minLeasePrune is how many lease records recordLease lets build up
+// before it prunes them at all.
+const minLeasePrune = 1024
 
 // revoke forgets h's lease (a truncation's new version ends it).
 func (r *registry) revoke(h chunkfs.Handle) {
 	if ci := r.chunks.get(h); ci != nil {
-		ci.primary, ci.fence = nil, false
+		delete(r.leases, h)
+		ci.setFence(false)
 	}
 }
 
@@ -143,9 +157,9 @@ func (r *registry) revoke(h chunkfs.Handle) {
 func (r *registry) extend(s *server, handles []chunkfs.Handle, now time.Time, d time.Duration) []chunkfs.Handle {
 	var out []chunkfs.Handle
 	for _, h := range handles {
-		ci := r.chunks.get(h)
-		if ci != nil && ci.primary == s && r.leased(ci, now) && !ci.fence {
-			ci.expiry = r.stampOf(now.Add(d))
+		ci, l := r.chunks.get(h), r.leases[h]
+		if ci != nil && l.primary == s && r.leased(h, now) && !ci.fence() {
+			r.leases[h] = leaseRecord{primary: s, expiry: r.stampOf(now.Add(d))}
 			out = append(out, h)
 		}
 	}
@@ -155,18 +169,16 @@ func (r *registry) extend(s *server, handles []chunkfs.Handle, now time.Time, d 
 // leaseOutstanding reports whether a lease on h might still be held, by a
 // live server or not.
 func (r *registry) leaseOutstanding(h chunkfs.Handle, now time.Time) bool {
-	ci := r.chunks.get(h)
-	return ci != nil && r.leased(ci, now)
+	return r.leased(h, now)
 }
 
 // primaryAt returns h's recorded primary (live or not) while its lease may
 // be held at now and its address is addr; nil otherwise.
 func (r *registry) primaryAt(h chunkfs.Handle, addr string, now time.Time) *server {
-	ci := r.chunks.get(h)
-	if ci == nil || !r.leased(ci, now) || ci.primary.addr != addr {
+	if !r.leased(h, now) || r.leases[h].primary.addr != addr {
 		return nil
 	}
-	return ci.primary
+	return r.leases[h].primary
 }
 
 // dropPrimary forgets h's lease and, in doubt, its replica on primary,
@@ -176,10 +188,11 @@ func (r *registry) primaryAt(h chunkfs.Handle, addr string, now time.Time) *serv
 // version any more, since every secondary applies only at its own version.
 func (r *registry) dropPrimary(h chunkfs.Handle, primary *server, now time.Time) {
 	ci := r.chunks.get(h)
-	if ci == nil || ci.primary != primary {
+	if ci == nil || r.leases[h].primary != primary {
 		return
 	}
-	ci.primary, ci.fence = nil, false
+	delete(r.leases, h)
+	ci.setFence(false)
 	if primary.chunks.has(h) {
 		r.doubt(primary, h, now)
 	}
@@ -315,14 +328,14 @@ func (r *registry) adopt(h chunkfs.Handle, cur chunkfs.Version, now time.Time) b
 	if p, _ := r.lease(h, now); p != nil {
 		return p.chunks.at(h) == cur
 	}
-	if r.leased(ci, now) || ci.told > cur || ci.fence {
+	if r.leased(h, now) || r.toldOf(h, ci) > cur || ci.fence() {
 		return false
 	}
 	s, l := r.soleReporter(h, now)
 	if s == nil || !s.alive || l.version != cur || s.chunks.at(h) != cur || !now.Before(a.sureUntil(l)) {
 		return false
 	}
-	for x := range ci.holders.all() {
+	for x := range r.holders(h, ci) {
 		if x.chunks.at(h) > cur {
 			return false
 		}
@@ -331,14 +344,14 @@ func (r *registry) adopt(h chunkfs.Handle, cur chunkfs.Version, now time.Time) b
 	if end.After(a.until) {
 		end = a.until
 	}
-	ci.primary, ci.expiry = s, r.stampOf(end)
+	r.leases[h] = leaseRecord{primary: s, expiry: r.stampOf(end)}
 	// The lease's secondaries are not known: a replica that took its
 	// writes may not have registered yet, and handing the lease out with
 	// the replicas counted now would let writes at cur skip it while it
 	// keeps cur. It is fenced: the primary finishes what it has in
 	// flight, and the next writer's PrepareWrite grants again, at a new
 	// version, to the replicas counted then.
-	ci.fence = true
+	ci.setFence(true)
 	return true
 }
 

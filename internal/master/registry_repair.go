@@ -91,6 +91,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting for a slot
 	var trims []trimOrder
 	r.revoking = r.revoking[:0]
+	r.pruneLeases(now)
 	examine := func(h chunkfs.Handle, ci *chunkInfo) {
 		v, want, _, dead, ok := lookup(h)
 		if !ok {
@@ -104,10 +105,10 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 			r.markDirty(h) // its source is trimmed when it ends
 		case r.clones[h] != nil:
 			level = min(level, r.clones[h].live)
-		case ci.busy == 0 && live == 1 && live < want && r.revocable(h, v, now):
+		case r.busy[h] == 0 && live == 1 && live < want && r.revocable(h, v, now):
 			r.markDirty(h) // cloned once the master revoked the lease
 			r.revoking = append(r.revoking, h)
-		case ci.busy > 0 || len(all) == 0 || r.leaseOutstanding(h, now):
+		case r.busy[h] > 0 || len(all) == 0 || r.leaseOutstanding(h, now):
 			r.markDirty(h) // look again next time
 		case live < want:
 			r.markDirty(h)

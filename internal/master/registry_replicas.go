@@ -148,6 +148,21 @@ func (rs *replicaSet) remove(h chunkfs.Handle) {
 // len returns how many replicas the set holds.
 func (rs *replicaSet) len() int { return rs.n }
 
+// fit copies each page with room to spare to one of its length: a full
+// report fills pages by appending, and append leaves up to as much room
+// again. New chunks take the highest handles, so it is the last page that
+// grows after.
+func (rs *replicaSet) fit() {
+	for i := range rs.pages {
+		if p := &rs.pages[i]; cap(p.lows) > len(p.lows) {
+			lows, vers := make([]uint16, len(p.lows)), make([]uint32, len(p.vers))
+			copy(lows, p.lows)
+			copy(vers, p.vers)
+			p.lows, p.vers = lows, vers
+		}
+	}
+}
+
 // all yields every replica in handle order. The set must not change
 // while it runs.
 func (rs *replicaSet) all() iter.Seq2[chunkfs.Handle, chunkfs.Version] {

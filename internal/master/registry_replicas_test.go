@@ -70,19 +70,21 @@ func TestChunkTableMatchesMap(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 2))
 		spread := []uint64{600, 1 << 14, 1 << 40}[seed%3]
 		var tab chunkTable
-		want := map[chunkfs.Handle]*chunkInfo{}
-		for range 5000 {
+		want := map[chunkfs.Handle]uint32{} // each record's told, as a mark of its own
+		for i := range uint32(5000) {
 			h := chunkfs.Handle(rng.Uint64N(spread))
+			_, had := want[h]
 			switch {
-			case rng.IntN(3) > 0 && want[h] == nil:
-				ci := &chunkInfo{}
-				tab.put(h, ci)
-				want[h] = ci
+			case rng.IntN(3) > 0 && !had:
+				tab.add(h).told = i + 1
+				want[h] = i + 1
 			case rng.IntN(2) == 0:
 				tab.remove(h)
 				delete(want, h)
 			}
-			if tab.get(h) != want[h] {
+			ci := tab.get(h)
+			told, ok := want[h]
+			if (ci != nil) != ok || ci != nil && ci.told != told {
 				t.Fatalf("seed %d: get(%d) differs from the map", seed, h)
 			}
 		}
@@ -91,7 +93,7 @@ func TestChunkTableMatchesMap(t *testing.T) {
 		}
 		var seen []chunkfs.Handle
 		for h, ci := range tab.all() {
-			if want[h] != ci {
+			if want[h] != ci.told {
 				t.Fatalf("seed %d: all yields %d's record wrong", seed, h)
 			}
 			seen = append(seen, h)
@@ -103,32 +105,47 @@ func TestChunkTableMatchesMap(t *testing.T) {
 	}
 }
 
-// TestHolderSetMatchesSlice adds and removes servers at random in a
-// holderSet and a slice, and checks they hold the same, in order.
-func TestHolderSetMatchesSlice(t *testing.T) {
+// TestHoldersMatchSlice adds and removes servers at random among a
+// chunk's holders and in a slice, and checks they hold the same, in
+// order, beyond the three kept in the record too; a slot given back is
+// given again.
+func TestHoldersMatchSlice(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
+	r := newRegistry(1)
 	servers := make([]*server, 7)
 	for i := range servers {
 		servers[i] = &server{id: string(rune('a' + i))}
 	}
-	var hs holderSet
+	const h = chunkfs.Handle(77)
+	ci := r.info(h)
 	var want []*server
 	for range 5000 {
 		s := servers[rng.IntN(len(servers))]
 		if rng.IntN(2) == 0 {
-			hs.add(s)
+			r.addHolder(h, ci, s)
 			if !slices.Contains(want, s) {
 				want = append(want, s)
 			}
 		} else {
-			gone := hs.remove(s)
+			gone := r.removeHolder(h, ci, s)
 			if gone != slices.Contains(want, s) {
 				t.Fatalf("remove(%s) = %v", s.id, gone)
 			}
 			want = slices.DeleteFunc(want, func(x *server) bool { return x == s })
 		}
-		if got := hs.appendTo(nil); !slices.Equal(got, want) || hs.len() != len(want) || hs.contains(s) != slices.Contains(want, s) {
-			t.Fatalf("set holds %d servers, want %d in order", hs.len(), len(want))
+		if got := r.appendHolders(nil, h, ci); !slices.Equal(got, want) || r.holderCount(h, ci) != len(want) || r.holds(h, ci, s) != slices.Contains(want, s) {
+			t.Fatalf("holders %d servers, want %d in order", r.holderCount(h, ci), len(want))
 		}
+		if (len(r.more) > 0) != (len(want) > 3) {
+			t.Fatalf("%d holders, %d kept beside the record", len(want), len(r.more[h]))
+		}
+	}
+	for _, s := range servers {
+		r.removeHolder(h, ci, s)
+		r.freeSlot(s)
+	}
+	extra := &server{id: "x"}
+	if slot := r.slotOf(extra); slot == 0 || int(slot) > len(servers) || len(r.slots) != len(servers) {
+		t.Fatalf("a new server got slot %d of a table of %d, not one given back", slot, len(r.slots))
 	}
 }

@@ -103,6 +103,7 @@ func (r *registry) register(req fullReport, version versionOf, now time.Time) (r
 			r.addReplica(s, h, v)
 		}
 	}
+	s.chunks.fit()
 	return out, nil
 }
 
@@ -124,6 +125,7 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, *replicaSet, m
 		old.alive = false
 		r.aliveChanged()
 		r.dropServer(old, now)
+		r.freeSlot(old)
 		delete(r.servers, old.id)
 		r.serversChanged()
 		if known == nil {
@@ -356,7 +358,7 @@ func (r *registry) corrupt(s *server, h chunkfs.Handle, now time.Time) bool {
 	r.dropReplica(s, h, now)
 	r.clearDoubt(s, h)
 	if held {
-		if ci := r.info(h); ci.corrupt < math.MaxInt16 {
+		if ci := r.info(h); ci.corrupt < math.MaxUint8 {
 			ci.corrupt++
 		}
 	}
@@ -379,7 +381,7 @@ func (r *registry) liveHolders(h chunkfs.Handle) int {
 		return 0
 	}
 	n := 0
-	for s := range ci.holders.all() {
+	for s := range r.holders(h, ci) {
 		if s.alive {
 			n++
 		}

@@ -75,7 +75,7 @@ func (r *registry) locatedAt(h chunkfs.Handle, v chunkfs.Version) bool {
 	if ci == nil {
 		return false
 	}
-	for s := range ci.holders.all() {
+	for s := range r.holders(h, ci) {
 		if s.alive && s.chunks.at(h) == v {
 			return true
 		}

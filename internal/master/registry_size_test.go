@@ -10,11 +10,11 @@ import (
 	"github.com/chunkfs/chunkfs/internal/placement"
 )
 
-// TestChunkInfoSize pins the chunk record at 64 bytes: the master holds
+// TestChunkInfoSize pins the chunk record at 12 bytes: the master holds
 // one a chunk, millions of them.
 func TestChunkInfoSize(t *testing.T) {
-	if n := unsafe.Sizeof(chunkInfo{}); n != 64 {
-		t.Errorf("chunkInfo is %d bytes, want 64", n)
+	if n := unsafe.Sizeof(chunkInfo{}); n != 12 {
+		t.Errorf("chunkInfo is %d bytes, want 12", n)
 	}
 }
 
@@ -72,7 +72,7 @@ func TestDirtyMarksFollowPlan(t *testing.T) {
 	want = slices.DeleteFunc(want, func(h chunkfs.Handle) bool { return h == gone })
 	var got []chunkfs.Handle
 	for h, ci := range r.chunks.dirtyOnes() {
-		if !ci.dirty {
+		if !ci.isDirty() {
 			t.Errorf("chunk %d walked as dirty, not marked", h)
 		}
 		got = append(got, h)
@@ -90,6 +90,79 @@ func TestDirtyMarksFollowPlan(t *testing.T) {
 	for key, p := range r.chunks.pages {
 		if p.dirty != 0 {
 			t.Fatalf("page %d counts %d dirty after the plan", key, p.dirty)
+		}
+	}
+}
+
+// TestEndedLeasesLeaveNoRecord grants leases on chunks, lets some end
+// and plans: the ended ones leave nothing beside the records (a chunk
+// keeps no lease record once its lease cannot be held), the others stay
+// valid, and a fence set under a lease stays with the chunk.
+func TestEndedLeasesLeaveNoRecord(t *testing.T) {
+	r := newRegistry(1)
+	buildRegistry(t, r, 3, 100, 3)
+	now := time.Unix(1000, 0)
+	for h := chunkfs.Handle(1); h <= 100; h++ {
+		primary, _ := r.lease(h, now)
+		if primary != nil {
+			t.Fatalf("chunk %d leased before any grant", h)
+		}
+		r.beginCalls(h, 2)
+		r.recordLease(h, r.replicas(h, 1)[0], now.Add(time.Duration(h)*time.Second), now)
+		r.endCalls(h)
+	}
+	r.dropReplica(r.replicas(90, 1)[1], 90, now) // under its lease: fenced
+	lookup := func(chunkfs.Handle) (chunkfs.Version, int, int64, bool, bool) { return 1, 3, 1 << 20, false, true }
+	later := now.Add(60 * time.Second)
+	r.plan(placement.DefaultConfig(), lookup, 2, later, false)
+	if len(r.leases) != 40 || len(r.busy) != 0 {
+		t.Fatalf("%d lease records and %d busy after 60 of 100 ended, want 40 and 0", len(r.leases), len(r.busy))
+	}
+	for h := chunkfs.Handle(1); h <= 100; h++ {
+		if got, want := r.leaseOutstanding(h, later), h > 60; got != want {
+			t.Errorf("chunk %d: lease outstanding %v, want %v", h, got, want)
+		}
+	}
+	if ci := r.chunks.get(90); ci == nil || !ci.fence() {
+		t.Errorf("chunk 90 lost its fence")
+	}
+}
+
+// TestLeasesPrunedWithoutPlan grants a lease a second on 5,000 chunks,
+// each for 10 s, with no plan run (a master in safe mode plans none):
+// the records of ended leases go as grants come, so no more than
+// minLeasePrune are kept, and the ten that may still be held stay.
+func TestLeasesPrunedWithoutPlan(t *testing.T) {
+	const chunks = 5000
+	r := newRegistry(1)
+	buildRegistry(t, r, 1, chunks, 1)
+	s := r.servers["cs000"]
+	now := time.Unix(1000, 0)
+	for h := chunkfs.Handle(1); h <= chunks; h++ {
+		now = now.Add(time.Second)
+		r.recordLease(h, s, now.Add(10*time.Second), now)
+		if len(r.leases) > minLeasePrune {
+			t.Fatalf("%d lease records kept after %d grants", len(r.leases), h)
+		}
+	}
+	for h := chunkfs.Handle(chunks - 20); h <= chunks; h++ {
+		if got, want := r.leaseOutstanding(h, now), h > chunks-10; got != want {
+			t.Errorf("chunk %d: lease outstanding %v, want %v", h, got, want)
+		}
+	}
+}
+
+// TestReportedReplicasFit registers full reports and checks that each
+// server's replica pages hold no spare room (append left up to as much
+// again).
+func TestReportedReplicasFit(t *testing.T) {
+	r := newRegistry(1)
+	buildRegistry(t, r, 3, 100_000, 3)
+	for _, s := range r.servers {
+		for _, p := range s.chunks.pages {
+			if cap(p.lows) != len(p.lows) || cap(p.vers) != len(p.vers) {
+				t.Fatalf("%s: page %d holds %d replicas in room for %d and %d", s.id, p.key, len(p.lows), cap(p.lows), cap(p.vers))
+			}
 		}
 	}
 }

@@ -31,8 +31,7 @@ type snapshotPlan struct {
 func (r *registry) leaseCandidates(handles []chunkfs.Handle, pause time.Time, floor chunkfs.Handle, now time.Time) []chunkfs.Handle {
 	var out []chunkfs.Handle
 	for _, h := range handles {
-		ci := r.chunks.get(h)
-		if (ci != nil && r.leased(ci, now)) || (h < floor && now.Before(pause)) {
+		if r.leased(h, now) || (h < floor && now.Before(pause)) {
 			out = append(out, h)
 		}
 	}
@@ -56,15 +55,14 @@ func (r *registry) snapshotLeases(handles []chunkfs.Handle, version versionOf, p
 			p.wait = later(p.wait, pause)
 			continue
 		}
-		ci := r.chunks.get(h)
-		if ci == nil || !r.leased(ci, now) {
+		if !r.leased(h, now) {
 			continue
 		}
 		if primary, _ := r.lease(h, now); primary != nil && primary.chunks.at(h) == cur {
 			p.revoke = append(p.revoke, h)
 			continue
 		}
-		p.wait = later(p.wait, r.timeOf(ci.expiry))
+		p.wait = later(p.wait, r.timeOf(r.leases[h].expiry))
 	}
 	return p
 }
@@ -85,7 +83,7 @@ func (r *registry) beginCopy(h chunkfs.Handle, v chunkfs.Version) {
 	}
 	r.copies[h] = v
 	r.noteTold(h, v)
-	r.chunks.get(h).busy++
+	r.busy[h]++
 }
 
 // endCopy undoes beginCopy, once the copy is logged or abandoned.

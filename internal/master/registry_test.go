@@ -217,7 +217,7 @@ func (s *registryScenario) run(f []string) {
 				s.t.Fatal(err)
 			}
 		}
-		r.recordLease(s.handle(f[1]), s.server(f[2]), s.now.Add(d))
+		r.recordLease(s.handle(f[1]), s.server(f[2]), s.now.Add(d), s.now)
 	case "grantable":
 		h := s.handle(f[1])
 		d := r.grantable(h, s.chunks[h].v, s.now)
@@ -242,7 +242,7 @@ func (s *registryScenario) run(f []string) {
 		errs := make([]error, len(order))
 		r.recordTaken(h, v, order, errs)
 		s.chunks[h].v = v
-		r.recordLease(h, order[0], s.now.Add(10*time.Second))
+		r.recordLease(h, order[0], s.now.Add(10*time.Second), s.now)
 		s.printf("v=%d", v)
 	case "advance":
 		d, err := time.ParseDuration(f[1])
@@ -413,8 +413,8 @@ func (s *registryScenario) run(f []string) {
 			s.printf("wait")
 			break
 		}
-		ci := r.chunks.get(h)
-		s.printf("adopted %s for %v", ci.primary.id, r.timeOf(ci.expiry).Sub(s.now))
+		l := r.leases[h]
+		s.printf("adopted %s for %v", l.primary.id, r.timeOf(l.expiry).Sub(s.now))
 	case "extend":
 		s.printf("extended %v", r.extend(s.server(f[1]), []chunkfs.Handle{s.handle(f[2])}, s.now, 10*time.Second))
 	case "no-adoption":

@@ -288,7 +288,7 @@ func (ns *Namespace) create(c *Command) Result {
 // firstChunk allocates chunk 0 of regular file n, empty and without
 // chunks, when c asks for it (FlagFirstChunk), noting it in r.
 func (ns *Namespace) firstChunk(c *Command, n *inode, r *Result) {
-	if c.Flags&FlagFirstChunk == 0 || !n.isFile() || n.length != 0 || len(n.chunks) != 0 {
+	if c.Flags&FlagFirstChunk == 0 || !n.isFile() || n.length != 0 || len(n.chunks()) != 0 {
 		return
 	}
 	r.Chunk, r.Allocated = ns.newChunk(n, 0), true
@@ -356,13 +356,13 @@ func (ns *Namespace) truncate(n *inode, length, now int64) []chunkfs.Handle {
 		keep = (length + ns.chunkSize - 1) / ns.chunkSize
 	}
 	var garbage []chunkfs.Handle
-	if keep < int64(len(n.chunks)) {
-		for _, r := range n.chunks[keep:] {
+	if keep < int64(len(n.chunks())) {
+		for _, r := range n.chunks()[keep:] {
 			if r.handle != 0 && ns.unref(r.handle, n) {
 				garbage = append(garbage, r.handle)
 			}
 		}
-		n.chunks = trimChunks(n.chunks[:keep])
+		n.setChunks(trimChunks(n.chunks()[:keep]))
 	}
 	ns.bytes += length - n.length
 	n.length = length
@@ -444,12 +444,12 @@ func (ns *Namespace) allocChunk(c *Command) Result {
 		return fail(op, c.Path, chunkfs.KindInvalid, "chunk index out of range")
 	}
 	if c.Flags&FlagAppend != 0 {
-		if last := int64(len(n.chunks)) - 1; i != last && i != last+1 && !(last < 0 && i == 0) {
+		if last := int64(len(n.chunks())) - 1; i != last && i != last+1 && !(last < 0 && i == 0) {
 			return fail(op, c.Path, chunkfs.KindStale, "append chunk index is neither the last chunk nor the next")
 		}
 	}
-	if i < int64(len(n.chunks)) && n.chunks[i].handle != 0 {
-		r := n.chunks[i]
+	if i < int64(len(n.chunks())) && n.chunks()[i].handle != 0 {
+		r := n.chunks()[i]
 		return Result{Info: n.info(base(c.Path)), Chunk: Chunk{Index: i, Handle: r.handle, Version: r.version}}
 	}
 	ch := ns.newChunk(n, i)
@@ -461,12 +461,29 @@ func (ns *Namespace) newChunk(n *inode, i int64) Chunk {
 	ns.touch(n)
 	h := ns.nextHandle
 	ns.nextHandle++
-	for int64(len(n.chunks)) <= i {
-		n.chunks = append(n.chunks, chunkRef{})
+	for int64(len(n.chunks())) <= i {
+		n.setChunks(appendRef(n.chunks()))
 	}
-	n.chunks[i] = chunkRef{handle: h, version: 1}
+	n.chunks()[i] = chunkRef{handle: h, version: 1}
 	ns.ref(h, n)
 	return Chunk{Index: i, Handle: h, Version: 1}
+}
+
+// exactRefs is the longest chunk list that grows one ref at a time.
+const exactRefs = 16
+
+// appendRef appends an empty ref to a file's chunk list. A list of up to
+// exactRefs grows by one, into an array of its length (each such size
+// is one of the allocator's classes, so none is spare: append's doubling
+// left 4 slots for 3 chunks, 8 for 5); longer ones grow as append
+// grows them.
+func appendRef(refs []chunkRef) []chunkRef {
+	if len(refs) < cap(refs) || len(refs) >= exactRefs {
+		return append(refs, chunkRef{})
+	}
+	out := make([]chunkRef, len(refs)+1)
+	copy(out, refs)
+	return out
 }
 
 func (ns *Namespace) bumpVersion(c *Command) Result {
@@ -482,8 +499,8 @@ func (ns *Namespace) putVersion(h chunkfs.Handle, v chunkfs.Version) Result {
 	var out Chunk
 	ns.holders(h, func(n *inode) {
 		ns.touch(n)
-		for i := range n.chunks {
-			if r := &n.chunks[i]; r.handle == h {
+		for i := range n.chunks() {
+			if r := &n.chunks()[i]; r.handle == h {
 				r.version = v
 				out = Chunk{Index: int64(i), Handle: h, Version: v}
 			}

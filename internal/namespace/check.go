@@ -35,7 +35,7 @@ func (ns *Namespace) Check() error {
 		return c.err
 	}
 	for n, seen := range c.links {
-		if seen != n.nlink {
+		if seen != uint32(n.nlink) {
 			return fmt.Errorf("namespace: inode %d has %d names, counts %d", n.ino, seen, n.nlink)
 		}
 	}
@@ -176,12 +176,12 @@ func (c *checker) node(n *inode, p string) {
 	case n.isSymlink():
 		c.files++
 		c.bytes += n.length
-		if n.ext == nil || n.length != int64(len(n.ext.target)) || n.chunks != nil {
+		if n.ext == nil || n.length != int64(len(n.ext.target)) || n.chunks() != nil {
 			c.fail(p, "bad symbolic link")
 		}
 	case n.isDevice():
 		c.files++
-		if n.ext == nil || n.ext.target != "" || n.ext.kids.Len() != 0 || n.length != 0 || n.chunks != nil || !validSpecial(n.mode) {
+		if n.ext == nil || n.ext.target != "" || n.ext.kids.Len() != 0 || n.length != 0 || n.chunks() != nil || !validSpecial(n.mode) {
 			c.fail(p, "bad device node")
 		}
 	default:
@@ -192,29 +192,30 @@ func (c *checker) node(n *inode, p string) {
 }
 
 func (c *checker) dir(n *inode, p string) {
-	if n.ext == nil || n.chunks != nil || n.length != 0 {
+	if n.ext == nil || n.chunks() != nil || n.length != 0 {
 		c.fail(p, "bad directory")
 		return
 	}
 	prev, count, dirs := "", 0, 0
 	for _, blk := range n.ext.kids.blocks {
-		if len(blk) == 0 {
+		if len(blk.ents) == 0 {
 			c.fail(p, "empty block")
 		}
-		for _, e := range blk {
+		for i, e := range blk.ents {
 			count++
-			if e.name <= prev || pathProblem("/"+e.name) != "" {
-				c.fail(p, "entry %q unsorted or invalid", e.name)
+			name := blk.name(i)
+			if name <= prev || pathProblem("/"+name) != "" {
+				c.fail(p, "entry %q unsorted or invalid", name)
 			}
 			if e.n == nil || e.n.isDir() && (e.n.ext == nil || e.n.ext.parent != n) {
-				c.fail(p, "entry %q has no inode or a wrong parent", e.name)
+				c.fail(p, "entry %q has no inode or a wrong parent", name)
 				return
 			}
-			prev = e.name
+			prev = name
 			if e.n.isDir() {
 				dirs++
 			}
-			c.entry(e.n, join(p, e.name))
+			c.entry(e.n, join(p, name))
 			if c.err != nil {
 				return
 			}
@@ -253,13 +254,13 @@ func (c *checker) file(n *inode, p string) {
 	if n.length < 0 || n.repl > chunkfs.MaxReplication {
 		c.fail(p, "bad file fields")
 	}
-	if n.isSpecial() && (n.length != 0 || n.chunks != nil || !validSpecial(n.mode)) {
+	if n.isSpecial() && (n.length != 0 || n.chunks() != nil || !validSpecial(n.mode)) {
 		c.fail(p, "bad fifo or socket")
 	}
-	if k := len(n.chunks); k > 0 && n.chunks[k-1].handle == 0 {
+	if k := len(n.chunks()); k > 0 && n.chunks()[k-1].handle == 0 {
 		c.fail(p, "trailing hole in the chunk list")
 	}
-	for i, r := range n.chunks {
+	for i, r := range n.chunks() {
 		if r.handle == 0 {
 			continue
 		}

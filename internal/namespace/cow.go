@@ -75,7 +75,7 @@ func (ns *Namespace) copyTree(n *inode) *inode {
 	var count, chunks int
 	walkTree(n, func(k *inode) {
 		count++
-		chunks += len(k.chunks)
+		chunks += len(k.chunks())
 	})
 	cp := &copier{ns: ns, links: map[*inode]*inode{}, inodes: make([]inode, count),
 		chunks: make([]chunkRef, chunks), holders: make([]*inode, 0, 2*chunks)}
@@ -110,11 +110,11 @@ func (cp *copier) copy(n *inode) *inode {
 	if n.ext != nil {
 		k.ext = &ext{target: n.ext.target, rdev: n.ext.rdev, xattrs: slices.Clone(n.ext.xattrs)}
 	}
-	if m := len(n.chunks); m > 0 {
-		k.chunks = cp.chunks[:m:m]
+	if m := len(n.chunks()); m > 0 {
+		k.setChunks(cp.chunks[:m:m])
 		cp.chunks = cp.chunks[m:]
-		copy(k.chunks, n.chunks)
-		for _, r := range k.chunks {
+		copy(k.chunks(), n.chunks())
+		for _, r := range k.chunks() {
 			if r.handle != 0 {
 				cp.ref(r.handle, k)
 			}
@@ -126,9 +126,11 @@ func (cp *copier) copy(n *inode) *inode {
 		return k
 	}
 	ns.dirs++
+	left := n.ext.kids.Len()
 	n.ext.kids.all(func(name string, c *inode) bool {
 		kc := cp.copy(c)
-		k.ext.kids.appendSorted(name, kc)
+		k.ext.kids.appendSorted(name, kc, left)
+		left--
 		kc.nlink++
 		if kc.isDir() {
 			kc.ext.parent = k
@@ -176,20 +178,20 @@ func (ns *Namespace) copyChunk(c *Command) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
-	i := slices.IndexFunc(n.chunks, func(r chunkRef) bool { return r.handle == c.Handle })
+	i := slices.IndexFunc(n.chunks(), func(r chunkRef) bool { return r.handle == c.Handle })
 	switch {
 	case c.Handle == 0 || i < 0:
 		return fail(op, c.Path, chunkfs.KindStale, "the file no longer holds the chunk")
 	case ns.Refs(c.Handle) < 2:
 		return fail(op, c.Path, chunkfs.KindStale, "the chunk is no longer shared")
-	case n.chunks[i].version != c.Version:
+	case n.chunks()[i].version != c.Version:
 		return fail(op, c.Path, chunkfs.KindStale, "the chunk's version moved after it was copied")
 	case c.NewHandle == 0 || c.NewHandle >= ns.nextHandle || ns.handles.get(c.NewHandle) != nil:
 		return fail(op, c.Path, chunkfs.KindInvalid, "the copy's handle was not reserved or is in use")
 	}
 	ns.touch(n)
 	ns.unref(c.Handle, n)
-	n.chunks[i] = chunkRef{handle: c.NewHandle, version: c.Version}
+	n.chunks()[i] = chunkRef{handle: c.NewHandle, version: c.Version}
 	ns.ref(c.NewHandle, n)
 	return Result{Info: n.info(base(c.Path)), Chunk: Chunk{Index: int64(i), Handle: c.NewHandle, Version: c.Version}}
 }
@@ -207,7 +209,7 @@ func (ns *Namespace) TreeChunks(c chunkfs.Caller, p string, fn func(chunkfs.Hand
 		return permission(op, p, "a snapshot needs read permission on everything it copies")
 	}
 	walkTree(n, func(k *inode) {
-		for _, r := range k.chunks {
+		for _, r := range k.chunks() {
 			if r.handle != 0 {
 				fn(r.handle)
 			}

@@ -199,11 +199,11 @@ func TestCheckRefCounts(t *testing.T) {
 		t.Error("Check missed a count below the references")
 	}
 	x.setHolders(h, hs)
-	hs[1].chunks[0].version++ // holders disagree on the version
+	hs[1].chunks()[0].version++ // holders disagree on the version
 	if err := s.ns.Check(); err == nil {
 		t.Error("Check missed holders at different versions")
 	}
-	hs[1].chunks[0].version--
+	hs[1].chunks()[0].version--
 }
 
 // TestSnapshotRestoreDerivesCounts checks that a checkpoint, which holds

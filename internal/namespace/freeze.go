@@ -68,9 +68,9 @@ func (cs *cowState) view(n, scratch *inode) *inode {
 	case n.isDir() || n.ext != nil:
 		return copyInode(n)
 	}
-	buf := scratch.chunks
+	buf := scratch.chunks()
 	*scratch = *n
-	scratch.chunks = append(buf[:0], n.chunks...)
+	scratch.setChunks(append(buf[:0], n.chunks()...))
 	return scratch
 }
 
@@ -79,12 +79,13 @@ func (cs *cowState) view(n, scratch *inode) *inode {
 // attribute list. Entries still point at the live children.
 func copyInode(n *inode) *inode {
 	c := *n
-	c.chunks = slices.Clone(n.chunks)
+	c.setChunks(slices.Clone(n.chunks()))
 	if n.ext != nil {
 		e := *n.ext
-		e.kids.blocks = make([][]dirent, len(n.ext.kids.blocks))
+		e.kids.blocks = make([]block, len(n.ext.kids.blocks))
 		for i, b := range n.ext.kids.blocks {
-			e.kids.blocks[i] = slices.Clone(b)
+			// The names are shared: their bytes are never written over.
+			e.kids.blocks[i] = block{ents: slices.Clone(b.ents), names: b.names, dead: b.dead}
 		}
 		e.xattrs = slices.Clone(n.ext.xattrs)
 		c.ext = &e

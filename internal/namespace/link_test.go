@@ -265,7 +265,7 @@ func TestCheckCountsLinks(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		nlink uint32
+		nlink uint16
 		want  string
 	}{{"too high", 3, "has 2 names, counts 3"}, {"too low", 1, "reused"}, {"zero", 0, "link count of 0"}} {
 		ns, n := build()

@@ -96,8 +96,8 @@ func (n *inode) info(name string) chunkfs.FileInfo {
 		ATime:       time.Unix(0, n.atime),
 		CTime:       time.Unix(0, n.ctime),
 		Replication: int(n.repl),
-		Chunks:      int64(len(n.chunks)),
-		Nlink:       n.nlink,
+		Chunks:      int64(len(n.chunks())),
+		Nlink:       uint32(n.nlink),
 	}
 	if n.isDir() {
 		fi.Nlink = 2 + uint32(n.ext.kids.Dirs())
@@ -186,8 +186,8 @@ func (ns *Namespace) Chunks(c chunkfs.Caller, p string, first int64, count int, 
 		count = MaxChunkCount
 	}
 	var out []Chunk
-	for i := first; i < int64(len(n.chunks)) && i < first+int64(count); i++ {
-		if r := n.chunks[i]; r.handle != 0 {
+	for i := first; i < int64(len(n.chunks())) && i < first+int64(count); i++ {
+		if r := n.chunks()[i]; r.handle != 0 {
 			out = append(out, Chunk{Index: i, Handle: r.handle, Version: r.version, Shared: ns.Refs(r.handle) > 1})
 		}
 	}
@@ -214,7 +214,7 @@ func (ns *Namespace) ChunkVersion(h chunkfs.Handle) (chunkfs.Version, bool) {
 	if n == nil {
 		return 0, false
 	}
-	for _, r := range n.chunks {
+	for _, r := range n.chunks() {
 		if r.handle == h {
 			return r.version, true
 		}
@@ -229,7 +229,7 @@ func (ns *Namespace) ChunkVersion(h chunkfs.Handle) (chunkfs.Version, bool) {
 func (ns *Namespace) ChunkFile(h chunkfs.Handle) (index, length int64, repl int, dead, ok bool) {
 	dead = true
 	ns.holders(h, func(n *inode) {
-		for i, r := range n.chunks {
+		for i, r := range n.chunks() {
 			if r.handle == h {
 				index, ok = int64(i), true
 				length, repl = max(length, n.length), max(repl, int(n.repl))
@@ -245,7 +245,7 @@ func (ns *Namespace) ChunkFile(h chunkfs.Handle) (index, length int64, repl int,
 // its first).
 func (ns *Namespace) EachChunk(fn func(h chunkfs.Handle, v chunkfs.Version, repl int)) {
 	ns.eachInode(func(n *inode) {
-		for _, r := range n.chunks {
+		for _, r := range n.chunks() {
 			if r.handle != 0 {
 				fn(r.handle, r.version, int(n.repl))
 			}

@@ -186,7 +186,7 @@ func (ns *Namespace) unlinked(n *inode, now int64, garbage []chunkfs.Handle) []c
 		n.ctime = now
 		return garbage
 	}
-	for _, r := range n.chunks {
+	for _, r := range n.chunks() {
 		if r.handle != 0 && ns.unref(r.handle, n) {
 			garbage = append(garbage, r.handle)
 		}
@@ -365,9 +365,9 @@ func (ns *Namespace) cutAt(n *inode, length int64) (Chunk, bool) {
 		return Chunk{}, false
 	}
 	i := length / ns.chunkSize
-	if i >= int64(len(n.chunks)) || n.chunks[i].handle == 0 {
+	if i >= int64(len(n.chunks())) || n.chunks()[i].handle == 0 {
 		return Chunk{}, false
 	}
-	r := n.chunks[i]
+	r := n.chunks()[i]
 	return Chunk{Index: i, Handle: r.handle, Version: r.version}, true
 }

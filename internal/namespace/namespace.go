@@ -21,6 +21,7 @@ package namespace
 
 import (
 	"io/fs"
+	"unsafe"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -52,11 +53,12 @@ type chunkRef struct {
 // inode is a file, directory, symbolic link or metadata-only inode. It
 // has no name: directory entries (children) name inodes, and a
 // non-directory may have several (hard links); its chunks belong to it,
-// whatever names it. Its layout is kept small: a million single-chunk
-// files should cost well under 200 bytes each.
+// whatever names it. Its layout is kept to 80 bytes, a class of Go's
+// allocator (TestInodeSize): the chunk list without a slice's third word,
+// the link count in 16 bits.
 type inode struct {
-	ext    *ext // directories, symbolic links and device nodes, and inodes with extended attributes
-	chunks []chunkRef
+	ext    *ext      // directories, symbolic links and device nodes, and inodes with extended attributes
+	list   chunkList // its chunks (chunks, setChunks)
 	ino    uint64
 	length int64
 	mtime  int64 // Unix nanoseconds
@@ -65,7 +67,7 @@ type inode struct {
 	mode   fs.FileMode
 	uid    uint32
 	gid    uint32
-	nlink  uint32 // directory entries naming it: 0 for the root, 1 for any other directory
+	nlink  uint16 // directory entries naming it (at most MaxLinks): 0 for the root, 1 for any other directory
 	repl   uint8
 	dead   bool // in the trash (markDead)
 }
@@ -78,6 +80,32 @@ type ext struct {
 	target string
 	rdev   uint32  // a device node's device number (Linux's encoding)
 	xattrs []xattr // sorted by name
+}
+
+// chunkList is a file's chunk list as a slice's pointer, length and
+// capacity, the last two in 32 bits (a file has at most MaxFileChunks):
+// 16 bytes in the inode where a slice takes 24.
+type chunkList struct {
+	p    *chunkRef
+	n, c uint32
+}
+
+// chunks returns n's chunk list, nil when it has none. It aliases the
+// list: a change of a ref through it is a change of n's.
+func (n *inode) chunks() []chunkRef {
+	if n.list.p == nil {
+		return nil
+	}
+	return unsafe.Slice(n.list.p, n.list.c)[:n.list.n]
+}
+
+// setChunks makes refs n's chunk list.
+func (n *inode) setChunks(refs []chunkRef) {
+	if refs == nil {
+		n.list = chunkList{}
+		return
+	}
+	n.list = chunkList{p: unsafe.SliceData(refs), n: uint32(len(refs)), c: uint32(cap(refs))}
 }
 
 func (n *inode) isDir() bool     { return n.mode&fs.ModeDir != 0 }

@@ -208,8 +208,8 @@ func (s *snapWriter) inode(name string, live *inode) {
 	default:
 		s.varint(n.length)
 		s.uvarint(uint64(n.repl))
-		s.uvarint(uint64(len(n.chunks)))
-		for _, r := range n.chunks {
+		s.uvarint(uint64(len(n.chunks())))
+		for _, r := range n.chunks() {
 			s.uvarint(uint64(r.handle))
 			if r.handle != 0 {
 				s.uvarint(uint64(r.version))
@@ -331,7 +331,7 @@ func (s *snapReader) inode(ns *Namespace, depth int) (string, *inode) {
 		xs = s.xattrs()
 	}
 	if s.version >= snapshotLinks && !n.isDir() {
-		n.nlink = uint32(s.uvarint(MaxLinks))
+		n.nlink = uint16(s.uvarint(MaxLinks))
 	}
 	if s.err != nil {
 		return "", nil
@@ -428,7 +428,7 @@ func (s *snapReader) kids(ns *Namespace, d *inode, depth int) {
 		if k.isDir() {
 			k.ext.parent = d
 		}
-		d.ext.kids.appendSorted(name, k)
+		d.ext.kids.appendSorted(name, k, int(count-i))
 	}
 }
 
@@ -442,6 +442,9 @@ func (s *snapReader) file(ns *Namespace, n *inode) {
 	}
 	ns.files++
 	ns.bytes += n.length
+	if count > 0 {
+		n.setChunks(make([]chunkRef, 0, min(count, uint64(s.left())))) // a ref takes a byte at least
+	}
 	for i := uint64(0); i < count && s.err == nil; i++ {
 		var r chunkRef
 		r.handle = chunkfs.Handle(s.uvarint(uint64(ns.nextHandle) - 1))
@@ -453,7 +456,7 @@ func (s *snapReader) file(ns *Namespace, n *inode) {
 			}
 			ns.ref(r.handle, n) // reference counts are derived, not stored
 		}
-		n.chunks = append(n.chunks, r)
+		n.setChunks(append(n.chunks(), r))
 	}
 }
 

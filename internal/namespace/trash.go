@@ -200,7 +200,7 @@ func (ns *Namespace) dropOutsideLinks(d *inode, now int64) {
 	}
 	walk(d)
 	for k, rs := range refs {
-		if uint32(len(rs)) == k.nlink {
+		if len(rs) == int(k.nlink) {
 			continue
 		}
 		for _, r := range rs {
@@ -224,7 +224,7 @@ func (ns *Namespace) treeCounts(n *inode) Counts {
 			return
 		}
 		in[n] = true
-		for _, r := range n.chunks {
+		for _, r := range n.chunks() {
 			switch {
 			case r.handle == 0:
 			case ns.handles.isShared(r.handle):

@@ -1,0 +1,187 @@
+package namespace
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// TestOrderedListsFitTheirEntries restores directories of 100 and 1,000
+// entries and snapshots the first: lists built in order take a slot an
+// entry, in blocks of half the most a block holds (each block took 256
+// slots, whatever the directory held).
+func TestOrderedListsFitTheirEntries(t *testing.T) {
+	s := newTNS(t)
+	for _, n := range []int{100, 1000} {
+		s.ok(&Command{Op: OpMkdir, Path: fmt.Sprintf("/d%d", n), Mode: 0o755})
+		for i := range n {
+			s.ok(&Command{Op: OpCreate, Path: fmt.Sprintf("/d%d/f%04d", n, i), Mode: 0o644})
+		}
+	}
+	s.ok(&Command{Op: OpSnapshot, Path: "/d100", Target: "/snap"})
+	restored, err := Restore(bytes.NewReader(snapshot(t, s.ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ns   *Namespace
+		name string
+		want int
+	}{{s.ns, "snap", 100}, {restored, "d100", 100}, {restored, "d1000", 1000}, {restored, "snap", 100}} {
+		kids := tc.ns.root.ext.kids.get(tc.name).ext.kids
+		slots := 0
+		for _, blk := range kids.blocks {
+			slots += cap(blk.ents)
+		}
+		if kids.Len() != tc.want || slots != tc.want {
+			t.Errorf("/%s: %d entries in %d slots, want %d in as many", tc.name, kids.Len(), slots, tc.want)
+		}
+	}
+}
+
+// TestChunkListsFitTheirChunks grows files chunk by chunk and restores
+// them: a list of up to exactRefs chunks takes a slot a chunk, written
+// or restored (append left 4 slots for 3 chunks, 8 for 5), and a longer
+// one restored takes a slot a chunk too.
+func TestChunkListsFitTheirChunks(t *testing.T) {
+	s := newTNS(t)
+	sizes := []int{1, 2, 3, 5, exactRefs, exactRefs + 3}
+	for _, n := range sizes {
+		p := fmt.Sprintf("/f%d", n)
+		s.ok(&Command{Op: OpCreate, Path: p, Mode: 0o644})
+		for i := range n {
+			s.ok(&Command{Op: OpAllocChunk, Path: p, Index: int64(i)})
+		}
+	}
+	restored, err := Restore(bytes.NewReader(snapshot(t, s.ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range sizes {
+		name := fmt.Sprintf("f%d", n)
+		live, back := s.ns.root.ext.kids.get(name).chunks(), restored.root.ext.kids.get(name).chunks()
+		if len(live) != n || len(back) != n || cap(back) != n || n <= exactRefs && cap(live) != n {
+			t.Errorf("%s: %d chunks in %d slots, restored %d in %d", name, len(live), cap(live), len(back), cap(back))
+		}
+	}
+}
+
+// TestEntryNamesOwnTheirBytes creates and renames files by long paths
+// and checks that no entry's name shares the bytes of the command's path
+// (it kept the whole path alive as long as the entry).
+func TestEntryNamesOwnTheirBytes(t *testing.T) {
+	s := newTNS(t)
+	dir := "/home/" + strings.Repeat("d", 200)
+	s.ok(&Command{Op: OpMkdir, Path: dir, Mode: 0o755})
+	create := &Command{Op: OpCreate, Path: dir + "/f", Mode: 0o644}
+	rename := &Command{Op: OpRename, Path: dir + "/f", Target: dir + "/g"}
+	for _, c := range []*Command{create, rename} {
+		s.now += 1000
+		c.Time = s.now
+		if r := s.ns.Apply(c); r.Err != nil { // not through the encoding: the path's bytes are c's own
+			t.Fatal(r.Err)
+		}
+		p := c.Path
+		if c.Op == OpRename {
+			p = c.Target
+		}
+		d := s.ns.root.ext.kids.get("home").ext.kids.get(strings.Repeat("d", 200))
+		d.ext.kids.all(func(name string, _ *inode) bool {
+			start := uintptr(unsafe.Pointer(unsafe.StringData(p)))
+			if at := uintptr(unsafe.Pointer(unsafe.StringData(name))); at >= start && at < start+uintptr(len(p)) {
+				t.Errorf("%s: entry %q shares the bytes of the command's path", c.Op, name)
+			}
+			return true
+		})
+	}
+}
+
+// TestInodeSize pins the inode at 80 bytes, a class of Go's allocator
+// (at 81 it takes 96): the master holds one a file, millions of them.
+func TestInodeSize(t *testing.T) {
+	if n := unsafe.Sizeof(inode{}); n != 80 {
+		t.Errorf("inode is %d bytes, want 80", n)
+	}
+}
+
+// TestInsertedListsKeepLittleRoom creates directories of 100 and 1,000
+// entries in random order: their blocks keep at most an eighth of room
+// spare, beside a slot each (append doubled them: 128 slots for 100).
+func TestInsertedListsKeepLittleRoom(t *testing.T) {
+	s := newTNS(t)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, n := range []int{100, 1000} {
+		s.ok(&Command{Op: OpMkdir, Path: fmt.Sprintf("/d%d", n), Mode: 0o755})
+		for _, i := range rng.Perm(n) {
+			s.ok(&Command{Op: OpCreate, Path: fmt.Sprintf("/d%d/f%04d", n, i), Mode: 0o644})
+		}
+		kids := s.ns.root.ext.kids.get(fmt.Sprintf("d%d", n)).ext.kids
+		slots := 0
+		for _, blk := range kids.blocks {
+			slots += cap(blk.ents) - 1 // a block may have grown by one to split
+		}
+		if kids.Len() != n || slots > n+n/8 {
+			t.Errorf("/d%d: %d entries in %d slots", n, kids.Len(), slots)
+		}
+	}
+}
+
+// TestChildrenMatchesMap inserts and removes names of 1 to 255 bytes at
+// random in a children list and a map, and checks they hold the same in
+// order; that every name handed out earlier still reads as it did (a
+// name is a view of its block's bytes, never written over); and that no
+// block keeps more dead name bytes than live ones.
+func TestChildrenMatchesMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	var c children
+	want := map[string]*inode{}
+	var held []string // names handed out, with their bytes as they were
+	var copies []string
+	file := &inode{}
+	for step := range 20000 {
+		name := strings.Repeat(string(rune('a'+rng.IntN(26))), 1+rng.IntN(3)) + fmt.Sprint(rng.IntN(200))
+		if rng.IntN(40) == 0 {
+			name += strings.Repeat("z", 200)
+		}
+		if want[name] == nil {
+			c.insert(name, file)
+			want[name] = file
+		} else {
+			if !c.remove(name) {
+				t.Fatalf("step %d: remove(%q) found nothing", step, name)
+			}
+			delete(want, name)
+		}
+		if step%97 == 0 && c.Len() > 0 {
+			c.all(func(n string, _ *inode) bool {
+				held, copies = append(held, n), append(copies, strings.Clone(n))
+				return false
+			})
+		}
+	}
+	var got []string
+	c.all(func(n string, k *inode) bool {
+		if want[n] != k {
+			t.Fatalf("entry %q is not in the map", n)
+		}
+		got = append(got, n)
+		return true
+	})
+	if !slices.IsSorted(got) || len(got) != len(want) || c.Len() != len(want) {
+		t.Fatalf("list holds %d (sorted %v, counts %d), map %d", len(got), slices.IsSorted(got), c.Len(), len(want))
+	}
+	for i := range held {
+		if held[i] != copies[i] {
+			t.Fatalf("a name handed out as %q now reads %q", copies[i], held[i])
+		}
+	}
+	for i, b := range c.blocks {
+		if b.dead > len(b.names)/2 {
+			t.Errorf("block %d: %d of %d name bytes dead", i, b.dead, len(b.names))
+		}
+	}
+}
