@@ -116,6 +116,7 @@ func mountFlags(args []string) (mountOptions, error) {
 	fs.BoolVar(&c.WritebackCache, "writeback-cache", c.WritebackCache, "write-behind: let the kernel buffer writes in its page cache (close and fsync still push them)")
 	dirtyLimit := fs.String("dirty-limit", size(int(c.DirtyLimit)), "write-behind: dirty bytes the kernel may hold for the mount (root only; 0: the kernel's FUSE limit)")
 	fs.IntVar(&c.AsyncClose, "async-close", 0, "close(2) of a written file returns before its push; up to N files' pushes run in the background (fsync waits; a failed push is returned by the file's next close or fsync; 0: close waits)")
+	fs.IntVar(&c.AsyncCreate, "async-create", 0, "create(2) returns before the master has the file; up to N creates run in the background, in batches (the file's I/O, fsync and other calls naming it wait; a refused create drops the name and fails the file's close or fsync with EIO; 0: create waits)")
 	closeSync := fs.Bool("close-sync", true, "the release after the last close of a written file makes every replica fsync it (false: data is on every replica at close, on their disks after fsync(2) or their own write-out)")
 	fs.DurationVar(&c.OpTimeout, "op-timeout", c.OpTimeout, "a call to the cluster fails with EIO after this long")
 	fs.DurationVar(&c.MountTimeout, "mount-timeout", 10*time.Second, "give up mounting if the master does not answer in this long")

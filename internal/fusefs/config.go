@@ -57,6 +57,14 @@ type Config struct {
 	// that fails is returned by the file's next close or fsync, and
 	// logged. Zero: close returns once the data is on every replica.
 	AsyncClose int
+	// AsyncCreate, when positive, lets create(2) return before the
+	// master has the file: the mount answers with attributes and an
+	// inode number of its own, and up to this many creates run in the
+	// background, in batches (asynccreate.go). The file's I/O, fsync of
+	// it or of its directory, and every other call naming it wait for
+	// its create; a create the master refuses drops the name and fails
+	// the file's close or fsync with EIO. Zero: create waits.
+	AsyncCreate int
 	// DirtyLimit, when positive, lifts the kernel's dirty-page limit of
 	// the mount (FUSE's is 1 % of the dirty memory, strictly enforced) to
 	// this many bytes, through /sys/class/bdi; only root may. Without it
@@ -137,6 +145,8 @@ func (c Config) Validate() error {
 		return errors.New("fusefs: operation and mount timeouts must be positive")
 	case c.AsyncClose < 0 || c.AsyncClose > 4096:
 		return fmt.Errorf("fusefs: async close %d out of range [0, 4096]", c.AsyncClose)
+	case c.AsyncCreate < 0 || c.AsyncCreate > 4096:
+		return fmt.Errorf("fusefs: async create %d out of range [0, 4096]", c.AsyncCreate)
 	case c.MaxWrite < 4<<10 || c.MaxWrite > 1<<20:
 		return fmt.Errorf("fusefs: max write %d out of range [4 KiB, 1 MiB]", c.MaxWrite)
 	}

@@ -110,6 +110,11 @@ func (d *dirHandle) Releasedir(ctx context.Context, releaseFlags uint32) { d.ent
 
 var _ = (gofs.FileFsyncdirer)((*dirHandle)(nil))
 
-// Fsyncdir succeeds: every namespace change is already logged by the
+// Fsyncdir waits for the asynchronous creates in the directory
+// (asynccreate.go); every other namespace change is already logged by the
 // master before it answers.
-func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno { return 0 }
+func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	cctx, cancel := d.n.m.call(ctx)
+	defer cancel()
+	return errno(d.n.m.creates.settle(cctx, d.n.path()))
+}

@@ -62,7 +62,8 @@ func Mount(ctx context.Context, dir string, b Backend, cfg Config, log *slog.Log
 	m := newMount(b, cfg, log, clock.Real{})
 	opts := options(cfg, log)
 	opts.RootStableAttr = &gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: root.Inode}
-	srv, err := mountFS(dir, m.newNode(), opts, cfg.Ops) // observe.go
+	m.root = m.newNode()
+	srv, err := mountFS(dir, m.root, opts, cfg.Ops) // observe.go
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
@@ -156,8 +157,9 @@ func (s *Server) Dir() string { return s.dir }
 // Wait blocks until the mount is unmounted.
 func (s *Server) Wait() {
 	s.srv.Wait()
-	s.m.closer.drain() // pushes still in flight after their close
-	s.m.locks.close()  // the mount's file locks go with it
+	s.m.closer.drain()  // pushes still in flight after their close
+	s.m.creates.drain() // creates still in flight (of files with no push)
+	s.m.locks.close()   // the mount's file locks go with it
 }
 
 // Unmount unmounts; it fails (EBUSY) while files are open on the mount.
@@ -166,6 +168,7 @@ func (s *Server) Unmount() error {
 		return fmt.Errorf("unmount %s: %w", s.dir, err)
 	}
 	s.m.closer.drain()
+	s.m.creates.drain()
 	s.m.locks.close()
 	s.log.Info("unmounted", "dir", s.dir)
 	return nil

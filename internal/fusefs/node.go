@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -31,6 +32,9 @@ type mount struct {
 	reader    reader
 	newWriter func(f File, write bool) writer
 	closer    closer // what close(2) waits for (asyncclose.go)
+	// creates is b as create(2) uses it (asynccreate.go); b is it too.
+	creates creator
+	root    *node // the mount's root directory, once mounted
 	// retimes: a cache follows versions across a change of times only
 	// (the write-back cache's generations or the block cache).
 	retimes bool
@@ -45,7 +49,7 @@ type mount struct {
 // newMount makes the state of a mount of b with cfg, choosing its caching
 // modes.
 func newMount(b Backend, cfg Config, log *slog.Logger, clk clock.Clock) *mount {
-	m := &mount{b: b, cfg: cfg, log: log, names: newNames(), locks: newLockManager(b, log),
+	m := &mount{b: b, cfg: cfg, log: log, names: newNames(),
 		lists:     newListings(clk, cfg.PrefetchTimeout),
 		kernel:    newKernelCache(cfg, newFiles(clk)),
 		data:      noData{},
@@ -58,7 +62,30 @@ func newMount(b Backend, cfg Config, log *slog.Logger, clk clock.Clock) *mount {
 		m.data = newBlockCache(cfg.CacheSize)
 	}
 	m.closer = newCloser(cfg, m.kernel, log)
+	m.creates = newCreator(b, cfg, clk, log, m.dropEntry, m.closer.wait)
+	m.b = m.creates
+	m.locks = newLockManager(m.b, log)
 	return m
+}
+
+// dropEntry makes the kernel forget the name p, whose file an asynchronous
+// create made and the master refused; an open descriptor of it then finds
+// it gone (ENOENT).
+func (m *mount) dropEntry(p string) {
+	dir := &m.root.Inode
+	parent, name := path.Split(p)
+	for _, c := range strings.Split(strings.Trim(parent, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		if dir = dir.GetChild(c); dir == nil {
+			return
+		}
+	}
+	dir.RmChild(name)
+	if e := dir.NotifyEntry(name); e != 0 && e != syscall.ENOENT {
+		m.log.Warn("the kernel keeps the name of a refused create", "path", p, "err", e)
+	}
 }
 
 // call returns a context for one call to the cluster, bounded by OpTimeout.
@@ -272,7 +299,10 @@ func (n *node) lastSeen() *chunkfs.FileInfo {
 var _ = (gofs.NodeOnForgetter)((*node)(nil))
 
 // OnForget drops what the mount knows of a file the kernel forgot.
-func (n *node) OnForget() { n.m.kernel.forgot(n) }
+func (n *node) OnForget() {
+	n.m.kernel.forgot(n)
+	n.m.creates.forgot(n)
+}
 
 var _ = (gofs.NodeLookuper)((*node)(nil))
 

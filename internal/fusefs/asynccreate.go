@@ -1,0 +1,503 @@
+package fusefs
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/locks"
+)
+
+// creator is the Backend the mount calls, chosen at mount time by what
+// create(2) waits for: the master's durable create of the file
+// (syncCreate, the default), or nothing (asyncCreate, Config.AsyncCreate),
+// as a CephFS client holding a directory's create capability answers
+// create before its MDS has logged it.
+type creator interface {
+	Backend
+	// settle waits until no create at p or under it is in flight.
+	settle(ctx context.Context, p string) error
+	// forgot tells that the kernel forgot n.
+	forgot(n *node)
+	// drain waits for every create in flight (unmount).
+	drain()
+}
+
+// newCreator chooses the creator of cfg. gone drops the kernel's entry of
+// a path whose create the master refused; busy waits for the pushes in
+// flight of a node (closer.wait).
+func newCreator(b Backend, cfg Config, clk clock.Clock, log *slog.Logger, gone func(p string), busy func(context.Context, *node) error) creator {
+	if cfg.AsyncCreate == 0 {
+		return syncCreate{b}
+	}
+	return &asyncCreate{Backend: b, clk: clk, log: log, timeout: cfg.OpTimeout, gone: gone, busy: busy,
+		slots: make(chan struct{}, cfg.AsyncCreate), pending: map[string]*pendingCreate{},
+		toLocal: map[uint64]*inoPair{}, toCluster: map[uint64]*inoPair{}}
+}
+
+// syncCreate is the cluster's Backend as it is.
+type syncCreate struct{ Backend }
+
+func (syncCreate) settle(context.Context, string) error { return nil }
+func (syncCreate) forgot(*node)                         {}
+func (syncCreate) drain()                               {}
+
+// localInoBase is where the inode numbers this mount gives the files it
+// creates asynchronously start: far above any the master assigns (it
+// counts up from 2) and below go-fuse's own automatic ones (from 1<<63).
+const localInoBase = 1 << 62
+
+// asyncCreate answers a create at once, with attributes made by the
+// mount under an inode number of its own (localInoBase), and sends the
+// create to the master in the background: up to Config.AsyncCreate in
+// flight, which the client library gathers into batches (one log entry
+// and one fsync for each). The file's I/O waits for its create; so does
+// every call naming its path or a directory above it, except a stat,
+// which answers the mount's attributes. A create the master refuses is
+// logged, its name is dropped from the kernel's cache, and the file's
+// I/O fails with EIO, so that the close or fsync that pushes its data
+// returns it.
+//
+// The file keeps this mount's number for as long as the kernel knows it:
+// every answer of the cluster about the file has its number replaced
+// (toLocal), and a lock on it is asked of the master under the cluster's
+// number (toCluster). Once the kernel has forgotten the file and its
+// pushes are done, the pair goes, and the file has the cluster's number on
+// this mount too.
+type asyncCreate struct {
+	Backend
+	clk     clock.Clock
+	log     *slog.Logger
+	timeout time.Duration // Config.OpTimeout, of each create
+	gone    func(p string)
+	busy    func(context.Context, *node) error
+	slots   chan struct{} // one token per create in flight
+
+	mu        sync.Mutex                // guards pending, toLocal, toCluster, next and each pendingCreate's uses
+	pending   map[string]*pendingCreate // by path: the creates in flight
+	toLocal   map[uint64]*inoPair       // by the cluster's inode number
+	toCluster map[uint64]*inoPair       // by this mount's
+	next      uint64                    // the last local number given
+	all       sync.WaitGroup            // every create in flight
+}
+
+// inoPair is a file's inode numbers in the cluster and on this mount.
+type inoPair struct {
+	cluster, local uint64
+	uses           uint64 // answers given with local: a node may have been made of each
+}
+
+// pendingCreate is one create in flight.
+type pendingCreate struct {
+	path string           // renames of it or above it wait for the create
+	fi   chunkfs.FileInfo // the attributes answered until it is done
+	uses uint64           // answers given with fi (guarded by asyncCreate.mu)
+	done chan struct{}    // closed when the master has answered
+	f    File             // the file opened, once done without err
+	err  error            // why the master refused it, once done
+
+	mu     sync.Mutex // guards isOpen and mtime
+	isOpen bool       // f is set: ModTimeAtCommit goes to it
+	mtime  time.Time  // the mtime its first commit is to set (ModTimeAtCommit)
+}
+
+// Create answers at once with a file whose I/O waits for the master's
+// create, sent in the background once fewer than Config.AsyncCreate are
+// in flight. The kernel calls it only for a name its look-up found
+// missing; if another mount made the name meanwhile, an exclusive create
+// fails (and the file's close or fsync returns EIO), a plain one opens
+// what is there, as Backend.Create does.
+func (a *asyncCreate) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+	if err := a.settle(ctx, p); err != nil {
+		return nil, nil, nil, err
+	}
+	select {
+	case a.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, nil, &chunkfs.Error{Op: "create", Path: p, Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
+	}
+	now := a.clk.Now()
+	pc := &pendingCreate{path: p, done: make(chan struct{}), uses: 1, fi: chunkfs.FileInfo{
+		FileName: path.Base(p), FileMode: perm, UID: c.UID, GID: primaryGID(c),
+		MTime: now, ATime: now, CTime: now, Nlink: 1}}
+	a.mu.Lock()
+	a.next++
+	pc.fi.Inode = localInoBase + a.next
+	a.pending[p] = pc
+	a.mu.Unlock()
+	a.all.Add(1)
+	// The create acts as the caller the request came from (its context's
+	// values), whatever becomes of the request.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.timeout)
+	go func() {
+		defer cancel()
+		a.run(bctx, pc, c, perm, exclusive, truncate)
+	}()
+	fi := pc.fi
+	return pendingFile{pc}, &fi, nil, nil
+}
+
+// primaryGID is the group a new file of c gets in a directory without
+// the setgid bit.
+func primaryGID(c chunkfs.Caller) uint32 {
+	if len(c.GIDs) == 0 {
+		return 0
+	}
+	return c.GIDs[0]
+}
+
+// run sends pc's create and records its outcome.
+func (a *asyncCreate) run(ctx context.Context, pc *pendingCreate, c chunkfs.Caller, perm fs.FileMode, exclusive, truncate bool) {
+	defer a.all.Done()
+	defer func() { <-a.slots }()
+	f, fi, _, err := a.Backend.Create(ctx, c, pc.path, perm, true, false)
+	if chunkfs.KindOf(err) == chunkfs.KindExist && !exclusive {
+		f, fi, _, err = a.Backend.Create(ctx, c, pc.path, perm, false, truncate)
+	}
+	a.mu.Lock()
+	delete(a.pending, pc.path)
+	if err == nil {
+		pair := &inoPair{cluster: fi.Inode, local: pc.fi.Inode, uses: pc.uses}
+		a.toLocal[pair.cluster], a.toCluster[pair.local] = pair, pair
+	}
+	a.mu.Unlock()
+	if err != nil {
+		a.log.Warn("asynchronous create refused; the file's close or fsync returns EIO", "path", pc.path, "err", err)
+		pc.err = &chunkfs.Error{Op: "create", Path: pc.path, Kind: chunkfs.KindOther, Err: err}
+	}
+	pc.opened(f)
+	close(pc.done)
+	if err != nil {
+		// After done: a call in the directory may be waiting for it while
+		// the kernel holds the directory, which the drop needs.
+		a.gone(pc.path)
+	}
+}
+
+// opened hands the file its create opened (nil if refused) to pc, with
+// the mtime the kernel asked its commit to carry meanwhile.
+func (pc *pendingCreate) opened(f File) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.f, pc.isOpen = f, true
+	if mc, ok := carrierOf(f); ok && !pc.mtime.IsZero() {
+		mc.ModTimeAtCommit(pc.mtime)
+	}
+}
+
+// settle waits for the creates in flight at p or under it.
+func (a *asyncCreate) settle(ctx context.Context, p string) error {
+	for {
+		pc := a.inFlight(p)
+		if pc == nil {
+			return nil
+		}
+		select {
+		case <-pc.done:
+		case <-ctx.Done():
+			return &chunkfs.Error{Op: "wait for create", Path: p, Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
+		}
+	}
+}
+
+// inFlight returns a create in flight at p or under it, or nil.
+func (a *asyncCreate) inFlight(p string) *pendingCreate {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if pc := a.pending[p]; pc != nil {
+		return pc
+	}
+	prefix := strings.TrimSuffix(p, "/") + "/"
+	for q, pc := range a.pending {
+		if strings.HasPrefix(q, prefix) {
+			return pc
+		}
+	}
+	return nil
+}
+
+// local returns fi with this mount's number of the file, if it has one.
+func (a *asyncCreate) local(fi *chunkfs.FileInfo) *chunkfs.FileInfo {
+	if fi == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	pair := a.toLocal[fi.Inode]
+	if pair == nil {
+		return fi
+	}
+	pair.uses++
+	c := *fi
+	c.Inode = pair.local
+	return &c
+}
+
+// cluster returns the cluster's number of the file this mount numbers ino.
+func (a *asyncCreate) cluster(ino uint64) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if pair := a.toCluster[ino]; pair != nil {
+		return pair.cluster
+	}
+	return ino
+}
+
+// forgot drops the pair of numbers of a file the kernel forgot, once its
+// create and pushes are done, unless an answer with this mount's number
+// was given meanwhile (a look-up may have made a node of it again).
+func (a *asyncCreate) forgot(n *node) {
+	ino := n.StableAttr().Ino
+	if ino < localInoBase {
+		return
+	}
+	a.mu.Lock()
+	var pc *pendingCreate
+	for _, q := range a.pending {
+		if q.fi.Inode == ino {
+			pc = q
+		}
+	}
+	uses := uint64(0)
+	if pc != nil {
+		uses = pc.uses
+	} else if pair := a.toCluster[ino]; pair != nil {
+		uses = pair.uses
+	} else {
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	a.all.Add(1)
+	go func() {
+		defer a.all.Done()
+		if pc != nil {
+			<-pc.done
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+		defer cancel()
+		if a.busy(ctx, n) != nil {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if pair := a.toCluster[ino]; pair != nil && pair.uses == uses {
+			delete(a.toCluster, ino)
+			delete(a.toLocal, pair.cluster)
+		}
+	}()
+}
+
+func (a *asyncCreate) drain() { a.all.Wait() }
+
+// Stat answers the mount's attributes of a file whose create is in flight.
+func (a *asyncCreate) Stat(ctx context.Context, c chunkfs.Caller, p string) (*chunkfs.FileInfo, error) {
+	a.mu.Lock()
+	if pc := a.pending[p]; pc != nil {
+		pc.uses++
+		fi := pc.fi
+		a.mu.Unlock()
+		return &fi, nil
+	}
+	a.mu.Unlock()
+	fi, err := a.Backend.Stat(ctx, c, p)
+	return a.local(fi), err
+}
+
+// ReadDir lists the directory once the creates in it are done.
+func (a *asyncCreate) ReadDir(ctx context.Context, c chunkfs.Caller, p string) ([]*chunkfs.FileInfo, error) {
+	if err := a.settle(ctx, p); err != nil {
+		return nil, err
+	}
+	fis, err := a.Backend.ReadDir(ctx, c, p)
+	for i := range fis {
+		fis[i] = a.local(fis[i])
+	}
+	return fis, err
+}
+
+// The calls below wait for the creates at and under the paths they name,
+// and answer with this mount's numbers.
+
+func (a *asyncCreate) Mkdir(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode) (*chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+	if err := a.settle(ctx, p); err != nil {
+		return nil, nil, err
+	}
+	return a.Backend.Mkdir(ctx, c, p, perm)
+}
+
+func (a *asyncCreate) Open(ctx context.Context, c chunkfs.Caller, p string, write bool) (File, *chunkfs.FileInfo, error) {
+	if err := a.settle(ctx, p); err != nil {
+		return nil, nil, err
+	}
+	f, fi, err := a.Backend.Open(ctx, c, p, write)
+	return f, a.local(fi), err
+}
+
+func (a *asyncCreate) Remove(ctx context.Context, c chunkfs.Caller, p string) (*chunkfs.FileInfo, error) {
+	if err := a.settle(ctx, p); err != nil {
+		return nil, err
+	}
+	return a.Backend.Remove(ctx, c, p)
+}
+
+func (a *asyncCreate) Rename(ctx context.Context, c chunkfs.Caller, src, dst string, how RenameHow) error {
+	if err := a.settle(ctx, src); err != nil {
+		return err
+	}
+	if err := a.settle(ctx, dst); err != nil {
+		return err
+	}
+	return a.Backend.Rename(ctx, c, src, dst, how)
+}
+
+func (a *asyncCreate) Link(ctx context.Context, c chunkfs.Caller, oldpath, newpath string) (*chunkfs.FileInfo, error) {
+	if err := a.settle(ctx, oldpath); err != nil {
+		return nil, err
+	}
+	if err := a.settle(ctx, newpath); err != nil {
+		return nil, err
+	}
+	fi, err := a.Backend.Link(ctx, c, oldpath, newpath)
+	return a.local(fi), err
+}
+
+func (a *asyncCreate) SetAttr(ctx context.Context, c chunkfs.Caller, p string, s SetAttr) (*chunkfs.FileInfo, error) {
+	if err := a.settle(ctx, p); err != nil {
+		return nil, err
+	}
+	fi, err := a.Backend.SetAttr(ctx, c, p, s)
+	return a.local(fi), err
+}
+
+func (a *asyncCreate) Mknod(ctx context.Context, c chunkfs.Caller, p string, mode fs.FileMode, dev uint32) (*chunkfs.FileInfo, error) {
+	if err := a.settle(ctx, p); err != nil {
+		return nil, err
+	}
+	return a.Backend.Mknod(ctx, c, p, mode, dev)
+}
+
+func (a *asyncCreate) Symlink(ctx context.Context, c chunkfs.Caller, target, p string) (*chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+	if err := a.settle(ctx, p); err != nil {
+		return nil, nil, err
+	}
+	return a.Backend.Symlink(ctx, c, target, p)
+}
+
+func (a *asyncCreate) GetXattr(ctx context.Context, c chunkfs.Caller, p, name string) ([]byte, error) {
+	if err := a.settle(ctx, p); err != nil {
+		return nil, err
+	}
+	return a.Backend.GetXattr(ctx, c, p, name)
+}
+
+func (a *asyncCreate) ListXattr(ctx context.Context, c chunkfs.Caller, p string) ([]string, error) {
+	if err := a.settle(ctx, p); err != nil {
+		return nil, err
+	}
+	return a.Backend.ListXattr(ctx, c, p)
+}
+
+func (a *asyncCreate) SetXattr(ctx context.Context, c chunkfs.Caller, p, name string, value []byte, flags uint32) error {
+	if err := a.settle(ctx, p); err != nil {
+		return err
+	}
+	return a.Backend.SetXattr(ctx, c, p, name, value, flags)
+}
+
+func (a *asyncCreate) RemoveXattr(ctx context.Context, c chunkfs.Caller, p, name string) error {
+	if err := a.settle(ctx, p); err != nil {
+		return err
+	}
+	return a.Backend.RemoveXattr(ctx, c, p, name)
+}
+
+func (a *asyncCreate) Lock(ctx context.Context, c chunkfs.Caller, p string, ino uint64, l locks.Lock, unlock, test, reclaim bool) (bool, locks.Lock, error) {
+	if err := a.settle(ctx, p); err != nil {
+		return false, locks.Lock{}, err
+	}
+	return a.Backend.Lock(ctx, c, p, a.cluster(ino), l, unlock, test, reclaim)
+}
+
+// pendingFile is the open file of a create in flight: its calls wait for
+// the create, and fail with its error if the master refused it.
+type pendingFile struct{ pc *pendingCreate }
+
+// file waits for the create and returns the file it opened.
+func (p pendingFile) file(ctx context.Context) (File, error) {
+	select {
+	case <-p.pc.done:
+	case <-ctx.Done():
+		return nil, &chunkfs.Error{Op: "wait for create", Path: p.pc.path, Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
+	}
+	if p.pc.err != nil {
+		return nil, p.pc.err
+	}
+	return p.pc.f, nil
+}
+
+func (p pendingFile) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
+	f, err := p.file(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return f.ReadAt(ctx, b, off)
+}
+
+func (p pendingFile) WriteAt(ctx context.Context, b []byte, off int64) (int, error) {
+	f, err := p.file(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return f.WriteAt(ctx, b, off)
+}
+
+func (p pendingFile) Sync(ctx context.Context) error {
+	f, err := p.file(ctx)
+	if err != nil {
+		return err
+	}
+	return f.Sync(ctx)
+}
+
+// Close closes the file once its create is done; a refused create has
+// nothing to close (its error was logged, and returned by the I/O).
+func (p pendingFile) Close() error {
+	<-p.pc.done
+	if p.pc.err != nil {
+		return nil
+	}
+	return p.pc.f.Close()
+}
+
+func (p pendingFile) Moved(to string) error {
+	<-p.pc.done
+	if p.pc.err != nil {
+		return nil
+	}
+	return p.pc.f.Moved(to)
+}
+
+// ModTimeAtCommit passes t to the file once its create has opened it,
+// and keeps it until then (carryModTime): the push that waits for the
+// create then commits the data with t.
+func (p pendingFile) ModTimeAtCommit(t time.Time) bool {
+	pc := p.pc
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.isOpen {
+		if mc, ok := carrierOf(pc.f); ok {
+			return mc.ModTimeAtCommit(t)
+		}
+		return false
+	}
+	pending := !pc.mtime.IsZero()
+	pc.mtime = t
+	return pending
+}
