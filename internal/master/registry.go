@@ -151,6 +151,11 @@ type registry struct {
 	// lease alone: chunks down to one live replica, the primary, whose
 	// lease the master revokes (registry_repair.go).
 	revoking []chunkfs.Handle
+	// fencing is what it found held back by a lease whose primary the
+	// master lost (dead, or its replica dropped): chunks down to one live
+	// replica, a secondary's, which the master moves to the next version
+	// with no lease before cloning it (registry_repair.go).
+	fencing []chunkfs.Handle
 
 	// order is every server in ID order, kept until a server is added or
 	// removed (byID): placing a chunk among 10,000 servers sorted them

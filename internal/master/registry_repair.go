@@ -56,11 +56,16 @@ const blockedFor = time.Minute
 // holds none back: it would starve every other repair. A chunk under a lease is left
 // alone until the lease ends (a clone taken while the primary mutates could
 // miss a write; a chunk a writer is blocked on gets no lease, so it is not
-// delayed), except one down to its last live replica, the primary's: plan
-// lists it in r.revoking, the master revokes the lease (as a snapshot does:
-// the replica moves to the next version with no lease) and plans again,
-// and then it is cloned like any chunk without a lease. A chunk with no
-// live replica is missing: there is nothing to clone from.
+// delayed), except one down to its last live replica. When that is the
+// primary's, plan lists it in r.revoking, the master revokes the lease (as
+// a snapshot does: the replica moves to the next version with no lease)
+// and plans again, and then it is cloned like any chunk without a lease.
+// When it is a secondary's, its primary lost (fenceable), plan lists it in
+// r.fencing and the master makes the same calls to that replica: the lost
+// primary may still hold its lease, but no write through it can be
+// acknowledged any more, since the replica left applies only at its own
+// version. A chunk with no live replica is missing: there is nothing to
+// clone from.
 //
 // It looks at the chunks whose replica set changed since it last found
 // them healthy (a chunk's set changes only in this registry), or at every
@@ -90,7 +95,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 	var needs []placement.Repair
 	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting for a slot
 	var trims []trimOrder
-	r.revoking = r.revoking[:0]
+	r.revoking, r.fencing = r.revoking[:0], r.fencing[:0]
 	examine := func(h chunkfs.Handle, ci *chunkInfo) {
 		v, want, _, dead, ok := lookup(h)
 		if !ok {
@@ -107,6 +112,9 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		case ci.busy == 0 && live == 1 && live < want && r.revocable(h, v, now):
 			r.markDirty(h) // cloned once the master revoked the lease
 			r.revoking = append(r.revoking, h)
+		case ci.busy == 0 && live == 1 && live < want && r.fenceable(h, v, now):
+			r.markDirty(h) // cloned once the master fenced the lost primary
+			r.fencing = append(r.fencing, h)
 		case ci.busy > 0 || len(all) == 0 || r.leaseOutstanding(h, now):
 			r.markDirty(h) // look again next time
 		case live < want:
@@ -184,6 +192,19 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 func (r *registry) revocable(h chunkfs.Handle, v chunkfs.Version, now time.Time) bool {
 	primary, _ := r.lease(h, now)
 	return primary != nil && primary.chunks.at(h) == v
+}
+
+// fenceable reports whether h, at logged version v, is under a lease on
+// record whose primary the master lost at now (dead, or no longer counted
+// as holding h at v) while a live replica at v is left: moving the
+// replicas left to the next version fences the primary off, as its writes
+// need every replica of its chain, and the one left is in it. (A replica
+// left out of a writer's chain was out of the set when the chain was
+// handed out, and the lease's end would not help it either: the grant
+// after it goes to the replicas left at v just the same.)
+func (r *registry) fenceable(h chunkfs.Handle, v chunkfs.Version, now time.Time) bool {
+	ci := r.chunks.get(h)
+	return ci != nil && r.leased(ci, now) && !r.revocable(h, v, now) && len(r.replicas(h, v)) > 0
 }
 
 // blocked reports whether a writer waited on chunk h lately; a wait

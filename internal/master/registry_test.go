@@ -35,8 +35,10 @@ import (
 //	sample a 1:1 2:1      a heartbeat of a sampling chunk 1 at version 1, 2 at 1: "garbage=[...]"
 //	dead                  declare servers silent for 30s dead: "dead A B"
 //	plan [full]           plan repairs: "clone H vV live=N SRC->DST", "trim H SRV",
-//	                      "revoke H" (a lease the master is to revoke first)
+//	                      "revoke H" (a lease the master is to revoke first),
+//	                      "fence H" (a lost primary's lease the master is to fence first)
 //	revoke 1 a            the revocation's calls to a succeed at the next version, logged
+//	fence 1 a             the same calls, fencing a lost primary's lease (registry.fencing)
 //	                      (ties between equal targets go by the registry's seeded rng)
 //	done 1 ok|fail|exists|newer|gone  chunk 1's clone in flight ends (gone: the source has no such chunk)
 //	health 1              "live=N cloning=B corrupt=N"
@@ -296,7 +298,10 @@ func (s *registryScenario) run(f []string) {
 		for _, h := range r.revoking {
 			s.printf("revoke %d", h)
 		}
-	case "revoke":
+		for _, h := range r.fencing {
+			s.printf("fence %d", h)
+		}
+	case "revoke", "fence":
 		h := s.handle(f[1])
 		var order []*server
 		for _, name := range f[2:] {
