@@ -114,7 +114,7 @@ func appendToPB(off int64) *pb.AppendResponse { return &pb.AppendResponse{Offset
 func cloneToPB(length int64) *pb.CloneResponse { return &pb.CloneResponse{Length: length} }
 
 func chunkInfoToPB(r replicaState) *pb.ChunkInfoResponse {
-	resp := &pb.ChunkInfoResponse{Version: uint64(r.Version), Length: r.Length, Primary: r.Primary}
+	resp := &pb.ChunkInfoResponse{Version: uint64(r.Version), Length: r.Length, Primary: r.Primary, NoSpace: r.NoSpace}
 	if r.Primary {
 		resp.LeaseMs = r.LeaseLeft.Milliseconds()
 	}

@@ -44,6 +44,8 @@ import (
 //	health 1              "live=N cloning=B corrupt=N"
 //	register c 1:1 2:1    a full report: "stale=[...] garbage=[...]"
 //	unreachable 1 a       a writer reported chunk 1's primary a, and the probe failed
+//	nospace 1 b           the probe after a writer's failure found b's replica of chunk 1 out of
+//	                      space (a minimum of 2): "out" (taken out of the lease) or "kept"
 //	corrupt a 1           a's replica of chunk 1 failed its checksum
 //	delete 1              the chunk is deleted
 //	garbage a             what a is told to delete at its next heartbeat
@@ -364,6 +366,9 @@ func (s *registryScenario) run(f []string) {
 		if p := r.primaryAt(h, s.server(f[2]).addr, s.now); p != nil {
 			r.dropPrimary(h, p, s.now)
 		}
+	case "nospace":
+		h := s.handle(f[1])
+		s.printf("%s", map[bool]string{true: "out", false: "kept"}[r.dropFull(h, s.chunks[h].v, s.server(f[2]), 2, s.now)])
 	case "corrupt":
 		r.corrupt(s.server(f[1]), s.handle(f[2]), s.now)
 	case "delete":

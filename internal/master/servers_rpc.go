@@ -286,7 +286,7 @@ func (m *Master) verifyDoubts(ctx context.Context, id, addr string, handles []ch
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.RPCTimeout) // for all of them: the heartbeat waits
 	defer cancel()
 	for i, h := range handles {
-		versions[i], errs[i] = m.replicaVersion(ctx, addr, h)
+		versions[i], _, errs[i] = m.replicaVersion(ctx, addr, h)
 	}
 	var garbage []uint64
 	m.state.read(func(ns *namespace.Namespace) {
@@ -297,17 +297,18 @@ func (m *Master) verifyDoubts(ctx context.Context, id, addr string, handles []ch
 	return garbage
 }
 
-// replicaVersion asks the chunkserver at addr for its replica's version.
-func (m *Master) replicaVersion(ctx context.Context, addr string, h chunkfs.Handle) (chunkfs.Version, error) {
+// replicaVersion asks the chunkserver at addr for its replica's version
+// and whether the replica's last mutation failed for want of space.
+func (m *Master) replicaVersion(ctx context.Context, addr string, h chunkfs.Handle) (v chunkfs.Version, noSpace bool, err error) {
 	cs, err := m.pool.ChunkServer(addr)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	resp, err := cs.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h)})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return chunkfs.Version(resp.Version), nil
+	return chunkfs.Version(resp.Version), resp.NoSpace, nil
 }
 
 // ReportCorrupt forgets a replica that failed its checksum and tells its
