@@ -13,7 +13,8 @@ import (
 )
 
 // TestMutationsGoOnPastAFullReplica: the disk of one replica of the
-// chunk being appended to, or written at its end, fills up (its replica
+// chunk being appended to, or written at its end, fills up (a
+// secondary's, or the primary's) (its replica
 // stays good: only growth fails). None of the mutations that follow
 // fails, and only the first is retried: the writer names the primary after
 // the no-space answer, the master's probe finds the replica that ran out of space,
@@ -21,12 +22,16 @@ import (
 // full to it from then on), and the mutations go on on the other two; the
 // chunk is healed on the fourth server, which has room.
 func TestMutationsGoOnPastAFullReplica(t *testing.T) {
-	for _, op := range []string{"append", "write"} {
-		t.Run(op, func(t *testing.T) { testPastAFullReplica(t, op) })
+	for _, tc := range []struct {
+		op      string
+		primary bool // the primary's disk fills up, not a secondary's
+	}{{"append", false}, {"write", false}, {"append", true}} {
+		name := tc.op + map[bool]string{true: "/primary", false: "/secondary"}[tc.primary]
+		t.Run(name, func(t *testing.T) { testPastAFullReplica(t, tc.op, tc.primary) })
 	}
 }
 
-func testPastAFullReplica(t *testing.T, op string) {
+func testPastAFullReplica(t *testing.T, op string, primary bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	full := make([]atomic.Bool, 4)
@@ -78,7 +83,7 @@ func testPastAFullReplica(t *testing.T, op string) {
 	}
 	fullAddr := ""
 	for i, a := range addrs(c) {
-		if a != before[0].Primary && slices.Contains(before[0].Replicas, a) {
+		if (a == before[0].Primary) == primary && slices.Contains(before[0].Replicas, a) {
 			full[i].Store(true)
 			fullAddr = a
 			break
