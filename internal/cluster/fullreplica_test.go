@@ -12,15 +12,15 @@ import (
 	"github.com/chunkfs/chunkfs/internal/chunkserver"
 )
 
-// TestMutationsGoOnPastAFullReplica: the disk of one replica of the
-// chunk being appended to, or written at its end, fills up (a
-// secondary's, or the primary's) (its replica
-// stays good: only growth fails). None of the mutations that follow
-// fails, and only the first is retried: the writer names the primary after
-// the no-space answer, the master's probe finds the replica that ran out of space,
-// takes it out of the chunk's replica set at a new version (the server is
-// full to it from then on), and the mutations go on on the other two; the
-// chunk is healed on the fourth server, which has room.
+// TestMutationsGoOnPastAFullReplica: the disk of one replica (a
+// secondary's or the primary's) of the chunk being appended to, or written
+// at its end, fills up; the replica stays good, as only growth fails.
+// None of the mutations that follow fails, and only the first is retried:
+// the writer names the primary after the no-space answer, the master's
+// probe finds the replica that ran out of space and takes it out of the
+// chunk's replica set at a new version (its server full to the master from
+// then on), and the mutations go on on the other two; the chunk is healed
+// on the fourth server, which has room.
 func TestMutationsGoOnPastAFullReplica(t *testing.T) {
 	for _, tc := range []struct {
 		op      string
