@@ -84,3 +84,67 @@ func testRepairRevokes(t *testing.T, least int) {
 		t.Errorf("a write on the one replica under repair: %v, want unavailable", err)
 	}
 }
+
+// TestRepairFencesLostPrimary: a chunk whose primary and one secondary
+// fall silent under the writer's lease, leaving one secondary, is cloned
+// in the round that finds it dead, not once the lease (a minute here)
+// ends: the master moves the secondary left to the next version with no
+// lease, which fences the lost primary off, and clones that version from
+// it. Meanwhile the writer gets no lease on the one replica.
+func TestRepairFencesLostPrimary(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	cfg := testConfig(t, t.TempDir(), clk)
+	cfg.LeaseDuration = time.Minute
+	cfg.DeadAfter = 10 * time.Second
+	cfg.RepairInterval = time.Hour // the test runs the rounds
+	var mu sync.Mutex
+	var clones []CloneEvent
+	cfg.OnClone = func(e CloneEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !e.Done {
+			clones = append(clones, e)
+		}
+	}
+	tm := startWith(t, cfg, clk)
+	var all []*fakeCS
+	for _, id := range []string{"a", "b", "c"} {
+		all = append(all, tm.startCS(id, "r-"+id))
+	}
+	tm.create(alice, "/f")
+	resp, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, v := chunkfs.Handle(resp.Chunk.Handle), chunkfs.Version(resp.Chunk.Version)
+	var left *fakeCS
+	for _, cs := range all {
+		if cs.addr != resp.Chunk.Primary {
+			left = cs
+			break
+		}
+	}
+	d := tm.startCS("d", "r-d") // room for the clone
+	for range 3 {
+		clk.Advance(5 * time.Second)
+		tm.beat(left)
+		tm.beat(d)
+	}
+	tm.m.checkLiveness()
+	tm.m.repairOnce(false)
+
+	mu.Lock()
+	got := clones
+	mu.Unlock()
+	if len(got) != 1 || got[0].Handle != h || got[0].Version != v+1 || got[0].Source != left.addr || got[0].Target != d.addr || got[0].Live != 1 {
+		t.Fatalf("clones started %+v; want one of chunk %d at v%d from the secondary left to d", got, h, v+1)
+	}
+	calls := left.leaseCalls()
+	if last := calls[len(calls)-1]; last.Version != uint64(v+1) || last.LeaseMs != 0 {
+		t.Errorf("the secondary left was last told %+v; want v%d with no lease", last, v+1)
+	}
+	_, err = tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f"})
+	if kindOf(err) != chunkfs.KindUnavailable {
+		t.Errorf("a write on the one replica under repair: %v, want unavailable", err)
+	}
+}
