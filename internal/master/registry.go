@@ -112,6 +112,7 @@ type pendingClone struct {
 	version        chunkfs.Version
 	started        time.Time
 	live           int   // counted replicas when it started (plan's priority)
+	stalled        bool  // the chunk's clone before this one ran into its deadline (plan)
 	move           bool  // a balancer move (registry_balance.go)
 	length         int64 // a move's chunk length when it started
 	want           int   // a move's chunk replication when it started
@@ -144,6 +145,7 @@ type registry struct {
 	epoch     time.Time                        // the time stamp 0 stands for (stampOf)
 	clones    map[chunkfs.Handle]*pendingClone // the clone in flight of each chunk that has one
 	blockedAt map[chunkfs.Handle]time.Time     // when a writer last waited on a chunk for want of replicas (block)
+	stalls    map[chunkfs.Handle]struct{}      // chunks whose last clone ran into its deadline, until one is counted (plan)
 
 	copies map[chunkfs.Handle]chunkfs.Version // copy-on-write copies being made, not yet logged (registry_snapshot.go)
 
@@ -230,6 +232,7 @@ func (r *registry) gc(h chunkfs.Handle, ci *chunkInfo) {
 	if ci.holders.len() == 0 && ci.primary == nil && ci.told == 0 && r.clones[h] == nil && ci.busy == 0 && ci.corrupt == 0 {
 		r.chunks.remove(h)
 		delete(r.blockedAt, h)
+		delete(r.stalls, h)
 	}
 }
 
@@ -342,6 +345,7 @@ func (r *registry) forget(handles []chunkfs.Handle, now time.Time) {
 		}
 		r.chunks.remove(h)
 		delete(r.blockedAt, h)
+		delete(r.stalls, h)
 	}
 }
 

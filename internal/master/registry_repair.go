@@ -1,6 +1,7 @@
 package master
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -53,7 +54,11 @@ const blockedFor = time.Minute
 // replicas waits for a clone slot or is being cloned, so every one-replica
 // chunk is healed before any two-replica chunk is touched. A chunk that
 // nothing can clone (no source, or no server with room that lacks it)
-// holds none back: it would starve every other repair. A chunk under a lease is left
+// holds none back: it would starve every other repair. Nor does, beyond
+// the round it starts in, a clone of a chunk whose last clone ran into its
+// deadline (stalled: under load, or at a source or target that hangs):
+// each try would otherwise hold every chunk with more replicas back for a
+// whole deadline. A chunk under a lease is left
 // alone until the lease ends (a clone taken while the primary mutates could
 // miss a write; a chunk a writer is blocked on gets no lease, so it is not
 // delayed), except one down to its last live replica. When that is the
@@ -107,6 +112,8 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		switch {
 		case r.clones[h] != nil && r.clones[h].move:
 			r.markDirty(h) // its source is trimmed when it ends
+		case r.clones[h] != nil && r.clones[h].stalled:
+			// It held the level back in the round it started in.
 		case r.clones[h] != nil:
 			level = min(level, r.clones[h].live)
 		case ci.busy == 0 && live == 1 && live < want && r.revocable(h, v, now):
@@ -125,6 +132,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 			trims = append(trims, r.trim(h, v, want, now)...)
 		default:
 			ci.corrupt = 0
+			delete(r.stalls, h)
 			r.chunks.clean(h)
 		}
 	}
@@ -268,7 +276,8 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 		return cloneOrder{}, false, placement.CloneTarget(cfg, oc, racks, int(^uint(0)>>1), nil) >= 0
 	}
 	source, target := holders[si], others[ti]
-	pc := &pendingClone{target: target, source: source, version: v, started: now, live: live}
+	_, stalled := r.stalls[h]
+	pc := &pendingClone{target: target, source: source, version: v, started: now, live: live, stalled: stalled}
 	r.info(h)
 	r.setClone(h, pc)
 	source.sourcing++
@@ -320,6 +329,9 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	if chunkfs.KindOf(err) == chunkfs.KindNotExist {
 		r.sourceGone(h, pc, now)
 	}
+	if errors.Is(err, errStalled) && !pc.move {
+		r.stall(h)
+	}
 	// A target that answers it holds the chunk at the version cloned
 	// already (its report had not reached this master, a new leader say)
 	// has a good replica: it counts, and it must never be deleted as the
@@ -340,6 +352,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	}
 	r.addReplica(t, h, pc.version)
 	r.clearDoubt(t, h)
+	delete(r.stalls, h)
 	if pc.move {
 		return true
 	}
@@ -349,6 +362,21 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	r.repaired++
 	r.recent = append(pruneDone(r.recent, now), repairDone{at: now, bytes: length})
 	return true
+}
+
+// errStalled marks the error of a clone that ran into its deadline.
+var errStalled = errors.New("the clone ran into its deadline")
+
+// stall notes that h's clone ran into its deadline: its next clone holds
+// the chunks with more replicas back only in the round it starts (plan).
+func (r *registry) stall(h chunkfs.Handle) {
+	if r.chunks.get(h) == nil {
+		return
+	}
+	if r.stalls == nil {
+		r.stalls = make(map[chunkfs.Handle]struct{})
+	}
+	r.stalls[h] = struct{}{}
 }
 
 // sourceGone forgets the replica of h that clone pc's source was counted

@@ -40,7 +40,8 @@ import (
 //	revoke 1 a            the revocation's calls to a succeed at the next version, logged
 //	fence 1 a             the same calls, fencing a lost primary's lease (registry.fencing)
 //	                      (ties between equal targets go by the registry's seeded rng)
-//	done 1 ok|fail|exists|newer|gone  chunk 1's clone in flight ends (gone: the source has no such chunk)
+//	done 1 ok|fail|exists|newer|gone|timeout  chunk 1's clone in flight ends (gone: the source
+//	                      has no such chunk; timeout: it ran into its deadline)
 //	health 1              "live=N cloning=B corrupt=N"
 //	register c 1:1 2:1    a full report: "stale=[...] garbage=[...]"
 //	unreachable 1 a       a writer reported chunk 1's primary a, and the probe failed
@@ -330,6 +331,8 @@ func (s *registryScenario) run(f []string) {
 			err = chunkfs.E("clone", "", chunkfs.KindStale, "replica held at a newer version")
 		case "gone": // the source holds no such chunk
 			err = chunkfs.E("clone", "", chunkfs.KindNotExist, "no such chunk")
+		case "timeout": // it ran into its deadline
+			err = fmt.Errorf("%w: %w", errStalled, chunkfs.E("clone", "", chunkfs.KindUnavailable, "deadline exceeded"))
 		default:
 			err = errors.New("clone failed")
 		}

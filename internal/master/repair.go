@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -214,6 +215,9 @@ func (m *Master) runClone(o cloneOrder) {
 		}
 	}()
 	err := m.cloneCall(ctx, o)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w after %v: %w", errStalled, timeout.Round(time.Millisecond), err)
+	}
 	cur := m.currentVersion(o.handle)
 	m.regMu.Lock()
 	ok, trimmed := m.reg.cloneDone(o.handle, o.pending, o.length, err, cur, cur != 0, m.cfg.Clock.Now())

@@ -1,7 +1,9 @@
 package master
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -146,5 +148,86 @@ func TestRepairFencesLostPrimary(t *testing.T) {
 	_, err = tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f"})
 	if kindOf(err) != chunkfs.KindUnavailable {
 		t.Errorf("a write on the one replica under repair: %v, want unavailable", err)
+	}
+}
+
+// TestStalledCloneHoldsBackOneRound: a clone of a one-replica chunk that
+// runs into its deadline (its target hangs) holds the two-replica chunk
+// back while it runs; tried again, it holds it back in the round it
+// starts in, and the next round clones the two-replica chunk alongside,
+// instead of waiting a whole deadline per try.
+func TestStalledCloneHoldsBackOneRound(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	cfg := testConfig(t, t.TempDir(), clk)
+	cfg.RPCTimeout = time.Second   // a clone's deadline: the chunks are empty
+	cfg.RepairInterval = time.Hour // the test runs the rounds
+	var mu sync.Mutex
+	var events []CloneEvent
+	cfg.OnClone = func(e CloneEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
+	seen := func() []CloneEvent {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(events)
+	}
+	tm := startWith(t, cfg, clk)
+	var all []*fakeCS
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		cs := tm.startCS(id, "r-"+id)
+		cs.hang = true
+		all = append(all, cs)
+	}
+	handles := map[string]chunkfs.Handle{}
+	replicas := map[string][]string{}
+	for _, p := range []string{"/one", "/two"} {
+		tm.create(alice, p)
+		resp, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		handles[p], replicas[p] = chunkfs.Handle(resp.Chunk.Handle), resp.Chunk.Replicas
+	}
+	clk.Advance(cfg.LeaseDuration + 2*time.Second) // the writer's leases end
+	for _, cs := range all {
+		tm.beat(cs)
+	}
+	// /one is left with one good replica, /two with two.
+	for p, bad := range map[string][]string{"/one": replicas["/one"][1:], "/two": replicas["/two"][2:]} {
+		for _, addr := range bad {
+			if _, err := tm.c.ReportCorrupt(bg, &pb.ReportCorruptRequest{Reporter: "test", Handle: uint64(handles[p]), Replica: addr}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	started := func(h chunkfs.Handle) int {
+		n := 0
+		for _, e := range seen() {
+			if !e.Done && e.Handle == h {
+				n++
+			}
+		}
+		return n
+	}
+	tm.m.repairOnce(false)
+	tm.m.repairOnce(false)
+	if started(handles["/one"]) != 1 || started(handles["/two"]) != 0 {
+		t.Fatalf("clones started while the first runs: %+v; want /one's alone", seen())
+	}
+	for !slices.ContainsFunc(seen(), func(e CloneEvent) bool { return e.Done }) {
+		time.Sleep(10 * time.Millisecond) // the clone's deadline, in real time
+	}
+	if e := seen()[1]; !errors.Is(e.Err, errStalled) {
+		t.Fatalf("the hung clone ended with %v; want it marked stalled", e.Err)
+	}
+	tm.m.repairOnce(false) // tried again: holds /two back this round
+	if started(handles["/one"]) != 2 || started(handles["/two"]) != 0 {
+		t.Fatalf("clones started in the round after the stall: %+v; want /one's again alone", seen())
+	}
+	tm.m.repairOnce(false)
+	if started(handles["/two"]) != 1 {
+		t.Fatalf("clones started in the next round: %+v; want /two's, alongside /one's retry", seen())
 	}
 }
