@@ -76,7 +76,7 @@ func handlesFromPB(hs []uint64) []chunkfs.Handle {
 // replicaFromPB reads a peer's ChunkInfo answer.
 func replicaFromPB(r *pb.ChunkInfoResponse) replicaState {
 	return replicaState{Version: chunkfs.Version(r.Version), Length: r.Length, Primary: r.Primary,
-		LeaseLeft: time.Duration(r.LeaseMs) * time.Millisecond}
+		LeaseLeft: time.Duration(r.LeaseMs) * time.Millisecond, NoSpace: r.NoSpace}
 }
 
 // keysFromPB reads the token keys of a master's answer; a key whose secret
