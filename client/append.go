@@ -105,7 +105,7 @@ func (c *Client) appendOnce(ctx context.Context, path string, frame []byte, idx 
 	defer func() {
 		if err != nil {
 			c.leases.drop(path, idx)
-			if chunkfs.KindOf(err) == chunkfs.KindUnavailable && loc != nil && loc.primary != "" {
+			if suspectAfter(err) && loc != nil && loc.primary != "" {
 				c.leases.suspect(path, idx, loc.primary)
 			}
 		}

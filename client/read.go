@@ -521,11 +521,20 @@ type retrier struct {
 }
 
 // maxNoSpace bounds the retries of a mutation that failed for want of
-// space: the replica whose disk was full has reported its copy corrupt,
-// so the master moves the lease to the others at a new version and the
-// next attempt goes there; when it cannot (every server full), the error
-// stands.
+// space: the writer names the primary in its next PrepareWrite
+// (suspectAfter), the master's probe finds the replica that ran out of
+// space (or that reported its copy corrupt) and moves the lease to the
+// others at a new version, and the next attempt goes there; when it
+// cannot (too few servers with room), the error stands.
 const maxNoSpace = 2
+
+// suspectAfter reports whether a mutation that failed with err names its
+// primary in the next PrepareWrite, for the master to probe the chunk's
+// replicas: one did not answer, or ran out of space.
+func suspectAfter(err error) bool {
+	k := chunkfs.KindOf(err)
+	return k == chunkfs.KindUnavailable || k == chunkfs.KindNoSpace
+}
 
 func (c *Client) newRetrier() *retrier {
 	return &retrier{c: c, wait: 20 * time.Millisecond}

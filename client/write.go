@@ -83,7 +83,7 @@ func (c *Client) writeOnce(ctx context.Context, path string, idx, co int64, data
 	defer func() {
 		if err != nil && !earlier {
 			c.leases.drop(path, idx)
-			if chunkfs.KindOf(err) == chunkfs.KindUnavailable && loc != nil && loc.primary != "" {
+			if suspectAfter(err) && loc != nil && loc.primary != "" {
 				c.leases.suspect(path, idx, loc.primary) // loc: the lease last used (nil if renewing it failed)
 			}
 		}

@@ -60,12 +60,14 @@ type truncation struct {
 }
 
 // replicaState is what ChunkInfo tells of a replica: its version and
-// length, and whether this server is its primary, for LeaseLeft more.
+// length, whether this server is its primary, for LeaseLeft more, and
+// whether its last mutation failed for want of space (NoSpace).
 type replicaState struct {
 	Version   chunkfs.Version
 	Length    int64
 	Primary   bool
 	LeaseLeft time.Duration
+	NoSpace   bool
 }
 
 // checkVersion fails with KindStale unless the stored replica of h is at v.
@@ -276,7 +278,7 @@ func (s *Server) mutatePrimary(ctx context.Context, h chunkfs.Handle, v chunkfs.
 	defer release()
 	m.Serial = st.nextSerial(v)
 	remote := s.applyRemote(ctx, secondaries, *m)
-	local := s.applyLocal(*m, data, sums)
+	local := s.applyLocal(st, *m, data, sums)
 	for range secondaries {
 		if rerr := <-remote; rerr != nil && local == nil {
 			local = rerr
@@ -310,19 +312,26 @@ func (s *Server) mutationData(m mutation) (data []byte, sums []uint32, release f
 	return s.buf.take(m.Data, m.Length)
 }
 
-// applyLocal applies a mutation to the local replica. sums, if not nil,
+// applyLocal applies a mutation to the local replica (st its state). sums, if not nil,
 // are the block sums of data checked on its arrival; they become the stored
 // checksums where the write covers whole blocks, so the checksums kept are
-// those the client computed.
-func (s *Server) applyLocal(m mutation, data []byte, sums []uint32) error {
+// those the client computed. Whether it failed for want of space is noted
+// for ChunkInfo: the master, probing the replicas after the writer's
+// failure, takes this one out of the lease.
+func (s *Server) applyLocal(st *chunkState, m mutation, data []byte, sums []uint32) error {
 	var err error
 	if m.Pad {
 		err = s.store.Pad(m.Handle, m.Offset+m.Length)
 	} else {
 		err = s.store.WriteWithSums(m.Handle, m.Offset, data, sums)
 	}
-	if chunkfs.KindOf(err) == chunkfs.KindChecksum {
+	switch {
+	case err == nil:
+		st.noteNoSpace(false)
+	case chunkfs.KindOf(err) == chunkfs.KindChecksum:
 		s.reporter.corrupt(m.Handle)
+	case chunkfs.KindOf(err) == chunkfs.KindNoSpace:
+		st.noteNoSpace(true)
 	}
 	return err
 }
@@ -375,7 +384,7 @@ func (s *Server) apply(m mutation) error {
 		return err
 	}
 	defer release()
-	if err := s.applyLocal(m, data, sums); err != nil {
+	if err := s.applyLocal(st, m, data, sums); err != nil {
 		return err
 	}
 	st.applied(m.Serial)
@@ -427,7 +436,7 @@ func (s *Server) replicaState(h chunkfs.Handle) (replicaState, error) {
 	}
 	now := s.cfg.Clock.Now()
 	primary, until := s.state(h).lease(now)
-	r := replicaState{Version: in.Version, Length: in.Length, Primary: primary}
+	r := replicaState{Version: in.Version, Length: in.Length, Primary: primary, NoSpace: s.state(h).outOfSpace()}
 	if primary {
 		r.LeaseLeft = until.Sub(now)
 	}

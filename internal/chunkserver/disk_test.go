@@ -57,6 +57,48 @@ func (tc *testCluster) beatOf(i int) *pb.HeartbeatRequest {
 	return nil
 }
 
+// TestChunkInfoTellsNoSpace: a replica whose last mutation failed for
+// want of space says so in ChunkInfo (the master's probe after the
+// writer's failure takes it out of the lease); the others do not, and it
+// stops saying so once a mutation succeeds there.
+func TestChunkInfoTellsNoSpace(t *testing.T) {
+	tc, fss := newMemCluster(t, 3)
+	tc.grant(1, 1)
+	if err := tc.write(1, 1, 0, []byte("fits")); err != nil {
+		t.Fatal(err)
+	}
+	noSpace := func() []bool {
+		var out []bool
+		for i := range tc.servers {
+			resp, err := tc.cs(i).ChunkInfo(context.Background(), &pb.ChunkInfoRequest{Handle: 1})
+			if err != nil {
+				t.Fatalf("chunk info from %d: %v", i, err)
+			}
+			out = append(out, resp.NoSpace)
+		}
+		return out
+	}
+	fss[2].SetFault(func(op, name string) error {
+		if op == "write" && strings.HasSuffix(name, ".data") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	if err := tc.write(1, 1, 4, []byte("does not")); chunkfs.KindOf(err) != chunkfs.KindNoSpace {
+		t.Fatalf("write with a secondary full: %v, want KindNoSpace", err)
+	}
+	if got := noSpace(); !slices.Equal(got, []bool{false, false, true}) {
+		t.Fatalf("no space after the failed write: %v, want only the full secondary", got)
+	}
+	fss[2].SetFault(nil)
+	if err := tc.write(1, 1, 4, []byte("room again")); err != nil {
+		t.Fatal(err)
+	}
+	if got := noSpace(); slices.Contains(got, true) {
+		t.Fatalf("no space after a write that succeeded everywhere: %v", got)
+	}
+}
+
 func TestFullDiskReachesTheWriterAsNoSpace(t *testing.T) {
 	tc, fss := newMemCluster(t, 3)
 	tc.grant(1, 1)

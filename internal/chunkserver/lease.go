@@ -25,6 +25,7 @@ type chunkState struct {
 	serialOf     chunkfs.Version // version the serial counts belong to
 	serial       uint64          // primary: last assigned; secondary: last applied
 	mutated      bool            // mutated as primary since the last heartbeat
+	noSpace      bool            // the last mutation applied here failed for want of space
 }
 
 // state returns chunk h's state, creating it on first use.
@@ -89,6 +90,22 @@ func (st *chunkState) noteMutated() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.mutated = true
+}
+
+// noteNoSpace records whether the last mutation applied here failed for
+// want of space.
+func (st *chunkState) noteNoSpace(failed bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.noSpace = failed
+}
+
+// outOfSpace reports whether the last mutation applied here failed for
+// want of space.
+func (st *chunkState) outOfSpace() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.noSpace
 }
 
 // acceptSerial checks that serial follows the last applied one (secondary).

@@ -144,6 +144,28 @@ func TestMutationOutlivingItsLeaseFails(t *testing.T) {
 	}
 }
 
+// TestFencedSecondaryRefusesItsLostPrimary: the master fences off a
+// primary it lost by moving a secondary to the next version with no lease
+// (a repair's fence, a snapshot's revocation). The primary still holds
+// its lease at the old version, but a write through it is no longer
+// acknowledged, and the fenced replica does not take it.
+func TestFencedSecondaryRefusesItsLostPrimary(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.grant(1, 1)
+	if err := tc.write(1, 1, 0, []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.cs(1).Lease(context.Background(), &pb.LeaseRequest{Handle: 1, Version: 2}); err != nil {
+		t.Fatalf("fence: %v", err)
+	}
+	if err := tc.write(1, 1, 0, []byte("lost!!")); chunkfs.KindOf(err) != chunkfs.KindStale {
+		t.Fatalf("a write through the lost primary after the fence: %v, want refused as stale", err)
+	}
+	if got := tc.replica(1, 1, 2); !bytes.Equal(got, []byte("before")) {
+		t.Fatalf("the fenced replica holds %q, want %q", got, "before")
+	}
+}
+
 // TestConcurrentWritersSameRegion has writers overwrite one region at once;
 // the primary orders them, so every replica ends byte-identical.
 func TestConcurrentWritersSameRegion(t *testing.T) {

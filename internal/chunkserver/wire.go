@@ -76,7 +76,7 @@ func handlesFromPB(hs []uint64) []chunkfs.Handle {
 // replicaFromPB reads a peer's ChunkInfo answer.
 func replicaFromPB(r *pb.ChunkInfoResponse) replicaState {
 	return replicaState{Version: chunkfs.Version(r.Version), Length: r.Length, Primary: r.Primary,
-		LeaseLeft: time.Duration(r.LeaseMs) * time.Millisecond}
+		LeaseLeft: time.Duration(r.LeaseMs) * time.Millisecond, NoSpace: r.NoSpace}
 }
 
 // keysFromPB reads the token keys of a master's answer; a key whose secret
@@ -114,7 +114,7 @@ func appendToPB(off int64) *pb.AppendResponse { return &pb.AppendResponse{Offset
 func cloneToPB(length int64) *pb.CloneResponse { return &pb.CloneResponse{Length: length} }
 
 func chunkInfoToPB(r replicaState) *pb.ChunkInfoResponse {
-	resp := &pb.ChunkInfoResponse{Version: uint64(r.Version), Length: r.Length, Primary: r.Primary}
+	resp := &pb.ChunkInfoResponse{Version: uint64(r.Version), Length: r.Length, Primary: r.Primary, NoSpace: r.NoSpace}
 	if r.Primary {
 		resp.LeaseMs = r.LeaseLeft.Milliseconds()
 	}

@@ -51,7 +51,7 @@ func TestWireMutationRoundTrip(t *testing.T) {
 }
 
 func TestWireReplicaStateRoundTrip(t *testing.T) {
-	r := replicaState{Version: 4, Length: 123, Primary: true, LeaseLeft: 1500 * time.Millisecond}
+	r := replicaState{Version: 4, Length: 123, Primary: true, LeaseLeft: 1500 * time.Millisecond, NoSpace: true}
 	p := chunkInfoToPB(r)
 	allSet(t, p)
 	if got := replicaFromPB(p); got != r {

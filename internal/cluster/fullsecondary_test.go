@@ -17,10 +17,14 @@ import (
 )
 
 // fillableFS is the operating system's file system until filled: then
-// it reports no space free and refuses every write.
+// it reports no space free and refuses every write, or with growOnly, as
+// a real full disk, only those that need a new block (past a file's end):
+// the undo of a mutation that ran out of space then goes through, and the
+// replica stays good.
 type fillableFS struct {
 	chunkstore.FS
-	full *atomic.Bool
+	full     *atomic.Bool
+	growOnly bool
 }
 
 func (f fillableFS) OpenFile(name string, flag int, perm fs.FileMode) (chunkstore.File, error) {
@@ -28,7 +32,7 @@ func (f fillableFS) OpenFile(name string, flag int, perm fs.FileMode) (chunkstor
 	if err != nil {
 		return nil, err
 	}
-	return fillableFile{File: file, full: f.full}, nil
+	return fillableFile{File: file, full: f.full, growOnly: f.growOnly}, nil
 }
 
 func (f fillableFS) Space(dir string) (chunkstore.Disk, error) {
@@ -41,14 +45,21 @@ func (f fillableFS) Space(dir string) (chunkstore.Disk, error) {
 
 type fillableFile struct {
 	chunkstore.File
-	full *atomic.Bool
+	full     *atomic.Bool
+	growOnly bool
 }
 
 func (f fillableFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.full.Load() {
+	if f.full.Load() && (!f.growOnly || !f.within(off+int64(len(p)))) {
 		return 0, &fs.PathError{Op: "write", Path: "chunk", Err: syscall.ENOSPC}
 	}
 	return f.File.WriteAt(p, off)
+}
+
+// within reports whether the file already holds bytes up to end.
+func (f fillableFile) within(end int64) bool {
+	size, err := f.Size()
+	return err == nil && end <= size
 }
 
 // secondaryRig is four chunkservers (each on a fillable file system), a

@@ -73,15 +73,16 @@ func (m *Master) copyCall(ctx context.Context, addr string, ch namespace.Chunk, 
 	return err
 }
 
-// replicaVersion asks the chunkserver at addr for its replica's version.
-func (m *Master) replicaVersion(ctx context.Context, addr string, h chunkfs.Handle) (chunkfs.Version, error) {
+// replicaVersion asks the chunkserver at addr for its replica's version
+// and whether the replica's last mutation failed for want of space.
+func (m *Master) replicaVersion(ctx context.Context, addr string, h chunkfs.Handle) (v chunkfs.Version, noSpace bool, err error) {
 	cs, err := m.pool.ChunkServer(addr)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	resp, err := cs.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h)})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return chunkfs.Version(resp.Version), nil
+	return chunkfs.Version(resp.Version), resp.NoSpace, nil
 }

@@ -134,6 +134,20 @@ type fakeCS struct {
 	fail      bool
 	truncFail bool // Truncate fails without cutting
 	truncLost bool // Truncate cuts, then fails (the answer is lost)
+	hang      bool // Clone hangs until its deadline (a target that stalls)
+}
+
+// Clone hangs until its deadline when f.hang, and is not implemented
+// otherwise.
+func (f *fakeCS) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneResponse, error) {
+	f.mu.Lock()
+	hang := f.hang
+	f.mu.Unlock()
+	if !hang {
+		return f.UnimplementedChunkServerServer.Clone(ctx, req)
+	}
+	<-ctx.Done()
+	return nil, chunkfs.E("clone", "", chunkfs.KindUnavailable, "stalled on purpose")
 }
 
 func (f *fakeCS) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {

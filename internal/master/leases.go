@@ -150,6 +150,12 @@ func (m *Master) probeTimeout() time.Duration { return min(m.cfg.RPCTimeout, 2*t
 // when at least need others remain. So a writer waits seconds, not until
 // the server is declared dead. (A replica whose disk failed the write
 // has reported its copy corrupt already.)
+//
+// A replica whose last mutation failed for want of space answers, but
+// fails the check the same: every further write that grows the chunk
+// would fail there too. Its server is full to the registry from then on
+// (registry.full), until a heartbeat reports room: no new replica and no
+// clone goes there. The chunk is healed on a server with room.
 func (m *Master) probeSuspect(ctx context.Context, h chunkfs.Handle, cur chunkfs.Version, addr string, need int) {
 	now := m.cfg.Clock.Now()
 	m.regMu.Lock()
@@ -166,28 +172,38 @@ func (m *Master) probeSuspect(ctx context.Context, h chunkfs.Handle, cur chunkfs
 	var wg sync.WaitGroup
 	for i := range replicas {
 		wg.Go(func() {
-			v, err := m.replicaVersion(pctx, to[i], h)
-			if err == nil && v != cur {
+			v, noSpace, err := m.replicaVersion(pctx, to[i], h)
+			switch {
+			case err != nil:
+			case v != cur:
 				err = fmt.Errorf("replica at version %d", v)
+			case noSpace:
+				err = chunkfs.E("probe", to[i], chunkfs.KindNoSpace, "the replica's last mutation failed for want of space")
 			}
 			failed[i] = err
 		})
 	}
 	wg.Wait()
 	for i, s := range replicas {
-		if failed[i] == nil {
-			continue
-		}
-		if s == primary {
+		switch {
+		case failed[i] == nil:
+		case chunkfs.KindOf(failed[i]) == chunkfs.KindNoSpace:
+			m.regMu.Lock()
+			out := m.reg.dropFull(h, cur, s, need, m.cfg.Clock.Now())
+			m.regMu.Unlock()
+			if out {
+				m.cfg.Logger.WarnContext(ctx, "a replica ran out of space under a write; moving the lease to the other replicas", "handle", h, "replica", to[i])
+			}
+		case s == primary:
 			m.dropPrimary(ctx, h, primary, to[i], failed[i])
-			continue
-		}
-		m.regMu.Lock()
-		out := m.reg.dropSecondary(h, cur, s, need, m.cfg.Clock.Now())
-		m.regMu.Unlock()
-		if out {
-			m.pool.Forget(to[i])
-			m.cfg.Logger.WarnContext(ctx, "a secondary did not answer after a write failed; moving the lease to the other replicas", "handle", h, "secondary", to[i], "err", failed[i])
+		default:
+			m.regMu.Lock()
+			out := m.reg.dropSecondary(h, cur, s, need, m.cfg.Clock.Now())
+			m.regMu.Unlock()
+			if out {
+				m.pool.Forget(to[i])
+				m.cfg.Logger.WarnContext(ctx, "a secondary did not answer after a write failed; moving the lease to the other replicas", "handle", h, "secondary", to[i], "err", failed[i])
+			}
 		}
 	}
 }

@@ -113,6 +113,7 @@ type pendingClone struct {
 	version        chunkfs.Version
 	started        time.Time
 	live           int   // counted replicas when it started (plan's priority)
+	stalled        bool  // the chunk's clone before this one ran into its deadline (plan)
 	move           bool  // a balancer move (registry_balance.go)
 	length         int64 // a move's chunk length when it started
 	want           int   // a move's chunk replication when it started
@@ -152,6 +153,7 @@ type registry struct {
 	bigTold    map[chunkfs.Handle]chunkfs.Version // versions told of 32 bits or more
 	clones     map[chunkfs.Handle]*pendingClone   // the clone in flight of each chunk that has one
 	blockedAt  map[chunkfs.Handle]time.Time       // when a writer last waited on a chunk for want of replicas (block)
+	stalls     map[chunkfs.Handle]struct{}        // chunks whose last clone ran into its deadline, until one is counted (plan)
 
 	copies map[chunkfs.Handle]chunkfs.Version // copy-on-write copies being made, not yet logged (registry_snapshot.go)
 
@@ -159,6 +161,11 @@ type registry struct {
 	// lease alone: chunks down to one live replica, the primary, whose
 	// lease the master revokes (registry_repair.go).
 	revoking []chunkfs.Handle
+	// fencing is what it found held back by a lease whose primary the
+	// master lost (dead, or its replica dropped): chunks down to one live
+	// replica, a secondary's, which the master moves to the next version
+	// with no lease before cloning it (registry_repair.go).
+	fencing []chunkfs.Handle
 
 	// order is every server in ID order, kept until a server is added or
 	// removed (byID): placing a chunk among 10,000 servers sorted them
@@ -244,6 +251,7 @@ func (r *registry) dropRecord(h chunkfs.Handle) {
 	delete(r.more, h)
 	delete(r.bigTold, h)
 	delete(r.blockedAt, h)
+	delete(r.stalls, h)
 }
 
 // doubt forgets s's replica of h after a Lease or Truncate call to s

@@ -49,7 +49,8 @@ func (r *registry) grantable(h chunkfs.Handle, cur chunkfs.Version, now time.Tim
 }
 
 // grantOrder orders the replicas of a grant: first, primary when given,
-// then the least loaded (the first is named primary).
+// then those with space free before full ones (a full primary fails
+// every append), then the least loaded (the first is named primary).
 func (r *registry) grantOrder(replicas []*server, primary *server) []*server {
 	order := slices.Clone(replicas)
 	slices.SortStableFunc(order, func(a, b *server) int {
@@ -58,6 +59,10 @@ func (r *registry) grantOrder(replicas []*server, primary *server) []*server {
 			return -1
 		case b == primary:
 			return 1
+		case a.free <= 0 && b.free > 0:
+			return 1
+		case b.free <= 0 && a.free > 0:
+			return -1
 		}
 		return int(a.load) - int(b.load)
 	})
@@ -118,11 +123,15 @@ func (r *registry) forgetFailed(h chunkfs.Handle, order []*server, errs []error,
 		if errs[i] != nil {
 			r.doubt(s, h, now)
 			if chunkfs.KindOf(errs[i]) == chunkfs.KindNoSpace {
-				s.free = 0
+				r.full(s)
 			}
 		}
 	}
 }
+
+// full notes that s ran out of space: no replica is placed or cloned
+// on it until a heartbeat reports room again.
+func (r *registry) full(s *server) { s.free = 0 }
 
 // recordLease notes, at now, that primary holds h's lease until expiry;
 // the grant that gave it moved every replica it counts to one version, so
@@ -221,6 +230,27 @@ func (r *registry) dropSecondary(h chunkfs.Handle, v chunkfs.Version, s *server,
 	}
 	r.doubt(s, h, now)
 	return true
+}
+
+// dropFull notes that s ran out of space under a write of h: its
+// replica's last mutation failed for want of it, and every further one
+// that grows the chunk would too. s is full (no replica is placed or
+// cloned on it until a heartbeat reports room), and its replica leaves
+// those counted at v, in doubt, when at least need others stay counted:
+// the lease moves to the others at a new version (with s's lease, when s
+// is the primary, dropped at once) and the chunk is healed on a server
+// with room. Below that, the replica stays and writes fail for want of
+// space. It reports whether s's replica was taken out.
+func (r *registry) dropFull(h chunkfs.Handle, v chunkfs.Version, s *server, need int, now time.Time) bool {
+	r.full(s)
+	if ci := r.chunks.get(h); ci != nil && r.leases[h].primary == s {
+		if len(r.replicas(h, v))-1 < need || !slices.Contains(r.replicas(h, v), s) {
+			return false
+		}
+		r.dropPrimary(h, s, now)
+		return true
+	}
+	return r.dropSecondary(h, v, s, need, now)
 }
 
 // Lease adoption. A new leader does not know which leases its predecessor

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -53,14 +54,23 @@ const blockedFor = time.Minute
 // replicas waits for a clone slot or is being cloned, so every one-replica
 // chunk is healed before any two-replica chunk is touched. A chunk that
 // nothing can clone (no source, or no server with room that lacks it)
-// holds none back: it would starve every other repair. A chunk under a lease is left
+// holds none back: it would starve every other repair. Nor does, beyond
+// the round it starts in, a clone of a chunk whose last clone ran into its
+// deadline (stalled: under load, or at a source or target that hangs):
+// each try would otherwise hold every chunk with more replicas back for a
+// whole deadline. A chunk under a lease is left
 // alone until the lease ends (a clone taken while the primary mutates could
 // miss a write; a chunk a writer is blocked on gets no lease, so it is not
-// delayed), except one down to its last live replica, the primary's: plan
-// lists it in r.revoking, the master revokes the lease (as a snapshot does:
-// the replica moves to the next version with no lease) and plans again,
-// and then it is cloned like any chunk without a lease. A chunk with no
-// live replica is missing: there is nothing to clone from.
+// delayed), except one down to its last live replica. When that is the
+// primary's, plan lists it in r.revoking, the master revokes the lease (as
+// a snapshot does: the replica moves to the next version with no lease)
+// and plans again, and then it is cloned like any chunk without a lease.
+// When it is a secondary's, its primary lost (fenceable), plan lists it in
+// r.fencing and the master makes the same calls to that replica: the lost
+// primary may still hold its lease, but no write through it can be
+// acknowledged any more, since the replica left applies only at its own
+// version. A chunk with no live replica is missing: there is nothing to
+// clone from.
 //
 // It looks at the chunks whose replica set changed since it last found
 // them healthy (a chunk's set changes only in this registry), or at every
@@ -90,7 +100,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 	var needs []placement.Repair
 	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting for a slot
 	var trims []trimOrder
-	r.revoking = r.revoking[:0]
+	r.revoking, r.fencing = r.revoking[:0], r.fencing[:0]
 	r.pruneLeases(now)
 	examine := func(h chunkfs.Handle, ci *chunkInfo) {
 		v, want, _, dead, ok := lookup(h)
@@ -103,11 +113,16 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		switch {
 		case r.clones[h] != nil && r.clones[h].move:
 			r.markDirty(h) // its source is trimmed when it ends
+		case r.clones[h] != nil && r.clones[h].stalled:
+			// It held the level back in the round it started in.
 		case r.clones[h] != nil:
 			level = min(level, r.clones[h].live)
 		case r.busy[h] == 0 && live == 1 && live < want && r.revocable(h, v, now):
 			r.markDirty(h) // cloned once the master revoked the lease
 			r.revoking = append(r.revoking, h)
+		case r.busy[h] == 0 && live == 1 && live < want && r.fenceable(h, v, now):
+			r.markDirty(h) // cloned once the master fenced the lost primary
+			r.fencing = append(r.fencing, h)
 		case r.busy[h] > 0 || len(all) == 0 || r.leaseOutstanding(h, now):
 			r.markDirty(h) // look again next time
 		case live < want:
@@ -118,6 +133,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 			trims = append(trims, r.trim(h, v, want, now)...)
 		default:
 			ci.corrupt = 0
+			delete(r.stalls, h)
 			r.chunks.clean(h)
 		}
 	}
@@ -187,6 +203,19 @@ func (r *registry) revocable(h chunkfs.Handle, v chunkfs.Version, now time.Time)
 	return primary != nil && primary.chunks.at(h) == v
 }
 
+// fenceable reports whether h, at logged version v, is under a lease on
+// record whose primary the master lost at now (dead, or no longer counted
+// as holding h at v) while a live replica at v is left: moving the
+// replicas left to the next version fences the primary off, as its writes
+// need every replica of its chain, and the one left is in it. (A replica
+// left out of a writer's chain was out of the set when the chain was
+// handed out, and the lease's end would not help it either: the grant
+// after it goes to the replicas left at v just the same.)
+func (r *registry) fenceable(h chunkfs.Handle, v chunkfs.Version, now time.Time) bool {
+	ci := r.chunks.get(h)
+	return ci != nil && r.leased(h, now) && !r.revocable(h, v, now) && len(r.replicas(h, v)) > 0
+}
+
 // blocked reports whether a writer waited on chunk h lately; a wait
 // older than that is forgotten.
 func (r *registry) blocked(h chunkfs.Handle, now time.Time) bool {
@@ -248,7 +277,8 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 		return cloneOrder{}, false, placement.CloneTarget(cfg, oc, racks, int(^uint(0)>>1), nil) >= 0
 	}
 	source, target := holders[si], others[ti]
-	pc := &pendingClone{target: target, source: source, version: v, started: now, live: live}
+	_, stalled := r.stalls[h]
+	pc := &pendingClone{target: target, source: source, version: v, started: now, live: live, stalled: stalled}
 	r.info(h)
 	r.setClone(h, pc)
 	source.sourcing++
@@ -300,6 +330,9 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	if chunkfs.KindOf(err) == chunkfs.KindNotExist {
 		r.sourceGone(h, pc, now)
 	}
+	if errors.Is(err, errStalled) && !pc.move {
+		r.stall(h)
+	}
 	// A target that answers it holds the chunk at the version cloned
 	// already (its report had not reached this master, a new leader say)
 	// has a good replica: it counts, and it must never be deleted as the
@@ -320,6 +353,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	}
 	r.addReplica(t, h, pc.version)
 	r.clearDoubt(t, h)
+	delete(r.stalls, h)
 	if pc.move {
 		return true
 	}
@@ -329,6 +363,21 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	r.repaired++
 	r.recent = append(pruneDone(r.recent, now), repairDone{at: now, bytes: length})
 	return true
+}
+
+// errStalled marks the error of a clone that ran into its deadline.
+var errStalled = errors.New("the clone ran into its deadline")
+
+// stall notes that h's clone ran into its deadline: its next clone holds
+// the chunks with more replicas back only in the round it starts (plan).
+func (r *registry) stall(h chunkfs.Handle) {
+	if r.chunks.get(h) == nil {
+		return
+	}
+	if r.stalls == nil {
+		r.stalls = make(map[chunkfs.Handle]struct{})
+	}
+	r.stalls[h] = struct{}{}
 }
 
 // sourceGone forgets the replica of h that clone pc's source was counted

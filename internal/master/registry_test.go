@@ -35,13 +35,18 @@ import (
 //	sample a 1:1 2:1      a heartbeat of a sampling chunk 1 at version 1, 2 at 1: "garbage=[...]"
 //	dead                  declare servers silent for 30s dead: "dead A B"
 //	plan [full]           plan repairs: "clone H vV live=N SRC->DST", "trim H SRV",
-//	                      "revoke H" (a lease the master is to revoke first)
+//	                      "revoke H" (a lease the master is to revoke first),
+//	                      "fence H" (a lost primary's lease the master is to fence first)
 //	revoke 1 a            the revocation's calls to a succeed at the next version, logged
+//	fence 1 a             the same calls, fencing a lost primary's lease (registry.fencing)
 //	                      (ties between equal targets go by the registry's seeded rng)
-//	done 1 ok|fail|exists|newer|gone  chunk 1's clone in flight ends (gone: the source has no such chunk)
+//	done 1 ok|fail|exists|newer|gone|timeout  chunk 1's clone in flight ends (gone: the source
+//	                      has no such chunk; timeout: it ran into its deadline)
 //	health 1              "live=N cloning=B corrupt=N"
 //	register c 1:1 2:1    a full report: "stale=[...] garbage=[...]"
 //	unreachable 1 a       a writer reported chunk 1's primary a, and the probe failed
+//	nospace 1 b           the probe after a writer's failure found b's replica of chunk 1 out of
+//	                      space (a minimum of 2): "out" (taken out of the lease) or "kept"
 //	corrupt a 1           a's replica of chunk 1 failed its checksum
 //	delete 1              the chunk is deleted
 //	garbage a             what a is told to delete at its next heartbeat
@@ -296,7 +301,10 @@ func (s *registryScenario) run(f []string) {
 		for _, h := range r.revoking {
 			s.printf("revoke %d", h)
 		}
-	case "revoke":
+		for _, h := range r.fencing {
+			s.printf("fence %d", h)
+		}
+	case "revoke", "fence":
 		h := s.handle(f[1])
 		var order []*server
 		for _, name := range f[2:] {
@@ -323,6 +331,8 @@ func (s *registryScenario) run(f []string) {
 			err = chunkfs.E("clone", "", chunkfs.KindStale, "replica held at a newer version")
 		case "gone": // the source holds no such chunk
 			err = chunkfs.E("clone", "", chunkfs.KindNotExist, "no such chunk")
+		case "timeout": // it ran into its deadline
+			err = fmt.Errorf("%w: %w", errStalled, chunkfs.E("clone", "", chunkfs.KindUnavailable, "deadline exceeded"))
 		default:
 			err = errors.New("clone failed")
 		}
@@ -359,6 +369,9 @@ func (s *registryScenario) run(f []string) {
 		if p := r.primaryAt(h, s.server(f[2]).addr, s.now); p != nil {
 			r.dropPrimary(h, p, s.now)
 		}
+	case "nospace":
+		h := s.handle(f[1])
+		s.printf("%s", map[bool]string{true: "out", false: "kept"}[r.dropFull(h, s.chunks[h].v, s.server(f[2]), 2, s.now)])
 	case "corrupt":
 		r.corrupt(s.server(f[1]), s.handle(f[2]), s.now)
 	case "delete":

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -49,15 +50,20 @@ func (m *Master) repairOnce(full bool) {
 	// With --min-replicas 1 the one replica takes writes: a writer would
 	// get a new lease, at a version past the clone's, as soon as this one
 	// was revoked, and each round would revoke it again. The lease is
-	// waited out there.
-	if revoke := m.planRepairs(full); len(revoke) > 0 && m.cfg.MinReplicas > 1 && m.revokeForRepair(revoke) {
-		m.planRepairs(false) // the chunks whose lease was revoked are cloned now
+	// waited out there. A lost primary's lease is fenced whatever the
+	// minimum: it happens once, and frees its writer too.
+	revoke, fence := m.planRepairs(full)
+	revoked := len(revoke) > 0 && m.cfg.MinReplicas > 1 && m.revokeForRepair(revoke)
+	if fenced := m.fenceForRepair(fence); revoked || fenced {
+		m.planRepairs(false) // the chunks whose lease was revoked or fenced are cloned now
 	}
 }
 
 // planRepairs plans once and starts the clones decided; it returns the
-// chunks held back by a lease the master is to revoke (registry.revoking).
-func (m *Master) planRepairs(full bool) []chunkfs.Handle {
+// chunks held back by a lease the master is to revoke (registry.revoking)
+// and those held back by a lost primary's lease it is to fence
+// (registry.fencing).
+func (m *Master) planRepairs(full bool) (revoke, fence []chunkfs.Handle) {
 	now := m.cfg.Clock.Now()
 	// The round lets both locks go between slices of chunks
 	// (registry.planIn): a sweep of every chunk, or of the many a
@@ -76,7 +82,7 @@ func (m *Master) planRepairs(full bool) []chunkfs.Handle {
 	for _, o := range orders {
 		m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Move: o.move})
 	}
-	revoke := slices.Clone(m.reg.revoking)
+	revoke, fence = slices.Clone(m.reg.revoking), slices.Clone(m.reg.fencing)
 	m.regMu.Unlock()
 	m.state.runlock()
 	for _, t := range trims {
@@ -86,7 +92,7 @@ func (m *Master) planRepairs(full bool) []chunkfs.Handle {
 		m.bg.Add(1)
 		go m.runClone(o)
 	}
-	return revoke
+	return revoke, fence
 }
 
 // revokeForRepair revokes the leases on handles, chunks down to the
@@ -117,6 +123,57 @@ func (m *Master) revokeForRepair(handles []chunkfs.Handle) bool {
 		}
 	}
 	return revoked
+}
+
+// fenceForRepair fences off the lost primaries of handles, chunks down to
+// one live replica under a lease whose primary the master lost
+// (registry.fenceable): as a revocation does, the replica left moves to
+// the next version with no lease, logged, under the chunk's lease stripe.
+// The primary, should it be alive, cannot get a write acknowledged after
+// that: it needs every replica of its chain, and the one left rejects a
+// mutation at the old version. So the chunk is cloned at once, not a lease
+// later, and a writer gets a new lease at a version past the clone's once
+// the clone is counted (below the minimum of replicas it takes none
+// before). It reports whether any chunk was fenced. A chunk below the
+// hold of a master that restarted or took over is left to it.
+func (m *Master) fenceForRepair(handles []chunkfs.Handle) bool {
+	if len(handles) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*m.cfg.RPCTimeout)
+	defer cancel()
+	fenced := false
+	for _, h := range handles {
+		mu := &m.leaseMu[handleStripe(h)]
+		mu.Lock()
+		ok, err := m.fenceLost(ctx, h)
+		mu.Unlock()
+		switch {
+		case err != nil:
+			m.cfg.Logger.Warn("the lease of a lost primary holding back the repair of a chunk's last replica was not fenced", "handle", h, "err", err)
+		case ok:
+			m.cfg.Logger.Info("lost primary fenced off to re-replicate a chunk's last replica", "handle", h)
+			fenced = true
+		}
+	}
+	return fenced
+}
+
+// fenceLost fences chunk h if the registry still finds its lease's
+// primary lost; the caller holds h's lease stripe.
+func (m *Master) fenceLost(ctx context.Context, h chunkfs.Handle) (bool, error) {
+	now := m.cfg.Clock.Now()
+	if pause, floor := m.lead.leaseHold(); h < floor && now.Before(pause) {
+		return false, nil
+	}
+	cur := m.currentVersion(h)
+	m.regMu.Lock()
+	lost := cur != 0 && m.reg.fenceable(h, cur, now)
+	m.regMu.Unlock()
+	if !lost {
+		return false, nil
+	}
+	return true, m.revokeLease(ctx, "repair", fmt.Sprintf("chunk %d", h), h)
 }
 
 // syncDraining gives the registry the logged set of chunkservers being
@@ -158,6 +215,9 @@ func (m *Master) runClone(o cloneOrder) {
 		}
 	}()
 	err := m.cloneCall(ctx, o)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w after %v: %w", errStalled, timeout.Round(time.Millisecond), err)
+	}
 	cur := m.currentVersion(o.handle)
 	m.regMu.Lock()
 	ok, trimmed := m.reg.cloneDone(o.handle, o.pending, o.length, err, cur, cur != 0, m.cfg.Clock.Now())

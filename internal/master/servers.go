@@ -311,7 +311,7 @@ func (m *Master) verifyDoubts(ctx context.Context, id, addr string, handles []ch
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.RPCTimeout) // for all of them: the heartbeat waits
 	defer cancel()
 	for i, h := range handles {
-		versions[i], errs[i] = m.replicaVersion(ctx, addr, h)
+		versions[i], _, errs[i] = m.replicaVersion(ctx, addr, h)
 	}
 	var garbage []chunkfs.Handle
 	m.state.read(func(ns *namespace.Namespace) {

@@ -937,6 +937,7 @@ type ChunkInfoResponse struct {
 	Length        int64                  `protobuf:"varint,2,opt,name=length,proto3" json:"length,omitempty"`
 	Primary       bool                   `protobuf:"varint,3,opt,name=primary,proto3" json:"primary,omitempty"`
 	LeaseMs       int64                  `protobuf:"varint,4,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	NoSpace       bool                   `protobuf:"varint,5,opt,name=no_space,json=noSpace,proto3" json:"no_space,omitempty"` // the replica's last mutation failed for want of space (the master's probe takes it out of the lease)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -997,6 +998,13 @@ func (x *ChunkInfoResponse) GetLeaseMs() int64 {
 		return x.LeaseMs
 	}
 	return 0
+}
+
+func (x *ChunkInfoResponse) GetNoSpace() bool {
+	if x != nil {
+		return x.NoSpace
+	}
+	return false
 }
 
 type DeleteChunksRequest struct {
@@ -1380,12 +1388,13 @@ const file_chunkserver_proto_rawDesc = "" +
 	"\x10TruncateResponse\"@\n" +
 	"\x10ChunkInfoRequest\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\x04R\x06handle\x12\x14\n" +
-	"\x05token\x18\x02 \x01(\fR\x05token\"z\n" +
+	"\x05token\x18\x02 \x01(\fR\x05token\"\x95\x01\n" +
 	"\x11ChunkInfoResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x16\n" +
 	"\x06length\x18\x02 \x01(\x03R\x06length\x12\x18\n" +
 	"\aprimary\x18\x03 \x01(\bR\aprimary\x12\x19\n" +
-	"\blease_ms\x18\x04 \x01(\x03R\aleaseMs\"/\n" +
+	"\blease_ms\x18\x04 \x01(\x03R\aleaseMs\x12\x19\n" +
+	"\bno_space\x18\x05 \x01(\bR\anoSpace\"/\n" +
 	"\x13DeleteChunksRequest\x12\x18\n" +
 	"\ahandles\x18\x01 \x03(\x04R\ahandles\"\x16\n" +
 	"\x14DeleteChunksResponse\"\x88\x01\n" +
