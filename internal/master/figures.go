@@ -68,7 +68,7 @@ func (m *Master) Figures() Figures {
 // files with names of about 16 bytes, divided out. They include the
 // inode, its directory entry and name, and the chunk table's entry.
 const (
-	heapPerFile  = 135
+	heapPerFile  = 110
 	heapPerDir   = 250
 	heapPerChunk = 27
 )
