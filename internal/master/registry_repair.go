@@ -58,19 +58,18 @@ const blockedFor = time.Minute
 // the round it starts in, a clone of a chunk whose last clone ran into its
 // deadline (stalled: under load, or at a source or target that hangs):
 // each try would otherwise hold every chunk with more replicas back for a
-// whole deadline. A chunk under a lease is left
-// alone until the lease ends (a clone taken while the primary mutates could
-// miss a write; a chunk a writer is blocked on gets no lease, so it is not
-// delayed), except one down to its last live replica. When that is the
-// primary's, plan lists it in r.revoking, the master revokes the lease (as
-// a snapshot does: the replica moves to the next version with no lease)
-// and plans again, and then it is cloned like any chunk without a lease.
-// When it is a secondary's, its primary lost (fenceable), plan lists it in
-// r.fencing and the master makes the same calls to that replica: the lost
-// primary may still hold its lease, but no write through it can be
-// acknowledged any more, since the replica left applies only at its own
-// version. A chunk with no live replica is missing: there is nothing to
-// clone from.
+// whole deadline. A chunk under a lease is left alone until the lease ends
+// (a clone taken while the primary mutates could miss a write; a chunk a
+// writer is blocked on gets no lease, so it is not delayed), except one
+// down to its last live replica. When that is the primary's, plan lists it
+// in r.revoking, the master revokes the lease (as a snapshot does: the
+// replica moves to the next version with no lease) and plans again, and
+// then it is cloned like any chunk without a lease. When it is a
+// secondary's, its primary lost (fenceable), plan lists it in r.fencing
+// and the master makes the same calls to that replica: the lost primary
+// may still hold its lease, but no write through it can be acknowledged
+// any more, since the replica left applies only at its own version. A
+// chunk with no live replica is missing: there is nothing to clone from.
 //
 // It looks at the chunks whose replica set changed since it last found
 // them healthy (a chunk's set changes only in this registry), or at every
