@@ -23,29 +23,25 @@ type creator interface {
 	Backend
 	// settle waits until no create at p or under it is in flight.
 	settle(ctx context.Context, p string) error
-	// forgot tells that the kernel forgot n.
-	forgot(n *node)
 	// drain waits for every create in flight (unmount).
 	drain()
 }
 
 // newCreator chooses the creator of cfg. gone drops the kernel's entry of
-// a path whose create the master refused; busy waits for the pushes in
-// flight of a node (closer.wait).
-func newCreator(b Backend, cfg Config, clk clock.Clock, log *slog.Logger, gone func(p string), busy func(context.Context, *node) error) creator {
+// a path whose create the master refused.
+func newCreator(b Backend, cfg Config, clk clock.Clock, log *slog.Logger, gone func(p string)) creator {
 	if cfg.AsyncCreate == 0 {
 		return syncCreate{b}
 	}
-	return &asyncCreate{Backend: b, clk: clk, log: log, timeout: cfg.OpTimeout, gone: gone, busy: busy,
+	return &asyncCreate{Backend: b, clk: clk, log: log, timeout: cfg.OpTimeout, gone: gone,
 		slots: make(chan struct{}, cfg.AsyncCreate), pending: map[string]*pendingCreate{},
-		toLocal: map[uint64]*inoPair{}, toCluster: map[uint64]*inoPair{}}
+		toLocal: map[uint64]uint64{}, toCluster: map[uint64]uint64{}}
 }
 
 // syncCreate is the cluster's Backend as it is.
 type syncCreate struct{ Backend }
 
 func (syncCreate) settle(context.Context, string) error { return nil }
-func (syncCreate) forgot(*node)                         {}
 func (syncCreate) drain()                               {}
 
 // localInoBase is where the inode numbers this mount gives the files it
@@ -64,40 +60,33 @@ const localInoBase = 1 << 62
 // I/O fails with EIO, so that the close or fsync that pushes its data
 // returns it.
 //
-// The file keeps this mount's number for as long as the kernel knows it:
-// every answer of the cluster about the file has its number replaced
-// (toLocal), and a lock on it is asked of the master under the cluster's
-// number (toCluster). Once the kernel has forgotten the file and its
-// pushes are done, the pair goes, and the file has the cluster's number on
-// this mount too.
+// The file keeps this mount's number until unmount: every answer of the
+// cluster about the file has its number replaced (toLocal), and a lock on
+// it is asked of the master under the cluster's number (toCluster). The
+// pair is not dropped when the kernel forgets the file: go-fuse may call
+// OnForget spuriously (its tree's RmChild and AddChild do), and a node the
+// kernel still holds would then change number; the pairs cost some 40
+// bytes a file for the mount's life.
 type asyncCreate struct {
 	Backend
 	clk     clock.Clock
 	log     *slog.Logger
 	timeout time.Duration // Config.OpTimeout, of each create
 	gone    func(p string)
-	busy    func(context.Context, *node) error
 	slots   chan struct{} // one token per create in flight
 
-	mu        sync.Mutex                // guards pending, toLocal, toCluster, next and each pendingCreate's uses
+	mu        sync.Mutex                // guards pending, toLocal, toCluster and next
 	pending   map[string]*pendingCreate // by path: the creates in flight
-	toLocal   map[uint64]*inoPair       // by the cluster's inode number
-	toCluster map[uint64]*inoPair       // by this mount's
+	toLocal   map[uint64]uint64         // the cluster's inode number → this mount's
+	toCluster map[uint64]uint64         // the reverse
 	next      uint64                    // the last local number given
 	all       sync.WaitGroup            // every create in flight
-}
-
-// inoPair is a file's inode numbers in the cluster and on this mount.
-type inoPair struct {
-	cluster, local uint64
-	uses           uint64 // answers given with local: a node may have been made of each
 }
 
 // pendingCreate is one create in flight.
 type pendingCreate struct {
 	path string           // renames of it or above it wait for the create
 	fi   chunkfs.FileInfo // the attributes answered until it is done
-	uses uint64           // answers given with fi (guarded by asyncCreate.mu)
 	done chan struct{}    // closed when the master has answered
 	f    File             // the file opened, once done without err
 	err  error            // why the master refused it, once done
@@ -123,7 +112,7 @@ func (a *asyncCreate) Create(ctx context.Context, c chunkfs.Caller, p string, pe
 		return nil, nil, nil, &chunkfs.Error{Op: "create", Path: p, Kind: chunkfs.KindUnavailable, Err: ctx.Err()}
 	}
 	now := a.clk.Now()
-	pc := &pendingCreate{path: p, done: make(chan struct{}), uses: 1, fi: chunkfs.FileInfo{
+	pc := &pendingCreate{path: p, done: make(chan struct{}), fi: chunkfs.FileInfo{
 		FileName: path.Base(p), FileMode: perm, UID: c.UID, GID: primaryGID(c),
 		MTime: now, ATime: now, CTime: now, Nlink: 1}}
 	a.mu.Lock()
@@ -159,12 +148,18 @@ func (a *asyncCreate) run(ctx context.Context, pc *pendingCreate, c chunkfs.Call
 	f, fi, _, err := a.Backend.Create(ctx, c, pc.path, perm, true, false)
 	if chunkfs.KindOf(err) == chunkfs.KindExist && !exclusive {
 		f, fi, _, err = a.Backend.Create(ctx, c, pc.path, perm, false, truncate)
+	} else if err == nil {
+		// The times the mount answered, which the kernel keeps (a commit
+		// of data after sets mtime again), set by their owner.
+		t := pc.fi.MTime
+		if _, serr := a.Backend.SetAttr(ctx, c, pc.path, SetAttr{ATime: &t, MTime: &t}); serr != nil {
+			a.log.Warn("asynchronous create: the file's times are the master's, not those answered", "path", pc.path, "err", serr)
+		}
 	}
 	a.mu.Lock()
 	delete(a.pending, pc.path)
 	if err == nil {
-		pair := &inoPair{cluster: fi.Inode, local: pc.fi.Inode, uses: pc.uses}
-		a.toLocal[pair.cluster], a.toCluster[pair.local] = pair, pair
+		a.toLocal[fi.Inode], a.toCluster[pc.fi.Inode] = pc.fi.Inode, fi.Inode
 	}
 	a.mu.Unlock()
 	if err != nil {
@@ -229,13 +224,12 @@ func (a *asyncCreate) local(fi *chunkfs.FileInfo) *chunkfs.FileInfo {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	pair := a.toLocal[fi.Inode]
-	if pair == nil {
+	local, ok := a.toLocal[fi.Inode]
+	if !ok {
 		return fi
 	}
-	pair.uses++
 	c := *fi
-	c.Inode = pair.local
+	c.Inode = local
 	return &c
 }
 
@@ -243,71 +237,52 @@ func (a *asyncCreate) local(fi *chunkfs.FileInfo) *chunkfs.FileInfo {
 func (a *asyncCreate) cluster(ino uint64) uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if pair := a.toCluster[ino]; pair != nil {
-		return pair.cluster
+	if c, ok := a.toCluster[ino]; ok {
+		return c
 	}
 	return ino
 }
 
-// forgot drops the pair of numbers of a file the kernel forgot, once its
-// create and pushes are done, unless an answer with this mount's number
-// was given meanwhile (a look-up may have made a node of it again).
-func (a *asyncCreate) forgot(n *node) {
-	ino := n.StableAttr().Ino
-	if ino < localInoBase {
-		return
-	}
-	a.mu.Lock()
-	var pc *pendingCreate
-	for _, q := range a.pending {
-		if q.fi.Inode == ino {
-			pc = q
-		}
-	}
-	uses := uint64(0)
-	if pc != nil {
-		uses = pc.uses
-	} else if pair := a.toCluster[ino]; pair != nil {
-		uses = pair.uses
-	} else {
-		a.mu.Unlock()
-		return
-	}
-	a.mu.Unlock()
-	a.all.Add(1)
-	go func() {
-		defer a.all.Done()
-		if pc != nil {
-			<-pc.done
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-		defer cancel()
-		if a.busy(ctx, n) != nil {
-			return
-		}
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if pair := a.toCluster[ino]; pair != nil && pair.uses == uses {
-			delete(a.toCluster, ino)
-			delete(a.toLocal, pair.cluster)
-		}
-	}()
-}
-
 func (a *asyncCreate) drain() { a.all.Wait() }
 
-// Stat answers the mount's attributes of a file whose create is in flight.
+// Stat answers the mount's attributes of a file whose create is in
+// flight, and a directory's with the times of the newest create in flight
+// in it, as they will be once it is done.
 func (a *asyncCreate) Stat(ctx context.Context, c chunkfs.Caller, p string) (*chunkfs.FileInfo, error) {
 	a.mu.Lock()
 	if pc := a.pending[p]; pc != nil {
-		pc.uses++
 		fi := pc.fi
 		a.mu.Unlock()
 		return &fi, nil
 	}
 	a.mu.Unlock()
 	fi, err := a.Backend.Stat(ctx, c, p)
-	return a.local(fi), err
+	if err != nil || !fi.IsDir() {
+		return a.local(fi), err
+	}
+	if t := a.newestIn(p); t.After(fi.MTime) {
+		d := *fi
+		d.MTime = t
+		if t.After(d.CTime) {
+			d.CTime = t
+		}
+		return &d, nil
+	}
+	return fi, nil
+}
+
+// newestIn returns the time of the newest create in flight in directory
+// dir, or zero.
+func (a *asyncCreate) newestIn(dir string) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var t time.Time
+	for q, pc := range a.pending {
+		if path.Dir(q) == dir && pc.fi.MTime.After(t) {
+			t = pc.fi.MTime
+		}
+	}
+	return t
 }
 
 // ReadDir lists the directory once the creates in it are done.

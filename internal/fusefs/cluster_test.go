@@ -55,7 +55,8 @@ func clusterBackend(t testing.TB, tc *chunkfstest.Cluster) *ClientBackend {
 // TestPOSIXCluster runs the POSIX suites on a mount of a real in-process
 // cluster with the default caches. (TestPOSIXMemory runs them with
 // --no-cache too; $CHUNKFS_FUSE_LONG adds the uncached run here, which
-// doubles the test's time, and one with --async-close.)
+// doubles the test's time, one with --async-close and one with
+// --async-create too.)
 func TestPOSIXCluster(t *testing.T) {
 	tc := newTestCluster(t)
 	t.Run("cached", func(t *testing.T) { runPOSIX(t, mountCluster(t, tc, DefaultConfig())) })
@@ -64,6 +65,11 @@ func TestPOSIXCluster(t *testing.T) {
 		t.Run("async-close", func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.AsyncClose = 16
+			runPOSIX(t, mountCluster(t, tc, cfg))
+		})
+		t.Run("async-create", func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.AsyncClose, cfg.AsyncCreate = 16, 64
 			runPOSIX(t, mountCluster(t, tc, cfg))
 		})
 	}

@@ -62,7 +62,7 @@ func newMount(b Backend, cfg Config, log *slog.Logger, clk clock.Clock) *mount {
 		m.data = newBlockCache(cfg.CacheSize)
 	}
 	m.closer = newCloser(cfg, m.kernel, log)
-	m.creates = newCreator(b, cfg, clk, log, m.dropEntry, m.closer.wait)
+	m.creates = newCreator(b, cfg, clk, log, m.dropEntry)
 	m.b = m.creates
 	m.locks = newLockManager(m.b, log)
 	return m
@@ -299,10 +299,7 @@ func (n *node) lastSeen() *chunkfs.FileInfo {
 var _ = (gofs.NodeOnForgetter)((*node)(nil))
 
 // OnForget drops what the mount knows of a file the kernel forgot.
-func (n *node) OnForget() {
-	n.m.kernel.forgot(n)
-	n.m.creates.forgot(n)
-}
+func (n *node) OnForget() { n.m.kernel.forgot(n) }
 
 var _ = (gofs.NodeLookuper)((*node)(nil))
 
