@@ -166,3 +166,43 @@ func TestReportedReplicasFit(t *testing.T) {
 		}
 	}
 }
+
+// TestReplacedServerSlotGivenAgain registers a, b and c, then d at a's
+// address (a is forgotten and its slot given back; d takes it), then e:
+// every chunk's holders are those that reported it, none taken for
+// another through a slot.
+func TestReplacedServerSlotGivenAgain(t *testing.T) {
+	r := newRegistry(1)
+	version := func(chunkfs.Handle) (chunkfs.Version, bool) { return 1, true }
+	now := time.Unix(1000, 0)
+	register := func(id, addr string, handles ...chunkfs.Handle) {
+		var rep []replica
+		for _, h := range handles {
+			rep = append(rep, replica{h, 1})
+		}
+		fig := figures{id: id, addr: addr, capacity: 1 << 40, free: 1 << 40}
+		if _, err := r.register(fullReport{figures: fig, chunks: rep}, version, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	register("a", "a:1", 1, 2)
+	register("b", "b:1", 1, 2, 3)
+	register("c", "c:1", 2, 3)
+	slotA := r.servers["a"].slot
+	register("d", "a:1", 3)
+	register("e", "e:1", 1)
+	if r.servers["a"] != nil || r.servers["d"].slot != slotA || len(r.slots) != 4 {
+		t.Fatalf("d has slot %d, a's was %d, of %d (a still known: %v)", r.servers["d"].slot, slotA, len(r.slots), r.servers["a"] != nil)
+	}
+	want := map[chunkfs.Handle][]string{1: {"b", "e"}, 2: {"b", "c"}, 3: {"b", "c", "d"}}
+	for h, ids := range want {
+		var got []string
+		for _, s := range r.replicas(h, 1) {
+			got = append(got, s.id)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, ids) {
+			t.Errorf("chunk %d held by %v, want %v", h, got, ids)
+		}
+	}
+}

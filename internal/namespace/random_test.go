@@ -230,17 +230,17 @@ func buildMillion(tb testing.TB, files int) (*Namespace, float64) {
 	return ns, float64(after.HeapAlloc-before.HeapAlloc) / float64(files)
 }
 
-// TestHeapPerFile holds the namespace to its memory budget (200 bytes per
-// single-chunk file) on 200,000 files; skipped in short mode and under the
-// race detector, which slows it tenfold.
+// TestHeapPerFile holds the namespace to its memory budget (150 bytes per
+// single-chunk file; 136 measured) on 200,000 files; skipped in short mode
+// and under the race detector, which slows it tenfold.
 func TestHeapPerFile(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("builds 200,000 files")
 	}
 	ns, perFile := buildMillion(t, 200_000)
 	t.Logf("%.0f heap bytes per file", perFile)
-	if perFile > 200 {
-		t.Errorf("%.0f heap bytes per file, budget 200", perFile)
+	if perFile > 150 {
+		t.Errorf("%.0f heap bytes per file, budget 150", perFile)
 	}
 	runtime.KeepAlive(ns)
 }
