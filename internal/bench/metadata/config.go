@@ -96,7 +96,19 @@ func (c Config) scaled(n, least int) int {
 }
 
 func (c Config) files() int        { return c.scaled(clusterBFiles, 10) }
-func (c Config) chunks() int       { return max(c.scaled(clusterBChunks, 10), c.files()) }
+func (c Config) deadFiles() int    { return c.scaled(clusterBDeadFiles, 3) }
+
+// chunks and deadChunks share Table 2's chunks (which counts the dead
+// files' too) between the live and the dead files, as many a file.
+func (c Config) chunks() int {
+	all := max(c.scaled(clusterBChunks, 10), c.files()+c.deadFiles())
+	return max(int(math.Round(float64(all)*float64(c.files())/float64(c.files()+c.deadFiles()))), c.files())
+}
+
+func (c Config) deadChunks() int {
+	return max(c.scaled(clusterBChunks, 10), c.files()+c.deadFiles()) - c.chunks()
+}
+
 func (c Config) servers() int      { return c.scaled(clusterBServers, 3) }
 func (c Config) fleetServers() int { return c.FleetServers }
 func (c Config) ops() int          { return c.scaled(c.Ops, 100) }
