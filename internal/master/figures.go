@@ -42,7 +42,9 @@ func (m *Master) Figures() Figures {
 		}
 	}
 	f.ReadBytes, f.WrittenBytes = m.traffic.totals()
-	f.MetadataBytes = metadataBytes(namespace.Counts{Files: rep.live.Files, Dirs: rep.live.Dirs, Chunks: rep.live.Chunks})
+	// What the trash holds stays in the heap until it is purged.
+	f.MetadataBytes = metadataBytes(namespace.Counts{Files: rep.live.Files + rep.dead.Files,
+		Dirs: rep.live.Dirs + rep.dead.Dirs, Chunks: rep.live.Chunks + rep.dead.Chunks})
 	now := m.cfg.Clock.Now()
 	m.regMu.Lock()
 	defer m.regMu.Unlock()
