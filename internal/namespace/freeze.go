@@ -100,7 +100,7 @@ type Frozen struct {
 	cs       *cowState
 	header   Namespace     // the counters and the safe mode hold at the freeze
 	draining []string      // copied at the freeze
-	trash    []*trashEntry // copied at the freeze; entries never change
+	trash    []trashEntry // copied at the freeze
 	period   int64
 	nextID   uint64
 	once     sync.Once
