@@ -98,8 +98,8 @@ func copyInode(n *inode) *inode {
 type Frozen struct {
 	ns       *Namespace
 	cs       *cowState
-	header   Namespace     // the counters and the safe mode hold at the freeze
-	draining []string      // copied at the freeze
+	header   Namespace    // the counters and the safe mode hold at the freeze
+	draining []string     // copied at the freeze
 	trash    []trashEntry // copied at the freeze
 	period   int64
 	nextID   uint64

@@ -95,8 +95,8 @@ func (c Config) scaled(n, least int) int {
 	return max(int(math.Round(float64(n)*c.Scale)), least)
 }
 
-func (c Config) files() int        { return c.scaled(clusterBFiles, 10) }
-func (c Config) deadFiles() int    { return c.scaled(clusterBDeadFiles, 3) }
+func (c Config) files() int     { return c.scaled(clusterBFiles, 10) }
+func (c Config) deadFiles() int { return c.scaled(clusterBDeadFiles, 3) }
 
 // chunks and deadChunks share Table 2's chunks (which counts the dead
 // files' too) between the live and the dead files, as many a file.
