@@ -86,10 +86,11 @@ func metadataBytes(c namespace.Counts) int64 {
 // Bytes of master heap per registry object, measured by
 // TestRegistryBytesMeasured alike: a chunk's record (its chunkInfo, by
 // value in its chunkTable page, with its page's share) and a replica
-// (its entry in its server's replicaSet).
+// (its entry in its server's replicaSet: 2 bytes where its page's
+// replicas share a version, as chunks written once do; 6 where not).
 const (
 	heapPerChunkRecord = 15
-	heapPerReplica     = 6
+	heapPerReplica     = 2
 )
 
 // registryBytes is the heap a registry of records chunk records and
