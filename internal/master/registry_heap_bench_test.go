@@ -25,7 +25,9 @@ func BenchmarkRegistryHeap(b *testing.B) {
 		{"mixed", func(h chunkfs.Handle) chunkfs.Version { return chunkfs.Version(1 + h%3) }},
 	} {
 		b.Run("versions="+tc.name, func(b *testing.B) {
-			lookup := func(h chunkfs.Handle) (chunkfs.Version, int, int64, bool, bool) { return tc.v(h), repl, 1 << 20, false, true }
+			lookup := func(h chunkfs.Handle) (chunkfs.Version, int, int64, bool, bool) {
+				return tc.v(h), repl, 1 << 20, false, true
+			}
 			var perChunk float64
 			for range b.N {
 				got := heapOfRegistry(func(r *registry) {
