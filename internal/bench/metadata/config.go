@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/chunkfs/chunkfs"
 )
 
 // Cluster B of the GFS paper's Table 2: what `chunkfs bench metadata`
@@ -42,6 +44,9 @@ type Config struct {
 	// Heartbeat is the chunkservers' heartbeat interval, the master's and
 	// the fleet's alike (the chunkserver's default: 3 s).
 	Heartbeat time.Duration
+	// Lease is the master's lease duration (chunkfs.LeaseDuration: 60
+	// s); the heap is measured once the build's leases have ended.
+	Lease time.Duration
 	// NoSync skips fsync of the masters' logs (tests of the CPU path).
 	NoSync bool
 	// HeapProfile, when set, receives a heap profile (pprof) taken with
@@ -63,6 +68,7 @@ func DefaultConfig() Config {
 	return Config{
 		Scale: 1, Clients: 16, Ops: 50_000, FleetServers: 10_000, ServersPerConn: 10,
 		FleetWorkload: 30 * time.Second, HeartbeatWindow: 9 * time.Second, Heartbeat: 3 * time.Second,
+		Lease:  chunkfs.LeaseDuration,
 		Logger: slog.Default(),
 	}
 }
@@ -84,6 +90,8 @@ func (c Config) Validate() error {
 		return errors.New("bench metadata: --servers-per-conn must be positive")
 	case c.FleetWorkload <= 0 || c.HeartbeatWindow <= 0 || c.Heartbeat <= 0:
 		return errors.New("bench metadata: --workload, --heartbeat-window and --heartbeat must be positive")
+	case c.Lease < 10*time.Millisecond:
+		return errors.New("bench metadata: Lease must be at least 10ms")
 	case c.Logger == nil:
 		return errors.New("bench metadata: Logger is nil")
 	}

@@ -32,6 +32,7 @@ type Report struct {
 	// master's after the restart, and Table 2's formula (master.Figures);
 	// the fleet paused for the first two.
 	HeapMaster, HeapNamespace, HeapAfterRestart, HeapFormula int64
+	LeaseWait                                                time.Duration // from the operation rates until the build's leases ended
 
 	Rates []OpRate `json:"rates"`
 
@@ -102,7 +103,8 @@ func (r *Report) heapText(b *strings.Builder) {
 		files, chunks := r.Files+r.DeadFiles, r.Chunks+r.DeadChunks
 		return fmt.Sprintf("%s (%.0f B a file, %.0f B a chunk if all were chunks')", status.Bytes(n), float64(n)/float64(files), float64(n)/float64(chunks))
 	}
-	fmt.Fprintf(b, "Master heap (runtime.ReadMemStats after a full GC, a file or chunk live or dead; GFS Cluster B: 60 MB)\n")
+	fmt.Fprintf(b, "Master heap (runtime.ReadMemStats after a full GC, a file or chunk live or dead; GFS Cluster B: 60 MB),\n")
+	fmt.Fprintf(b, "  at rest: %s after the operation rates, the build's leases ended\n", r.LeaseWait.Round(time.Second))
 	fmt.Fprintf(b, "  master, freed by its Close:      %s\n", perFile(r.HeapMaster))
 	fmt.Fprintf(b, "  namespace alone, from checkpoint: %s\n", perFile(r.HeapNamespace))
 	fmt.Fprintf(b, "  master after restart and reports: %s\n", perFile(r.HeapAfterRestart))

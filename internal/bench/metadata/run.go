@@ -99,7 +99,7 @@ func (g *registrations) all() (bool, time.Time) {
 // clusterB builds Cluster B, reports on it and restarts its master.
 func (r *metaRun) clusterB(ctx context.Context) error {
 	cfg := r.cfg
-	mc := masterConfig(filepath.Join(cfg.Dir, "clusterb"), cfg.NoSync, cfg.Heartbeat, cfg.Logger)
+	mc := masterConfig(filepath.Join(cfg.Dir, "clusterb"), cfg.NoSync, cfg.Heartbeat, cfg.Lease, cfg.Logger)
 	mc.OnCall = r.obs.observe
 	r.shape = newShape(cfg.files(), cfg.chunks(), mc.ChunkSize)
 	r.dead = deadShape(r.shape, cfg.deadFiles(), cfg.deadChunks())
@@ -139,8 +139,26 @@ func (r *metaRun) clusterB(ctx context.Context) error {
 	if err := r.rates(ctx); err != nil {
 		return err
 	}
-	r.progress("checkpoint, restore and restart")
+	r.progress("waiting for the build's leases to end (%s), then checkpoint, restore and restart", cfg.Lease)
+	if err := r.waitLeases(ctx); err != nil {
+		return err
+	}
 	return r.checkpointAndRestart(ctx)
+}
+
+// waitLeases waits until no lease the build was granted may still be held
+// and two repair rounds have pruned their records: Cluster B at rest,
+// writing nothing, as Table 2 saw it.
+func (r *metaRun) waitLeases(ctx context.Context) error {
+	start := time.Now()
+	for r.bm.m.Figures().Leases > 0 {
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return fmt.Errorf("waiting for the build's leases to end: %v", err)
+		}
+	}
+	err := sleepCtx(ctx, 2*r.bm.cfg.RepairInterval)
+	r.rep.LeaseWait = time.Since(start)
+	return err
 }
 
 // capacityFor is each server's disk for data bytes stored three times on

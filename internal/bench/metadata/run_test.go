@@ -15,7 +15,7 @@ import (
 func TestMetadataSmall(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Scale, cfg.Dir, cfg.Clients, cfg.NoSync, cfg.FleetServers = 0.002, t.TempDir(), 4, true, 20
-	cfg.Heartbeat, cfg.HeartbeatWindow, cfg.FleetWorkload = 200*time.Millisecond, time.Second, time.Second
+	cfg.Heartbeat, cfg.HeartbeatWindow, cfg.FleetWorkload, cfg.Lease = 200*time.Millisecond, time.Second, time.Second, 2*time.Second
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
