@@ -147,6 +147,11 @@ func (f *fakeCS) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneResp
 		return f.UnimplementedChunkServerServer.Clone(ctx, req)
 	}
 	<-ctx.Done()
+	// A hung target answers nothing: the caller's own deadline ends the
+	// call. (The handler's context, given the deadline the call carries,
+	// can end a moment before the caller's: answering then made the
+	// caller see an answer, not its deadline, once in a CI run.)
+	time.Sleep(time.Second)
 	return nil, chunkfs.E("clone", "", chunkfs.KindUnavailable, "stalled on purpose")
 }
 
