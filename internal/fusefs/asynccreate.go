@@ -33,7 +33,7 @@ func newCreator(b Backend, cfg Config, clk clock.Clock, log *slog.Logger, gone f
 	if cfg.AsyncCreate == 0 {
 		return syncCreate{b}
 	}
-	return &asyncCreate{Backend: b, clk: clk, log: log, timeout: cfg.OpTimeout, gone: gone,
+	return &asyncCreate{Backend: b, clk: clk, log: log, timeout: cfg.OpTimeout, attrTimeout: cfg.AttrTimeout, gone: gone,
 		slots: make(chan struct{}, cfg.AsyncCreate), pending: map[string]*pendingCreate{},
 		toLocal: map[uint64]uint64{}, toCluster: map[uint64]uint64{}}
 }
@@ -72,15 +72,26 @@ type asyncCreate struct {
 	clk     clock.Clock
 	log     *slog.Logger
 	timeout time.Duration // Config.OpTimeout, of each create
-	gone    func(p string)
-	slots   chan struct{} // one token per create in flight
+	// attrTimeout is Config.AttrTimeout: how long a directory's
+	// attributes answered by Stat describe it for Create (dir).
+	attrTimeout time.Duration
+	gone        func(p string)
+	slots       chan struct{} // one token per create in flight
 
 	mu        sync.Mutex                // guards pending, toLocal, toCluster and next
 	pending   map[string]*pendingCreate // by path: the creates in flight
 	toLocal   map[uint64]uint64         // the cluster's inode number → this mount's
 	toCluster map[uint64]uint64         // the reverse
 	next      uint64                    // the last local number given
+	dir       seenDir                   // the directory Stat last answered
 	all       sync.WaitGroup            // every create in flight
+}
+
+// seenDir is a directory's attributes as Stat answered them at a time.
+type seenDir struct {
+	path string
+	fi   chunkfs.FileInfo
+	at   time.Time
 }
 
 // pendingCreate is one create in flight.
@@ -119,6 +130,7 @@ func (a *asyncCreate) Create(ctx context.Context, c chunkfs.Caller, p string, pe
 	a.next++
 	pc.fi.Inode = localInoBase + a.next
 	a.pending[p] = pc
+	parent := a.parentLocked(pc, now)
 	a.mu.Unlock()
 	a.all.Add(1)
 	// The create acts as the caller the request came from (its context's
@@ -129,7 +141,24 @@ func (a *asyncCreate) Create(ctx context.Context, c chunkfs.Caller, p string, pe
 		a.run(bctx, pc, c, perm, exclusive, truncate)
 	}()
 	fi := pc.fi
-	return pendingFile{pc}, &fi, nil, nil
+	return pendingFile{pc}, &fi, parent, nil
+}
+
+// parentLocked returns the attributes of pc's directory once pc is made
+// in it at now, if Stat answered them within attrTimeout, for the
+// kernel's look at the directory before its next create (noteAttr); a
+// setgid directory gives pc its group, as the master will.
+func (a *asyncCreate) parentLocked(pc *pendingCreate, now time.Time) *chunkfs.FileInfo {
+	d := &a.dir
+	if d.path != path.Dir(pc.path) || now.Sub(d.at) >= a.attrTimeout {
+		return nil
+	}
+	if d.fi.FileMode&fs.ModeSetgid != 0 {
+		pc.fi.GID = d.fi.GID
+	}
+	d.fi.MTime, d.fi.CTime = now, now
+	fi := d.fi
+	return &fi
 }
 
 // primaryGID is the group a new file of c gets in a directory without
@@ -260,15 +289,17 @@ func (a *asyncCreate) Stat(ctx context.Context, c chunkfs.Caller, p string) (*ch
 	if err != nil || !fi.IsDir() {
 		return a.local(fi), err
 	}
-	if t := a.newestIn(p); t.After(fi.MTime) {
-		d := *fi
+	d := *fi
+	if t := a.newestIn(p); t.After(d.MTime) {
 		d.MTime = t
 		if t.After(d.CTime) {
 			d.CTime = t
 		}
-		return &d, nil
 	}
-	return fi, nil
+	a.mu.Lock()
+	a.dir = seenDir{path: p, fi: d, at: a.clk.Now()}
+	a.mu.Unlock()
+	return &d, nil
 }
 
 // newestIn returns the time of the newest create in flight in directory

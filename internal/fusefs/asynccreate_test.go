@@ -151,13 +151,7 @@ func TestAsyncCreateRefused(t *testing.T) {
 			cfg.AsyncClose = asyncClose
 			mnt := mountT(t, b, cfg)
 			p := filepath.Join(mnt, "f")
-			f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-			if err != nil {
-				t.Fatalf("create: %v", err)
-			}
-			if _, err := f.Write([]byte("never stored")); err != nil {
-				t.Fatal(err)
-			}
+			f := createWritten(t, p, []byte("never stored"))
 			close(b.open)
 			if asyncClose > 0 {
 				if err := f.Sync(); !errors.Is(err, syscall.EIO) {
@@ -167,17 +161,13 @@ func TestAsyncCreateRefused(t *testing.T) {
 			} else if err := f.Close(); !errors.Is(err, syscall.EIO) {
 				t.Errorf("close of a refused create: %v, want EIO", err)
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				_, err := os.Stat(p)
-				if errors.Is(err, fs.ErrNotExist) {
-					break
+			// The name is dropped just after the failure is returned.
+			eventually(t, "the refused name's drop", func() error {
+				if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("stat: %v, want ENOENT", err)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("stat of a refused create: %v, want ENOENT", err)
-				}
-				time.Sleep(10 * time.Millisecond) // the name's drop runs after the failure
-			}
+				return nil
+			})
 			if backendHas(b, "/f") {
 				t.Fatal("the backend has a refused file")
 			}
@@ -309,26 +299,28 @@ func TestAsyncCreateRaceWithAnotherMount(t *testing.T) {
 	}
 	a := mountT(t, racingBackend{Backend: clusterBackend(t, tc), first: first}, cfg)
 	pa := filepath.Join(a, "x")
-	f, err := os.OpenFile(pa, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatalf("create: %v", err)
-	}
-	if _, err := f.Write([]byte("lost")); err != nil {
-		t.Fatal(err)
-	}
+	f := createWritten(t, pa, []byte("lost"))
 	if err := f.Sync(); !errors.Is(err, syscall.EIO) {
 		t.Errorf("fsync of the refused create: %v, want EIO", err)
 	}
 	f.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got, err := os.ReadFile(pa)
-		if err == nil && string(got) == "the other mount's" {
-			break
+	eventually(t, "the other mount's file", func() error {
+		if got, err := os.ReadFile(pa); err != nil || string(got) != "the other mount's" {
+			return fmt.Errorf("read %q, %v", got, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("x on the refused mount: %q, %v; want the other mount's file", got, err)
-		}
-		time.Sleep(10 * time.Millisecond) // the name's drop runs after the failure
+		return nil
+	})
+}
+
+// createWritten creates p exclusively and writes data to it.
+func createWritten(t *testing.T, p string, data []byte) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatalf("create: %v", err)
 	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -82,6 +82,11 @@ func (m *mount) dropEntry(p string) {
 			return
 		}
 	}
+	if c := dir.GetChild(name); c != nil {
+		if cn, ok := c.Operations().(*node); ok {
+			cn.refused.Store(true)
+		}
+	}
 	dir.RmChild(name)
 	if e := dir.NotifyEntry(name); e != 0 && e != syscall.ENOENT {
 		m.log.Warn("the kernel keeps the name of a refused create", "path", p, "err", e)
@@ -210,6 +215,9 @@ type node struct {
 	committed atomic.Pointer[committed]
 	// seen is the attributes last answered to the kernel (sawAttr).
 	seen atomic.Pointer[chunkfs.FileInfo]
+	// refused is set when the master refused the file's asynchronous
+	// create (mount.dropEntry).
+	refused atomic.Bool
 }
 
 // version identifies the contents of a file for io-cache: unchanged size
@@ -247,6 +255,16 @@ func (n *node) detached() bool {
 	}
 	_, parent := n.Parent()
 	return parent == nil
+}
+
+// goneErrno is what a call on a detached node answers: EIO for a file
+// whose asynchronous create the master refused (its I/O fails so),
+// ENOENT for any other.
+func (n *node) goneErrno() syscall.Errno {
+	if n.refused.Load() {
+		return syscall.EIO
+	}
+	return syscall.ENOENT
 }
 
 // checkChild rejects a name no Linux file system accepts, and a child
@@ -341,7 +359,7 @@ var _ = (gofs.NodeGetattrer)((*node)(nil))
 // Getattr asks the cluster for the node's attributes.
 func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if n.detached() {
-		return syscall.ENOENT
+		return n.goneErrno()
 	}
 	fi := n.m.notedAttr(n)
 	if fi == nil {
@@ -369,7 +387,7 @@ var _ = (gofs.NodeSetattrer)((*node)(nil))
 // file) orders after them, and the size answered is the file's.
 func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if n.detached() {
-		return syscall.ENOENT
+		return n.goneErrno()
 	}
 	var cctx context.Context
 	var cancel context.CancelFunc
