@@ -61,6 +61,16 @@ func handlesTo(in []chunkfs.Handle) []uint64 {
 	return out
 }
 
+// senderFrom is what a registration or a heartbeat says of its server
+// beside its report.
+func senderFrom(req interface {
+	GetClusterId() string
+	GetBytesRead() int64
+	GetBytesWritten() int64
+}) sender {
+	return sender{cluster: req.GetClusterId(), read: req.GetBytesRead(), written: req.GetBytesWritten()}
+}
+
 // reportFrom converts a registration.
 func reportFrom(req *pb.RegisterRequest) fullReport {
 	return fullReport{
