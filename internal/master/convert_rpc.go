@@ -71,8 +71,8 @@ func senderFrom(req interface {
 	return sender{cluster: req.GetClusterId(), read: req.GetBytesRead(), written: req.GetBytesWritten()}
 }
 
-// reportFrom converts a registration.
-func reportFrom(req *pb.RegisterRequest) fullReport {
+// registrationFrom converts a registration.
+func registrationFrom(req *pb.RegisterRequest) fullReport {
 	return fullReport{
 		figures: figures{id: req.Id, addr: req.Addr, rack: req.Rack, capacity: req.Capacity, used: req.Used, free: req.Free, disks: disksFrom(req.Disks)},
 		chunks:  replicasFrom(req.Chunks),

@@ -197,7 +197,7 @@ func TestWireConversionsFillEveryField(t *testing.T) {
 // empty.
 func TestServerCallsCarryEveryField(t *testing.T) {
 	reg := wiretest.Fill(&pb.RegisterRequest{})
-	if zero := wiretest.ZeroAll(struct{ S, R any }{senderFrom(reg), reportFrom(reg)}); !slices.Equal(zero, []string{".R.figures.load"}) {
+	if zero := wiretest.ZeroAll(struct{ S, R any }{senderFrom(reg), registrationFrom(reg)}); !slices.Equal(zero, []string{".R.figures.load"}) {
 		t.Errorf("registration fields not read: %v", zero)
 	}
 	hb := wiretest.Fill(&pb.HeartbeatRequest{})

@@ -9,7 +9,7 @@ import (
 
 // Register takes a chunkserver's full report (Master.registerServer).
 func (m service) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
-	a, err := m.registerServer(ctx, senderFrom(req), reportFrom(req))
+	a, err := m.registerServer(ctx, senderFrom(req), registrationFrom(req))
 	if err != nil {
 		return nil, err
 	}
