@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/oplog"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
@@ -186,6 +187,34 @@ func TestWireConversionsFillEveryField(t *testing.T) {
 	}
 	if loc.LeaseExpiryMs != 1500 || loc.Handle != 7 || locationTo(location{leaseLeft: time.Second}).LeaseExpiryMs != 0 {
 		t.Errorf("location carried wrong values: %v", loc)
+	}
+}
+
+// TestServerCallsCarryEveryField: a registration and a heartbeat with
+// every field set leave no field of the domain values unread (but the
+// figure each does not carry: a heartbeat's rack, a registration's load),
+// and their answers, with every field set, leave no field of the response
+// empty.
+func TestServerCallsCarryEveryField(t *testing.T) {
+	reg := wiretest.Fill(&pb.RegisterRequest{})
+	if zero := wiretest.ZeroAll(struct{ S, R any }{senderFrom(reg), registrationFrom(reg)}); !slices.Equal(zero, []string{".R.figures.load"}) {
+		t.Errorf("registration fields not read: %v", zero)
+	}
+	hb := wiretest.Fill(&pb.HeartbeatRequest{})
+	if zero := wiretest.ZeroAll(struct{ S, B any }{senderFrom(hb), beatFrom(hb)}); !slices.Equal(zero, []string{".B.figures.rack"}) {
+		t.Errorf("heartbeat fields not read: %v", zero)
+	}
+	keys := []heldKey{{id: 3, secret: [32]byte{1}, expires: time.UnixMilli(1_700_000_000_000)}}
+	r := registerTo(registerAnswer{stateID: 1, cluster: "c", beatEvery: time.Second, keys: keys, garbage: []chunkfs.Handle{2}, stale: []chunkfs.Handle{3}})
+	if unset := wiretest.Unset(r.ProtoReflect()); len(unset) > 0 {
+		t.Errorf("registration answer fields not filled: %v", unset)
+	}
+	b := beatTo(beatAnswer{stateID: 1, leaseFor: time.Minute, keys: keys, reregister: true, garbage: []chunkfs.Handle{2}, extended: []chunkfs.Handle{3}})
+	if unset := wiretest.Unset(b.ProtoReflect()); len(unset) > 0 {
+		t.Errorf("heartbeat answer fields not filled: %v", unset)
+	}
+	if r.HeartbeatIntervalMs != 1000 || !slices.Equal(r.Stale, []uint64{3}) || b.LeaseMs != 60000 || !slices.Equal(b.Extended, []uint64{3}) {
+		t.Errorf("answers carried wrong values: %v, %v", r, b)
 	}
 }
 
