@@ -195,7 +195,11 @@ func (a *asyncCreate) run(ctx context.Context, pc *pendingCreate, c chunkfs.Call
 		a.log.Warn("asynchronous create refused; the file's close or fsync returns EIO", "path", pc.path, "err", err)
 		pc.err = &chunkfs.Error{Op: "create", Path: pc.path, Kind: chunkfs.KindOther, Err: err}
 	}
-	pc.opened(f)
+	if t := pc.opened(f); !t.IsZero() {
+		if _, err := a.Backend.SetAttr(ctx, chunkfs.Root, pc.path, SetAttr{MTime: &t}); err != nil {
+			a.log.Warn("asynchronous create: the kernel's mtime not set", "path", pc.path, "err", err)
+		}
+	}
 	close(pc.done)
 	if err != nil {
 		// After done: a call in the directory may be waiting for it while
@@ -206,13 +210,21 @@ func (a *asyncCreate) run(ctx context.Context, pc *pendingCreate, c chunkfs.Call
 
 // opened hands the file its create opened (nil if refused) to pc, with
 // the mtime the kernel asked its commit to carry meanwhile.
-func (pc *pendingCreate) opened(f File) {
+// It returns that mtime if f cannot carry it (not a modTimeCarrier), for
+// the caller to set.
+func (pc *pendingCreate) opened(f File) (uncarried time.Time) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	pc.f, pc.isOpen = f, true
-	if mc, ok := carrierOf(f); ok && !pc.mtime.IsZero() {
-		mc.ModTimeAtCommit(pc.mtime)
+	if pc.mtime.IsZero() || f == nil {
+		return time.Time{}
 	}
+	mc, ok := carrierOf(f)
+	if !ok {
+		return pc.mtime
+	}
+	mc.ModTimeAtCommit(pc.mtime)
+	return time.Time{}
 }
 
 // settle waits for the creates in flight at p or under it.

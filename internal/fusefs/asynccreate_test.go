@@ -210,7 +210,8 @@ func TestAsyncCreateUnmountWaits(t *testing.T) {
 // closed through a mount with --async-create and --async-close read back
 // at once on it; once fsync of their directory returns, another mount
 // lists them, and once each file's fsync returns, it reads them whole.
-// Numbers: each file keeps one inode number on the mount that made it.
+// Each file keeps one inode number on the mount that made it, and the
+// mtime that mount answered (the kernel's, carried by the commit).
 func TestAsyncCreateCluster(t *testing.T) {
 	tc := newTestCluster(t)
 	cfg := DefaultConfig()
@@ -219,6 +220,7 @@ func TestAsyncCreateCluster(t *testing.T) {
 	const files = 40
 	content := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, 1000+i*100) }
 	inos := map[uint64]bool{}
+	mtimes := make([]time.Time, files)
 	for i := range files {
 		p := filepath.Join(a, fmt.Sprint("f", i))
 		if err := os.WriteFile(p, content(i), 0o644); err != nil {
@@ -229,6 +231,7 @@ func TestAsyncCreateCluster(t *testing.T) {
 			t.Fatalf("stat on the creating mount: %v, %v", fi, err)
 		}
 		inos[fi.Sys().(*syscall.Stat_t).Ino] = true
+		mtimes[i] = fi.ModTime()
 	}
 	if len(inos) != files {
 		t.Fatalf("%d inode numbers for %d files", len(inos), files)
@@ -263,6 +266,9 @@ func TestAsyncCreateCluster(t *testing.T) {
 		got, err := os.ReadFile(filepath.Join(b, fmt.Sprint("f", i)))
 		if err != nil || !bytes.Equal(got, content(i)) {
 			t.Fatalf("the other mount reads f%d: %d bytes, %v", i, len(got), err)
+		}
+		if fi, err := os.Stat(filepath.Join(b, fmt.Sprint("f", i))); err != nil || !fi.ModTime().Equal(mtimes[i]) {
+			t.Errorf("f%d's mtime on the other mount: %v, %v; want %v as the creating mount answered", i, fi.ModTime(), err, mtimes[i])
 		}
 		fi, err := os.Stat(filepath.Join(a, fmt.Sprint("f", i)))
 		if err != nil || !inos[fi.Sys().(*syscall.Stat_t).Ino] {
