@@ -32,9 +32,8 @@ func (b *unhideGate) Remove(ctx context.Context, c chunkfs.Caller, p string) (*c
 // TestUnhideNeverCountsTooFewLinks: while the last release of a file open
 // through a removed name removes its hidden name, the file's other name
 // never shows 0 links (the kernel would then refuse link(2) of it with
-// ENOENT: TestPOSIXCluster/cached/HardLinkOpenFile failed so under load,
-// a readdirplus having answered in that window), and the name can be
-// linked again at once.
+// ENOENT, as TestPOSIXCluster/cached/HardLinkOpenFile once failed under
+// load), and the name can be linked again at once.
 func TestUnhideNeverCountsTooFewLinks(t *testing.T) {
 	b := &unhideGate{memBackend: newMemBackend(), removed: make(chan struct{}), answer: make(chan struct{})}
 	mnt := mountT(t, b, DefaultConfig())
