@@ -338,14 +338,14 @@ func (n *node) unhide(ctx context.Context) {
 	}
 	n.unhiding.Store(true)
 	n.mu.Unlock()
-	n.m.names.hid(n.StableAttr().Ino, false) // before the name goes: see unhid
+	n.m.names.hid(n.StableAttr().Ino, false) // before the name goes: see recount
 	_, done := n.m.dirChange()               // the hidden name's directory changes
 	_, err := n.m.b.Remove(ctx, chunkfs.Root, *hp)
 	done()
 	if err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
 		n.m.log.Warn("remove hidden file", "path", *hp, "err", err)
 	}
-	n.unhid()
+	n.recount()
 	n.mu.Lock()
 	n.hidden.Store(nil)
 	n.unhiding.Store(false)
@@ -359,14 +359,14 @@ func (n *node) unhide(ctx context.Context) {
 	n.mu.Unlock()
 }
 
-// unhid follows the removal of n's hidden name, or its rename back. The
-// name stopped being left out of n's link count just before (hid), so an
-// answer of the cluster fetched meanwhile counted it: one link too many
-// for a moment, never one too few (with 0 links the kernel refuses
-// link(2) of the file's other names, ENOENT). Such an answer goes now:
-// the kernel drops n's attributes and ignores replies asked for before,
-// and the listings kept for look-ups go.
-func (n *node) unhid() {
+// recount follows the removal of n's hidden name, or its rename back
+// (done or failed). The name stopped being left out of n's link count
+// just before (hid), so an answer of the cluster fetched meanwhile may
+// count it: one link too many for a moment, never one too few (with 0
+// links the kernel refuses link(2) of the file's other names, ENOENT).
+// Such an answer goes now: the kernel drops n's attributes and ignores
+// replies asked for before, and the listings kept for look-ups go.
+func (n *node) recount() {
 	n.m.lists.changed()
 	n.NotifyContent(-1, 0) // attributes only; ENOENT: the kernel has forgotten n
 }
