@@ -627,12 +627,15 @@ func renameHow(flags uint32) (RenameHow, bool) {
 func (n *node) unhideBack(ctx context.Context, caller chunkfs.Caller, name string, c *node) {
 	hp := c.hidden.Load()
 	dst := n.child(name)
+	n.m.names.hid(c.StableAttr().Ino, false) // before the name comes back: see recount
 	if err := n.m.b.Rename(ctx, caller, *hp, dst, RenameNoReplace); err != nil {
+		n.m.names.hid(c.StableAttr().Ino, true)
+		c.recount()
 		n.m.log.Warn("rename hidden file back", "path", *hp, "err", err)
 		return
 	}
+	c.recount()
 	c.hidden.Store(nil)
-	n.m.names.hid(c.StableAttr().Ino, false)
 	if err := n.m.names.moved(move{*hp, dst}); err != nil {
 		n.m.log.Warn("rename hidden file back", "path", dst, "err", err)
 	}

@@ -52,8 +52,8 @@ func packageFiles(t *testing.T) map[string]*ast.File {
 }
 
 // TestPBOnlyAtTheEdge: only the edge files import the generated wire
-// types, and they hold only the edge's work (onTheWire); the rest of the
-// master reasons in its own.
+// types, and they hold only the edge's work (wiretest.OffTheWire); the
+// rest of the master reasons in its own.
 func TestPBOnlyAtTheEdge(t *testing.T) {
 	bad, read, err := wiretest.OutsideEdge(".", edge)
 	if err != nil || read < 10 {
@@ -62,38 +62,13 @@ func TestPBOnlyAtTheEdge(t *testing.T) {
 	for _, name := range bad {
 		t.Errorf("%s imports pb: convert to domain values in an _rpc.go file", name)
 	}
-	for name, f := range packageFiles(t) {
-		if !edge(name) {
-			continue
-		}
-		for _, d := range f.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && !onTheWire(fd) {
-				t.Errorf("%s: %s does not touch the wire: logic belongs in a domain file", name, fd.Name.Name)
-			}
-		}
+	off, err := wiretest.OffTheWire(".", edge)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// onTheWire reports whether a function of the edge does the edge's work:
-// it names a pb type or function (a handler, a conversion, an outgoing
-// call), or it is named as converting plain values (…From, …To) or
-// bounding a request's argument (…Arg).
-func onTheWire(fd *ast.FuncDecl) bool {
-	for _, suffix := range []string{"From", "To", "Arg"} {
-		if strings.HasSuffix(fd.Name.Name, suffix) {
-			return true
-		}
+	for _, f := range off {
+		t.Errorf("%s does not touch the wire: logic belongs in a domain file", f)
 	}
-	wire := false
-	ast.Inspect(fd, func(n ast.Node) bool {
-		if s, ok := n.(*ast.SelectorExpr); ok {
-			if x, ok := s.X.(*ast.Ident); ok && x.Name == "pb" {
-				wire = true
-			}
-		}
-		return !wire
-	})
-	return wire
 }
 
 // TestEveryCallHandled: the service declares every method of the
