@@ -109,6 +109,7 @@ func (r *registry) recordTaken(h chunkfs.Handle, v chunkfs.Version, order []*ser
 		if errs[i] == nil {
 			r.addReplica(s, h, v)
 			r.clearDoubt(s, h)
+			r.back(s, h)
 		}
 	}
 }

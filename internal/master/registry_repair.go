@@ -261,8 +261,9 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	for _, s := range r.live() {
 		has := s.chunks.has(h)
 		_, doubted := s.doubt[h]
-		// A server still to be told to delete h could delete the clone.
-		if !has && !doubted && !r.draining(s) && !slices.Contains(s.garbage, h) {
+		// A server still to be told to delete h could delete the clone;
+		// one holding h back (leave) would answer it holds it already.
+		if !has && !doubted && !r.draining(s) && !slices.Contains(s.garbage, h) && !r.heldBack(s, h, v) {
 			others = append(others, s)
 		}
 	}
@@ -337,7 +338,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	// has a good replica: it counts, and it must never be deleted as the
 	// leftovers of a failed clone.
 	held := chunkfs.KindOf(err) == chunkfs.KindExist
-	ok := (err == nil || held) && exists && cur == pc.version && t.alive && r.servers[t.id] == t
+	ok := (err == nil || held && !r.heldBack(t, h, pc.version)) && exists && cur == pc.version && t.alive && r.servers[t.id] == t
 	if !ok {
 		// What the target stored is garbage, unless it holds a replica of
 		// its own that the clone did not touch: one this master counts,
@@ -352,6 +353,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	}
 	r.addReplica(t, h, pc.version)
 	r.clearDoubt(t, h)
+	r.back(t, h)
 	delete(r.stalls, h)
 	if pc.move {
 		return true

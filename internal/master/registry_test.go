@@ -45,6 +45,7 @@ import (
 //	health 1              "live=N cloning=B corrupt=N"
 //	register c 1:1 2:1    a full report: "stale=[...] garbage=[...]"
 //	unreachable 1 a       a writer reported chunk 1's primary a, and the probe failed
+//	secondary 1 c         a writer's attempt failed at secondary c, and so did the probe: "out" or "kept"
 //	nospace 1 b           the probe after a writer's failure found b's replica of chunk 1 out of
 //	                      space (a minimum of 2): "out" (taken out of the lease) or "kept"
 //	corrupt a 1           a's replica of chunk 1 failed its checksum
@@ -369,6 +370,9 @@ func (s *registryScenario) run(f []string) {
 		if p := r.primaryAt(h, s.server(f[2]).addr, s.now); p != nil {
 			r.dropPrimary(h, p, s.now)
 		}
+	case "secondary":
+		h := s.handle(f[1])
+		s.printf("%s", map[bool]string{true: "out", false: "kept"}[r.dropSecondary(h, s.chunks[h].v, s.server(f[2]), 2, s.now)])
 	case "nospace":
 		h := s.handle(f[1])
 		s.printf("%s", map[bool]string{true: "out", false: "kept"}[r.dropFull(h, s.chunks[h].v, s.server(f[2]), 2, s.now)])
