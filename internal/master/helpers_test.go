@@ -135,6 +135,7 @@ type fakeCS struct {
 	truncFail bool // Truncate fails without cutting
 	truncLost bool // Truncate cuts, then fails (the answer is lost)
 	hang      bool // Clone hangs until its deadline (a target that stalls)
+	leaseLost bool // Lease takes the version, then fails (the answer is lost)
 }
 
 // Clone hangs until its deadline when f.hang, and is not implemented
@@ -166,6 +167,9 @@ func (f *fakeCS) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResp
 	}
 	f.versions[req.Handle] = req.Version
 	f.leases = append(f.leases, req)
+	if f.leaseLost {
+		return nil, chunkfs.E("lease", "", chunkfs.KindUnavailable, "took the version, but the answer is lost on purpose")
+	}
 	return &pb.LeaseResponse{}, nil
 }
 
