@@ -201,7 +201,7 @@ func lookupIn(ns *namespace.Namespace) chunkLookup {
 }
 
 // runClone tells the target to copy the chunk from the source and records
-// the outcome.
+// the outcome; a clone that failed at its deadline is stalled (ranOut).
 func (m *Master) runClone(o cloneOrder) {
 	defer m.bg.Done()
 	timeout := m.cfg.RPCTimeout + time.Duration(float64(o.length)/float64(m.cfg.MinCloneRate)*float64(time.Second))
@@ -215,7 +215,8 @@ func (m *Master) runClone(o cloneOrder) {
 		}
 	}()
 	err := m.cloneCall(ctx, o)
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	deadline, _ := ctx.Deadline()
+	if err != nil && ranOut(ctx.Err(), time.Until(deadline), timeout) {
 		err = fmt.Errorf("%w after %v: %w", errStalled, timeout.Round(time.Millisecond), err)
 	}
 	cur := m.currentVersion(o.handle)
@@ -235,6 +236,19 @@ func (m *Master) runClone(o cloneOrder) {
 		m.cfg.Logger.Info("chunk re-replicated", "handle", o.handle, "version", o.version, "source", o.sourceAddr, "target", o.targetAddr)
 	}
 }
+
+// ranOut reports whether a call of the given timeout that failed, ending
+// with ctxErr its context's error and left its time left, ran into its
+// deadline: its context ended so, or it answered within stallMargin of
+// it. A target that aborts at the deadline the call carried (gRPC sends
+// it along) can answer a moment before the caller's own context ends.
+func ranOut(ctxErr error, left, timeout time.Duration) bool {
+	return errors.Is(ctxErr, context.DeadlineExceeded) || ctxErr == nil && left <= stallMargin(timeout)
+}
+
+// stallMargin is how near its deadline a failed call must end to have run
+// into it: a tenth of its timeout, at most a second.
+func stallMargin(timeout time.Duration) time.Duration { return min(timeout/10, time.Second) }
 
 // event tells the OnClone hook, if any; the caller holds regMu, so that
 // the events come in the order the registry decided them (a move's end

@@ -228,8 +228,8 @@ func TestCutAfterNewLeaseKeepsReplicas(t *testing.T) {
 // is held back until the next grant leaves it stale.
 func TestLostGrantAnswerHoldsReplicaBack(t *testing.T) {
 	tm, cs, h := writtenChunk(t)
-	a, b, c := primaryFirst(cs)                            // c: a secondary
-	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second) // the first lease ends
+	a, b, c := primaryFirst(cs) // c is a secondary
+	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second)
 	for _, f := range cs {
 		tm.beat(f)
 	}
