@@ -52,7 +52,7 @@ func TestLostGrantAnswerNeverServesOldBytes(t *testing.T) {
 	done := make([]chan struct{}, 5)
 	cfg := DefaultConfig()
 	cfg.Dir = t.TempDir()
-	cfg.Chunkservers, cfg.Replication = 5, 4 // two replicas take the grant: no revocation
+	cfg.Chunkservers, cfg.Replication = 5, 4               // two replicas take the grant: no revocation
 	cfg.DeadAfter, cfg.Lease = time.Minute, 10*time.Second // the probe takes b out, under the lease
 	cfg.Master = func(mc *master.Config) { mc.RPCTimeout = 2 * time.Second }
 	cfg.Chunkserver = func(i int, sc *chunkserver.Config) {
