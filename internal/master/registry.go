@@ -303,6 +303,19 @@ func (r *registry) back(s *server, h chunkfs.Handle) {
 	}
 }
 
+// forgetAway forgets every replica of s held back (leave), s being
+// replaced by another server: none of them can come back.
+func (r *registry) forgetAway(s *server) {
+	for h, list := range r.away {
+		if slices.ContainsFunc(list, func(a awayReplica) bool { return a.s == s }) {
+			r.back(s, h)
+			if ci := r.chunks.get(h); ci != nil {
+				r.gc(h, ci)
+			}
+		}
+	}
+}
+
 // gc deletes h's record once nothing in it matters.
 func (r *registry) gc(h chunkfs.Handle, ci *chunkInfo) {
 	_, leased := r.leases[h]

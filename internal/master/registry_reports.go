@@ -133,6 +133,7 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, *replicaSet, m
 		r.aliveChanged()
 		r.dropServer(old, now)
 		r.freeSlot(old)
+		r.forgetAway(old)
 		delete(r.servers, old.id)
 		r.serversChanged()
 		if known == nil {

@@ -485,3 +485,27 @@ func TestHeartbeatAdoptsOnlyOnTheLeader(t *testing.T) {
 		t.Fatalf("leader: adopted %v, extended %v; want [7] and none", got.adopted, got.extended)
 	}
 }
+
+// TestReplacedServerForgetsItsAwayReplicas: a server replaced at its
+// address by another holds no replica that can come back: what it held
+// back is forgotten (the record would be kept for it).
+func TestReplacedServerForgetsItsAwayReplicas(t *testing.T) {
+	r := registryOf(3)
+	now := time.Unix(2000, 0)
+	for _, s := range r.sorted() {
+		r.addReplica(s, 7, 4)
+	}
+	r.recordLease(7, r.servers["cs01"], now.Add(time.Minute), now)
+	old := r.servers["cs03"]
+	r.doubt(old, 7, now)
+	if !r.heldBack(old, 7, 4) {
+		t.Fatal("cs03, out of the set under a lease, is not held back")
+	}
+	version := func(h chunkfs.Handle) (chunkfs.Version, bool) { return 4, h == 7 }
+	if _, err := r.register(fullReport{figures: figures{id: "cs09", addr: old.addr, capacity: 1 << 40, free: 1 << 39}}, version, now); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.away) != 0 {
+		t.Errorf("replicas held back after their server was replaced: %v", r.away)
+	}
+}
