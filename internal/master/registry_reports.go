@@ -87,7 +87,7 @@ func (r *registry) register(req fullReport, version versionOf, now time.Time) (r
 		}
 		cur, ok := version(h)
 		_, dying := condemned[h]
-		if known != nil && known.has(h) {
+		if len(r.away) > 0 && known != nil && known.has(h) {
 			r.back(s, h) // counted until this report: it left no set
 		}
 		switch {
