@@ -256,14 +256,15 @@ func (r *registry) dropSecondary(h chunkfs.Handle, v chunkfs.Version, s *server,
 // space. It reports whether s's replica was taken out.
 func (r *registry) dropFull(h chunkfs.Handle, v chunkfs.Version, s *server, need int, now time.Time) bool {
 	r.full(s)
-	if ci := r.chunks.get(h); ci != nil && r.leases[h].primary == s {
-		if len(r.replicas(h, v))-1 < need || !slices.Contains(r.replicas(h, v), s) {
-			return false
-		}
-		r.dropPrimary(h, s, now)
-		return true
+	if r.chunks.get(h) == nil || r.leases[h].primary != s {
+		return r.dropSecondary(h, v, s, need, now)
 	}
-	return r.dropSecondary(h, v, s, need, now)
+	live := r.replicas(h, v)
+	if len(live)-1 < need || !slices.Contains(live, s) {
+		return false
+	}
+	r.dropPrimary(h, s, now)
+	return true
 }
 
 // Lease adoption. A new leader does not know which leases its predecessor
