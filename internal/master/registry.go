@@ -167,6 +167,11 @@ type registry struct {
 	// replica, a secondary's, which the master moves to the next version
 	// with no lease before cloning it (registry_repair.go).
 	fencing []chunkfs.Handle
+	// leaving is what it found with replicas held back (leave) and no
+	// lease out: chunks whose counted replicas the master moves to the
+	// next version with no lease, leaving the held-back ones stale
+	// (leftBehind).
+	leaving []chunkfs.Handle
 
 	// order is every server in ID order, kept until a server is added or
 	// removed (byID): placing a chunk among 10,000 servers sorted them
@@ -300,6 +305,35 @@ func (r *registry) back(s *server, h chunkfs.Handle) {
 		delete(r.away, h)
 	} else {
 		r.away[h] = list
+	}
+}
+
+// leftBehind reports whether h, at logged version v, has replicas held
+// back at v (leave) and no lease out or grant in flight, while some
+// replica at v counts: moving the counted ones to the next version leaves
+// the held-back ones stale, to be deleted, and their servers free to take
+// a clone. Without it they would be kept, uncounted, until the chunk's
+// next write. Those held back below v are forgotten: the log moved past
+// them, so they are stale by their version.
+func (r *registry) leftBehind(h chunkfs.Handle, v chunkfs.Version, now time.Time) bool {
+	if r.away[h] == nil {
+		return false
+	}
+	if list := slices.DeleteFunc(r.away[h], func(a awayReplica) bool { return a.v < v }); len(list) > 0 {
+		r.away[h] = list
+	} else {
+		r.movedOn(h)
+		return false
+	}
+	return r.busy[h] == 0 && !r.leaseOutstanding(h, now) && len(r.replicas(h, v)) > 0
+}
+
+// movedOn notes that h's counted replicas moved to a logged version past
+// every replica held back: those are stale by their version now.
+func (r *registry) movedOn(h chunkfs.Handle) {
+	delete(r.away, h)
+	if ci := r.chunks.get(h); ci != nil {
+		r.gc(h, ci)
 	}
 }
 

@@ -99,7 +99,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 	var needs []placement.Repair
 	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting for a slot
 	var trims []trimOrder
-	r.revoking, r.fencing = r.revoking[:0], r.fencing[:0]
+	r.revoking, r.fencing, r.leaving = r.revoking[:0], r.fencing[:0], r.leaving[:0]
 	r.pruneLeases(now)
 	examine := func(h chunkfs.Handle, ci *chunkInfo) {
 		v, want, _, dead, ok := lookup(h)
@@ -122,6 +122,9 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		case r.busy[h] == 0 && live == 1 && live < want && r.fenceable(h, v, now):
 			r.markDirty(h) // cloned once the master fenced the lost primary
 			r.fencing = append(r.fencing, h)
+		case r.leftBehind(h, v, now):
+			r.markDirty(h) // looked at again once the master moved it on
+			r.leaving = append(r.leaving, h)
 		case r.busy[h] > 0 || len(all) == 0 || r.leaseOutstanding(h, now):
 			r.markDirty(h) // look again next time
 		case live < want:

@@ -36,9 +36,11 @@ import (
 //	dead                  declare servers silent for 30s dead: "dead A B"
 //	plan [full]           plan repairs: "clone H vV live=N SRC->DST", "trim H SRV",
 //	                      "revoke H" (a lease the master is to revoke first),
-//	                      "fence H" (a lost primary's lease the master is to fence first)
+//	                      "fence H" (a lost primary's lease the master is to fence first),
+//	                      "leave H" (replicas held back the master is to leave stale first)
 //	revoke 1 a            the revocation's calls to a succeed at the next version, logged
 //	fence 1 a             the same calls, fencing a lost primary's lease (registry.fencing)
+//	leave 1 a b           the same calls, leaving replicas held back stale (registry.leaving)
 //	                      (ties between equal targets go by the registry's seeded rng)
 //	done 1 ok|fail|exists|newer|gone|timeout  chunk 1's clone in flight ends (gone: the source
 //	                      has no such chunk; timeout: it ran into its deadline)
@@ -305,7 +307,10 @@ func (s *registryScenario) run(f []string) {
 		for _, h := range r.fencing {
 			s.printf("fence %d", h)
 		}
-	case "revoke", "fence":
+		for _, h := range r.leaving {
+			s.printf("leave %d", h)
+		}
+	case "revoke", "fence", "leave":
 		h := s.handle(f[1])
 		var order []*server
 		for _, name := range f[2:] {
@@ -316,6 +321,9 @@ func (s *registryScenario) run(f []string) {
 		r.revoke(h)
 		r.recordTaken(h, v, order, make([]error, len(order)))
 		s.chunks[h].v = v
+		if f[0] == "leave" {
+			r.movedOn(h)
+		}
 		s.printf("v=%d", v)
 	case "done":
 		h := s.handle(f[1])

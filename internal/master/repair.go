@@ -52,18 +52,20 @@ func (m *Master) repairOnce(full bool) {
 	// was revoked, and each round would revoke it again. The lease is
 	// waited out there. A lost primary's lease is fenced whatever the
 	// minimum: it happens once, and frees its writer too.
-	revoke, fence := m.planRepairs(full)
+	revoke, fence, leave := m.planRepairs(full)
 	revoked := len(revoke) > 0 && m.cfg.MinReplicas > 1 && m.revokeForRepair(revoke)
-	if fenced := m.fenceForRepair(fence); revoked || fenced {
-		m.planRepairs(false) // the chunks whose lease was revoked or fenced are cloned now
+	fenced := m.fenceForRepair(fence)
+	if moved := m.leaveBehind(leave); revoked || fenced || moved {
+		m.planRepairs(false) // the chunks whose lease was revoked or fenced, or that moved on, are cloned now
 	}
 }
 
 // planRepairs plans once and starts the clones decided; it returns the
-// chunks held back by a lease the master is to revoke (registry.revoking)
-// and those held back by a lost primary's lease it is to fence
-// (registry.fencing).
-func (m *Master) planRepairs(full bool) (revoke, fence []chunkfs.Handle) {
+// chunks held back by a lease the master is to revoke (registry.revoking),
+// those held back by a lost primary's lease it is to fence
+// (registry.fencing) and those whose replicas held back it is to leave
+// stale (registry.leaving).
+func (m *Master) planRepairs(full bool) (revoke, fence, leave []chunkfs.Handle) {
 	now := m.cfg.Clock.Now()
 	// The round lets both locks go between slices of chunks
 	// (registry.planIn): a sweep of every chunk, or of the many a
@@ -82,7 +84,7 @@ func (m *Master) planRepairs(full bool) (revoke, fence []chunkfs.Handle) {
 	for _, o := range orders {
 		m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Move: o.move})
 	}
-	revoke, fence = slices.Clone(m.reg.revoking), slices.Clone(m.reg.fencing)
+	revoke, fence, leave = slices.Clone(m.reg.revoking), slices.Clone(m.reg.fencing), slices.Clone(m.reg.leaving)
 	m.regMu.Unlock()
 	m.state.runlock()
 	for _, t := range trims {
@@ -92,7 +94,7 @@ func (m *Master) planRepairs(full bool) (revoke, fence []chunkfs.Handle) {
 		m.bg.Add(1)
 		go m.runClone(o)
 	}
-	return revoke, fence
+	return revoke, fence, leave
 }
 
 // revokeForRepair revokes the leases on handles, chunks down to the
@@ -174,6 +176,59 @@ func (m *Master) fenceLost(ctx context.Context, h chunkfs.Handle) (bool, error) 
 		return false, nil
 	}
 	return true, m.revokeLease(ctx, "repair", fmt.Sprintf("chunk %d", h), h)
+}
+
+// leaveBehind moves the counted replicas of handles, chunks with replicas
+// held back and no lease out (registry.leftBehind), to the next version
+// with no lease, logged, as a revocation does, under the chunk's lease
+// stripe: the held-back replicas are stale then, deleted at their next
+// report, and a clone may go to their servers. It reports whether any
+// chunk moved. A chunk below the hold of a master that restarted or took
+// over is left to it.
+func (m *Master) leaveBehind(handles []chunkfs.Handle) bool {
+	if len(handles) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*m.cfg.RPCTimeout)
+	defer cancel()
+	moved := false
+	for _, h := range handles {
+		mu := &m.leaseMu[handleStripe(h)]
+		mu.Lock()
+		ok, err := m.moveOn(ctx, h)
+		mu.Unlock()
+		switch {
+		case err != nil:
+			m.cfg.Logger.Warn("a chunk's replicas held back after they left under a lease were not left stale", "handle", h, "err", err)
+		case ok:
+			m.cfg.Logger.Info("replicas held back after they left under a lease left stale", "handle", h)
+			moved = true
+		}
+	}
+	return moved
+}
+
+// moveOn moves chunk h on if the registry still finds replicas of it left
+// behind; the caller holds h's lease stripe.
+func (m *Master) moveOn(ctx context.Context, h chunkfs.Handle) (bool, error) {
+	now := m.cfg.Clock.Now()
+	if pause, floor := m.lead.leaseHold(); h < floor && now.Before(pause) {
+		return false, nil
+	}
+	cur := m.currentVersion(h)
+	m.regMu.Lock()
+	behind := cur != 0 && m.reg.leftBehind(h, cur, now)
+	m.regMu.Unlock()
+	if !behind {
+		return false, nil
+	}
+	if err := m.revokeLease(ctx, "repair", fmt.Sprintf("chunk %d", h), h); err != nil {
+		return false, err
+	}
+	m.regMu.Lock()
+	m.reg.movedOn(h)
+	m.regMu.Unlock()
+	return true, nil
 }
 
 // syncDraining gives the registry the logged set of chunkservers being
