@@ -2,6 +2,7 @@ package chunkserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -356,12 +357,28 @@ func (s *Server) toSecondaries(ctx context.Context, secondaries []string, call f
 				cancel()
 			}
 			if err != nil {
-				err = fmt.Errorf("secondary %s: %w", addr, err)
+				err = atSecondary(addr, err)
 			}
 			out <- err
 		}()
 	}
 	return out
+}
+
+// atSecondary names secondary addr in err, its call's failure, keeping its
+// kind, operation and path. The wire carries a chunkfs error's own fields
+// and cause's message alone, so the name goes in the cause: a wrap around
+// the error would not reach the client.
+func atSecondary(addr string, err error) error {
+	var e *chunkfs.Error
+	if !errors.As(err, &e) {
+		return fmt.Errorf("secondary %s: %w", addr, err)
+	}
+	cause := e.Err
+	if cause == nil {
+		cause = errors.New(e.Kind.String())
+	}
+	return &chunkfs.Error{Op: e.Op, Path: e.Path, Kind: e.Kind, Err: fmt.Errorf("secondary %s: %w", addr, cause)}
 }
 
 // apply applies one mutation ordered by the primary, as a secondary.

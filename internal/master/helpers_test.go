@@ -135,14 +135,22 @@ type fakeCS struct {
 	truncFail bool // Truncate fails without cutting
 	truncLost bool // Truncate cuts, then fails (the answer is lost)
 	hang      bool // Clone hangs until its deadline (a target that stalls)
+	leaseLost bool // Lease takes the version, then fails (the answer is lost)
+	// abort, when set, has Clone answer deadline exceeded this long
+	// before the deadline the call carries (a target aborting at it).
+	abort time.Duration
 }
 
 // Clone hangs until its deadline when f.hang, and is not implemented
 // otherwise.
 func (f *fakeCS) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneResponse, error) {
 	f.mu.Lock()
-	hang := f.hang
+	hang, abort := f.hang, f.abort
 	f.mu.Unlock()
+	if deadline, ok := ctx.Deadline(); ok && abort > 0 {
+		time.Sleep(time.Until(deadline.Add(-abort)))
+		return nil, chunkfs.E("clone", "", chunkfs.KindUnavailable, "aborted at the deadline: "+context.DeadlineExceeded.Error())
+	}
 	if !hang {
 		return f.UnimplementedChunkServerServer.Clone(ctx, req)
 	}
@@ -166,6 +174,9 @@ func (f *fakeCS) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResp
 	}
 	f.versions[req.Handle] = req.Version
 	f.leases = append(f.leases, req)
+	if f.leaseLost {
+		return nil, chunkfs.E("lease", "", chunkfs.KindUnavailable, "took the version, but the answer is lost on purpose")
+	}
 	return &pb.LeaseResponse{}, nil
 }
 

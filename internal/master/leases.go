@@ -284,6 +284,7 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 	defer m.regMu.Unlock()
 	if err == nil {
 		m.reg.forgetFailed(ch.Handle, order, errs, m.cfg.Clock.Now())
+		m.reg.missed(ch.Handle, ch.Version, order, errs)
 	}
 	// Even when logging failed, the primary holds the lease: no other
 	// may be named until it ends (its version, ahead of the log, does not
