@@ -46,7 +46,7 @@ func (c *control) client(ctx context.Context, op string, h chunkfs.Handle, tok [
 // Lease sets a chunk's version (creating the chunk if asked) and makes this
 // server its primary for lease_ms, or a secondary when lease_ms is 0.
 func (c *control) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
-	g := leaseFromPB(req)
+	g := leaseFrom(req)
 	done, err := c.node(ctx, "lease", g.Handle)
 	if err != nil {
 		return nil, err
@@ -56,12 +56,12 @@ func (c *control) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseRes
 	if err != nil {
 		return nil, err
 	}
-	return leaseToPB(length), nil
+	return leaseTo(length), nil
 }
 
 // Write applies pushed data at an offset as the chunk's primary.
 func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteResponse, error) {
-	r := writeFromPB(req)
+	r := writeFrom(req)
 	done, err := c.client(ctx, "write", r.Handle, r.Token, token.Write)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteRes
 
 // Append appends pushed data as one record at an offset the primary picks.
 func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.AppendResponse, error) {
-	r := appendFromPB(req)
+	r := appendFrom(req)
 	done, err := c.client(ctx, "append", r.Handle, r.Token, token.Write)
 	if err != nil {
 		return nil, err
@@ -82,12 +82,12 @@ func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.Append
 	if err != nil {
 		return nil, err
 	}
-	return appendToPB(off), nil
+	return appendTo(off), nil
 }
 
 // Reserve reserves room in the chunk for a record about to be pushed.
 func (c *control) Reserve(ctx context.Context, req *pb.ReserveRequest) (*pb.ReserveResponse, error) {
-	r := reserveFromPB(req)
+	r := reserveFrom(req)
 	done, err := c.client(ctx, "reserve", r.Handle, r.Token, token.Write)
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func (c *control) Reserve(ctx context.Context, req *pb.ReserveRequest) (*pb.Rese
 
 // Apply applies one mutation ordered by the primary.
 func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
-	m := mutationFromPB(req)
+	m := mutationFrom(req)
 	done, err := c.node(ctx, "apply", m.Handle)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyRes
 
 // Sync makes this replica, then every secondary named, fsync the chunk.
 func (c *control) Sync(ctx context.Context, req *pb.SyncRequest) (*pb.SyncResponse, error) {
-	r := syncFromPB(req)
+	r := syncFrom(req)
 	done, err := c.client(ctx, "sync", r.Handle, r.Token, token.Write)
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func (c *control) Sync(ctx context.Context, req *pb.SyncRequest) (*pb.SyncRespon
 
 // Truncate cuts a chunk to a length at a version the master has bumped.
 func (c *control) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.TruncateResponse, error) {
-	t := truncationFromPB(req)
+	t := truncationFrom(req)
 	done, err := c.node(ctx, "truncate", t.Handle)
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func (c *control) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.Tr
 
 // ChunkInfo describes the replica and any lease held on it.
 func (c *control) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.ChunkInfoResponse, error) {
-	h, tok := chunkInfoFromPB(req)
+	h, tok := chunkInfoFrom(req)
 	done, err := c.client(ctx, "chunk info", h, tok, token.Read)
 	if err != nil {
 		return nil, err
@@ -141,7 +141,7 @@ func (c *control) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.
 	if err != nil {
 		return nil, err
 	}
-	return chunkInfoToPB(r), nil
+	return chunkInfoTo(r), nil
 }
 
 // DeleteChunks deletes replicas; unknown handles are ignored.
@@ -151,7 +151,7 @@ func (c *control) DeleteChunks(ctx context.Context, req *pb.DeleteChunksRequest)
 		return nil, err
 	}
 	defer done()
-	return &pb.DeleteChunksResponse{}, c.s.deleteChunks(handlesFromPB(req.Handles))
+	return &pb.DeleteChunksResponse{}, c.s.deleteChunks(handlesFrom(req.Handles))
 }
 
 // Clone makes this server a new replica of a chunk pulled from a source.
@@ -170,7 +170,7 @@ func (c *control) CopyChunk(ctx context.Context, req *pb.CopyChunkRequest) (*pb.
 }
 
 func (c *control) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneResponse, error) {
-	o := cloneFromPB(req)
+	o := cloneFrom(req)
 	done, err := c.node(ctx, "clone", o.Handle)
 	if err != nil {
 		return nil, err
@@ -180,5 +180,5 @@ func (c *control) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneRes
 	if err != nil {
 		return nil, err
 	}
-	return cloneToPB(n), nil
+	return cloneTo(n), nil
 }

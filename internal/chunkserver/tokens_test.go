@@ -50,7 +50,7 @@ func (tc *tokenCluster) addKey(id uint32) {
 	tc.signer.Add(k, tc.clock.Now())
 	pk := &pb.TokenKey{Id: id, Secret: k.Secret[:], ExpiresUnixMs: k.Until.Add(tc.signer.TTL()).UnixMilli()}
 	for _, s := range tc.servers {
-		s.learnKeys("", 0, keysFromPB([]*pb.TokenKey{pk}))
+		s.learnKeys("", 0, keysFrom([]*pb.TokenKey{pk}))
 	}
 }
 
@@ -219,13 +219,13 @@ func TestCloneCarriesItsOwnToken(t *testing.T) {
 func TestKeysLearntExpire(t *testing.T) {
 	k := newTokenKeys()
 	now := time.Unix(1e9, 0)
-	k.learn("m", 0, keysFromPB([]*pb.TokenKey{{Id: 1, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(time.Minute).UnixMilli()},
+	k.learn("m", 0, keysFrom([]*pb.TokenKey{{Id: 1, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(time.Minute).UnixMilli()},
 		{Id: 2, Secret: make([]byte, 31), ExpiresUnixMs: now.Add(time.Hour).UnixMilli()},
 		{Id: 3, Secret: make([]byte, 32), ExpiresUnixMs: now.UnixMilli()}}), now)
 	if keys := k.ring.Keys(); len(keys) != 1 || keys[0].ID != 1 {
 		t.Fatalf("held %v; want key 1 alone (2 has a short secret, 3 has expired)", keys)
 	}
-	k.learn("m", 0, keysFromPB([]*pb.TokenKey{{Id: 4, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(2 * time.Hour).UnixMilli()}}), now.Add(time.Minute))
+	k.learn("m", 0, keysFrom([]*pb.TokenKey{{Id: 4, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(2 * time.Hour).UnixMilli()}}), now.Add(time.Minute))
 	if keys := k.ring.Keys(); len(keys) != 1 || keys[0].ID != 4 {
 		t.Fatalf("held %v; want key 1 dropped once expired", keys)
 	}

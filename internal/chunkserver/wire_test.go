@@ -43,52 +43,52 @@ func allSet(t *testing.T, m proto.Message) {
 
 func TestWireMutationRoundTrip(t *testing.T) {
 	m := mutation{Handle: 7, Version: 3, Serial: 9, Offset: 1 << 20, Length: 4096, Data: 11, Pad: true}
-	p := mutationToPB(m)
+	p := mutationTo(m)
 	allSet(t, p)
-	if got := mutationFromPB(p); got != m {
+	if got := mutationFrom(p); got != m {
 		t.Fatalf("round trip: %+v, want %+v", got, m)
 	}
 }
 
 func TestWireReplicaStateRoundTrip(t *testing.T) {
 	r := replicaState{Version: 4, Length: 123, Primary: true, LeaseLeft: 1500 * time.Millisecond, NoSpace: true}
-	p := chunkInfoToPB(r)
+	p := chunkInfoTo(r)
 	allSet(t, p)
-	if got := replicaFromPB(p); got != r {
+	if got := replicaFrom(p); got != r {
 		t.Fatalf("round trip: %+v, want %+v", got, r)
 	}
 	// A secondary tells no lease time, whatever it holds.
-	if p := chunkInfoToPB(replicaState{Version: 4, LeaseLeft: time.Second}); p.LeaseMs != 0 {
+	if p := chunkInfoTo(replicaState{Version: 4, LeaseLeft: time.Second}); p.LeaseMs != 0 {
 		t.Fatalf("secondary's lease_ms %d", p.LeaseMs)
 	}
 }
 
 func TestWireRequestsFromPB(t *testing.T) {
 	secs, tok := []string{"a:1", "b:2"}, []byte("tok")
-	w := writeFromPB(&pb.WriteRequest{Handle: 1, Version: 2, Offset: 3, DataId: 4, Length: 5, Secondaries: secs, Token: tok})
+	w := writeFrom(&pb.WriteRequest{Handle: 1, Version: 2, Offset: 3, DataId: 4, Length: 5, Secondaries: secs, Token: tok})
 	if want := (request{Handle: 1, Version: 2, Offset: 3, Data: 4, Length: 5, Secondaries: secs, Token: tok}); !reflect.DeepEqual(w, want) {
 		t.Errorf("write: %+v, want %+v", w, want)
 	}
-	a := appendFromPB(&pb.AppendRequest{Handle: 1, Version: 2, DataId: 4, Length: 5, Secondaries: secs, ChunkSize: 6, Token: tok})
+	a := appendFrom(&pb.AppendRequest{Handle: 1, Version: 2, DataId: 4, Length: 5, Secondaries: secs, ChunkSize: 6, Token: tok})
 	if want := (request{Handle: 1, Version: 2, Data: 4, Length: 5, ChunkSize: 6, Secondaries: secs, Token: tok}); !reflect.DeepEqual(a, want) {
 		t.Errorf("append: %+v, want %+v", a, want)
 	}
-	r := reserveFromPB(&pb.ReserveRequest{Handle: 1, Version: 2, DataId: 4, Length: 5, Secondaries: secs, ChunkSize: 6, Token: tok})
+	r := reserveFrom(&pb.ReserveRequest{Handle: 1, Version: 2, DataId: 4, Length: 5, Secondaries: secs, ChunkSize: 6, Token: tok})
 	if !reflect.DeepEqual(r, a) {
 		t.Errorf("reserve: %+v, want %+v", r, a)
 	}
-	s := syncFromPB(&pb.SyncRequest{Handle: 1, Version: 2, Secondaries: secs, Token: tok})
+	s := syncFrom(&pb.SyncRequest{Handle: 1, Version: 2, Secondaries: secs, Token: tok})
 	if want := (request{Handle: 1, Version: 2, Secondaries: secs, Token: tok}); !reflect.DeepEqual(s, want) {
 		t.Errorf("sync: %+v, want %+v", s, want)
 	}
 	// The Sync a primary forwards names no further secondaries.
-	if p := syncToPB(s); len(p.Secondaries) != 0 || p.Handle != 1 || p.Version != 2 || string(p.Token) != "tok" {
+	if p := syncTo(s); len(p.Secondaries) != 0 || p.Handle != 1 || p.Version != 2 || string(p.Token) != "tok" {
 		t.Errorf("forwarded sync: %v", p)
 	}
-	if c := cloneFromPB(&pb.CloneRequest{Handle: 1, Version: 2, Source: "s:3", Length: 4}); c != (cloneOrder{Handle: 1, Version: 2, Source: "s:3", Length: 4}) {
+	if c := cloneFrom(&pb.CloneRequest{Handle: 1, Version: 2, Source: "s:3", Length: 4}); c != (cloneOrder{Handle: 1, Version: 2, Source: "s:3", Length: 4}) {
 		t.Errorf("clone: %+v", c)
 	}
-	if tr := truncationFromPB(&pb.TruncateRequest{Handle: 1, Version: 2, Length: 3}); tr != (truncation{Handle: 1, Version: 2, Length: 3}) {
+	if tr := truncationFrom(&pb.TruncateRequest{Handle: 1, Version: 2, Length: 3}); tr != (truncation{Handle: 1, Version: 2, Length: 3}) {
 		t.Errorf("truncate: %+v", tr)
 	}
 }
@@ -101,7 +101,7 @@ func TestWireLeaseTerm(t *testing.T) {
 		0: 0, 1: time.Millisecond, top: maxLeaseTerm,
 		-1: -1, top + 1: -1, math.MaxInt64: -1, math.MinInt64: -1,
 	} {
-		if g := leaseFromPB(&pb.LeaseRequest{LeaseMs: ms}); g.Term != want {
+		if g := leaseFrom(&pb.LeaseRequest{LeaseMs: ms}); g.Term != want {
 			t.Errorf("lease_ms %d: term %v, want %v", ms, g.Term, want)
 		}
 	}
@@ -112,14 +112,14 @@ func TestWireReportsToPB(t *testing.T) {
 		Space:  spaceReport{capacity: 100, used: 10, free: 80, disks: []chunkstore.Disk{{ID: "h:1", Total: 100, Free: 80}}},
 		Leases: []heldLease{{Handle: 3, Version: 2, Left: 2500 * time.Millisecond}}}
 	reps := []chunkstore.Info{{Handle: 3, Version: 2, Length: 7}}
-	b := heartbeatToPB(heartbeat{serverReport: sr, Load: 4, Sample: reps,
+	b := heartbeatTo(heartbeat{serverReport: sr, Load: 4, Sample: reps,
 		Extend: []chunkfs.Handle{3}, Corrupt: []chunkfs.Handle{8}, Deleted: []chunkfs.Handle{9}})
 	allSet(t, b)
 	if b.Leases[0].RemainingMs != 2500 || b.Disks[0].Id != "h:1" || b.Disks[0].Capacity != 100 || b.Sample[0].Length != 7 ||
 		b.ExtendLeases[0] != 3 || b.Corrupt[0] != 8 || b.Deleted[0] != 9 || b.Load != 4 || b.BytesRead != 5 || b.BytesWritten != 6 {
 		t.Errorf("heartbeat: %v", b)
 	}
-	r := registrationToPB(registration{serverReport: sr, Rack: "r1", Chunks: reps})
+	r := registrationTo(registration{serverReport: sr, Rack: "r1", Chunks: reps})
 	allSet(t, r)
 	if r.Rack != "r1" || r.Chunks[0].Handle != 3 || r.Free != 80 || r.Used != 10 {
 		t.Errorf("registration: %v", r)
@@ -130,7 +130,7 @@ func TestWireAnswersFromPB(t *testing.T) {
 	secret := make([]byte, 32)
 	secret[0] = 1
 	keys := []*pb.TokenKey{{Id: 1, Secret: secret, ExpiresUnixMs: 5000}, {Id: 2, Secret: secret[:31], ExpiresUnixMs: 5000}}
-	reg := registeredFromPB(&pb.RegisterResponse{Garbage: []uint64{1}, Stale: []uint64{2}, TokenKeys: keys, ClusterId: "CID-1"})
+	reg := registeredFrom(&pb.RegisterResponse{Garbage: []uint64{1}, Stale: []uint64{2}, TokenKeys: keys, ClusterId: "CID-1"})
 	if !reflect.DeepEqual(reg.Garbage, []chunkfs.Handle{1, 2}) || reg.Cluster != "CID-1" {
 		t.Errorf("registration's garbage and stale, cluster: %v, %q", reg.Garbage, reg.Cluster)
 	}
@@ -138,7 +138,7 @@ func TestWireAnswersFromPB(t *testing.T) {
 	if len(reg.Keys) != 1 || reg.Keys[0] != want {
 		t.Errorf("keys %v; want key 1 alone (key 2's secret is short)", reg.Keys)
 	}
-	hb := heartbeatAnswerFromPB(&pb.HeartbeatResponse{Reregister: true, Garbage: []uint64{4}, Extended: []uint64{5}, LeaseMs: 60000})
+	hb := heartbeatAnswerFrom(&pb.HeartbeatResponse{Reregister: true, Garbage: []uint64{4}, Extended: []uint64{5}, LeaseMs: 60000})
 	if !hb.Reregister || hb.LeaseTerm != time.Minute || !reflect.DeepEqual(hb.Garbage, []chunkfs.Handle{4}) || !reflect.DeepEqual(hb.Extended, []chunkfs.Handle{5}) {
 		t.Errorf("heartbeat answer: %+v", hb)
 	}
