@@ -348,6 +348,19 @@ func (s *Server) enter() (done func(), err error) {
 	}, nil
 }
 
+// admit enters a call (enter) if check, the caller's check, passes;
+// done ends it.
+func (s *Server) admit(check func() error) (done func(), err error) {
+	if done, err = s.enter(); err != nil {
+		return nil, err
+	}
+	if err := check(); err != nil {
+		done()
+		return nil, err
+	}
+	return done, nil
+}
+
 // callCtx bounds a call to a master or a peer.
 func (s *Server) callCtx(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(parent, s.cfg.RPCTimeout)

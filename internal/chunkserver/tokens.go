@@ -287,6 +287,16 @@ func (s *Server) nodeOnly(ctx context.Context, op string, h chunkfs.Handle) erro
 	return nil
 }
 
+// enterNode admits a call only masters and chunkservers make.
+func (s *Server) enterNode(ctx context.Context, op string, h chunkfs.Handle) (done func(), err error) {
+	return s.admit(func() error { return s.nodeOnly(ctx, op, h) })
+}
+
+// enterClient admits a client's call about chunk h, which needs access want.
+func (s *Server) enterClient(ctx context.Context, op string, h chunkfs.Handle, tok []byte, want token.Access) (done func(), err error) {
+	return s.admit(func() error { return s.authorize(ctx, op, h, tok, want) })
+}
+
 // authorizeStream is the data stream's Authorize: a read needs read
 // access to its chunk, a push write access; a node's connection may go
 // without a token.
