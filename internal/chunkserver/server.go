@@ -361,6 +361,18 @@ func (s *Server) admit(check func() error) (done func(), err error) {
 	return done, nil
 }
 
+// peer is a link to the chunkserver at addr.
+func (s *Server) peer(addr string) (peerLink, error) {
+	c, err := s.peers.ChunkServer(addr)
+	return peerLink{c}, err
+}
+
+// master is a link to the master at addr.
+func (s *Server) master(addr string) (masterLink, error) {
+	c, err := s.peers.Master(addr)
+	return masterLink{c}, err
+}
+
 // callCtx bounds a call to a master or a peer.
 func (s *Server) callCtx(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(parent, s.cfg.RPCTimeout)

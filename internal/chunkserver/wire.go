@@ -15,9 +15,10 @@ import (
 // in its own types. Each message is converted here, once in each
 // direction: the first section turns what arrives (requests to this
 // server, answers to its calls) into the server's types, the second turns
-// the server's types into what it sends. The last section is the calls
-// this server makes to its peers and masters, spoken in its own types.
-// TestPBOnlyAtTheEdge keeps it so.
+// the server's types into its answers and the parts of its reports. The
+// last section is the calls this server makes to its peers and masters,
+// spoken in its own types; each builds its request. TestPBOnlyAtTheEdge
+// keeps it so.
 
 // From the wire: pb → the server's types.
 
@@ -121,26 +122,6 @@ func chunkInfoTo(r replicaState) *pb.ChunkInfoResponse {
 	return resp
 }
 
-func mutationTo(m mutation) *pb.ApplyRequest {
-	return &pb.ApplyRequest{Handle: uint64(m.Handle), Version: uint64(m.Version), Serial: m.Serial,
-		Offset: m.Offset, DataId: uint64(m.Data), Length: m.Length, Pad: m.Pad}
-}
-
-// syncTo is the Sync a primary sends a secondary: the client's request,
-// naming no further secondaries.
-func syncTo(r request) *pb.SyncRequest {
-	return &pb.SyncRequest{Handle: uint64(r.Handle), Version: uint64(r.Version), Token: r.Token}
-}
-
-func chunkInfoRequestTo(h chunkfs.Handle, tok []byte) *pb.ChunkInfoRequest {
-	return &pb.ChunkInfoRequest{Handle: uint64(h), Token: tok}
-}
-
-// corruptTo reports this server's (self's) replica of h corrupt.
-func corruptTo(self string, h chunkfs.Handle) *pb.ReportCorruptRequest {
-	return &pb.ReportCorruptRequest{Reporter: self, Handle: uint64(h), Replica: self}
-}
-
 func handlesTo(hs []chunkfs.Handle) []uint64 {
 	if len(hs) == 0 {
 		return nil
@@ -176,41 +157,28 @@ func leasesTo(leases []heldLease) []*pb.HeldLease {
 	return out
 }
 
-func registrationTo(r registration) *pb.RegisterRequest {
-	return &pb.RegisterRequest{Id: r.ID, Addr: r.Addr, Rack: r.Rack, ClusterId: r.Cluster,
-		Capacity: r.Space.capacity, Used: r.Space.used, Free: r.Space.free, Disks: disksTo(r.Space.disks),
-		Leases: leasesTo(r.Leases), BytesRead: r.Read, BytesWritten: r.Written, Chunks: replicasTo(r.Chunks)}
-}
-
-func heartbeatTo(b heartbeat) *pb.HeartbeatRequest {
-	return &pb.HeartbeatRequest{Id: b.ID, Addr: b.Addr, ClusterId: b.Cluster, Capacity: b.Space.capacity, Used: b.Space.used,
-		Free: b.Space.free, Disks: disksTo(b.Space.disks), Load: b.Load, Sample: replicasTo(b.Sample),
-		BytesRead: b.Read, BytesWritten: b.Written, Deleted: handlesTo(b.Deleted), Leases: leasesTo(b.Leases),
-		Corrupt: handlesTo(b.Corrupt), ExtendLeases: handlesTo(b.Extend)}
-}
-
 // Calls to peers and masters.
 
 // peerLink is a connection to another chunkserver.
 type peerLink struct{ c pb.ChunkServerClient }
 
-func (s *Server) peer(addr string) (peerLink, error) {
-	c, err := s.peers.ChunkServer(addr)
-	return peerLink{c}, err
-}
-
+// apply has a secondary apply a mutation the primary ordered.
 func (p peerLink) apply(ctx context.Context, m mutation) error {
-	_, err := p.c.Apply(ctx, mutationTo(m))
+	_, err := p.c.Apply(ctx, &pb.ApplyRequest{Handle: uint64(m.Handle), Version: uint64(m.Version), Serial: m.Serial,
+		Offset: m.Offset, DataId: uint64(m.Data), Length: m.Length, Pad: m.Pad})
 	return err
 }
 
+// sync has a secondary fsync the chunk: the client's request, naming no
+// further secondaries.
 func (p peerLink) sync(ctx context.Context, r request) error {
-	_, err := p.c.Sync(ctx, syncTo(r))
+	_, err := p.c.Sync(ctx, &pb.SyncRequest{Handle: uint64(r.Handle), Version: uint64(r.Version), Token: r.Token})
 	return err
 }
 
+// chunkInfo asks a peer of its replica of h.
 func (p peerLink) chunkInfo(ctx context.Context, h chunkfs.Handle, tok []byte) (replicaState, error) {
-	resp, err := p.c.ChunkInfo(ctx, chunkInfoRequestTo(h, tok))
+	resp, err := p.c.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h), Token: tok})
 	if err != nil {
 		return replicaState{}, err
 	}
@@ -220,21 +188,23 @@ func (p peerLink) chunkInfo(ctx context.Context, h chunkfs.Handle, tok []byte) (
 // masterLink is a connection to a master.
 type masterLink struct{ c pb.MasterClient }
 
-func (s *Server) master(addr string) (masterLink, error) {
-	c, err := s.peers.Master(addr)
-	return masterLink{c}, err
-}
-
+// register registers this server with a master.
 func (m masterLink) register(ctx context.Context, r registration) (masterAnswer, error) {
-	resp, err := m.c.Register(ctx, registrationTo(r))
+	resp, err := m.c.Register(ctx, &pb.RegisterRequest{Id: r.ID, Addr: r.Addr, Rack: r.Rack, ClusterId: r.Cluster,
+		Capacity: r.Space.capacity, Used: r.Space.used, Free: r.Space.free, Disks: disksTo(r.Space.disks),
+		Leases: leasesTo(r.Leases), BytesRead: r.Read, BytesWritten: r.Written, Chunks: replicasTo(r.Chunks)})
 	if err != nil {
 		return masterAnswer{}, err
 	}
 	return registeredFrom(resp), nil
 }
 
+// heartbeat reports to a master what changed since the last beat.
 func (m masterLink) heartbeat(ctx context.Context, b heartbeat) (masterAnswer, error) {
-	resp, err := m.c.Heartbeat(ctx, heartbeatTo(b))
+	resp, err := m.c.Heartbeat(ctx, &pb.HeartbeatRequest{Id: b.ID, Addr: b.Addr, ClusterId: b.Cluster,
+		Capacity: b.Space.capacity, Used: b.Space.used, Free: b.Space.free, Disks: disksTo(b.Space.disks),
+		Load: b.Load, Sample: replicasTo(b.Sample), BytesRead: b.Read, BytesWritten: b.Written,
+		Deleted: handlesTo(b.Deleted), Leases: leasesTo(b.Leases), Corrupt: handlesTo(b.Corrupt), ExtendLeases: handlesTo(b.Extend)})
 	if err != nil {
 		return masterAnswer{}, err
 	}
@@ -244,6 +214,6 @@ func (m masterLink) heartbeat(ctx context.Context, b heartbeat) (masterAnswer, e
 // reportCorrupt tells the master that self's replica of h failed its
 // checksum.
 func (m masterLink) reportCorrupt(ctx context.Context, self string, h chunkfs.Handle) error {
-	_, err := m.c.ReportCorrupt(ctx, corruptTo(self, h))
+	_, err := m.c.ReportCorrupt(ctx, &pb.ReportCorruptRequest{Reporter: self, Handle: uint64(h), Replica: self})
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/chunkfs/chunkfs"
@@ -41,9 +42,57 @@ func allSet(t *testing.T, m proto.Message) {
 	}
 }
 
+// wirePeer and wireMaster keep the requests the server's calls send and
+// answer each with an empty message.
+type wirePeer struct {
+	pb.ChunkServerClient // calls not listed here panic
+	reqs                 []proto.Message
+}
+
+func (p *wirePeer) Apply(_ context.Context, r *pb.ApplyRequest, _ ...grpc.CallOption) (*pb.ApplyResponse, error) {
+	p.reqs = append(p.reqs, r)
+	return &pb.ApplyResponse{}, nil
+}
+
+func (p *wirePeer) Sync(_ context.Context, r *pb.SyncRequest, _ ...grpc.CallOption) (*pb.SyncResponse, error) {
+	p.reqs = append(p.reqs, r)
+	return &pb.SyncResponse{}, nil
+}
+
+func (p *wirePeer) ChunkInfo(_ context.Context, r *pb.ChunkInfoRequest, _ ...grpc.CallOption) (*pb.ChunkInfoResponse, error) {
+	p.reqs = append(p.reqs, r)
+	return &pb.ChunkInfoResponse{}, nil
+}
+
+type wireMaster struct {
+	pb.MasterClient // calls not listed here panic
+	reqs            []proto.Message
+}
+
+func (m *wireMaster) Register(_ context.Context, r *pb.RegisterRequest, _ ...grpc.CallOption) (*pb.RegisterResponse, error) {
+	m.reqs = append(m.reqs, r)
+	return &pb.RegisterResponse{}, nil
+}
+
+func (m *wireMaster) Heartbeat(_ context.Context, r *pb.HeartbeatRequest, _ ...grpc.CallOption) (*pb.HeartbeatResponse, error) {
+	m.reqs = append(m.reqs, r)
+	return &pb.HeartbeatResponse{}, nil
+}
+
+func (m *wireMaster) ReportCorrupt(_ context.Context, r *pb.ReportCorruptRequest, _ ...grpc.CallOption) (*pb.ReportCorruptResponse, error) {
+	m.reqs = append(m.reqs, r)
+	return &pb.ReportCorruptResponse{}, nil
+}
+
+// TestWireMutationRoundTrip: the Apply a primary sends decodes, at the
+// secondary, to the mutation it ordered.
 func TestWireMutationRoundTrip(t *testing.T) {
 	m := mutation{Handle: 7, Version: 3, Serial: 9, Offset: 1 << 20, Length: 4096, Data: 11, Pad: true}
-	p := mutationTo(m)
+	peer := &wirePeer{}
+	if err := (peerLink{peer}).apply(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	p := peer.reqs[0].(*pb.ApplyRequest)
 	allSet(t, p)
 	if got := mutationFrom(p); got != m {
 		t.Fatalf("round trip: %+v, want %+v", got, m)
@@ -82,7 +131,11 @@ func TestWireRequestsFromPB(t *testing.T) {
 		t.Errorf("sync: %+v, want %+v", s, want)
 	}
 	// The Sync a primary forwards names no further secondaries.
-	if p := syncTo(s); len(p.Secondaries) != 0 || p.Handle != 1 || p.Version != 2 || string(p.Token) != "tok" {
+	peer := &wirePeer{}
+	if err := (peerLink{peer}).sync(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if p := peer.reqs[0].(*pb.SyncRequest); len(p.Secondaries) != 0 || p.Handle != 1 || p.Version != 2 || string(p.Token) != "tok" {
 		t.Errorf("forwarded sync: %v", p)
 	}
 	if c := cloneFrom(&pb.CloneRequest{Handle: 1, Version: 2, Source: "s:3", Length: 4}); c != (cloneOrder{Handle: 1, Version: 2, Source: "s:3", Length: 4}) {
@@ -112,18 +165,36 @@ func TestWireReportsToPB(t *testing.T) {
 		Space:  spaceReport{capacity: 100, used: 10, free: 80, disks: []chunkstore.Disk{{ID: "h:1", Total: 100, Free: 80}}},
 		Leases: []heldLease{{Handle: 3, Version: 2, Left: 2500 * time.Millisecond}}}
 	reps := []chunkstore.Info{{Handle: 3, Version: 2, Length: 7}}
-	b := heartbeatTo(heartbeat{serverReport: sr, Load: 4, Sample: reps,
-		Extend: []chunkfs.Handle{3}, Corrupt: []chunkfs.Handle{8}, Deleted: []chunkfs.Handle{9}})
+	ctx, m := context.Background(), &wireMaster{}
+	if _, err := (masterLink{m}).heartbeat(ctx, heartbeat{serverReport: sr, Load: 4, Sample: reps,
+		Extend: []chunkfs.Handle{3}, Corrupt: []chunkfs.Handle{8}, Deleted: []chunkfs.Handle{9}}); err != nil {
+		t.Fatal(err)
+	}
+	b := m.reqs[0].(*pb.HeartbeatRequest)
 	allSet(t, b)
 	if b.Leases[0].RemainingMs != 2500 || b.Disks[0].Id != "h:1" || b.Disks[0].Capacity != 100 || b.Sample[0].Length != 7 ||
 		b.ExtendLeases[0] != 3 || b.Corrupt[0] != 8 || b.Deleted[0] != 9 || b.Load != 4 || b.BytesRead != 5 || b.BytesWritten != 6 {
 		t.Errorf("heartbeat: %v", b)
 	}
-	r := registrationTo(registration{serverReport: sr, Rack: "r1", Chunks: reps})
+	if _, err := (masterLink{m}).register(ctx, registration{serverReport: sr, Rack: "r1", Chunks: reps}); err != nil {
+		t.Fatal(err)
+	}
+	r := m.reqs[1].(*pb.RegisterRequest)
 	allSet(t, r)
 	if r.Rack != "r1" || r.Chunks[0].Handle != 3 || r.Free != 80 || r.Used != 10 {
 		t.Errorf("registration: %v", r)
 	}
+	if err := (masterLink{m}).reportCorrupt(ctx, "a:1", 3); err != nil {
+		t.Fatal(err)
+	}
+	if c := m.reqs[2].(*pb.ReportCorruptRequest); c.Reporter != "a:1" || c.Replica != "a:1" || c.Handle != 3 {
+		t.Errorf("corrupt report: %v", c)
+	}
+	peer := &wirePeer{}
+	if _, err := (peerLink{peer}).chunkInfo(ctx, 3, []byte("tok")); err != nil {
+		t.Fatal(err)
+	}
+	allSet(t, peer.reqs[0])
 }
 
 func TestWireAnswersFromPB(t *testing.T) {
