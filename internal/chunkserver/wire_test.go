@@ -20,16 +20,25 @@ import (
 
 // TestPBOnlyAtTheEdge checks that the generated wire types appear only in
 // the RPC edge: wire.go (the conversions and outgoing calls) and
-// service.go (the gRPC handlers). The rest of the package reasons in its
-// own types.
+// service.go (the gRPC handlers), and that these hold only the edge's
+// work (wiretest.OffTheWire). The rest of the package reasons in its own
+// types.
 func TestPBOnlyAtTheEdge(t *testing.T) {
-	edge := map[string]bool{"wire.go": true, "service.go": true}
-	bad, read, err := wiretest.OutsideEdge(".", func(f string) bool { return edge[f] })
-	if err != nil || read == 0 {
+	files := map[string]bool{"wire.go": true, "service.go": true}
+	edge := func(f string) bool { return files[f] }
+	bad, read, err := wiretest.OutsideEdge(".", edge)
+	if err != nil || read < 10 {
 		t.Fatalf("read %d files: %v", read, err)
 	}
 	for _, f := range bad {
 		t.Errorf("%s imports pb: convert at the edge (wire.go) instead", f)
+	}
+	off, err := wiretest.OffTheWire(".", edge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range off {
+		t.Errorf("%s does not touch the wire: logic belongs in a domain file", f)
 	}
 }
 
