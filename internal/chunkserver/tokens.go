@@ -218,7 +218,7 @@ func (s *Server) checkToken(op string, h chunkfs.Handle, tok []byte, want token.
 // held, and waits for it (tokenKeys); it reports whether the key is held
 // then.
 func (s *Server) awaitKey(id uint32) bool {
-	ask := s.keys.ask(id, time.Now())
+	ask := s.keys.ask(id, s.cfg.Clock.Now())
 	if ask == 0 {
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"github.com/chunkfs/chunkfs/internal/token"
 )
@@ -29,6 +30,25 @@ func newTokenCluster(t *testing.T, n int) *tokenCluster {
 	tc.signer = token.NewKeyring(10 * time.Minute)
 	tc.addKey(1)
 	return tc
+}
+
+// TestKeyAskGapOnTheServersClock: the least time between two asks for
+// keys is measured on the server's clock: once it has passed, a token of
+// a key not held asks the masters again, however little real time went
+// by (TestNewKeyFetchedAtOnce advances that clock to ask anew).
+func TestKeyAskGapOnTheServersClock(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	s := &Server{cfg: Config{Clock: clk}, keys: newTokenKeys(), ctx: context.Background()}
+	s.awaitKey(2)
+	s.awaitKey(3)
+	if s.keys.asks != 1 {
+		t.Fatalf("%d asks within keyAskGap, want 1", s.keys.asks)
+	}
+	clk.Advance(keyAskGap)
+	s.awaitKey(4)
+	if s.keys.asks != 2 {
+		t.Fatalf("%d asks after keyAskGap, want 2", s.keys.asks)
+	}
 }
 
 // longKeyWait replaces keyWait in tests that tell a refusal on the
