@@ -318,6 +318,52 @@ func TestAsyncCreateRaceWithAnotherMount(t *testing.T) {
 	})
 }
 
+// TestAsyncCreateAppendLosesRace: another mount makes the name between
+// this mount's look-up and its plain O_APPEND create reaching the master:
+// the create opens the other mount's file, and the writes the kernel
+// placed at the end of the empty file this mount answered land after the
+// other mount's data, not over it, in both kernel cache modes.
+func TestAsyncCreateAppendLosesRace(t *testing.T) {
+	for _, wb := range []bool{true, false} {
+		t.Run(fmt.Sprint("writeback=", wb), func(t *testing.T) {
+			tc := newTestCluster(t)
+			cfg := DefaultConfig()
+			cfg.AsyncCreate, cfg.AsyncClose = 64, 16
+			cfg.WritebackCache = wb
+			cfg.OpTimeout = 20 * time.Second
+			b := mountCluster(t, tc, DefaultConfig())
+			first := func(p string) {
+				if err := os.WriteFile(filepath.Join(b, p), []byte("the other mount's;"), 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+			a := mountT(t, racingBackend{Backend: clusterBackend(t, tc), first: first}, cfg)
+			f, err := os.OpenFile(filepath.Join(a, "log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []string{"mine,", "mine again"} {
+				if _, err := f.WriteString(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.Sync(); err != nil {
+				t.Fatalf("fsync: %v", err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			const want = "the other mount's;mine,mine again"
+			eventually(t, "both mounts' data", func() error {
+				if got, err := os.ReadFile(filepath.Join(b, "log")); err != nil || string(got) != want {
+					return fmt.Errorf("read %q, %v; want %q", got, err, want)
+				}
+				return nil
+			})
+		})
+	}
+}
+
 // createWritten creates p exclusively and writes data to it.
 func createWritten(t *testing.T, p string, data []byte) *os.File {
 	t.Helper()

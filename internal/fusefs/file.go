@@ -129,6 +129,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if err != nil {
 		return nil, nil, 0, errno(err)
 	}
+	if pf, ok := f.(pendingFile); ok && flags&syscall.O_APPEND != 0 {
+		f = pf.appending(n.m.kernel.placesAppends())
+	}
 	n.m.noteAttr(n, parent, gen)
 	ch := n.entry(ctx, fi, out)
 	cn := ch.Operations().(*node)

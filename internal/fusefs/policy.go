@@ -46,6 +46,10 @@ type kernelCache interface {
 	forgot(n *node)
 	// retimed follows a change of only n's times, from before to after.
 	retimed(n *node, before, after version)
+	// placesAppends reports whether the kernel places the writes of an
+	// O_APPEND descriptor at the size it caches and never takes a size
+	// from the mount for a file it caches (pendingFile).
+	placesAppends() bool
 }
 
 // newKernelCache chooses the kernel cache policy of cfg.
@@ -120,6 +124,8 @@ func (g generations) forgot(n *node) {
 	}
 }
 
+func (generations) placesAppends() bool { return true }
+
 func (g generations) retimed(n *node, before, after version) {
 	st := n.StableAttr()
 	g.files.retimed(st.Ino, st.Gen, before, after)
@@ -154,6 +160,10 @@ func (p pageCache) open(n *node, fi *chunkfs.FileInfo, _, created bool) (uint32,
 	}
 	return 0, 0
 }
+
+// placesAppends: the kernel takes the mount's size when its attributes
+// expire.
+func (pageCache) placesAppends() bool { return false }
 
 // push: the kernel sends writes on the descriptor they were made on.
 func (pageCache) push(ctx context.Context, h *handle) error { return h.w.flush(ctx) }
