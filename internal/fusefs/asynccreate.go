@@ -120,7 +120,7 @@ type pendingCreate struct {
 // missing; if another mount made the name meanwhile, an exclusive create
 // fails (and the file's close or fsync returns EIO), a plain one opens
 // what is there, as Backend.Create does.
-func (a *asyncCreate) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+func (a *asyncCreate) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, exclusive, truncate bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	if err := a.settle(ctx, p); err != nil {
 		return nil, nil, nil, err
 	}
@@ -181,20 +181,15 @@ func primaryGID(c chunkfs.Caller) uint32 {
 func (a *asyncCreate) run(ctx context.Context, pc *pendingCreate, c chunkfs.Caller, perm fs.FileMode, exclusive, truncate bool) {
 	defer a.all.Done()
 	defer func() { <-a.slots }()
-	f, fi, _, err := a.Backend.Create(ctx, c, pc.path, perm, true, false)
+	// The file made has the times the mount answered, which the kernel
+	// keeps (a commit of data after sets mtime again).
+	f, fi, _, err := a.Backend.Create(ctx, c, pc.path, perm, true, false, pc.fi.MTime)
 	existed := false
 	if chunkfs.KindOf(err) == chunkfs.KindExist && !exclusive {
-		f, fi, _, err = a.Backend.Create(ctx, c, pc.path, perm, false, truncate)
+		f, fi, _, err = a.Backend.Create(ctx, c, pc.path, perm, false, truncate, time.Time{})
 		existed = err == nil && fi.Length > 0
 		if existed {
 			pc.base = fi.Length
-		}
-	} else if err == nil {
-		// The times the mount answered, which the kernel keeps (a commit
-		// of data after sets mtime again), set by their owner.
-		t := pc.fi.MTime
-		if _, serr := a.Backend.SetAttr(ctx, c, pc.path, SetAttr{ATime: &t, MTime: &t}); serr != nil {
-			a.log.Warn("asynchronous create: the file's times are the master's, not those answered", "path", pc.path, "err", serr)
 		}
 	}
 	a.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func newCreateGate() *createGate {
 	return &createGate{memBackend: newMemBackend(), open: make(chan struct{})}
 }
 
-func (b *createGate) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+func (b *createGate) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	select {
 	case <-b.open:
 	case <-ctx.Done():
@@ -36,7 +37,7 @@ func (b *createGate) Create(ctx context.Context, c chunkfs.Caller, p string, per
 	if b.refuse != nil {
 		return nil, nil, nil, b.refuse
 	}
-	return b.memBackend.Create(ctx, c, p, perm, excl, trunc)
+	return b.memBackend.Create(ctx, c, p, perm, excl, trunc, at)
 }
 
 func asyncCreateConfig() Config {
@@ -277,15 +278,66 @@ func TestAsyncCreateCluster(t *testing.T) {
 	}
 }
 
+// setAttrCounter counts the SetAttr calls it passes on.
+type setAttrCounter struct {
+	Backend
+	n atomic.Int64
+}
+
+func (b *setAttrCounter) SetAttr(ctx context.Context, c chunkfs.Caller, p string, s SetAttr) (*chunkfs.FileInfo, error) {
+	b.n.Add(1)
+	return b.Backend.SetAttr(ctx, c, p, s)
+}
+
+// TestAsyncCreateTimesInTheCreate: the times an asynchronous create
+// answered reach the master in the create itself, not by a SetAttr after.
+func TestAsyncCreateTimesInTheCreate(t *testing.T) {
+	b := &setAttrCounter{Backend: newMemBackend()}
+	mnt := mountT(t, b, asyncCreateConfig())
+	var answered []time.Time
+	for i := range 5 {
+		p := filepath.Join(mnt, fmt.Sprint("f", i))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered = append(answered, fi.ModTime())
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := os.Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil { // waits for the creates
+		t.Fatal(err)
+	}
+	d.Close()
+	if n := b.n.Load(); n != 0 {
+		t.Errorf("%d SetAttr calls for 5 creates, want 0", n)
+	}
+	for i, want := range answered {
+		fi, err := b.Backend.Stat(context.Background(), chunkfs.Root, fmt.Sprint("/f", i))
+		if err != nil || !fi.MTime.Equal(want) || !fi.ATime.Equal(want) {
+			t.Errorf("f%d on the backend: %v, %v; want the mtime and atime answered, %v", i, fi, err, want)
+		}
+	}
+}
+
 // racingBackend runs first before each create it passes on.
 type racingBackend struct {
 	Backend
 	first func(p string)
 }
 
-func (b racingBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+func (b racingBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	b.first(p)
-	return b.Backend.Create(ctx, c, p, perm, excl, trunc)
+	return b.Backend.Create(ctx, c, p, perm, excl, trunc, at)
 }
 
 // TestAsyncCreateRaceWithAnotherMount: another mount creates the name

@@ -768,7 +768,7 @@ func (n *node) mknodFile(ctx context.Context, name string, mode uint32, out *fus
 	}
 	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
-	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false)
+	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false, time.Time{})
 	if err != nil {
 		return nil, errno(err)
 	}
