@@ -543,6 +543,28 @@ func (p pendingFile) Moved(to string) error {
 	return p.pc.f.Moved(to)
 }
 
+// foundOther reports whether f is the file of an asynchronous create that
+// opened another mount's file (pendingCreate.base): what the kernel and
+// the data cache hold of it was figured from the empty file the mount
+// answered, so neither is recorded as a version of the file.
+func foundOther(f File) bool {
+	for {
+		switch w := f.(type) {
+		case namedFile:
+			f = w.File
+		case pendingFile:
+			select {
+			case <-w.pc.done:
+				return w.pc.base > 0
+			default:
+				return false
+			}
+		default:
+			return false
+		}
+	}
+}
+
 // ModTimeAtCommit passes t to the file once its create has opened it,
 // and keeps it until then (carryModTime): the push that waits for the
 // create then commits the data with t.

@@ -106,6 +106,12 @@ func (g generations) flushed(ctx context.Context, h *handle) error {
 		return err
 	}
 	st := n.StableAttr()
+	if foundOther(h.f) {
+		// The kernel's inode stays at the version it was made with,
+		// which the next open finds stale.
+		n.m.data.drop(st.Ino)
+		return nil
+	}
 	g.files.wrote(st.Ino, st.Gen, versionOf(fi))
 	n.m.data.pushed(st.Ino, versionOf(fi))
 	return nil
@@ -182,8 +188,9 @@ func (pageCache) released(ctx context.Context, h *handle) {
 	fi, err := n.m.b.Stat(ctx, chunkfs.Root, n.path())
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err != nil {
+	if err != nil || foundOther(h.f) {
 		n.cached = version{}
+		n.m.data.drop(n.StableAttr().Ino)
 		return
 	}
 	n.cached = versionOf(fi)
