@@ -374,11 +374,22 @@ func TestAsyncCreateRaceWithAnotherMount(t *testing.T) {
 // this mount's look-up and its plain O_APPEND create reaching the master:
 // the create opens the other mount's file, and the writes the kernel
 // placed at the end of the empty file this mount answered land after the
-// other mount's data, not over it, in both kernel cache modes; this
-// mount then reads the file as it is.
+// other mount's data, not over it, in both kernel cache modes; without
+// O_APPEND they land where they were written, over it. This mount then
+// reads the file as it is.
 func TestAsyncCreateAppendLosesRace(t *testing.T) {
-	for _, wb := range []bool{true, false} {
-		t.Run(fmt.Sprint("writeback=", wb), func(t *testing.T) {
+	for _, c := range []struct {
+		wb     bool
+		append int
+		want   string
+	}{
+		{true, os.O_APPEND, "the other mount's;mine,mine again"},
+		{false, os.O_APPEND, "the other mount's;mine,mine again"},
+		{true, 0, "mine,mine again's;"},
+		{false, 0, "mine,mine again's;"},
+	} {
+		wb := c.wb
+		t.Run(fmt.Sprint("writeback=", wb, ",append=", c.append != 0), func(t *testing.T) {
 			tc := newTestCluster(t)
 			cfg := DefaultConfig()
 			cfg.AsyncCreate, cfg.AsyncClose = 64, 16
@@ -391,7 +402,7 @@ func TestAsyncCreateAppendLosesRace(t *testing.T) {
 				}
 			}
 			a := mountT(t, racingBackend{Backend: clusterBackend(t, tc), first: first}, cfg)
-			f, err := os.OpenFile(filepath.Join(a, "log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			f, err := os.OpenFile(filepath.Join(a, "log"), os.O_CREATE|c.append|os.O_WRONLY, 0o644)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -406,7 +417,7 @@ func TestAsyncCreateAppendLosesRace(t *testing.T) {
 			if err := f.Close(); err != nil {
 				t.Fatal(err)
 			}
-			const want = "the other mount's;mine,mine again"
+			want := c.want
 			for _, mnt := range []string{b, a} { // a: its caches do not keep the empty file's view
 				eventually(t, "both mounts' data", func() error {
 					if got, err := os.ReadFile(filepath.Join(mnt, "log")); err != nil || string(got) != want {
