@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func newCreateGate() *createGate {
 	return &createGate{memBackend: newMemBackend(), open: make(chan struct{})}
 }
 
-func (b *createGate) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+func (b *createGate) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	select {
 	case <-b.open:
 	case <-ctx.Done():
@@ -36,7 +37,7 @@ func (b *createGate) Create(ctx context.Context, c chunkfs.Caller, p string, per
 	if b.refuse != nil {
 		return nil, nil, nil, b.refuse
 	}
-	return b.memBackend.Create(ctx, c, p, perm, excl, trunc)
+	return b.memBackend.Create(ctx, c, p, perm, excl, trunc, at)
 }
 
 func asyncCreateConfig() Config {
@@ -277,15 +278,66 @@ func TestAsyncCreateCluster(t *testing.T) {
 	}
 }
 
+// setAttrCounter counts the SetAttr calls it passes on.
+type setAttrCounter struct {
+	Backend
+	n atomic.Int64
+}
+
+func (b *setAttrCounter) SetAttr(ctx context.Context, c chunkfs.Caller, p string, s SetAttr) (*chunkfs.FileInfo, error) {
+	b.n.Add(1)
+	return b.Backend.SetAttr(ctx, c, p, s)
+}
+
+// TestAsyncCreateTimesInTheCreate: the times an asynchronous create
+// answered reach the master in the create itself, not by a SetAttr after.
+func TestAsyncCreateTimesInTheCreate(t *testing.T) {
+	b := &setAttrCounter{Backend: newMemBackend()}
+	mnt := mountT(t, b, asyncCreateConfig())
+	var answered []time.Time
+	for i := range 5 {
+		p := filepath.Join(mnt, fmt.Sprint("f", i))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered = append(answered, fi.ModTime())
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := os.Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil { // waits for the creates
+		t.Fatal(err)
+	}
+	d.Close()
+	if n := b.n.Load(); n != 0 {
+		t.Errorf("%d SetAttr calls for 5 creates, want 0", n)
+	}
+	for i, want := range answered {
+		fi, err := b.Backend.Stat(context.Background(), chunkfs.Root, fmt.Sprint("/f", i))
+		if err != nil || !fi.MTime.Equal(want) || !fi.ATime.Equal(want) {
+			t.Errorf("f%d on the backend: %v, %v; want the mtime and atime answered, %v", i, fi, err, want)
+		}
+	}
+}
+
 // racingBackend runs first before each create it passes on.
 type racingBackend struct {
 	Backend
 	first func(p string)
 }
 
-func (b racingBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+func (b racingBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	b.first(p)
-	return b.Backend.Create(ctx, c, p, perm, excl, trunc)
+	return b.Backend.Create(ctx, c, p, perm, excl, trunc, at)
 }
 
 // TestAsyncCreateRaceWithAnotherMount: another mount creates the name
@@ -316,6 +368,66 @@ func TestAsyncCreateRaceWithAnotherMount(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestAsyncCreateAppendLosesRace: another mount makes the name between
+// this mount's look-up and its plain O_APPEND create reaching the master:
+// the create opens the other mount's file, and the writes the kernel
+// placed at the end of the empty file this mount answered land after the
+// other mount's data, not over it, in both kernel cache modes; without
+// O_APPEND they land where they were written, over it. This mount then
+// reads the file as it is.
+func TestAsyncCreateAppendLosesRace(t *testing.T) {
+	for _, c := range []struct {
+		wb     bool
+		append int
+		want   string
+	}{
+		{true, os.O_APPEND, "the other mount's;mine,mine again"},
+		{false, os.O_APPEND, "the other mount's;mine,mine again"},
+		{true, 0, "mine,mine again's;"},
+		{false, 0, "mine,mine again's;"},
+	} {
+		wb := c.wb
+		t.Run(fmt.Sprint("writeback=", wb, ",append=", c.append != 0), func(t *testing.T) {
+			tc := newTestCluster(t)
+			cfg := DefaultConfig()
+			cfg.AsyncCreate, cfg.AsyncClose = 64, 16
+			cfg.WritebackCache = wb
+			cfg.OpTimeout = 20 * time.Second
+			b := mountCluster(t, tc, DefaultConfig())
+			first := func(p string) {
+				if err := os.WriteFile(filepath.Join(b, p), []byte("the other mount's;"), 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+			a := mountT(t, racingBackend{Backend: clusterBackend(t, tc), first: first}, cfg)
+			f, err := os.OpenFile(filepath.Join(a, "log"), os.O_CREATE|c.append|os.O_WRONLY, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []string{"mine,", "mine again"} {
+				if _, err := f.WriteString(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.Sync(); err != nil {
+				t.Fatalf("fsync: %v", err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			want := c.want
+			for _, mnt := range []string{b, a} { // a: its caches do not keep the empty file's view
+				eventually(t, "both mounts' data", func() error {
+					if got, err := os.ReadFile(filepath.Join(mnt, "log")); err != nil || string(got) != want {
+						return fmt.Errorf("read %q, %v; want %q", got, err, want)
+					}
+					return nil
+				})
+			}
+		})
+	}
 }
 
 // createWritten creates p exclusively and writes data to it.

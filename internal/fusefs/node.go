@@ -62,16 +62,15 @@ func newMount(b Backend, cfg Config, log *slog.Logger, clk clock.Clock) *mount {
 		m.data = newBlockCache(cfg.CacheSize)
 	}
 	m.closer = newCloser(cfg, m.kernel, log)
-	m.creates = newCreator(b, cfg, clk, log, m.dropEntry)
+	m.creates = newCreator(b, cfg, clk, log, m.dropEntry, m.dropAttr)
 	m.b = m.creates
 	m.locks = newLockManager(m.b, log)
 	return m
 }
 
-// dropEntry makes the kernel forget the name p, whose file an asynchronous
-// create made and the master refused; an open descriptor of it then finds
-// it gone (ENOENT).
-func (m *mount) dropEntry(p string) {
+// dirOf returns the kernel's inode of p's directory, and p's name in it;
+// nil if the kernel holds no such directory.
+func (m *mount) dirOf(p string) (*gofs.Inode, string) {
 	dir := &m.root.Inode
 	parent, name := path.Split(p)
 	for _, c := range strings.Split(strings.Trim(parent, "/"), "/") {
@@ -79,8 +78,31 @@ func (m *mount) dropEntry(p string) {
 			continue
 		}
 		if dir = dir.GetChild(c); dir == nil {
-			return
+			return nil, ""
 		}
+	}
+	return dir, name
+}
+
+// dropAttr makes the kernel ask again for the attributes of p, whose
+// asynchronous create opened another mount's file instead of the empty
+// one it answered. A negative offset keeps the pages (the kernel's own
+// writes) and takes no lock a write in flight holds.
+func (m *mount) dropAttr(p string) {
+	if dir, name := m.dirOf(p); dir != nil {
+		if c := dir.GetChild(name); c != nil {
+			c.NotifyContent(-1, 0)
+		}
+	}
+}
+
+// dropEntry makes the kernel forget the name p, whose file an asynchronous
+// create made and the master refused; an open descriptor of it then finds
+// it gone (ENOENT).
+func (m *mount) dropEntry(p string) {
+	dir, name := m.dirOf(p)
+	if dir == nil {
+		return
 	}
 	if c := dir.GetChild(name); c != nil {
 		if cn, ok := c.Operations().(*node); ok {
@@ -749,7 +771,7 @@ func (n *node) mknodFile(ctx context.Context, name string, mode uint32, out *fus
 	}
 	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
-	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false)
+	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false, time.Time{})
 	if err != nil {
 		return nil, errno(err)
 	}
