@@ -276,9 +276,8 @@ func TestLostGrantAnswerHoldsReplicaBack(t *testing.T) {
 // A grant whose secondaries all fail the Lease call reaches the primary
 // alone, below the minimum of two replicas: no writer gets that chunk (an
 // acknowledgement on one replica), the grant answers unavailable as for a
-// chunk below the minimum, and no lease is left on the one replica; the
-// chunk is blocked, so it is re-replicated first, and the next grant moves
-// it on past the version the primary took.
+// chunk below the minimum, and no lease is left on the one replica: the
+// chunk is blocked, so it is re-replicated first, at once.
 func TestShortGrantNotHandedOut(t *testing.T) {
 	tm, cs, h := writtenChunk(t)
 	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second)
@@ -315,6 +314,10 @@ func TestShortGrantNotHandedOut(t *testing.T) {
 	tm.m.regMu.Unlock()
 	if !blocked {
 		t.Error("the chunk is not first in the repair queue")
+	}
+	// With no lease to revoke or fence, the chunk is cloned at once.
+	if revoke, fence, _ := tm.m.planRepairs(false); len(revoke) != 0 || len(fence) != 0 {
+		t.Errorf("the repair waits on a lease: revoke %v, fence %v", revoke, fence)
 	}
 }
 
