@@ -136,6 +136,7 @@ type fakeCS struct {
 	truncLost bool // Truncate cuts, then fails (the answer is lost)
 	hang      bool // Clone hangs until its deadline (a target that stalls)
 	leaseLost bool // Lease takes the version, then fails (the answer is lost)
+	secFail   bool // Lease fails, taking nothing, when it names f a secondary
 	// abort, when set, has Clone answer deadline exceeded this long
 	// before the deadline the call carries (a target aborting at it).
 	abort time.Duration
@@ -166,7 +167,7 @@ func (f *fakeCS) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneResp
 func (f *fakeCS) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.fail {
+	if f.fail || (f.secFail && req.LeaseMs == 0) {
 		return nil, chunkfs.E("lease", "", chunkfs.KindUnavailable, "failing on purpose")
 	}
 	if _, ok := f.versions[req.Handle]; !ok && !req.Create {

@@ -273,6 +273,54 @@ func TestLostGrantAnswerHoldsReplicaBack(t *testing.T) {
 	wantReplicas(t, tm.location(), pw.Chunk.Version, a, b)
 }
 
+// A grant whose secondaries all fail the Lease call reaches the primary
+// alone, below the minimum of two replicas: no writer gets that chunk (an
+// acknowledgement on one replica), the grant answers unavailable as for a
+// chunk below the minimum, and no lease is left on the one replica: the
+// chunk is blocked, so it is re-replicated first, at once.
+func TestShortGrantNotHandedOut(t *testing.T) {
+	tm, cs, h := writtenChunk(t)
+	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second)
+	for _, f := range cs {
+		tm.beat(f)
+		f.mu.Lock()
+		f.secFail = true
+		f.mu.Unlock()
+	}
+	for range 2 {
+		_, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f", Index: 0})
+		if chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+			t.Fatalf("prepare write on a grant one replica took: %v, want unavailable", err)
+		}
+	}
+	var primary *fakeCS
+	for _, f := range cs {
+		f.mu.Lock()
+		if f.versions[h] == 2 {
+			primary = f
+		}
+		f.mu.Unlock()
+	}
+	if primary == nil {
+		t.Fatal("no server took the grant's version")
+	}
+	loc := tm.location()
+	wantReplicas(t, loc, 2, primary)
+	if loc.Primary != "" {
+		t.Errorf("a lease is left on the one replica: %+v", loc)
+	}
+	tm.m.regMu.Lock()
+	blocked := tm.m.reg.blocked(chunkfs.Handle(h), tm.clock.Now())
+	tm.m.regMu.Unlock()
+	if !blocked {
+		t.Error("the chunk is not first in the repair queue")
+	}
+	// With no lease to revoke or fence, the chunk is cloned at once.
+	if revoke, fence, _ := tm.m.planRepairs(false); len(revoke) != 0 || len(fence) != 0 {
+		t.Errorf("the repair waits on a lease: revoke %v, fence %v", revoke, fence)
+	}
+}
+
 // A replica declared dead while a lease is out, back at the same version
 // before the next grant, is not listed to readers nor given the grant:
 // the fenced grant moves the others on and its copy is stale.
