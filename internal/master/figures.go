@@ -42,7 +42,9 @@ func (m *Master) Figures() Figures {
 		}
 	}
 	f.ReadBytes, f.WrittenBytes = m.traffic.totals()
-	f.MetadataBytes = metadataBytes(namespace.Counts{Files: rep.live.Files, Dirs: rep.live.Dirs, Chunks: rep.live.Chunks})
+	// What the trash holds stays in the heap until it is purged.
+	f.MetadataBytes = metadataBytes(namespace.Counts{Files: rep.live.Files + rep.dead.Files,
+		Dirs: rep.live.Dirs + rep.dead.Dirs, Chunks: rep.live.Chunks + rep.dead.Chunks})
 	now := m.cfg.Clock.Now()
 	m.regMu.Lock()
 	defer m.regMu.Unlock()
@@ -84,10 +86,11 @@ func metadataBytes(c namespace.Counts) int64 {
 // Bytes of master heap per registry object, measured by
 // TestRegistryBytesMeasured alike: a chunk's record (its chunkInfo, by
 // value in its chunkTable page, with its page's share) and a replica
-// (its entry in its server's replicaSet).
+// (its entry in its server's replicaSet: 2 bytes where its page's
+// replicas share a version, as chunks written once do; 6 where not).
 const (
 	heapPerChunkRecord = 15
-	heapPerReplica     = 6
+	heapPerReplica     = 2
 )
 
 // registryBytes is the heap a registry of records chunk records and

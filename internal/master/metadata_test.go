@@ -129,16 +129,22 @@ func heapOfRegistry(build func(r *registry)) int64 {
 	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
 }
 
-// buildRegistry registers servers holding chunks, each chunk on repl.
+// buildRegistry registers servers holding chunks, each chunk on repl,
+// all at version 1.
 func buildRegistry(t testing.TB, r *registry, servers, chunks, repl int) {
+	buildRegistryVersions(t, r, servers, chunks, repl, func(chunkfs.Handle) chunkfs.Version { return 1 })
+}
+
+// buildRegistryVersions is buildRegistry with each chunk at version v(h).
+func buildRegistryVersions(t testing.TB, r *registry, servers, chunks, repl int, v func(chunkfs.Handle) chunkfs.Version) {
 	reports := make([][]replica, servers)
 	for c := range chunks {
 		for k := range repl {
 			i := (repl*c + k) % servers
-			reports[i] = append(reports[i], replica{chunkfs.Handle(c + 1), 1})
+			reports[i] = append(reports[i], replica{chunkfs.Handle(c + 1), v(chunkfs.Handle(c + 1))})
 		}
 	}
-	version := func(chunkfs.Handle) (chunkfs.Version, bool) { return 1, true }
+	version := func(h chunkfs.Handle) (chunkfs.Version, bool) { return v(h), true }
 	for i, rep := range reports {
 		id := fmt.Sprintf("cs%03d", i)
 		fig := figures{id: id, addr: id + ":7001", capacity: 1 << 40, free: 1 << 40}

@@ -92,8 +92,12 @@ func (r *registry) leased(h chunkfs.Handle, now time.Time) bool {
 }
 
 // pruneLeases forgets the leases ended by now: a chunk keeps no lease
-// record once its lease cannot be held.
+// record once its lease cannot be held. A Go map keeps the room of its
+// most entries, so when the records fall below a quarter of the most seen
+// at a prune since the map was made (after a burst of writes), they move
+// to a map of their size.
 func (r *registry) pruneLeases(now time.Time) {
+	r.leasesPeak = max(r.leasesPeak, len(r.leases))
 	at := r.stampOf(now)
 	for h, l := range r.leases {
 		if l.expiry <= at {
@@ -103,7 +107,21 @@ func (r *registry) pruneLeases(now time.Time) {
 			}
 		}
 	}
+	r.shrinkLeases()
 	r.leasesKept = len(r.leases)
+}
+
+// shrinkLeases moves the lease records to a map of their size if they
+// take a quarter of the most the map held or less.
+func (r *registry) shrinkLeases() {
+	if r.leasesPeak < minLeasePrune || len(r.leases) > r.leasesPeak/4 {
+		return
+	}
+	m := make(map[chunkfs.Handle]leaseRecord, len(r.leases)) // maps.Clone keeps the room
+	for h, l := range r.leases {
+		m[h] = l
+	}
+	r.leases, r.leasesPeak = m, len(m)
 }
 
 // pendingClone is a re-replication or a balancer move in flight: target
@@ -148,6 +166,7 @@ type registry struct {
 	epoch      time.Time                          // the time stamp 0 stands for (stampOf)
 	leases     map[chunkfs.Handle]leaseRecord     // the lease on record of each chunk that has one, until it ends (pruneLeases)
 	leasesKept int                                // len(leases) after the last pruneLeases
+	leasesPeak int                                // the most lease records a prune found since the map was made
 	busy       map[chunkfs.Handle]int32           // grants or cuts in flight on a chunk: its replicas are not all recorded yet
 	more       map[chunkfs.Handle][]*server       // a chunk's holders beyond its record's three
 	bigTold    map[chunkfs.Handle]chunkfs.Version // versions told of 32 bits or more

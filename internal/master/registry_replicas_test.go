@@ -10,26 +10,34 @@ import (
 	"github.com/chunkfs/chunkfs"
 )
 
-// TestReplicaSetMatchesMap runs random sets, removals and look-ups on a
-// replicaSet and a map side by side: handles bunched in a few pages and
-// spread over many, versions small and above 32 bits.
+// TestReplicaSetMatchesMap runs random sets, removals, look-ups and fits
+// on a replicaSet and a map side by side: handles bunched in a few pages
+// and spread over many, versions mostly one (pages with a common version
+// and odd ones) or all over (pages keeping every version), small and
+// above 32 bits.
 func TestReplicaSetMatchesMap(t *testing.T) {
-	for seed := range uint64(20) {
+	for seed := range uint64(40) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		spread := []uint64{1 << 10, 1 << 18, 1 << 40}[seed%3]
+		mostlyOne := seed%2 == 0
 		var rs replicaSet
 		want := map[chunkfs.Handle]chunkfs.Version{}
 		for range 5000 {
 			h := chunkfs.Handle(rng.Uint64N(spread))
-			switch op := rng.IntN(10); {
-			case op < 5:
+			switch op := rng.IntN(100); {
+			case op == 0:
+				rs.fit()
+			case op < 50:
 				v := chunkfs.Version(rng.Uint64N(10) + 1)
+				if mostlyOne && rng.IntN(10) > 0 {
+					v = 1
+				}
 				if rng.IntN(20) == 0 {
 					v = math.MaxUint32 - 1 + chunkfs.Version(rng.Uint64N(3)) // around the sentinel
 				}
 				rs.set(h, v)
 				want[h] = v
-			case op < 8:
+			case op < 80:
 				rs.remove(h)
 				delete(want, h)
 			default:

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -149,6 +150,39 @@ func TestLeasesPrunedWithoutPlan(t *testing.T) {
 		if got, want := r.leaseOutstanding(h, now), h > chunks-10; got != want {
 			t.Errorf("chunk %d: lease outstanding %v, want %v", h, got, want)
 		}
+	}
+}
+
+// TestEndedLeasesGiveBackTheirRoom grants leases on 100,000 chunks, then
+// lets them all end and prunes: the heap the records took is given back
+// (a Go map keeps the room of its most entries), not kept for good after
+// a burst of writes.
+func TestEndedLeasesGiveBackTheirRoom(t *testing.T) {
+	const chunks = 100_000
+	r := newRegistry(1)
+	buildRegistry(t, r, 1, chunks, 1)
+	s := r.servers["cs000"]
+	now := time.Unix(1000, 0)
+	heap := func() int64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	before := heap()
+	for h := chunkfs.Handle(1); h <= chunks; h++ {
+		r.recordLease(h, s, now.Add(10*time.Second), now)
+	}
+	r.pruneLeases(now)
+	with := heap()
+	r.pruneLeases(now.Add(time.Minute))
+	after := heap()
+	t.Logf("100,000 lease records: %d B, %d B once ended and pruned", with-before, after-before)
+	if len(r.leases) != 0 || with-before < chunks*16 {
+		t.Fatalf("%d records after all ended; the records took %d B, want at least %d", len(r.leases), with-before, chunks*16)
+	}
+	if kept := after - before; kept > (with-before)/10 {
+		t.Errorf("the ended leases' records keep %d of the %d B they took", kept, with-before)
 	}
 }
 

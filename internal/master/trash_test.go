@@ -117,6 +117,22 @@ func TestTrashPurgedOnlyAfterThePeriod(t *testing.T) {
 	}
 }
 
+// TestMetadataBytesCountTheTrash: a file deleted into the trash keeps
+// its heap until it is purged, so Table 2's "metadata at master" does not
+// drop at the delete.
+func TestMetadataBytesCountTheTrash(t *testing.T) {
+	tm := startTrashMaster(t, "", nil)
+	a := tm.startCS("a", "r0")
+	tm.fileWithChunk(a, "/f")
+	before := tm.m.Figures().MetadataBytes
+	if _, err := tm.c.Delete(bg, &pb.DeleteRequest{Caller: alice, Path: "/f"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tm.m.Figures().MetadataBytes; got != before {
+		t.Fatalf("metadata at master %d B with /f in the trash, %d B before the delete", got, before)
+	}
+}
+
 // TestUndeleteOverRPC: undelete within the period brings the file and
 // its chunk back; a taken name, a stranger and bad arguments are refused
 // and change nothing.

@@ -76,9 +76,10 @@ func (c *checker) trash() error {
 		if c.err != nil {
 			return c.err
 		}
-		got := Counts{Files: c.files, Dirs: c.dirs, Chunks: e.sum.Chunks, Bytes: c.bytes}
-		if got != e.sum || e.sum.Chunks < 0 || e.sum.Chunks > c.held {
-			return fmt.Errorf("namespace: %s: counts %+v, tree has %+v holding %d chunks", p, e.sum, got, c.held)
+		sum := e.sum()
+		got := Counts{Files: c.files, Dirs: c.dirs, Chunks: sum.Chunks, Bytes: c.bytes}
+		if got != sum || sum.Chunks > c.held {
+			return fmt.Errorf("namespace: %s: counts %+v, tree has %+v holding %d chunks", p, sum, got, c.held)
 		}
 		dead.Files, dead.Dirs, dead.Chunks, dead.Bytes = dead.Files+got.Files, dead.Dirs+got.Dirs, dead.Chunks+got.Chunks, dead.Bytes+got.Bytes
 	}

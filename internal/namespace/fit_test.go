@@ -108,6 +108,14 @@ func TestInodeSize(t *testing.T) {
 	}
 }
 
+// TestTrashEntrySize pins a trash entry, kept by value, at 64 bytes: a
+// dead file's, beside its inode.
+func TestTrashEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(trashEntry{}); n != 64 {
+		t.Errorf("trash entry is %d bytes, want 64", n)
+	}
+}
+
 // TestInsertedListsKeepLittleRoom creates directories of 100 and 1,000
 // entries in random order: their blocks keep at most an eighth of room
 // spare, beside a slot each (append doubled them: 128 slots for 100).

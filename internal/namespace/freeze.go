@@ -98,9 +98,9 @@ func copyInode(n *inode) *inode {
 type Frozen struct {
 	ns       *Namespace
 	cs       *cowState
-	header   Namespace     // the counters and the safe mode hold at the freeze
-	draining []string      // copied at the freeze
-	trash    []*trashEntry // copied at the freeze; entries never change
+	header   Namespace    // the counters and the safe mode hold at the freeze
+	draining []string     // copied at the freeze
+	trash    []trashEntry // copied at the freeze
 	period   int64
 	nextID   uint64
 	once     sync.Once

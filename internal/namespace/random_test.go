@@ -230,6 +230,35 @@ func buildMillion(tb testing.TB, files int) (*Namespace, float64) {
 	return ns, float64(after.HeapAlloc-before.HeapAlloc) / float64(files)
 }
 
+// BenchmarkHeapPerDeadFile builds 1,000,000 single-chunk files, deletes
+// them one by one into the trash, and reports the heap the namespace
+// takes per dead file (inode, chunk, trash entry and its path).
+func BenchmarkHeapPerDeadFile(b *testing.B) {
+	for range b.N {
+		ns, perFile := buildDead(b, 1_000_000)
+		b.ReportMetric(perFile, "heapB/deadfile")
+		runtime.KeepAlive(ns)
+	}
+}
+
+func buildDead(tb testing.TB, files int) (*Namespace, float64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ns, _ := buildMillion(tb, files)
+	ns.Apply(&Command{Op: OpTrashPeriod, Length: MaxTrashPeriod})
+	c := &Command{}
+	for i := range files {
+		*c = Command{Op: OpTrash, Path: fmt.Sprintf("/d%04d/file%06d", i/1000, i), Time: int64(files + i)}
+		if r := ns.Apply(c); r.Err != nil {
+			tb.Fatal(r.Err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return ns, float64(after.HeapAlloc-before.HeapAlloc) / float64(files)
+}
+
 // TestHeapPerFile holds the namespace to its memory budget (150 bytes per
 // single-chunk file; 136 measured) on 200,000 files; skipped in short mode
 // and under the race detector, which slows it tenfold.

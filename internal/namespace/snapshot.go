@@ -486,7 +486,7 @@ func (s *snapReader) trash(ns *Namespace) {
 	t.nextID = s.uvarint(1<<63 - 1)
 	count := s.uvarint(uint64(s.left())) // an entry takes several bytes
 	for i := uint64(0); i < count && s.err == nil; i++ {
-		e := &trashEntry{id: s.uvarint(t.nextID), path: s.string(chunkfs.MaxPathLen), time: s.varint()}
+		e := trashEntry{id: s.uvarint(t.nextID), path: s.string(chunkfs.MaxPathLen), time: s.varint()}
 		e.uid = uint32(s.uvarint(1<<32 - 1))
 		if s.err != nil {
 			return
@@ -505,18 +505,19 @@ func (s *snapReader) trash(ns *Namespace) {
 			s.fail("trash entry %d: bad root", e.id)
 			return
 		}
-		e.sum = Counts{Files: ns.files - before.Files, Dirs: ns.dirs - before.Dirs, Bytes: ns.bytes - before.Bytes}
+		e.setSum(Counts{Files: ns.files - before.Files, Dirs: ns.dirs - before.Dirs, Bytes: ns.bytes - before.Bytes})
 		t.entries = append(t.entries, e)
 		ns.markDead(e.node, true)
-		ns.moveCounts(e.sum, -1)
+		ns.moveCounts(e.sum(), -1)
 	}
 	if s.err != nil {
 		return
 	}
 	// An entry's chunks are those only its tree holds, as when it was
 	// trashed (treeCounts): counted once every holder is known.
-	for _, e := range t.entries {
-		e.sum.Chunks = ns.treeCounts(e.node).Chunks
-		t.dead.Chunks += e.sum.Chunks
+	for i := range t.entries {
+		e := &t.entries[i]
+		e.chunks = uint32(ns.treeCounts(e.node).Chunks)
+		t.dead.Chunks += int64(e.chunks)
 	}
 }

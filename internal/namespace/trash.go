@@ -25,21 +25,35 @@ const (
 // in one entry: a file in a deleted tree that keeps a name outside it
 // loses its names inside the tree at once.
 type trashBin struct {
-	entries []*trashEntry // by ID, ascending (the order they were deleted in)
+	entries []trashEntry // by ID, ascending (the order they were deleted in)
 	nextID  uint64
 	period  int64  // the grace period, ns; 0: deleting deletes at once
 	dead    Counts // the sum of the entries' counts
 }
 
 // trashEntry is one deleted file or tree. The entry counts as a name of
-// its inode (nlink), as a directory entry would.
+// its inode (nlink), as a directory entry would. It is kept by value, in
+// 64 bytes: what it holds is counted in 32 bits but for the bytes (a tree
+// of 2^32 inodes would not fit the master's memory).
 type trashEntry struct {
-	node *inode
-	path string // where it was deleted from
-	id   uint64
-	time int64  // when it was deleted, Unix ns
-	uid  uint32 // who deleted it
-	sum  Counts // the files, directories, chunks and bytes it holds
+	node  *inode
+	path  string // where it was deleted from
+	id    uint64
+	time  int64  // when it was deleted, Unix ns
+	bytes int64  // the bytes it holds
+	uid   uint32 // who deleted it
+	// The files, directories and chunks it holds.
+	files, dirs, chunks uint32
+}
+
+// sum returns what e holds.
+func (e *trashEntry) sum() Counts {
+	return Counts{Files: int64(e.files), Dirs: int64(e.dirs), Chunks: int64(e.chunks), Bytes: e.bytes}
+}
+
+// setSum records c as what e holds.
+func (e *trashEntry) setSum(c Counts) {
+	e.files, e.dirs, e.chunks, e.bytes = uint32(c.Files), uint32(c.Dirs), uint32(c.Chunks), c.Bytes
 }
 
 // TrashEntry describes one entry of the trash.
@@ -62,7 +76,7 @@ func (ns *Namespace) DeadCounts() Counts { return ns.trash.dead }
 
 // TrashDue reports whether some entry's grace period has passed at now.
 func (ns *Namespace) TrashDue(now int64) bool {
-	return len(ns.trash.entries) > 0 && ns.expired(ns.trash.entries[0], now)
+	return len(ns.trash.entries) > 0 && ns.expired(&ns.trash.entries[0], now)
 }
 
 func (ns *Namespace) expired(e *trashEntry, now int64) bool {
@@ -81,10 +95,12 @@ func (ns *Namespace) Trash(c chunkfs.Caller, after uint64, limit int) (page []Tr
 	if limit <= 0 || limit > MaxListLimit {
 		limit = MaxListLimit
 	}
-	i, _ := slices.BinarySearchFunc(ns.trash.entries, after+1, func(e *trashEntry, id uint64) int {
+	i, _ := slices.BinarySearchFunc(ns.trash.entries, after+1, func(e trashEntry, id uint64) int {
 		return cmpUint(e.id, id)
 	})
-	for _, e := range ns.trash.entries[i:] {
+	es := ns.trash.entries[i:]
+	for k := range es {
+		e := &es[k]
 		if !mayUndelete(&c, e) {
 			continue
 		}
@@ -92,7 +108,7 @@ func (ns *Namespace) Trash(c chunkfs.Caller, after uint64, limit int) (page []Tr
 			return page, true
 		}
 		page = append(page, TrashEntry{ID: e.id, Path: e.path, Time: e.time, Expires: e.time + ns.trash.period,
-			UID: e.uid, Info: e.node.info(base(e.path)), Counts: e.sum})
+			UID: e.uid, Info: e.node.info(base(e.path)), Counts: e.sum()})
 	}
 	return page, false
 }
@@ -139,7 +155,8 @@ func (ns *Namespace) toTrash(c *Command, p string, dir *inode, name string, n *i
 	ns.markDead(n, true)
 	n.nlink = 1 // the entry names it
 	ns.trash.nextID++
-	e := &trashEntry{node: n, path: p, id: ns.trash.nextID, time: c.Time, uid: c.Caller.UID, sum: sum}
+	e := trashEntry{node: n, path: p, id: ns.trash.nextID, time: c.Time, uid: c.Caller.UID}
+	e.setSum(sum)
 	ns.trash.entries = append(ns.trash.entries, e)
 	ns.moveCounts(sum, -1)
 	return e.id
@@ -256,37 +273,37 @@ func (ns *Namespace) treeCounts(n *inode) Counts {
 	return sum
 }
 
-// findTrash returns the entry c names: by ID, or the newest deleted from
-// c.Path that the caller may see.
-func (ns *Namespace) findTrash(op string, c *Command) (int, *trashEntry, error) {
+// findTrash returns the entry c names, and its index: by ID, or the
+// newest deleted from c.Path that the caller may see.
+func (ns *Namespace) findTrash(op string, c *Command) (int, trashEntry, error) {
 	es := ns.trash.entries
 	if c.Index != 0 {
-		i, ok := slices.BinarySearchFunc(es, uint64(c.Index), func(e *trashEntry, id uint64) int { return cmpUint(e.id, id) })
+		i, ok := slices.BinarySearchFunc(es, uint64(c.Index), func(e trashEntry, id uint64) int { return cmpUint(e.id, id) })
 		if !ok || c.Path != "" && es[i].path != c.Path {
-			return 0, nil, chunkfs.E(op, printable(c.Path), chunkfs.KindNotExist, "no such entry in the trash")
+			return 0, trashEntry{}, chunkfs.E(op, printable(c.Path), chunkfs.KindNotExist, "no such entry in the trash")
 		}
-		if !mayUndelete(&c.Caller, es[i]) {
-			return 0, nil, permission(op, es[i].path, "only who deleted it, its owner or the superuser")
+		if !mayUndelete(&c.Caller, &es[i]) {
+			return 0, trashEntry{}, permission(op, es[i].path, "only who deleted it, its owner or the superuser")
 		}
 		return i, es[i], nil
 	}
 	if err := ValidatePath(op, c.Path); err != nil {
-		return 0, nil, err
+		return 0, trashEntry{}, err
 	}
 	denied := false
 	for i := len(es) - 1; i >= 0; i-- {
 		if es[i].path != c.Path {
 			continue
 		}
-		if mayUndelete(&c.Caller, es[i]) {
+		if mayUndelete(&c.Caller, &es[i]) {
 			return i, es[i], nil
 		}
 		denied = true
 	}
 	if denied {
-		return 0, nil, permission(op, c.Path, "only who deleted it, its owner or the superuser")
+		return 0, trashEntry{}, permission(op, c.Path, "only who deleted it, its owner or the superuser")
 	}
-	return 0, nil, chunkfs.E(op, c.Path, chunkfs.KindNotExist, chunkfs.KindNotExist.String()+" in the trash")
+	return 0, trashEntry{}, chunkfs.E(op, c.Path, chunkfs.KindNotExist, chunkfs.KindNotExist.String()+" in the trash")
 }
 
 // undelete brings a trash entry back, at its old path or at c.Target,
@@ -323,7 +340,7 @@ func (ns *Namespace) undelete(c *Command) Result {
 		return fail(op, dst, chunkfs.KindPermission, "")
 	}
 	ns.trash.entries = slices.Delete(ns.trash.entries, i, i+1)
-	ns.moveCounts(e.sum, +1)
+	ns.moveCounts(e.sum(), +1)
 	ns.markDead(e.node, false)
 	ns.touch(e.node)
 	e.node.nlink--
@@ -344,11 +361,12 @@ func (ns *Namespace) purgeTrash(c *Command) Result {
 			return Result{Err: err}
 		}
 		ns.trash.entries = slices.Delete(ns.trash.entries, i, i+1)
-		r.Garbage = ns.purge(e, c.Time, nil)
+		r.Garbage = ns.purge(&e, c.Time, nil)
 		return r
 	}
 	k := 0
-	for _, e := range ns.trash.entries {
+	for i := range ns.trash.entries {
+		e := &ns.trash.entries[i]
 		if k == MaxPurge || !ns.expired(e, c.Time) {
 			break
 		}
@@ -366,7 +384,7 @@ func (ns *Namespace) purgeTrash(c *Command) Result {
 // purge frees entry e's tree through the path a delete takes, appending
 // the chunks that became garbage.
 func (ns *Namespace) purge(e *trashEntry, now int64, garbage []chunkfs.Handle) []chunkfs.Handle {
-	ns.moveCounts(e.sum, +1)
+	ns.moveCounts(e.sum(), +1)
 	ns.touch(e.node)
 	e.node.nlink--
 	return ns.unlinked(e.node, now, garbage)

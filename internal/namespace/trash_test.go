@@ -203,12 +203,14 @@ func TestRestoreRejectsBadTrash(t *testing.T) {
 	s := newTrashTNS(t)
 	s.ok(&Command{Op: OpTrash, Caller: alice, Path: "/alice/f"})
 	// Two entries with one ID, and an entry naming an inode the tree has.
-	e := s.ns.trash.entries[0]
-	s.ns.trash.entries = append(s.ns.trash.entries, &trashEntry{node: e.node, path: "/x", id: e.id, time: 1, sum: e.sum})
+	dup := s.ns.trash.entries[0]
+	dup.path, dup.time = "/x", 1
+	s.ns.trash.entries = append(s.ns.trash.entries, dup)
 	if _, err := Restore(bytes.NewReader(snapshot(t, s.ns))); err == nil {
 		t.Fatal("restore took a trash with a repeated entry")
 	}
 	s.ns.trash.entries = s.ns.trash.entries[:1]
+	e := &s.ns.trash.entries[0]
 	file := e.node
 	e.node = s.ns.lookupForTest("/alice")
 	if err := s.ns.Check(); err == nil {

@@ -68,17 +68,33 @@ func (b *builder) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = b.batches(ctx, b.s.files(), func(i int) *pb.MetaOp {
-		return &pb.MetaOp{Op: &pb.MetaOp_Create{Create: &pb.CreateRequest{Caller: root, Path: b.s.filePath(i), Mode: 0o644, Exclusive: true}}}
+	return b.files(ctx, b.s)
+}
+
+// files makes the files of s, their chunks and lengths.
+func (b *builder) files(ctx context.Context, s shape) error {
+	err := b.batches(ctx, s.files(), func(i int) *pb.MetaOp {
+		return &pb.MetaOp{Op: &pb.MetaOp_Create{Create: &pb.CreateRequest{Caller: root, Path: s.filePath(i), Mode: 0o644, Exclusive: true}}}
 	})
 	if err != nil {
 		return err
 	}
-	if err := b.allChunks(ctx); err != nil {
+	if err := b.allChunks(ctx, s); err != nil {
 		return err
 	}
-	return b.batches(ctx, b.s.files(), func(i int) *pb.MetaOp {
-		return &pb.MetaOp{Op: &pb.MetaOp_CommitLength{CommitLength: &pb.CommitLengthRequest{Caller: root, Path: b.s.filePath(i), Length: b.s.fileLength(i)}}}
+	return b.batches(ctx, s.files(), func(i int) *pb.MetaOp {
+		return &pb.MetaOp{Op: &pb.MetaOp_CommitLength{CommitLength: &pb.CommitLengthRequest{Caller: root, Path: s.filePath(i), Length: s.fileLength(i)}}}
+	})
+}
+
+// trash builds the files of s and deletes them one by one into the
+// trash, chunks and all: Table 2's dead files.
+func (b *builder) trash(ctx context.Context, s shape) error {
+	if err := b.files(ctx, s); err != nil {
+		return err
+	}
+	return b.batches(ctx, s.files(), func(i int) *pb.MetaOp {
+		return &pb.MetaOp{Op: &pb.MetaOp_Delete{Delete: &pb.DeleteRequest{Caller: root, Path: s.filePath(i), FileOnly: true}}}
 	})
 }
 
@@ -103,11 +119,11 @@ func (b *builder) batches(ctx context.Context, n int, op func(int) *pb.MetaOp) e
 	})
 }
 
-// allChunks gives every file its chunks.
-func (b *builder) allChunks(ctx context.Context) error {
-	return parallel(ctx, buildWorkers, b.s.files(), func(ctx context.Context, i int) error {
-		for index := range b.s.chunks[i] {
-			if err := b.chunk(ctx, i, index); err != nil {
+// allChunks gives every file of s its chunks.
+func (b *builder) allChunks(ctx context.Context, s shape) error {
+	return parallel(ctx, buildWorkers, s.files(), func(ctx context.Context, i int) error {
+		for index := range s.chunks[i] {
+			if err := b.chunk(ctx, s, i, index); err != nil {
 				return err
 			}
 		}
@@ -115,16 +131,16 @@ func (b *builder) allChunks(ctx context.Context) error {
 	})
 }
 
-// chunk allocates chunk index of file i and records its length on the
-// replicas the master placed it on.
-func (b *builder) chunk(ctx context.Context, i, index int) error {
-	p := b.s.filePath(i)
+// chunk allocates chunk index of file i of s and records its length on
+// the replicas the master placed it on.
+func (b *builder) chunk(ctx context.Context, s shape, i, index int) error {
+	p := s.filePath(i)
 	resp, err := b.client().PrepareWrite(ctx, &pb.PrepareWriteRequest{Caller: root, Path: p, Index: int64(index)})
 	if err != nil {
 		return fmt.Errorf("prepare write %s chunk %d: %v", p, index, err)
 	}
 	ch := resp.Chunk
-	return b.fleet.Wrote(ch.Replicas, chunkfs.Handle(ch.Handle), b.s.chunkLength(i, index))
+	return b.fleet.Wrote(ch.Replicas, chunkfs.Handle(ch.Handle), s.chunkLength(i, index))
 }
 
 // parallel runs fn(0) … fn(n-1) on workers goroutines and returns the

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/chunkfs/chunkfs"
 )
 
 // Cluster B of the GFS paper's Table 2: what `chunkfs bench metadata`
@@ -42,6 +44,9 @@ type Config struct {
 	// Heartbeat is the chunkservers' heartbeat interval, the master's and
 	// the fleet's alike (the chunkserver's default: 3 s).
 	Heartbeat time.Duration
+	// Lease is the master's lease duration (chunkfs.LeaseDuration: 60
+	// s); the heap is measured once the build's leases have ended.
+	Lease time.Duration
 	// NoSync skips fsync of the masters' logs (tests of the CPU path).
 	NoSync bool
 	// HeapProfile, when set, receives a heap profile (pprof) taken with
@@ -63,6 +68,7 @@ func DefaultConfig() Config {
 	return Config{
 		Scale: 1, Clients: 16, Ops: 50_000, FleetServers: 10_000, ServersPerConn: 10,
 		FleetWorkload: 30 * time.Second, HeartbeatWindow: 9 * time.Second, Heartbeat: 3 * time.Second,
+		Lease:  chunkfs.LeaseDuration,
 		Logger: slog.Default(),
 	}
 }
@@ -84,6 +90,8 @@ func (c Config) Validate() error {
 		return errors.New("bench metadata: --servers-per-conn must be positive")
 	case c.FleetWorkload <= 0 || c.HeartbeatWindow <= 0 || c.Heartbeat <= 0:
 		return errors.New("bench metadata: --workload, --heartbeat-window and --heartbeat must be positive")
+	case c.Lease < 10*time.Millisecond:
+		return errors.New("bench metadata: Lease must be at least 10ms")
 	case c.Logger == nil:
 		return errors.New("bench metadata: Logger is nil")
 	}
@@ -95,8 +103,20 @@ func (c Config) scaled(n, least int) int {
 	return max(int(math.Round(float64(n)*c.Scale)), least)
 }
 
-func (c Config) files() int        { return c.scaled(clusterBFiles, 10) }
-func (c Config) chunks() int       { return max(c.scaled(clusterBChunks, 10), c.files()) }
+func (c Config) files() int     { return c.scaled(clusterBFiles, 10) }
+func (c Config) deadFiles() int { return c.scaled(clusterBDeadFiles, 3) }
+
+// chunks and deadChunks share Table 2's chunks (which counts the dead
+// files' too) between the live and the dead files, as many a file.
+func (c Config) chunks() int {
+	all := max(c.scaled(clusterBChunks, 10), c.files()+c.deadFiles())
+	return max(int(math.Round(float64(all)*float64(c.files())/float64(c.files()+c.deadFiles()))), c.files())
+}
+
+func (c Config) deadChunks() int {
+	return max(c.scaled(clusterBChunks, 10), c.files()+c.deadFiles()) - c.chunks()
+}
+
 func (c Config) servers() int      { return c.scaled(clusterBServers, 3) }
 func (c Config) fleetServers() int { return c.FleetServers }
 func (c Config) ops() int          { return c.scaled(c.Ops, 100) }

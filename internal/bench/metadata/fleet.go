@@ -115,7 +115,7 @@ func (r *metaRun) fleetRun(ctx context.Context) error {
 	defer r.bm.close()
 	fc := fleet.DefaultConfig()
 	fc.Master, fc.Servers, fc.ServersPerConn, fc.IDPrefix = r.bm.addr, n, cfg.ServersPerConn, "fleet-"
-	fc.Logger, fc.OnRegister, fc.Capacity = cfg.Logger, r.regs.note, capacityFor(rep.Bytes, n)
+	fc.Logger, fc.OnRegister, fc.Capacity = cfg.Logger, r.regs.note, capacityFor(rep.stored(), n)
 	fc.HeartbeatInterval = cfg.Heartbeat
 	ff.Interval, ff.ReportSize = fc.HeartbeatInterval, fc.ReportSize
 	fl, err := fleet.New(fc)

@@ -24,11 +24,11 @@ type benchMaster struct {
 }
 
 // masterConfig is the master of `bench metadata`: the defaults, on dir,
-// with the log's fsync unless noSync, heartbeats every heartbeat (dead
+// with the log's fsync unless noSync, leases of lease, heartbeats every heartbeat (dead
 // after ten missed, as the defaults: 3 s and 30 s).
-func masterConfig(dir string, noSync bool, heartbeat time.Duration, log *slog.Logger) master.Config {
+func masterConfig(dir string, noSync bool, heartbeat, lease time.Duration, log *slog.Logger) master.Config {
 	mc := master.DefaultConfig()
-	mc.Dir, mc.NoSync, mc.Logger = dir, noSync, log
+	mc.Dir, mc.NoSync, mc.Logger, mc.LeaseDuration = dir, noSync, log, lease
 	mc.HeartbeatInterval, mc.DeadAfter = heartbeat, 10*heartbeat
 	return mc
 }

@@ -20,12 +20,19 @@ type Report struct {
 	Files, Dirs, Chunks, Servers int   // built: files, directories (with the root's), chunks, chunkservers
 	Bytes                        int64 `json:"bytes"` // the files' data
 	Build                        time.Duration
+	// The dead files: built as the others, then deleted one by one into
+	// the trash, chunks and all (DeadBuild: both).
+	DeadFiles, DeadChunks int
+	DeadBytes             int64 `json:"dead_bytes"`
+	DeadBuild             time.Duration
 
 	Table2 status.Table2 `json:"table2"`
-	// Heap: the master's (what its Close frees, the fleet still running),
-	// the namespace's alone (restored from the checkpoint), the master's
-	// after the restart, and Table 2's formula (master.Figures).
+	// Heap: the master's (what its Close frees), the namespace's alone
+	// (restored from the checkpoint, what dropping it frees), the
+	// master's after the restart, and Table 2's formula (master.Figures);
+	// the fleet paused for the first two.
 	HeapMaster, HeapNamespace, HeapAfterRestart, HeapFormula int64
+	LeaseWait                                                time.Duration // from the operation rates until the build's leases ended
 
 	Rates []OpRate `json:"rates"`
 
@@ -51,12 +58,17 @@ var paperB = map[string]string{
 // in-process), by operation.
 var hdfs = map[string]string{"create": "5.6 k/s", "open": "126 k/s"}
 
+// stored is the data the servers hold: the live and dead files', once.
+func (r *Report) stored() int64 { return r.Bytes + r.DeadBytes }
+
 // Text renders the report: Table 2 beside the paper's, the rates beside
 // HDFS's, and the heap, checkpoint, restart and fleet figures.
 func (r *Report) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chunkfs bench metadata, scale %g: %d files in %d directories, %d chunks, %d simulated chunkservers; built in %s\n",
 		r.Scale, r.Files, r.Dirs, r.Chunks, r.Servers, r.Build.Round(time.Millisecond))
+	fmt.Fprintf(&b, "  and %d dead files of %d chunks, built and deleted one by one into the trash in %s\n",
+		r.DeadFiles, r.DeadChunks, r.DeadBuild.Round(time.Millisecond))
 	fmt.Fprintf(&b, "machine: %d CPUs, load average at start %s (shared: rates are comparable within one run only)\n\n", r.CPUs, r.LoadAvg)
 	r.table2Text(&b)
 	r.heapText(&b)
@@ -74,11 +86,11 @@ func (r *Report) table2Text(b *strings.Builder) {
 		note := ""
 		switch row.Name {
 		case "Number of dead files":
-			note = "out of scope: chunkfs has no trash yet, so deletions leave no dead files"
+			note = fmt.Sprintf("in the trash, with %d chunks beside the live files'", r.DeadChunks)
 		case "Metadata at master":
 			note = "Table 2's formula (master.Figures); measured heap below"
 		case "Used disk space", "Available disk space":
-			note = "reported by the simulated servers: the files' lengths, three replicas"
+			note = "reported by the simulated servers: all files' lengths, three replicas"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", row.Name, row.Value, paperB[row.Name], note)
 	}
@@ -88,9 +100,11 @@ func (r *Report) table2Text(b *strings.Builder) {
 
 func (r *Report) heapText(b *strings.Builder) {
 	perFile := func(n int64) string {
-		return fmt.Sprintf("%s (%.0f B a file, %.0f B a chunk if all were chunks')", status.Bytes(n), float64(n)/float64(r.Files), float64(n)/float64(r.Chunks))
+		files, chunks := r.Files+r.DeadFiles, r.Chunks+r.DeadChunks
+		return fmt.Sprintf("%s (%.0f B a file, %.0f B a chunk if all were chunks')", status.Bytes(n), float64(n)/float64(files), float64(n)/float64(chunks))
 	}
-	fmt.Fprintf(b, "Master heap (runtime.ReadMemStats after a full GC; GFS Cluster B: 60 MB)\n")
+	fmt.Fprintf(b, "Master heap (runtime.ReadMemStats after a full GC, a file or chunk live or dead; GFS Cluster B: 60 MB),\n")
+	fmt.Fprintf(b, "  at rest: %s after the operation rates, the build's leases ended\n", r.LeaseWait.Round(time.Second))
 	fmt.Fprintf(b, "  master, freed by its Close:      %s\n", perFile(r.HeapMaster))
 	fmt.Fprintf(b, "  namespace alone, from checkpoint: %s\n", perFile(r.HeapNamespace))
 	fmt.Fprintf(b, "  master after restart and reports: %s\n", perFile(r.HeapAfterRestart))

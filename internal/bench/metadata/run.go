@@ -51,6 +51,7 @@ type metaRun struct {
 	cfg   Config
 	rep   *Report
 	shape shape
+	dead  shape // the files deleted into the trash
 	bm    *benchMaster
 	fleet *fleet.Fleet
 	regs  registrations
@@ -98,11 +99,13 @@ func (g *registrations) all() (bool, time.Time) {
 // clusterB builds Cluster B, reports on it and restarts its master.
 func (r *metaRun) clusterB(ctx context.Context) error {
 	cfg := r.cfg
-	mc := masterConfig(filepath.Join(cfg.Dir, "clusterb"), cfg.NoSync, cfg.Heartbeat, cfg.Logger)
+	mc := masterConfig(filepath.Join(cfg.Dir, "clusterb"), cfg.NoSync, cfg.Heartbeat, cfg.Lease, cfg.Logger)
 	mc.OnCall = r.obs.observe
 	r.shape = newShape(cfg.files(), cfg.chunks(), mc.ChunkSize)
+	r.dead = deadShape(r.shape, cfg.deadFiles(), cfg.deadChunks())
 	rep := r.rep
 	rep.Files, rep.Dirs, rep.Chunks, rep.Servers, rep.Bytes = r.shape.files(), r.shape.dirs()+1, r.shape.total, cfg.servers(), r.shape.bytes()
+	rep.DeadFiles, rep.DeadChunks, rep.DeadBytes = r.dead.files(), r.dead.total, r.dead.bytes()
 	bm, err := startMaster(mc, "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -112,7 +115,7 @@ func (r *metaRun) clusterB(ctx context.Context) error {
 	fc := fleet.DefaultConfig()
 	fc.Master, fc.Servers, fc.Logger, fc.OnRegister = bm.addr, cfg.servers(), cfg.Logger, r.regs.note
 	fc.HeartbeatInterval = cfg.Heartbeat
-	fc.Capacity = capacityFor(rep.Bytes, fc.Servers)
+	fc.Capacity = capacityFor(rep.stored(), fc.Servers)
 	r.regs.reset(fc.Servers)
 	fl, err := fleet.New(fc)
 	if err != nil {
@@ -124,7 +127,8 @@ func (r *metaRun) clusterB(ctx context.Context) error {
 	if err := r.waitService(ctx, 0); err != nil {
 		return err
 	}
-	r.progress("building %d files, %d chunks on %d simulated chunkservers", rep.Files, rep.Chunks, rep.Servers)
+	r.progress("building %d files, %d chunks on %d simulated chunkservers, and %d dead files of %d chunks",
+		rep.Files, rep.Chunks, rep.Servers, rep.DeadFiles, rep.DeadChunks)
 	if err := r.build(ctx); err != nil {
 		return err
 	}
@@ -135,8 +139,26 @@ func (r *metaRun) clusterB(ctx context.Context) error {
 	if err := r.rates(ctx); err != nil {
 		return err
 	}
-	r.progress("checkpoint, restore and restart")
+	r.progress("waiting for the build's leases to end (%s), then checkpoint, restore and restart", cfg.Lease)
+	if err := r.waitLeases(ctx); err != nil {
+		return err
+	}
 	return r.checkpointAndRestart(ctx)
+}
+
+// waitLeases waits until no lease the build was granted may still be held
+// and two repair rounds have pruned their records: Cluster B at rest,
+// writing nothing, as Table 2 saw it.
+func (r *metaRun) waitLeases(ctx context.Context) error {
+	start := time.Now()
+	for r.bm.m.Figures().Leases > 0 {
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return fmt.Errorf("waiting for the build's leases to end: %v", err)
+		}
+	}
+	err := sleepCtx(ctx, 2*r.bm.cfg.RepairInterval)
+	r.rep.LeaseWait = time.Since(start)
+	return err
 }
 
 // capacityFor is each server's disk for data bytes stored three times on
@@ -145,8 +167,9 @@ func capacityFor(data int64, servers int) int64 {
 	return int64(float64(data) * 3 / float64(servers) / clusterBFull)
 }
 
-// build builds the shape and waits until the master knows every replica's
-// length from the servers' heartbeats.
+// build builds the shape, then the dead files into the trash, and waits
+// until the master knows every replica's length from the servers'
+// heartbeats.
 func (r *metaRun) build(ctx context.Context) error {
 	b, err := newBuilder(r.shape, r.fleet, r.bm.addr, 8)
 	if err != nil {
@@ -158,7 +181,12 @@ func (r *metaRun) build(ctx context.Context) error {
 		return fmt.Errorf("build Cluster B: %v", err)
 	}
 	r.rep.Build = time.Since(start)
-	return r.waitUsed(ctx, 3*r.rep.Bytes)
+	start = time.Now()
+	if err := b.trash(ctx, r.dead); err != nil {
+		return fmt.Errorf("build Cluster B's dead files: %v", err)
+	}
+	r.rep.DeadBuild = time.Since(start)
+	return r.waitUsed(ctx, 3*r.rep.stored())
 }
 
 // waitUsed waits until the servers' reported use reaches used bytes.
@@ -188,9 +216,9 @@ func (r *metaRun) table2(ctx context.Context) error {
 		return err
 	}
 	r.rep.Table2 = t
-	if t.Files != int64(r.rep.Files) || t.Chunks != int64(r.rep.Chunks) || t.Chunkservers != r.rep.Servers {
-		return fmt.Errorf("Table 2 shows %d files, %d chunks, %d chunkservers; built %d, %d, %d",
-			t.Files, t.Chunks, t.Chunkservers, r.rep.Files, r.rep.Chunks, r.rep.Servers)
+	if t.Files != int64(r.rep.Files) || t.DeadFiles != int64(r.rep.DeadFiles) || t.Chunks != int64(r.rep.Chunks+r.rep.DeadChunks) || t.Chunkservers != r.rep.Servers {
+		return fmt.Errorf("Table 2 shows %d files, %d dead, %d chunks, %d chunkservers; built %d, %d, %d, %d",
+			t.Files, t.DeadFiles, t.Chunks, t.Chunkservers, r.rep.Files, r.rep.DeadFiles, r.rep.Chunks+r.rep.DeadChunks, r.rep.Servers)
 	}
 	r.rep.HeapFormula = r.bm.m.Figures().MetadataBytes
 	return nil
@@ -240,13 +268,16 @@ func heapNow() int64 {
 
 // checkpointAndRestart times a checkpoint, measures the master's heap (the
 // heap freed when it closes), times the checkpoint's restore alone and
-// the namespace's heap after it, then restarts the master and times it
-// until every chunk is located from the servers' reports.
+// measures the namespace's heap, then restarts the master and times it
+// until every chunk is located from the servers' reports. The fleet is
+// paused from the first heap reading to the restart, so that its calls
+// allocate nothing between two readings.
 func (r *metaRun) checkpointAndRestart(ctx context.Context) error {
 	rep := r.rep
 	if err := r.writeHeapProfile(); err != nil {
 		return err
 	}
+	r.fleet.Pause(true)
 	withMaster := heapNow()
 	start := time.Now()
 	if err := r.bm.m.Snapshot(); err != nil {
@@ -261,11 +292,12 @@ func (r *metaRun) checkpointAndRestart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.restoreAlone(snap); err != nil {
+	without, err := r.restoreAlone(snap)
+	if err != nil {
 		return err
 	}
-	without := heapNow()
 	r.regs.reset(r.fleet.Len())
+	r.fleet.Pause(false)
 	reg0, regs0 := r.obs.regNs.Load(), r.obs.regs.Load()
 	start = time.Now()
 	open, err := r.bm.restart()
@@ -283,37 +315,42 @@ func (r *metaRun) checkpointAndRestart(ctx context.Context) error {
 }
 
 // restoreAlone times restoring the checkpoint file into a namespace of
-// its own, with nothing else running, and measures that namespace's heap.
+// its own, with nothing else running, and measures that namespace's heap
+// as what dropping it frees: the heap after a full collection with it,
+// then without it, nothing else between. It returns the second reading.
 // The master here is on plain TCP with no token keys, so after the log's
 // header its checkpoint is the namespace's alone (master.state.Snapshot).
-func (r *metaRun) restoreAlone(path string) error {
+func (r *metaRun) restoreAlone(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	r.rep.CheckpointBytes = st.Size()
 	var index [8]byte // the log's header: the applied index (oplog's fsmAdapter)
 	if _, err := io.ReadFull(f, index[:]); err != nil {
-		return fmt.Errorf("read %s: %v", path, err)
+		return 0, fmt.Errorf("read %s: %v", path, err)
 	}
-	before := heapNow()
 	start := time.Now()
 	ns, err := namespace.Restore(f)
 	if err != nil {
-		return fmt.Errorf("restore %s: %v", path, err)
+		return 0, fmt.Errorf("restore %s: %v", path, err)
 	}
 	r.rep.Restore = time.Since(start)
-	r.rep.HeapNamespace = heapNow() - before
-	if c := ns.Counts(); c.Files != int64(r.rep.Files) || c.Chunks != int64(r.rep.Chunks) {
-		return fmt.Errorf("checkpoint holds %d files and %d chunks; built %d and %d", c.Files, c.Chunks, r.rep.Files, r.rep.Chunks)
+	with := heapNow()
+	c, dead := ns.Counts(), ns.DeadCounts()
+	runtime.KeepAlive(ns) // and not after: the next reading is without it
+	without := heapNow()
+	r.rep.HeapNamespace = with - without
+	if c.Files != int64(r.rep.Files) || c.Chunks != int64(r.rep.Chunks) || dead.Files != int64(r.rep.DeadFiles) || dead.Chunks != int64(r.rep.DeadChunks) {
+		return 0, fmt.Errorf("checkpoint holds %d files and %d chunks, %d and %d dead; built %d and %d, %d and %d",
+			c.Files, c.Chunks, dead.Files, dead.Chunks, r.rep.Files, r.rep.Chunks, r.rep.DeadFiles, r.rep.DeadChunks)
 	}
-	runtime.KeepAlive(ns)
-	return nil
+	return without, nil
 }
 
 // latestSnapshot is the newest checkpoint's state file in dir.

@@ -20,11 +20,12 @@ type shape struct {
 	chunkSize int64
 	chunks    []int // chunks of file i
 	total     int   // chunks of all files
+	spread    int   // dead files: the live shape's directories they are dealt over; 0: live files
 }
 
 // newShape plans files files holding chunks chunks in all. GFS gives only
-// the totals (Cluster B: 2.1 chunks a file, "its files tend to be
-// larger"), so the counts follow a geometric distribution of that mean,
+// the totals (Cluster B: 1.6 chunks a file, dead ones counted; "its
+// files tend to be larger"), so the counts follow a geometric distribution of that mean,
 // by quantile (file i takes the (i+½)/files quantile), cut at
 // maxFileChunks, and corrected by one chunk here and there to the exact
 // total.
@@ -55,6 +56,15 @@ func newShape(files, chunks int, chunkSize int64) shape {
 	return s
 }
 
+// deadShape plans files dead files holding chunks chunks, dealt over
+// live's directories (file i in directory i mod their number), among the
+// live files: the files `bench metadata` deletes into the trash.
+func deadShape(live shape, files, chunks int) shape {
+	s := newShape(files, chunks, live.chunkSize)
+	s.spread = live.dirs()
+	return s
+}
+
 func (s shape) files() int { return len(s.chunks) }
 func (s shape) dirs() int  { return (s.files() + filesPerDir - 1) / filesPerDir }
 
@@ -62,6 +72,9 @@ func dirPath(d int) string { return fmt.Sprintf("%s/d%05d", shapeRoot, d) }
 
 // filePath is file i's path.
 func (s shape) filePath(i int) string {
+	if s.spread > 0 {
+		return fmt.Sprintf("%s/x%03d", dirPath(i%s.spread), i/s.spread)
+	}
 	return fmt.Sprintf("%s/f%03d", dirPath(i/filesPerDir), i%filesPerDir)
 }
 
