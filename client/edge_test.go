@@ -12,14 +12,23 @@ import (
 )
 
 // TestPBOnlyAtTheEdge: only the edge files, named *_rpc.go, import the
-// generated wire types; the rest of the client reasons in its own.
+// generated wire types, and they hold only the edge's work
+// (wiretest.OffTheWire); the rest of the client reasons in its own.
 func TestPBOnlyAtTheEdge(t *testing.T) {
-	bad, read, err := wiretest.OutsideEdge(".", func(f string) bool { return strings.HasSuffix(f, "_rpc.go") })
+	edge := func(f string) bool { return strings.HasSuffix(f, "_rpc.go") }
+	bad, read, err := wiretest.OutsideEdge(".", edge)
 	if err != nil || read < 10 {
 		t.Fatalf("read %d files: %v", read, err)
 	}
 	for _, f := range bad {
 		t.Errorf("%s imports pb: make the call in an _rpc.go file, in the client's types", f)
+	}
+	off, err := wiretest.OffTheWire(".", edge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range off {
+		t.Errorf("%s does not touch the wire: logic belongs in a domain file", f)
 	}
 }
 

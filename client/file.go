@@ -76,6 +76,18 @@ type CreateOptions struct {
 	// its first chunk on; 0 takes its directory's. An existing file keeps
 	// its own.
 	Replication int
+	// Time is a new file's atime and mtime (as a FUSE mount answered an
+	// asynchronous create); zero takes the master's clock. An existing
+	// file keeps its own.
+	Time time.Time
+}
+
+// unixNano is t in Unix ns, 0 for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // OpenFileWith is OpenFile that creates a new file with o.
@@ -99,9 +111,9 @@ func (c *Client) OpenFileInfo(ctx context.Context, path string, flag int, perm f
 // O_CREATE, the attributes of path's parent directory just after the
 // create, as the master saw them (nil when it did not say, or without
 // O_CREATE), as RemoveParent does: the FUSE mount answers the kernel's
-// next look at the directory with them.
-func (c *Client) OpenFileParent(ctx context.Context, path string, flag int, perm fs.FileMode) (f *File, fi, parent *chunkfs.FileInfo, err error) {
-	return c.openFile(ctx, path, flag, perm, CreateOptions{})
+// next look at the directory with them. A file it makes gets o.Time.
+func (c *Client) OpenFileParent(ctx context.Context, path string, flag int, perm fs.FileMode, o CreateOptions) (f *File, fi, parent *chunkfs.FileInfo, err error) {
+	return c.openFile(ctx, path, flag, perm, CreateOptions{Time: o.Time})
 }
 
 func (c *Client) openFile(ctx context.Context, path string, flag int, perm fs.FileMode, o CreateOptions) (*File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
@@ -193,6 +205,7 @@ func (c *Client) create(ctx context.Context, path string, flag int, perm fs.File
 		path: path, mode: uint32(perm & modeBits &^ c.cfg.Umask),
 		exclusive: flag&os.O_EXCL != 0, truncate: flag&os.O_TRUNC != 0, replication: uint32(o.Replication),
 		firstChunk: true, // opened to write: its chunk 0 comes in the create's log entry
+		time:       unixNano(o.Time),
 	})
 	if err != nil {
 		return nil, nil, wrapOp("create", path, err)

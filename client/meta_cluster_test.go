@@ -9,9 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/chunkfstest"
+	"github.com/chunkfs/chunkfs/client"
 )
 
 // TestConcurrentMetadataThroughOneClient: 64 goroutines share one client,
@@ -117,7 +119,7 @@ func TestOpenFileParent(t *testing.T) {
 	if err := c.Mkdir(ctx, "/d", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, fi, parent, err := c.OpenFileParent(ctx, "/d/new", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, fi, parent, err := c.OpenFileParent(ctx, "/d/new", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644, client.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,13 +131,46 @@ func TestOpenFileParent(t *testing.T) {
 	if fi.Name() != "new" || parent == nil || parent.Inode != st.Inode || !parent.MTime.Equal(st.MTime) || parent.FileMode != st.FileMode {
 		t.Errorf("create: file %v, parent %v; a stat of the directory says %v", fi, parent, st)
 	}
-	f, _, parent, err = c.OpenFileParent(ctx, "/d/new", os.O_RDONLY, 0)
+	f, _, parent, err = c.OpenFileParent(ctx, "/d/new", os.O_RDONLY, 0, client.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
 	if parent != nil {
 		t.Errorf("open without O_CREATE: parent %v", parent)
+	}
+}
+
+// TestCreateTime: a file made with CreateOptions.Time has that atime and
+// mtime, its ctime the master's; the time does not touch a file that
+// exists (even truncated), and a zero time is the master's clock.
+func TestCreateTime(t *testing.T) {
+	tc := chunkfstest.NewCluster(t, chunkfstest.Chunkservers(1), chunkfstest.Replication(1))
+	c, ctx := tc.Client(), context.Background()
+	at := time.Date(2001, 2, 3, 4, 5, 6, 7, time.UTC)
+	create := func(p string, flag int, o client.CreateOptions) *chunkfs.FileInfo {
+		t.Helper()
+		f, _, _, err := c.OpenFileParent(ctx, p, os.O_RDWR|os.O_CREATE|flag, 0o644, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		fi, err := c.Stat(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	fi := create("/timed", os.O_EXCL, client.CreateOptions{Time: at})
+	if !fi.MTime.Equal(at) || !fi.ATime.Equal(at) || !fi.CTime.After(at) {
+		t.Errorf("made with %v: mtime %v, atime %v, ctime %v", at, fi.MTime, fi.ATime, fi.CTime)
+	}
+	before := time.Now().Add(-time.Minute)
+	if fi := create("/now", os.O_EXCL, client.CreateOptions{}); fi.MTime.Before(before) {
+		t.Errorf("made with no time: mtime %v, want the master's clock", fi.MTime)
+	}
+	if fi := create("/now", os.O_TRUNC, client.CreateOptions{Time: at}); fi.MTime.Equal(at) || fi.ATime.Equal(at) {
+		t.Errorf("an existing file truncated took the create's time: mtime %v, atime %v", fi.MTime, fi.ATime)
 	}
 }
 

@@ -22,6 +22,7 @@ type createSpec struct {
 	firstChunk    bool   // opened to write: chunk 0 comes with the create
 	rdev          uint32 // a device node's number
 	symlinkTarget string // non-empty: a symbolic link
+	time          int64  // a new file's atime and mtime, Unix ns; 0: the master's clock
 }
 
 // attrChange is what a set-attributes call changes: nil fields stay.
@@ -41,7 +42,7 @@ type renameFlags struct{ noReplace, exchange bool }
 func (c *Client) createCall(ctx context.Context, s createSpec) (fi, parent *chunkfs.FileInfo, err error) {
 	resp, err := c.master.Create(ctx, &pb.CreateRequest{Caller: c.caller, Path: s.path, Mode: s.mode,
 		Replication: s.replication, Exclusive: s.exclusive, Truncate: s.truncate, FirstChunk: s.firstChunk,
-		Rdev: s.rdev, SymlinkTarget: s.symlinkTarget})
+		Rdev: s.rdev, SymlinkTarget: s.symlinkTarget, TimeNs: s.time})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -34,17 +34,24 @@ func TestMountCloseSyncFlag(t *testing.T) {
 	}
 }
 
-func TestMountAsyncCloseFlag(t *testing.T) {
-	o, err := mountFlags([]string{"--insecure", "/mnt"})
-	if err != nil || o.fuse.AsyncClose != 0 {
-		t.Fatalf("default: %d, %v; want 0 (close waits)", o.fuse.AsyncClose, err)
-	}
-	if o, err = mountFlags([]string{"--insecure", "--async-close", "16", "/mnt"}); err != nil || o.fuse.AsyncClose != 16 {
-		t.Errorf("--async-close 16: %d, %v", o.fuse.AsyncClose, err)
-	}
-	for _, bad := range []string{"-1", "5000", "x"} {
-		if _, err := mountFlags([]string{"--insecure", "--async-close", bad, "/mnt"}); err == nil || strings.Contains(err.Error(), "\n") {
-			t.Errorf("--async-close %s: %v, want a one-line error", bad, err)
+// TestMountAsyncFlags: --async-close and --async-create are off by
+// default, take a count, and refuse one out of range in one line.
+func TestMountAsyncFlags(t *testing.T) {
+	for flag, get := range map[string]func(o mountOptions) int{
+		"--async-close":  func(o mountOptions) int { return o.fuse.AsyncClose },
+		"--async-create": func(o mountOptions) int { return o.fuse.AsyncCreate },
+	} {
+		o, err := mountFlags([]string{"--insecure", "/mnt"})
+		if err != nil || get(o) != 0 {
+			t.Fatalf("%s default: %d, %v; want 0 (off)", flag, get(o), err)
+		}
+		if o, err = mountFlags([]string{"--insecure", flag, "16", "/mnt"}); err != nil || get(o) != 16 {
+			t.Errorf("%s 16: %d, %v", flag, get(o), err)
+		}
+		for _, bad := range []string{"-1", "5000", "x"} {
+			if _, err := mountFlags([]string{"--insecure", flag, bad, "/mnt"}); err == nil || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s %s: %v, want a one-line error", flag, bad, err)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package chunkserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -312,12 +313,12 @@ func (s *Server) mutationData(m mutation) (data []byte, sums []uint32, release f
 	return s.buf.take(m.Data, m.Length)
 }
 
-// applyLocal applies a mutation to the local replica (st its state). sums, if not nil,
-// are the block sums of data checked on its arrival; they become the stored
-// checksums where the write covers whole blocks, so the checksums kept are
-// those the client computed. Whether it failed for want of space is noted
-// for ChunkInfo: the master, probing the replicas after the writer's
-// failure, takes this one out of the lease.
+// applyLocal applies a mutation to the local replica (st its state).
+// sums, if not nil, are the block sums of data checked on its arrival;
+// they become the stored checksums where the write covers whole blocks, so
+// the checksums kept are those the client computed. A failure for want of
+// space is noted for ChunkInfo: the master, probing the replicas after the
+// writer's failure, takes this one out of the lease.
 func (s *Server) applyLocal(st *chunkState, m mutation, data []byte, sums []uint32) error {
 	var err error
 	if m.Pad {
@@ -327,11 +328,11 @@ func (s *Server) applyLocal(st *chunkState, m mutation, data []byte, sums []uint
 	}
 	switch {
 	case err == nil:
-		st.noteNoSpace(false)
+		st.noteNoSpace(time.Time{})
 	case chunkfs.KindOf(err) == chunkfs.KindChecksum:
 		s.reporter.corrupt(m.Handle)
 	case chunkfs.KindOf(err) == chunkfs.KindNoSpace:
-		st.noteNoSpace(true)
+		st.noteNoSpace(s.cfg.Clock.Now())
 	}
 	return err
 }
@@ -356,12 +357,28 @@ func (s *Server) toSecondaries(ctx context.Context, secondaries []string, call f
 				cancel()
 			}
 			if err != nil {
-				err = fmt.Errorf("secondary %s: %w", addr, err)
+				err = atSecondary(addr, err)
 			}
 			out <- err
 		}()
 	}
 	return out
+}
+
+// atSecondary names secondary addr in err, its call's failure, keeping its
+// kind, operation and path. The wire carries a chunkfs error's own fields
+// and cause's message alone, so the name goes in the cause: a wrap around
+// the error would not reach the client.
+func atSecondary(addr string, err error) error {
+	var e *chunkfs.Error
+	if !errors.As(err, &e) {
+		return fmt.Errorf("secondary %s: %w", addr, err)
+	}
+	cause := e.Err
+	if cause == nil {
+		cause = errors.New(e.Kind.String())
+	}
+	return &chunkfs.Error{Op: e.Op, Path: e.Path, Kind: e.Kind, Err: fmt.Errorf("secondary %s: %w", addr, cause)}
 }
 
 // apply applies one mutation ordered by the primary, as a secondary.
@@ -436,7 +453,7 @@ func (s *Server) replicaState(h chunkfs.Handle) (replicaState, error) {
 	}
 	now := s.cfg.Clock.Now()
 	primary, until := s.state(h).lease(now)
-	r := replicaState{Version: in.Version, Length: in.Length, Primary: primary, NoSpace: s.state(h).outOfSpace()}
+	r := replicaState{Version: in.Version, Length: in.Length, Primary: primary, NoSpace: s.state(h).outOfSpace(now)}
 	if primary {
 		r.LeaseLeft = until.Sub(now)
 	}

@@ -60,7 +60,7 @@ func (tc *testCluster) beatOf(i int) *pb.HeartbeatRequest {
 // TestChunkInfoTellsNoSpace: a replica whose last mutation failed for
 // want of space says so in ChunkInfo (the master's probe after the
 // writer's failure takes it out of the lease); the others do not, and it
-// stops saying so once a mutation succeeds there.
+// stops saying so once a mutation succeeds there, or noSpaceFor later.
 func TestChunkInfoTellsNoSpace(t *testing.T) {
 	tc, fss := newMemCluster(t, 3)
 	tc.grant(1, 1)
@@ -90,8 +90,19 @@ func TestChunkInfoTellsNoSpace(t *testing.T) {
 	if got := noSpace(); !slices.Equal(got, []bool{false, false, true}) {
 		t.Fatalf("no space after the failed write: %v, want only the full secondary", got)
 	}
+	tc.clock.Advance(noSpaceFor)
+	if got := noSpace(); slices.Contains(got, true) {
+		t.Fatalf("no space %v after the failure: %v", noSpaceFor, got)
+	}
+	tc.grant(1, 2) // the lease ended meanwhile
+	if err := tc.write(1, 2, 4, []byte("does not")); chunkfs.KindOf(err) != chunkfs.KindNoSpace {
+		t.Fatalf("write with a secondary full: %v, want KindNoSpace", err)
+	}
+	if got := noSpace(); !slices.Equal(got, []bool{false, false, true}) {
+		t.Fatalf("no space after the second failed write: %v, want only the full secondary", got)
+	}
 	fss[2].SetFault(nil)
-	if err := tc.write(1, 1, 4, []byte("room again")); err != nil {
+	if err := tc.write(1, 2, 4, []byte("room again")); err != nil {
 		t.Fatal(err)
 	}
 	if got := noSpace(); slices.Contains(got, true) {

@@ -25,7 +25,7 @@ type chunkState struct {
 	serialOf     chunkfs.Version // version the serial counts belong to
 	serial       uint64          // primary: last assigned; secondary: last applied
 	mutated      bool            // mutated as primary since the last heartbeat
-	noSpace      bool            // the last mutation applied here failed for want of space
+	noSpaceAt    time.Time       // when the last mutation applied here failed for want of space; zero if it did not
 }
 
 // state returns chunk h's state, creating it on first use.
@@ -92,20 +92,26 @@ func (st *chunkState) noteMutated() {
 	st.mutated = true
 }
 
-// noteNoSpace records whether the last mutation applied here failed for
-// want of space.
-func (st *chunkState) noteNoSpace(failed bool) {
+// noSpaceFor is how long a mutation that failed here for want of space
+// is told of (outOfSpace): the master's probe follows the writer's
+// failure within seconds, and a failure older than that is no news of
+// the disk as it is.
+const noSpaceFor = time.Minute
+
+// noteNoSpace records when the last mutation applied here failed for want
+// of space: at, or zero when it did not.
+func (st *chunkState) noteNoSpace(at time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.noSpace = failed
+	st.noSpaceAt = at
 }
 
 // outOfSpace reports whether the last mutation applied here failed for
-// want of space.
-func (st *chunkState) outOfSpace() bool {
+// want of space within noSpaceFor of now.
+func (st *chunkState) outOfSpace(now time.Time) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.noSpace
+	return !st.noSpaceAt.IsZero() && now.Sub(st.noSpaceAt) < noSpaceFor
 }
 
 // acceptSerial checks that serial follows the last applied one (secondary).

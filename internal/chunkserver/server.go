@@ -348,6 +348,31 @@ func (s *Server) enter() (done func(), err error) {
 	}, nil
 }
 
+// admit enters a call (enter) if check, the caller's check, passes;
+// done ends it.
+func (s *Server) admit(check func() error) (done func(), err error) {
+	if done, err = s.enter(); err != nil {
+		return nil, err
+	}
+	if err := check(); err != nil {
+		done()
+		return nil, err
+	}
+	return done, nil
+}
+
+// peer is a link to the chunkserver at addr.
+func (s *Server) peer(addr string) (peerLink, error) {
+	c, err := s.peers.ChunkServer(addr)
+	return peerLink{c}, err
+}
+
+// master is a link to the master at addr.
+func (s *Server) master(addr string) (masterLink, error) {
+	c, err := s.peers.Master(addr)
+	return masterLink{c}, err
+}
+
 // callCtx bounds a call to a master or a peer.
 func (s *Server) callCtx(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(parent, s.cfg.RPCTimeout)

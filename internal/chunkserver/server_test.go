@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -158,8 +159,12 @@ func TestFencedSecondaryRefusesItsLostPrimary(t *testing.T) {
 	if _, err := tc.cs(1).Lease(context.Background(), &pb.LeaseRequest{Handle: 1, Version: 2}); err != nil {
 		t.Fatalf("fence: %v", err)
 	}
-	if err := tc.write(1, 1, 0, []byte("lost!!")); chunkfs.KindOf(err) != chunkfs.KindStale {
+	err := tc.write(1, 1, 0, []byte("lost!!"))
+	if chunkfs.KindOf(err) != chunkfs.KindStale {
 		t.Fatalf("a write through the lost primary after the fence: %v, want refused as stale", err)
+	}
+	if !strings.Contains(err.Error(), "secondary "+tc.addrs[1]) {
+		t.Errorf("the writer's error %q does not name the secondary that refused, %s", err, tc.addrs[1])
 	}
 	if got := tc.replica(1, 1, 2); !bytes.Equal(got, []byte("before")) {
 		t.Fatalf("the fenced replica holds %q, want %q", got, "before")

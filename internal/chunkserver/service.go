@@ -9,9 +9,10 @@ import (
 )
 
 // control implements the gRPC ChunkServer service. Each handler converts
-// its request (wire.go), admits the call once the caller passes its check,
-// runs the server's own method and converts the answer back. An empty
-// answer goes back with the error, which gRPC then sends instead.
+// its request (wire.go), admits the call once the caller passes its check
+// (Server.enterNode, enterClient), runs the server's own method and
+// converts the answer back. An empty answer goes back with the error,
+// which gRPC then sends instead.
 type control struct {
 	pb.UnimplementedChunkServerServer
 	s *Server
@@ -20,34 +21,11 @@ type control struct {
 // registerControl puts the ChunkServer service on the server's gRPC server.
 func (s *Server) registerControl() { pb.RegisterChunkServerServer(s.grpc, &control{s: s}) }
 
-// admit admits a call (Server.enter) if check, the caller's check,
-// passes; done ends it.
-func (c *control) admit(check func() error) (done func(), err error) {
-	if done, err = c.s.enter(); err != nil {
-		return nil, err
-	}
-	if err := check(); err != nil {
-		done()
-		return nil, err
-	}
-	return done, nil
-}
-
-// node admits a call only masters and chunkservers make.
-func (c *control) node(ctx context.Context, op string, h chunkfs.Handle) (done func(), err error) {
-	return c.admit(func() error { return c.s.nodeOnly(ctx, op, h) })
-}
-
-// client admits a client's call about chunk h, which needs access want.
-func (c *control) client(ctx context.Context, op string, h chunkfs.Handle, tok []byte, want token.Access) (done func(), err error) {
-	return c.admit(func() error { return c.s.authorize(ctx, op, h, tok, want) })
-}
-
 // Lease sets a chunk's version (creating the chunk if asked) and makes this
 // server its primary for lease_ms, or a secondary when lease_ms is 0.
 func (c *control) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
-	g := leaseFromPB(req)
-	done, err := c.node(ctx, "lease", g.Handle)
+	g := leaseFrom(req)
+	done, err := c.s.enterNode(ctx, "lease", g.Handle)
 	if err != nil {
 		return nil, err
 	}
@@ -56,13 +34,13 @@ func (c *control) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseRes
 	if err != nil {
 		return nil, err
 	}
-	return leaseToPB(length), nil
+	return leaseTo(length), nil
 }
 
 // Write applies pushed data at an offset as the chunk's primary.
 func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteResponse, error) {
-	r := writeFromPB(req)
-	done, err := c.client(ctx, "write", r.Handle, r.Token, token.Write)
+	r := writeFrom(req)
+	done, err := c.s.enterClient(ctx, "write", r.Handle, r.Token, token.Write)
 	if err != nil {
 		return nil, err
 	}
@@ -72,8 +50,8 @@ func (c *control) Write(ctx context.Context, req *pb.WriteRequest) (*pb.WriteRes
 
 // Append appends pushed data as one record at an offset the primary picks.
 func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.AppendResponse, error) {
-	r := appendFromPB(req)
-	done, err := c.client(ctx, "append", r.Handle, r.Token, token.Write)
+	r := appendFrom(req)
+	done, err := c.s.enterClient(ctx, "append", r.Handle, r.Token, token.Write)
 	if err != nil {
 		return nil, err
 	}
@@ -82,13 +60,13 @@ func (c *control) Append(ctx context.Context, req *pb.AppendRequest) (*pb.Append
 	if err != nil {
 		return nil, err
 	}
-	return appendToPB(off), nil
+	return appendTo(off), nil
 }
 
 // Reserve reserves room in the chunk for a record about to be pushed.
 func (c *control) Reserve(ctx context.Context, req *pb.ReserveRequest) (*pb.ReserveResponse, error) {
-	r := reserveFromPB(req)
-	done, err := c.client(ctx, "reserve", r.Handle, r.Token, token.Write)
+	r := reserveFrom(req)
+	done, err := c.s.enterClient(ctx, "reserve", r.Handle, r.Token, token.Write)
 	if err != nil {
 		return nil, err
 	}
@@ -98,8 +76,8 @@ func (c *control) Reserve(ctx context.Context, req *pb.ReserveRequest) (*pb.Rese
 
 // Apply applies one mutation ordered by the primary.
 func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
-	m := mutationFromPB(req)
-	done, err := c.node(ctx, "apply", m.Handle)
+	m := mutationFrom(req)
+	done, err := c.s.enterNode(ctx, "apply", m.Handle)
 	if err != nil {
 		return nil, err
 	}
@@ -109,8 +87,8 @@ func (c *control) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyRes
 
 // Sync makes this replica, then every secondary named, fsync the chunk.
 func (c *control) Sync(ctx context.Context, req *pb.SyncRequest) (*pb.SyncResponse, error) {
-	r := syncFromPB(req)
-	done, err := c.client(ctx, "sync", r.Handle, r.Token, token.Write)
+	r := syncFrom(req)
+	done, err := c.s.enterClient(ctx, "sync", r.Handle, r.Token, token.Write)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +98,8 @@ func (c *control) Sync(ctx context.Context, req *pb.SyncRequest) (*pb.SyncRespon
 
 // Truncate cuts a chunk to a length at a version the master has bumped.
 func (c *control) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.TruncateResponse, error) {
-	t := truncationFromPB(req)
-	done, err := c.node(ctx, "truncate", t.Handle)
+	t := truncationFrom(req)
+	done, err := c.s.enterNode(ctx, "truncate", t.Handle)
 	if err != nil {
 		return nil, err
 	}
@@ -131,8 +109,8 @@ func (c *control) Truncate(ctx context.Context, req *pb.TruncateRequest) (*pb.Tr
 
 // ChunkInfo describes the replica and any lease held on it.
 func (c *control) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.ChunkInfoResponse, error) {
-	h, tok := chunkInfoFromPB(req)
-	done, err := c.client(ctx, "chunk info", h, tok, token.Read)
+	h, tok := chunkInfoFrom(req)
+	done, err := c.s.enterClient(ctx, "chunk info", h, tok, token.Read)
 	if err != nil {
 		return nil, err
 	}
@@ -141,23 +119,24 @@ func (c *control) ChunkInfo(ctx context.Context, req *pb.ChunkInfoRequest) (*pb.
 	if err != nil {
 		return nil, err
 	}
-	return chunkInfoToPB(r), nil
+	return chunkInfoTo(r), nil
 }
 
 // DeleteChunks deletes replicas; unknown handles are ignored.
 func (c *control) DeleteChunks(ctx context.Context, req *pb.DeleteChunksRequest) (*pb.DeleteChunksResponse, error) {
-	done, err := c.node(ctx, "delete chunks", 0)
+	done, err := c.s.enterNode(ctx, "delete chunks", 0)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	return &pb.DeleteChunksResponse{}, c.s.deleteChunks(handlesFromPB(req.Handles))
+	return &pb.DeleteChunksResponse{}, c.s.deleteChunks(handlesFrom(req.Handles))
 }
 
-// Clone makes this server a new replica of a chunk pulled from a source.
+// CopyChunk copies a replica locally under a new handle (a snapshot's
+// copy on write).
 func (c *control) CopyChunk(ctx context.Context, req *pb.CopyChunkRequest) (*pb.CopyChunkResponse, error) {
 	h := chunkfs.Handle(req.Handle)
-	done, err := c.node(ctx, "copy chunk", h)
+	done, err := c.s.enterNode(ctx, "copy chunk", h)
 	if err != nil {
 		return nil, err
 	}
@@ -169,9 +148,10 @@ func (c *control) CopyChunk(ctx context.Context, req *pb.CopyChunkRequest) (*pb.
 	return &pb.CopyChunkResponse{Length: n}, nil
 }
 
+// Clone makes this server a new replica of a chunk pulled from a source.
 func (c *control) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneResponse, error) {
-	o := cloneFromPB(req)
-	done, err := c.node(ctx, "clone", o.Handle)
+	o := cloneFrom(req)
+	done, err := c.s.enterNode(ctx, "clone", o.Handle)
 	if err != nil {
 		return nil, err
 	}
@@ -180,5 +160,5 @@ func (c *control) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneRes
 	if err != nil {
 		return nil, err
 	}
-	return cloneToPB(n), nil
+	return cloneTo(n), nil
 }

@@ -218,7 +218,7 @@ func (s *Server) checkToken(op string, h chunkfs.Handle, tok []byte, want token.
 // held, and waits for it (tokenKeys); it reports whether the key is held
 // then.
 func (s *Server) awaitKey(id uint32) bool {
-	ask := s.keys.ask(id, time.Now())
+	ask := s.keys.ask(id, s.cfg.Clock.Now())
 	if ask == 0 {
 		return false
 	}
@@ -285,6 +285,16 @@ func (s *Server) nodeOnly(ctx context.Context, op string, h chunkfs.Handle) erro
 		return refusal(op, h, "permission denied: only masters and chunkservers make this call")
 	}
 	return nil
+}
+
+// enterNode admits a call only masters and chunkservers make.
+func (s *Server) enterNode(ctx context.Context, op string, h chunkfs.Handle) (done func(), err error) {
+	return s.admit(func() error { return s.nodeOnly(ctx, op, h) })
+}
+
+// enterClient admits a client's call about chunk h, which needs access want.
+func (s *Server) enterClient(ctx context.Context, op string, h chunkfs.Handle, tok []byte, want token.Access) (done func(), err error) {
+	return s.admit(func() error { return s.authorize(ctx, op, h, tok, want) })
 }
 
 // authorizeStream is the data stream's Authorize: a read needs read

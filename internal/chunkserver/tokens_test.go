@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 	"github.com/chunkfs/chunkfs/internal/token"
 )
@@ -31,6 +32,25 @@ func newTokenCluster(t *testing.T, n int) *tokenCluster {
 	return tc
 }
 
+// TestKeyAskGapOnTheServersClock: the least time between two asks for
+// keys is measured on the server's clock: once it has passed, a token of
+// a key not held asks the masters again, however little real time went
+// by (TestNewKeyFetchedAtOnce advances that clock to ask anew).
+func TestKeyAskGapOnTheServersClock(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	s := &Server{cfg: Config{Clock: clk}, keys: newTokenKeys(), ctx: context.Background()}
+	s.awaitKey(2)
+	s.awaitKey(3)
+	if s.keys.asks != 1 {
+		t.Fatalf("%d asks within keyAskGap, want 1", s.keys.asks)
+	}
+	clk.Advance(keyAskGap)
+	s.awaitKey(4)
+	if s.keys.asks != 2 {
+		t.Fatalf("%d asks after keyAskGap, want 2", s.keys.asks)
+	}
+}
+
 // longKeyWait replaces keyWait in tests that tell a refusal on the
 // master's answer from one at the bound: a load that slows the answer by
 // seconds does not reach it.
@@ -50,7 +70,7 @@ func (tc *tokenCluster) addKey(id uint32) {
 	tc.signer.Add(k, tc.clock.Now())
 	pk := &pb.TokenKey{Id: id, Secret: k.Secret[:], ExpiresUnixMs: k.Until.Add(tc.signer.TTL()).UnixMilli()}
 	for _, s := range tc.servers {
-		s.learnKeys("", 0, keysFromPB([]*pb.TokenKey{pk}))
+		s.learnKeys("", 0, keysFrom([]*pb.TokenKey{pk}))
 	}
 }
 
@@ -219,13 +239,13 @@ func TestCloneCarriesItsOwnToken(t *testing.T) {
 func TestKeysLearntExpire(t *testing.T) {
 	k := newTokenKeys()
 	now := time.Unix(1e9, 0)
-	k.learn("m", 0, keysFromPB([]*pb.TokenKey{{Id: 1, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(time.Minute).UnixMilli()},
+	k.learn("m", 0, keysFrom([]*pb.TokenKey{{Id: 1, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(time.Minute).UnixMilli()},
 		{Id: 2, Secret: make([]byte, 31), ExpiresUnixMs: now.Add(time.Hour).UnixMilli()},
 		{Id: 3, Secret: make([]byte, 32), ExpiresUnixMs: now.UnixMilli()}}), now)
 	if keys := k.ring.Keys(); len(keys) != 1 || keys[0].ID != 1 {
 		t.Fatalf("held %v; want key 1 alone (2 has a short secret, 3 has expired)", keys)
 	}
-	k.learn("m", 0, keysFromPB([]*pb.TokenKey{{Id: 4, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(2 * time.Hour).UnixMilli()}}), now.Add(time.Minute))
+	k.learn("m", 0, keysFrom([]*pb.TokenKey{{Id: 4, Secret: make([]byte, 32), ExpiresUnixMs: now.Add(2 * time.Hour).UnixMilli()}}), now.Add(time.Minute))
 	if keys := k.ring.Keys(); len(keys) != 1 || keys[0].ID != 4 {
 		t.Fatalf("held %v; want key 1 dropped once expired", keys)
 	}

@@ -15,13 +15,14 @@ import (
 // in its own types. Each message is converted here, once in each
 // direction: the first section turns what arrives (requests to this
 // server, answers to its calls) into the server's types, the second turns
-// the server's types into what it sends. The last section is the calls
-// this server makes to its peers and masters, spoken in its own types.
-// TestPBOnlyAtTheEdge keeps it so.
+// the server's types into its answers and the parts of its reports. The
+// last section is the calls this server makes to its peers and masters,
+// spoken in its own types; each builds its request. TestPBOnlyAtTheEdge
+// keeps it so.
 
 // From the wire: pb → the server's types.
 
-func leaseFromPB(r *pb.LeaseRequest) leaseGrant {
+func leaseFrom(r *pb.LeaseRequest) leaseGrant {
 	term := time.Duration(-1) // out of range: refused by lease
 	if r.LeaseMs >= 0 && r.LeaseMs <= maxLeaseTerm.Milliseconds() {
 		term = time.Duration(r.LeaseMs) * time.Millisecond
@@ -29,43 +30,43 @@ func leaseFromPB(r *pb.LeaseRequest) leaseGrant {
 	return leaseGrant{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Create: r.Create, Term: term}
 }
 
-func writeFromPB(r *pb.WriteRequest) request {
+func writeFrom(r *pb.WriteRequest) request {
 	return request{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Offset: r.Offset,
 		Length: r.Length, Data: chunkfs.DataID(r.DataId), Secondaries: r.Secondaries, Token: r.Token}
 }
 
-func appendFromPB(r *pb.AppendRequest) request {
+func appendFrom(r *pb.AppendRequest) request {
 	return request{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Length: r.Length,
 		ChunkSize: r.ChunkSize, Data: chunkfs.DataID(r.DataId), Secondaries: r.Secondaries, Token: r.Token}
 }
 
-func reserveFromPB(r *pb.ReserveRequest) request {
+func reserveFrom(r *pb.ReserveRequest) request {
 	return request{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Length: r.Length,
 		ChunkSize: r.ChunkSize, Data: chunkfs.DataID(r.DataId), Secondaries: r.Secondaries, Token: r.Token}
 }
 
-func syncFromPB(r *pb.SyncRequest) request {
+func syncFrom(r *pb.SyncRequest) request {
 	return request{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Secondaries: r.Secondaries, Token: r.Token}
 }
 
-func mutationFromPB(r *pb.ApplyRequest) mutation {
+func mutationFrom(r *pb.ApplyRequest) mutation {
 	return mutation{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Serial: r.Serial,
 		Offset: r.Offset, Length: r.Length, Data: chunkfs.DataID(r.DataId), Pad: r.Pad}
 }
 
-func truncationFromPB(r *pb.TruncateRequest) truncation {
+func truncationFrom(r *pb.TruncateRequest) truncation {
 	return truncation{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Length: r.Length}
 }
 
-func cloneFromPB(r *pb.CloneRequest) cloneOrder {
+func cloneFrom(r *pb.CloneRequest) cloneOrder {
 	return cloneOrder{Handle: chunkfs.Handle(r.Handle), Version: chunkfs.Version(r.Version), Source: r.Source, Length: r.Length, Urgent: r.Urgent}
 }
 
-func chunkInfoFromPB(r *pb.ChunkInfoRequest) (chunkfs.Handle, []byte) {
+func chunkInfoFrom(r *pb.ChunkInfoRequest) (chunkfs.Handle, []byte) {
 	return chunkfs.Handle(r.Handle), r.Token
 }
 
-func handlesFromPB(hs []uint64) []chunkfs.Handle {
+func handlesFrom(hs []uint64) []chunkfs.Handle {
 	out := make([]chunkfs.Handle, len(hs))
 	for i, h := range hs {
 		out[i] = chunkfs.Handle(h)
@@ -73,15 +74,15 @@ func handlesFromPB(hs []uint64) []chunkfs.Handle {
 	return out
 }
 
-// replicaFromPB reads a peer's ChunkInfo answer.
-func replicaFromPB(r *pb.ChunkInfoResponse) replicaState {
+// replicaFrom reads a peer's ChunkInfo answer.
+func replicaFrom(r *pb.ChunkInfoResponse) replicaState {
 	return replicaState{Version: chunkfs.Version(r.Version), Length: r.Length, Primary: r.Primary,
 		LeaseLeft: time.Duration(r.LeaseMs) * time.Millisecond, NoSpace: r.NoSpace}
 }
 
-// keysFromPB reads the token keys of a master's answer; a key whose secret
+// keysFrom reads the token keys of a master's answer; a key whose secret
 // is not a key's size is dropped.
-func keysFromPB(keys []*pb.TokenKey) []token.Key {
+func keysFrom(keys []*pb.TokenKey) []token.Key {
 	var out []token.Key
 	for _, pk := range keys {
 		key := token.Key{ID: pk.Id, Until: time.UnixMilli(pk.ExpiresUnixMs).UTC()}
@@ -94,26 +95,26 @@ func keysFromPB(keys []*pb.TokenKey) []token.Key {
 	return out
 }
 
-// registeredFromPB reads a master's answer to a registration: its garbage
+// registeredFrom reads a master's answer to a registration: its garbage
 // and stale replicas are both to be deleted.
-func registeredFromPB(r *pb.RegisterResponse) masterAnswer {
-	return masterAnswer{Keys: keysFromPB(r.TokenKeys), Garbage: handlesFromPB(append(r.Garbage, r.Stale...)), Cluster: r.ClusterId}
+func registeredFrom(r *pb.RegisterResponse) masterAnswer {
+	return masterAnswer{Keys: keysFrom(r.TokenKeys), Garbage: handlesFrom(append(r.Garbage, r.Stale...)), Cluster: r.ClusterId}
 }
 
-func heartbeatAnswerFromPB(r *pb.HeartbeatResponse) masterAnswer {
-	return masterAnswer{Keys: keysFromPB(r.TokenKeys), Garbage: handlesFromPB(r.Garbage), Reregister: r.Reregister,
-		Extended: handlesFromPB(r.Extended), LeaseTerm: time.Duration(r.LeaseMs) * time.Millisecond}
+func heartbeatAnswerFrom(r *pb.HeartbeatResponse) masterAnswer {
+	return masterAnswer{Keys: keysFrom(r.TokenKeys), Garbage: handlesFrom(r.Garbage), Reregister: r.Reregister,
+		Extended: handlesFrom(r.Extended), LeaseTerm: time.Duration(r.LeaseMs) * time.Millisecond}
 }
 
 // To the wire: the server's types → pb.
 
-func leaseToPB(length int64) *pb.LeaseResponse { return &pb.LeaseResponse{Length: length} }
+func leaseTo(length int64) *pb.LeaseResponse { return &pb.LeaseResponse{Length: length} }
 
-func appendToPB(off int64) *pb.AppendResponse { return &pb.AppendResponse{Offset: off} }
+func appendTo(off int64) *pb.AppendResponse { return &pb.AppendResponse{Offset: off} }
 
-func cloneToPB(length int64) *pb.CloneResponse { return &pb.CloneResponse{Length: length} }
+func cloneTo(length int64) *pb.CloneResponse { return &pb.CloneResponse{Length: length} }
 
-func chunkInfoToPB(r replicaState) *pb.ChunkInfoResponse {
+func chunkInfoTo(r replicaState) *pb.ChunkInfoResponse {
 	resp := &pb.ChunkInfoResponse{Version: uint64(r.Version), Length: r.Length, Primary: r.Primary, NoSpace: r.NoSpace}
 	if r.Primary {
 		resp.LeaseMs = r.LeaseLeft.Milliseconds()
@@ -121,27 +122,7 @@ func chunkInfoToPB(r replicaState) *pb.ChunkInfoResponse {
 	return resp
 }
 
-func mutationToPB(m mutation) *pb.ApplyRequest {
-	return &pb.ApplyRequest{Handle: uint64(m.Handle), Version: uint64(m.Version), Serial: m.Serial,
-		Offset: m.Offset, DataId: uint64(m.Data), Length: m.Length, Pad: m.Pad}
-}
-
-// syncToPB is the Sync a primary sends a secondary: the client's request,
-// naming no further secondaries.
-func syncToPB(r request) *pb.SyncRequest {
-	return &pb.SyncRequest{Handle: uint64(r.Handle), Version: uint64(r.Version), Token: r.Token}
-}
-
-func chunkInfoRequestToPB(h chunkfs.Handle, tok []byte) *pb.ChunkInfoRequest {
-	return &pb.ChunkInfoRequest{Handle: uint64(h), Token: tok}
-}
-
-// corruptToPB reports this server's (self's) replica of h corrupt.
-func corruptToPB(self string, h chunkfs.Handle) *pb.ReportCorruptRequest {
-	return &pb.ReportCorruptRequest{Reporter: self, Handle: uint64(h), Replica: self}
-}
-
-func handlesToPB(hs []chunkfs.Handle) []uint64 {
+func handlesTo(hs []chunkfs.Handle) []uint64 {
 	if len(hs) == 0 {
 		return nil
 	}
@@ -152,7 +133,7 @@ func handlesToPB(hs []chunkfs.Handle) []uint64 {
 	return out
 }
 
-func replicasToPB(in []chunkstore.Info) []*pb.ChunkReplica {
+func replicasTo(in []chunkstore.Info) []*pb.ChunkReplica {
 	var out []*pb.ChunkReplica
 	for _, r := range in {
 		out = append(out, &pb.ChunkReplica{Handle: uint64(r.Handle), Version: uint64(r.Version), Length: r.Length})
@@ -160,7 +141,7 @@ func replicasToPB(in []chunkstore.Info) []*pb.ChunkReplica {
 	return out
 }
 
-func disksToPB(disks []chunkstore.Disk) []*pb.Disk {
+func disksTo(disks []chunkstore.Disk) []*pb.Disk {
 	var out []*pb.Disk
 	for _, d := range disks {
 		out = append(out, &pb.Disk{Id: d.ID, Capacity: d.Total, Free: d.Free})
@@ -168,7 +149,7 @@ func disksToPB(disks []chunkstore.Disk) []*pb.Disk {
 	return out
 }
 
-func leasesToPB(leases []heldLease) []*pb.HeldLease {
+func leasesTo(leases []heldLease) []*pb.HeldLease {
 	var out []*pb.HeldLease
 	for _, l := range leases {
 		out = append(out, &pb.HeldLease{Handle: uint64(l.Handle), Version: uint64(l.Version), RemainingMs: l.Left.Milliseconds()})
@@ -176,74 +157,63 @@ func leasesToPB(leases []heldLease) []*pb.HeldLease {
 	return out
 }
 
-func registrationToPB(r registration) *pb.RegisterRequest {
-	return &pb.RegisterRequest{Id: r.ID, Addr: r.Addr, Rack: r.Rack, ClusterId: r.Cluster,
-		Capacity: r.Space.capacity, Used: r.Space.used, Free: r.Space.free, Disks: disksToPB(r.Space.disks),
-		Leases: leasesToPB(r.Leases), BytesRead: r.Read, BytesWritten: r.Written, Chunks: replicasToPB(r.Chunks)}
-}
-
-func heartbeatToPB(b heartbeat) *pb.HeartbeatRequest {
-	return &pb.HeartbeatRequest{Id: b.ID, Addr: b.Addr, ClusterId: b.Cluster, Capacity: b.Space.capacity, Used: b.Space.used,
-		Free: b.Space.free, Disks: disksToPB(b.Space.disks), Load: b.Load, Sample: replicasToPB(b.Sample),
-		BytesRead: b.Read, BytesWritten: b.Written, Deleted: handlesToPB(b.Deleted), Leases: leasesToPB(b.Leases),
-		Corrupt: handlesToPB(b.Corrupt), ExtendLeases: handlesToPB(b.Extend)}
-}
-
 // Calls to peers and masters.
 
 // peerLink is a connection to another chunkserver.
 type peerLink struct{ c pb.ChunkServerClient }
 
-func (s *Server) peer(addr string) (peerLink, error) {
-	c, err := s.peers.ChunkServer(addr)
-	return peerLink{c}, err
-}
-
+// apply has a secondary apply a mutation the primary ordered.
 func (p peerLink) apply(ctx context.Context, m mutation) error {
-	_, err := p.c.Apply(ctx, mutationToPB(m))
+	_, err := p.c.Apply(ctx, &pb.ApplyRequest{Handle: uint64(m.Handle), Version: uint64(m.Version), Serial: m.Serial,
+		Offset: m.Offset, DataId: uint64(m.Data), Length: m.Length, Pad: m.Pad})
 	return err
 }
 
+// sync has a secondary fsync the chunk: the client's request, naming no
+// further secondaries.
 func (p peerLink) sync(ctx context.Context, r request) error {
-	_, err := p.c.Sync(ctx, syncToPB(r))
+	_, err := p.c.Sync(ctx, &pb.SyncRequest{Handle: uint64(r.Handle), Version: uint64(r.Version), Token: r.Token})
 	return err
 }
 
+// chunkInfo asks a peer of its replica of h.
 func (p peerLink) chunkInfo(ctx context.Context, h chunkfs.Handle, tok []byte) (replicaState, error) {
-	resp, err := p.c.ChunkInfo(ctx, chunkInfoRequestToPB(h, tok))
+	resp, err := p.c.ChunkInfo(ctx, &pb.ChunkInfoRequest{Handle: uint64(h), Token: tok})
 	if err != nil {
 		return replicaState{}, err
 	}
-	return replicaFromPB(resp), nil
+	return replicaFrom(resp), nil
 }
 
 // masterLink is a connection to a master.
 type masterLink struct{ c pb.MasterClient }
 
-func (s *Server) master(addr string) (masterLink, error) {
-	c, err := s.peers.Master(addr)
-	return masterLink{c}, err
-}
-
+// register registers this server with a master.
 func (m masterLink) register(ctx context.Context, r registration) (masterAnswer, error) {
-	resp, err := m.c.Register(ctx, registrationToPB(r))
+	resp, err := m.c.Register(ctx, &pb.RegisterRequest{Id: r.ID, Addr: r.Addr, Rack: r.Rack, ClusterId: r.Cluster,
+		Capacity: r.Space.capacity, Used: r.Space.used, Free: r.Space.free, Disks: disksTo(r.Space.disks),
+		Leases: leasesTo(r.Leases), BytesRead: r.Read, BytesWritten: r.Written, Chunks: replicasTo(r.Chunks)})
 	if err != nil {
 		return masterAnswer{}, err
 	}
-	return registeredFromPB(resp), nil
+	return registeredFrom(resp), nil
 }
 
+// heartbeat reports to a master what changed since the last beat.
 func (m masterLink) heartbeat(ctx context.Context, b heartbeat) (masterAnswer, error) {
-	resp, err := m.c.Heartbeat(ctx, heartbeatToPB(b))
+	resp, err := m.c.Heartbeat(ctx, &pb.HeartbeatRequest{Id: b.ID, Addr: b.Addr, ClusterId: b.Cluster,
+		Capacity: b.Space.capacity, Used: b.Space.used, Free: b.Space.free, Disks: disksTo(b.Space.disks),
+		Load: b.Load, Sample: replicasTo(b.Sample), BytesRead: b.Read, BytesWritten: b.Written,
+		Deleted: handlesTo(b.Deleted), Leases: leasesTo(b.Leases), Corrupt: handlesTo(b.Corrupt), ExtendLeases: handlesTo(b.Extend)})
 	if err != nil {
 		return masterAnswer{}, err
 	}
-	return heartbeatAnswerFromPB(resp), nil
+	return heartbeatAnswerFrom(resp), nil
 }
 
 // reportCorrupt tells the master that self's replica of h failed its
 // checksum.
 func (m masterLink) reportCorrupt(ctx context.Context, self string, h chunkfs.Handle) error {
-	_, err := m.c.ReportCorrupt(ctx, corruptToPB(self, h))
+	_, err := m.c.ReportCorrupt(ctx, &pb.ReportCorruptRequest{Reporter: self, Handle: uint64(h), Replica: self})
 	return err
 }

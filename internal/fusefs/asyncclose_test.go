@@ -27,8 +27,8 @@ func newGatedBackend() *gatedBackend {
 	return &gatedBackend{memBackend: newMemBackend(), open: make(chan struct{})}
 }
 
-func (b *gatedBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
-	f, fi, parent, err := b.memBackend.Create(ctx, c, p, perm, excl, trunc)
+func (b *gatedBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+	f, fi, parent, err := b.memBackend.Create(ctx, c, p, perm, excl, trunc, at)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -28,12 +28,13 @@ type creator interface {
 }
 
 // newCreator chooses the creator of cfg. gone drops the kernel's entry of
-// a path whose create the master refused.
-func newCreator(b Backend, cfg Config, clk clock.Clock, log *slog.Logger, gone func(p string)) creator {
+// a path whose create the master refused; stale drops the kernel's
+// attributes of a path whose create opened another mount's file.
+func newCreator(b Backend, cfg Config, clk clock.Clock, log *slog.Logger, gone, stale func(p string)) creator {
 	if cfg.AsyncCreate == 0 {
 		return syncCreate{b}
 	}
-	return &asyncCreate{Backend: b, clk: clk, log: log, timeout: cfg.OpTimeout, gone: gone,
+	return &asyncCreate{Backend: b, clk: clk, log: log, timeout: cfg.OpTimeout, attrTimeout: cfg.AttrTimeout, gone: gone, stale: stale,
 		slots: make(chan struct{}, cfg.AsyncCreate), pending: map[string]*pendingCreate{},
 		toLocal: map[uint64]uint64{}, toCluster: map[uint64]uint64{}}
 }
@@ -72,15 +73,27 @@ type asyncCreate struct {
 	clk     clock.Clock
 	log     *slog.Logger
 	timeout time.Duration // Config.OpTimeout, of each create
-	gone    func(p string)
-	slots   chan struct{} // one token per create in flight
+	// attrTimeout is Config.AttrTimeout: how long a directory's
+	// attributes answered by Stat describe it for Create (dir).
+	attrTimeout time.Duration
+	gone        func(p string)
+	stale       func(p string)
+	slots       chan struct{} // one token per create in flight
 
 	mu        sync.Mutex                // guards pending, toLocal, toCluster and next
 	pending   map[string]*pendingCreate // by path: the creates in flight
 	toLocal   map[uint64]uint64         // the cluster's inode number → this mount's
 	toCluster map[uint64]uint64         // the reverse
 	next      uint64                    // the last local number given
+	dir       seenDir                   // the directory Stat last answered
 	all       sync.WaitGroup            // every create in flight
+}
+
+// seenDir is a directory's attributes as Stat answered them at a time.
+type seenDir struct {
+	path string
+	fi   chunkfs.FileInfo
+	at   time.Time
 }
 
 // pendingCreate is one create in flight.
@@ -90,10 +103,15 @@ type pendingCreate struct {
 	done chan struct{}    // closed when the master has answered
 	f    File             // the file opened, once done without err
 	err  error            // why the master refused it, once done
+	// base is the length of the file another mount made first, which the
+	// plain create opened without truncating, once done: the kernel
+	// figured the offsets of appends from the empty file answered.
+	base int64
 
-	mu     sync.Mutex // guards isOpen and mtime
-	isOpen bool       // f is set: ModTimeAtCommit goes to it
-	mtime  time.Time  // the mtime its first commit is to set (ModTimeAtCommit)
+	mu       sync.Mutex // guards isOpen, mtime and appended
+	isOpen   bool       // f is set: ModTimeAtCommit goes to it
+	mtime    time.Time  // the mtime its first commit is to set (ModTimeAtCommit)
+	appended int64      // bytes appended by the kernel's FUSE_WRITEs (placeAppends false)
 }
 
 // Create answers at once with a file whose I/O waits for the master's
@@ -102,7 +120,7 @@ type pendingCreate struct {
 // missing; if another mount made the name meanwhile, an exclusive create
 // fails (and the file's close or fsync returns EIO), a plain one opens
 // what is there, as Backend.Create does.
-func (a *asyncCreate) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+func (a *asyncCreate) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, exclusive, truncate bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	if err := a.settle(ctx, p); err != nil {
 		return nil, nil, nil, err
 	}
@@ -119,6 +137,7 @@ func (a *asyncCreate) Create(ctx context.Context, c chunkfs.Caller, p string, pe
 	a.next++
 	pc.fi.Inode = localInoBase + a.next
 	a.pending[p] = pc
+	parent := a.parentLocked(pc, now)
 	a.mu.Unlock()
 	a.all.Add(1)
 	// The create acts as the caller the request came from (its context's
@@ -129,7 +148,24 @@ func (a *asyncCreate) Create(ctx context.Context, c chunkfs.Caller, p string, pe
 		a.run(bctx, pc, c, perm, exclusive, truncate)
 	}()
 	fi := pc.fi
-	return pendingFile{pc}, &fi, nil, nil
+	return pendingFile{pc: pc}, &fi, parent, nil
+}
+
+// parentLocked returns the attributes of pc's directory once pc is made
+// in it at now, if Stat answered them within attrTimeout, for the
+// kernel's look at the directory before its next create (noteAttr); a
+// setgid directory gives pc its group, as the master will.
+func (a *asyncCreate) parentLocked(pc *pendingCreate, now time.Time) *chunkfs.FileInfo {
+	d := &a.dir
+	if d.path != path.Dir(pc.path) || now.Sub(d.at) >= a.attrTimeout {
+		return nil
+	}
+	if d.fi.FileMode&fs.ModeSetgid != 0 {
+		pc.fi.GID = d.fi.GID
+	}
+	d.fi.MTime, d.fi.CTime = now, now
+	fi := d.fi
+	return &fi
 }
 
 // primaryGID is the group a new file of c gets in a directory without
@@ -145,15 +181,15 @@ func primaryGID(c chunkfs.Caller) uint32 {
 func (a *asyncCreate) run(ctx context.Context, pc *pendingCreate, c chunkfs.Caller, perm fs.FileMode, exclusive, truncate bool) {
 	defer a.all.Done()
 	defer func() { <-a.slots }()
-	f, fi, _, err := a.Backend.Create(ctx, c, pc.path, perm, true, false)
+	// The file made has the times the mount answered, which the kernel
+	// keeps (a commit of data after sets mtime again).
+	f, fi, _, err := a.Backend.Create(ctx, c, pc.path, perm, true, false, pc.fi.MTime)
+	existed := false
 	if chunkfs.KindOf(err) == chunkfs.KindExist && !exclusive {
-		f, fi, _, err = a.Backend.Create(ctx, c, pc.path, perm, false, truncate)
-	} else if err == nil {
-		// The times the mount answered, which the kernel keeps (a commit
-		// of data after sets mtime again), set by their owner.
-		t := pc.fi.MTime
-		if _, serr := a.Backend.SetAttr(ctx, c, pc.path, SetAttr{ATime: &t, MTime: &t}); serr != nil {
-			a.log.Warn("asynchronous create: the file's times are the master's, not those answered", "path", pc.path, "err", serr)
+		f, fi, _, err = a.Backend.Create(ctx, c, pc.path, perm, false, truncate, time.Time{})
+		existed = err == nil && fi.Length > 0
+		if existed {
+			pc.base = fi.Length
 		}
 	}
 	a.mu.Lock()
@@ -166,24 +202,38 @@ func (a *asyncCreate) run(ctx context.Context, pc *pendingCreate, c chunkfs.Call
 		a.log.Warn("asynchronous create refused; the file's close or fsync returns EIO", "path", pc.path, "err", err)
 		pc.err = &chunkfs.Error{Op: "create", Path: pc.path, Kind: chunkfs.KindOther, Err: err}
 	}
-	pc.opened(f)
+	if t := pc.opened(f); !t.IsZero() {
+		if _, err := a.Backend.SetAttr(ctx, chunkfs.Root, pc.path, SetAttr{MTime: &t}); err != nil {
+			a.log.Warn("asynchronous create: the kernel's mtime not set", "path", pc.path, "err", err)
+		}
+	}
 	close(pc.done)
+	// After done: a call in the directory may be waiting for it while
+	// the kernel holds the directory, which the drop needs.
 	if err != nil {
-		// After done: a call in the directory may be waiting for it while
-		// the kernel holds the directory, which the drop needs.
 		a.gone(pc.path)
+	} else if existed {
+		a.stale(pc.path)
 	}
 }
 
 // opened hands the file its create opened (nil if refused) to pc, with
 // the mtime the kernel asked its commit to carry meanwhile.
-func (pc *pendingCreate) opened(f File) {
+// It returns that mtime if f cannot carry it (not a modTimeCarrier), for
+// the caller to set.
+func (pc *pendingCreate) opened(f File) (uncarried time.Time) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	pc.f, pc.isOpen = f, true
-	if mc, ok := carrierOf(f); ok && !pc.mtime.IsZero() {
-		mc.ModTimeAtCommit(pc.mtime)
+	if pc.mtime.IsZero() || f == nil {
+		return time.Time{}
 	}
+	mc, ok := carrierOf(f)
+	if !ok {
+		return pc.mtime
+	}
+	mc.ModTimeAtCommit(pc.mtime)
+	return time.Time{}
 }
 
 // settle waits for the creates in flight at p or under it.
@@ -260,15 +310,17 @@ func (a *asyncCreate) Stat(ctx context.Context, c chunkfs.Caller, p string) (*ch
 	if err != nil || !fi.IsDir() {
 		return a.local(fi), err
 	}
-	if t := a.newestIn(p); t.After(fi.MTime) {
-		d := *fi
+	d := *fi
+	if t := a.newestIn(p); t.After(d.MTime) {
 		d.MTime = t
 		if t.After(d.CTime) {
 			d.CTime = t
 		}
-		return &d, nil
 	}
-	return fi, nil
+	a.mu.Lock()
+	a.dir = seenDir{path: p, fi: d, at: a.clk.Now()}
+	a.mu.Unlock()
+	return &d, nil
 }
 
 // newestIn returns the time of the newest create in flight in directory
@@ -402,7 +454,28 @@ func (a *asyncCreate) Lock(ctx context.Context, c chunkfs.Caller, p string, ino 
 
 // pendingFile is the open file of a create in flight: its calls wait for
 // the create, and fail with its error if the master refused it.
-type pendingFile struct{ pc *pendingCreate }
+//
+// Opened with O_APPEND (appending), its writes were placed by the kernel
+// at the end of the empty file the mount answered; if the create opened
+// another mount's file instead (base), they move past that file's data.
+// How depends on the kernel cache (kernelCache.placesAppends): a kernel
+// that places appends at the size it caches, and never takes a size from
+// the mount for a file it caches, is off by base for the kernel inode's
+// life; one that takes the mount's size again when its attributes expire
+// is off by an amount that changes then, so each write lands after the
+// last instead.
+type pendingFile struct {
+	pc      *pendingCreate
+	appends bool // opened with O_APPEND
+	shifts  bool // the kernel's offsets are off by pc.base (placesAppends)
+}
+
+// appending returns the file as a descriptor opened with O_APPEND makes
+// it; shifts is kernelCache.placesAppends.
+func (p pendingFile) appending(shifts bool) File {
+	p.appends, p.shifts = true, shifts
+	return p
+}
 
 // file waits for the create and returns the file it opened.
 func (p pendingFile) file(ctx context.Context) (File, error) {
@@ -430,7 +503,18 @@ func (p pendingFile) WriteAt(ctx context.Context, b []byte, off int64) (int, err
 	if err != nil {
 		return 0, err
 	}
-	return f.WriteAt(ctx, b, off)
+	if !p.appends || p.pc.base == 0 {
+		return f.WriteAt(ctx, b, off)
+	}
+	if p.shifts {
+		return f.WriteAt(ctx, b, p.pc.base+off)
+	}
+	// The kernel sends one descriptor's appends one at a time.
+	p.pc.mu.Lock()
+	defer p.pc.mu.Unlock()
+	n, err := f.WriteAt(ctx, b, p.pc.base+p.pc.appended)
+	p.pc.appended += int64(n)
+	return n, err
 }
 
 func (p pendingFile) Sync(ctx context.Context) error {
@@ -457,6 +541,28 @@ func (p pendingFile) Moved(to string) error {
 		return nil
 	}
 	return p.pc.f.Moved(to)
+}
+
+// foundOther reports whether f is the file of an asynchronous create that
+// opened another mount's file (pendingCreate.base): what the kernel and
+// the data cache hold of it was figured from the empty file the mount
+// answered, so neither is recorded as a version of the file.
+func foundOther(f File) bool {
+	for {
+		switch w := f.(type) {
+		case namedFile:
+			f = w.File
+		case pendingFile:
+			select {
+			case <-w.pc.done:
+				return w.pc.base > 0
+			default:
+				return false
+			}
+		default:
+			return false
+		}
+	}
 }
 
 // ModTimeAtCommit passes t to the file once its create has opened it,

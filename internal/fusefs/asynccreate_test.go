@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func newCreateGate() *createGate {
 	return &createGate{memBackend: newMemBackend(), open: make(chan struct{})}
 }
 
-func (b *createGate) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+func (b *createGate) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	select {
 	case <-b.open:
 	case <-ctx.Done():
@@ -36,7 +37,7 @@ func (b *createGate) Create(ctx context.Context, c chunkfs.Caller, p string, per
 	if b.refuse != nil {
 		return nil, nil, nil, b.refuse
 	}
-	return b.memBackend.Create(ctx, c, p, perm, excl, trunc)
+	return b.memBackend.Create(ctx, c, p, perm, excl, trunc, at)
 }
 
 func asyncCreateConfig() Config {
@@ -151,13 +152,7 @@ func TestAsyncCreateRefused(t *testing.T) {
 			cfg.AsyncClose = asyncClose
 			mnt := mountT(t, b, cfg)
 			p := filepath.Join(mnt, "f")
-			f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-			if err != nil {
-				t.Fatalf("create: %v", err)
-			}
-			if _, err := f.Write([]byte("never stored")); err != nil {
-				t.Fatal(err)
-			}
+			f := createWritten(t, p, []byte("never stored"))
 			close(b.open)
 			if asyncClose > 0 {
 				if err := f.Sync(); !errors.Is(err, syscall.EIO) {
@@ -167,17 +162,13 @@ func TestAsyncCreateRefused(t *testing.T) {
 			} else if err := f.Close(); !errors.Is(err, syscall.EIO) {
 				t.Errorf("close of a refused create: %v, want EIO", err)
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				_, err := os.Stat(p)
-				if errors.Is(err, fs.ErrNotExist) {
-					break
+			// The name is dropped just after the failure is returned.
+			eventually(t, "the refused name's drop", func() error {
+				if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("stat: %v, want ENOENT", err)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("stat of a refused create: %v, want ENOENT", err)
-				}
-				time.Sleep(10 * time.Millisecond) // the name's drop runs after the failure
-			}
+				return nil
+			})
 			if backendHas(b, "/f") {
 				t.Fatal("the backend has a refused file")
 			}
@@ -220,7 +211,8 @@ func TestAsyncCreateUnmountWaits(t *testing.T) {
 // closed through a mount with --async-create and --async-close read back
 // at once on it; once fsync of their directory returns, another mount
 // lists them, and once each file's fsync returns, it reads them whole.
-// Numbers: each file keeps one inode number on the mount that made it.
+// Each file keeps one inode number on the mount that made it, and the
+// mtime that mount answered (the kernel's, carried by the commit).
 func TestAsyncCreateCluster(t *testing.T) {
 	tc := newTestCluster(t)
 	cfg := DefaultConfig()
@@ -229,6 +221,7 @@ func TestAsyncCreateCluster(t *testing.T) {
 	const files = 40
 	content := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, 1000+i*100) }
 	inos := map[uint64]bool{}
+	mtimes := make([]time.Time, files)
 	for i := range files {
 		p := filepath.Join(a, fmt.Sprint("f", i))
 		if err := os.WriteFile(p, content(i), 0o644); err != nil {
@@ -239,6 +232,7 @@ func TestAsyncCreateCluster(t *testing.T) {
 			t.Fatalf("stat on the creating mount: %v, %v", fi, err)
 		}
 		inos[fi.Sys().(*syscall.Stat_t).Ino] = true
+		mtimes[i] = fi.ModTime()
 	}
 	if len(inos) != files {
 		t.Fatalf("%d inode numbers for %d files", len(inos), files)
@@ -274,9 +268,63 @@ func TestAsyncCreateCluster(t *testing.T) {
 		if err != nil || !bytes.Equal(got, content(i)) {
 			t.Fatalf("the other mount reads f%d: %d bytes, %v", i, len(got), err)
 		}
+		if fi, err := os.Stat(filepath.Join(b, fmt.Sprint("f", i))); err != nil || !fi.ModTime().Equal(mtimes[i]) {
+			t.Errorf("f%d's mtime on the other mount: %v, %v; want %v as the creating mount answered", i, fi.ModTime(), err, mtimes[i])
+		}
 		fi, err := os.Stat(filepath.Join(a, fmt.Sprint("f", i)))
 		if err != nil || !inos[fi.Sys().(*syscall.Stat_t).Ino] {
 			t.Fatalf("f%d's inode number changed on the creating mount: %v, %v", i, fi, err)
+		}
+	}
+}
+
+// setAttrCounter counts the SetAttr calls it passes on.
+type setAttrCounter struct {
+	Backend
+	n atomic.Int64
+}
+
+func (b *setAttrCounter) SetAttr(ctx context.Context, c chunkfs.Caller, p string, s SetAttr) (*chunkfs.FileInfo, error) {
+	b.n.Add(1)
+	return b.Backend.SetAttr(ctx, c, p, s)
+}
+
+// TestAsyncCreateTimesInTheCreate: the times an asynchronous create
+// answered reach the master in the create itself, not by a SetAttr after.
+func TestAsyncCreateTimesInTheCreate(t *testing.T) {
+	b := &setAttrCounter{Backend: newMemBackend()}
+	mnt := mountT(t, b, asyncCreateConfig())
+	var answered []time.Time
+	for i := range 5 {
+		p := filepath.Join(mnt, fmt.Sprint("f", i))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered = append(answered, fi.ModTime())
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := os.Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil { // waits for the creates
+		t.Fatal(err)
+	}
+	d.Close()
+	if n := b.n.Load(); n != 0 {
+		t.Errorf("%d SetAttr calls for 5 creates, want 0", n)
+	}
+	for i, want := range answered {
+		fi, err := b.Backend.Stat(context.Background(), chunkfs.Root, fmt.Sprint("/f", i))
+		if err != nil || !fi.MTime.Equal(want) || !fi.ATime.Equal(want) {
+			t.Errorf("f%d on the backend: %v, %v; want the mtime and atime answered, %v", i, fi, err, want)
 		}
 	}
 }
@@ -287,9 +335,9 @@ type racingBackend struct {
 	first func(p string)
 }
 
-func (b racingBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+func (b racingBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	b.first(p)
-	return b.Backend.Create(ctx, c, p, perm, excl, trunc)
+	return b.Backend.Create(ctx, c, p, perm, excl, trunc, at)
 }
 
 // TestAsyncCreateRaceWithAnotherMount: another mount creates the name
@@ -309,26 +357,88 @@ func TestAsyncCreateRaceWithAnotherMount(t *testing.T) {
 	}
 	a := mountT(t, racingBackend{Backend: clusterBackend(t, tc), first: first}, cfg)
 	pa := filepath.Join(a, "x")
-	f, err := os.OpenFile(pa, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatalf("create: %v", err)
-	}
-	if _, err := f.Write([]byte("lost")); err != nil {
-		t.Fatal(err)
-	}
+	f := createWritten(t, pa, []byte("lost"))
 	if err := f.Sync(); !errors.Is(err, syscall.EIO) {
 		t.Errorf("fsync of the refused create: %v, want EIO", err)
 	}
 	f.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got, err := os.ReadFile(pa)
-		if err == nil && string(got) == "the other mount's" {
-			break
+	eventually(t, "the other mount's file", func() error {
+		if got, err := os.ReadFile(pa); err != nil || string(got) != "the other mount's" {
+			return fmt.Errorf("read %q, %v", got, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("x on the refused mount: %q, %v; want the other mount's file", got, err)
-		}
-		time.Sleep(10 * time.Millisecond) // the name's drop runs after the failure
+		return nil
+	})
+}
+
+// TestAsyncCreateAppendLosesRace: another mount makes the name between
+// this mount's look-up and its plain O_APPEND create reaching the master:
+// the create opens the other mount's file, and the writes the kernel
+// placed at the end of the empty file this mount answered land after the
+// other mount's data, not over it, in both kernel cache modes; without
+// O_APPEND they land where they were written, over it. This mount then
+// reads the file as it is.
+func TestAsyncCreateAppendLosesRace(t *testing.T) {
+	for _, c := range []struct {
+		wb     bool
+		append int
+		want   string
+	}{
+		{true, os.O_APPEND, "the other mount's;mine,mine again"},
+		{false, os.O_APPEND, "the other mount's;mine,mine again"},
+		{true, 0, "mine,mine again's;"},
+		{false, 0, "mine,mine again's;"},
+	} {
+		wb := c.wb
+		t.Run(fmt.Sprint("writeback=", wb, ",append=", c.append != 0), func(t *testing.T) {
+			tc := newTestCluster(t)
+			cfg := DefaultConfig()
+			cfg.AsyncCreate, cfg.AsyncClose = 64, 16
+			cfg.WritebackCache = wb
+			cfg.OpTimeout = 20 * time.Second
+			b := mountCluster(t, tc, DefaultConfig())
+			first := func(p string) {
+				if err := os.WriteFile(filepath.Join(b, p), []byte("the other mount's;"), 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+			a := mountT(t, racingBackend{Backend: clusterBackend(t, tc), first: first}, cfg)
+			f, err := os.OpenFile(filepath.Join(a, "log"), os.O_CREATE|c.append|os.O_WRONLY, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []string{"mine,", "mine again"} {
+				if _, err := f.WriteString(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.Sync(); err != nil {
+				t.Fatalf("fsync: %v", err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			want := c.want
+			for _, mnt := range []string{b, a} { // a: its caches do not keep the empty file's view
+				eventually(t, "both mounts' data", func() error {
+					if got, err := os.ReadFile(filepath.Join(mnt, "log")); err != nil || string(got) != want {
+						return fmt.Errorf("read %q, %v; want %q", got, err, want)
+					}
+					return nil
+				})
+			}
+		})
 	}
+}
+
+// createWritten creates p exclusively and writes data to it.
+func createWritten(t *testing.T, p string, data []byte) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

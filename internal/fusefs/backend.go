@@ -29,7 +29,9 @@ type Backend interface {
 	// with KindExist, truncate empties it, and otherwise it is opened. It
 	// also returns the parent directory's attributes just after a create,
 	// or nil.
-	Create(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (f File, fi, parent *chunkfs.FileInfo, err error)
+	// A file it makes gets atime and mtime at, unless zero (the times
+	// an asynchronous create answered), in the create itself.
+	Create(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool, at time.Time) (f File, fi, parent *chunkfs.FileInfo, err error)
 	// Open opens an existing regular file for reading, and for writing too
 	// when write is set.
 	Open(ctx context.Context, c chunkfs.Caller, path string, write bool) (File, *chunkfs.FileInfo, error)

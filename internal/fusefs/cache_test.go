@@ -40,8 +40,8 @@ func (b *countingBackend) Open(ctx context.Context, c chunkfs.Caller, p string, 
 	return &countingFile{File: f, b: b}, fi, nil
 }
 
-func (b *countingBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm os.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
-	f, fi, parent, err := b.Backend.Create(ctx, c, p, perm, excl, trunc)
+func (b *countingBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm os.FileMode, excl, trunc bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+	f, fi, parent, err := b.Backend.Create(ctx, c, p, perm, excl, trunc, at)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -91,7 +91,7 @@ func TestCacheLayers(t *testing.T) {
 			mnt := mountT(t, b, tc.cfg)
 			small, big := filepath.Join(mnt, "small"), filepath.Join(mnt, "big")
 			// Written behind the mount's back, so no page is cached yet.
-			sf, _, _, err := b.Backend.Create(context.Background(), chunkfs.Root, "/small", 0o644, true, false)
+			sf, _, _, err := b.Backend.Create(context.Background(), chunkfs.Root, "/small", 0o644, true, false, time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}

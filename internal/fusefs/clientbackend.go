@@ -234,13 +234,13 @@ func (b *ClientBackend) Mkdir(ctx context.Context, caller chunkfs.Caller, path s
 // Create makes a file as the caller and opens it for I/O. A file that
 // exists already is opened as Open does, which checks the caller's right
 // to write it, and truncated if asked.
-func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+func (b *ClientBackend) Create(ctx context.Context, caller chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	c, err := b.client(ctx, caller)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	defer b.seen(c)
-	made, fi, parent, err := c.OpenFileParent(ctx, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+	made, fi, parent, err := c.OpenFileParent(ctx, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm, client.CreateOptions{Time: at})
 	if chunkfs.KindOf(err) == chunkfs.KindExist && !exclusive {
 		f, fi, err := b.openExisting(ctx, caller, path, truncate)
 		return f, fi, nil, err

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -125,9 +126,12 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	n.m.names.io.RLock() // until the handle is counted (see Open)
 	defer n.m.names.io.RUnlock()
 	p := n.child(name)
-	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), p, goPerm(mode), excl, trunc)
+	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), p, goPerm(mode), excl, trunc, time.Time{})
 	if err != nil {
 		return nil, nil, 0, errno(err)
+	}
+	if pf, ok := f.(pendingFile); ok && flags&syscall.O_APPEND != 0 {
+		f = pf.appending(n.m.kernel.placesAppends())
 	}
 	n.m.noteAttr(n, parent, gen)
 	ch := n.entry(ctx, fi, out)

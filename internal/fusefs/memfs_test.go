@@ -163,10 +163,13 @@ func (b *memBackend) parentLocked(p string) *chunkfs.FileInfo {
 	return b.infoLocked(path.Dir(p), dir)
 }
 
-func (b *memBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+func (b *memBackend) Create(ctx context.Context, c chunkfs.Caller, p string, perm fs.FileMode, excl, trunc bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.addLocked("create", p, perm, c)
+	if err == nil && !at.IsZero() {
+		n.fi.MTime, n.fi.ATime = at, at
+	}
 	if chunkfs.KindOf(err) == chunkfs.KindExist && !excl {
 		n, err = b.nodes[p], nil
 		if n.fi.IsDir() {

@@ -338,16 +338,17 @@ func (n *node) unhide(ctx context.Context) {
 	}
 	n.unhiding.Store(true)
 	n.mu.Unlock()
-	_, done := n.m.dirChange() // the hidden name's directory changes
+	n.m.names.hid(n.StableAttr().Ino, false) // before the name goes: see recount
+	_, done := n.m.dirChange()               // the hidden name's directory changes
 	_, err := n.m.b.Remove(ctx, chunkfs.Root, *hp)
 	done()
 	if err != nil && chunkfs.KindOf(err) != chunkfs.KindNotExist {
 		n.m.log.Warn("remove hidden file", "path", *hp, "err", err)
 	}
+	n.recount()
 	n.mu.Lock()
 	n.hidden.Store(nil)
 	n.unhiding.Store(false)
-	n.m.names.hid(n.StableAttr().Ino, false)
 	if len(n.handles) == 0 {
 		n.m.names.closed(n)
 	}
@@ -356,4 +357,16 @@ func (n *node) unhide(ctx context.Context) {
 		n.gone = nil
 	}
 	n.mu.Unlock()
+}
+
+// recount follows the removal of n's hidden name, or its rename back
+// (done or failed). The name stopped being left out of n's link count
+// just before (hid), so an answer of the cluster fetched meanwhile may
+// count it: one link too many for a moment, never one too few (with 0
+// links the kernel refuses link(2) of the file's other names, ENOENT).
+// Such an answer goes now: the kernel drops n's attributes and ignores
+// replies asked for before, and the listings kept for look-ups go.
+func (n *node) recount() {
+	n.m.lists.changed()
+	n.NotifyContent(-1, 0) // attributes only; ENOENT: the kernel has forgotten n
 }

@@ -62,16 +62,15 @@ func newMount(b Backend, cfg Config, log *slog.Logger, clk clock.Clock) *mount {
 		m.data = newBlockCache(cfg.CacheSize)
 	}
 	m.closer = newCloser(cfg, m.kernel, log)
-	m.creates = newCreator(b, cfg, clk, log, m.dropEntry)
+	m.creates = newCreator(b, cfg, clk, log, m.dropEntry, m.dropAttr)
 	m.b = m.creates
 	m.locks = newLockManager(m.b, log)
 	return m
 }
 
-// dropEntry makes the kernel forget the name p, whose file an asynchronous
-// create made and the master refused; an open descriptor of it then finds
-// it gone (ENOENT).
-func (m *mount) dropEntry(p string) {
+// dirOf returns the kernel's inode of p's directory, and p's name in it;
+// nil if the kernel holds no such directory.
+func (m *mount) dirOf(p string) (*gofs.Inode, string) {
 	dir := &m.root.Inode
 	parent, name := path.Split(p)
 	for _, c := range strings.Split(strings.Trim(parent, "/"), "/") {
@@ -79,7 +78,35 @@ func (m *mount) dropEntry(p string) {
 			continue
 		}
 		if dir = dir.GetChild(c); dir == nil {
-			return
+			return nil, ""
+		}
+	}
+	return dir, name
+}
+
+// dropAttr makes the kernel ask again for the attributes of p, whose
+// asynchronous create opened another mount's file instead of the empty
+// one it answered. A negative offset keeps the pages (the kernel's own
+// writes) and takes no lock a write in flight holds.
+func (m *mount) dropAttr(p string) {
+	if dir, name := m.dirOf(p); dir != nil {
+		if c := dir.GetChild(name); c != nil {
+			c.NotifyContent(-1, 0)
+		}
+	}
+}
+
+// dropEntry makes the kernel forget the name p, whose file an asynchronous
+// create made and the master refused; an open descriptor of it then finds
+// it gone (ENOENT).
+func (m *mount) dropEntry(p string) {
+	dir, name := m.dirOf(p)
+	if dir == nil {
+		return
+	}
+	if c := dir.GetChild(name); c != nil {
+		if cn, ok := c.Operations().(*node); ok {
+			cn.refused.Store(true)
 		}
 	}
 	dir.RmChild(name)
@@ -210,6 +237,9 @@ type node struct {
 	committed atomic.Pointer[committed]
 	// seen is the attributes last answered to the kernel (sawAttr).
 	seen atomic.Pointer[chunkfs.FileInfo]
+	// refused is set when the master refused the file's asynchronous
+	// create (mount.dropEntry).
+	refused atomic.Bool
 }
 
 // version identifies the contents of a file for io-cache: unchanged size
@@ -247,6 +277,16 @@ func (n *node) detached() bool {
 	}
 	_, parent := n.Parent()
 	return parent == nil
+}
+
+// goneErrno is what a call on a detached node answers: EIO for a file
+// whose asynchronous create the master refused (its I/O fails so),
+// ENOENT for any other.
+func (n *node) goneErrno() syscall.Errno {
+	if n.refused.Load() {
+		return syscall.EIO
+	}
+	return syscall.ENOENT
 }
 
 // checkChild rejects a name no Linux file system accepts, and a child
@@ -341,7 +381,7 @@ var _ = (gofs.NodeGetattrer)((*node)(nil))
 // Getattr asks the cluster for the node's attributes.
 func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if n.detached() {
-		return syscall.ENOENT
+		return n.goneErrno()
 	}
 	fi := n.m.notedAttr(n)
 	if fi == nil {
@@ -369,7 +409,7 @@ var _ = (gofs.NodeSetattrer)((*node)(nil))
 // file) orders after them, and the size answered is the file's.
 func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if n.detached() {
-		return syscall.ENOENT
+		return n.goneErrno()
 	}
 	var cctx context.Context
 	var cancel context.CancelFunc
@@ -609,12 +649,15 @@ func renameHow(flags uint32) (RenameHow, bool) {
 func (n *node) unhideBack(ctx context.Context, caller chunkfs.Caller, name string, c *node) {
 	hp := c.hidden.Load()
 	dst := n.child(name)
+	n.m.names.hid(c.StableAttr().Ino, false) // before the name comes back: see recount
 	if err := n.m.b.Rename(ctx, caller, *hp, dst, RenameNoReplace); err != nil {
+		n.m.names.hid(c.StableAttr().Ino, true)
+		c.recount()
 		n.m.log.Warn("rename hidden file back", "path", *hp, "err", err)
 		return
 	}
+	c.recount()
 	c.hidden.Store(nil)
-	n.m.names.hid(c.StableAttr().Ino, false)
 	if err := n.m.names.moved(move{*hp, dst}); err != nil {
 		n.m.log.Warn("rename hidden file back", "path", dst, "err", err)
 	}
@@ -728,7 +771,7 @@ func (n *node) mknodFile(ctx context.Context, name string, mode uint32, out *fus
 	}
 	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
-	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false)
+	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false, time.Time{})
 	if err != nil {
 		return nil, errno(err)
 	}

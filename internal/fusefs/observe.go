@@ -46,9 +46,9 @@ func (o *observed) Mkdir(ctx context.Context, c chunkfs.Caller, path string, per
 	return o.b.Mkdir(ctx, c, path, perm)
 }
 
-func (o *observed) Create(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
+func (o *observed) Create(ctx context.Context, c chunkfs.Caller, path string, perm fs.FileMode, exclusive, truncate bool, at time.Time) (File, *chunkfs.FileInfo, *chunkfs.FileInfo, error) {
 	defer o.since("create", time.Now())
-	f, fi, parent, err := o.b.Create(ctx, c, path, perm, exclusive, truncate)
+	f, fi, parent, err := o.b.Create(ctx, c, path, perm, exclusive, truncate, at)
 	return o.file(f), fi, parent, err
 }
 

@@ -26,7 +26,7 @@ func TestObservedTimesEveryCall(t *testing.T) {
 		mu.Unlock()
 	})
 	ctx, root := context.Background(), chunkfs.Root
-	f, _, _, err := b.Create(ctx, root, "/f", 0o644, true, false)
+	f, _, _, err := b.Create(ctx, root, "/f", 0o644, true, false, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

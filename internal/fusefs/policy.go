@@ -46,6 +46,10 @@ type kernelCache interface {
 	forgot(n *node)
 	// retimed follows a change of only n's times, from before to after.
 	retimed(n *node, before, after version)
+	// placesAppends reports whether the kernel places the writes of an
+	// O_APPEND descriptor at the size it caches and never takes a size
+	// from the mount for a file it caches (pendingFile).
+	placesAppends() bool
 }
 
 // newKernelCache chooses the kernel cache policy of cfg.
@@ -102,6 +106,12 @@ func (g generations) flushed(ctx context.Context, h *handle) error {
 		return err
 	}
 	st := n.StableAttr()
+	if foundOther(h.f) {
+		// The kernel's inode stays at the version it was made with,
+		// which the next open finds stale.
+		n.m.data.drop(st.Ino)
+		return nil
+	}
 	g.files.wrote(st.Ino, st.Gen, versionOf(fi))
 	n.m.data.pushed(st.Ino, versionOf(fi))
 	return nil
@@ -119,6 +129,8 @@ func (g generations) forgot(n *node) {
 		g.files.forgot(st.Ino, st.Gen)
 	}
 }
+
+func (generations) placesAppends() bool { return true }
 
 func (g generations) retimed(n *node, before, after version) {
 	st := n.StableAttr()
@@ -155,6 +167,10 @@ func (p pageCache) open(n *node, fi *chunkfs.FileInfo, _, created bool) (uint32,
 	return 0, 0
 }
 
+// placesAppends: the kernel takes the mount's size when its attributes
+// expire.
+func (pageCache) placesAppends() bool { return false }
+
 // push: the kernel sends writes on the descriptor they were made on.
 func (pageCache) push(ctx context.Context, h *handle) error { return h.w.flush(ctx) }
 
@@ -172,8 +188,9 @@ func (pageCache) released(ctx context.Context, h *handle) {
 	fi, err := n.m.b.Stat(ctx, chunkfs.Root, n.path())
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err != nil {
+	if err != nil || foundOther(h.f) {
 		n.cached = version{}
+		n.m.data.drop(n.StableAttr().Ino)
 		return
 	}
 	n.cached = versionOf(fi)

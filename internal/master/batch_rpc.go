@@ -23,7 +23,7 @@ func (m service) Batch(ctx context.Context, req *pb.BatchRequest) (*pb.BatchResp
 	}
 	ops := make([]batchOp, len(req.Ops))
 	for i, op := range req.Ops {
-		ops[i] = m.batchOpFrom(ctx, i, op)
+		m.batchOpFrom(ctx, i, op, &ops[i])
 	}
 	results, err := m.runBatch(ctx, ops)
 	if err != nil {
@@ -41,10 +41,10 @@ func batchBytes(ops []*pb.MetaOp) int {
 	return n
 }
 
-// batchOpFrom reads op, the batch's op i, checking its arguments and
-// caller exactly as its unary form does.
-func (m *Master) batchOpFrom(ctx context.Context, i int, op *pb.MetaOp) batchOp {
-	o := batchOp{name: "none", reqID: op.ReqId}
+// batchOpFrom reads op, the batch's op i, into o, checking its arguments
+// and caller exactly as its unary form does.
+func (m *Master) batchOpFrom(ctx context.Context, i int, op *pb.MetaOp, o *batchOp) {
+	o.name, o.reqID = "none", op.ReqId
 	ctx = opContext(ctx, op.ReqId)
 	switch x := op.GetOp().(type) {
 	case *pb.MetaOp_Stat:
@@ -52,7 +52,7 @@ func (m *Master) batchOpFrom(ctx context.Context, i int, op *pb.MetaOp) batchOp 
 		if x.Stat != nil {
 			o.stat, o.path, o.minState = true, x.Stat.Path, x.Stat.MinStateId
 			o.caller, o.err = m.pathArg(ctx, "Batch", "stat", x.Stat.Path, x.Stat.Caller)
-			return o
+			return
 		}
 	case *pb.MetaOp_Create:
 		o.name = "create"
@@ -88,22 +88,22 @@ func (m *Master) batchOpFrom(ctx context.Context, i int, op *pb.MetaOp) batchOp 
 	if o.cmd == nil && o.err == nil {
 		o.err = chunkfs.E("batch", "", chunkfs.KindInvalid, fmt.Sprintf("operation %d names no request", i))
 	}
-	return o
 }
 
 // batchTo is the answer to a Batch call. The stats' messages take four
 // allocations in all, not four each.
 func batchTo(rs []batchResult) *pb.BatchResponse {
 	n := 0
-	for _, r := range rs {
-		if r.stat && r.err == nil {
+	for i := range rs {
+		if rs[i].stat && rs[i].err == nil {
 			n++
 		}
 	}
 	res, wraps, resps, infos := make([]pb.MetaResult, n), make([]pb.MetaResult_Stat, n), make([]pb.StatResponse, n), make([]pb.FileInfo, n)
 	resp := &pb.BatchResponse{Results: make([]*pb.MetaResult, len(rs))}
 	j := 0
-	for i, r := range rs {
+	for i := range rs {
+		r := &rs[i]
 		switch {
 		case r.err != nil:
 			resp.Results[i] = errorResult(r.err)
@@ -125,7 +125,7 @@ func batchTo(rs []batchResult) *pb.BatchResponse {
 
 // mutationTo is the answer to a mutation that succeeded, as its unary form
 // gives it.
-func mutationTo(r batchResult) *pb.MetaResult {
+func mutationTo(r *batchResult) *pb.MetaResult {
 	id := r.stateID
 	switch r.op {
 	case namespace.OpCreate:

@@ -9,8 +9,10 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
+	"github.com/chunkfs/chunkfs/internal/rpc/wiretest"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -319,4 +321,28 @@ func FuzzBatch(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestBatchAnswersCarryEveryField: each kind of batch result, with every
+// field set, leaves no field of its answer on the wire empty, and the
+// response carries the highest state ID.
+func TestBatchAnswersCarryEveryField(t *testing.T) {
+	fi := *rpc.FileInfoOf(wiretest.Fill(&pb.FileInfo{}))
+	notLeader := &chunkfs.Error{Op: "stat", Path: "/p", Kind: chunkfs.KindNotLeader, Err: &chunkfs.LeaderHint{Leader: "a:1"}}
+	results := []batchResult{{stat: true, stateID: 1, info: fi}, {err: notLeader}}
+	for i, op := range []namespace.Op{namespace.OpCreate, namespace.OpMkdir, namespace.OpTrash, namespace.OpRename, namespace.OpSetAttr, namespace.OpCommitLength} {
+		results = append(results, batchResult{op: op, stateID: uint64(2 + i), info: fi, created: true, parent: &fi})
+	}
+	resp := batchTo(results)
+	if len(resp.Results) != len(results) || resp.StateId != 7 {
+		t.Fatalf("%d results at state %d, want %d at 7", len(resp.Results), resp.StateId, len(results))
+	}
+	for i, r := range resp.Results {
+		if unset := wiretest.Unset(r.ProtoReflect()); len(unset) > 0 {
+			t.Errorf("result %d (%T): fields not filled: %v", i, r.GetResult(), unset)
+		}
+	}
+	if e := rpc.ErrorOf(resp.Results[1].GetError()); e.Kind != chunkfs.KindNotLeader || e.Path != "/p" {
+		t.Errorf("error result read back as %v", e)
+	}
 }

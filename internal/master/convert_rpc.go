@@ -61,8 +61,18 @@ func handlesTo(in []chunkfs.Handle) []uint64 {
 	return out
 }
 
-// reportFrom converts a registration.
-func reportFrom(req *pb.RegisterRequest) fullReport {
+// senderFrom is what a registration or a heartbeat says of its server
+// beside its report.
+func senderFrom(req interface {
+	GetClusterId() string
+	GetBytesRead() int64
+	GetBytesWritten() int64
+}) sender {
+	return sender{cluster: req.GetClusterId(), read: req.GetBytesRead(), written: req.GetBytesWritten()}
+}
+
+// registrationFrom converts a registration.
+func registrationFrom(req *pb.RegisterRequest) fullReport {
 	return fullReport{
 		figures: figures{id: req.Id, addr: req.Addr, rack: req.Rack, capacity: req.Capacity, used: req.Used, free: req.Free, disks: disksFrom(req.Disks)},
 		chunks:  replicasFrom(req.Chunks),

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/namespace"
 	"github.com/chunkfs/chunkfs/internal/oplog"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
@@ -51,8 +52,8 @@ func packageFiles(t *testing.T) map[string]*ast.File {
 }
 
 // TestPBOnlyAtTheEdge: only the edge files import the generated wire
-// types, and they hold only the edge's work (onTheWire); the rest of the
-// master reasons in its own.
+// types, and they hold only the edge's work (wiretest.OffTheWire); the
+// rest of the master reasons in its own.
 func TestPBOnlyAtTheEdge(t *testing.T) {
 	bad, read, err := wiretest.OutsideEdge(".", edge)
 	if err != nil || read < 10 {
@@ -61,38 +62,13 @@ func TestPBOnlyAtTheEdge(t *testing.T) {
 	for _, name := range bad {
 		t.Errorf("%s imports pb: convert to domain values in an _rpc.go file", name)
 	}
-	for name, f := range packageFiles(t) {
-		if !edge(name) {
-			continue
-		}
-		for _, d := range f.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && !onTheWire(fd) {
-				t.Errorf("%s: %s does not touch the wire: logic belongs in a domain file", name, fd.Name.Name)
-			}
-		}
+	off, err := wiretest.OffTheWire(".", edge)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// onTheWire reports whether a function of the edge does the edge's work:
-// it names a pb type or function (a handler, a conversion, an outgoing
-// call), or it is named as converting plain values (…From, …To) or
-// bounding a request's argument (…Arg).
-func onTheWire(fd *ast.FuncDecl) bool {
-	for _, suffix := range []string{"From", "To", "Arg"} {
-		if strings.HasSuffix(fd.Name.Name, suffix) {
-			return true
-		}
+	for _, f := range off {
+		t.Errorf("%s does not touch the wire: logic belongs in a domain file", f)
 	}
-	wire := false
-	ast.Inspect(fd, func(n ast.Node) bool {
-		if s, ok := n.(*ast.SelectorExpr); ok {
-			if x, ok := s.X.(*ast.Ident); ok && x.Name == "pb" {
-				wire = true
-			}
-		}
-		return !wire
-	})
-	return wire
 }
 
 // TestEveryCallHandled: the service declares every method of the
@@ -186,6 +162,34 @@ func TestWireConversionsFillEveryField(t *testing.T) {
 	}
 	if loc.LeaseExpiryMs != 1500 || loc.Handle != 7 || locationTo(location{leaseLeft: time.Second}).LeaseExpiryMs != 0 {
 		t.Errorf("location carried wrong values: %v", loc)
+	}
+}
+
+// TestServerCallsCarryEveryField: a registration and a heartbeat with
+// every field set leave no field of the domain values unread (but the
+// figure each does not carry: a heartbeat's rack, a registration's load),
+// and their answers, with every field set, leave no field of the response
+// empty.
+func TestServerCallsCarryEveryField(t *testing.T) {
+	reg := wiretest.Fill(&pb.RegisterRequest{})
+	if zero := wiretest.ZeroAll(struct{ S, R any }{senderFrom(reg), registrationFrom(reg)}); !slices.Equal(zero, []string{".R.figures.load"}) {
+		t.Errorf("registration fields not read: %v", zero)
+	}
+	hb := wiretest.Fill(&pb.HeartbeatRequest{})
+	if zero := wiretest.ZeroAll(struct{ S, B any }{senderFrom(hb), beatFrom(hb)}); !slices.Equal(zero, []string{".B.figures.rack"}) {
+		t.Errorf("heartbeat fields not read: %v", zero)
+	}
+	keys := []heldKey{{id: 3, secret: [32]byte{1}, expires: time.UnixMilli(1_700_000_000_000)}}
+	r := registerTo(registerAnswer{stateID: 1, cluster: "c", beatEvery: time.Second, keys: keys, garbage: []chunkfs.Handle{2}, stale: []chunkfs.Handle{3}})
+	if unset := wiretest.Unset(r.ProtoReflect()); len(unset) > 0 {
+		t.Errorf("registration answer fields not filled: %v", unset)
+	}
+	b := beatTo(beatAnswer{stateID: 1, leaseFor: time.Minute, keys: keys, reregister: true, garbage: []chunkfs.Handle{2}, extended: []chunkfs.Handle{3}})
+	if unset := wiretest.Unset(b.ProtoReflect()); len(unset) > 0 {
+		t.Errorf("heartbeat answer fields not filled: %v", unset)
+	}
+	if r.HeartbeatIntervalMs != 1000 || !slices.Equal(r.Stale, []uint64{3}) || b.LeaseMs != 60000 || !slices.Equal(b.Extended, []uint64{3}) {
+		t.Errorf("answers carried wrong values: %v, %v", r, b)
 	}
 }
 

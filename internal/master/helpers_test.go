@@ -135,25 +135,39 @@ type fakeCS struct {
 	truncFail bool // Truncate fails without cutting
 	truncLost bool // Truncate cuts, then fails (the answer is lost)
 	hang      bool // Clone hangs until its deadline (a target that stalls)
+	leaseLost bool // Lease takes the version, then fails (the answer is lost)
+	secFail   bool // Lease fails, taking nothing, when it names f a secondary
+	// abort, when set, has Clone answer deadline exceeded this long
+	// before the deadline the call carries (a target aborting at it).
+	abort time.Duration
 }
 
 // Clone hangs until its deadline when f.hang, and is not implemented
 // otherwise.
 func (f *fakeCS) Clone(ctx context.Context, req *pb.CloneRequest) (*pb.CloneResponse, error) {
 	f.mu.Lock()
-	hang := f.hang
+	hang, abort := f.hang, f.abort
 	f.mu.Unlock()
+	if deadline, ok := ctx.Deadline(); ok && abort > 0 {
+		time.Sleep(time.Until(deadline.Add(-abort)))
+		return nil, chunkfs.E("clone", "", chunkfs.KindUnavailable, "aborted at the deadline: "+context.DeadlineExceeded.Error())
+	}
 	if !hang {
 		return f.UnimplementedChunkServerServer.Clone(ctx, req)
 	}
 	<-ctx.Done()
+	// A hung target answers nothing: the caller's own deadline ends the
+	// call. (The handler's context, given the deadline the call carries,
+	// can end a moment before the caller's: answering then made the
+	// caller see an answer, not its deadline, once in a CI run.)
+	time.Sleep(time.Second)
 	return nil, chunkfs.E("clone", "", chunkfs.KindUnavailable, "stalled on purpose")
 }
 
 func (f *fakeCS) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.fail {
+	if f.fail || (f.secFail && req.LeaseMs == 0) {
 		return nil, chunkfs.E("lease", "", chunkfs.KindUnavailable, "failing on purpose")
 	}
 	if _, ok := f.versions[req.Handle]; !ok && !req.Create {
@@ -161,6 +175,9 @@ func (f *fakeCS) Lease(ctx context.Context, req *pb.LeaseRequest) (*pb.LeaseResp
 	}
 	f.versions[req.Handle] = req.Version
 	f.leases = append(f.leases, req)
+	if f.leaseLost {
+		return nil, chunkfs.E("lease", "", chunkfs.KindUnavailable, "took the version, but the answer is lost on purpose")
+	}
 	return &pb.LeaseResponse{}, nil
 }
 

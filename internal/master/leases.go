@@ -134,7 +134,7 @@ func (m *Master) ensureLease(ctx context.Context, p string, ch namespace.Chunk, 
 	if d.fenced {
 		m.cfg.Logger.InfoContext(ctx, "replica set shrank under a lease; moving the survivors to a new version", "handle", ch.Handle, "version", ch.Version, "replicas", len(d.replicas))
 	}
-	return m.grant(ctx, p, ch, d.replicas, false, false, 1)
+	return m.grant(ctx, p, ch, d.replicas, false, false, need)
 }
 
 // probeTimeout bounds the master's check of a primary a writer reports.
@@ -225,8 +225,11 @@ func (m *Master) dropPrimary(ctx context.Context, h chunkfs.Handle, primary *ser
 // a lease from a failed grant is fenced off by the next one's version. Telling
 // before logging means a crash in between leaves replicas ahead of the log,
 // which Register adopts; the reverse would leave every replica stale.
-// Replicas that fail are forgotten: they are stale now. A creation that
-// fewer than need replicas took fails as a whole.
+// Replicas that fail are forgotten: they are stale now. A grant that
+// fewer than need replicas took fails, so no write is acknowledged on
+// fewer than the minimum: a creation as a whole; any other with no lease
+// recorded, the version the replicas took adopted (adoptTaken) and the
+// chunk first in the repair queue, as a chunk below the minimum is.
 func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order []*server, create, logged bool, need int) error {
 	if len(order) == 0 {
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "no replica to grant the lease to")
@@ -249,7 +252,7 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 			took++
 		}
 	}
-	if errs[0] != nil || (create && took < need) {
+	if errs[0] != nil || took < need {
 		// The primary may or may not hold the lease now. Nothing is
 		// logged; the next grant uses a version above every one told
 		// (fencing it off) and, with it forgotten, another primary.
@@ -258,13 +261,19 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 		m.reg.forgetFailed(ch.Handle, order[:1], errs[:1], now)
 		if create {
 			m.reg.forgetFailed(ch.Handle, order, errs, now)
+		} else if errs[0] == nil {
+			m.reg.block(ch.Handle, now)
 		}
 		m.regMu.Unlock()
 		if !create && took > 0 {
 			m.adoptTaken(ctx, ch, order, errs)
 		}
-		if errs[0] == nil {
+		switch {
+		case errs[0] == nil && create:
 			return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, fmt.Sprintf("only %d of the chunk's new replicas were created, below the minimum of %d", took, need))
+		case errs[0] == nil:
+			return chunkfs.E("prepare write", p, chunkfs.KindUnavailable,
+				fmt.Sprintf("only %d of the chunk's %d live replicas took the lease, below the minimum of %d; it is being re-replicated", took, len(order), need))
 		}
 		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "the chosen primary did not take the lease: "+errs[0].Error())
 	}
@@ -284,6 +293,7 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 	defer m.regMu.Unlock()
 	if err == nil {
 		m.reg.forgetFailed(ch.Handle, order, errs, m.cfg.Clock.Now())
+		m.reg.missed(ch.Handle, ch.Version, order, errs)
 	}
 	// Even when logging failed, the primary holds the lease: no other
 	// may be named until it ends (its version, ahead of the log, does not
@@ -292,24 +302,25 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 	return err
 }
 
-// adoptTaken settles a grant whose primary failed after other replicas
-// took the new version: they are ahead of the log, and the clone of a
-// replica at the logged version fails at them, so a chunk left with those
-// replicas alone could never be re-replicated. As Register does for a
+// adoptTaken settles a grant that failed (its primary did, or fewer than
+// the minimum of replicas took it) after replicas took the new version:
+// they are ahead of the log, and the clone of a replica at the logged
+// version fails at them, so a chunk left with those replicas alone could
+// never be re-replicated. As Register does for a
 // replica ahead of the log (GFS §4.5: the higher version is the current
 // one), the version is adopted: recorded, then logged. No lease is
-// recorded: should the failed primary hold one after all, no client
-// learnt of it (the grant answered with an error), so no mutation comes
-// through it; the next grant fences it off with a higher version.
+// recorded: should the primary hold one, no client learnt of it (the
+// grant answered with an error), so no mutation comes through it; the next
+// grant fences it off with a higher version.
 func (m *Master) adoptTaken(ctx context.Context, ch namespace.Chunk, order []*server, errs []error) {
 	m.regMu.Lock()
-	m.reg.recordTaken(ch.Handle, ch.Version, order[1:], errs[1:])
+	m.reg.recordTaken(ch.Handle, ch.Version, order, errs)
 	m.regMu.Unlock()
 	if _, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Version: ch.Version}); err != nil {
 		m.cfg.Logger.WarnContext(ctx, "could not log the version replicas took from a failed grant", "handle", ch.Handle, "version", ch.Version, "err", err)
 		return
 	}
-	m.cfg.Logger.InfoContext(ctx, "adopted the version replicas took from a grant whose primary failed", "handle", ch.Handle, "version", ch.Version)
+	m.cfg.Logger.InfoContext(ctx, "adopted the version replicas took from a failed grant", "handle", ch.Handle, "version", ch.Version)
 }
 
 // callLease sends Lease to every replica (at addresses to) at once; the

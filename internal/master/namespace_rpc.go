@@ -66,7 +66,7 @@ func (m *Master) createCommand(ctx context.Context, req *pb.CreateRequest) (*nam
 	// device's number travels as the command's length.
 	mode := modeArg(req.Mode) | req.Mode&uint32(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice)
 	cmd := &namespace.Command{Op: namespace.OpCreate, Caller: c, Path: req.Path, Mode: mode,
-		Replication: req.Replication, Target: req.SymlinkTarget, Rdev: req.Rdev}
+		Replication: req.Replication, Target: req.SymlinkTarget, Rdev: req.Rdev, MTime: req.TimeNs}
 	if req.Exclusive {
 		cmd.Flags |= namespace.FlagExclusive
 	}

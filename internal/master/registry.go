@@ -173,6 +173,7 @@ type registry struct {
 	clones     map[chunkfs.Handle]*pendingClone   // the clone in flight of each chunk that has one
 	blockedAt  map[chunkfs.Handle]time.Time       // when a writer last waited on a chunk for want of replicas (block)
 	stalls     map[chunkfs.Handle]struct{}        // chunks whose last clone ran into its deadline, until one is counted (plan)
+	away       map[chunkfs.Handle][]awayReplica   // replicas that left a chunk's counted set under a lease, held back (leave)
 
 	copies map[chunkfs.Handle]chunkfs.Version // copy-on-write copies being made, not yet logged (registry_snapshot.go)
 
@@ -185,6 +186,11 @@ type registry struct {
 	// replica, a secondary's, which the master moves to the next version
 	// with no lease before cloning it (registry_repair.go).
 	fencing []chunkfs.Handle
+	// leaving is what it found with replicas held back (leave) and no
+	// lease out: chunks whose counted replicas the master moves to the
+	// next version with no lease, leaving the held-back ones stale
+	// (leftBehind).
+	leaving []chunkfs.Handle
 
 	// order is every server in ID order, kept until a server is added or
 	// removed (byID): placing a chunk among 10,000 servers sorted them
@@ -238,9 +244,17 @@ func (r *registry) addReplica(s *server, h chunkfs.Handle, v chunkfs.Version) {
 // dropReplica forgets s's replica of h. A lease s holds on h is kept on
 // record until it ends: a server the master gave up on may still be alive
 // and acting as primary, so no other may be named before then. When a lease
-// is out, the chunk is fenced: its next write needs a new version.
+// is out, the chunk is fenced (its next write needs a new version) and s's
+// replica is away (leave).
 func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
+	v := s.chunks.at(h)
 	s.chunks.remove(h)
+	r.dropHolder(s, h, v, now)
+}
+
+// dropHolder is dropReplica once s's replica set no longer has h, which
+// s held at v.
+func (r *registry) dropHolder(s *server, h chunkfs.Handle, v chunkfs.Version, now time.Time) {
 	ci := r.chunks.get(h)
 	if ci == nil {
 		return
@@ -249,15 +263,116 @@ func (r *registry) dropReplica(s *server, h chunkfs.Handle, now time.Time) {
 	r.markDirty(h)
 	if gone && r.leased(h, now) {
 		ci.setFence(true)
+		r.leave(s, h, v)
 	}
 	r.recount(h)
 	r.gc(h, ci)
 }
 
+// awayReplica is a replica that left its chunk's counted set while a
+// lease was out, and the version it held then (leave).
+type awayReplica struct {
+	s *server
+	v chunkfs.Version
+}
+
+// leave notes that s's replica of h, at v, left the counted set while a
+// lease was out. The chains handed out since leave it out, so writes
+// acknowledged through them may be missing from it at the same version:
+// it is not counted at v again (heldBack), nor deleted, until a grant or
+// clone makes it current or the counted replicas move on and leave it
+// stale. The last replica at v to leave is not held back: it was in every
+// chain, so every acknowledged write reached it.
+func (r *registry) leave(s *server, h chunkfs.Handle, v chunkfs.Version) {
+	if v == 0 || len(r.replicas(h, v)) == 0 {
+		return
+	}
+	if r.away == nil {
+		r.away = make(map[chunkfs.Handle][]awayReplica)
+	}
+	for i, a := range r.away[h] {
+		if a.s == s {
+			r.away[h][i].v = max(a.v, v)
+			return
+		}
+	}
+	r.away[h] = append(r.away[h], awayReplica{s: s, v: v})
+}
+
+// heldBack reports whether s's replica of h at v is not to be counted:
+// s left h's counted set under a lease at v or a later version.
+func (r *registry) heldBack(s *server, h chunkfs.Handle, v chunkfs.Version) bool {
+	for _, a := range r.away[h] {
+		if a.s == s && v <= a.v {
+			return true
+		}
+	}
+	return false
+}
+
+// back forgets that s's replica of h left the counted set: a call made it
+// current since (a grant, a clone), or it is stale and deleted.
+func (r *registry) back(s *server, h chunkfs.Handle) {
+	list := r.away[h]
+	for i, a := range list {
+		if a.s == s {
+			list = slices.Delete(list, i, i+1)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(r.away, h)
+	} else {
+		r.away[h] = list
+	}
+}
+
+// leftBehind reports whether h, at logged version v, has replicas held
+// back at v (leave) and no lease out or grant in flight, while some
+// replica at v counts: moving the counted ones to the next version leaves
+// the held-back ones stale, to be deleted, and their servers free to take
+// a clone. Without it they would be kept, uncounted, until the chunk's
+// next write. Those held back below v are forgotten: the log moved past
+// them, so they are stale by their version.
+func (r *registry) leftBehind(h chunkfs.Handle, v chunkfs.Version, now time.Time) bool {
+	if r.away[h] == nil {
+		return false
+	}
+	if list := slices.DeleteFunc(r.away[h], func(a awayReplica) bool { return a.v < v }); len(list) > 0 {
+		r.away[h] = list
+	} else {
+		r.movedOn(h)
+		return false
+	}
+	return r.busy[h] == 0 && !r.leaseOutstanding(h, now) && len(r.replicas(h, v)) > 0
+}
+
+// movedOn notes that h's counted replicas moved to a logged version past
+// every replica held back: those are stale by their version now.
+func (r *registry) movedOn(h chunkfs.Handle) {
+	delete(r.away, h)
+	if ci := r.chunks.get(h); ci != nil {
+		r.gc(h, ci)
+	}
+}
+
+// forgetAway forgets every replica of s held back (leave), s being
+// replaced by another server: none of them can come back.
+func (r *registry) forgetAway(s *server) {
+	for h, list := range r.away {
+		if slices.ContainsFunc(list, func(a awayReplica) bool { return a.s == s }) {
+			r.back(s, h)
+			if ci := r.chunks.get(h); ci != nil {
+				r.gc(h, ci)
+			}
+		}
+	}
+}
+
 // gc deletes h's record once nothing in it matters.
 func (r *registry) gc(h chunkfs.Handle, ci *chunkInfo) {
 	_, leased := r.leases[h]
-	if r.holderCount(h, ci) == 0 && !leased && ci.told == 0 && r.clones[h] == nil && r.busy[h] == 0 && ci.corrupt == 0 {
+	if r.holderCount(h, ci) == 0 && !leased && ci.told == 0 && r.clones[h] == nil && r.busy[h] == 0 && ci.corrupt == 0 && r.away[h] == nil {
 		r.dropRecord(h)
 	}
 }
@@ -271,6 +386,7 @@ func (r *registry) dropRecord(h chunkfs.Handle) {
 	delete(r.bigTold, h)
 	delete(r.blockedAt, h)
 	delete(r.stalls, h)
+	delete(r.away, h)
 }
 
 // doubt forgets s's replica of h after a Lease or Truncate call to s
@@ -307,8 +423,8 @@ func (r *registry) condemn(s *server, h chunkfs.Handle, now time.Time) {
 func (r *registry) dropServer(s *server, now time.Time) {
 	held := s.chunks
 	s.chunks = replicaSet{}
-	for h := range held.all() {
-		r.dropReplica(s, h, now)
+	for h, v := range held.all() {
+		r.dropHolder(s, h, v, now)
 	}
 }
 

@@ -129,7 +129,7 @@ func (r *registry) movable(from, to *server, lookup chunkLookup, now time.Time) 
 		if !ok || held != v || length <= 0 || ci == nil || r.clones[h] != nil || r.busy[h] > 0 || r.leaseOutstanding(h, now) {
 			continue
 		}
-		if to.chunks.has(h) {
+		if to.chunks.has(h) || r.heldBack(to, h, v) {
 			continue
 		}
 		if _, doubted := to.doubt[h]; doubted || containsHandle(to.garbage, h) {

@@ -109,6 +109,7 @@ func (r *registry) recordTaken(h chunkfs.Handle, v chunkfs.Version, order []*ser
 		if errs[i] == nil {
 			r.addReplica(s, h, v)
 			r.clearDoubt(s, h)
+			r.back(s, h)
 		}
 	}
 }
@@ -125,6 +126,18 @@ func (r *registry) forgetFailed(h chunkfs.Handle, order []*server, errs []error,
 			if chunkfs.KindOf(errs[i]) == chunkfs.KindNoSpace {
 				r.full(s)
 			}
+		}
+	}
+}
+
+// missed notes, after a grant at v, that the replicas whose calls failed
+// left the counted set under the new lease (leave): a call whose answer
+// was lost may have raised one to v, and the writes acknowledged at v go
+// through the others' chains alone, so it is never counted at v.
+func (r *registry) missed(h chunkfs.Handle, v chunkfs.Version, order []*server, errs []error) {
+	for i, s := range order {
+		if errs[i] != nil {
+			r.leave(s, h, v)
 		}
 	}
 }
@@ -243,14 +256,15 @@ func (r *registry) dropSecondary(h chunkfs.Handle, v chunkfs.Version, s *server,
 // space. It reports whether s's replica was taken out.
 func (r *registry) dropFull(h chunkfs.Handle, v chunkfs.Version, s *server, need int, now time.Time) bool {
 	r.full(s)
-	if ci := r.chunks.get(h); ci != nil && r.leases[h].primary == s {
-		if len(r.replicas(h, v))-1 < need || !slices.Contains(r.replicas(h, v), s) {
-			return false
-		}
-		r.dropPrimary(h, s, now)
-		return true
+	if r.chunks.get(h) == nil || r.leases[h].primary != s {
+		return r.dropSecondary(h, v, s, need, now)
 	}
-	return r.dropSecondary(h, v, s, need, now)
+	live := r.replicas(h, v)
+	if len(live)-1 < need || !slices.Contains(live, s) {
+		return false
+	}
+	r.dropPrimary(h, s, now)
+	return true
 }
 
 // Lease adoption. A new leader does not know which leases its predecessor

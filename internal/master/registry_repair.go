@@ -99,7 +99,7 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 	var needs []placement.Repair
 	level := int(^uint(0) >> 1) // the fewest live replicas among chunks being cloned or waiting for a slot
 	var trims []trimOrder
-	r.revoking, r.fencing = r.revoking[:0], r.fencing[:0]
+	r.revoking, r.fencing, r.leaving = r.revoking[:0], r.fencing[:0], r.leaving[:0]
 	r.pruneLeases(now)
 	examine := func(h chunkfs.Handle, ci *chunkInfo) {
 		v, want, _, dead, ok := lookup(h)
@@ -122,6 +122,9 @@ func (r *registry) planIn(cfg placement.Config, lookup chunkLookup, maxClones in
 		case r.busy[h] == 0 && live == 1 && live < want && r.fenceable(h, v, now):
 			r.markDirty(h) // cloned once the master fenced the lost primary
 			r.fencing = append(r.fencing, h)
+		case r.leftBehind(h, v, now):
+			r.markDirty(h) // looked at again once the master moved it on
+			r.leaving = append(r.leaving, h)
 		case r.busy[h] > 0 || len(all) == 0 || r.leaseOutstanding(h, now):
 			r.markDirty(h) // look again next time
 		case live < want:
@@ -261,8 +264,9 @@ func (r *registry) startClone(cfg placement.Config, h chunkfs.Handle, v chunkfs.
 	for _, s := range r.live() {
 		has := s.chunks.has(h)
 		_, doubted := s.doubt[h]
-		// A server still to be told to delete h could delete the clone.
-		if !has && !doubted && !r.draining(s) && !slices.Contains(s.garbage, h) {
+		// A server still to be told to delete h could delete the clone;
+		// one holding h back (leave) would answer it holds it already.
+		if !has && !doubted && !r.draining(s) && !slices.Contains(s.garbage, h) && !r.heldBack(s, h, v) {
 			others = append(others, s)
 		}
 	}
@@ -337,7 +341,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	// has a good replica: it counts, and it must never be deleted as the
 	// leftovers of a failed clone.
 	held := chunkfs.KindOf(err) == chunkfs.KindExist
-	ok := (err == nil || held) && exists && cur == pc.version && t.alive && r.servers[t.id] == t
+	ok := (err == nil || held && !r.heldBack(t, h, pc.version)) && exists && cur == pc.version && t.alive && r.servers[t.id] == t
 	if !ok {
 		// What the target stored is garbage, unless it holds a replica of
 		// its own that the clone did not touch: one this master counts,
@@ -352,6 +356,7 @@ func (r *registry) endClone(h chunkfs.Handle, pc *pendingClone, length int64, er
 	}
 	r.addReplica(t, h, pc.version)
 	r.clearDoubt(t, h)
+	r.back(t, h)
 	delete(r.stalls, h)
 	if pc.move {
 		return true

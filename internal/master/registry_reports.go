@@ -87,6 +87,9 @@ func (r *registry) register(req fullReport, version versionOf, now time.Time) (r
 		}
 		cur, ok := version(h)
 		_, dying := condemned[h]
+		if len(r.away) > 0 && known != nil && known.has(h) {
+			r.back(s, h) // counted until this report: it left no set
+		}
 		switch {
 		case !ok:
 			out.garbage = append(out.garbage, h)
@@ -96,6 +99,10 @@ func (r *registry) register(req fullReport, version versionOf, now time.Time) (r
 			r.doubt(s, h, now)
 		case v < cur:
 			out.stale = append(out.stale, h)
+			r.back(s, h)
+		case r.heldBack(s, h, v):
+			// Left the counted set under a lease: it may lack writes
+			// acknowledged at this version, and waits to be left stale.
 		case c.version > cur:
 			out.ahead = append(out.ahead, namespace.Chunk{Handle: h, Version: v})
 			fallthrough
@@ -126,6 +133,7 @@ func (r *registry) reset(req fullReport, now time.Time) (*server, *replicaSet, m
 		r.aliveChanged()
 		r.dropServer(old, now)
 		r.freeSlot(old)
+		r.forgetAway(old)
 		delete(r.servers, old.id)
 		r.serversChanged()
 		if known == nil {
@@ -262,15 +270,17 @@ func (r *registry) sample(s *server, req beat, version versionOf, now time.Time)
 		switch v := c.version; {
 		case !ok || (v < cur && !known && !doubted):
 			r.condemn(s, h, now)
+			r.back(s, h)
 		case v < cur && doubted:
 			if len(verify) < maxVerifyPerBeat {
 				verify = append(verify, h)
 			}
-		case v == cur && !known && !r.cloning(h, s) && !s.queued(h):
+		case v == cur && !known && !r.cloning(h, s) && !s.queued(h) && !r.heldBack(s, h, v):
 			// Counted again (after a failed call, or a deletion handed
 			// out that did not happen), unless it is condemned and its
-			// deletion still queued: the sample predates the condemning,
-			// and the server deletes it once told, at this answer.
+			// deletion still queued (the sample predates the condemning,
+			// and the server deletes it once told, at this answer) or it
+			// left the counted set under a lease (leave).
 			r.addReplica(s, h, v)
 			r.clearDoubt(s, h)
 		}
@@ -336,7 +346,10 @@ func (r *registry) settle(id, addr string, handles []chunkfs.Handle, gens []uint
 		case !ok || v < cur:
 			r.clearDoubt(s, h)
 			r.dropReplica(s, h, now)
+			r.back(s, h)
 			garbage = append(garbage, h)
+		case v == cur && r.heldBack(s, h, v):
+			r.clearDoubt(s, h) // not counted (leave), nor deleted
 		case v == cur:
 			r.clearDoubt(s, h)
 			r.addReplica(s, h, v)

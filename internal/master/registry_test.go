@@ -36,15 +36,18 @@ import (
 //	dead                  declare servers silent for 30s dead: "dead A B"
 //	plan [full]           plan repairs: "clone H vV live=N SRC->DST", "trim H SRV",
 //	                      "revoke H" (a lease the master is to revoke first),
-//	                      "fence H" (a lost primary's lease the master is to fence first)
+//	                      "fence H" (a lost primary's lease the master is to fence first),
+//	                      "leave H" (replicas held back the master is to leave stale first)
 //	revoke 1 a            the revocation's calls to a succeed at the next version, logged
 //	fence 1 a             the same calls, fencing a lost primary's lease (registry.fencing)
+//	leave 1 a b           the same calls, leaving replicas held back stale (registry.leaving)
 //	                      (ties between equal targets go by the registry's seeded rng)
 //	done 1 ok|fail|exists|newer|gone|timeout  chunk 1's clone in flight ends (gone: the source
 //	                      has no such chunk; timeout: it ran into its deadline)
 //	health 1              "live=N cloning=B corrupt=N"
 //	register c 1:1 2:1    a full report: "stale=[...] garbage=[...]"
 //	unreachable 1 a       a writer reported chunk 1's primary a, and the probe failed
+//	secondary 1 c         a writer's attempt failed at secondary c, and so did the probe: "out" or "kept"
 //	nospace 1 b           the probe after a writer's failure found b's replica of chunk 1 out of
 //	                      space (a minimum of 2): "out" (taken out of the lease) or "kept"
 //	corrupt a 1           a's replica of chunk 1 failed its checksum
@@ -304,7 +307,10 @@ func (s *registryScenario) run(f []string) {
 		for _, h := range r.fencing {
 			s.printf("fence %d", h)
 		}
-	case "revoke", "fence":
+		for _, h := range r.leaving {
+			s.printf("leave %d", h)
+		}
+	case "revoke", "fence", "leave":
 		h := s.handle(f[1])
 		var order []*server
 		for _, name := range f[2:] {
@@ -315,6 +321,9 @@ func (s *registryScenario) run(f []string) {
 		r.revoke(h)
 		r.recordTaken(h, v, order, make([]error, len(order)))
 		s.chunks[h].v = v
+		if f[0] == "leave" {
+			r.movedOn(h)
+		}
 		s.printf("v=%d", v)
 	case "done":
 		h := s.handle(f[1])
@@ -369,6 +378,9 @@ func (s *registryScenario) run(f []string) {
 		if p := r.primaryAt(h, s.server(f[2]).addr, s.now); p != nil {
 			r.dropPrimary(h, p, s.now)
 		}
+	case "secondary":
+		h := s.handle(f[1])
+		s.printf("%s", map[bool]string{true: "out", false: "kept"}[r.dropSecondary(h, s.chunks[h].v, s.server(f[2]), 2, s.now)])
 	case "nospace":
 		h := s.handle(f[1])
 		s.printf("%s", map[bool]string{true: "out", false: "kept"}[r.dropFull(h, s.chunks[h].v, s.server(f[2]), 2, s.now)])
@@ -479,5 +491,29 @@ func TestHeartbeatAdoptsOnlyOnTheLeader(t *testing.T) {
 	got := r.heartbeat(b, version, now, 10*time.Second, true)
 	if !slices.Equal(got.adopted, []chunkfs.Handle{7}) || len(got.extended) != 0 {
 		t.Fatalf("leader: adopted %v, extended %v; want [7] and none", got.adopted, got.extended)
+	}
+}
+
+// TestReplacedServerForgetsItsAwayReplicas: a server replaced at its
+// address by another holds no replica that can come back: what it held
+// back is forgotten (the record would be kept for it).
+func TestReplacedServerForgetsItsAwayReplicas(t *testing.T) {
+	r := registryOf(3)
+	now := time.Unix(2000, 0)
+	for _, s := range r.sorted() {
+		r.addReplica(s, 7, 4)
+	}
+	r.recordLease(7, r.servers["cs01"], now.Add(time.Minute), now)
+	old := r.servers["cs03"]
+	r.doubt(old, 7, now)
+	if !r.heldBack(old, 7, 4) {
+		t.Fatal("cs03, out of the set under a lease, is not held back")
+	}
+	version := func(h chunkfs.Handle) (chunkfs.Version, bool) { return 4, h == 7 }
+	if _, err := r.register(fullReport{figures: figures{id: "cs09", addr: old.addr, capacity: 1 << 40, free: 1 << 39}}, version, now); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.away) != 0 {
+		t.Errorf("replicas held back after their server was replaced: %v", r.away)
 	}
 }

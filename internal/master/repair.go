@@ -52,18 +52,20 @@ func (m *Master) repairOnce(full bool) {
 	// was revoked, and each round would revoke it again. The lease is
 	// waited out there. A lost primary's lease is fenced whatever the
 	// minimum: it happens once, and frees its writer too.
-	revoke, fence := m.planRepairs(full)
+	revoke, fence, leave := m.planRepairs(full)
 	revoked := len(revoke) > 0 && m.cfg.MinReplicas > 1 && m.revokeForRepair(revoke)
-	if fenced := m.fenceForRepair(fence); revoked || fenced {
-		m.planRepairs(false) // the chunks whose lease was revoked or fenced are cloned now
+	fenced := m.fenceForRepair(fence)
+	if moved := m.leaveBehind(leave); revoked || fenced || moved {
+		m.planRepairs(false) // the chunks whose lease was revoked or fenced, or that moved on, are cloned now
 	}
 }
 
 // planRepairs plans once and starts the clones decided; it returns the
-// chunks held back by a lease the master is to revoke (registry.revoking)
-// and those held back by a lost primary's lease it is to fence
-// (registry.fencing).
-func (m *Master) planRepairs(full bool) (revoke, fence []chunkfs.Handle) {
+// chunks held back by a lease the master is to revoke (registry.revoking),
+// those held back by a lost primary's lease it is to fence
+// (registry.fencing) and those whose replicas held back it is to leave
+// stale (registry.leaving).
+func (m *Master) planRepairs(full bool) (revoke, fence, leave []chunkfs.Handle) {
 	now := m.cfg.Clock.Now()
 	// The round lets both locks go between slices of chunks
 	// (registry.planIn): a sweep of every chunk, or of the many a
@@ -82,7 +84,7 @@ func (m *Master) planRepairs(full bool) (revoke, fence []chunkfs.Handle) {
 	for _, o := range orders {
 		m.event(CloneEvent{Handle: o.handle, Version: o.version, Live: o.live, Source: o.sourceAddr, Target: o.targetAddr, Move: o.move})
 	}
-	revoke, fence = slices.Clone(m.reg.revoking), slices.Clone(m.reg.fencing)
+	revoke, fence, leave = slices.Clone(m.reg.revoking), slices.Clone(m.reg.fencing), slices.Clone(m.reg.leaving)
 	m.regMu.Unlock()
 	m.state.runlock()
 	for _, t := range trims {
@@ -92,7 +94,7 @@ func (m *Master) planRepairs(full bool) (revoke, fence []chunkfs.Handle) {
 		m.bg.Add(1)
 		go m.runClone(o)
 	}
-	return revoke, fence
+	return revoke, fence, leave
 }
 
 // revokeForRepair revokes the leases on handles, chunks down to the
@@ -176,6 +178,59 @@ func (m *Master) fenceLost(ctx context.Context, h chunkfs.Handle) (bool, error) 
 	return true, m.revokeLease(ctx, "repair", fmt.Sprintf("chunk %d", h), h)
 }
 
+// leaveBehind moves the counted replicas of handles, chunks with replicas
+// held back and no lease out (registry.leftBehind), to the next version
+// with no lease, logged, as a revocation does, under the chunk's lease
+// stripe: the held-back replicas are stale then, deleted at their next
+// report, and a clone may go to their servers. It reports whether any
+// chunk moved. A chunk below the hold of a master that restarted or took
+// over is left to it.
+func (m *Master) leaveBehind(handles []chunkfs.Handle) bool {
+	if len(handles) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*m.cfg.RPCTimeout)
+	defer cancel()
+	moved := false
+	for _, h := range handles {
+		mu := &m.leaseMu[handleStripe(h)]
+		mu.Lock()
+		ok, err := m.moveOn(ctx, h)
+		mu.Unlock()
+		switch {
+		case err != nil:
+			m.cfg.Logger.Warn("a chunk's replicas held back after they left under a lease were not left stale", "handle", h, "err", err)
+		case ok:
+			m.cfg.Logger.Info("replicas held back after they left under a lease left stale", "handle", h)
+			moved = true
+		}
+	}
+	return moved
+}
+
+// moveOn moves chunk h on if the registry still finds replicas of it left
+// behind; the caller holds h's lease stripe.
+func (m *Master) moveOn(ctx context.Context, h chunkfs.Handle) (bool, error) {
+	now := m.cfg.Clock.Now()
+	if pause, floor := m.lead.leaseHold(); h < floor && now.Before(pause) {
+		return false, nil
+	}
+	cur := m.currentVersion(h)
+	m.regMu.Lock()
+	behind := cur != 0 && m.reg.leftBehind(h, cur, now)
+	m.regMu.Unlock()
+	if !behind {
+		return false, nil
+	}
+	if err := m.revokeLease(ctx, "repair", fmt.Sprintf("chunk %d", h), h); err != nil {
+		return false, err
+	}
+	m.regMu.Lock()
+	m.reg.movedOn(h)
+	m.regMu.Unlock()
+	return true, nil
+}
+
 // syncDraining gives the registry the logged set of chunkservers being
 // decommissioned, on every master: one that becomes the leader places no
 // new replica on them from its first allocation.
@@ -201,7 +256,7 @@ func lookupIn(ns *namespace.Namespace) chunkLookup {
 }
 
 // runClone tells the target to copy the chunk from the source and records
-// the outcome.
+// the outcome; a clone that failed at its deadline is stalled (ranOut).
 func (m *Master) runClone(o cloneOrder) {
 	defer m.bg.Done()
 	timeout := m.cfg.RPCTimeout + time.Duration(float64(o.length)/float64(m.cfg.MinCloneRate)*float64(time.Second))
@@ -215,7 +270,8 @@ func (m *Master) runClone(o cloneOrder) {
 		}
 	}()
 	err := m.cloneCall(ctx, o)
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	deadline, _ := ctx.Deadline()
+	if err != nil && ranOut(ctx.Err(), time.Until(deadline), timeout) {
 		err = fmt.Errorf("%w after %v: %w", errStalled, timeout.Round(time.Millisecond), err)
 	}
 	cur := m.currentVersion(o.handle)
@@ -235,6 +291,19 @@ func (m *Master) runClone(o cloneOrder) {
 		m.cfg.Logger.Info("chunk re-replicated", "handle", o.handle, "version", o.version, "source", o.sourceAddr, "target", o.targetAddr)
 	}
 }
+
+// ranOut reports whether a call of the given timeout that failed, ending
+// with ctxErr its context's error and left its time left, ran into its
+// deadline: its context ended so, or it answered within stallMargin of
+// it. A target that aborts at the deadline the call carried (gRPC sends
+// it along) can answer a moment before the caller's own context ends.
+func ranOut(ctxErr error, left, timeout time.Duration) bool {
+	return errors.Is(ctxErr, context.DeadlineExceeded) || ctxErr == nil && left <= stallMargin(timeout)
+}
+
+// stallMargin is how near its deadline a failed call must end to have run
+// into it: a tenth of its timeout, at most a second.
+func stallMargin(timeout time.Duration) time.Duration { return min(timeout/10, time.Second) }
 
 // event tells the OnClone hook, if any; the caller holds regMu, so that
 // the events come in the order the registry decided them (a move's end

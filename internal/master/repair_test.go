@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -229,5 +230,66 @@ func TestStalledCloneHoldsBackOneRound(t *testing.T) {
 	tm.m.repairOnce(false)
 	if started(handles["/two"]) != 1 {
 		t.Fatalf("clones started in the next round: %+v; want /two's, alongside /one's retry", seen())
+	}
+}
+
+// TestCloneAbortedAtItsDeadlineStalls: a target that aborts a clone at the
+// deadline the call carried answers a moment before the master's own
+// context ends; the clone ran into its deadline all the same, and is
+// marked stalled (it was not, when only the master's context counted).
+func TestCloneAbortedAtItsDeadlineStalls(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	cfg := testConfig(t, t.TempDir(), clk)
+	cfg.RPCTimeout = time.Second   // a clone's deadline: the chunk is empty
+	cfg.RepairInterval = time.Hour // the test runs the round
+	done := make(chan CloneEvent, 1)
+	cfg.OnClone = func(e CloneEvent) {
+		if e.Done {
+			done <- e
+		}
+	}
+	tm := startWith(t, cfg, clk)
+	var all []*fakeCS
+	for _, id := range []string{"a", "b", "c", "d"} {
+		cs := tm.startCS(id, "r-"+id)
+		cs.abort = 30 * time.Millisecond
+		all = append(all, cs)
+	}
+	tm.create(alice, "/one")
+	resp, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(cfg.LeaseDuration + 2*time.Second) // the writer's lease ends
+	for _, cs := range all {
+		tm.beat(cs)
+	}
+	for _, addr := range resp.Chunk.Replicas[1:] {
+		if _, err := tm.c.ReportCorrupt(bg, &pb.ReportCorruptRequest{Reporter: "test", Handle: resp.Chunk.Handle, Replica: addr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tm.m.repairOnce(false)
+	if e := <-done; !errors.Is(e.Err, errStalled) {
+		t.Fatalf("the clone aborted at its deadline ended with %v; want it marked stalled", e.Err)
+	}
+}
+
+func TestRanOut(t *testing.T) {
+	for _, c := range []struct {
+		ctxErr      error
+		left, limit time.Duration
+		want        bool
+	}{
+		{context.DeadlineExceeded, 0, time.Second, true},
+		{nil, 50 * time.Millisecond, time.Second, true},   // answered within a tenth of the timeout
+		{nil, 300 * time.Millisecond, time.Second, false}, // a failure well before it
+		{nil, 900 * time.Millisecond, time.Minute, true},  // the margin stops at a second
+		{nil, 2 * time.Second, time.Minute, false},
+		{context.Canceled, 0, time.Second, false}, // the master stopping
+	} {
+		if got := ranOut(c.ctxErr, c.left, c.limit); got != c.want {
+			t.Errorf("ranOut(%v, %v left of %v) = %v, want %v", c.ctxErr, c.left, c.limit, got, c.want)
+		}
 	}
 }

@@ -220,3 +220,188 @@ func TestCutAfterNewLeaseKeepsReplicas(t *testing.T) {
 	}
 	wantReplicas(t, tm.location(), 2, cs...)
 }
+
+// A grant's Lease call to c took the new version but its answer was lost:
+// the writes acknowledged at that version went through a and b alone.
+// c's heartbeat then reported the version, and c was counted again: reads
+// sent to it returned the bytes from before those writes (issue #15). It
+// is held back until the next grant leaves it stale.
+func TestLostGrantAnswerHoldsReplicaBack(t *testing.T) {
+	tm, cs, h := writtenChunk(t)
+	a, b, c := primaryFirst(cs) // c is a secondary
+	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second)
+	for _, f := range cs {
+		tm.beat(f)
+	}
+	c.mu.Lock()
+	c.leaseLost = true
+	c.mu.Unlock()
+	pw := tm.prepare(alice, "/f", 0, false)
+	if got := slices.Sorted(slices.Values(pw.Chunk.Replicas)); pw.Chunk.Version != 2 || !slices.Equal(got, sortedAddrs(a, b)) {
+		t.Fatalf("grant: version %d on %v, want 2 on a and b", pw.Chunk.Version, got)
+	}
+	// The writer's mutations at version 2 reach a and b; c reports the
+	// version all the same, by heartbeat and by registration.
+	if hb := tm.beat(c); len(hb.Garbage) != 0 {
+		t.Errorf("c's sample: %+v", hb)
+	}
+	wantReplicas(t, tm.location(), 2, a, b)
+	if reg := tm.register(c, "r2"); len(reg.Stale) != 0 || len(reg.Garbage) != 0 {
+		t.Errorf("c's registration: %+v", reg)
+	}
+	wantReplicas(t, tm.location(), 2, a, b)
+
+	// The next grant goes to a and b; c's copy is stale, and deleted.
+	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second)
+	for _, f := range cs {
+		tm.beat(f)
+	}
+	c.mu.Lock()
+	c.leaseLost = false
+	calls := len(c.leases)
+	c.mu.Unlock()
+	pw = tm.prepare(alice, "/f", 0, false) // at 3, or 4 when a repair round moved the chunk on first
+	if pw.Chunk.Version < 3 {
+		t.Fatalf("next grant: %+v", pw.Chunk)
+	}
+	if n := len(c.leaseCalls()); n != calls {
+		t.Errorf("the next grant called c (%d calls, %d before)", n, calls)
+	}
+	if hb := tm.beat(c); len(hb.Garbage) != 1 || hb.Garbage[0] != h {
+		t.Errorf("c's sample after the next grant: %+v, want %d deleted", hb, h)
+	}
+	wantReplicas(t, tm.location(), pw.Chunk.Version, a, b)
+}
+
+// A grant whose secondaries all fail the Lease call reaches the primary
+// alone, below the minimum of two replicas: no writer gets that chunk (an
+// acknowledgement on one replica), the grant answers unavailable as for a
+// chunk below the minimum, and no lease is left on the one replica: the
+// chunk is blocked, so it is re-replicated first, at once.
+func TestShortGrantNotHandedOut(t *testing.T) {
+	tm, cs, h := writtenChunk(t)
+	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second)
+	for _, f := range cs {
+		tm.beat(f)
+		f.mu.Lock()
+		f.secFail = true
+		f.mu.Unlock()
+	}
+	for range 2 {
+		_, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f", Index: 0})
+		if chunkfs.KindOf(err) != chunkfs.KindUnavailable {
+			t.Fatalf("prepare write on a grant one replica took: %v, want unavailable", err)
+		}
+	}
+	var primary *fakeCS
+	for _, f := range cs {
+		f.mu.Lock()
+		if f.versions[h] == 2 {
+			primary = f
+		}
+		f.mu.Unlock()
+	}
+	if primary == nil {
+		t.Fatal("no server took the grant's version")
+	}
+	loc := tm.location()
+	wantReplicas(t, loc, 2, primary)
+	if loc.Primary != "" {
+		t.Errorf("a lease is left on the one replica: %+v", loc)
+	}
+	tm.m.regMu.Lock()
+	blocked := tm.m.reg.blocked(chunkfs.Handle(h), tm.clock.Now())
+	tm.m.regMu.Unlock()
+	if !blocked {
+		t.Error("the chunk is not first in the repair queue")
+	}
+	// With no lease to revoke or fence, the chunk is cloned at once.
+	if revoke, fence, _ := tm.m.planRepairs(false); len(revoke) != 0 || len(fence) != 0 {
+		t.Errorf("the repair waits on a lease: revoke %v, fence %v", revoke, fence)
+	}
+}
+
+// A replica declared dead while a lease is out, back at the same version
+// before the next grant, is not listed to readers nor given the grant:
+// the fenced grant moves the others on and its copy is stale.
+func TestDeadReplicaBackUnderLeaseHeldBack(t *testing.T) {
+	tm, cs, h := writtenChunk(t)
+	a, b, c := primaryFirst(cs) // a: the primary, which keeps its lease
+	for range int(tm.cfg.DeadAfter/(5*time.Second)) + 1 {
+		tm.clock.Advance(5 * time.Second)
+		tm.beat(a, h)
+		tm.beat(b)
+	}
+	tm.m.checkLiveness()
+	wantReplicas(t, tm.location(), 1, a, b)
+	if reg := tm.register(c, "r2"); len(reg.Stale) != 0 || len(reg.Garbage) != 0 {
+		t.Errorf("c back: %+v", reg)
+	}
+	wantReplicas(t, tm.location(), 1, a, b)
+	pw := tm.prepare(alice, "/f", 0, false)
+	if got := slices.Sorted(slices.Values(pw.Chunk.Replicas)); pw.Chunk.Version != 2 || !slices.Equal(got, sortedAddrs(a, b)) {
+		t.Fatalf("fenced grant: version %d on %v, want 2 on a and b", pw.Chunk.Version, got)
+	}
+	if reg := tm.register(c, "r2"); len(reg.Stale) != 1 || reg.Stale[0] != h {
+		t.Errorf("c after the fenced grant: %+v, want %d stale", reg, h)
+	}
+}
+
+// primaryFirst returns cs with the holder of the first lease granted first.
+func primaryFirst(cs []*fakeCS) (*fakeCS, *fakeCS, *fakeCS) {
+	out := slices.Clone(cs)
+	for i, f := range out {
+		if primaries(f.leaseCalls()) > 0 {
+			out[0], out[i] = out[i], out[0]
+		}
+	}
+	return out[0], out[1], out[2]
+}
+
+func sortedAddrs(cs ...*fakeCS) []string {
+	var out []string
+	for _, f := range cs {
+		out = append(out, f.addr)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestHeldBackReplicaLeftStaleWithoutWrite: a replica held back after it
+// left under a lease is not kept uncounted until the chunk's next write:
+// once the lease has ended, a repair round moves the counted replicas to
+// the next version with no lease, and the held-back one is stale.
+func TestHeldBackReplicaLeftStaleWithoutWrite(t *testing.T) {
+	tm, cs, h := writtenChunk(t)
+	a, b, c := primaryFirst(cs)
+	for range int(tm.cfg.DeadAfter/(5*time.Second)) + 1 {
+		tm.clock.Advance(5 * time.Second)
+		tm.beat(a, h)
+		tm.beat(b)
+	}
+	tm.m.checkLiveness()
+	tm.register(c, "r2")
+	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second) // the lease ends
+	for _, f := range cs {
+		tm.beat(f)
+	}
+	tm.m.repairOnce(false) // or the round the clock started, still running
+	for end := time.Now().Add(5 * time.Second); tm.location().Version < 2 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	wantReplicas(t, tm.location(), 2, a, b)
+	for _, f := range []*fakeCS{a, b} {
+		if calls := f.leaseCalls(); calls[len(calls)-1].Version != 2 || calls[len(calls)-1].LeaseMs != 0 {
+			t.Errorf("%s's last Lease call %+v, want version 2 with no lease", f.id, calls[len(calls)-1])
+		}
+	}
+	// c's copy is stale (or, should a clone to c have failed meanwhile,
+	// garbage already): it is deleted.
+	told := slices.Contains(tm.register(c, "r2").Stale, h)
+	for end := time.Now().Add(5 * time.Second); !told && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		told = slices.Contains(tm.beat(c).Garbage, h)
+	}
+	if !told {
+		t.Errorf("c was never told to delete its copy of %d, left behind at version 1", h)
+	}
+}

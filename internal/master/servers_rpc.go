@@ -9,22 +9,32 @@ import (
 
 // Register takes a chunkserver's full report (Master.registerServer).
 func (m service) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.RegisterResponse, error) {
-	a, err := m.registerServer(ctx, sender{cluster: req.ClusterId, read: req.BytesRead, written: req.BytesWritten}, reportFrom(req))
+	a, err := m.registerServer(ctx, senderFrom(req), registrationFrom(req))
 	if err != nil {
 		return nil, err
 	}
+	return registerTo(a), nil
+}
+
+// registerTo is a registration's answer on the wire.
+func registerTo(a registerAnswer) *pb.RegisterResponse {
 	return &pb.RegisterResponse{StateId: a.stateID, HeartbeatIntervalMs: a.beatEvery.Milliseconds(), TokenKeys: keysTo(a.keys),
-		ClusterId: a.cluster, Garbage: handlesTo(a.garbage), Stale: handlesTo(a.stale)}, nil
+		ClusterId: a.cluster, Garbage: handlesTo(a.garbage), Stale: handlesTo(a.stale)}
 }
 
 // Heartbeat records a chunkserver's figures and sample (Master.beatServer).
 func (m service) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
-	a, err := m.beatServer(ctx, sender{cluster: req.ClusterId, read: req.BytesRead, written: req.BytesWritten}, beatFrom(req))
+	a, err := m.beatServer(ctx, senderFrom(req), beatFrom(req))
 	if err != nil {
 		return nil, err
 	}
+	return beatTo(a), nil
+}
+
+// beatTo is a heartbeat's answer on the wire.
+func beatTo(a beatAnswer) *pb.HeartbeatResponse {
 	return &pb.HeartbeatResponse{StateId: a.stateID, LeaseMs: a.leaseFor.Milliseconds(), TokenKeys: keysTo(a.keys),
-		Reregister: a.reregister, Garbage: handlesTo(a.garbage), Extended: handlesTo(a.extended)}, nil
+		Reregister: a.reregister, Garbage: handlesTo(a.garbage), Extended: handlesTo(a.extended)}
 }
 
 // ReportCorrupt forgets a replica that failed its checksum and tells its

@@ -269,6 +269,9 @@ func (ns *Namespace) create(c *Command) Result {
 		mode = fs.ModeSymlink | 0o777
 	}
 	n = ns.newInode(c, parent, name, mode)
+	if c.MTime != 0 { // the time the caller's create(2) was answered; ctime stays the log's
+		n.atime, n.mtime = c.MTime, c.MTime
+	}
 	switch {
 	case c.Target != "":
 		n.ext.target = c.Target

@@ -937,7 +937,7 @@ type ChunkInfoResponse struct {
 	Length        int64                  `protobuf:"varint,2,opt,name=length,proto3" json:"length,omitempty"`
 	Primary       bool                   `protobuf:"varint,3,opt,name=primary,proto3" json:"primary,omitempty"`
 	LeaseMs       int64                  `protobuf:"varint,4,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
-	NoSpace       bool                   `protobuf:"varint,5,opt,name=no_space,json=noSpace,proto3" json:"no_space,omitempty"` // the replica's last mutation failed for want of space (the master's probe takes it out of the lease)
+	NoSpace       bool                   `protobuf:"varint,5,opt,name=no_space,json=noSpace,proto3" json:"no_space,omitempty"` // the replica's last mutation failed for want of space, within a minute (the master's probe takes it out of the lease)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -368,7 +368,10 @@ type CreateRequest struct {
 	// A regular file about to be written: its chunk 0 is allocated in the
 	// create's log entry (placed at the first PrepareWrite), saving the
 	// allocation's own entry. Refused silently where the caller may not write.
-	FirstChunk    bool `protobuf:"varint,9,opt,name=first_chunk,json=firstChunk,proto3" json:"first_chunk,omitempty"`
+	FirstChunk bool `protobuf:"varint,9,opt,name=first_chunk,json=firstChunk,proto3" json:"first_chunk,omitempty"`
+	// A file made: its atime and mtime, Unix ns (the time a mount answered
+	// create(2) before sending it); 0, as old clients send: the master's clock.
+	TimeNs        int64 `protobuf:"varint,10,opt,name=time_ns,json=timeNs,proto3" json:"time_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -464,6 +467,13 @@ func (x *CreateRequest) GetFirstChunk() bool {
 		return x.FirstChunk
 	}
 	return false
+}
+
+func (x *CreateRequest) GetTimeNs() int64 {
+	if x != nil {
+		return x.TimeNs
+	}
+	return 0
 }
 
 type CreateResponse struct {
@@ -6244,7 +6254,7 @@ const file_master_proto_rawDesc = "" +
 	"\rMkdirResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
 	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\x12,\n" +
-	"\x06parent\x18\x03 \x01(\v2\x14.chunkfs.v1.FileInfoR\x06parent\"\x9b\x02\n" +
+	"\x06parent\x18\x03 \x01(\v2\x14.chunkfs.v1.FileInfoR\x06parent\"\xb4\x02\n" +
 	"\rCreateRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -6255,7 +6265,9 @@ const file_master_proto_rawDesc = "" +
 	"\x0esymlink_target\x18\a \x01(\tR\rsymlinkTarget\x12\x12\n" +
 	"\x04rdev\x18\b \x01(\rR\x04rdev\x12\x1f\n" +
 	"\vfirst_chunk\x18\t \x01(\bR\n" +
-	"firstChunk\"\x9d\x01\n" +
+	"firstChunk\x12\x17\n" +
+	"\atime_ns\x18\n" +
+	" \x01(\x03R\x06timeNs\"\x9d\x01\n" +
 	"\x0eCreateResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12(\n" +
 	"\x04info\x18\x02 \x01(\v2\x14.chunkfs.v1.FileInfoR\x04info\x12\x18\n" +

@@ -4,7 +4,8 @@
 // empty. From the wire: convert a Filled message, and Zero names the fields
 // of the domain value left zero. Either catches the usual fault, a field
 // added to one side and forgotten in the conversion. OutsideEdge lists the
-// files of a package that import the wire types outside its RPC edge.
+// files of a package that import the wire types outside its RPC edge, and
+// OffTheWire the functions of its edge that do none of the edge's work.
 package wiretest
 
 import "google.golang.org/protobuf/reflect/protoreflect"

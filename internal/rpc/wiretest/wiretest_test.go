@@ -25,7 +25,8 @@ func TestFillLeavesNothingUnset(t *testing.T) {
 	}
 }
 
-// TestZero names the zero fields of a struct, into pointers and slices.
+// TestZero names the zero fields of a struct, into pointers and slices;
+// ZeroAll its unexported ones too.
 func TestZero(t *testing.T) {
 	type inner struct{ A, B int }
 	type outer struct {
@@ -45,5 +46,8 @@ func TestZero(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("Zero = %v, want %v", got, want)
 		}
+	}
+	if got := ZeroAll(&outer{S: "s", In: &inner{A: 1, B: 1}, List: []inner{{1, 2}}, Empty: []int{1}}); len(got) != 2 || got[0] != ".N" || got[1] != ".hide" {
+		t.Fatalf("ZeroAll = %v, want [.N .hide]", got)
 	}
 }
