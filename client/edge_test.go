@@ -76,7 +76,7 @@ func TestWireRequestsCarryEveryField(t *testing.T) {
 	ctx := context.Background()
 	u32, i64 := uint32(1), int64(1)
 	if _, _, err := c.createCall(ctx, createSpec{path: "/a", mode: 1, replication: 1, exclusive: true, truncate: true,
-		firstChunk: true, rdev: 1, symlinkTarget: "t"}); err != nil {
+		firstChunk: true, rdev: 1, symlinkTarget: "t", time: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.setAttrCall(ctx, "/a", attrChange{mode: &u32, uid: &u32, gid: &u32, atime: &i64, mtime: &i64,
