@@ -411,6 +411,8 @@ func (b *memBackend) Readlink(ctx context.Context, c chunkfs.Caller, p string) (
 }
 
 func (b *memBackend) Usage(ctx context.Context) (Usage, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return Usage{Capacity: 1 << 40, Used: 1 << 30, Free: 1<<40 - 1<<30, Files: int64(len(b.nodes))}, nil
 }
 
