@@ -30,10 +30,16 @@ func (m *Master) logTrashPeriod(ctx context.Context) error {
 }
 
 // trashLoop purges, on the leader, the trash entries whose grace period
-// has passed by the master's clock.
+// has passed by the master's clock. It looks every TrashInterval, or every
+// grace period when that is shorter: an entry outlives its period by at
+// most one look.
 func (m *Master) trashLoop() {
 	defer m.bg.Done()
-	t := m.cfg.Clock.NewTicker(m.cfg.TrashInterval)
+	every := m.cfg.TrashInterval
+	if p := m.cfg.TrashPeriod; p > 0 && p < every {
+		every = p
+	}
+	t := m.cfg.Clock.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
