@@ -233,6 +233,27 @@ func TestTrashSurvivesRestart(t *testing.T) {
 	tm.waitGarbage(a, h)
 }
 
+// TestTrashDuePurgedAtStart: an entry whose period passed while the
+// master was down is purged when it starts, before its first look.
+func TestTrashDuePurgedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	tm := startTrashMaster(t, dir, clk)
+	a := tm.startCS("a", "r0")
+	h := tm.fileWithChunk(a, "/f")
+	if _, err := tm.c.Delete(bg, &pb.DeleteRequest{Caller: alice, Path: "/f"}); err != nil {
+		t.Fatal(err)
+	}
+	tm.close()
+	clk.Advance(testTrashPeriod)
+	tm = startTrashMaster(t, dir, clk)
+	tm.register(a, "r0") // the same chunkserver, holding the chunk still
+	tm.waitGarbage(a, h)
+	if es := tm.trash(root); len(es) != 0 {
+		t.Fatalf("trash after the restart: %+v", es)
+	}
+}
+
 // TestTrashPeriodFollowsTheConfiguration: a master restarted with another
 // period logs it; entries already in the trash then expire by it.
 func TestTrashPeriodFollowsTheConfiguration(t *testing.T) {
