@@ -30,11 +30,21 @@ func (m *Master) logTrashPeriod(ctx context.Context) error {
 }
 
 // trashLoop purges, on the leader, the trash entries whose grace period
-// has passed by the master's clock.
+// has passed by the master's clock. It looks every TrashInterval, or every
+// grace period when that is shorter: an entry outlives its period by at
+// most one look. A single master also looks once at its start: one
+// restarted more often than it looks would otherwise never purge.
 func (m *Master) trashLoop() {
 	defer m.bg.Done()
-	t := m.cfg.Clock.NewTicker(m.cfg.TrashInterval)
+	every := m.cfg.TrashInterval
+	if p := m.cfg.TrashPeriod; p > 0 && p < every {
+		every = p
+	}
+	t := m.cfg.Clock.NewTicker(every)
 	defer t.Stop()
+	if m.leads() {
+		m.purgeDue() // what fell due while no master ran, or while one restarted
+	}
 	for {
 		select {
 		case <-m.stop:

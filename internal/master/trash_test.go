@@ -133,6 +133,33 @@ func TestMetadataBytesCountTheTrash(t *testing.T) {
 	}
 }
 
+// TestTrashPeriodShorterThanInterval: with a grace period shorter than
+// the trash interval, a deleted file's chunk is freed within two periods,
+// not after the interval (a master restarted more often than the interval
+// would otherwise never purge, and the trash would fill the disks).
+func TestTrashPeriodShorterThanInterval(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	cfg := testConfig(t, t.TempDir(), clk)
+	cfg.MinReplicas = 1
+	cfg.TrashPeriod, cfg.TrashInterval = 5*time.Second, time.Hour
+	cfg.DeadAfter = 10 * time.Hour // the fake chunkservers beat only when a test says
+	tm := startWith(t, cfg, clk)
+	a := tm.startCS("a", "r0")
+	h := tm.fileWithChunk(a, "/f")
+	if _, err := tm.c.Delete(bg, &pb.DeleteRequest{Caller: alice, Path: "/f"}); err != nil {
+		t.Fatal(err)
+	}
+	if hb := tm.beat(a); slices.Contains(hb.Garbage, h) {
+		t.Fatalf("chunk deleted within the grace period: %+v", hb)
+	}
+	tm.clock.Advance(5 * time.Second)
+	tm.clock.Advance(5 * time.Second)
+	tm.waitGarbage(a, h)
+	if es := tm.trash(root); len(es) != 0 {
+		t.Fatalf("trash after the period: %+v", es)
+	}
+}
+
 // TestUndeleteOverRPC: undelete within the period brings the file and
 // its chunk back; a taken name, a stranger and bad arguments are refused
 // and change nothing.
@@ -220,6 +247,27 @@ func TestTrashSurvivesRestart(t *testing.T) {
 	tm.register(a, "r0") // the same chunkserver, holding the chunk still
 	clk.Advance(testTrashPeriod)
 	tm.waitGarbage(a, h)
+}
+
+// TestTrashDuePurgedAtStart: an entry whose period passed while the
+// master was down is purged when it starts, before its first look.
+func TestTrashDuePurgedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	tm := startTrashMaster(t, dir, clk)
+	a := tm.startCS("a", "r0")
+	h := tm.fileWithChunk(a, "/f")
+	if _, err := tm.c.Delete(bg, &pb.DeleteRequest{Caller: alice, Path: "/f"}); err != nil {
+		t.Fatal(err)
+	}
+	tm.close()
+	clk.Advance(testTrashPeriod)
+	tm = startTrashMaster(t, dir, clk)
+	tm.register(a, "r0") // the same chunkserver, holding the chunk still
+	tm.waitGarbage(a, h)
+	if es := tm.trash(root); len(es) != 0 {
+		t.Fatalf("trash after the restart: %+v", es)
+	}
 }
 
 // TestTrashPeriodFollowsTheConfiguration: a master restarted with another
