@@ -367,7 +367,8 @@ func TestConcurrentChunkOperations(t *testing.T) {
 
 // TestMinimumReplicas: a new chunk goes only to servers with room; with
 // fewer than the minimum (2) able to take it, the write fails with
-// KindNoSpace, and a chunk left with one live replica takes no write.
+// KindNoSpace (KindUnavailable when fewer are alive at all), and a chunk
+// left with one live replica takes no write.
 func TestMinimumReplicas(t *testing.T) {
 	tm := startMaster(t, "", nil)
 	a, b, c := tm.startCS("a", "r0"), tm.startCS("b", "r1"), tm.startCS("c", "r2")
@@ -397,6 +398,17 @@ func TestMinimumReplicas(t *testing.T) {
 	tm.m.checkLiveness()
 	if _, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f"}); kindOf(err) != chunkfs.KindUnavailable {
 		t.Fatalf("write to a chunk with one replica: %v", err)
+	}
+	// c dies too: one live server is too few servers, not too little
+	// room, and the writer is told to wait.
+	tm.clock.Advance(20 * time.Second)
+	tm.beat(a)
+	tm.clock.Advance(15 * time.Second)
+	tm.beat(a)
+	tm.m.checkLiveness()
+	tm.create(alice, "/h")
+	if _, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/h"}); kindOf(err) != chunkfs.KindUnavailable {
+		t.Fatalf("new chunk with one live server: %v", err)
 	}
 }
 

@@ -40,8 +40,8 @@ func (m *Master) ensureHorizon(ctx context.Context, t time.Time) error {
 // chosen by the placement policy, granting the least loaded the lease. A
 // chunk made before (rebump) gets a new version first, so that replicas of
 // an earlier attempt are stale. It refuses while the master is in safe mode
-// (KindUnavailable) and when fewer than the minimum replicas can be placed
-// (KindNoSpace).
+// (KindUnavailable), when fewer than the minimum replicas' servers are
+// alive (KindUnavailable), and when fewer than that have room (KindNoSpace).
 func (m *Master) placeChunk(ctx context.Context, p string, ch namespace.Chunk, repl int, rebump bool) error {
 	mu := &m.leaseMu[handleStripe(ch.Handle)]
 	mu.Lock()
@@ -60,8 +60,15 @@ func (m *Master) placeChunk(ctx context.Context, p string, ch namespace.Chunk, r
 	}
 	m.regMu.Lock()
 	chosen, err := m.reg.choose(m.cfg.Placement, max(repl, 1), now, nil)
+	live := len(m.reg.live())
 	m.regMu.Unlock()
 	need := m.cfg.minReplicas(repl)
+	if live < need {
+		// Too few servers, not too little room: they may be
+		// re-registering after a restart, or dead; the writer waits.
+		return chunkfs.E("prepare write", p, chunkfs.KindUnavailable,
+			fmt.Sprintf("%d live chunkservers, a new chunk needs at least %d", live, need))
+	}
 	if err != nil || len(chosen) < need {
 		return chunkfs.E("prepare write", p, chunkfs.KindNoSpace,
 			fmt.Sprintf("%d live chunkservers with free space, a new chunk needs at least %d", len(chosen), need))
