@@ -628,6 +628,25 @@ func TestReturningServerTrimmed(t *testing.T) {
 // acknowledged write: with the primary stopped too, the clone alone reads
 // back the writes from before and after it.
 func TestLastReplicaUnderLeaseClonedAtOnce(t *testing.T) {
+	lastReplicaClonedAtOnce(t, true)
+}
+
+// TestLostPrimaryLastReplicaClonedAtOnce: a writer's chunk whose primary
+// and one secondary die is cloned from the secondary left well before the
+// writer's 60 s lease could end (the master fences the lost primary off by
+// moving that replica to the next version), the writer writes on once the
+// clone is counted, and the clone holds every acknowledged write: with the
+// secondary stopped too, the clone alone reads back the writes from before
+// and after it.
+func TestLostPrimaryLastReplicaClonedAtOnce(t *testing.T) {
+	lastReplicaClonedAtOnce(t, false)
+}
+
+// lastReplicaClonedAtOnce stops all but one replica of a written chunk
+// under a writer's minute-long lease — the primary's when keepPrimary,
+// else a secondary's — waits (20 s at most) for the clone of that last
+// replica, writes on, and reads everything back from the clone alone.
+func lastReplicaClonedAtOnce(t *testing.T, keepPrimary bool) {
 	c, cl, log, ctx := startHeal(t, 4, func(mc *master.Config) { mc.LeaseDuration = time.Minute })
 	f, err := cl.Create(ctx, "/w")
 	if err != nil {
@@ -645,67 +664,12 @@ func TestLastReplicaUnderLeaseClonedAtOnce(t *testing.T) {
 	if err != nil || len(chunks) != 1 || chunks[0].Primary == "" || len(chunks[0].Replicas) != 3 {
 		t.Fatalf("chunks %+v, %v", chunks, err)
 	}
-	primary := chunks[0].Primary
+	left := chunks[0].Primary
+	if !keepPrimary {
+		left = slices.DeleteFunc(slices.Clone(chunks[0].Replicas), func(a string) bool { return a == left })[0]
+	}
 	for _, addr := range chunks[0].Replicas {
-		if addr != primary {
-			if err := c.StopChunkserver(serverIndex(c, addr)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	start := time.Now()
-	for !slices.ContainsFunc(log.all(), func(e master.CloneEvent) bool { return e.Done && e.Err == nil && e.Live == 1 }) {
-		if time.Since(start) > 20*time.Second {
-			t.Fatalf("the last replica under a lease not cloned in 20 s: %+v", log.all())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Logf("cloned %v after the secondaries stopped", time.Since(start).Round(time.Millisecond))
-	second := healBytes(8, 64<<10)
-	if _, err := f.WriteAt(second, 64<<10); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.StopChunkserver(serverIndex(c, primary)); err != nil {
-		t.Fatal(err)
-	}
-	got, err := get(ctx, cl, "/w")
-	if want := append(slices.Clone(first), second...); err != nil || !bytes.Equal(got, want) {
-		t.Errorf("the clone alone reads back %d bytes (want %d), %v", len(got), len(want), err)
-	}
-}
-
-// TestLostPrimaryLastReplicaClonedAtOnce: a writer's chunk whose primary
-// and one secondary die is cloned from the secondary left well before the
-// writer's 60 s lease could end (the master fences the lost primary off by
-// moving that replica to the next version), the writer writes on once the
-// clone is counted, and the clone holds every acknowledged write: with the
-// secondary stopped too, the clone alone reads back the writes from before
-// and after it.
-func TestLostPrimaryLastReplicaClonedAtOnce(t *testing.T) {
-	c, cl, log, ctx := startHeal(t, 4, func(mc *master.Config) { mc.LeaseDuration = time.Minute })
-	f, err := cl.Create(ctx, "/w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	first := healBytes(9, 64<<10)
-	if _, err := f.WriteAt(first, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	chunks, err := cl.Chunks(ctx, "/w")
-	if err != nil || len(chunks) != 1 || chunks[0].Primary == "" || len(chunks[0].Replicas) != 3 {
-		t.Fatalf("chunks %+v, %v", chunks, err)
-	}
-	primary, left := chunks[0].Primary, ""
-	for _, addr := range chunks[0].Replicas {
-		if addr != primary && left == "" {
-			left = addr
+		if addr == left {
 			continue
 		}
 		if err := c.StopChunkserver(serverIndex(c, addr)); err != nil {
@@ -715,12 +679,12 @@ func TestLostPrimaryLastReplicaClonedAtOnce(t *testing.T) {
 	start := time.Now()
 	for !slices.ContainsFunc(log.all(), func(e master.CloneEvent) bool { return e.Done && e.Err == nil && e.Live == 1 }) {
 		if time.Since(start) > 20*time.Second {
-			t.Fatalf("the last replica under a lost primary's lease not cloned in 20 s: %+v", log.all())
+			t.Fatalf("the last replica (%s) under a writer's lease not cloned in 20 s: %+v", left, log.all())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("cloned %v after the primary stopped", time.Since(start).Round(time.Millisecond))
-	second := healBytes(10, 64<<10)
+	t.Logf("cloned %v after the other replicas stopped", time.Since(start).Round(time.Millisecond))
+	second := healBytes(8, 64<<10)
 	if _, err := f.WriteAt(second, 64<<10); err != nil {
 		t.Fatal(err)
 	}
