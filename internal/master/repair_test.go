@@ -33,15 +33,7 @@ func testRepairRevokes(t *testing.T, least int) {
 	cfg := testConfig(t, t.TempDir(), clk)
 	cfg.MinReplicas = least
 	cfg.RepairInterval = time.Hour // the test runs the rounds
-	var mu sync.Mutex
-	var clones []CloneEvent
-	cfg.OnClone = func(e CloneEvent) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !e.Done {
-			clones = append(clones, e)
-		}
-	}
+	started := startedClones(&cfg)
 	tm := startWith(t, cfg, clk)
 	byAddr := map[string]*fakeCS{}
 	for _, id := range []string{"a", "b", "c"} {
@@ -66,9 +58,7 @@ func testRepairRevokes(t *testing.T, least int) {
 	tm.m.checkLiveness()
 	tm.m.repairOnce(false)
 
-	mu.Lock()
-	got := clones
-	mu.Unlock()
+	got := started()
 	if least == 1 {
 		if len(got) != 0 || len(primary.leaseCalls()) != 1 {
 			t.Errorf("min-replicas 1: clones %+v, primary told %+v; want the lease waited out", got, primary.leaseCalls())
@@ -100,15 +90,7 @@ func TestRepairFencesLostPrimary(t *testing.T) {
 	cfg.LeaseDuration = time.Minute
 	cfg.DeadAfter = 10 * time.Second
 	cfg.RepairInterval = time.Hour // the test runs the rounds
-	var mu sync.Mutex
-	var clones []CloneEvent
-	cfg.OnClone = func(e CloneEvent) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !e.Done {
-			clones = append(clones, e)
-		}
-	}
+	started := startedClones(&cfg)
 	tm := startWith(t, cfg, clk)
 	var all []*fakeCS
 	for _, id := range []string{"a", "b", "c"} {
@@ -136,9 +118,7 @@ func TestRepairFencesLostPrimary(t *testing.T) {
 	tm.m.checkLiveness()
 	tm.m.repairOnce(false)
 
-	mu.Lock()
-	got := clones
-	mu.Unlock()
+	got := started()
 	if len(got) != 1 || got[0].Handle != h || got[0].Version != v+1 || got[0].Source != left.addr || got[0].Target != d.addr || got[0].Live != 1 {
 		t.Fatalf("clones started %+v; want one of chunk %d at v%d from the secondary left to d", got, h, v+1)
 	}
@@ -291,5 +271,24 @@ func TestRanOut(t *testing.T) {
 		if got := ranOut(c.ctxErr, c.left, c.limit); got != c.want {
 			t.Errorf("ranOut(%v, %v left of %v) = %v, want %v", c.ctxErr, c.left, c.limit, got, c.want)
 		}
+	}
+}
+
+// startedClones has cfg's master record the clones it starts; the
+// function returned reads them.
+func startedClones(cfg *Config) func() []CloneEvent {
+	var mu sync.Mutex
+	var clones []CloneEvent
+	cfg.OnClone = func(e CloneEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !e.Done {
+			clones = append(clones, e)
+		}
+	}
+	return func() []CloneEvent {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(clones)
 	}
 }
