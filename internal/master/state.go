@@ -99,7 +99,7 @@ func chunkCommand(cmd []byte) bool {
 	switch namespace.Op(cmd[1]) {
 	case namespace.OpInit, namespace.OpMkdir, namespace.OpLeaseHorizon, namespace.OpSetXattr,
 		namespace.OpRemoveXattr, namespace.OpDecommission, namespace.OpRecommission, namespace.OpLink,
-		namespace.OpTrashPeriod, namespace.OpSafeMode, namespace.OpClusterID:
+		namespace.OpTrashPeriod, namespace.OpSafeMode, namespace.OpClusterID, namespace.OpHoldBack:
 		return false
 	}
 	return true

@@ -78,6 +78,8 @@ func (ns *Namespace) Apply(c *Command) Result {
 		ns.safeMode(c)
 	case OpClusterID:
 		r = ns.setClusterID(c)
+	case OpHoldBack:
+		r = ns.holdBack(c)
 	default:
 		r.Err = chunkfs.E(c.Op.String(), "", chunkfs.KindInvalid, "unknown operation")
 	}
@@ -499,6 +501,7 @@ func (ns *Namespace) bumpVersion(c *Command) Result {
 
 // putVersion sets chunk h's version to v in every inode that holds it.
 func (ns *Namespace) putVersion(h chunkfs.Handle, v chunkfs.Version) Result {
+	ns.heldMoved(h, v)
 	var out Chunk
 	ns.holders(h, func(n *inode) {
 		ns.touch(n)

@@ -13,7 +13,8 @@ import (
 // inode with several names the same inode under each), per-type fields,
 // every chunk indexed and its reference count (the inodes holding it, more
 // than one after a snapshot) equal to the references in the tree, handles below the
-// counter, versions at least 1, and the summary counts. Tests run it after
+// counter, versions at least 1, the summary counts, and held-back replicas
+// only of existing chunks at their version or above. Tests run it after
 // every case; `chunkfs admin fsck` can run it too.
 func (ns *Namespace) Check() error {
 	c := &checker{ns: ns, refs: make(map[chunkfs.Handle]int, ns.handles.shared), inodes: newInodeSet(ns.nextInode, ns.files+ns.dirs), links: map[*inode]uint32{}}
@@ -49,6 +50,28 @@ func (ns *Namespace) Check() error {
 	live.Chunks = want.Chunks
 	if live != want || want.Chunks < 0 {
 		return fmt.Errorf("namespace: counts %+v, tree has %+v", want, live)
+	}
+	return ns.checkHeld()
+}
+
+// checkHeld checks the held-back replicas: each of an existing chunk, at
+// its logged version or above, and their count.
+func (ns *Namespace) checkHeld() error {
+	n := 0
+	for h, list := range ns.held {
+		v, ok := ns.ChunkVersion(h)
+		if !ok || len(list) == 0 {
+			return fmt.Errorf("namespace: held-back replicas of chunk %d, which no file holds (or none)", h)
+		}
+		for _, b := range list {
+			if b.Version < v {
+				return fmt.Errorf("namespace: chunk %d at version %d holds %s back at %d", h, v, b.Server, b.Version)
+			}
+		}
+		n += len(list)
+	}
+	if n != ns.heldCount {
+		return fmt.Errorf("namespace: %d held-back replicas, counted %d", n, ns.heldCount)
 	}
 	return nil
 }

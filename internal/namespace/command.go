@@ -46,7 +46,11 @@ const (
 
 	// The cluster's identity (clusterid.go).
 	OpClusterID Op = 25 // Target = the cluster ID, set once
-	opEnd       Op = 26
+
+	// Held-back replicas (heldback.go).
+	OpHoldBack Op = 26 // Handle, Version, Path = chunkserver ID: its replica is not counted at Version or below
+
+	opEnd Op = 27
 )
 
 var opNames = [...]string{
@@ -60,6 +64,7 @@ var opNames = [...]string{
 	OpCopyChunk: "copy chunk",
 	OpTrash:     "trash", OpUndelete: "undelete", OpPurgeTrash: "purge trash",
 	OpTrashPeriod: "trash period", OpSafeMode: "safe mode", OpClusterID: "cluster id",
+	OpHoldBack: "hold back",
 }
 
 func (o Op) String() string {
@@ -119,7 +124,7 @@ type Command struct {
 	Index       int64           // OpAllocChunk: the chunk's index in its file; OpUndelete, OpPurgeTrash: a trash entry's ID
 	ChunkSize   int64           // OpInit: the cluster's chunk size
 	Horizon     int64           // OpLeaseHorizon: Unix ns before which every lease ends
-	Version     chunkfs.Version // OpSetVersion: the version a chunk is raised to
+	Version     chunkfs.Version // OpSetVersion: the version a chunk is raised to; OpHoldBack: the version a replica is not counted at
 	Rdev        uint32          // OpCreate of a device node: its device number
 	Handle      chunkfs.Handle
 	Value       []byte         // an extended attribute's value
@@ -362,7 +367,7 @@ func (c *Command) number() int64 {
 		return c.Index
 	case OpLeaseHorizon:
 		return c.Horizon
-	case OpSetVersion, OpCopyChunk:
+	case OpSetVersion, OpCopyChunk, OpHoldBack:
 		return int64(c.Version)
 	case OpCreate:
 		return int64(c.Rdev)
@@ -379,7 +384,7 @@ func (d *decoder) setNumber(c *Command, n int64) {
 		c.Index = n
 	case OpLeaseHorizon:
 		c.Horizon = n
-	case OpSetVersion, OpCopyChunk:
+	case OpSetVersion, OpCopyChunk, OpHoldBack:
 		if n < 0 {
 			d.fail("negative version")
 		}

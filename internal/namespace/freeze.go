@@ -98,9 +98,10 @@ func copyInode(n *inode) *inode {
 type Frozen struct {
 	ns       *Namespace
 	cs       *cowState
-	header   Namespace    // the counters and the safe mode hold at the freeze
-	draining []string     // copied at the freeze
-	trash    []trashEntry // copied at the freeze
+	header   Namespace       // the counters and the safe mode hold at the freeze
+	draining []string        // copied at the freeze
+	trash    []trashEntry    // copied at the freeze
+	held     []HeldBackChunk // copied at the freeze
 	period   int64
 	nextID   uint64
 	once     sync.Once
@@ -120,7 +121,7 @@ func (ns *Namespace) Freeze() *Frozen {
 	cs := &cowState{images: map[*inode]*inode{}, nextInode: ns.nextInode}
 	ns.cow = cs
 	f := &Frozen{ns: ns, cs: cs, draining: slices.Clone(ns.draining), trash: slices.Clone(ns.trash.entries),
-		period: ns.trash.period, nextID: ns.trash.nextID}
+		period: ns.trash.period, nextID: ns.trash.nextID, held: ns.HeldBackAll()}
 	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
 		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe, clusterID: ns.clusterID}
 	return f

@@ -138,14 +138,16 @@ type Namespace struct {
 	nextHandle   chunkfs.Handle
 	chunkSize    int64
 	defaultRepl  uint8
-	leaseHorizon int64     // Unix ns; no lease granted by any master lasts beyond it
-	draining     []string  // IDs of the chunkservers being decommissioned, sorted (servers.go)
-	files, dirs  int64     // live inodes (symbolic links and special files count as files; a hard link adds none)
-	bytes        int64     // sum of live file lengths
-	safe         safeHold  // an operator's safe mode (safemode.go)
-	clusterID    string    // the cluster's identity, set once (clusterid.go)
-	trash        trashBin  // what was deleted and may be undeleted (trash.go)
-	cow          *cowState // the checkpoint being written, if any (freeze.go)
+	leaseHorizon int64                         // Unix ns; no lease granted by any master lasts beyond it
+	draining     []string                      // IDs of the chunkservers being decommissioned, sorted (servers.go)
+	files, dirs  int64                         // live inodes (symbolic links and special files count as files; a hard link adds none)
+	bytes        int64                         // sum of live file lengths
+	safe         safeHold                      // an operator's safe mode (safemode.go)
+	clusterID    string                        // the cluster's identity, set once (clusterid.go)
+	trash        trashBin                      // what was deleted and may be undeleted (trash.go)
+	held         map[chunkfs.Handle][]HeldBack // replicas not counted at a version, each chunk's sorted by server (heldback.go)
+	heldCount    int                           // the facts in held
+	cow          *cowState                     // the checkpoint being written, if any (freeze.go)
 }
 
 // New returns an empty namespace: a root directory owned by root with mode

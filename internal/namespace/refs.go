@@ -36,6 +36,7 @@ func (ns *Namespace) unref(h chunkfs.Handle, n *inode) bool {
 	hs := ns.handles.holdersOf(h)
 	if hs == nil {
 		ns.handles.remove(h)
+		ns.heldGone(h)
 		return true
 	}
 	if i := slices.Index(hs, n); i >= 0 {

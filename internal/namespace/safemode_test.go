@@ -92,9 +92,9 @@ func TestRestoreRefusesBadSafeMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := buf.Bytes()
-	// The state ends: ..., the trash, held 0, left 0, cluster ID "", CRC
-	// (4 bytes).
-	b[len(b)-7] = 2
+	// The state ends: ..., the trash, held 0, left 0, cluster ID "", no
+	// held-back replica, CRC (4 bytes).
+	b[len(b)-8] = 2
 	body := b[:len(b)-4]
 	binary.BigEndian.PutUint32(b[len(b)-4:], crc32.Checksum(body, crcTable))
 	_, err := Restore(bytes.NewReader(b))

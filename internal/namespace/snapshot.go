@@ -17,7 +17,7 @@ import (
 // being decommissioned after the inodes, 4 with directory entries apart
 // from inodes (hard links), 5 with the trash after the chunkservers, 6
 // also with the operators' safe mode after the trash, 7 also with the
-// cluster ID. Restore reads all seven.
+// cluster ID, 8 also with the held-back replicas. Restore reads all eight.
 var snapshotMagic = []byte("CFNS")
 
 const (
@@ -26,7 +26,8 @@ const (
 	snapshotTrash    = 5 // the first format with the trash
 	snapshotSafeMode = 6 // the first format with the operators' safe mode
 	snapshotCluster  = 7 // the first format with the cluster ID
-	snapshotVersion  = 7
+	snapshotHeld     = 8 // the first format with the held-back replicas
+	snapshotVersion  = 8
 )
 
 // maxDepth bounds directory nesting in a snapshot (a valid path cannot be
@@ -49,7 +50,7 @@ func (ns *Namespace) Snapshot(w io.Writer) error { return ns.snapshotAs(w, snaps
 // snapshotAs writes the state in format version (tests write older
 // formats; those fail on an inode with several names).
 func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
-	f := &Frozen{ns: ns, draining: ns.draining, trash: ns.trash.entries, period: ns.trash.period, nextID: ns.trash.nextID}
+	f := &Frozen{ns: ns, draining: ns.draining, trash: ns.trash.entries, period: ns.trash.period, nextID: ns.trash.nextID, held: ns.HeldBackAll()}
 	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
 		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe, clusterID: ns.clusterID}
 	return f.write(w, version)
@@ -88,6 +89,9 @@ func (f *Frozen) write(w io.Writer, version byte) error {
 	}
 	if version >= snapshotCluster {
 		s.string(h.clusterID)
+	}
+	if version >= snapshotHeld {
+		s.held(f.held)
 	}
 	s.raw(binary.BigEndian.AppendUint32(nil, s.crc.Sum32()))
 	if s.err != nil {
@@ -145,6 +149,20 @@ func (s *snapWriter) trash(f *Frozen) {
 		s.varint(e.time)
 		s.uvarint(uint64(e.uid))
 		s.inode("", e.node)
+	}
+}
+
+// held writes the held-back replicas: the chunks in handle order, each
+// with its replicas (server ID, version) in server order.
+func (s *snapWriter) held(chunks []HeldBackChunk) {
+	s.uvarint(uint64(len(chunks)))
+	for _, c := range chunks {
+		s.uvarint(uint64(c.Handle))
+		s.uvarint(uint64(len(c.Replicas)))
+		for _, b := range c.Replicas {
+			s.string(b.Server)
+			s.uvarint(uint64(b.Version))
+		}
 	}
 }
 
@@ -293,6 +311,9 @@ func (s *snapReader) namespace() (*Namespace, error) {
 		if s.err == nil && ns.clusterID != "" && checkClusterID(ns.clusterID) != nil {
 			return nil, errors.New("bad cluster ID")
 		}
+	}
+	if s.version >= snapshotHeld {
+		s.held(ns)
 	}
 	if s.err != nil {
 		return nil, s.err
@@ -474,6 +495,38 @@ func (s *snapReader) draining(ns *Namespace) {
 			return
 		}
 		ns.draining = append(ns.draining, id)
+	}
+}
+
+// held reads the held-back replicas: chunks in ascending handle order,
+// each with one to MaxHeldBackPerChunk replicas in ascending server order,
+// MaxHeldBack in all. Check, after Restore, checks that each chunk exists
+// at a version no higher than its facts'.
+func (s *snapReader) held(ns *Namespace) {
+	n := s.uvarint(MaxHeldBack)
+	var last chunkfs.Handle
+	for i := uint64(0); i < n && s.err == nil; i++ {
+		h := chunkfs.Handle(s.uvarint(1<<64 - 1))
+		k := s.uvarint(MaxHeldBackPerChunk)
+		if s.err == nil && (h <= last || k == 0 || ns.heldCount+int(k) > MaxHeldBack) {
+			s.fail("held-back replicas unsorted, empty or too many")
+		}
+		last = h
+		list := make([]HeldBack, 0, k)
+		for j := uint64(0); j < k && s.err == nil; j++ {
+			b := HeldBack{Server: s.string(MaxServerIDLen), Version: chunkfs.Version(s.uvarint(1<<63 - 1))}
+			if s.err == nil && (b.Server == "" || b.Version == 0 || (j > 0 && b.Server <= list[j-1].Server)) {
+				s.fail("held-back replica unnamed, at version 0, unsorted or repeated")
+			}
+			list = append(list, b)
+		}
+		if s.err == nil {
+			if ns.held == nil {
+				ns.held = make(map[chunkfs.Handle][]HeldBack)
+			}
+			ns.held[h] = list
+			ns.heldCount += len(list)
+		}
 	}
 }
 
