@@ -65,7 +65,9 @@ func (l *leadership) setHold(pause time.Time, floor chunkfs.Handle) {
 }
 
 // holdFromLog computes the lease hold from the applied state: leases the
-// previous leader granted end by the logged horizon. capAt, when not zero,
+// previous leader granted end by the logged horizon. It also holds back
+// the replicas the log holds back (registry.holdLogged): this master may
+// have counted them from reports while it followed. capAt, when not zero,
 // also bounds it: a lone master restarting knows its predecessor stopped
 // before now, so no lease outlives now plus a lease.
 func (m *Master) holdFromLog(capAt time.Time) {
@@ -79,9 +81,12 @@ func (m *Master) holdFromLog(capAt time.Time) {
 		pause = capAt
 	}
 	m.lead.setHold(pause, floor)
-	m.regMu.Lock()
-	m.reg.setHold(pause, floor)
-	m.regMu.Unlock()
+	m.state.read(func(ns *namespace.Namespace) {
+		m.regMu.Lock()
+		defer m.regMu.Unlock()
+		m.reg.setHold(pause, floor)
+		m.reg.holdLogged(ns.HeldBackAll(), ns.ChunkVersion, m.cfg.Clock.Now())
+	})
 }
 
 // adoptReported adopts the leases chunkservers reported before this master

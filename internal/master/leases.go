@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -289,24 +290,56 @@ func (m *Master) grant(ctx context.Context, p string, ch namespace.Chunk, order 
 	// logged, so that no moment exists where the log is ahead of the
 	// record: a full report they built before the call may be handled at
 	// any time, and Register trusts the record over such a report.
+	// The replicas that failed are held back at the version before it is
+	// logged (missed): no chain at it is handed out until the log holds
+	// them back too (registry.unlogged).
 	m.regMu.Lock()
 	m.reg.recordTaken(ch.Handle, ch.Version, order, errs)
+	away := m.reg.missed(ch.Handle, ch.Version, order, errs)
 	m.regMu.Unlock()
-	var err error
+	var err, held error
 	if !logged {
 		_, _, err = m.apply(ctx, &namespace.Command{Op: namespace.OpSetVersion, Handle: ch.Handle, Version: ch.Version})
 	}
+	if err == nil {
+		m.regMu.Lock()
+		m.reg.forgetFailed(ch.Handle, order, errs, m.cfg.Clock.Now())
+		m.regMu.Unlock()
+		held = m.logHeldBack(ctx, p, ch, away)
+	}
 	m.regMu.Lock()
 	defer m.regMu.Unlock()
-	if err == nil {
-		m.reg.forgetFailed(ch.Handle, order, errs, m.cfg.Clock.Now())
-		m.reg.missed(ch.Handle, ch.Version, order, errs)
-	}
 	// Even when logging failed, the primary holds the lease: no other
 	// may be named until it ends (its version, ahead of the log, does not
 	// count as current meanwhile).
 	m.reg.recordLease(ch.Handle, primary, expiry, m.cfg.Clock.Now())
-	return err
+	if held != nil {
+		m.reg.fenceAway(ch.Handle)
+	}
+	return cmp.Or(err, held)
+}
+
+// logHeldBack logs that the replicas of ch on servers ids, whose Lease
+// calls failed, are held back at ch.Version (registry.missed), before the
+// grant's chain, which leaves them out, is handed out. A chunk deleted
+// meanwhile needs none. When one cannot be logged the grant fails,
+// retriably, and the chunk is fenced: the next writer gets a new version,
+// which leaves the replicas stale.
+func (m *Master) logHeldBack(ctx context.Context, p string, ch namespace.Chunk, ids []string) error {
+	for _, id := range ids {
+		_, _, err := m.apply(ctx, &namespace.Command{Op: namespace.OpHoldBack, Handle: ch.Handle, Version: ch.Version, Path: id})
+		switch {
+		case chunkfs.KindOf(err) == chunkfs.KindNotExist:
+			return nil
+		case err != nil:
+			m.cfg.Logger.WarnContext(ctx, "could not log a replica held back; the chunk's next writer gets a new version", "handle", ch.Handle, "version", ch.Version, "server", id, "err", err)
+			return chunkfs.E("prepare write", p, chunkfs.KindUnavailable, "a replica that missed the lease could not be held back in the log; retry")
+		}
+		m.regMu.Lock()
+		m.reg.loggedAway(id, ch.Handle, ch.Version)
+		m.regMu.Unlock()
+	}
+	return nil
 }
 
 // adoptTaken settles a grant that failed (its primary did, or fewer than

@@ -43,7 +43,7 @@ func (m *Master) chunksOf(c chunkfs.Caller, op, p string, first, count int64) (f
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
 		for _, ch := range chunks {
-			out.chunks = append(out.chunks, m.locationLocked(ch, now))
+			out.chunks = append(out.chunks, m.locationLocked(ns, ch, now))
 		}
 	})
 	if err != nil {
@@ -63,17 +63,22 @@ func (m *Master) chunksOf(c chunkfs.Caller, op, p string, first, count int64) (f
 }
 
 // locationLocked describes where chunk ch lives: live replicas with its
-// current version, the primary first when it holds a valid lease.
-func (m *Master) locationLocked(ch namespace.Chunk, now time.Time) location {
+// current version, the primary first when it holds a valid lease. A
+// replica the log holds back at the version (ns.IsHeldBack) is left out
+// on every master: one that follows may have counted it from a report
+// before it applied the fact.
+func (m *Master) locationLocked(ns *namespace.Namespace, ch namespace.Chunk, now time.Time) location {
 	loc := location{chunk: ch}
+	held := ns.HeldBackOf(ch.Handle) != nil
+	out := func(s *server) bool { return held && ns.IsHeldBack(ch.Handle, s.id, ch.Version) }
 	primary, expiry := m.reg.lease(ch.Handle, now)
-	if primary != nil && primary.chunks.at(ch.Handle) == ch.Version {
+	if primary != nil && primary.chunks.at(ch.Handle) == ch.Version && !out(primary) {
 		loc.primary = primary.addr
 		loc.leaseLeft = max(expiry.Sub(now)-m.leaseSlack(), time.Millisecond)
 		loc.replicas = append(loc.replicas, primary.addr)
 	}
 	for _, s := range m.reg.replicas(ch.Handle, ch.Version) {
-		if s != primary {
+		if s != primary && !out(s) {
 			loc.replicas = append(loc.replicas, s.addr)
 		}
 	}

@@ -173,7 +173,7 @@ type registry struct {
 	clones     map[chunkfs.Handle]*pendingClone   // the clone in flight of each chunk that has one
 	blockedAt  map[chunkfs.Handle]time.Time       // when a writer last waited on a chunk for want of replicas (block)
 	stalls     map[chunkfs.Handle]struct{}        // chunks whose last clone ran into its deadline, until one is counted (plan)
-	away       map[chunkfs.Handle][]awayReplica   // replicas that left a chunk's counted set under a lease, held back (leave)
+	away       map[chunkfs.Handle][]awayReplica   // replicas that left a chunk's counted set under a lease, held back (registry_away.go)
 
 	copies map[chunkfs.Handle]chunkfs.Version // copy-on-write copies being made, not yet logged (registry_snapshot.go)
 
@@ -267,106 +267,6 @@ func (r *registry) dropHolder(s *server, h chunkfs.Handle, v chunkfs.Version, no
 	}
 	r.recount(h)
 	r.gc(h, ci)
-}
-
-// awayReplica is a replica that left its chunk's counted set while a
-// lease was out, and the version it held then (leave).
-type awayReplica struct {
-	s *server
-	v chunkfs.Version
-}
-
-// leave notes that s's replica of h, at v, left the counted set while a
-// lease was out. The chains handed out since leave it out, so writes
-// acknowledged through them may be missing from it at the same version:
-// it is not counted at v again (heldBack), nor deleted, until a grant or
-// clone makes it current or the counted replicas move on and leave it
-// stale. The last replica at v to leave is not held back: it was in every
-// chain, so every acknowledged write reached it.
-func (r *registry) leave(s *server, h chunkfs.Handle, v chunkfs.Version) {
-	if v == 0 || len(r.replicas(h, v)) == 0 {
-		return
-	}
-	if r.away == nil {
-		r.away = make(map[chunkfs.Handle][]awayReplica)
-	}
-	for i, a := range r.away[h] {
-		if a.s == s {
-			r.away[h][i].v = max(a.v, v)
-			return
-		}
-	}
-	r.away[h] = append(r.away[h], awayReplica{s: s, v: v})
-}
-
-// heldBack reports whether s's replica of h at v is not to be counted:
-// s left h's counted set under a lease at v or a later version.
-func (r *registry) heldBack(s *server, h chunkfs.Handle, v chunkfs.Version) bool {
-	for _, a := range r.away[h] {
-		if a.s == s && v <= a.v {
-			return true
-		}
-	}
-	return false
-}
-
-// back forgets that s's replica of h left the counted set: a call made it
-// current since (a grant, a clone), or it is stale and deleted.
-func (r *registry) back(s *server, h chunkfs.Handle) {
-	list := r.away[h]
-	for i, a := range list {
-		if a.s == s {
-			list = slices.Delete(list, i, i+1)
-			break
-		}
-	}
-	if len(list) == 0 {
-		delete(r.away, h)
-	} else {
-		r.away[h] = list
-	}
-}
-
-// leftBehind reports whether h, at logged version v, has replicas held
-// back at v (leave) and no lease out or grant in flight, while some
-// replica at v counts: moving the counted ones to the next version leaves
-// the held-back ones stale, to be deleted, and their servers free to take
-// a clone. Without it they would be kept, uncounted, until the chunk's
-// next write. Those held back below v are forgotten: the log moved past
-// them, so they are stale by their version.
-func (r *registry) leftBehind(h chunkfs.Handle, v chunkfs.Version, now time.Time) bool {
-	if r.away[h] == nil {
-		return false
-	}
-	if list := slices.DeleteFunc(r.away[h], func(a awayReplica) bool { return a.v < v }); len(list) > 0 {
-		r.away[h] = list
-	} else {
-		r.movedOn(h)
-		return false
-	}
-	return r.busy[h] == 0 && !r.leaseOutstanding(h, now) && len(r.replicas(h, v)) > 0
-}
-
-// movedOn notes that h's counted replicas moved to a logged version past
-// every replica held back: those are stale by their version now.
-func (r *registry) movedOn(h chunkfs.Handle) {
-	delete(r.away, h)
-	if ci := r.chunks.get(h); ci != nil {
-		r.gc(h, ci)
-	}
-}
-
-// forgetAway forgets every replica of s held back (leave), s being
-// replaced by another server: none of them can come back.
-func (r *registry) forgetAway(s *server) {
-	for h, list := range r.away {
-		if slices.ContainsFunc(list, func(a awayReplica) bool { return a.s == s }) {
-			r.back(s, h)
-			if ci := r.chunks.get(h); ci != nil {
-				r.gc(h, ci)
-			}
-		}
-	}
 }
 
 // gc deletes h's record once nothing in it matters.

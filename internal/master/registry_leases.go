@@ -133,13 +133,17 @@ func (r *registry) forgetFailed(h chunkfs.Handle, order []*server, errs []error,
 // missed notes, after a grant at v, that the replicas whose calls failed
 // left the counted set under the new lease (leave): a call whose answer
 // was lost may have raised one to v, and the writes acknowledged at v go
-// through the others' chains alone, so it is never counted at v.
-func (r *registry) missed(h chunkfs.Handle, v chunkfs.Version, order []*server, errs []error) {
+// through the others' chains alone, so it is never counted at v. It
+// returns the IDs of the servers held back whose fact the log does not
+// hold yet (Master.logHeldBack).
+func (r *registry) missed(h chunkfs.Handle, v chunkfs.Version, order []*server, errs []error) []string {
+	var ids []string
 	for i, s := range order {
-		if errs[i] != nil {
-			r.leave(s, h, v)
+		if errs[i] != nil && r.leave(s, h, v) {
+			ids = append(ids, s.id)
 		}
 	}
+	return ids
 }
 
 // full notes that s ran out of space: no replica is placed or cloned

@@ -153,7 +153,14 @@ func (m *Master) prepareWrite(ctx context.Context, c chunkfs.Caller, w writeArgs
 		}
 		m.regMu.Lock()
 		defer m.regMu.Unlock()
-		out.loc = m.locationLocked(ch, now)
+		if m.reg.unlogged(ch.Handle, ch.Version) {
+			// A replica left the counted set under the lease and the log
+			// does not know yet: a chain without it would let writes at
+			// this version skip it. The retry gets a new version.
+			m.reg.fenceAway(ch.Handle)
+			return
+		}
+		out.loc = m.locationLocked(ns, ch, now)
 	})
 	if out.loc.primary == "" {
 		return preparedWrite{}, chunkfs.E(op, w.path, chunkfs.KindUnavailable, "lease lost; retry")
