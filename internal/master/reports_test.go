@@ -405,3 +405,52 @@ func TestHeldBackReplicaLeftStaleWithoutWrite(t *testing.T) {
 		t.Errorf("c was never told to delete its copy of %d, left behind at version 1", h)
 	}
 }
+
+// TestLostGrantHeldBackAfterRestart: the replica held back after its grant
+// answer was lost (TestLostGrantAnswerHoldsReplicaBack) is held back in
+// the log. A master started again on the same directory, which learns
+// locations from reports alone as a new leader does, neither lists c at
+// that version when c registers nor calls it at the next grant. Before
+// the fact was logged it counted c, with the bytes from before the
+// writes, and moved it on with the others (issue #15).
+func TestLostGrantHeldBackAfterRestart(t *testing.T) {
+	tm, cs, h := writtenChunk(t)
+	a, b, c := primaryFirst(cs)
+	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second)
+	for _, f := range cs {
+		tm.beat(f)
+	}
+	c.mu.Lock()
+	c.leaseLost = true
+	c.mu.Unlock()
+	if pw := tm.prepare(alice, "/f", 0, false); pw.Chunk.Version != 2 {
+		t.Fatalf("grant at version %d, want 2", pw.Chunk.Version)
+	}
+	var held []namespace.HeldBack
+	tm.m.state.read(func(ns *namespace.Namespace) { held = slices.Clone(ns.HeldBackOf(chunkfs.Handle(h))) })
+	if !slices.Equal(held, []namespace.HeldBack{{Server: c.id, Version: 2}}) {
+		t.Fatalf("the log holds back %v, want c at 2", held)
+	}
+	tm.close()
+	tm2 := startMaster(t, tm.cfg.Dir, tm.clock)
+	for _, f := range []*fakeCS{c, a, b} {
+		tm2.register(f, "")
+	}
+	wantReplicas(t, tm2.location(), 2, a, b)
+	tm2.beat(c)
+	wantReplicas(t, tm2.location(), 2, a, b)
+
+	tm2.clock.Advance(tm2.cfg.LeaseDuration + 2*time.Second) // the hold ends
+	for _, f := range cs {
+		tm2.beat(f)
+	}
+	c.mu.Lock()
+	c.leaseLost = false
+	calls := len(c.leases)
+	c.mu.Unlock()
+	pw := tm2.prepare(alice, "/f", 0, false)
+	if n := len(c.leaseCalls()); pw.Chunk.Version < 3 || n != calls {
+		t.Errorf("next grant at version %d called c (%d calls, %d before)", pw.Chunk.Version, n, calls)
+	}
+	wantReplicas(t, tm2.location(), pw.Chunk.Version, a, b)
+}
