@@ -2,10 +2,14 @@ package cluster
 
 import (
 	"context"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chunkfs/chunkfs/client"
+	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/master"
 	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
@@ -45,6 +49,74 @@ func TestGroupTrashAgrees(t *testing.T) {
 	}
 	if got, err := get(ctx, cl, "/f"); err != nil || string(got) != string(data) {
 		t.Fatalf("undeleted after the failover: %q, %v", got, err)
+	}
+}
+
+// TestNewLeaderPurgesDueTrash: each master of three runs on its own fake
+// clock. A file is deleted into the trash; the followers' clocks pass the
+// grace period (their trash loops look, but do not lead), the leader's
+// does not. Once the leader is killed, the new one purges the entry as it
+// takes over, as a lone master does at its start, not a look later (which
+// never came here: its clock stands still).
+func TestNewLeaderPurgesDueTrash(t *testing.T) {
+	const period = time.Hour
+	var mu sync.Mutex
+	clocks := map[string]*clock.Fake{}
+	cfg := DefaultConfig()
+	cfg.Dir = t.TempDir()
+	cfg.Masters = 3
+	cfg.TrashPeriod = period
+	cfg.Master = func(mc *master.Config) {
+		mu.Lock()
+		defer mu.Unlock()
+		clocks[mc.NodeID] = clock.NewFake(time.Now())
+		mc.Clock = clocks[mc.NodeID]
+	}
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := newDefaultClient(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	f, err := cl.OpenFile(ctx, "/f", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := cl.Remove(ctx, "/f"); err != nil {
+		t.Fatal(err)
+	}
+	old := c.Leader()
+	for i := range c.Masters() {
+		waitApplied(t, ctx, c.GroupMasterAddr(i), cl)
+		if i != old {
+			mu.Lock()
+			clocks[c.GroupMemberName(i)].Advance(period + time.Minute)
+			mu.Unlock()
+		}
+	}
+	if err := c.StopGroupMaster(old); err != nil {
+		t.Fatal(err)
+	}
+	now, err := c.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(trashAt(t, ctx, c.GroupMasterAddr(now))) != 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the new leader kept the entry due: %+v", trashAt(t, ctx, c.GroupMasterAddr(now)))
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

@@ -116,7 +116,7 @@ func (m *Master) onLeadership(leader bool) {
 }
 
 // takeOver makes this new leader ready: caught up, namespace initialised,
-// old leases waited out. It retries until it is ready, loses the
+// old leases waited out; then it purges the trash entries due. It retries until it is ready, loses the
 // leadership again, or the master closes.
 func (m *Master) takeOver() {
 	for attempt := 0; ; attempt++ {
@@ -136,6 +136,7 @@ func (m *Master) takeOver() {
 			m.rotateKeys()
 			pause, _ := m.lead.leaseHold()
 			m.cfg.Logger.Info("master leads", "id", m.cfg.NodeID, "state_id", m.StateID(), "old_leases_end", pause, "leases_adopted", adopted)
+			m.purgeDue() // what fell due while no master led, as a lone master does at its start
 			return
 		}
 		m.cfg.Logger.Warn("new leader not ready yet", "id", m.cfg.NodeID, "err", err)

@@ -233,10 +233,11 @@ func (r *registry) forgetDeleted(s *server, deleted []chunkfs.Handle, now time.T
 // or observer would know only the replicas a server had when it
 // registered, and refuse every look-up of a chunk made since (HDFS-13924's
 // hand-off to the leader). It condemns nothing: a replica of a chunk not
-// applied yet, or at another version, may be right by the log's head.
+// applied yet, or at another version, may be right by the log's head. A
+// replica held back (holdLogged, on a master taking over) is not counted.
 func (r *registry) learn(s *server, sample []replica, version versionOf) {
 	for _, c := range sample {
-		if cur, ok := version(c.handle); ok && c.version == cur && s.chunks.at(c.handle) != cur {
+		if cur, ok := version(c.handle); ok && c.version == cur && s.chunks.at(c.handle) != cur && !r.heldBack(s, c.handle, cur) {
 			r.addReplica(s, c.handle, cur)
 		}
 	}

@@ -32,8 +32,9 @@ func (m *Master) logTrashPeriod(ctx context.Context) error {
 // trashLoop purges, on the leader, the trash entries whose grace period
 // has passed by the master's clock. It looks every TrashInterval, or every
 // grace period when that is shorter: an entry outlives its period by at
-// most one look. A single master also looks once at its start: one
-// restarted more often than it looks would otherwise never purge.
+// most one look. A single master also looks once at its start, and a new
+// leader once it leads (takeOver): one restarted, or a leadership moved,
+// more often than it looks would otherwise never purge.
 func (m *Master) trashLoop() {
 	defer m.bg.Done()
 	every := m.cfg.TrashInterval
