@@ -28,7 +28,7 @@ func reportFrom(resp *pb.ClusterReportResponse) *Report {
 	r := &Report{
 		Files: resp.Files, Directories: resp.Directories, Chunks: resp.Chunks,
 		UnderReplicated: resp.UnderReplicated, Bytes: resp.Bytes, ChunkSize: resp.ChunkSize,
-		Missing: resp.Missing, BeingCloned: resp.BeingCloned, Corrupt: resp.Corrupt, RepairRate: resp.RepairRate,
+		Missing: resp.Missing, MissingHeldBack: resp.MissingHeldBack, BeingCloned: resp.BeingCloned, Corrupt: resp.Corrupt, RepairRate: resp.RepairRate,
 		Repaired: resp.Repaired, SafeMode: resp.SafeMode, SafeModeReason: resp.SafeModeReason, SafeModeHeld: resp.SafeModeHeld,
 		Balance: balanceFrom(resp.Balance), Servers: make([]ServerStatus, 0, len(resp.Servers)),
 		DeadFiles: resp.DeadFiles, DeadDirectories: resp.DeadDirectories, DeadChunks: resp.DeadChunks, DeadBytes: resp.DeadBytes,
@@ -54,11 +54,11 @@ func (c *Client) fsckCall(ctx context.Context, path string) (*FsckReport, error)
 	}
 	c.observe(resp.StateId)
 	r := &FsckReport{FilesChecked: resp.FilesChecked, Chunks: resp.Chunks, Healthy: resp.Healthy,
-		UnderReplicated: resp.UnderReplicated, Missing: resp.Missing, Corrupt: resp.Corrupt,
+		UnderReplicated: resp.UnderReplicated, Missing: resp.Missing, MissingHeldBack: resp.MissingHeldBack, Corrupt: resp.Corrupt,
 		Truncated: resp.Truncated, SafeMode: resp.SafeMode, Files: make([]FsckFile, 0, len(resp.Files))}
 	for _, f := range resp.Files {
 		r.Files = append(r.Files, FsckFile{Path: f.Path, Replication: int(f.Replication), Length: f.Length, Chunks: f.Chunks,
-			Healthy: f.Healthy, UnderReplicated: f.UnderReplicated, Missing: f.Missing, Corrupt: f.Corrupt})
+			Healthy: f.Healthy, UnderReplicated: f.UnderReplicated, Missing: f.Missing, MissingHeldBack: f.MissingHeldBack, Corrupt: f.Corrupt})
 	}
 	return r, nil
 }

@@ -13,13 +13,17 @@ type FsckFile struct {
 	Healthy         int64  `json:"healthy"`
 	UnderReplicated int64  `json:"under_replicated"`
 	Missing         int64  `json:"missing"`
-	Corrupt         int64  `json:"corrupt"` // corrupt replicas not yet replaced
+	MissingHeldBack int64  `json:"missing_held_back"` // of Missing, those whose only known copies are held back: they may lack acknowledged writes
+	Corrupt         int64  `json:"corrupt"`           // corrupt replicas not yet replaced
 }
 
-// Status is "HEALTHY", "UNDER-REPLICATED", "CORRUPT" or "MISSING", the
-// worst that applies.
+// Status is "HEALTHY", "UNDER-REPLICATED", "CORRUPT", "MISSING" or
+// "MISSING (HELD BACK)" (a missing chunk's only copies are held back: they
+// may lack acknowledged writes), the worst that applies.
 func (f *FsckFile) Status() string {
 	switch {
+	case f.MissingHeldBack > 0:
+		return "MISSING (HELD BACK)"
 	case f.Missing > 0:
 		return "MISSING"
 	case f.Corrupt > 0:
@@ -38,6 +42,7 @@ type FsckReport struct {
 	Healthy         int64      `json:"healthy"`
 	UnderReplicated int64      `json:"under_replicated"`
 	Missing         int64      `json:"missing"`
+	MissingHeldBack int64      `json:"missing_held_back"` // of Missing, those whose only known copies are held back
 	Corrupt         int64      `json:"corrupt"`
 	Truncated       bool       `json:"truncated,omitempty"` // the master checked only its maximum of files
 	SafeMode        bool       `json:"safe_mode,omitempty"`

@@ -21,11 +21,15 @@ type Report struct {
 	DeadChunks      int64 `json:"dead_chunks"`
 	DeadBytes       int64 `json:"dead_bytes"`
 	// Replication health and repair.
-	Missing     int64   `json:"missing"`      // chunks with no live current replica
-	BeingCloned int64   `json:"being_cloned"` // chunks with a clone in flight
-	Corrupt     int64   `json:"corrupt"`      // corrupt replicas not yet replaced
-	RepairRate  float64 `json:"repair_rate"`  // bytes per second cloned over the last minute
-	Repaired    int64   `json:"repaired"`     // clones completed since the master started
+	Missing int64 `json:"missing"` // chunks with no live current replica
+	// MissingHeldBack counts the missing chunks whose only known copies
+	// are held back: they left the replicas counted under a lease and may
+	// lack acknowledged writes, so they are not served.
+	MissingHeldBack int64   `json:"missing_held_back"`
+	BeingCloned     int64   `json:"being_cloned"` // chunks with a clone in flight
+	Corrupt         int64   `json:"corrupt"`      // corrupt replicas not yet replaced
+	RepairRate      float64 `json:"repair_rate"`  // bytes per second cloned over the last minute
+	Repaired        int64   `json:"repaired"`     // clones completed since the master started
 	// SafeMode is set while the master, after a start, waits for
 	// chunkservers to report the chunks' locations; it creates no chunk
 	// meanwhile. SafeModeReason says what it waits for. SafeModeHeld: an

@@ -106,6 +106,9 @@ func printReport(w io.Writer, r *client.Report) {
 	fmt.Fprintf(w, "Directories:       %d\n", r.Directories)
 	fmt.Fprintf(w, "Dead (in trash):   %d files, %d directories, %d chunks, %s\n", r.DeadFiles, r.DeadDirectories, r.DeadChunks, humanSize(r.DeadBytes))
 	fmt.Fprintf(w, "Chunks:            %d (%d under-replicated, %d missing, %d corrupt replicas)\n", r.Chunks, r.UnderReplicated, r.Missing, r.Corrupt)
+	if r.MissingHeldBack > 0 {
+		fmt.Fprintf(w, "Held back:         %d of the missing chunks have only copies held back (they may lack acknowledged writes)\n", r.MissingHeldBack)
+	}
 	fmt.Fprintf(w, "Repair:            %d being cloned, %s/s over the last minute, %d clones since start\n", r.BeingCloned, humanSize(int64(r.RepairRate)), r.Repaired)
 	if b := r.Balance; b != nil {
 		state := "stopped"

@@ -76,6 +76,9 @@ func printFsck(e *env, p string, r *client.FsckReport) error {
 	fmt.Fprintf(w, "Healthy:           %d\n", r.Healthy)
 	fmt.Fprintf(w, "Under-replicated:  %d\n", r.UnderReplicated)
 	fmt.Fprintf(w, "Missing:           %d\n", r.Missing)
+	if r.MissingHeldBack > 0 {
+		fmt.Fprintf(w, "  held back:       %d (their only copies left the replicas counted under a lease and may lack acknowledged writes)\n", r.MissingHeldBack)
+	}
 	fmt.Fprintf(w, "Corrupt replicas:  %d\n", r.Corrupt)
 	if r.SafeMode {
 		fmt.Fprintln(w, "Safe mode:         on (chunk locations are still being reported; missing counts may fall)")

@@ -113,7 +113,7 @@ func TestWireConversionsFillEveryField(t *testing.T) {
 		return namespace.Counts{Files: n, Dirs: n + 1, Chunks: n + 2, Bytes: n + 3}
 	}
 	rep := clusterReport{stateID: 9, live: counts(10), dead: counts(20), chunkSize: 64 << 20,
-		underReplicated: 1, missing: 2, beingCloned: 3, corrupt: 4, repairRate: 5.5, repaired: 6,
+		underReplicated: 1, missing: 2, missingHeldBack: 1, beingCloned: 3, corrupt: 4, repairRate: 5.5, repaired: 6,
 		safeMode: true, safeModeHeld: true, safeModeReason: "held",
 		balance: balanceStatus{running: true, threshold: 10, inFlight: 2, moved: 3, bytes: 4, spread: 12.5, rate: 1e6},
 		servers: []serverStatus{{id: "cs1", addr: "a:1", rack: "r1", capacity: 100, used: 40, free: 60,
@@ -145,7 +145,7 @@ func TestWireConversionsFillEveryField(t *testing.T) {
 		t.Errorf("HA status carried wrong values: %v", ha)
 	}
 
-	fc := fsckCounts{chunks: 5, healthy: 1, underReplicated: 2, missing: 1, corrupt: 1}
+	fc := fsckCounts{chunks: 5, healthy: 1, underReplicated: 2, missing: 1, heldBack: 1, corrupt: 1}
 	fs := fsckTo(fsckReport{stateID: 3, files: []fsckFile{{path: "/f", replication: 3, length: 9, fsckCounts: fc}},
 		filesChecked: 1, total: fc, truncated: true, safeMode: true})
 	if unset := wiretest.Unset(fs.ProtoReflect()); len(unset) > 0 {

@@ -27,9 +27,10 @@ type fsckFile struct {
 }
 
 // fsckCounts counts chunks by health: each once, under the worst of
-// missing, under-replicated or healthy; and the corrupt replicas.
+// missing, under-replicated or healthy; the missing ones whose only known
+// copies are held back (missingHeldBack); and the corrupt replicas.
 type fsckCounts struct {
-	chunks, healthy, underReplicated, missing, corrupt int64
+	chunks, healthy, underReplicated, missing, heldBack, corrupt int64
 }
 
 func (c *fsckCounts) add(o fsckCounts) {
@@ -37,6 +38,7 @@ func (c *fsckCounts) add(o fsckCounts) {
 	c.healthy += o.healthy
 	c.underReplicated += o.underReplicated
 	c.missing += o.missing
+	c.heldBack += o.heldBack
 	c.corrupt += o.corrupt
 }
 
@@ -127,6 +129,9 @@ func (f *fsckWalk) file(p string, fi chunkfs.FileInfo) error {
 				out.healthy++ // holds no committed byte: nothing to lose
 			case h.live == 0:
 				out.missing++
+				if missingHeldBack(h, f.ns, ch.Handle) {
+					out.heldBack++
+				}
 			case h.live < fi.Replication:
 				out.underReplicated++
 			default:

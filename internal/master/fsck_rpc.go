@@ -13,7 +13,9 @@ const maxFsckFiles = 100000
 // (like hdfs fsck): per file, its chunks that are healthy, under-replicated
 // (fewer live current replicas than its replication) and missing (none,
 // for a chunk holding committed bytes; one past its file's length with no
-// replica has nothing to lose and counts as healthy),
+// replica has nothing to lose and counts as healthy), of which those
+// whose only known copies are held back (they may lack acknowledged
+// writes),
 // and the corrupt replicas reported and not yet replaced; with totals. The
 // caller needs the permissions a listing and a read of each file need;
 // what it may not see is skipped.
@@ -36,11 +38,11 @@ func (m service) Fsck(ctx context.Context, req *pb.FsckRequest) (*pb.FsckRespons
 // fsckTo is an fsck report on the wire.
 func fsckTo(r fsckReport) *pb.FsckResponse {
 	resp := &pb.FsckResponse{StateId: r.stateID, FilesChecked: r.filesChecked, Chunks: r.total.chunks,
-		Healthy: r.total.healthy, UnderReplicated: r.total.underReplicated, Missing: r.total.missing,
+		Healthy: r.total.healthy, UnderReplicated: r.total.underReplicated, Missing: r.total.missing, MissingHeldBack: r.total.heldBack,
 		Corrupt: r.total.corrupt, Truncated: r.truncated, SafeMode: r.safeMode, Files: make([]*pb.FsckFile, len(r.files))}
 	for i, f := range r.files {
 		resp.Files[i] = &pb.FsckFile{Path: f.path, Replication: int32(f.replication), Length: f.length, Chunks: f.chunks,
-			Healthy: f.healthy, UnderReplicated: f.underReplicated, Missing: f.missing, Corrupt: f.corrupt}
+			Healthy: f.healthy, UnderReplicated: f.underReplicated, Missing: f.missing, MissingHeldBack: f.heldBack, Corrupt: f.corrupt}
 	}
 	return resp
 }

@@ -177,10 +177,3 @@ func (r *registry) forgetAway(s *server) {
 		}
 	}
 }
-
-// heldBackOnly reports whether h has replicas held back and none live
-// counted: its only known copies may lack acknowledged writes (fsck,
-// report).
-func (r *registry) heldBackOnly(h chunkfs.Handle) bool {
-	return len(r.away[h]) > 0 && r.liveHolders(h) == 0
-}

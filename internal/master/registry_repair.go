@@ -444,9 +444,10 @@ func (r *registry) trim(h chunkfs.Handle, v chunkfs.Version, want int, now time.
 
 // chunkHealth is what the registry says of one chunk for reports and fsck.
 type chunkHealth struct {
-	live    int  // live replicas at the current version
-	cloning bool // a clone is in flight
-	corrupt int  // corrupt replicas not yet replaced
+	live     int  // live replicas at the current version
+	cloning  bool // a clone is in flight
+	corrupt  int  // corrupt replicas not yet replaced
+	heldBack bool // replicas are held back (registry_away.go)
 }
 
 // health describes chunk h at logged version v.
@@ -455,5 +456,5 @@ func (r *registry) health(h chunkfs.Handle, v chunkfs.Version) chunkHealth {
 	if ci == nil {
 		return chunkHealth{}
 	}
-	return chunkHealth{live: len(r.replicas(h, v)), cloning: r.clones[h] != nil, corrupt: int(ci.corrupt)}
+	return chunkHealth{live: len(r.replicas(h, v)), cloning: r.clones[h] != nil, corrupt: int(ci.corrupt), heldBack: len(r.away[h]) > 0}
 }

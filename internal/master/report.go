@@ -14,6 +14,7 @@ type clusterReport struct {
 	live, dead                                     namespace.Counts // files, directories, chunks and bytes; dead: what the trash holds
 	chunkSize                                      int64
 	underReplicated, missing, beingCloned, corrupt int64
+	missingHeldBack                                int64   // of the missing, those whose only known copies are held back
 	repairRate                                     float64 // bytes a second cloned over the last minute
 	repaired                                       int64   // clones completed since the master started
 	safeMode, safeModeHeld                         bool
@@ -71,6 +72,9 @@ func (rep *clusterReport) addHealth(hl chunkHealth, repl int, ns *namespace.Name
 	case hl.live == 0 && !holdsData(ns, h, rep.chunkSize):
 	case hl.live == 0:
 		rep.missing++
+		if missingHeldBack(hl, ns, h) {
+			rep.missingHeldBack++
+		}
 	case hl.live < repl:
 		rep.underReplicated++
 	}
@@ -78,4 +82,12 @@ func (rep *clusterReport) addHealth(hl chunkHealth, repl int, ns *namespace.Name
 		rep.beingCloned++
 	}
 	rep.corrupt += int64(hl.corrupt)
+}
+
+// missingHeldBack reports whether chunk h, whose replicas are hl, has no
+// live replica and some held back, by this registry or by the log: its
+// only known copies may lack acknowledged writes, and the operator is
+// told so (fsck, report).
+func missingHeldBack(hl chunkHealth, ns *namespace.Namespace, h chunkfs.Handle) bool {
+	return hl.live == 0 && (hl.heldBack || ns.HeldBackOf(h) != nil)
 }

@@ -414,18 +414,8 @@ func TestHeldBackReplicaLeftStaleWithoutWrite(t *testing.T) {
 // the fact was logged it counted c, with the bytes from before the
 // writes, and moved it on with the others (issue #15).
 func TestLostGrantHeldBackAfterRestart(t *testing.T) {
-	tm, cs, h := writtenChunk(t)
-	a, b, c := primaryFirst(cs)
-	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second)
-	for _, f := range cs {
-		tm.beat(f)
-	}
-	c.mu.Lock()
-	c.leaseLost = true
-	c.mu.Unlock()
-	if pw := tm.prepare(alice, "/f", 0, false); pw.Chunk.Version != 2 {
-		t.Fatalf("grant at version %d, want 2", pw.Chunk.Version)
-	}
+	tm, cs, h := lostGrantChunk(t)
+	a, b, c := cs[0], cs[1], cs[2]
 	var held []namespace.HeldBack
 	tm.m.state.read(func(ns *namespace.Namespace) { held = slices.Clone(ns.HeldBackOf(chunkfs.Handle(h))) })
 	if !slices.Equal(held, []namespace.HeldBack{{Server: c.id, Version: 2}}) {
@@ -453,4 +443,52 @@ func TestLostGrantHeldBackAfterRestart(t *testing.T) {
 		t.Errorf("next grant at version %d called c (%d calls, %d before)", pw.Chunk.Version, n, calls)
 	}
 	wantReplicas(t, tm2.location(), pw.Chunk.Version, a, b)
+}
+
+// lostGrantChunk is writtenChunk granted again at version 2 with the Lease
+// call to c, a secondary, taking the version and its answer lost: c is
+// held back at 2. The servers come primary first.
+func lostGrantChunk(t *testing.T) (*testMaster, []*fakeCS, uint64) {
+	tm, cs, h := writtenChunk(t)
+	a, b, c := primaryFirst(cs)
+	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second)
+	for _, f := range cs {
+		tm.beat(f)
+	}
+	c.mu.Lock()
+	c.leaseLost = true
+	c.mu.Unlock()
+	if pw := tm.prepare(alice, "/f", 0, false); pw.Chunk.Version != 2 {
+		t.Fatalf("grant at version %d, want 2", pw.Chunk.Version)
+	}
+	return tm, []*fakeCS{a, b, c}, h
+}
+
+// TestHeldBackOnlyShownMissing: a chunk whose only reported copy is held
+// back (the master restarted and the servers of its counted replicas
+// never came back) is missing, and fsck and the cluster report say it is
+// held back: the operator sees why the copy on a live server is not
+// served.
+func TestHeldBackOnlyShownMissing(t *testing.T) {
+	tm0, cs, _ := lostGrantChunk(t)
+	tm0.close()
+	tm := startMaster(t, tm0.cfg.Dir, tm0.clock)
+	tm.register(cs[2], "")
+	if loc := tm.location(); len(loc.Replicas) != 0 {
+		t.Fatalf("the held-back copy is listed: %v", loc.Replicas)
+	}
+	fs, err := tm.c.Fsck(bg, &pb.FsckRequest{Caller: root, Path: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs.Missing != 1 || fs.MissingHeldBack != 1 || len(fs.Files) != 1 || fs.Files[0].MissingHeldBack != 1 {
+		t.Errorf("fsck: %d missing, %d held back (files %v); want 1 and 1", fs.Missing, fs.MissingHeldBack, fs.Files)
+	}
+	rep, err := tm.c.ClusterReport(bg, &pb.ClusterReportRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Missing != 1 || rep.MissingHeldBack != 1 {
+		t.Errorf("report: %d missing, %d held back; want 1 and 1", rep.Missing, rep.MissingHeldBack)
+	}
 }

@@ -57,7 +57,7 @@ func reportTo(r clusterReport) *pb.ClusterReportResponse {
 	resp := &pb.ClusterReportResponse{
 		StateId: r.stateID, Files: r.live.Files, Directories: r.live.Dirs, Chunks: r.live.Chunks, Bytes: r.live.Bytes,
 		DeadFiles: r.dead.Files, DeadDirectories: r.dead.Dirs, DeadChunks: r.dead.Chunks, DeadBytes: r.dead.Bytes,
-		ChunkSize: r.chunkSize, UnderReplicated: r.underReplicated, Missing: r.missing, BeingCloned: r.beingCloned,
+		ChunkSize: r.chunkSize, UnderReplicated: r.underReplicated, Missing: r.missing, MissingHeldBack: r.missingHeldBack, BeingCloned: r.beingCloned,
 		Corrupt: r.corrupt, RepairRate: r.repairRate, Repaired: r.repaired, SafeMode: r.safeMode,
 		SafeModeReason: r.safeModeReason, SafeModeHeld: r.safeModeHeld, Balance: balanceTo(r.balance),
 		Servers: make([]*pb.ChunkServerStatus, len(r.servers)),

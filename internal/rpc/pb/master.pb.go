@@ -3089,7 +3089,8 @@ type ClusterReportResponse struct {
 	DeadDirectories int64 `protobuf:"varint,18,opt,name=dead_directories,json=deadDirectories,proto3" json:"dead_directories,omitempty"`
 	DeadChunks      int64 `protobuf:"varint,19,opt,name=dead_chunks,json=deadChunks,proto3" json:"dead_chunks,omitempty"`
 	DeadBytes       int64 `protobuf:"varint,20,opt,name=dead_bytes,json=deadBytes,proto3" json:"dead_bytes,omitempty"`
-	SafeModeHeld    bool  `protobuf:"varint,21,opt,name=safe_mode_held,json=safeModeHeld,proto3" json:"safe_mode_held,omitempty"` // an operator holds the master in safe mode (admin safemode enter)
+	SafeModeHeld    bool  `protobuf:"varint,21,opt,name=safe_mode_held,json=safeModeHeld,proto3" json:"safe_mode_held,omitempty"`          // an operator holds the master in safe mode (admin safemode enter)
+	MissingHeldBack int64 `protobuf:"varint,22,opt,name=missing_held_back,json=missingHeldBack,proto3" json:"missing_held_back,omitempty"` // of the missing chunks, those whose only known copies are held back: they may lack acknowledged writes
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -3271,6 +3272,13 @@ func (x *ClusterReportResponse) GetSafeModeHeld() bool {
 	return false
 }
 
+func (x *ClusterReportResponse) GetMissingHeldBack() int64 {
+	if x != nil {
+		return x.MissingHeldBack
+	}
+	return 0
+}
+
 // FsckRequest checks the files under path (a file or a directory tree).
 type FsckRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3344,7 +3352,8 @@ type FsckFile struct {
 	Healthy         int64                  `protobuf:"varint,5,opt,name=healthy,proto3" json:"healthy,omitempty"`
 	UnderReplicated int64                  `protobuf:"varint,6,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
 	Missing         int64                  `protobuf:"varint,7,opt,name=missing,proto3" json:"missing,omitempty"`
-	Corrupt         int64                  `protobuf:"varint,8,opt,name=corrupt,proto3" json:"corrupt,omitempty"` // corrupt replicas reported and not yet replaced
+	Corrupt         int64                  `protobuf:"varint,8,opt,name=corrupt,proto3" json:"corrupt,omitempty"`                                          // corrupt replicas reported and not yet replaced
+	MissingHeldBack int64                  `protobuf:"varint,9,opt,name=missing_held_back,json=missingHeldBack,proto3" json:"missing_held_back,omitempty"` // of the missing chunks, those whose only known copies are held back: they may lack acknowledged writes
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -3435,6 +3444,13 @@ func (x *FsckFile) GetCorrupt() int64 {
 	return 0
 }
 
+func (x *FsckFile) GetMissingHeldBack() int64 {
+	if x != nil {
+		return x.MissingHeldBack
+	}
+	return 0
+}
+
 type FsckResponse struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	StateId         uint64                 `protobuf:"varint,1,opt,name=state_id,json=stateId,proto3" json:"state_id,omitempty"`
@@ -3447,6 +3463,7 @@ type FsckResponse struct {
 	Corrupt         int64                  `protobuf:"varint,8,opt,name=corrupt,proto3" json:"corrupt,omitempty"`
 	Truncated       bool                   `protobuf:"varint,9,opt,name=truncated,proto3" json:"truncated,omitempty"` // more files than max_files: the totals cover those checked
 	SafeMode        bool                   `protobuf:"varint,10,opt,name=safe_mode,json=safeMode,proto3" json:"safe_mode,omitempty"`
+	MissingHeldBack int64                  `protobuf:"varint,11,opt,name=missing_held_back,json=missingHeldBack,proto3" json:"missing_held_back,omitempty"` // of the missing chunks, those whose only known copies are held back
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -3549,6 +3566,13 @@ func (x *FsckResponse) GetSafeMode() bool {
 		return x.SafeMode
 	}
 	return false
+}
+
+func (x *FsckResponse) GetMissingHeldBack() int64 {
+	if x != nil {
+		return x.MissingHeldBack
+	}
+	return 0
 }
 
 // MetaOp is one operation of a Batch: exactly one field is set. Each op
@@ -6490,7 +6514,7 @@ const file_master_proto_rawDesc = "" +
 	" \x01(\x03R\x04free\x12&\n" +
 	"\x05disks\x18\v \x03(\v2\x10.chunkfs.v1.DiskR\x05disks\x12\x14\n" +
 	"\x05state\x18\f \x01(\tR\x05state\x12'\n" +
-	"\x0fdrain_remaining\x18\r \x01(\x03R\x0edrainRemaining\"\xdb\x05\n" +
+	"\x0fdrain_remaining\x18\r \x01(\x03R\x0edrainRemaining\"\x87\x06\n" +
 	"\x15ClusterReportResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x127\n" +
 	"\aservers\x18\x02 \x03(\v2\x1d.chunkfs.v1.ChunkServerStatusR\aservers\x12\x14\n" +
@@ -6518,11 +6542,12 @@ const file_master_proto_rawDesc = "" +
 	"deadChunks\x12\x1d\n" +
 	"\n" +
 	"dead_bytes\x18\x14 \x01(\x03R\tdeadBytes\x12$\n" +
-	"\x0esafe_mode_held\x18\x15 \x01(\bR\fsafeModeHeld\"j\n" +
+	"\x0esafe_mode_held\x18\x15 \x01(\bR\fsafeModeHeld\x12*\n" +
+	"\x11missing_held_back\x18\x16 \x01(\x03R\x0fmissingHeldBack\"j\n" +
 	"\vFsckRequest\x12*\n" +
 	"\x06caller\x18\x01 \x01(\v2\x12.chunkfs.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1b\n" +
-	"\tmax_files\x18\x03 \x01(\rR\bmaxFiles\"\xe9\x01\n" +
+	"\tmax_files\x18\x03 \x01(\rR\bmaxFiles\"\x95\x02\n" +
 	"\bFsckFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12 \n" +
 	"\vreplication\x18\x02 \x01(\x05R\vreplication\x12\x16\n" +
@@ -6531,7 +6556,8 @@ const file_master_proto_rawDesc = "" +
 	"\ahealthy\x18\x05 \x01(\x03R\ahealthy\x12)\n" +
 	"\x10under_replicated\x18\x06 \x01(\x03R\x0funderReplicated\x12\x18\n" +
 	"\amissing\x18\a \x01(\x03R\amissing\x12\x18\n" +
-	"\acorrupt\x18\b \x01(\x03R\acorrupt\"\xc6\x02\n" +
+	"\acorrupt\x18\b \x01(\x03R\acorrupt\x12*\n" +
+	"\x11missing_held_back\x18\t \x01(\x03R\x0fmissingHeldBack\"\xf2\x02\n" +
 	"\fFsckResponse\x12\x19\n" +
 	"\bstate_id\x18\x01 \x01(\x04R\astateId\x12*\n" +
 	"\x05files\x18\x02 \x03(\v2\x14.chunkfs.v1.FsckFileR\x05files\x12#\n" +
@@ -6543,7 +6569,8 @@ const file_master_proto_rawDesc = "" +
 	"\acorrupt\x18\b \x01(\x03R\acorrupt\x12\x1c\n" +
 	"\ttruncated\x18\t \x01(\bR\ttruncated\x12\x1b\n" +
 	"\tsafe_mode\x18\n" +
-	" \x01(\bR\bsafeMode\"\xa6\x03\n" +
+	" \x01(\bR\bsafeMode\x12*\n" +
+	"\x11missing_held_back\x18\v \x01(\x03R\x0fmissingHeldBack\"\xa6\x03\n" +
 	"\x06MetaOp\x12-\n" +
 	"\x04stat\x18\x01 \x01(\v2\x17.chunkfs.v1.StatRequestH\x00R\x04stat\x123\n" +
 	"\x06create\x18\x02 \x01(\v2\x19.chunkfs.v1.CreateRequestH\x00R\x06create\x120\n" +
