@@ -56,7 +56,8 @@ type registered struct {
 // register takes a chunkserver's full report: its replicas become the
 // record of where they live, replacing what was held before. Replicas of
 // chunks that do not exist are garbage; replicas with an older version than
-// the logged one are stale, never counted, and deleted. A replica whose
+// the logged one are stale, never counted, and deleted (but one a clone in
+// flight to the server replaces is left to the clone's end). A replica whose
 // deletion is queued for the server (condemned: trimmed, moved away) is
 // not counted again: the report was built before the server deleted it.
 //
@@ -95,6 +96,10 @@ func (r *registry) register(req fullReport, version versionOf, now time.Time) (r
 			out.garbage = append(out.garbage, h)
 		case dying:
 			// Condemned, its deletion still queued: the report predates it.
+		case v < cur && r.cloning(h, s):
+			// An old copy a clone in flight replaces: the report may
+			// predate the commit, and deleting it now could delete the
+			// clone. The clone's end decides (cloneDone).
 		case v < cur && doubt[h] != 0:
 			r.doubt(s, h, now)
 		case v < cur:
@@ -269,7 +274,9 @@ func (r *registry) sample(s *server, req beat, version versionOf, now time.Time)
 		// failed (the call may have reached it anyway), only after the
 		// server confirms the old version.
 		switch v := c.version; {
-		case !ok || (v < cur && !known && !doubted):
+		case !ok || (v < cur && !known && !doubted && !r.cloning(h, s)):
+			// (An old copy a clone in flight replaces is left to the
+			// clone's end, as in register.)
 			r.condemn(s, h, now)
 			r.back(s, h)
 		case v < cur && doubted:
