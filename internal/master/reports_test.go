@@ -227,19 +227,8 @@ func TestCutAfterNewLeaseKeepsReplicas(t *testing.T) {
 // sent to it returned the bytes from before those writes (issue #15). It
 // is held back until the next grant leaves it stale.
 func TestLostGrantAnswerHoldsReplicaBack(t *testing.T) {
-	tm, cs, h := writtenChunk(t)
-	a, b, c := primaryFirst(cs) // c is a secondary
-	tm.clock.Advance(tm.cfg.LeaseDuration + 2*time.Second)
-	for _, f := range cs {
-		tm.beat(f)
-	}
-	c.mu.Lock()
-	c.leaseLost = true
-	c.mu.Unlock()
-	pw := tm.prepare(alice, "/f", 0, false)
-	if got := slices.Sorted(slices.Values(pw.Chunk.Replicas)); pw.Chunk.Version != 2 || !slices.Equal(got, sortedAddrs(a, b)) {
-		t.Fatalf("grant: version %d on %v, want 2 on a and b", pw.Chunk.Version, got)
-	}
+	tm, cs, h := lostGrantChunk(t)
+	a, b, c := cs[0], cs[1], cs[2] // c is a secondary
 	// The writer's mutations at version 2 reach a and b; c reports the
 	// version all the same, by heartbeat and by registration.
 	if hb := tm.beat(c); len(hb.Garbage) != 0 {
@@ -260,7 +249,7 @@ func TestLostGrantAnswerHoldsReplicaBack(t *testing.T) {
 	c.leaseLost = false
 	calls := len(c.leases)
 	c.mu.Unlock()
-	pw = tm.prepare(alice, "/f", 0, false) // at 3, or 4 when a repair round moved the chunk on first
+	pw := tm.prepare(alice, "/f", 0, false) // at 3, or 4 when a repair round moved the chunk on first
 	if pw.Chunk.Version < 3 {
 		t.Fatalf("next grant: %+v", pw.Chunk)
 	}
@@ -458,8 +447,9 @@ func lostGrantChunk(t *testing.T) (*testMaster, []*fakeCS, uint64) {
 	c.mu.Lock()
 	c.leaseLost = true
 	c.mu.Unlock()
-	if pw := tm.prepare(alice, "/f", 0, false); pw.Chunk.Version != 2 {
-		t.Fatalf("grant at version %d, want 2", pw.Chunk.Version)
+	pw := tm.prepare(alice, "/f", 0, false)
+	if got := slices.Sorted(slices.Values(pw.Chunk.Replicas)); pw.Chunk.Version != 2 || !slices.Equal(got, sortedAddrs(a, b)) {
+		t.Fatalf("grant: version %d on %v, want 2 on a and b", pw.Chunk.Version, got)
 	}
 	return tm, []*fakeCS{a, b, c}, h
 }
