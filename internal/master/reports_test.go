@@ -482,3 +482,28 @@ func TestHeldBackOnlyShownMissing(t *testing.T) {
 		t.Errorf("report: %d missing, %d held back; want 1 and 1", rep.Missing, rep.MissingHeldBack)
 	}
 }
+
+// TestUnloggedHoldBackRefusesTheChain: a replica that leaves the counted
+// set under a lease is held back in the leader's memory alone (it leaves
+// no chain: every chain handed out so far names it). A writer that found
+// the lease valid just before it left would be handed a chain without it
+// at the same version, which no other master knows to hold it back
+// against. It is refused, retriably, and its retry gets the survivors at
+// a new version.
+func TestUnloggedHoldBackRefusesTheChain(t *testing.T) {
+	tm, cs, h := writtenChunk(t)
+	a, b, c := primaryFirst(cs)
+	now := tm.clock.Now()
+	tm.m.regMu.Lock()
+	tm.m.reg.dropReplica(tm.m.reg.servers[c.id], chunkfs.Handle(h), now) // c left under the lease
+	tm.m.reg.chunks.get(chunkfs.Handle(h)).setFence(false)             // as ensureLease found it a moment before
+	tm.m.regMu.Unlock()
+	_, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f", Index: 0})
+	if kindOf(err) != chunkfs.KindUnavailable {
+		t.Fatalf("prepare write with c held back unlogged: %v, want unavailable", err)
+	}
+	pw := tm.prepare(alice, "/f", 0, false)
+	if got := slices.Sorted(slices.Values(pw.Chunk.Replicas)); pw.Chunk.Version != 2 || !slices.Equal(got, sortedAddrs(a, b)) {
+		t.Errorf("the retry: version %d on %v, want 2 on a and b", pw.Chunk.Version, got)
+	}
+}
