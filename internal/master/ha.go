@@ -116,8 +116,8 @@ func (m *Master) onLeadership(leader bool) {
 }
 
 // takeOver makes this new leader ready: caught up, namespace initialised,
-// old leases waited out; then it purges the trash entries due. It retries until it is ready, loses the
-// leadership again, or the master closes.
+// old leases waited out; then it purges the trash entries due. It retries
+// until it is ready, loses the leadership again, or the master closes.
 func (m *Master) takeOver() {
 	for attempt := 0; ; attempt++ {
 		select {
