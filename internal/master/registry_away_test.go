@@ -36,6 +36,12 @@ func TestHoldLoggedUncountsAndForgetsMoot(t *testing.T) {
 	if got := len(r.replicas(7, 4)); got != 2 {
 		t.Fatalf("cs03's registration at version 4 counted it: %d replicas", got)
 	}
+	// A heartbeat that reaches it before it leads is learnt, as a
+	// follower learns, and does not count it either.
+	r.heartbeat(beat{figures: figures{id: c.id, addr: c.addr}, sample: []replica{{7, 4}}}, version, now, 10*time.Second, false)
+	if got := len(r.replicas(7, 4)); got != 2 {
+		t.Fatalf("cs03's sample at version 4, learnt, counted it: %d replicas", got)
+	}
 	logged = 5
 	r.holdLogged(nil, version, now)
 	if len(r.away) != 0 {
