@@ -496,7 +496,7 @@ func TestUnloggedHoldBackRefusesTheChain(t *testing.T) {
 	now := tm.clock.Now()
 	tm.m.regMu.Lock()
 	tm.m.reg.dropReplica(tm.m.reg.servers[c.id], chunkfs.Handle(h), now) // c left under the lease
-	tm.m.reg.chunks.get(chunkfs.Handle(h)).setFence(false)             // as ensureLease found it a moment before
+	tm.m.reg.chunks.get(chunkfs.Handle(h)).setFence(false)               // as ensureLease found it a moment before
 	tm.m.regMu.Unlock()
 	_, err := tm.c.PrepareWrite(bg, &pb.PrepareWriteRequest{Caller: alice, Path: "/f", Index: 0})
 	if kindOf(err) != chunkfs.KindUnavailable {
