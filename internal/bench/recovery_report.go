@@ -20,7 +20,8 @@ type RecoveryReport struct {
 	FillBytes    int64      `json:"fill_bytes"`
 	FileBytes    int64      `json:"file_bytes"`
 	IOSize       int64      `json:"io_size"`
-	CloneRate    int64      `json:"clone_rate"` // bytes a second per target server; 0: unlimited
+	CloneRate    int64      `json:"clone_rate"`        // bytes a second per target server; 0: unlimited
+	SourceRate   int64      `json:"clone_source_rate"` // bytes a second per source server; 0: unlimited
 	CloneStreams int        `json:"clone_streams"`
 	MaxClones    int        `json:"max_clones"`
 	DeadAfter    float64    `json:"dead_after_s"`
@@ -108,7 +109,7 @@ const (
 func newRecoveryReport(c RecoveryConfig) *RecoveryReport {
 	return &RecoveryReport{Started: time.Now().UTC(), Scale: c.Scale, NICMbit: float64(c.Testbed.NIC / Mbit),
 		Servers: c.Testbed.Chunkservers, Replicas: c.Replicas, ChunkSize: c.ChunkSize, FillBytes: c.FillBytes,
-		FileBytes: c.FileBytes, IOSize: c.IOSize, CloneRate: c.CloneRate, CloneStreams: c.CloneStreams,
+		FileBytes: c.FileBytes, IOSize: c.IOSize, CloneRate: c.CloneRate, SourceRate: c.CloneSourceRate, CloneStreams: c.CloneStreams,
 		MaxClones: c.MaxClones, DeadAfter: c.DeadAfter.Seconds(), Heartbeat: c.Heartbeat.Seconds()}
 }
 
@@ -299,8 +300,8 @@ type Target struct {
 func (r *RecoveryReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "chunkfs bench recovery: %d chunkservers, %d replicas, NICs %g Mbit/s (scale %g of the paper), %s chunks\n",
 		r.Servers, r.Replicas, r.NICMbit, r.Scale, chunkLabel(r.ChunkSize))
-	fmt.Fprintf(w, "throttles: clone rate %s per target server, %d clone streams, master %d clones per server; dead after %gs, heartbeat %gs\n",
-		cloneRateLabel(r.CloneRate), r.CloneStreams, r.MaxClones, r.DeadAfter, r.Heartbeat)
+	fmt.Fprintf(w, "throttles: clone rate %s per target server, %s per source, %d clone streams, master %d clones per server; dead after %gs, heartbeat %gs\n",
+		cloneRateLabel(r.CloneRate), cloneRateLabel(r.SourceRate), r.CloneStreams, r.MaxClones, r.DeadAfter, r.Heartbeat)
 	fmt.Fprintf(w, "fill: %.0f MB in %d files; %s\n", float64(r.FillBytes)/1e6, r.FillBytes/max(r.FileBytes, 1), r.Fill)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "failure\tsurvivors\tsources\tlost MB\tchunks at 1 / 2\tdetected s\t1-replica healed s\tfill healed s\tall healed s\tclones\tclone MB/s\tlimit MB/s\tof limit\t1-replica MB\tat limit s\thealing / transfer\t")
