@@ -97,6 +97,18 @@ type ClientRates struct {
 	Before  float64   `json:"before_mbps"`
 	During  []float64 `json:"during_mbps"`
 	Errors  []int     `json:"errors"` // failed operations during each recovery
+	// Ceiling is, for the readers, the most they could read before the
+	// failure and during each recovery (readCeiling), in MB/s.
+	Ceiling []float64 `json:"ceiling_mbps,omitempty"`
+}
+
+// readCeiling is the most, in MB/s, readers can read: their own NICs, and
+// what the live chunkservers' NICs send besides clones at cloneMBps and
+// the writers' chain hops (a write at writeMBps leaves replicas-1
+// chunkservers on its way down the chain).
+func readCeiling(readers, live, replicas int, nic Rate, cloneMBps, writeMBps float64) float64 {
+	left := float64(live)*nic.MBps() - cloneMBps - float64(replicas-1)*writeMBps
+	return max(min(float64(readers)*nic.MBps(), left), 0)
 }
 
 // The targets of issue 15.
@@ -229,6 +241,39 @@ func (r *RecoveryReport) measureClients(c RecoveryConfig, start time.Time, res [
 		}
 		r.Clients = append(r.Clients, cr)
 	}
+	r.readCeilings(c)
+}
+
+// readCeilings sets the readers' Ceiling: before the failure beside the
+// writers' rate, and in each recovery beside the clones it completed and
+// the writers' rate over the same window.
+func (r *RecoveryReport) readCeilings(c RecoveryConfig) {
+	var reads *ClientRates
+	var writes ClientRates
+	for i := range r.Clients {
+		if r.Clients[i].Kind == "reads" {
+			reads = &r.Clients[i]
+		} else {
+			writes = r.Clients[i]
+		}
+	}
+	if reads == nil {
+		return
+	}
+	wrote := func(i int) float64 { // the writers' rate before (-1) or during recovery i
+		if i < 0 || i >= len(writes.During) {
+			return writes.Before
+		}
+		return writes.During[i]
+	}
+	reads.Ceiling = []float64{readCeiling(c.Readers, r.Servers, c.Replicas, c.Testbed.NIC, 0, wrote(-1))}
+	for i, p := range r.Phases {
+		clones := 0.0
+		if p.HealedS > 0 {
+			clones = float64(p.Repaired*c.ChunkSize) / p.HealedS / 1e6
+		}
+		reads.Ceiling = append(reads.Ceiling, readCeiling(c.Readers, p.Survivors, c.Replicas, c.Testbed.NIC, clones, wrote(i)))
+	}
 }
 
 // windowRate is the MB/s of the operations that ended in [from, to), and
@@ -329,6 +374,7 @@ func (r *RecoveryReport) WriteTable(w io.Writer) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		r.writeCeilings(w)
 	}
 	for _, t := range r.Targets() {
 		verdict := "met"
@@ -339,6 +385,21 @@ func (r *RecoveryReport) WriteTable(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w, "GFS (paper §6.2.5): one chunkserver killed, 15,000 chunks (600 GB) restored in 23.2 min at 440 MB/s; two killed, 266 one-replica chunks back to two within 2 min.")
 	return err
+}
+
+// writeCeilings prints the readers' rates against their ceilings.
+func (r *RecoveryReport) writeCeilings(w io.Writer) {
+	for _, c := range r.Clients {
+		if len(c.Ceiling) != len(c.During)+1 {
+			continue
+		}
+		fmt.Fprintf(w, "%s against the most the NICs left them (own NICs; the live servers' less clones and chain hops): before %s of %.3f MB/s",
+			c.Kind, percentOf(c.Before, c.Ceiling[0]), c.Ceiling[0])
+		for i, d := range c.During {
+			fmt.Fprintf(w, "; recovery %d %s of %.3f", i+1, percentOf(d, c.Ceiling[i+1]), c.Ceiling[i+1])
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // percentOf is x as a percentage of ref, or "-" without a reference.
