@@ -192,6 +192,7 @@ type Client struct {
 	data       *rpc.DataClient
 	reader     chunkReader   // reads chunk data: data, but for unit tests
 	suspects   suspects      // replicas that recently did not answer a read in time
+	pace       readPace      // the rate its replica reads achieve, for their deadlines
 	floor      time.Duration // least deadline of a read from a replica: replicaFloor
 	locs       *locationCache
 	leases     *leaseCache

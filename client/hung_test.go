@@ -187,3 +187,38 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// TestReadPaceTimeout: with nothing measured a replica's deadline is
+// replicaTimeout; once the client's reads are measured slower, it allows
+// for a replica slowFactor times slower than their average, but never
+// for one below minReplicaRate; a measurement moves the average by
+// paceWeight, and an empty one is ignored.
+func TestReadPaceTimeout(t *testing.T) {
+	var p readPace
+	if d := p.timeout(replicaFloor, 512<<10); d != replicaTimeout(replicaFloor, 512<<10) {
+		t.Fatalf("nothing measured: %v, want %v", d, replicaTimeout(replicaFloor, 512<<10))
+	}
+	p.observe(1<<20, time.Millisecond) // 1 GiB/s: the fixed rate stands
+	if d := p.timeout(replicaFloor, 512<<10); d != replicaTimeout(replicaFloor, 512<<10) {
+		t.Fatalf("fast reads: %v, want %v", d, replicaTimeout(replicaFloor, 512<<10))
+	}
+	var slow readPace
+	slow.observe(512<<10, time.Second) // 512 KiB/s: a replica at 128 KiB/s is still in time
+	if d := slow.timeout(replicaFloor, 512<<10); d != replicaFloor+4*time.Second {
+		t.Fatalf("reads at 512 KiB/s: deadline of 512 KiB %v, want 5s", d)
+	}
+	slow.observe(0, time.Second)
+	slow.observe(1<<20, 0)
+	if d := slow.timeout(replicaFloor, 512<<10); d != replicaFloor+4*time.Second {
+		t.Fatalf("empty measurements moved the deadline to %v", d)
+	}
+	slow.observe(1<<20, time.Second) // 1 MiB/s: the average moves an eighth of the way
+	if want := 512.0*1024 + (1024.0*1024-512.0*1024)/8; slow.rate != want {
+		t.Fatalf("average %g B/s, want %g", slow.rate, want)
+	}
+	var crawl readPace
+	crawl.observe(64<<10, time.Second) // a quarter is 16 KiB/s: minReplicaRate holds
+	if d := crawl.timeout(replicaFloor, 128<<10); d != 2*time.Second {
+		t.Fatalf("reads at 64 KiB/s: deadline of a FUSE-sized read %v, want 2s", d)
+	}
+}

@@ -461,8 +461,8 @@ func (c *Client) readInTurn(ctx context.Context, path string, loc *chunkLoc, rep
 }
 
 // readReplica reads dst at co from one replica; unless it is the last
-// one to try, within replicaTimeout, a replica that misses it becoming a
-// suspect (see suspects.go). A replica that no longer holds the chunk
+// one to try, within its deadline (readPace.timeout), a replica that
+// misses it becoming a suspect (see suspects.go). A replica that no longer holds the chunk
 // answers as stale, so that the read looks the chunk up again.
 func (c *Client) readReplica(ctx context.Context, addr string, last bool, loc *chunkLoc, co int64, dst []byte) (int, error) {
 	n, err := c.readReplicaOnce(ctx, addr, last, loc, co, dst)
@@ -477,10 +477,16 @@ func (c *Client) readReplica(ctx context.Context, addr string, last bool, loc *c
 
 func (c *Client) readReplicaOnce(ctx context.Context, addr string, last bool, loc *chunkLoc, co int64, dst []byte) (int, error) {
 	if last {
-		return c.reader.ReadToken(ctx, addr, loc.handle, loc.version, co, dst, loc.token)
+		start := time.Now()
+		n, err := c.reader.ReadToken(ctx, addr, loc.handle, loc.version, co, dst, loc.token)
+		if err == nil || err == io.EOF {
+			c.pace.observe(n, time.Since(start))
+		}
+		return n, err
 	}
-	d := replicaTimeout(c.floor, len(dst))
-	deadline := time.Now().Add(d) // real time, as the connection's deadline
+	d := c.pace.timeout(c.floor, len(dst))
+	start := time.Now()
+	deadline := start.Add(d) // real time, as the connection's deadline
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	n, err := c.reader.ReadToken(rctx, addr, loc.handle, loc.version, co, dst, loc.token)
@@ -494,6 +500,7 @@ func (c *Client) readReplicaOnce(ctx context.Context, addr string, last bool, lo
 		return n, chunkfs.E("read", addr, chunkfs.KindUnavailable, "no answer within "+d.String())
 	case err == nil || err == io.EOF:
 		c.suspects.clear(addr)
+		c.pace.observe(n, time.Since(start)) // real time: the rate is the network's
 	}
 	return n, err
 }

@@ -28,6 +28,57 @@ func replicaTimeout(floor time.Duration, n int) time.Duration {
 	return floor + time.Duration(float64(n)/replicaRate*float64(time.Second))
 }
 
+// A network slower than replicaRate assumes (a replica's NIC shared by
+// clones, a writer's chain and other readers while a failure is repaired)
+// made every replica miss its deadline: readers dropped pieces part-read,
+// read them again elsewhere and left replica after replica out of their
+// parallel reads for suspectFor, down to a third of their rate. The
+// deadline therefore also allows for the rate this client's replica reads
+// achieve (readPace): a replica slowFactor times slower than that misses
+// it, and none is given less than minReplicaRate (a FUSE-sized read's
+// deadline stays within 2 s).
+const (
+	slowFactor     = 4
+	minReplicaRate = 128 << 10 // bytes a second
+	paceWeight     = 0.125     // of a new measurement in readPace's average
+)
+
+// readPace is the rate this client's replica reads achieve: an average
+// of the recent ones, each weighted paceWeight, as TCP smooths its RTT. Its
+// methods take the measurements; it has no clock.
+type readPace struct {
+	mu   sync.Mutex // guards rate
+	rate float64    // bytes a second; 0: nothing measured yet
+}
+
+// observe adds a read of n bytes that took d.
+func (p *readPace) observe(n int, d time.Duration) {
+	if n <= 0 || d <= 0 {
+		return
+	}
+	r := float64(n) / d.Seconds()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rate == 0 {
+		p.rate = r
+		return
+	}
+	p.rate += paceWeight * (r - p.rate)
+}
+
+// timeout is replicaTimeout at the slower of replicaRate and a
+// slowFactor-th of the rate observed, but at least minReplicaRate.
+func (p *readPace) timeout(floor time.Duration, n int) time.Duration {
+	p.mu.Lock()
+	rate := p.rate
+	p.mu.Unlock()
+	r := float64(replicaRate)
+	if rate > 0 {
+		r = max(min(r, rate/slowFactor), minReplicaRate)
+	}
+	return floor + time.Duration(float64(n)/r*float64(time.Second))
+}
+
 // suspects are the replicas that recently missed a read's deadline, with
 // when each stops being one. Its methods take the time; it has no clock.
 type suspects struct {

@@ -59,6 +59,7 @@ func benchRecoveryFlags(args []string) (cfg bench.RecoveryConfig, out string, ve
 	writers := fs.Int("writers", -1, "clients writing during the run (default 1)")
 	baseline := fs.Duration("baseline", 0, "how long the clients run before the first kill (default 30s; --quick: 10s)")
 	cloneRate := fs.Int64("clone-rate", -1, "each chunkserver's clone throttle in bytes a second (default half a NIC; 0: unlimited)")
+	sourceRate := fs.Int64("clone-source-rate", -1, "each chunkserver's throttle of the clones it sources, in bytes a second (default half a NIC; 0: unlimited)")
 	streams := fs.Int("clone-streams", def.CloneStreams, "clones each chunkserver runs at once as a target")
 	maxClones := fs.Int("max-clones", def.MaxClones, "the master's clones in flight per chunkserver as source, and apart as target")
 	deadAfter := fs.Duration("dead-after", def.DeadAfter, "the master's silence before a chunkserver is dead")
@@ -94,6 +95,9 @@ func benchRecoveryFlags(args []string) (cfg bench.RecoveryConfig, out string, ve
 	}
 	if *cloneRate >= 0 {
 		cfg.CloneRate = *cloneRate
+	}
+	if *sourceRate >= 0 {
+		cfg.CloneSourceRate = *sourceRate
 	}
 	cfg.Testbed.Clients = max(cfg.Testbed.Clients, cfg.Readers+cfg.Writers+1)
 	cfg.ChunkSize, cfg.CloneStreams, cfg.MaxClones, cfg.DeadAfter, cfg.Heartbeat = *chunkSize, *streams, *maxClones, *deadAfter, *heartbeat

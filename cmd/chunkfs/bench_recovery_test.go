@@ -17,8 +17,12 @@ func TestBenchRecoveryFlags(t *testing.T) {
 		t.Errorf("prefix %q, want rec-", cfg.Testbed.Prefix)
 	}
 	cfg, _, _, err = benchRecoveryFlags([]string{"--scale", "0.2"})
-	if err != nil || cfg.CloneRate != 1_250_000 || cfg.Testbed.Chunkservers != 8 {
-		t.Errorf("--scale 0.2: clone rate %d, %d servers, %v; want half a 20 Mbit/s NIC, 8", cfg.CloneRate, cfg.Testbed.Chunkservers, err)
+	if err != nil || cfg.CloneRate != 1_250_000 || cfg.CloneSourceRate != 1_250_000 || cfg.Testbed.Chunkservers != 8 {
+		t.Errorf("--scale 0.2: clone rates %d, %d, %d servers, %v; want half a 20 Mbit/s NIC each, 8", cfg.CloneRate, cfg.CloneSourceRate, cfg.Testbed.Chunkservers, err)
+	}
+	cfg, _, _, err = benchRecoveryFlags([]string{"--clone-source-rate", "100000"})
+	if err != nil || cfg.CloneSourceRate != 100_000 || cfg.CloneRate != 625_000 {
+		t.Errorf("--clone-source-rate 100000: %d (clone rate %d), %v", cfg.CloneSourceRate, cfg.CloneRate, err)
 	}
 	for _, bad := range [][]string{{"--scale", "0"}, {"--bogus"}, {"extra"}} {
 		if _, _, _, err := benchRecoveryFlags(bad); err == nil {

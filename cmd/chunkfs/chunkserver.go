@@ -106,7 +106,8 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 	fs.DurationVar(&c.BufferExpiry, "buffer-expiry", c.BufferExpiry, "pushed data not written within this is dropped")
 	fs.DurationVar(&c.ScrubInterval, "scrub", c.ScrubInterval, "verify one idle chunk every interval (0: never)")
 	fs.IntVar(&c.CloneStreams, "clone-streams", c.CloneStreams, "re-replication clones this server runs at once as a target; more are refused for the master to retry")
-	cloneRate := fs.String("clone-rate", size(int(c.CloneRate)), "bytes a second all clones into this server pull together, with a K, M or G suffix (0: unlimited); the clones it is the source of get half of it while it serves client reads")
+	cloneRate := fs.String("clone-rate", size(int(c.CloneRate)), "bytes a second all clones into this server pull together, with a K, M or G suffix (0: unlimited)")
+	sourceRate := fs.String("clone-source-rate", size(int(c.CloneSourceRate)), "bytes a second all clones this server is the source of send together, each paced (suffix K, M, G; 0: unlimited); a clone of a chunk with no other live replica is not held to it")
 	reserve := fs.String("reserve", size(int(c.Reserve)), "free space each disk keeps: no new replica goes to a disk with less (suffix K, M, G)")
 	fs.DurationVar(&c.StreamIdle, "stream-idle", c.StreamIdle, "close a data-stream connection that sends no request for this long (clients reuse theirs for 15s)")
 	fs.BoolVar(&o.verbose, "v", false, "log debugging detail")
@@ -145,6 +146,10 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 		return o, usagef("--clone-rate: %v", err)
 	}
 	c.CloneRate = int64(n)
+	if n, err = parseSize(*sourceRate); err != nil {
+		return o, usagef("--clone-source-rate: %v", err)
+	}
+	c.CloneSourceRate = int64(n)
 	if n, err = parseSize(*reserve); err != nil {
 		return o, usagef("--reserve: %v", err)
 	}

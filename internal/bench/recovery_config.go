@@ -37,15 +37,18 @@ type RecoveryConfig struct {
 	// rate over it is the reference.
 	Baseline time.Duration
 	// CloneRate is each chunkserver's clone throttle in bytes a second
-	// (chunkserver --clone-rate; 0: unlimited), CloneStreams its clones at
-	// once (--clone-streams), MaxClones the master's clones in flight per
-	// server as source or target (master --max-clones), DeadAfter the
-	// master's silence before a chunkserver is dead (--dead-after).
-	CloneRate    int64
-	CloneStreams int
-	MaxClones    int
-	DeadAfter    time.Duration
-	Heartbeat    time.Duration // the chunkservers' heartbeat interval (--heartbeat)
+	// (chunkserver --clone-rate; 0: unlimited), CloneSourceRate its
+	// throttle of the clones it sources (--clone-source-rate),
+	// CloneStreams its clones at once (--clone-streams), MaxClones the
+	// master's clones in flight per server as source or target (master
+	// --max-clones), DeadAfter the master's silence before a chunkserver
+	// is dead (--dead-after).
+	CloneRate       int64
+	CloneSourceRate int64
+	CloneStreams    int
+	MaxClones       int
+	DeadAfter       time.Duration
+	Heartbeat       time.Duration // the chunkservers' heartbeat interval (--heartbeat)
 	// Lease is the master's lease duration (--lease). The master clones
 	// no chunk under a lease (a clone could miss a write), so the first
 	// kill waits until the fill's leases have ended: the data a failure
@@ -72,32 +75,34 @@ const DefaultRecoveryPrefix = "rec-"
 // DefaultRecoveryConfig returns the run this 2-core machine carries in
 // about ten minutes: 8 chunkservers with the bench gfs testbed's 10 Mbit/s
 // NICs (1/10 of the paper's), 384 MiB in 4 MiB chunks (96 chunks, 36 on
-// each server), 2 readers and 1 writer, a clone throttle of half a NIC.
+// each server), 2 readers and 1 writer, clone throttles of half a NIC
+// each way.
 func DefaultRecoveryConfig() RecoveryConfig {
 	tb := DefaultTestbedConfig()
 	tb.Prefix = DefaultRecoveryPrefix
 	tb.Chunkservers = 8
 	tb.Clients = 4
 	return RecoveryConfig{
-		Testbed:      tb,
-		Scale:        0.1,
-		ChunkSize:    4 * MiB,
-		Replicas:     3,
-		FillBytes:    384 * MiB,
-		FileBytes:    32 * MiB,
-		IOSize:       1 * MiB,
-		Readers:      2,
-		Writers:      1,
-		Baseline:     30 * time.Second,
-		CloneRate:    int64(tb.NIC.MBps() * 1e6 / 2),
-		CloneStreams: 2,
-		MaxClones:    2,
-		DeadAfter:    5 * time.Second,
-		Heartbeat:    time.Second,
-		Lease:        chunkfs.LeaseDuration,
-		Second:       true,
-		PhaseTimeout: 20 * time.Minute,
-		Sample:       500 * time.Millisecond,
+		Testbed:         tb,
+		Scale:           0.1,
+		ChunkSize:       4 * MiB,
+		Replicas:        3,
+		FillBytes:       384 * MiB,
+		FileBytes:       32 * MiB,
+		IOSize:          1 * MiB,
+		Readers:         2,
+		Writers:         1,
+		Baseline:        30 * time.Second,
+		CloneRate:       int64(tb.NIC.MBps() * 1e6 / 2),
+		CloneSourceRate: int64(tb.NIC.MBps() * 1e6 / 2),
+		CloneStreams:    2,
+		MaxClones:       2,
+		DeadAfter:       5 * time.Second,
+		Heartbeat:       time.Second,
+		Lease:           chunkfs.LeaseDuration,
+		Second:          true,
+		PhaseTimeout:    20 * time.Minute,
+		Sample:          500 * time.Millisecond,
 	}
 }
 
@@ -116,12 +121,13 @@ func QuickRecoveryConfig() RecoveryConfig {
 }
 
 // WithScale sets the testbed's rates to the paper's times scale, and the
-// clone throttle to half a NIC.
+// clone throttles to half a NIC.
 func (c *RecoveryConfig) WithScale(scale float64) {
 	c.Scale = scale
 	c.Testbed.NIC = Rate(100e6 * scale)
 	c.Testbed.Link = Rate(1000e6 * scale)
 	c.CloneRate = int64(c.Testbed.NIC.MBps() * 1e6 / 2)
+	c.CloneSourceRate = c.CloneRate
 }
 
 // kills is how many chunkservers the run kills in all.
@@ -154,7 +160,7 @@ func (c RecoveryConfig) Validate() error {
 		return errors.New("bench recovery: negative readers or writers")
 	case c.Baseline <= 0 || c.PhaseTimeout <= 0 || c.Sample <= 0 || c.Heartbeat <= 0 || c.DeadAfter <= c.Heartbeat || c.Lease <= 0:
 		return errors.New("bench recovery: durations must be positive, dead-after above the heartbeat")
-	case c.CloneRate < 0 || c.CloneStreams < 1 || c.MaxClones < 1:
+	case c.CloneRate < 0 || c.CloneSourceRate < 0 || c.CloneStreams < 1 || c.MaxClones < 1:
 		return errors.New("bench recovery: clone throttles out of range")
 	case c.Binary == "" || len(c.WorkerArgv) == 0:
 		return errors.New("bench recovery: no chunkfs binary or no worker command")
@@ -172,8 +178,8 @@ func (c RecoveryConfig) clusterConfig() Config {
 	master := append([]string{"--dead-after", c.DeadAfter.String(), "--max-clones", fmt.Sprint(c.MaxClones),
 		"--clone-min-rate", fmt.Sprint(c.cloneMinRate()), "--lease", c.Lease.String(),
 		"--replication", fmt.Sprint(c.Replicas)}, c.MasterArgs...)
-	cs := append([]string{"--heartbeat", c.Heartbeat.String(), "--clone-rate", fmt.Sprint(c.CloneRate), "--clone-streams", fmt.Sprint(c.CloneStreams)},
-		c.ChunkserverArgs...)
+	cs := append([]string{"--heartbeat", c.Heartbeat.String(), "--clone-rate", fmt.Sprint(c.CloneRate), "--clone-source-rate", fmt.Sprint(c.CloneSourceRate),
+		"--clone-streams", fmt.Sprint(c.CloneStreams)}, c.ChunkserverArgs...)
 	g := DefaultConfig()
 	g.Testbed, g.Binary, g.WorkerArgv, g.MasterArgs, g.ChunkserverArgs, g.WorkDir = c.Testbed, c.Binary, c.WorkerArgv, master, cs, c.WorkDir
 	g.Replicas, g.ChunkSize, g.WriteSize = c.Replicas, c.ChunkSize, c.IOSize
@@ -182,12 +188,14 @@ func (c RecoveryConfig) clusterConfig() Config {
 }
 
 // cloneMinRate is the master's --clone-min-rate: a quarter of what one
-// clone stream gets at the throttle or a NIC, so that a clone slowed by
+// clone stream gets at the throttles or a NIC, so that a clone slowed by
 // the clients' traffic still makes its deadline.
 func (c RecoveryConfig) cloneMinRate() int64 {
 	per := c.Testbed.NIC.MBps() * 1e6
-	if c.CloneRate > 0 {
-		per = min(per, float64(c.CloneRate))
+	for _, r := range []int64{c.CloneRate, c.CloneSourceRate} {
+		if r > 0 {
+			per = min(per, float64(r))
+		}
 	}
 	return max(int64(per/float64(c.CloneStreams)/4), 4096)
 }
@@ -201,5 +209,6 @@ func (c RecoveryConfig) cloneNetwork(survivors int) CloneNetwork {
 // cloneNetworkFrom is cloneNetwork with sources of them holding the
 // chunks to clone.
 func (c RecoveryConfig) cloneNetworkFrom(survivors, sources int) CloneNetwork {
-	return CloneNetwork{NIC: c.Testbed.NIC, CloneRate: float64(c.CloneRate), Survivors: survivors, Sources: sources, MaxClones: c.MaxClones}
+	return CloneNetwork{NIC: c.Testbed.NIC, CloneRate: float64(c.CloneRate), SourceRate: float64(c.CloneSourceRate), Survivors: survivors, Sources: sources,
+		MaxClones: c.MaxClones}
 }

@@ -20,7 +20,8 @@ type RecoveryReport struct {
 	FillBytes    int64      `json:"fill_bytes"`
 	FileBytes    int64      `json:"file_bytes"`
 	IOSize       int64      `json:"io_size"`
-	CloneRate    int64      `json:"clone_rate"` // bytes a second per target server; 0: unlimited
+	CloneRate    int64      `json:"clone_rate"`        // bytes a second per target server; 0: unlimited
+	SourceRate   int64      `json:"clone_source_rate"` // bytes a second per source server; 0: unlimited
 	CloneStreams int        `json:"clone_streams"`
 	MaxClones    int        `json:"max_clones"`
 	DeadAfter    float64    `json:"dead_after_s"`
@@ -96,6 +97,18 @@ type ClientRates struct {
 	Before  float64   `json:"before_mbps"`
 	During  []float64 `json:"during_mbps"`
 	Errors  []int     `json:"errors"` // failed operations during each recovery
+	// Ceiling is, for the readers, the most they could read before the
+	// failure and during each recovery (readCeiling), in MB/s.
+	Ceiling []float64 `json:"ceiling_mbps,omitempty"`
+}
+
+// readCeiling is the most, in MB/s, readers can read: their own NICs, and
+// what the live chunkservers' NICs send besides clones at cloneMBps and
+// the writers' chain hops (a write at writeMBps leaves replicas-1
+// chunkservers on its way down the chain).
+func readCeiling(readers, live, replicas int, nic Rate, cloneMBps, writeMBps float64) float64 {
+	left := float64(live)*nic.MBps() - cloneMBps - float64(replicas-1)*writeMBps
+	return max(min(float64(readers)*nic.MBps(), left), 0)
 }
 
 // The targets of issue 15.
@@ -108,7 +121,7 @@ const (
 func newRecoveryReport(c RecoveryConfig) *RecoveryReport {
 	return &RecoveryReport{Started: time.Now().UTC(), Scale: c.Scale, NICMbit: float64(c.Testbed.NIC / Mbit),
 		Servers: c.Testbed.Chunkservers, Replicas: c.Replicas, ChunkSize: c.ChunkSize, FillBytes: c.FillBytes,
-		FileBytes: c.FileBytes, IOSize: c.IOSize, CloneRate: c.CloneRate, CloneStreams: c.CloneStreams,
+		FileBytes: c.FileBytes, IOSize: c.IOSize, CloneRate: c.CloneRate, SourceRate: c.CloneSourceRate, CloneStreams: c.CloneStreams,
 		MaxClones: c.MaxClones, DeadAfter: c.DeadAfter.Seconds(), Heartbeat: c.Heartbeat.Seconds()}
 }
 
@@ -228,6 +241,39 @@ func (r *RecoveryReport) measureClients(c RecoveryConfig, start time.Time, res [
 		}
 		r.Clients = append(r.Clients, cr)
 	}
+	r.readCeilings(c)
+}
+
+// readCeilings sets the readers' Ceiling: before the failure beside the
+// writers' rate, and in each recovery beside the clones it completed and
+// the writers' rate over the same window.
+func (r *RecoveryReport) readCeilings(c RecoveryConfig) {
+	var reads *ClientRates
+	var writes ClientRates
+	for i := range r.Clients {
+		if r.Clients[i].Kind == "reads" {
+			reads = &r.Clients[i]
+		} else {
+			writes = r.Clients[i]
+		}
+	}
+	if reads == nil {
+		return
+	}
+	wrote := func(i int) float64 { // the writers' rate before (-1) or during recovery i
+		if i < 0 || i >= len(writes.During) {
+			return writes.Before
+		}
+		return writes.During[i]
+	}
+	reads.Ceiling = []float64{readCeiling(c.Readers, r.Servers, c.Replicas, c.Testbed.NIC, 0, wrote(-1))}
+	for i, p := range r.Phases {
+		clones := 0.0
+		if p.HealedS > 0 {
+			clones = float64(p.Repaired*c.ChunkSize) / p.HealedS / 1e6
+		}
+		reads.Ceiling = append(reads.Ceiling, readCeiling(c.Readers, p.Survivors, c.Replicas, c.Testbed.NIC, clones, wrote(i)))
+	}
 }
 
 // windowRate is the MB/s of the operations that ended in [from, to), and
@@ -299,8 +345,8 @@ type Target struct {
 func (r *RecoveryReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "chunkfs bench recovery: %d chunkservers, %d replicas, NICs %g Mbit/s (scale %g of the paper), %s chunks\n",
 		r.Servers, r.Replicas, r.NICMbit, r.Scale, chunkLabel(r.ChunkSize))
-	fmt.Fprintf(w, "throttles: clone rate %s per target server, %d clone streams, master %d clones per server; dead after %gs, heartbeat %gs\n",
-		cloneRateLabel(r.CloneRate), r.CloneStreams, r.MaxClones, r.DeadAfter, r.Heartbeat)
+	fmt.Fprintf(w, "throttles: clone rate %s per target server, %s per source, %d clone streams, master %d clones per server; dead after %gs, heartbeat %gs\n",
+		cloneRateLabel(r.CloneRate), cloneRateLabel(r.SourceRate), r.CloneStreams, r.MaxClones, r.DeadAfter, r.Heartbeat)
 	fmt.Fprintf(w, "fill: %.0f MB in %d files; %s\n", float64(r.FillBytes)/1e6, r.FillBytes/max(r.FileBytes, 1), r.Fill)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "failure\tsurvivors\tsources\tlost MB\tchunks at 1 / 2\tdetected s\t1-replica healed s\tfill healed s\tall healed s\tclones\tclone MB/s\tlimit MB/s\tof limit\t1-replica MB\tat limit s\thealing / transfer\t")
@@ -328,6 +374,7 @@ func (r *RecoveryReport) WriteTable(w io.Writer) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		r.writeCeilings(w)
 	}
 	for _, t := range r.Targets() {
 		verdict := "met"
@@ -338,6 +385,21 @@ func (r *RecoveryReport) WriteTable(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w, "GFS (paper §6.2.5): one chunkserver killed, 15,000 chunks (600 GB) restored in 23.2 min at 440 MB/s; two killed, 266 one-replica chunks back to two within 2 min.")
 	return err
+}
+
+// writeCeilings prints the readers' rates against their ceilings.
+func (r *RecoveryReport) writeCeilings(w io.Writer) {
+	for _, c := range r.Clients {
+		if len(c.Ceiling) != len(c.During)+1 {
+			continue
+		}
+		fmt.Fprintf(w, "%s against the most the NICs left them (own NICs; the live servers' less clones and chain hops): before %s of %.3f MB/s",
+			c.Kind, percentOf(c.Before, c.Ceiling[0]), c.Ceiling[0])
+		for i, d := range c.During {
+			fmt.Fprintf(w, "; recovery %d %s of %.3f", i+1, percentOf(d, c.Ceiling[i+1]), c.Ceiling[i+1])
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // percentOf is x as a percentage of ref, or "-" without a reference.

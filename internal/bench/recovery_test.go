@@ -24,6 +24,11 @@ func TestCloneLimit(t *testing.T) {
 		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 7, Sources: 4, MaxClones: 2}, 4.375},
 		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 7, Sources: 2, MaxClones: 2}, 2.5},
 		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 7, Sources: 2, MaxClones: 1}, 1.25},
+		// A source throttle bounds what each source sends, all survivors
+		// sources or a few.
+		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, SourceRate: 312_500, Survivors: 5, MaxClones: 2}, 1.5625},
+		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, SourceRate: 625_000, Survivors: 5, MaxClones: 2}, 3.125},
+		{CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, SourceRate: 625_000, Survivors: 7, Sources: 2, MaxClones: 2}, 1.25},
 	} {
 		if got := c.n.Limit(); got < c.want-1e-9 || got > c.want+1e-9 {
 			t.Errorf("%+v: limit %g MB/s, want %g", c.n, got, c.want)
@@ -40,7 +45,7 @@ func TestCloneLimit(t *testing.T) {
 
 func TestHealTime(t *testing.T) {
 	n := CloneNetwork{NIC: 10 * Mbit, CloneRate: 625_000, Survivors: 4, MaxClones: 2} // 2.5 MB/s; 1.25 a source
-	if got := n.SourceRate(); got != 1.25 {
+	if got := n.SendRate(); got != 1.25 {
 		t.Errorf("source rate %g MB/s, want the NIC's 1.25", got)
 	}
 	spread := map[string]int64{"a": 2.5e6, "b": 2.5e6, "c": 2.5e6, "d": 2.5e6}
@@ -54,6 +59,15 @@ func TestHealTime(t *testing.T) {
 	n.MaxClones = 1
 	if got := n.HealTime(crowded); got != 16*time.Second {
 		t.Errorf("10 MB on one source, one clone at a time: %v, want 16s at the throttle", got)
+	}
+	// A one-replica chunk's clone is urgent: its source throttle does not
+	// hold it back.
+	n.MaxClones, n.SourceRate = 2, 312_500
+	if got := n.SendRate(); got != 0.3125 {
+		t.Errorf("source rate under a source throttle of 0.3125 MB/s: %g", got)
+	}
+	if got := n.HealTime(crowded); got != 8*time.Second {
+		t.Errorf("10 MB on one source under a source throttle: %v, want 8s at its NIC", got)
 	}
 }
 
@@ -75,6 +89,7 @@ func TestRecoveryConfigValidate(t *testing.T) {
 		"file above fill":    func(c *RecoveryConfig) { c.FileBytes = c.FillBytes + 1 },
 		"odd chunk":          func(c *RecoveryConfig) { c.ChunkSize = 1000 },
 		"no streams":         func(c *RecoveryConfig) { c.CloneStreams = 0 },
+		"negative source":    func(c *RecoveryConfig) { c.CloneSourceRate = -1 },
 	} {
 		c := ok
 		mod(&c)
@@ -128,7 +143,7 @@ func samplePhase() RecoveryPhase {
 var c0 = DefaultRecoveryConfig()
 
 func TestRecoveryPhaseMeasure(t *testing.T) {
-	c := DefaultRecoveryConfig() // 10 Mbit/s, 625 KB/s throttle
+	c := DefaultRecoveryConfig() // 10 Mbit/s, 625 KB/s throttles
 	p := samplePhase()
 	p.measure(c)
 	near := func(name string, got, want float64) {
@@ -146,7 +161,8 @@ func TestRecoveryPhaseMeasure(t *testing.T) {
 	near("lost MB", float64(p.LostBytes)/1e6, 60)
 	near("fill healed", p.FillHealedS, 12)
 	near("clone MB/s", p.CloneMBps, 4.194304) // 7 clones of 4 MiB in 7 s
-	near("efficiency", p.Efficiency, 4.194304/3.125)
+	near("limit", p.Limit, 1.875)             // 3 sources at their throttle's 0.625 MB/s
+	near("efficiency", p.Efficiency, 4.194304/1.875)
 	near("one-replica transfer", p.OneTransferS, 4) // 5 MB from c at its NIC's 1.25 MB/s
 	near("one-replica factor", p.OneFactor, 0.75)
 	near("fill one-replica healed", p.FillOneHealedS, 7)
@@ -221,5 +237,48 @@ func TestCloneMinRate(t *testing.T) {
 	}
 	if !slices.Contains(c.clusterConfig().ChunkserverArgs, "--clone-streams") {
 		t.Errorf("chunkserver args %v lack --clone-streams", c.clusterConfig().ChunkserverArgs)
+	}
+}
+
+// TestReadCeiling: the readers' ceiling is their own NICs, or what the
+// live servers' NICs send besides the clones and the writers' chain hops
+// when that is less; the report sets it before the failure and for each
+// recovery, and prints the readers' rates against it.
+func TestReadCeiling(t *testing.T) {
+	nic := 10 * Mbit // 1.25 MB/s
+	for _, c := range []struct {
+		readers, live        int
+		clones, writes, want float64
+	}{
+		{2, 8, 0, 1.08, 2.5},      // the readers' NICs bind
+		{2, 5, 2.36, 0.68, 2.5},   // 6.25 - 2.36 - 2 × 0.68 = 2.53 left
+		{2, 5, 3.125, 1.0, 1.125}, // 6.25 - 3.125 - 2 × 1.0
+		{2, 3, 3.0, 1.0, 0},       // nothing left
+		{1, 5, 0, 0, 1.25},
+	} {
+		if got := readCeiling(c.readers, c.live, 3, nic, c.clones, c.writes); got < c.want-1e-9 || got > c.want+1e-9 {
+			t.Errorf("%d readers, %d live, clones %g, writes %g: ceiling %g, want %g", c.readers, c.live, c.clones, c.writes, got, c.want)
+		}
+	}
+	c := DefaultRecoveryConfig()
+	r := newRecoveryReport(c)
+	r.Phases = []RecoveryPhase{{Survivors: 5, Repaired: 100, HealedS: 100}} // 100 × 4 MiB in 100 s: 4.194 MB/s
+	r.Clients = []ClientRates{
+		{Kind: "reads", Clients: 2, Before: 2.25, During: []float64{1.0}, Errors: []int{0}},
+		{Kind: "writes", Clients: 1, Before: 1.0, During: []float64{0.5}, Errors: []int{0}},
+	}
+	r.readCeilings(c)
+	want := []float64{2.5, 6.25 - 4*1.048576 - 2*0.5}
+	got := r.Clients[0].Ceiling
+	if len(got) != 2 || got[0] != want[0] || got[1] < want[1]-1e-9 || got[1] > want[1]+1e-9 {
+		t.Errorf("ceilings %v, want %v", got, want)
+	}
+	if r.Clients[1].Ceiling != nil {
+		t.Errorf("writers got a read ceiling: %v", r.Clients[1].Ceiling)
+	}
+	var b bytes.Buffer
+	r.writeCeilings(&b)
+	if s := b.String(); !strings.Contains(s, "reads against the most the NICs left them") || !strings.Contains(s, "before 90% of 2.500 MB/s; recovery 1 95% of 1.056") {
+		t.Errorf("ceilings printed as %q", s)
 	}
 }

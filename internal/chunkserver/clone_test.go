@@ -419,3 +419,22 @@ func TestUrgentCloneCopiesReplica(t *testing.T) {
 		t.Fatal("urgent clone differs from the source")
 	}
 }
+
+// TestConfigRefusesNegativeCloneRates: neither clone throttle may be
+// negative (0 is unlimited).
+func TestConfigRefusesNegativeCloneRates(t *testing.T) {
+	for _, set := range []func(*Config){
+		func(c *Config) { c.CloneRate = -1 },
+		func(c *Config) { c.CloneSourceRate = -1 },
+	} {
+		c := DefaultConfig()
+		c.Dirs = []string{t.TempDir()}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("defaults: %v", err)
+		}
+		set(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("a negative clone rate was accepted: %d, %d", c.CloneRate, c.CloneSourceRate)
+		}
+	}
+}

@@ -27,7 +27,8 @@ type Config struct {
 	RPCTimeout        time.Duration // deadline of calls to masters and peers
 	MaxChunkSize      int64         // largest chunk accepted
 	CloneStreams      int           // clones this server runs at once as a target; more are refused
-	CloneRate         int64         // bytes a second all its clones pull together (0: unlimited); those it sources get half while it serves client reads
+	CloneRate         int64         // bytes a second all its clones pull together (0: unlimited)
+	CloneSourceRate   int64         // bytes a second the clones it is the source of send together, each paced (0: unlimited)
 	StreamIdle        time.Duration // a data-stream connection sending no request for this long is closed
 	Reserve           int64         // bytes each disk keeps free: no new replica (chunk or clone) goes to one with less
 
@@ -71,12 +72,14 @@ type Mutation struct {
 }
 
 // Clone throttle defaults: two clones at once, as HDFS's
-// dfs.namenode.replication.max-streams, pulling 50 MiB/s together: under
-// half of a 1 Gb/s NIC, so clients keep most of the bandwidth while a
-// dead server's chunks are restored.
+// dfs.namenode.replication.max-streams, pulling 50 MiB/s together, and
+// the clones a server is the source of sending 50 MiB/s together: under
+// half of a 1 Gb/s NIC each way, so clients keep most of the bandwidth
+// while a dead server's chunks are restored.
 const (
-	DefaultCloneStreams = 2
-	DefaultCloneRate    = 50 << 20
+	DefaultCloneStreams    = 2
+	DefaultCloneRate       = 50 << 20
+	DefaultCloneSourceRate = 50 << 20
 )
 
 // DefaultReserve is the free space each disk keeps: one 64 MiB chunk, so
@@ -97,6 +100,7 @@ func DefaultConfig() Config {
 		MaxChunkSize:      1 << 30,
 		CloneStreams:      DefaultCloneStreams,
 		CloneRate:         DefaultCloneRate,
+		CloneSourceRate:   DefaultCloneSourceRate,
 		StreamIdle:        rpc.DefaultStreamIdle,
 		Reserve:           DefaultReserve,
 		FS:                chunkstore.OS{},
@@ -116,8 +120,8 @@ func (c *Config) Validate() error {
 		return errors.New("chunkserver: no data directory")
 	case c.HeartbeatInterval <= 0 || c.BufferExpiry <= 0 || c.RPCTimeout <= 0 || c.ScrubInterval < 0 || c.StreamIdle <= 0:
 		return errors.New("chunkserver: intervals and timeouts must be positive")
-	case c.CloneStreams <= 0 || c.CloneRate < 0 || c.Reserve < 0:
-		return errors.New("chunkserver: clone streams must be positive, clone rate and reserve not negative")
+	case c.CloneStreams <= 0 || c.CloneRate < 0 || c.CloneSourceRate < 0 || c.Reserve < 0:
+		return errors.New("chunkserver: clone streams must be positive, clone rates and reserve not negative")
 	case c.ReportSize <= 0:
 		return errors.New("chunkserver: report size must be positive")
 	case c.BufferBytes < rpc.MaxPushSize:

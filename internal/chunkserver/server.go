@@ -263,7 +263,7 @@ func (s *Server) start(lis net.Listener) error {
 	}
 	sc := rpc.DefaultStreamConfig()
 	sc.Client, sc.Logger, sc.IdleTimeout, sc.Authorize = s.data, s.log, s.cfg.StreamIdle, s.authorizeStream
-	sc.BackgroundRate = s.cfg.CloneRate / 2 // a source leaves clients most of its NIC
+	sc.BackgroundRate = s.cfg.CloneSourceRate
 	stream, err := rpc.NewStreamServer(streamHandler{s}, sc)
 	if err != nil {
 		return err

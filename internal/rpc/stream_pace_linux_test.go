@@ -9,8 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestSetPacing: setPacing sets the socket's pacing cap and lifts it,
-// also through the Mux's connection.
+// TestSetPacing: setPacing sets the socket's pacing cap, with a bound on
+// the data it holds unsent, and lifts both, also through the Mux's
+// connection.
 func TestSetPacing(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,12 +35,30 @@ func TestSetPacing(t *testing.T) {
 		})
 		return v
 	}
+	unsent := func() int {
+		var v int
+		rc, _ := conn.(*net.TCPConn).SyscallConn()
+		rc.Control(func(fd uintptr) {
+			n, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v = n
+		})
+		return v
+	}
 	setPacing(&prefixConn{Conn: conn}, 125_000)
 	if got := get(); got != 125_000 {
 		t.Errorf("pacing %d B/s, want 125000", got)
 	}
+	if got := unsent(); got != pacedUnsent {
+		t.Errorf("paced socket holds up to %d bytes unsent, want %d", got, pacedUnsent)
+	}
 	setPacing(conn, 0)
 	if got := get(); got < 1<<32-1 {
 		t.Errorf("pacing %d B/s after lifting it, want unlimited", got)
+	}
+	if got := unsent(); got != 0 {
+		t.Errorf("unsent bound %d after lifting the pace, want 0 (the system's)", got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net"
 	"testing"
-	"time"
 )
 
 // paceRecorder records the paces a backgroundPacer sets.
@@ -13,28 +12,19 @@ type paceRecorder map[net.Conn]int64
 
 func (r paceRecorder) set(conn net.Conn, rate int64) { r[conn] = rate }
 
-// TestBackgroundPacer: background reads are not paced until another read
-// is served, which paces those in progress at once; then, for
-// foregroundWindow after the last one, they share the rate, and the pace
-// is lifted at a piece after it, and when a read ends. A pacer without a
-// rate never paces.
+// TestBackgroundPacer: a background read is paced from its start, with
+// no client reading; two share the rate, and when one ends its pace is
+// lifted and the other takes the whole rate again. A pacer without a rate
+// never paces.
 func TestBackgroundPacer(t *testing.T) {
-	t0 := time.Unix(1000, 0)
 	rec := paceRecorder{}
 	p := newBackgroundPacer(600, rec.set)
 	a, b := &net.TCPConn{}, &net.TCPConn{}
 	endA := p.begin(a)
-	p.pace(a, t0)
-	if _, set := rec[a]; set {
-		t.Fatalf("no other read served yet: paced at %d", rec[a])
-	}
-	p.served(t0)
 	if rec[a] != 600 {
-		t.Errorf("a client read started: the background read is paced at %d B/s, want the whole 600 at once", rec[a])
+		t.Errorf("one background read: paced at %d B/s, want the whole 600", rec[a])
 	}
 	endB := p.begin(b)
-	p.pace(b, t0.Add(foregroundWindow/2))
-	p.pace(a, t0.Add(foregroundWindow/2))
 	if rec[a] != 300 || rec[b] != 300 {
 		t.Errorf("two background reads: %d and %d B/s, want 300 each", rec[a], rec[b])
 	}
@@ -42,17 +32,16 @@ func TestBackgroundPacer(t *testing.T) {
 	if rec[b] != 0 {
 		t.Errorf("a background read ended paced at %d: want its pace lifted", rec[b])
 	}
-	p.served(t0.Add(-time.Hour)) // an older read's end moves nothing back
-	p.pace(a, t0.Add(foregroundWindow+time.Millisecond))
-	if rec[a] != 0 {
-		t.Errorf("a window after the last client read: paced at %d, want unpaced", rec[a])
+	if rec[a] != 600 {
+		t.Errorf("the other one left: paced at %d B/s, want 600 again", rec[a])
 	}
 	endA()
+	if rec[a] != 0 || len(p.conns) != 0 {
+		t.Errorf("all ended: pace %d, %d reads counted", rec[a], len(p.conns))
+	}
 	never := newBackgroundPacer(0, rec.set)
 	c := &net.TCPConn{}
-	defer never.begin(c)()
-	never.served(t0)
-	never.pace(c, t0)
+	never.begin(c)()
 	if _, set := rec[c]; set {
 		t.Errorf("no background rate: paced at %d", rec[c])
 	}

@@ -80,10 +80,6 @@ func (c *streamConn) openChunk(req *readRequest) (OpenChunk, *os.File, error) {
 func (c *streamConn) serveRead(req *readRequest) error {
 	if req.background {
 		defer c.s.pacer.begin(c.conn)()
-		c.s.pacer.pace(c.conn, time.Now())
-	} else {
-		c.s.pacer.served(time.Now())
-		defer func() { c.s.pacer.served(time.Now()) }()
 	}
 	oc, file, err := c.openChunk(req)
 	if err != nil {
@@ -128,9 +124,6 @@ func (c *streamConn) serveRead(req *readRequest) error {
 		}
 	}()
 	for p := range filled {
-		if req.background {
-			c.s.pacer.pace(c.conn, time.Now())
-		}
 		if err := c.sendPiece(p, file); err != errMore {
 			return err
 		}

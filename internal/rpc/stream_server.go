@@ -52,10 +52,9 @@ type StreamConfig struct {
 	// chunks in files (see ChunkOpener).
 	NoSendfile bool
 	// BackgroundRate is the bytes a second this server's background reads
-	// (the reads of the clones it is the source of) share while it serves
-	// other reads: a client's read within the last second paces them, so
-	// that clients keep the rest of the NIC; otherwise they are not paced
-	// (the clones' targets throttle them). 0: never paced.
+	// (the reads of the clones it is the source of) share, each paced on
+	// its socket (backgroundPacer): the outbound clone-source throttle.
+	// 0: never paced.
 	BackgroundRate int64
 	// Authorize, when set, decides on every request before anything is
 	// read from a chunk or kept of a push; its error is the answer (the
