@@ -160,21 +160,21 @@ func (s *snapWriter) inode(name string, live *inode) {
 	if s.version >= snapshotLinks {
 		s.string(name)
 		if s.seen[live] {
-			s.uvarint(n.ino<<1 | 1)
+			s.uvarint(n.ino()<<1 | 1)
 			return
 		}
 		if n.nlink > 1 {
 			s.seen[live] = true
 		}
-		s.uvarint(n.ino << 1)
+		s.uvarint(n.ino() << 1)
 		s.uvarint(uint64(n.mode))
 	} else {
 		if n.nlink > 1 && s.err == nil {
-			s.err = fmt.Errorf("snapshot format %d cannot hold inode %d's %d names", s.version, n.ino, n.nlink)
+			s.err = fmt.Errorf("snapshot format %d cannot hold inode %d's %d names", s.version, n.ino(), n.nlink)
 		}
 		s.uvarint(uint64(n.mode))
 		s.string(name)
-		s.uvarint(n.ino)
+		s.uvarint(n.ino())
 	}
 	for _, v := range []uint64{uint64(n.uid), uint64(n.gid)} {
 		s.uvarint(v)
@@ -196,18 +196,18 @@ func (s *snapWriter) inode(name string, live *inode) {
 	}
 	switch {
 	case n.isDir():
-		s.uvarint(uint64(n.ext.kids.Len()))
-		n.ext.kids.all(func(name string, k *inode) bool {
+		s.uvarint(uint64(n.ext().kids.Len()))
+		n.ext().kids.all(func(name string, k *inode) bool {
 			s.inode(name, k)
 			return s.err == nil
 		})
 	case n.isSymlink():
-		s.string(n.ext.target)
+		s.string(n.ext().target)
 	case n.isDevice():
-		s.uvarint(uint64(n.ext.rdev))
+		s.uvarint(uint64(n.ext().rdev))
 	default:
 		s.varint(n.length)
-		s.uvarint(uint64(n.repl))
+		s.uvarint(uint64(n.repl()))
 		s.uvarint(uint64(len(n.chunks())))
 		for _, r := range n.chunks() {
 			s.uvarint(uint64(r.handle))
@@ -271,7 +271,7 @@ func (s *snapReader) namespace() (*Namespace, error) {
 		}
 	}
 	ns := New()
-	ns.nextInode = s.uvarint(1<<63 - 1)
+	ns.nextInode = s.uvarint(MaxInode)
 	ns.nextHandle = chunkfs.Handle(s.uvarint(1<<63 - 1))
 	ns.chunkSize = int64(s.uvarint(1 << 32))
 	ns.defaultRepl = uint8(s.uvarint(chunkfs.MaxReplication))
@@ -297,7 +297,7 @@ func (s *snapReader) namespace() (*Namespace, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	if !root.isDir() || root.ino != RootInode || name != "" {
+	if !root.isDir() || root.ino() != RootInode || name != "" {
 		return nil, errors.New("bad root")
 	}
 	root.nlink = 0
@@ -311,18 +311,19 @@ func (s *snapReader) namespace() (*Namespace, error) {
 func (s *snapReader) inode(ns *Namespace, depth int) (string, *inode) {
 	n := &inode{nlink: 1}
 	var name string
+	var ino uint64
 	if s.version >= snapshotLinks {
 		name = s.string(chunkfs.MaxNameLen)
 		v := s.uvarint(1<<64 - 1)
-		n.ino = v >> 1
+		ino = v >> 1
 		if v&1 != 0 {
-			return name, s.linked(n.ino)
+			return name, s.linked(ino)
 		}
 		n.mode = fs.FileMode(s.uvarint(1<<32 - 1))
 	} else {
 		n.mode = fs.FileMode(s.uvarint(1<<32 - 1))
 		name = s.string(chunkfs.MaxNameLen)
-		n.ino = s.uvarint(1<<63 - 1)
+		ino = s.uvarint(1<<63 - 1)
 	}
 	n.uid, n.gid = uint32(s.uvarint(1<<32-1)), uint32(s.uvarint(1<<32-1))
 	n.mtime, n.atime, n.ctime = s.varint(), s.varint(), s.varint()
@@ -336,40 +337,41 @@ func (s *snapReader) inode(ns *Namespace, depth int) (string, *inode) {
 	if s.err != nil {
 		return "", nil
 	}
-	if n.ino == 0 || n.ino >= ns.nextInode || n.nlink == 0 {
-		s.fail("inode number %d out of range or without a name", n.ino)
+	if ino == 0 || ino >= ns.nextInode || n.nlink == 0 {
+		s.fail("inode number %d out of range or without a name", ino)
 		return "", nil
 	}
+	n.setIno(ino)
 	if n.nlink > 1 {
-		if s.links[n.ino] != nil {
-			s.fail("inode %d written twice", n.ino)
+		if s.links[n.ino()] != nil {
+			s.fail("inode %d written twice", n.ino())
 			return "", nil
 		}
-		s.links[n.ino] = n
+		s.links[n.ino()] = n
 	}
 	switch n.mode.Type() {
 	case fs.ModeDir:
-		n.ext = &ext{}
+		n.setExt(&ext{})
 		ns.dirs++
 		s.kids(ns, n, depth)
 	case fs.ModeSymlink:
-		n.ext = &ext{target: s.string(chunkfs.MaxSymlinkLen)}
-		n.length = int64(len(n.ext.target))
+		n.setExt(&ext{target: s.string(chunkfs.MaxSymlinkLen)})
+		n.length = int64(len(n.ext().target))
 		ns.files++
 		ns.bytes += n.length
 	case 0, fs.ModeNamedPipe, fs.ModeSocket:
 		s.file(ns, n)
 	case fs.ModeDevice, fs.ModeDevice | fs.ModeCharDevice:
-		n.ext = &ext{rdev: uint32(s.uvarint(1<<32 - 1))}
+		n.setExt(&ext{rdev: uint32(s.uvarint(1<<32 - 1))})
 		ns.files++
 	default:
 		s.fail("unknown file type %v", n.mode.Type())
 	}
 	if len(xs) > 0 {
-		if n.ext == nil {
-			n.ext = &ext{}
+		if n.ext() == nil {
+			n.setExt(&ext{})
 		}
-		n.ext.xattrs = xs
+		n.ext().xattrs = xs
 	}
 	if s.err != nil {
 		return "", nil
@@ -421,20 +423,20 @@ func (s *snapReader) kids(ns *Namespace, d *inode, depth int) {
 		if s.err != nil {
 			return
 		}
-		if name == "" || name <= d.ext.kids.lastName() || pathProblem("/"+name) != "" {
+		if name == "" || name <= d.ext().kids.lastName() || pathProblem("/"+name) != "" {
 			s.fail("bad or unsorted name %q", name)
 			return
 		}
 		if k.isDir() {
-			k.ext.parent = d
+			k.ext().parent = d
 		}
-		d.ext.kids.appendSorted(name, k, int(count-i))
+		d.ext().kids.appendSorted(name, k, int(count-i))
 	}
 }
 
 func (s *snapReader) file(ns *Namespace, n *inode) {
 	n.length = s.varint()
-	n.repl = uint8(s.uvarint(chunkfs.MaxReplication))
+	n.setRepl(uint8(s.uvarint(chunkfs.MaxReplication)))
 	count := s.uvarint(MaxFileChunks)
 	if s.err != nil || n.length < 0 {
 		s.fail("bad file")
@@ -442,8 +444,9 @@ func (s *snapReader) file(ns *Namespace, n *inode) {
 	}
 	ns.files++
 	ns.bytes += n.length
+	var refs []chunkRef
 	if count > 0 {
-		n.setChunks(make([]chunkRef, 0, min(count, uint64(s.left())))) // a ref takes a byte at least
+		refs = make([]chunkRef, 0, listCap(int(min(count, uint64(s.left()))))) // a ref takes a byte at least
 	}
 	for i := uint64(0); i < count && s.err == nil; i++ {
 		var r chunkRef
@@ -452,12 +455,13 @@ func (s *snapReader) file(ns *Namespace, n *inode) {
 			r.version = chunkfs.Version(s.uvarint(1<<63 - 1))
 			if ns.holds(r.handle, n) {
 				s.fail("chunk %d held twice", r.handle)
-				return
+				break
 			}
 			ns.ref(r.handle, n) // reference counts are derived, not stored
 		}
-		n.setChunks(append(n.chunks(), r))
+		refs = append(refs, r)
 	}
+	n.setChunks(refs)
 }
 
 // draining reads the chunkservers being decommissioned: sorted, unique,

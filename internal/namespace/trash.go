@@ -167,12 +167,12 @@ func (ns *Namespace) toTrash(c *Command, p string, dir *inode, name string, n *i
 // (ChunkFile). An inode is never both live and in the trash
 // (dropOutsideLinks), so the tree's inodes are all of one kind.
 func (ns *Namespace) markDead(n *inode, dead bool) {
-	if n.dead != dead {
+	if n.dead() != dead {
 		ns.touch(n)
-		n.dead = dead
+		n.setDead(dead)
 	}
 	if n.isDir() {
-		n.ext.kids.all(func(_ string, k *inode) bool {
+		n.ext().kids.all(func(_ string, k *inode) bool {
 			ns.markDead(k, dead)
 			return true
 		})
@@ -205,7 +205,7 @@ func (ns *Namespace) dropOutsideLinks(d *inode, now int64) {
 	refs := map[*inode][]linkRef{}
 	var walk func(d *inode)
 	walk = func(d *inode) {
-		d.ext.kids.all(func(name string, k *inode) bool {
+		d.ext().kids.all(func(name string, k *inode) bool {
 			switch {
 			case k.isDir():
 				walk(k)
@@ -256,7 +256,7 @@ func (ns *Namespace) treeCounts(n *inode) Counts {
 			return
 		}
 		sum.Dirs++
-		n.ext.kids.all(func(_ string, k *inode) bool {
+		n.ext().kids.all(func(_ string, k *inode) bool {
 			walk(k)
 			return true
 		})

@@ -301,9 +301,9 @@ func TestChunkFileSaysDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := s.ns.lookupForTest("/alice/d")
-	d.dead = true
+	d.setDead(true)
 	if err := s.ns.Check(); err == nil {
 		t.Fatal("Check took a live directory marked dead")
 	}
-	d.dead = false
+	d.setDead(false)
 }

@@ -58,7 +58,7 @@ func TestXattrSetGetListRemove(t *testing.T) {
 	// Removing the last attribute leaves a plain file (Check verifies the ext is gone).
 	s.ok(&Command{Op: OpRemoveXattr, Caller: alice, Path: "/home/f", Target: "user.empty"})
 	s.ok(&Command{Op: OpRemoveXattr, Path: "/home/f", Target: "trusted.t"})
-	if s.ns.lookupForTest("/home/f").ext != nil {
+	if s.ns.lookupForTest("/home/f").ext() != nil {
 		t.Error("a file without attributes keeps an ext")
 	}
 }
