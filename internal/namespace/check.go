@@ -62,9 +62,12 @@ func (c *checker) trash() error {
 	var prev uint64
 	c.inTrash = true
 	defer func() { c.inTrash = false }()
-	for _, e := range t.entries {
-		p := fmt.Sprintf("trash entry %d (%s)", e.id, printable(e.path))
-		if e.id <= prev || e.id > t.nextID || pathProblem(e.path) != "" || e.path == "/" {
+	live := 0
+	for i, e := range t.entries {
+		path := t.path(i)
+		live += len(path)
+		p := fmt.Sprintf("trash entry %d (%s)", e.id, printable(path))
+		if e.id <= prev || e.id > t.nextID || pathProblem(path) != "" || path == "/" {
 			return fmt.Errorf("namespace: %s: bad ID or path", p)
 		}
 		prev = e.id
@@ -85,6 +88,9 @@ func (c *checker) trash() error {
 	}
 	if dead != t.dead {
 		return fmt.Errorf("namespace: dead counts %+v, trash has %+v", t.dead, dead)
+	}
+	if live+t.deadPaths != len(t.paths) || t.deadPaths > len(t.paths)/2 {
+		return fmt.Errorf("namespace: trash paths of %d bytes, %d live and %d dead", len(t.paths), live, t.deadPaths)
 	}
 	if t.period < 0 || t.period > MaxTrashPeriod {
 		return fmt.Errorf("namespace: trash period %d out of range", t.period)

@@ -101,6 +101,7 @@ type Frozen struct {
 	header   Namespace    // the counters and the safe mode hold at the freeze
 	draining []string     // copied at the freeze
 	trash    []trashEntry // copied at the freeze
+	paths    []byte       // the trash's paths: bytes below its length are never written over
 	period   int64
 	nextID   uint64
 	once     sync.Once
@@ -120,6 +121,7 @@ func (ns *Namespace) Freeze() *Frozen {
 	cs := &cowState{images: map[*inode]*inode{}, nextInode: ns.nextInode}
 	ns.cow = cs
 	f := &Frozen{ns: ns, cs: cs, draining: slices.Clone(ns.draining), trash: slices.Clone(ns.trash.entries),
+		paths:  ns.trash.paths,
 		period: ns.trash.period, nextID: ns.trash.nextID}
 	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
 		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe, clusterID: ns.clusterID}

@@ -49,7 +49,7 @@ func (ns *Namespace) Snapshot(w io.Writer) error { return ns.snapshotAs(w, snaps
 // snapshotAs writes the state in format version (tests write older
 // formats; those fail on an inode with several names).
 func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
-	f := &Frozen{ns: ns, draining: ns.draining, trash: ns.trash.entries, period: ns.trash.period, nextID: ns.trash.nextID}
+	f := &Frozen{ns: ns, draining: ns.draining, trash: ns.trash.entries, paths: ns.trash.paths, period: ns.trash.period, nextID: ns.trash.nextID}
 	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
 		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe, clusterID: ns.clusterID}
 	return f.write(w, version)
@@ -141,7 +141,7 @@ func (s *snapWriter) trash(f *Frozen) {
 	s.uvarint(uint64(len(f.trash)))
 	for _, e := range f.trash {
 		s.uvarint(e.id)
-		s.string(e.path)
+		s.string(e.path(f.paths))
 		s.varint(e.time)
 		s.uvarint(uint64(e.uid))
 		s.inode("", e.node)
@@ -490,12 +490,14 @@ func (s *snapReader) trash(ns *Namespace) {
 	t.nextID = s.uvarint(1<<63 - 1)
 	count := s.uvarint(uint64(s.left())) // an entry takes several bytes
 	for i := uint64(0); i < count && s.err == nil; i++ {
-		e := trashEntry{id: s.uvarint(t.nextID), path: s.string(chunkfs.MaxPathLen), time: s.varint()}
+		e := trashEntry{id: s.uvarint(t.nextID)}
+		path := s.string(chunkfs.MaxPathLen)
+		e.time = s.varint()
 		e.uid = uint32(s.uvarint(1<<32 - 1))
 		if s.err != nil {
 			return
 		}
-		if e.id == 0 || len(t.entries) > 0 && e.id <= t.entries[len(t.entries)-1].id || pathProblem(e.path) != "" {
+		if e.id == 0 || len(t.entries) > 0 && e.id <= t.entries[len(t.entries)-1].id || pathProblem(path) != "" {
 			s.fail("trash entry %d out of order or with a bad path", e.id)
 			return
 		}
@@ -510,7 +512,7 @@ func (s *snapReader) trash(ns *Namespace) {
 			return
 		}
 		e.setSum(Counts{Files: ns.files - before.Files, Dirs: ns.dirs - before.Dirs, Bytes: ns.bytes - before.Bytes})
-		t.entries = append(t.entries, e)
+		t.add(e, path)
 		ns.markDead(e.node, true)
 		ns.moveCounts(e.sum(), -1)
 	}
