@@ -232,12 +232,29 @@ func buildMillion(tb testing.TB, files int) (*Namespace, float64) {
 
 // BenchmarkHeapPerDeadFile builds 1,000,000 single-chunk files, deletes
 // them one by one into the trash, and reports the heap the namespace
-// takes per dead file (inode, chunk, trash entry and its path).
+// takes per dead file (inode, chunk, trash entry and its path), built so
+// and restored from its checkpoint (restoredB).
 func BenchmarkHeapPerDeadFile(b *testing.B) {
 	for range b.N {
 		ns, perFile := buildDead(b, 1_000_000)
 		b.ReportMetric(perFile, "heapB/deadfile")
-		runtime.KeepAlive(ns)
+		var buf bytes.Buffer
+		if err := ns.Snapshot(&buf); err != nil {
+			b.Fatal(err)
+		}
+		ns = nil
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		back, err := Restore(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1e6, "restoredB/deadfile")
+		runtime.KeepAlive(back)
+		runtime.KeepAlive(&buf) // counted before the restore
 	}
 }
 

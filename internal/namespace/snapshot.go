@@ -489,6 +489,9 @@ func (s *snapReader) trash(ns *Namespace) {
 	t.period = int64(s.uvarint(uint64(MaxTrashPeriod)))
 	t.nextID = s.uvarint(1<<63 - 1)
 	count := s.uvarint(uint64(s.left())) // an entry takes several bytes
+	// An entry and its tree take 16 bytes at least: a hostile count
+	// allocates at most 3.5 times what it sent.
+	t.entries = make([]trashEntry, 0, min(count, uint64(s.left()/16)))
 	for i := uint64(0); i < count && s.err == nil; i++ {
 		e := trashEntry{id: s.uvarint(t.nextID)}
 		path := s.string(chunkfs.MaxPathLen)
