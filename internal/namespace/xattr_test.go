@@ -202,7 +202,9 @@ func TestXattrFileKeepsItsChunks(t *testing.T) {
 			t.Fatalf("a checkpoint frozen before the change differs from the state then (%v)", err)
 		}
 	}
-	frozen(func() { s.ok(&Command{Op: OpSetXattr, Caller: alice, Path: "/home/f", Target: "user.a", Value: []byte("1")}) })
+	frozen(func() {
+		s.ok(&Command{Op: OpSetXattr, Caller: alice, Path: "/home/f", Target: "user.a", Value: []byte("1")})
+	})
 	same("with an attribute")
 	frozen(func() { want = append(want, alloc(3)) })
 	same("grown with an attribute")
