@@ -169,7 +169,9 @@ func (c *children) split(b int) {
 }
 
 // remove deletes the entry named name and reports whether it was there.
-// A block whose names are half dead is copied without them.
+// A block whose names are half dead, or with room for more than a
+// quarter of its entries (twice what growth leaves), is copied without
+// the dead names and with an eighth of room.
 func (c *children) remove(name string) bool {
 	b, i, ok := c.find(name)
 	if !ok {
@@ -184,7 +186,7 @@ func (c *children) remove(name string) bool {
 	switch {
 	case len(blk.ents) == 0:
 		c.blocks = append(c.blocks[:b], c.blocks[b+1:]...)
-	case blk.dead > len(blk.names)/2:
+	case blk.dead > len(blk.names)/2 || cap(blk.ents)-len(blk.ents) > len(blk.ents)/4+4:
 		*blk = blk.compacted(blk.ents, len(blk.ents)/8)
 	}
 	return true

@@ -162,6 +162,27 @@ func TestInsertedListsKeepLittleRoom(t *testing.T) {
 	}
 }
 
+// TestRemovedEntriesGiveBackRoom fills a directory of 1,000 entries and
+// removes 300 of them at random: the blocks keep room for at most a
+// quarter more entries (and four) and no more dead name bytes than live.
+func TestRemovedEntriesGiveBackRoom(t *testing.T) {
+	s := newTNS(t)
+	rng := rand.New(rand.NewPCG(2, 2))
+	s.ok(&Command{Op: OpMkdir, Path: "/d", Mode: 0o755})
+	for i := range 1000 {
+		s.ok(&Command{Op: OpCreate, Path: fmt.Sprintf("/d/f%04d", i), Mode: 0o644})
+	}
+	for _, i := range rng.Perm(1000)[:300] {
+		s.ok(&Command{Op: OpDelete, Path: fmt.Sprintf("/d/f%04d", i)})
+	}
+	kids := s.ns.root.ext().kids.get("d").ext().kids
+	for i, blk := range kids.blocks {
+		if n := len(blk.ents); cap(blk.ents) > n+n/4+4 || blk.dead > len(blk.names)/2 {
+			t.Errorf("block %d: %d entries in %d slots, %d of %d name bytes dead", i, n, cap(blk.ents), blk.dead, len(blk.names))
+		}
+	}
+}
+
 // TestChildrenMatchesMap inserts and removes names of 1 to 255 bytes at
 // random in a children list and a map, and checks they hold the same in
 // order; that every name handed out earlier still reads as it did (a
