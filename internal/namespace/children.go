@@ -70,19 +70,19 @@ func (b *block) compacted(ents []dirent, spare int) block {
 // entries that are directories, for the directory's link count.
 type children struct {
 	blocks []block
-	n      int
-	dirs   int
+	n      int32 // 32 bits, so that an ext fits 96 bytes (TestExtSize): 2^31 entries would not fit the heap
+	dirs   int32
 }
 
 // Len returns the number of entries.
-func (c *children) Len() int { return c.n }
+func (c *children) Len() int { return int(c.n) }
 
 // Dirs returns the number of entries that are directories.
-func (c *children) Dirs() int { return c.dirs }
+func (c *children) Dirs() int { return int(c.dirs) }
 
 // counted adds delta to the count of entries, and to that of directories
 // when n is one.
-func (c *children) counted(n *inode, delta int) {
+func (c *children) counted(n *inode, delta int32) {
 	c.n += delta
 	if n.isDir() {
 		c.dirs += delta
