@@ -51,8 +51,8 @@ func buildRich(t *testing.T) *Namespace {
 // TestCheckpointOfTheOldLayout restores a checkpoint that the code before
 // the 64-byte inode and the trash's one array of paths wrote of
 // buildRich's namespace (testdata/checkpoint-ff58309.bin, commit
-// ff58309): it checks, writes back the same bytes, and the same commands
-// now give the same bytes.
+// ff58309, format 7): it checks, writes back the same bytes in that
+// format, and the same commands now give the same bytes.
 func TestCheckpointOfTheOldLayout(t *testing.T) {
 	old, err := os.ReadFile("testdata/checkpoint-ff58309.bin")
 	if err != nil {
@@ -65,10 +65,20 @@ func TestCheckpointOfTheOldLayout(t *testing.T) {
 	if err := back.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(snapshot(t, back), old) {
+	if !bytes.Equal(snapshotIn(t, back, snapshotCluster), old) {
 		t.Error("the restored checkpoint writes other bytes")
 	}
-	if !bytes.Equal(snapshot(t, buildRich(t)), old) {
+	if !bytes.Equal(snapshotIn(t, buildRich(t), snapshotCluster), old) {
 		t.Error("the same commands give another checkpoint than the old layout's")
 	}
+}
+
+// snapshotIn is ns's checkpoint in format version.
+func snapshotIn(t *testing.T, ns *Namespace, version byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := ns.snapshotAs(&b, version); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
