@@ -25,6 +25,7 @@ type mount struct {
 	names *names // the paths open files name
 	locks *lockManager
 	lists *listings // directory listings that answer bursts of look-ups (prefetch.go)
+	known *knownDirs // directories whose every name the mount knows (knowndirs.go)
 
 	// The caching modes, chosen by newMount (policy.go).
 	kernel    kernelCache
@@ -51,6 +52,7 @@ type mount struct {
 func newMount(b Backend, cfg Config, log *slog.Logger, clk clock.Clock) *mount {
 	m := &mount{b: b, cfg: cfg, log: log, names: newNames(),
 		lists:     newListings(clk, cfg.PrefetchTimeout),
+		known:     newKnownDirs(clk, cfg.NegativeTimeout),
 		kernel:    newKernelCache(cfg, newFiles(clk)),
 		data:      noData{},
 		reader:    newReader(cfg),
@@ -151,6 +153,15 @@ func (m *mount) mutationAt(ctx context.Context) (context.Context, context.Cancel
 func (m *mount) fileChange(ctx context.Context) (context.Context, context.CancelFunc) {
 	m.lists.changed()
 	return context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
+}
+
+// unnaming starts a change that removes or moves names, which drops what
+// the mount knows of directories' names (knowndirs.go); the returned func,
+// called once the change is done, drops it again, so that no listing
+// fetched while the change was under way is kept.
+func (m *mount) unnaming() (done func()) {
+	m.known.changed()
+	return m.known.changed
 }
 
 // dirChange numbers a change of this mount that may alter a directory's
@@ -353,6 +364,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	if e := n.settleChild(cctx, name); e != 0 {
 		return nil, e
 	}
+	if n.knownMissing(ctx, name) {
+		return nil, syscall.ENOENT
+	}
 	if fi, ok := n.listedLookup(ctx, name); ok {
 		return n.entry(ctx, fi, out), 0
 	}
@@ -525,10 +539,12 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	}
 	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
+	n.m.known.adding(n.path(), name)
 	fi, parent, err := n.m.b.Mkdir(cctx, callerOf(ctx), n.child(name), goPerm(mode))
 	if err != nil {
 		return nil, errno(err)
 	}
+	n.m.known.made(n.child(name))
 	n.m.noteAttr(n, parent, gen)
 	return n.entry(ctx, fi, out), 0
 }
@@ -540,6 +556,7 @@ var _ = (gofs.NodeRmdirer)((*node)(nil))
 // removed once their releases, which the kernel sends just after the last
 // close, have removed them (names.go).
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	defer n.m.unnaming()()
 	e := n.remove(ctx, name)
 	if e == syscall.ENOTEMPTY && n.m.names.awaitHidden(ctx, n.child(name)) {
 		e = n.remove(ctx, name)
@@ -554,6 +571,7 @@ var _ = (gofs.NodeUnlinker)((*node)(nil))
 // name instead, kept until its last release, unless it has one already
 // (names.go, spare).
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	defer n.m.unnaming()()
 	if n.openChild(name) != nil {
 		cctx, cancel := n.m.mutation(ctx)
 		defer cancel()
@@ -603,6 +621,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if e := np.checkChild(newName); e != 0 {
 		return e
 	}
+	defer n.m.unnaming()()
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	caller, src, dst := callerOf(ctx), n.child(name), np.child(newName)
@@ -675,6 +694,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	}
 	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
+	n.m.known.adding(n.path(), name)
 	fi, parent, err := n.m.b.Symlink(cctx, callerOf(ctx), target, n.child(name))
 	if err != nil {
 		return nil, errno(err)
@@ -712,6 +732,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	}
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
+	n.m.known.adding(n.path(), name)
 	fi, err := n.m.b.Link(cctx, callerOf(ctx), tn.path(), n.child(name))
 	if chunkfs.KindOf(err) == chunkfs.KindTooLarge {
 		return nil, syscall.EMLINK // the most names an inode may have (namespace.MaxLinks)
@@ -757,6 +778,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	}
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
+	n.m.known.adding(n.path(), name)
 	fi, err := n.m.b.Mknod(cctx, callerOf(ctx), n.child(name), typ|goPerm(mode), dev)
 	if err != nil {
 		return nil, errno(err)
@@ -771,6 +793,7 @@ func (n *node) mknodFile(ctx context.Context, name string, mode uint32, out *fus
 	}
 	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
+	n.m.known.adding(n.path(), name)
 	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false, time.Time{})
 	if err != nil {
 		return nil, errno(err)
