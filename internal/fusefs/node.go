@@ -24,7 +24,7 @@ type mount struct {
 	log   *slog.Logger
 	names *names // the paths open files name
 	locks *lockManager
-	lists *listings // directory listings that answer bursts of look-ups (prefetch.go)
+	lists *listings  // directory listings that answer bursts of look-ups (prefetch.go)
 	known *knownDirs // directories whose every name the mount knows (knowndirs.go)
 
 	// The caching modes, chosen by newMount (policy.go).
