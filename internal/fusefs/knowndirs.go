@@ -15,8 +15,10 @@ import (
 // Config.NegativeTimeout (the time the kernel itself trusts a missing
 // name; 0, the default, turns this off) from when it made the directory
 // (mkdir: empty) or listed its names, together with the names it has
-// created in it since. Any other change of names made through the mount
-// (a remove, rename, link or symlink) drops everything it knows.
+// made in it since (create, mkdir, symlink, link, mknod). A name removed
+// stays known (its look-up asks the master); a change that moves names
+// through the mount (a rename, or an unlink that hides an open file)
+// drops everything known.
 //
 // What it costs in consistency is what --negative-timeout costs: a name
 // another mount makes shows up here up to that timeout later, as a name

@@ -113,8 +113,8 @@ func (b *missCounter) Stat(ctx context.Context, c chunkfs.Caller, p string) (*ch
 // TestKnownDirsMount: with NegativeTimeout, the look-ups before the
 // creates of new names in a directory made through the mount cost the
 // master nothing, with --async-create or without; a name another mount
-// made meanwhile is missing here for that timeout, as documented; after a
-// remove the master is asked again. With the default timeout of 0 every
+// made meanwhile is missing here for that timeout, as documented; a
+// removed name, and after a rename any name, is asked of the master. With the default timeout of 0 every
 // such look-up asks the master.
 func TestKnownDirsMount(t *testing.T) {
 	const n = 20
@@ -165,11 +165,21 @@ func TestKnownDirsMount(t *testing.T) {
 				t.Fatal(err)
 			}
 			before = b.misses.Load()
+			if _, err := os.Lstat(filepath.Join(dir, "0")); !os.IsNotExist(err) {
+				t.Fatalf("stat of a removed name: %v", err)
+			}
+			if b.misses.Load() == before {
+				t.Error("a look-up of a removed name answered without the master")
+			}
+			if err := os.Rename(filepath.Join(dir, "1"), filepath.Join(dir, "renamed")); err != nil {
+				t.Fatal(err)
+			}
+			before = b.misses.Load()
 			if _, err := os.Lstat(filepath.Join(dir, "absent")); !os.IsNotExist(err) {
 				t.Fatalf("stat of a missing name: %v", err)
 			}
 			if b.misses.Load() == before {
-				t.Error("a look-up after a remove answered without the master")
+				t.Error("a look-up after a rename answered without the master")
 			}
 		})
 	}

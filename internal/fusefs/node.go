@@ -140,10 +140,30 @@ func (m *mount) mutation(ctx context.Context) (context.Context, context.CancelFu
 // mutationAt is mutation, and also returns the change's number in this
 // mount (dirChange); the change ends at the returned cancel.
 func (m *mount) mutationAt(ctx context.Context) (context.Context, context.CancelFunc, uint64) {
+	return m.changeAt(ctx, m.lists.changed)
+}
+
+// changeAt is mutationAt with drop in place of dropping every listing.
+func (m *mount) changeAt(ctx context.Context, drop func()) (context.Context, context.CancelFunc, uint64) {
 	gen, done := m.dirChange()
-	m.lists.changed()
+	drop()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
 	return ctx, func() { cancel(); done() }, gen
+}
+
+// listingsDrop returns how a change of n alone (its attributes, or the
+// removal of its name p) updates the listings kept for look-ups: when n
+// is a non-directory with one name, forgetting p before the change and
+// again once it is done (the caller defers done); else dropping every
+// listing, as any change does (another name of n would keep its old
+// attributes).
+func (m *mount) listingsDrop(n *node, p string) (drop, done func()) {
+	fi := n.lastSeen()
+	if fi == nil || fi.IsDir() || fi.Nlink != 1 || n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		return m.lists.changed, func() {}
+	}
+	forget := func() { m.lists.forget(p) }
+	return forget, forget
 }
 
 // fileChange is mutation for a change of one non-directory's data or
@@ -151,14 +171,21 @@ func (m *mount) mutationAt(ctx context.Context) (context.Context, context.Cancel
 // directory's attributes as they were, so a note (noteAttr) stands
 // through it.
 func (m *mount) fileChange(ctx context.Context) (context.Context, context.CancelFunc) {
-	m.lists.changed()
+	return m.fileChangeWith(ctx, m.lists.changed)
+}
+
+// fileChangeWith is fileChange with drop in place of dropping every
+// listing.
+func (m *mount) fileChangeWith(ctx context.Context, drop func()) (context.Context, context.CancelFunc) {
+	drop()
 	return context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
 }
 
-// unnaming starts a change that removes or moves names, which drops what
-// the mount knows of directories' names (knowndirs.go); the returned func,
-// called once the change is done, drops it again, so that no listing
-// fetched while the change was under way is kept.
+// unnaming starts a change that moves names (a rename, or an unlink
+// that hides an open file), which drops what the mount knows of
+// directories' names (knowndirs.go); the returned func, called once the
+// change is done, drops it again, so that no listing fetched while the
+// change was under way is kept.
 func (m *mount) unnaming() (done func()) {
 	m.known.changed()
 	return m.known.changed
@@ -430,7 +457,9 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFDIR {
 		cctx, cancel = n.m.mutation(ctx)
 	} else {
-		cctx, cancel = n.m.fileChange(ctx)
+		drop, done := n.m.listingsDrop(n, n.path())
+		defer done()
+		cctx, cancel = n.m.fileChangeWith(ctx, drop)
 	}
 	defer cancel()
 	if err := n.m.closer.wait(cctx, n); err != nil {
@@ -556,7 +585,6 @@ var _ = (gofs.NodeRmdirer)((*node)(nil))
 // removed once their releases, which the kernel sends just after the last
 // close, have removed them (names.go).
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	defer n.m.unnaming()()
 	e := n.remove(ctx, name)
 	if e == syscall.ENOTEMPTY && n.m.names.awaitHidden(ctx, n.child(name)) {
 		e = n.remove(ctx, name)
@@ -571,8 +599,8 @@ var _ = (gofs.NodeUnlinker)((*node)(nil))
 // name instead, kept until its last release, unless it has one already
 // (names.go, spare).
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	defer n.m.unnaming()()
 	if n.openChild(name) != nil {
+		defer n.m.unnaming()() // the hidden name it may get
 		cctx, cancel := n.m.mutation(ctx)
 		defer cancel()
 		n.m.names.io.Lock()
@@ -588,7 +616,14 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) remove(ctx context.Context, name string) syscall.Errno {
-	cctx, cancel, gen := n.m.mutationAt(ctx)
+	drop, done := n.m.lists.changed, func() {}
+	if c := n.GetChild(name); c != nil {
+		if cn, ok := c.Operations().(*node); ok {
+			drop, done = n.m.listingsDrop(cn, n.child(name))
+		}
+	}
+	defer done()
+	cctx, cancel, gen := n.m.changeAt(ctx, drop)
 	defer cancel()
 	parent, err := n.m.b.Remove(cctx, callerOf(ctx), n.child(name))
 	if err != nil {
