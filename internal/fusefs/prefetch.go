@@ -101,10 +101,13 @@ func (l *listings) forget(p string) {
 	defer l.mu.Unlock()
 	l.gen++
 	for k, d := range l.dirs {
-		if d.byName == nil {
+		if d.fetching {
 			continue // a fetch of the generation before: not kept (store)
 		}
-		d.gen = l.gen
+		d.gen = l.gen // the misses counted, or the entries, stand
+		if d.byName == nil {
+			continue
+		}
 		for _, q := range []string{p, dir} {
 			if k.dir == path.Dir(q) && d.byName[path.Base(q)] != nil {
 				delete(d.byName, path.Base(q))
