@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"syscall"
 	"testing"
@@ -275,5 +276,68 @@ func TestErrnoTable(t *testing.T) {
 	interrupted := &chunkfs.Error{Op: "truncate", Kind: chunkfs.KindUnavailable, Err: fmt.Errorf("rpc: %w", context.Canceled)}
 	if errno(interrupted) != syscall.EINTR || errno(context.Canceled) != syscall.EINTR {
 		t.Errorf("a cancelled call is %v, want EINTR", errno(interrupted))
+	}
+}
+
+// TestWriteBehindHoldsScatteredWrites: a random writer's 16 KiB writes
+// over a file the buffer can hold are pushed once they join, in aligned
+// writes of the flush size, not one small write each.
+func TestWriteBehindHoldsScatteredWrites(t *testing.T) {
+	f := &bytesFile{}
+	w := newWriteBehind(f, 256<<10, 64<<10, time.Minute)
+	const bs, size = 16 << 10, 1536 << 10
+	var model []byte
+	for i, k := range rand.New(rand.NewPCG(1, 2)).Perm(size / bs) {
+		block := bytes.Repeat([]byte{byte(i)}, bs)
+		if err := w.buffer(block, int64(k*bs)); err != nil {
+			t.Fatal(err)
+		}
+		model = apply(model, block, int64(k*bs))
+		checkExtents(t, w)
+	}
+	if err := w.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.contents(), model) {
+		t.Fatal("contents differ")
+	}
+	for _, e := range f.writes {
+		if len(e.data) != 64<<10 || e.off%(64<<10) != 0 {
+			t.Errorf("write of %d bytes at %d: want aligned 64 KiB writes", len(e.data), e.off)
+		}
+	}
+}
+
+// TestWriteBehindHoldIsBounded: fragments that never join are pushed
+// once the buffer holds holdFactor times its limit.
+func TestWriteBehindHoldIsBounded(t *testing.T) {
+	f := &bytesFile{}
+	const limit, bs = 64 << 10, 4 << 10
+	w := newWriteBehind(f, limit, 64<<10, time.Minute)
+	var model []byte
+	for off := int64(0); off < 4<<20; off += 2 * bs { // every other block
+		block := bytes.Repeat([]byte{byte(off / bs)}, bs)
+		if err := w.buffer(block, off); err != nil {
+			t.Fatal(err)
+		}
+		model = apply(model, block, off)
+		w.mu.Lock()
+		size := w.size
+		w.mu.Unlock()
+		if size >= holdFactor*limit {
+			t.Fatalf("%d bytes buffered after a write, want under %d", size, holdFactor*limit)
+		}
+	}
+	w.mu.Lock()
+	w.waitLocked()
+	w.mu.Unlock()
+	if len(f.writes) == 0 {
+		t.Fatal("nothing pushed before the flush")
+	}
+	if err := w.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.contents(), model) {
+		t.Fatal("contents differ")
 	}
 }
