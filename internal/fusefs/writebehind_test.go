@@ -341,3 +341,32 @@ func TestWriteBehindHoldIsBounded(t *testing.T) {
 		t.Fatal("contents differ")
 	}
 }
+
+// TestWriteBehindHeldFragmentsFailAtFlush: fragments the buffer holds
+// are pushed by flush, whose failure is returned (EIO for an
+// unavailable cluster) and stays.
+func TestWriteBehindHeldFragmentsFailAtFlush(t *testing.T) {
+	f := &bytesFile{}
+	w := newWriteBehind(f, 64<<10, 64<<10, time.Minute)
+	for off := int64(0); off < 256<<10; off += 32 << 10 { // 16 KiB every 32 KiB: never whole pieces
+		if err := w.buffer(make([]byte, 16<<10), off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !w.hasDirty() || w.dirtyEnd() != 240<<10 {
+		t.Fatalf("held fragments: dirty %v, end %d", w.hasDirty(), w.dirtyEnd())
+	}
+	f.mu.Lock()
+	f.fail = chunkfs.E("write", "/f", chunkfs.KindUnavailable, "down")
+	f.mu.Unlock()
+	err := w.flush(context.Background())
+	if errno(err) != syscall.EIO {
+		t.Fatalf("flush of held fragments: %v (%v), want EIO", err, errno(err))
+	}
+	if err := w.flush(context.Background()); errno(err) != syscall.EIO {
+		t.Fatalf("second flush: %v, want the error again", err)
+	}
+	if len(f.writes) != 0 {
+		t.Errorf("%d writes reached the file", len(f.writes))
+	}
+}
