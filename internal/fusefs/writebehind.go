@@ -3,6 +3,7 @@ package fusefs
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -298,7 +299,7 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 	}
 	if i == j {
 		w.size += len(p)
-		w.dirty = append(w.dirty[:i], append([]extent{{off, append([]byte(nil), p...)}}, w.dirty[i:]...)...)
+		w.dirty = slices.Insert(w.dirty, i, extent{off, bytes.Clone(p)})
 		return
 	}
 	lo, hi := off, end
@@ -312,7 +313,7 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 	}
 	copy(buf[off-lo:], p)
 	w.size += len(buf)
-	w.dirty = append(w.dirty[:i], append([]extent{{lo, buf}}, w.dirty[j:]...)...)
+	w.dirty = slices.Replace(w.dirty, i, j, extent{lo, buf})
 }
 
 // appendGrow appends p to b, at least doubling b's capacity when it must
