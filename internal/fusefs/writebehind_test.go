@@ -169,18 +169,24 @@ func TestWriteBehindOutOfOrderIsLargeWrites(t *testing.T) {
 
 // BenchmarkWriteBehind buffers and pushes a 64 MiB stream of 128 KiB
 // writes (the kernel's write-back requests) in order and out of order; the
-// two should cost about the same.
+// two should cost about the same. "random" is 128 KiB writes in a random
+// order, whose fragments the buffer holds until they join.
 func BenchmarkWriteBehind(b *testing.B) {
 	const bs, total = 128 << 10, 64 << 20
 	block := make([]byte, bs)
 	for _, c := range []struct {
 		name string
 		offs []int64
-	}{{"in-order", outOfOrder(1, bs)}, {"out-of-order", outOfOrder(total/bs, bs)}} {
-		if c.name == "in-order" {
+	}{{"in-order", outOfOrder(1, bs)}, {"out-of-order", outOfOrder(total/bs, bs)}, {"random", nil}} {
+		switch c.name {
+		case "in-order":
 			c.offs = c.offs[:0]
 			for off := int64(0); off < total; off += bs {
 				c.offs = append(c.offs, off)
+			}
+		case "random":
+			for _, k := range rand.New(rand.NewPCG(1, 1)).Perm(total / bs) {
+				c.offs = append(c.offs, int64(k*bs))
 			}
 		}
 		b.Run(c.name, func(b *testing.B) {
