@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestRandomWritesSurviveRestart: a random writer's 16 KiB writes, which
@@ -78,5 +80,43 @@ func TestRandomWritesSurviveRestart(t *testing.T) {
 	}
 	if err != nil || !bytes.Equal(got, model) {
 		t.Fatalf("after restarts: %d bytes (%v), equal %v", len(got), err, bytes.Equal(got, model))
+	}
+}
+
+// TestModTimeSetattrPushesNothing: the kernel's write-back sends a file's
+// mtime (a setattr on the open file) whenever it writes the file's pages
+// back, here at syncfs(2); that leaves the writes it sent buffered, and the
+// close pushes them.
+func TestModTimeSetattrPushesNothing(t *testing.T) {
+	tc := newTestCluster(t)
+	mnt := mountCluster(t, tc, DefaultConfig())
+	f, err := os.Create(filepath.Join(mnt, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data := bytes.Repeat([]byte("x"), 64<<10)
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	fi, err := tc.Client().Stat(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Length != 0 {
+		t.Errorf("the write-back's mtime setattr pushed the buffered writes: length %d on the cluster", fi.Length)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err = tc.Client().Stat(ctx, "/f"); err != nil {
+		t.Fatal(err)
+	}
+	if fi.Length != int64(len(data)) {
+		t.Errorf("after close: length %d, want %d", fi.Length, len(data))
 	}
 }
