@@ -62,6 +62,7 @@ func mountTraced(b *testing.B, tc *chunkfstest.Cluster, cfg Config) string {
 		wait, apply   time.Duration
 		prepare, errs int64
 		retries       int64
+		why           = map[string]int{} // failed attempts by error, first 80 bytes
 	)
 	cc := client.DefaultConfig()
 	cc.Master = tc.MasterAddr()
@@ -79,6 +80,8 @@ func mountTraced(b *testing.B, tc *chunkfstest.Cluster, cfg Config) string {
 		prepare += int64(w.Prepare)
 		if w.Err != nil {
 			errs++
+			e := w.Err.Error()
+			why[e[:min(len(e), 80)]]++
 		}
 	}, Retry: func(r client.Retry) {
 		mu.Lock()
@@ -99,6 +102,9 @@ func mountTraced(b *testing.B, tc *chunkfstest.Cluster, cfg Config) string {
 		defer mu.Unlock()
 		fmt.Fprintf(os.Stderr, "%s: writes %d (%d under 64 KiB, %d failed, %d retried), %d MB; summed: took %v, prepare %v, push %v, wait %v, apply %v\n",
 			b.Name(), n, small, errs, retries, bytes/1e6, took, time.Duration(prepare), push, wait, apply)
+		for e, k := range why {
+			fmt.Fprintf(os.Stderr, "  %d× %s\n", k, e)
+		}
 	})
 	return mnt
 }
