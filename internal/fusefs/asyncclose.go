@@ -19,10 +19,6 @@ type closer interface {
 	// close runs at close(2) of h: it pushes h's writes (and records
 	// the version of the file the kernel caches), or starts to.
 	close(ctx context.Context, h *handle) error
-	// carry answers the kernel's setattr of mtime t just before the
-	// data of h it sends at close or fsync (carryModTime): the time
-	// rides on the data's commit. nil when it does not apply.
-	carry(ctx context.Context, h *handle, mc modTimeCarrier, t time.Time) (*chunkfs.FileInfo, error)
 	// wait waits until no push of n is in flight, so that what the
 	// cluster says of n is what this mount wrote; only ctx ends it early.
 	wait(ctx context.Context, n *node) error
@@ -50,27 +46,6 @@ func (s syncClose) close(ctx context.Context, h *handle) error {
 		return err
 	}
 	return s.kernel.flushed(ctx, h)
-}
-
-// carry pushes the data with the time, and answers the file's attributes
-// after it, when that commit set exactly t (another writer's commit came
-// after: nil, and the caller sets the time as any setattr).
-func (syncClose) carry(ctx context.Context, h *handle, mc modTimeCarrier, t time.Time) (*chunkfs.FileInfo, error) {
-	n := h.n
-	mc.ModTimeAtCommit(t)
-	if err := n.flushAll(ctx); err != nil {
-		mc.ModTimeAtCommit(time.Time{})
-		return nil, err
-	}
-	if mc.ModTimeAtCommit(time.Time{}) {
-		return nil, nil // no flush took it
-	}
-	fi, err := n.m.b.Stat(ctx, chunkfs.Root, n.path())
-	if err != nil || !fi.MTime.Equal(t) {
-		return nil, err
-	}
-	n.noteCommitted(fi)
-	return fi, nil
 }
 
 func (syncClose) wait(context.Context, *node) error { return nil }
@@ -131,27 +106,6 @@ func (a *asyncClose) push(ino uint64, h *handle) {
 		a.log.Warn("push after close failed; the file's next close or fsync returns it", "path", h.n.path(), "err", err)
 	}
 	a.end(ino, err)
-}
-
-// carry leaves t to the push that close starts, and answers the file's
-// attributes as they will be after it, without asking the cluster: those
-// last answered to the kernel, with the writes' end (Setattr adds it) and
-// t. Another mount's change since shows after AttrTimeout, as any.
-func (a *asyncClose) carry(ctx context.Context, h *handle, mc modTimeCarrier, t time.Time) (*chunkfs.FileInfo, error) {
-	n := h.n
-	fi := n.lastSeen()
-	if fi == nil {
-		var err error
-		if fi, err = n.m.b.Stat(ctx, chunkfs.Root, n.path()); err != nil {
-			return nil, err
-		}
-	}
-	mc.ModTimeAtCommit(t)
-	fi.MTime = t
-	if fi.CTime.Before(t) {
-		fi.CTime = t
-	}
-	return fi, nil
 }
 
 func (a *asyncClose) begin(ino uint64) {

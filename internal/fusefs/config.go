@@ -27,8 +27,9 @@ type Config struct {
 	// to, in one call to the chunkservers. Zero reads only what is asked.
 	ReadAhead int
 	// WriteBehind is how many bytes of writes an open file buffers before
-	// pushing them in large chunk-aligned writes; errors surface on close
-	// or fsync. Zero writes through.
+	// pushing them in large chunk-aligned writes; scattered writes are
+	// held until they join, up to 8 times as many bytes. Errors surface on
+	// close or fsync. Zero writes through.
 	WriteBehind int
 	// FlushSize is the largest single write WriteBehind pushes; writes are
 	// split at multiples of it, which keeps them inside chunks.

@@ -34,11 +34,12 @@ func carrierOf(f File) (modTimeCarrier, bool) {
 
 // carryModTime handles a setattr that only sets mtime on a file whose
 // data h still buffers: the kernel's write-back cache sends its own mtime
-// just before the data, at close or fsync. The time rides on the data's
-// commit (one log entry rather than two, a third of a small file's
-// metadata syncs), and the file's attributes after it are returned. It
-// returns nil when that does not apply, or the closer found that it did
-// not (asyncclose.go): the caller then sets the time as any setattr.
+// whenever it writes pages back, and just before the data at close or
+// fsync. The time rides on the data's next commit (one log entry rather
+// than two, a third of a small file's metadata syncs; and no push of
+// what is buffered), and the file's attributes as they will be after it
+// are returned. It returns nil when that does not apply: the caller then
+// sets the time as any setattr.
 func (n *node) carryModTime(ctx context.Context, h *handle, a SetAttr) (*chunkfs.FileInfo, error) {
 	if a.MTime == nil || a.ATime != nil || a.TimesNow || a.Size != nil || a.Perm != nil || a.UID != nil || a.GID != nil ||
 		h == nil || !h.write || h.w == nil || !h.w.hasDirty() {
@@ -53,29 +54,27 @@ func (n *node) carryModTime(ctx context.Context, h *handle, a SetAttr) (*chunkfs
 			return nil, nil // its commit could come after ours and set now
 		}
 	}
-	return n.m.closer.carry(ctx, h, mc, *a.MTime)
+	return carryAtPush(ctx, h, mc, *a.MTime)
 }
 
-// committed is a file's attributes as the commit of its data through this
-// mount left them, at the node's write generation gen.
-type committed struct {
-	fi  chunkfs.FileInfo
-	gen uint64
-}
-
-// noteCommitted keeps fi, the attributes of n just after its data's
-// commit, for takeCommitted: the close that follows the kernel's mtime
-// setattr records that version without asking again.
-func (n *node) noteCommitted(fi *chunkfs.FileInfo) {
-	n.committed.Store(&committed{fi: *fi, gen: n.generation()})
-}
-
-// takeCommitted returns n's attributes as its last commit left them, if
-// no write or truncation through this mount came since, or else asks the
-// cluster.
-func (n *node) takeCommitted(ctx context.Context) (*chunkfs.FileInfo, error) {
-	if c := n.committed.Swap(nil); c != nil && c.gen == n.generation() {
-		return &c.fi, nil
+// carryAtPush leaves t to the next push of h's data, and answers the
+// file's attributes as they will be after it, without asking the
+// cluster: those last answered to the kernel, with the writes' end
+// (Setattr adds it) and t. Another mount's change since shows after
+// AttrTimeout, as any.
+func carryAtPush(ctx context.Context, h *handle, mc modTimeCarrier, t time.Time) (*chunkfs.FileInfo, error) {
+	n := h.n
+	fi := n.lastSeen()
+	if fi == nil {
+		var err error
+		if fi, err = n.m.b.Stat(ctx, chunkfs.Root, n.path()); err != nil {
+			return nil, err
+		}
 	}
-	return n.m.b.Stat(ctx, chunkfs.Root, n.path())
+	mc.ModTimeAtCommit(t)
+	fi.MTime = t
+	if fi.CTime.Before(t) {
+		fi.CTime = t
+	}
+	return fi, nil
 }

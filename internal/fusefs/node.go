@@ -270,9 +270,6 @@ type node struct {
 	// noted is the directory's attributes as this mount's last unlink in
 	// it left them, for the next Getattr (mount.noteAttr).
 	noted atomic.Pointer[attrNote]
-	// committed is the file's attributes after its last commit through
-	// this mount, for the close that follows (takeCommitted).
-	committed atomic.Pointer[committed]
 	// seen is the attributes last answered to the kernel (sawAttr).
 	seen atomic.Pointer[chunkfs.FileInfo]
 	// refused is set when the master refused the file's asynchronous

@@ -100,7 +100,7 @@ func (g generations) flushed(ctx context.Context, h *handle) error {
 	if !n.written.Swap(false) {
 		return nil
 	}
-	fi, err := n.takeCommitted(ctx)
+	fi, err := n.m.b.Stat(ctx, chunkfs.Root, n.path())
 	if err != nil {
 		n.written.Store(true)
 		return err

@@ -1,7 +1,9 @@
 package fusefs
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -13,17 +15,26 @@ import (
 // one fills; a writer waits only when both are full. The first error of a
 // push is kept and returned by every later write and flush, so it reaches
 // close(2) or fsync(2) and is never lost.
+//
+// A full buffer pushes the whole flushSize-aligned pieces its runs of
+// touching extents cover and holds the rest, up to holdFactor times limit
+// in all: a random writer's fragments, each a write to every replica of
+// its own, then join into whole pieces as its later writes fill the gaps
+// (the kernel's write-back sends a random writer's pages long before
+// close).
 type writeBehind struct {
 	f         File
 	limit     int           // buffered bytes that start a push
 	flushSize int           // largest single write, a power of two
 	timeout   time.Duration // bound of a background push
 	parallel  int           // writes in flight during a push
+	hold      int           // buffered bytes that push fragments too
 
 	mu       sync.Mutex // guards the fields below
 	idle     sync.Cond  // signalled when a background push ends
 	dirty    []extent   // sorted by offset, not overlapping (touching ones are joined by split)
 	size     int        // bytes in dirty
+	next     int        // size at which buffer looks for runs to push
 	pushing  bool       // a background push is in flight
 	inFlight int64      // end of the batch being pushed
 	err      error      // first failed push
@@ -42,8 +53,13 @@ type extent struct {
 
 func (e extent) end() int64 { return e.off + int64(len(e.data)) }
 
+// holdFactor times the buffer's limit is how many bytes it holds before
+// it pushes fragments too.
+const holdFactor = 8
+
 func newWriteBehind(f File, limit, flushSize int, timeout time.Duration) *writeBehind {
-	w := &writeBehind{f: f, limit: limit, flushSize: flushSize, timeout: timeout, parallel: 4}
+	w := &writeBehind{f: f, limit: limit, flushSize: flushSize, timeout: timeout, parallel: 4,
+		hold: holdFactor * limit, next: limit}
 	w.idle.L = &w.mu
 	return w
 }
@@ -56,8 +72,8 @@ func (w *writeBehind) write(_ context.Context, p []byte, off int64) (int, error)
 	return len(p), nil
 }
 
-// buffer buffers a copy of p at off, starting a background push once the
-// buffer is full.
+// buffer buffers a copy of p at off, starting a background push of its
+// runs once the buffer is full.
 func (w *writeBehind) buffer(p []byte, off int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -65,14 +81,73 @@ func (w *writeBehind) buffer(p []byte, off int64) error {
 		return w.err
 	}
 	w.insertLocked(p, off)
-	if w.size < w.limit {
+	if w.size < w.next {
 		return nil
 	}
 	w.waitLocked()
-	batch, end := w.takeLocked()
+	batch, end := w.takeRunsLocked()
+	if len(batch) == 0 {
+		return nil
+	}
 	w.pushing, w.inFlight = true, end
 	go w.pushInBackground(batch)
 	return nil
+}
+
+// takeRunsLocked takes the whole flushSize-aligned pieces of the runs,
+// or every extent once the buffer holds hold bytes, and sets the size at
+// which buffer looks again: limit more than what stays.
+func (w *writeBehind) takeRunsLocked() ([]extent, int64) {
+	if w.size >= w.hold {
+		return w.takeLocked()
+	}
+	fs := int64(w.flushSize)
+	var batch, keep []extent
+	kept := 0
+	for i := 0; i < len(w.dirty); {
+		j := i + 1
+		for j < len(w.dirty) && w.dirty[j-1].end() == w.dirty[j].off {
+			j++
+		}
+		lo, hi := w.dirty[i].off, w.dirty[j-1].end()
+		a, b := (lo+fs-1)/fs*fs, hi/fs*fs
+		for _, e := range w.dirty[i:j] {
+			if b <= a { // no whole piece in the run
+				keep, kept = append(keep, e), kept+len(e.data)
+				continue
+			}
+			head, mid := cut(e, a)
+			mid, tail := cut(mid, b)
+			batch = appendData(batch, mid)
+			for _, k := range []extent{head, tail} {
+				if len(k.data) > 0 {
+					// A copy: the pushed part's buffer is recycled.
+					keep, kept = append(keep, extent{k.off, bytes.Clone(k.data)}), kept+len(k.data)
+				}
+			}
+		}
+		i = j
+	}
+	w.dirty, w.size, w.next = keep, kept, kept+w.limit
+	var end int64
+	if n := len(batch); n > 0 {
+		end = batch[n-1].end()
+	}
+	return batch, end
+}
+
+// cut splits e at off: the bytes before it and from it on.
+func cut(e extent, off int64) (before, after extent) {
+	k := min(max(off-e.off, 0), int64(len(e.data)))
+	return extent{e.off, e.data[:k]}, extent{e.off + k, e.data[k:]}
+}
+
+// appendData appends e to batch unless it is empty.
+func appendData(batch []extent, e extent) []extent {
+	if len(e.data) == 0 {
+		return batch
+	}
+	return append(batch, e)
 }
 
 // flush pushes everything buffered and waits for it; it returns the first
@@ -118,7 +193,7 @@ func (w *writeBehind) takeLocked() ([]extent, int64) {
 	if n := len(batch); n > 0 {
 		end = batch[n-1].end()
 	}
-	w.dirty, w.size = nil, 0
+	w.dirty, w.size, w.next = nil, 0, w.limit
 	return batch, end
 }
 
@@ -224,7 +299,7 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 	}
 	if i == j {
 		w.size += len(p)
-		w.dirty = append(w.dirty[:i], append([]extent{{off, append([]byte(nil), p...)}}, w.dirty[i:]...)...)
+		w.dirty = slices.Insert(w.dirty, i, extent{off, bytes.Clone(p)})
 		return
 	}
 	lo, hi := off, end
@@ -238,7 +313,7 @@ func (w *writeBehind) insertLocked(p []byte, off int64) {
 	}
 	copy(buf[off-lo:], p)
 	w.size += len(buf)
-	w.dirty = append(w.dirty[:i], append([]extent{{lo, buf}}, w.dirty[j:]...)...)
+	w.dirty = slices.Replace(w.dirty, i, j, extent{lo, buf})
 }
 
 // appendGrow appends p to b, at least doubling b's capacity when it must

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"syscall"
 	"testing"
@@ -168,18 +169,24 @@ func TestWriteBehindOutOfOrderIsLargeWrites(t *testing.T) {
 
 // BenchmarkWriteBehind buffers and pushes a 64 MiB stream of 128 KiB
 // writes (the kernel's write-back requests) in order and out of order; the
-// two should cost about the same.
+// two should cost about the same. "random" is 128 KiB writes in a random
+// order, whose fragments the buffer holds until they join.
 func BenchmarkWriteBehind(b *testing.B) {
 	const bs, total = 128 << 10, 64 << 20
 	block := make([]byte, bs)
 	for _, c := range []struct {
 		name string
 		offs []int64
-	}{{"in-order", outOfOrder(1, bs)}, {"out-of-order", outOfOrder(total/bs, bs)}} {
-		if c.name == "in-order" {
+	}{{"in-order", outOfOrder(1, bs)}, {"out-of-order", outOfOrder(total/bs, bs)}, {"random", nil}} {
+		switch c.name {
+		case "in-order":
 			c.offs = c.offs[:0]
 			for off := int64(0); off < total; off += bs {
 				c.offs = append(c.offs, off)
+			}
+		case "random":
+			for _, k := range rand.New(rand.NewPCG(1, 1)).Perm(total / bs) {
+				c.offs = append(c.offs, int64(k*bs))
 			}
 		}
 		b.Run(c.name, func(b *testing.B) {
@@ -275,5 +282,97 @@ func TestErrnoTable(t *testing.T) {
 	interrupted := &chunkfs.Error{Op: "truncate", Kind: chunkfs.KindUnavailable, Err: fmt.Errorf("rpc: %w", context.Canceled)}
 	if errno(interrupted) != syscall.EINTR || errno(context.Canceled) != syscall.EINTR {
 		t.Errorf("a cancelled call is %v, want EINTR", errno(interrupted))
+	}
+}
+
+// TestWriteBehindHoldsScatteredWrites: a random writer's 16 KiB writes
+// over a file the buffer can hold are pushed once they join, in aligned
+// writes of the flush size, not one small write each.
+func TestWriteBehindHoldsScatteredWrites(t *testing.T) {
+	f := &bytesFile{}
+	w := newWriteBehind(f, 256<<10, 64<<10, time.Minute)
+	const bs, size = 16 << 10, 1536 << 10
+	var model []byte
+	for i, k := range rand.New(rand.NewPCG(1, 2)).Perm(size / bs) {
+		block := bytes.Repeat([]byte{byte(i)}, bs)
+		if err := w.buffer(block, int64(k*bs)); err != nil {
+			t.Fatal(err)
+		}
+		model = apply(model, block, int64(k*bs))
+		checkExtents(t, w)
+	}
+	if err := w.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.contents(), model) {
+		t.Fatal("contents differ")
+	}
+	for _, e := range f.writes {
+		if len(e.data) != 64<<10 || e.off%(64<<10) != 0 {
+			t.Errorf("write of %d bytes at %d: want aligned 64 KiB writes", len(e.data), e.off)
+		}
+	}
+}
+
+// TestWriteBehindHoldIsBounded: fragments that never join are pushed
+// once the buffer holds holdFactor times its limit.
+func TestWriteBehindHoldIsBounded(t *testing.T) {
+	f := &bytesFile{}
+	const limit, bs = 64 << 10, 4 << 10
+	w := newWriteBehind(f, limit, 64<<10, time.Minute)
+	var model []byte
+	for off := int64(0); off < 4<<20; off += 2 * bs { // every other block
+		block := bytes.Repeat([]byte{byte(off / bs)}, bs)
+		if err := w.buffer(block, off); err != nil {
+			t.Fatal(err)
+		}
+		model = apply(model, block, off)
+		w.mu.Lock()
+		size := w.size
+		w.mu.Unlock()
+		if size >= holdFactor*limit {
+			t.Fatalf("%d bytes buffered after a write, want under %d", size, holdFactor*limit)
+		}
+	}
+	w.mu.Lock()
+	w.waitLocked()
+	w.mu.Unlock()
+	if len(f.writes) == 0 {
+		t.Fatal("nothing pushed before the flush")
+	}
+	if err := w.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(f.contents(), model) {
+		t.Fatal("contents differ")
+	}
+}
+
+// TestWriteBehindHeldFragmentsFailAtFlush: fragments the buffer holds
+// are pushed by flush, whose failure is returned (EIO for an
+// unavailable cluster) and stays.
+func TestWriteBehindHeldFragmentsFailAtFlush(t *testing.T) {
+	f := &bytesFile{}
+	w := newWriteBehind(f, 64<<10, 64<<10, time.Minute)
+	for off := int64(0); off < 256<<10; off += 32 << 10 { // 16 KiB every 32 KiB: never whole pieces
+		if err := w.buffer(make([]byte, 16<<10), off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !w.hasDirty() || w.dirtyEnd() != 240<<10 {
+		t.Fatalf("held fragments: dirty %v, end %d", w.hasDirty(), w.dirtyEnd())
+	}
+	f.mu.Lock()
+	f.fail = chunkfs.E("write", "/f", chunkfs.KindUnavailable, "down")
+	f.mu.Unlock()
+	err := w.flush(context.Background())
+	if errno(err) != syscall.EIO {
+		t.Fatalf("flush of held fragments: %v (%v), want EIO", err, errno(err))
+	}
+	if err := w.flush(context.Background()); errno(err) != syscall.EIO {
+		t.Fatalf("second flush: %v, want the error again", err)
+	}
+	if len(f.writes) != 0 {
+		t.Errorf("%d writes reached the file", len(f.writes))
 	}
 }
