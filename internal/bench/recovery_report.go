@@ -166,10 +166,12 @@ func (p *RecoveryPhase) measure(c RecoveryConfig) {
 			p.OneReplicaBytes, p.OneReplicaOn = s.OneReplicaBytes, s.OneReplicaOn
 		}
 		p.UnderReplicated = max(p.UnderReplicated, s.UnderReplicated)
-		if s.ByReplicas[1] > 0 || s.ByReplicas[0] > 0 {
+		// A chunk at zero replicas (a writer's new chunk, or one lost)
+		// is no one-replica chunk: it has no source to be healed from.
+		if s.ByReplicas[1] > 0 {
 			p.OneHealedS = at(s) // healed at the next sample at the latest
 		}
-		if s.FillByReplicas[1] > 0 || s.FillByReplicas[0] > 0 {
+		if s.FillByReplicas[1] > 0 {
 			p.FillOneHealedS, fillOne = at(s), true
 		}
 	}
