@@ -90,6 +90,7 @@ func TestRecoveryConfigValidate(t *testing.T) {
 		"odd chunk":          func(c *RecoveryConfig) { c.ChunkSize = 1000 },
 		"no streams":         func(c *RecoveryConfig) { c.CloneStreams = 0 },
 		"negative source":    func(c *RecoveryConfig) { c.CloneSourceRate = -1 },
+		"negative yield":     func(c *RecoveryConfig) { c.UrgentYieldRate = -1 },
 	} {
 		c := ok
 		mod(&c)
