@@ -51,7 +51,7 @@ func benchSmallFlags(args []string) (cfg bench.SmallConfig, verbose bool, err er
 	mountArgs := fs.String("mount-args", "", "extra flags of the mount started, space-separated (say \"--no-cache\")")
 	fs.StringVar(&cfg.Local, "local", "", "directory of the local reference run (default: under --work-dir)")
 	fs.BoolVar(&cfg.DropCaches, "drop-caches", false, "drop the kernel's caches before the stat and read phases (root only)")
-	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof from the master and the mount started; their URLs are logged")
+	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof from the master, the chunkservers and the mount started; their URLs are logged")
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "where the servers keep their data (default: a temporary directory, removed after)")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "bound of the whole run")
 	fs.BoolVar(&verbose, "v", false, "log each phase and the servers started")

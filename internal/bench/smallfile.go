@@ -36,8 +36,8 @@ type SmallConfig struct {
 	// only) before the stat and read phases, so that they ask the file
 	// system rather than the kernel's memory of the create phase.
 	DropCaches bool
-	// Pprof serves /debug/pprof from the master and the mount the run
-	// starts, on loopback ports the run logs.
+	// Pprof serves /debug/pprof from the master, the chunkservers and
+	// the mount the run starts, on loopback ports the run logs.
 	Pprof bool
 
 	WorkDir    string   // "": a new temporary directory, removed after

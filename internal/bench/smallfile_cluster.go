@@ -46,8 +46,8 @@ func startLocalCluster(ctx context.Context, cfg SmallConfig, work string, log *s
 		name := fmt.Sprintf("chunkserver%02d", i+1)
 		cs, err := lc.freeAddr()
 		if err == nil {
-			err = lc.c.start(name, "", []string{cfg.Binary, "chunkserver", "--dir", filepath.Join(work, name),
-				"--listen", cs, "--master", addr, "--insecure"}, work)
+			err = lc.c.start(name, "", append([]string{cfg.Binary, "chunkserver", "--dir", filepath.Join(work, name),
+				"--listen", cs, "--master", addr, "--insecure"}, lc.httpArgs(cfg, name)...), work)
 		}
 		if err != nil {
 			return nil, errors.Join(err, lc.c.stop())

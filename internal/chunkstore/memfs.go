@@ -321,6 +321,31 @@ func (f *memFile) truncateLocked(size int64) {
 	f.fs.log = append(f.fs.log, op)
 }
 
+// SyncFS makes every file under dir durable, as their Syncs would
+// (fault op "sync", with dir's name).
+func (m *MemFS) SyncFS(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.faultLocked("sync", dir); err != nil {
+		return err
+	}
+	prefix := strings.TrimSuffix(path.Clean(dir), "/") + "/"
+	under := func(name string) bool { return strings.HasPrefix(name, prefix) }
+	for name, n := range m.files {
+		if under(name) {
+			n.durable = append(n.durable[:0], n.data...)
+		}
+	}
+	log := m.log[:0]
+	for _, op := range m.log {
+		if !under(op.name) {
+			log = append(log, op)
+		}
+	}
+	m.log = log
+	return nil
+}
+
 // Sync makes the file's contents durable and drops its logged operations.
 func (f *memFile) Sync() error {
 	unlock, err := f.lock("sync")

@@ -100,6 +100,8 @@ type Store struct {
 	perDir []int  // chunks held in each data directory
 	failed []bool // data directories that failed (see failDir)
 
+	syncs []*syncGroup // the Syncs of each data directory's chunks (syncgroup.go)
+
 	incoming atomic.Uint64 // numbers the temporary files of Incoming replicas
 }
 
@@ -128,6 +130,9 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, chunks: make(map[chunkfs.Handle]*chunk), perDir: make([]int, len(cfg.Dirs)), failed: make([]bool, len(cfg.Dirs))}
+	for range cfg.Dirs {
+		s.syncs = append(s.syncs, newSyncGroup())
+	}
 	for i, d := range cfg.Dirs {
 		err := cfg.FS.MkdirAll(d, 0o755)
 		if err == nil {
@@ -551,23 +556,40 @@ func (s *Store) Delete(h chunkfs.Handle) error {
 	return nil
 }
 
-// Sync makes chunk h's data and metadata durable (fsync).
+// Sync makes chunk h's data and metadata durable: an fsync of each of its
+// files, or one sync of their file system shared with the Syncs of other
+// chunks that ask meanwhile (syncGroup).
 func (s *Store) Sync(h chunkfs.Handle) error {
 	c, unlock, err := s.lockUsable("sync", h)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	f, err := s.cfg.FS.OpenFile(s.path(c, ".data"), os.O_RDWR, 0)
-	if err != nil {
+	if err := s.writeMetaLocked(c, false); err != nil {
 		return s.failLocked("sync", c, err)
 	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
+	dir := s.cfg.Dirs[c.dir]
+	own := func() error { return s.syncFilesLocked(c) }
+	if err := s.syncs[c.dir].join(own, func() error { return s.cfg.FS.SyncFS(dir) }); err != nil {
 		return s.failLocked("sync", c, err)
 	}
-	if err := s.writeMetaLocked(c, true); err != nil {
-		return s.failLocked("sync", c, err)
+	return nil
+}
+
+// syncFilesLocked fsyncs c's data file, then its metadata file.
+func (s *Store) syncFilesLocked(c *chunk) error {
+	for _, suffix := range []string{".data", ".meta"} {
+		f, err := s.cfg.FS.OpenFile(s.path(c, suffix), os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

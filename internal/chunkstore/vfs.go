@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // FS is the small part of a file system that the store uses. OS is the real
@@ -22,6 +24,9 @@ type FS interface {
 	ReadDir(name string) ([]string, error)
 	// Space describes the file system holding dir.
 	Space(dir string) (Disk, error)
+	// SyncFS makes everything written to the file system holding dir
+	// durable, files and directories: syncfs(2).
+	SyncFS(dir string) error
 }
 
 // Disk is one file system holding data directories: its identity, size
@@ -81,6 +86,19 @@ func (OS) Rename(oldname, newname string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// SyncFS is syncfs(2) of dir's file system.
+func (OS) SyncFS(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return &fs.PathError{Op: "syncfs", Path: dir, Err: err}
+	}
+	return nil
 }
 
 // MkdirAll is os.MkdirAll.

@@ -25,6 +25,10 @@ type creator interface {
 	settle(ctx context.Context, p string) error
 	// drain waits for every create in flight (unmount).
 	drain()
+	// listNames lists the names in directory dir as the master will
+	// have them once the creates in flight are done, without waiting
+	// for them (knowndirs.go).
+	listNames(ctx context.Context, c chunkfs.Caller, dir string) ([]string, error)
 }
 
 // newCreator chooses the creator of cfg. gone drops the kernel's entry of
@@ -44,6 +48,23 @@ type syncCreate struct{ Backend }
 
 func (syncCreate) settle(context.Context, string) error { return nil }
 func (syncCreate) drain()                               {}
+
+func (s syncCreate) listNames(ctx context.Context, c chunkfs.Caller, dir string) ([]string, error) {
+	return namesIn(ctx, s.Backend, c, dir, nil)
+}
+
+// namesIn returns the names b lists in dir, and then those of more.
+func namesIn(ctx context.Context, b Backend, c chunkfs.Caller, dir string, more []string) ([]string, error) {
+	fis, err := b.ReadDir(ctx, c, dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(fis)+len(more))
+	for _, fi := range fis {
+		names = append(names, fi.FileName)
+	}
+	return append(names, more...), nil
+}
 
 // localInoBase is where the inode numbers this mount gives the files it
 // creates asynchronously start: far above any the master assigns (it
@@ -294,6 +315,21 @@ func (a *asyncCreate) cluster(ino uint64) uint64 {
 }
 
 func (a *asyncCreate) drain() { a.all.Wait() }
+
+// listNames lists dir on the cluster with the names of the creates in
+// flight in it: those in flight before the listing, of which the listing
+// may lack any; the caller learns of those begun since (knownDirs.adding).
+func (a *asyncCreate) listNames(ctx context.Context, c chunkfs.Caller, dir string) ([]string, error) {
+	var inFlight []string
+	a.mu.Lock()
+	for q := range a.pending {
+		if path.Dir(q) == dir {
+			inFlight = append(inFlight, path.Base(q))
+		}
+	}
+	a.mu.Unlock()
+	return namesIn(ctx, a.Backend, c, dir, inFlight)
+}
 
 // Stat answers the mount's attributes of a file whose create is in
 // flight, and a directory's with the times of the newest create in flight

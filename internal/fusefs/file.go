@@ -126,6 +126,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	n.m.names.io.RLock() // until the handle is counted (see Open)
 	defer n.m.names.io.RUnlock()
 	p := n.child(name)
+	n.m.known.adding(n.path(), name)
 	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), p, goPerm(mode), excl, trunc, time.Time{})
 	if err != nil {
 		return nil, nil, 0, errno(err)

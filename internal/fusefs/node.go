@@ -24,7 +24,8 @@ type mount struct {
 	log   *slog.Logger
 	names *names // the paths open files name
 	locks *lockManager
-	lists *listings // directory listings that answer bursts of look-ups (prefetch.go)
+	lists *listings  // directory listings that answer bursts of look-ups (prefetch.go)
+	known *knownDirs // directories whose every name the mount knows (knowndirs.go)
 
 	// The caching modes, chosen by newMount (policy.go).
 	kernel    kernelCache
@@ -51,6 +52,7 @@ type mount struct {
 func newMount(b Backend, cfg Config, log *slog.Logger, clk clock.Clock) *mount {
 	m := &mount{b: b, cfg: cfg, log: log, names: newNames(),
 		lists:     newListings(clk, cfg.PrefetchTimeout),
+		known:     newKnownDirs(clk, cfg.NegativeTimeout),
 		kernel:    newKernelCache(cfg, newFiles(clk)),
 		data:      noData{},
 		reader:    newReader(cfg),
@@ -138,10 +140,30 @@ func (m *mount) mutation(ctx context.Context) (context.Context, context.CancelFu
 // mutationAt is mutation, and also returns the change's number in this
 // mount (dirChange); the change ends at the returned cancel.
 func (m *mount) mutationAt(ctx context.Context) (context.Context, context.CancelFunc, uint64) {
+	return m.changeAt(ctx, m.lists.changed)
+}
+
+// changeAt is mutationAt with drop in place of dropping every listing.
+func (m *mount) changeAt(ctx context.Context, drop func()) (context.Context, context.CancelFunc, uint64) {
 	gen, done := m.dirChange()
-	m.lists.changed()
+	drop()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
 	return ctx, func() { cancel(); done() }, gen
+}
+
+// listingsDrop returns how a change of n alone (its attributes, or the
+// removal of its name p) updates the listings kept for look-ups: when n
+// is a non-directory with one name, forgetting p before the change and
+// again once it is done (the caller defers done); else dropping every
+// listing, as any change does (another name of n would keep its old
+// attributes).
+func (m *mount) listingsDrop(n *node, p string) (drop, done func()) {
+	fi := n.lastSeen()
+	if fi == nil || fi.IsDir() || fi.Nlink != 1 || n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		return m.lists.changed, func() {}
+	}
+	forget := func() { m.lists.forget(p) }
+	return forget, forget
 }
 
 // fileChange is mutation for a change of one non-directory's data or
@@ -149,8 +171,24 @@ func (m *mount) mutationAt(ctx context.Context) (context.Context, context.Cancel
 // directory's attributes as they were, so a note (noteAttr) stands
 // through it.
 func (m *mount) fileChange(ctx context.Context) (context.Context, context.CancelFunc) {
-	m.lists.changed()
+	return m.fileChangeWith(ctx, m.lists.changed)
+}
+
+// fileChangeWith is fileChange with drop in place of dropping every
+// listing.
+func (m *mount) fileChangeWith(ctx context.Context, drop func()) (context.Context, context.CancelFunc) {
+	drop()
 	return context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
+}
+
+// unnaming starts a change that moves names (a rename, or an unlink
+// that hides an open file), which drops what the mount knows of
+// directories' names (knowndirs.go); the returned func, called once the
+// change is done, drops it again, so that no listing fetched while the
+// change was under way is kept.
+func (m *mount) unnaming() (done func()) {
+	m.known.changed()
+	return m.known.changed
 }
 
 // dirChange numbers a change of this mount that may alter a directory's
@@ -353,6 +391,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	if e := n.settleChild(cctx, name); e != 0 {
 		return nil, e
 	}
+	if n.knownMissing(ctx, name) {
+		return nil, syscall.ENOENT
+	}
 	if fi, ok := n.listedLookup(ctx, name); ok {
 		return n.entry(ctx, fi, out), 0
 	}
@@ -416,7 +457,9 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFDIR {
 		cctx, cancel = n.m.mutation(ctx)
 	} else {
-		cctx, cancel = n.m.fileChange(ctx)
+		drop, done := n.m.listingsDrop(n, n.path())
+		defer done()
+		cctx, cancel = n.m.fileChangeWith(ctx, drop)
 	}
 	defer cancel()
 	if err := n.m.closer.wait(cctx, n); err != nil {
@@ -525,10 +568,12 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	}
 	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
+	n.m.known.adding(n.path(), name)
 	fi, parent, err := n.m.b.Mkdir(cctx, callerOf(ctx), n.child(name), goPerm(mode))
 	if err != nil {
 		return nil, errno(err)
 	}
+	n.m.known.made(n.child(name))
 	n.m.noteAttr(n, parent, gen)
 	return n.entry(ctx, fi, out), 0
 }
@@ -555,6 +600,7 @@ var _ = (gofs.NodeUnlinker)((*node)(nil))
 // (names.go, spare).
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if n.openChild(name) != nil {
+		defer n.m.unnaming()() // the hidden name it may get
 		cctx, cancel := n.m.mutation(ctx)
 		defer cancel()
 		n.m.names.io.Lock()
@@ -570,7 +616,14 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) remove(ctx context.Context, name string) syscall.Errno {
-	cctx, cancel, gen := n.m.mutationAt(ctx)
+	drop, done := n.m.lists.changed, func() {}
+	if c := n.GetChild(name); c != nil {
+		if cn, ok := c.Operations().(*node); ok {
+			drop, done = n.m.listingsDrop(cn, n.child(name))
+		}
+	}
+	defer done()
+	cctx, cancel, gen := n.m.changeAt(ctx, drop)
 	defer cancel()
 	parent, err := n.m.b.Remove(cctx, callerOf(ctx), n.child(name))
 	if err != nil {
@@ -603,6 +656,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if e := np.checkChild(newName); e != 0 {
 		return e
 	}
+	defer n.m.unnaming()()
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
 	caller, src, dst := callerOf(ctx), n.child(name), np.child(newName)
@@ -675,6 +729,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	}
 	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
+	n.m.known.adding(n.path(), name)
 	fi, parent, err := n.m.b.Symlink(cctx, callerOf(ctx), target, n.child(name))
 	if err != nil {
 		return nil, errno(err)
@@ -712,6 +767,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	}
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
+	n.m.known.adding(n.path(), name)
 	fi, err := n.m.b.Link(cctx, callerOf(ctx), tn.path(), n.child(name))
 	if chunkfs.KindOf(err) == chunkfs.KindTooLarge {
 		return nil, syscall.EMLINK // the most names an inode may have (namespace.MaxLinks)
@@ -757,6 +813,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	}
 	cctx, cancel := n.m.mutation(ctx)
 	defer cancel()
+	n.m.known.adding(n.path(), name)
 	fi, err := n.m.b.Mknod(cctx, callerOf(ctx), n.child(name), typ|goPerm(mode), dev)
 	if err != nil {
 		return nil, errno(err)
@@ -771,6 +828,7 @@ func (n *node) mknodFile(ctx context.Context, name string, mode uint32, out *fus
 	}
 	cctx, cancel, gen := n.m.mutationAt(ctx)
 	defer cancel()
+	n.m.known.adding(n.path(), name)
 	f, fi, parent, err := n.m.b.Create(cctx, callerOf(ctx), n.child(name), goPerm(mode), true, false, time.Time{})
 	if err != nil {
 		return nil, errno(err)

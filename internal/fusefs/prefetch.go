@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"path"
 	"sync"
 	"time"
 
@@ -25,7 +26,10 @@ import (
 // own changes drop every listing before they reach the cluster (any call
 // made with mount.mutation, every write and every release of a written or
 // hidden file), and a listing fetched while a change was made is not
-// kept. Names a listing lacks are asked of the master (a negative answer
+// kept; a remove or setattr of a non-directory with one name drops only
+// what the listings hold of it and of its directory (forget), before
+// and after, so that removing a directory's files one by one keeps the
+// listing that answers the look-ups of the rest. Names a listing lacks are asked of the master (a negative answer
 // is cached only as NegativeTimeout says, by the kernel). Opens always
 // ask the cluster (close-to-open). A listing answers only the caller it
 // was made for, who may read the directory: another caller's look-ups
@@ -81,6 +85,36 @@ func (l *listings) changed() {
 		l.dirs, l.total = map[listKey]*listing{}, 0
 	}
 	l.mu.Unlock()
+}
+
+// forget drops what the listings hold of path p and of its directory
+// (in the listing of the directory above): a change of p alone, its
+// attributes or its removal, is about to reach the cluster, or has; the
+// caller calls it both times. The other entries stay, and a listing
+// being fetched meanwhile is not kept.
+func (l *listings) forget(p string) {
+	if l == nil || l.ttl == 0 {
+		return
+	}
+	dir := path.Dir(p)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gen++
+	for k, d := range l.dirs {
+		if d.fetching {
+			continue // a fetch of the generation before: not kept (store)
+		}
+		d.gen = l.gen // the misses counted, or the entries, stand
+		if d.byName == nil {
+			continue
+		}
+		for _, q := range []string{p, dir} {
+			if k.dir == path.Dir(q) && d.byName[path.Base(q)] != nil {
+				delete(d.byName, path.Base(q))
+				l.total--
+			}
+		}
+	}
 }
 
 // find returns the entry called name of the listing of k while it is

@@ -197,3 +197,66 @@ func TestPrefetchMount(t *testing.T) {
 		t.Errorf("stat of a rename's target: %v %v", fi, err)
 	}
 }
+
+// TestListingsForget: a change of one file forgets its entry and its
+// directory's, keeping the rest of every listing; a listing fetched
+// across it is not kept.
+func TestListingsForget(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	l := newListings(clk, time.Hour)
+	fetch := func(k listKey) uint64 {
+		for {
+			if _, _, f, gen := l.find(k, "?"); f {
+				return gen
+			}
+		}
+	}
+	root, d := listKey{caller: "0:0", dir: "/"}, listKey{caller: "0:0", dir: "/d"}
+	l.store(root, fetch(root), entriesNamed("d", "e"))
+	l.store(d, fetch(d), entriesNamed("a", "b"))
+	other := listKey{caller: "1000:1000", dir: "/d"}
+	gen := fetch(other)
+	l.forget("/d/a")
+	l.store(other, gen, entriesNamed("a", "b")) // fetched across the change
+	for _, c := range []struct {
+		k    listKey
+		name string
+		want bool
+	}{{d, "a", false}, {d, "b", true}, {root, "d", false}, {root, "e", true}, {other, "b", false}} {
+		if _, ok, _, _ := l.find(c.k, c.name); ok != c.want {
+			t.Errorf("%s in %s: answered %v, want %v", c.name, c.k.dir, ok, c.want)
+		}
+	}
+}
+
+// TestPrefetchRemoveKeepsListing: removing files one by one keeps the
+// listing that answers look-ups of the others (mdtest's remove phase):
+// the look-up before each unlink costs the master nothing.
+func TestPrefetchRemoveKeepsListing(t *testing.T) {
+	b := &lookupCounter{memBackend: newMemBackend()}
+	cfg := DefaultConfig()
+	cfg.EntryTimeout, cfg.AttrTimeout, cfg.PrefetchTimeout = 0, time.Hour, time.Hour
+	mnt := mountT(t, b, cfg)
+	dir := filepath.Join(mnt, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats := b.stats.Load() // the listing is fetched among the removes
+	for i := range n {
+		if err := os.Remove(filepath.Join(dir, fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := b.stats.Load() - stats; s > lookupBurst+2 {
+		t.Errorf("%d removes asked the master %d look-ups", n, s)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "0")); !os.IsNotExist(err) {
+		t.Errorf("stat of a removed name: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"io/fs"
+	"strings"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -115,10 +116,20 @@ func (ns *Namespace) init(c *Command) Result {
 	return Result{Info: ns.root.info("/")}
 }
 
+// inodesLeft fails op on p when k more inodes would take numbers from
+// MaxInode on.
+func (ns *Namespace) inodesLeft(op, p string, k int) error {
+	if ns.nextInode+uint64(k) > MaxInode {
+		return chunkfs.E(op, p, chunkfs.KindNoSpace, "inode numbers used up")
+	}
+	return nil
+}
+
 // newInode makes an inode named name in dir for caller c, owned by c, with
 // the group of dir when dir is setgid and c's primary group otherwise.
 func (ns *Namespace) newInode(c *Command, dir *inode, name string, mode fs.FileMode) *inode {
-	n := &inode{ino: ns.nextInode, mode: mode, uid: c.Caller.UID, gid: primaryGID(&c.Caller)}
+	n := &inode{mode: mode, uid: c.Caller.UID, gid: primaryGID(&c.Caller)}
+	n.setIno(ns.nextInode)
 	ns.nextInode++
 	if dir.mode&fs.ModeSetgid != 0 {
 		n.gid = dir.gid
@@ -130,7 +141,7 @@ func (ns *Namespace) newInode(c *Command, dir *inode, name string, mode fs.FileM
 	}
 	n.mtime, n.atime, n.ctime = c.Time, c.Time, c.Time
 	if n.isDir() || n.isSymlink() {
-		n.ext = &ext{}
+		n.setExt(&ext{})
 	}
 	if n.isDir() {
 		ns.dirs++
@@ -145,11 +156,11 @@ func (ns *Namespace) newInode(c *Command, dir *inode, name string, mode fs.FileM
 func (ns *Namespace) attach(dir *inode, name string, n *inode, now int64) {
 	ns.touch(dir)
 	ns.touch(n)
-	dir.ext.kids.insert(name, n)
+	dir.ext().kids.insert(name, n)
 	dir.mtime, dir.ctime = now, now
 	n.nlink++
 	if n.isDir() {
-		n.ext.parent = dir
+		n.ext().parent = dir
 	}
 }
 
@@ -158,11 +169,11 @@ func (ns *Namespace) attach(dir *inode, name string, n *inode, now int64) {
 func (ns *Namespace) detach(dir *inode, name string, n *inode, now int64) {
 	ns.touch(dir)
 	ns.touch(n)
-	dir.ext.kids.remove(name)
+	dir.ext().kids.remove(name)
 	dir.mtime, dir.ctime = now, now
 	n.nlink--
 	if n.isDir() {
-		n.ext.parent = nil
+		n.ext().parent = nil
 	}
 }
 
@@ -183,6 +194,9 @@ func (ns *Namespace) mkdir(c *Command) Result {
 		if !may(&c.Caller, parent, accessWrite|accessExec) {
 			return fail(op, p, chunkfs.KindPermission, "")
 		}
+		if err := ns.inodesLeft(op, p, 1); err != nil {
+			return Result{Err: err}
+		}
 		name := base(p)
 		n = ns.newInode(c, parent, name, fs.ModeDir|permBits(c.Mode))
 		return Result{Info: n.info(name), Created: true}
@@ -199,7 +213,7 @@ func (ns *Namespace) mkdirParents(c *Command) Result {
 	dir, rest := ns.root, p[1:]
 	for {
 		name, tail, _ := cutSlash(rest)
-		next := dir.ext.kids.get(name)
+		next := dir.ext().kids.get(name)
 		if next == nil {
 			break
 		}
@@ -214,6 +228,9 @@ func (ns *Namespace) mkdirParents(c *Command) Result {
 	}
 	if !may(&c.Caller, dir, accessWrite|accessExec) {
 		return fail(op, p, chunkfs.KindPermission, "")
+	}
+	if err := ns.inodesLeft(op, p, strings.Count(rest, "/")+1); err != nil {
+		return Result{Err: err}
 	}
 	return ns.makeChain(c, dir, rest)
 }
@@ -265,6 +282,9 @@ func (ns *Namespace) create(c *Command) Result {
 		// device on every machine that mounts the cluster with devices.
 		return Result{Err: permission(op, p, "only the superuser may make a device node")}
 	}
+	if err := ns.inodesLeft(op, p, 1); err != nil {
+		return Result{Err: err}
+	}
 	name := base(p)
 	mode := permBits(c.Mode) | fs.FileMode(c.Mode)&specialTypes
 	if c.Target != "" {
@@ -276,13 +296,13 @@ func (ns *Namespace) create(c *Command) Result {
 	}
 	switch {
 	case c.Target != "":
-		n.ext.target = c.Target
+		n.ext().target = c.Target
 		n.length = int64(len(c.Target))
 		ns.bytes += n.length
 	case n.isDevice():
-		n.ext = &ext{rdev: c.Rdev}
+		n.setExt(&ext{rdev: c.Rdev})
 	case !n.isSpecial():
-		n.repl = ns.replication(c.Replication)
+		n.setRepl(ns.replication(c.Replication))
 	}
 	r := Result{Created: true}
 	ns.firstChunk(c, n, &r)
@@ -384,7 +404,7 @@ func trimChunks(cs []chunkRef) []chunkRef {
 		return nil
 	}
 	if cap(cs)-len(cs) > len(cs)/4 {
-		cs = append([]chunkRef(nil), cs...)
+		cs = cloneChunks(cs)
 	}
 	return cs
 }
@@ -477,16 +497,16 @@ func (ns *Namespace) newChunk(n *inode, i int64) Chunk {
 // exactRefs is the longest chunk list that grows one ref at a time.
 const exactRefs = 16
 
-// appendRef appends an empty ref to a file's chunk list. A list of up to
-// exactRefs grows by one, into an array of its length (each such size
-// is one of the allocator's classes, so none is spare: append's doubling
-// left 4 slots for 3 chunks, 8 for 5); longer ones grow as append
-// grows them.
+// appendRef appends an empty ref to a file's chunk list, into a new
+// array of listCap of its length when the list is full: a list of up to
+// exactRefs grows by one, into an array of its length (each such size is
+// one of the allocator's classes, so none is spare: append's doubling
+// left 4 slots for 3 chunks, 8 for 5).
 func appendRef(refs []chunkRef) []chunkRef {
-	if len(refs) < cap(refs) || len(refs) >= exactRefs {
+	if len(refs) < cap(refs) {
 		return append(refs, chunkRef{})
 	}
-	out := make([]chunkRef, len(refs)+1)
+	out := make([]chunkRef, len(refs)+1, listCap(len(refs)+1))
 	copy(out, refs)
 	return out
 }

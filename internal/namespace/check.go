@@ -18,7 +18,7 @@ import (
 // every case; `chunkfs admin fsck` can run it too.
 func (ns *Namespace) Check() error {
 	c := &checker{ns: ns, refs: make(map[chunkfs.Handle]int, ns.handles.shared), inodes: newInodeSet(ns.nextInode, ns.files+ns.dirs), links: map[*inode]uint32{}}
-	if ns.root.ino != RootInode || !ns.root.isDir() || ns.root.ext == nil || ns.root.ext.parent != nil || ns.root.nlink != 0 {
+	if ns.root.ino() != RootInode || !ns.root.isDir() || ns.root.ext() == nil || ns.root.ext().parent != nil || ns.root.nlink != 0 {
 		return fmt.Errorf("namespace: bad root")
 	}
 	c.node(ns.root, "/")
@@ -37,7 +37,7 @@ func (ns *Namespace) Check() error {
 	}
 	for n, seen := range c.links {
 		if seen != uint32(n.nlink) {
-			return fmt.Errorf("namespace: inode %d has %d names, counts %d", n.ino, seen, n.nlink)
+			return fmt.Errorf("namespace: inode %d has %d names, counts %d", n.ino(), seen, n.nlink)
 		}
 	}
 	if c.chunks != int64(ns.handles.len()) {
@@ -85,13 +85,16 @@ func (c *checker) trash() error {
 	var prev uint64
 	c.inTrash = true
 	defer func() { c.inTrash = false }()
-	for _, e := range t.entries {
-		p := fmt.Sprintf("trash entry %d (%s)", e.id, printable(e.path))
-		if e.id <= prev || e.id > t.nextID || pathProblem(e.path) != "" || e.path == "/" {
+	live := 0
+	for i, e := range t.entries {
+		path := t.path(i)
+		live += len(path)
+		p := fmt.Sprintf("trash entry %d (%s)", e.id, printable(path))
+		if e.id <= prev || e.id > t.nextID || pathProblem(path) != "" || path == "/" {
 			return fmt.Errorf("namespace: %s: bad ID or path", p)
 		}
 		prev = e.id
-		if e.node.isDir() && e.node.ext.parent != nil {
+		if e.node.isDir() && e.node.ext().parent != nil {
 			return fmt.Errorf("namespace: %s: a deleted directory with a parent", p)
 		}
 		c.files, c.dirs, c.bytes, c.held = 0, 0, 0, 0
@@ -108,6 +111,9 @@ func (c *checker) trash() error {
 	}
 	if dead != t.dead {
 		return fmt.Errorf("namespace: dead counts %+v, trash has %+v", t.dead, dead)
+	}
+	if live+t.deadPaths != len(t.paths) || t.deadPaths > len(t.paths)/2 {
+		return fmt.Errorf("namespace: trash paths of %d bytes, %d live and %d dead", len(t.paths), live, t.deadPaths)
 	}
 	if t.period < 0 || t.period > MaxTrashPeriod {
 		return fmt.Errorf("namespace: trash period %d out of range", t.period)
@@ -168,7 +174,7 @@ func (c *checker) fail(p, format string, args ...any) {
 func (c *checker) entry(n *inode, p string) {
 	switch {
 	case n.nlink == 0:
-		c.fail(p, "inode %d has a name but a link count of 0", n.ino)
+		c.fail(p, "inode %d has a name but a link count of 0", n.ino())
 	case n.isDir() && n.nlink != 1:
 		c.fail(p, "directory with a link count of %d", n.nlink)
 	case n.nlink > MaxLinks:
@@ -183,14 +189,14 @@ func (c *checker) entry(n *inode, p string) {
 }
 
 func (c *checker) node(n *inode, p string) {
-	if n.ino == 0 || n.ino >= c.ns.nextInode || !c.inodes.add(n.ino) {
-		c.fail(p, "inode number %d reused or out of range", n.ino)
+	if n.ino() == 0 || n.ino() >= c.ns.nextInode || !c.inodes.add(n.ino()) {
+		c.fail(p, "inode number %d reused or out of range", n.ino())
 	}
-	if !n.isDir() && n.ext != nil && n.ext.parent != nil {
+	if !n.isDir() && n.ext() != nil && n.ext().parent != nil {
 		c.fail(p, "a non-directory with a parent")
 	}
-	if n.dead != c.inTrash {
-		c.fail(p, "marked dead %v, in the trash %v", n.dead, c.inTrash)
+	if n.dead() != c.inTrash {
+		c.fail(p, "marked dead %v, in the trash %v", n.dead(), c.inTrash)
 	}
 	c.xattrs(n, p)
 	switch {
@@ -200,12 +206,12 @@ func (c *checker) node(n *inode, p string) {
 	case n.isSymlink():
 		c.files++
 		c.bytes += n.length
-		if n.ext == nil || n.length != int64(len(n.ext.target)) || n.chunks() != nil {
+		if n.ext() == nil || n.length != int64(len(n.ext().target)) || n.chunks() != nil {
 			c.fail(p, "bad symbolic link")
 		}
 	case n.isDevice():
 		c.files++
-		if n.ext == nil || n.ext.target != "" || n.ext.kids.Len() != 0 || n.length != 0 || n.chunks() != nil || !validSpecial(n.mode) {
+		if n.ext() == nil || n.ext().target != "" || n.ext().kids.Len() != 0 || n.length != 0 || n.chunks() != nil || !validSpecial(n.mode) {
 			c.fail(p, "bad device node")
 		}
 	default:
@@ -216,12 +222,12 @@ func (c *checker) node(n *inode, p string) {
 }
 
 func (c *checker) dir(n *inode, p string) {
-	if n.ext == nil || n.chunks() != nil || n.length != 0 {
+	if n.ext() == nil || n.chunks() != nil || n.length != 0 {
 		c.fail(p, "bad directory")
 		return
 	}
 	prev, count, dirs := "", 0, 0
-	for _, blk := range n.ext.kids.blocks {
+	for _, blk := range n.ext().kids.blocks {
 		if len(blk.ents) == 0 {
 			c.fail(p, "empty block")
 		}
@@ -231,7 +237,7 @@ func (c *checker) dir(n *inode, p string) {
 			if name <= prev || pathProblem("/"+name) != "" {
 				c.fail(p, "entry %q unsorted or invalid", name)
 			}
-			if e.n == nil || e.n.isDir() && (e.n.ext == nil || e.n.ext.parent != n) {
+			if e.n == nil || e.n.isDir() && (e.n.ext() == nil || e.n.ext().parent != n) {
 				c.fail(p, "entry %q has no inode or a wrong parent", name)
 				return
 			}
@@ -245,11 +251,11 @@ func (c *checker) dir(n *inode, p string) {
 			}
 		}
 	}
-	if count != n.ext.kids.Len() {
-		c.fail(p, "holds %d entries, counted %d", count, n.ext.kids.Len())
+	if count != n.ext().kids.Len() {
+		c.fail(p, "holds %d entries, counted %d", count, n.ext().kids.Len())
 	}
-	if dirs != n.ext.kids.Dirs() {
-		c.fail(p, "holds %d directories, counted %d", dirs, n.ext.kids.Dirs())
+	if dirs != n.ext().kids.Dirs() {
+		c.fail(p, "holds %d directories, counted %d", dirs, n.ext().kids.Dirs())
 	}
 }
 
@@ -266,16 +272,16 @@ func (c *checker) xattrs(n *inode, p string) {
 	if xattrBytes(xs) > MaxXattrTotal {
 		c.fail(p, "extended attributes larger than %d bytes", MaxXattrTotal)
 	}
-	if n.ext != nil && xs != nil && len(xs) == 0 {
+	if n.ext() != nil && xs != nil && len(xs) == 0 {
 		c.fail(p, "empty attribute list kept")
 	}
 }
 
 func (c *checker) file(n *inode, p string) {
-	if n.ext != nil && (n.ext.kids.Len() != 0 || n.ext.target != "" || n.ext.rdev != 0 || len(n.ext.xattrs) == 0) {
+	if n.ext() != nil && (n.ext().kids.Len() != 0 || n.ext().target != "" || n.ext().rdev != 0 || len(n.ext().xattrs) == 0) {
 		c.fail(p, "bad file fields")
 	}
-	if n.length < 0 || n.repl > chunkfs.MaxReplication {
+	if n.length < 0 || n.repl() > chunkfs.MaxReplication {
 		c.fail(p, "bad file fields")
 	}
 	if n.isSpecial() && (n.length != 0 || n.chunks() != nil || !validSpecial(n.mode)) {

@@ -70,19 +70,19 @@ func (b *block) compacted(ents []dirent, spare int) block {
 // entries that are directories, for the directory's link count.
 type children struct {
 	blocks []block
-	n      int
-	dirs   int
+	n      int32 // 32 bits, so that an ext fits 96 bytes (TestExtSize): 2^31 entries would not fit the heap
+	dirs   int32
 }
 
 // Len returns the number of entries.
-func (c *children) Len() int { return c.n }
+func (c *children) Len() int { return int(c.n) }
 
 // Dirs returns the number of entries that are directories.
-func (c *children) Dirs() int { return c.dirs }
+func (c *children) Dirs() int { return int(c.dirs) }
 
 // counted adds delta to the count of entries, and to that of directories
 // when n is one.
-func (c *children) counted(n *inode, delta int) {
+func (c *children) counted(n *inode, delta int32) {
 	c.n += delta
 	if n.isDir() {
 		c.dirs += delta
@@ -169,7 +169,9 @@ func (c *children) split(b int) {
 }
 
 // remove deletes the entry named name and reports whether it was there.
-// A block whose names are half dead is copied without them.
+// A block whose names are half dead, or with room for more than a
+// quarter of its entries (twice what growth leaves), is copied without
+// the dead names and with an eighth of room.
 func (c *children) remove(name string) bool {
 	b, i, ok := c.find(name)
 	if !ok {
@@ -184,7 +186,7 @@ func (c *children) remove(name string) bool {
 	switch {
 	case len(blk.ents) == 0:
 		c.blocks = append(c.blocks[:b], c.blocks[b+1:]...)
-	case blk.dead > len(blk.names)/2:
+	case blk.dead > len(blk.names)/2 || cap(blk.ents)-len(blk.ents) > len(blk.ents)/4+4:
 		*blk = blk.compacted(blk.ents, len(blk.ents)/8)
 	}
 	return true

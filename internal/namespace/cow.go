@@ -32,7 +32,11 @@ func (ns *Namespace) snapshot(c *Command) Result {
 	case !mayCopy(&c.Caller, sn):
 		return Result{Err: permission(op, src, "a snapshot needs read permission on everything it copies")}
 	}
-	cp := ns.copyTree(sn)
+	count, chunks := treeSize(sn)
+	if err := ns.inodesLeft(op, dst, count); err != nil {
+		return Result{Err: err}
+	}
+	cp := ns.copyTree(sn, count, chunks)
 	ns.attach(dp, base(dst), cp, c.Time)
 	return Result{Info: cp.info(base(dst)), Created: true}
 }
@@ -49,7 +53,7 @@ func mayCopy(c *chunkfs.Caller, n *inode) bool {
 		return false
 	}
 	ok := true
-	n.ext.kids.all(func(_ string, k *inode) bool {
+	n.ext().kids.all(func(_ string, k *inode) bool {
 		ok = mayCopy(c, k)
 		return ok
 	})
@@ -69,14 +73,20 @@ type copier struct {
 	holders []*inode
 }
 
-// copyTree returns a copy of n (of its tree, for a directory) with new
-// inode numbers, holding n's chunks.
-func (ns *Namespace) copyTree(n *inode) *inode {
-	var count, chunks int
+// treeSize returns the inodes of n's tree (an inode with several names
+// once per name) and the room their chunk lists take.
+func treeSize(n *inode) (count, chunks int) {
 	walkTree(n, func(k *inode) {
 		count++
-		chunks += len(k.chunks())
+		chunks += listCap(len(k.chunks()))
 	})
+	return count, chunks
+}
+
+// copyTree returns a copy of n (of its tree, for a directory, of count
+// inodes and chunks refs as treeSize counts them) with new inode numbers,
+// holding n's chunks.
+func (ns *Namespace) copyTree(n *inode, count, chunks int) *inode {
 	cp := &copier{ns: ns, links: map[*inode]*inode{}, inodes: make([]inode, count),
 		chunks: make([]chunkRef, chunks), holders: make([]*inode, 0, 2*chunks)}
 	return cp.copy(n)
@@ -87,7 +97,7 @@ func (ns *Namespace) copyTree(n *inode) *inode {
 func walkTree(n *inode, fn func(*inode)) {
 	fn(n)
 	if n.isDir() {
-		n.ext.kids.all(func(_ string, k *inode) bool {
+		n.ext().kids.all(func(_ string, k *inode) bool {
 			walkTree(k, fn)
 			return true
 		})
@@ -101,18 +111,19 @@ func (cp *copier) copy(n *inode) *inode {
 	}
 	k := &cp.inodes[0]
 	cp.inodes = cp.inodes[1:]
-	*k = inode{ino: ns.nextInode, length: n.length, mtime: n.mtime, atime: n.atime, ctime: n.ctime,
-		mode: n.mode, uid: n.uid, gid: n.gid, repl: n.repl}
+	*k = inode{length: n.length, mtime: n.mtime, atime: n.atime, ctime: n.ctime, mode: n.mode, uid: n.uid, gid: n.gid}
+	k.setIno(ns.nextInode)
+	k.setRepl(n.repl())
 	ns.nextInode++
 	if n.nlink > 1 {
 		cp.links[n] = k
 	}
-	if n.ext != nil {
-		k.ext = &ext{target: n.ext.target, rdev: n.ext.rdev, xattrs: slices.Clone(n.ext.xattrs)}
+	if n.ext() != nil {
+		k.setExt(&ext{target: n.ext().target, rdev: n.ext().rdev, xattrs: slices.Clone(n.ext().xattrs)})
 	}
 	if m := len(n.chunks()); m > 0 {
-		k.setChunks(cp.chunks[:m:m])
-		cp.chunks = cp.chunks[m:]
+		k.setChunks(cp.chunks[:m:listCap(m)])
+		cp.chunks = cp.chunks[listCap(m):]
 		copy(k.chunks(), n.chunks())
 		for _, r := range k.chunks() {
 			if r.handle != 0 {
@@ -126,14 +137,14 @@ func (cp *copier) copy(n *inode) *inode {
 		return k
 	}
 	ns.dirs++
-	left := n.ext.kids.Len()
-	n.ext.kids.all(func(name string, c *inode) bool {
+	left := n.ext().kids.Len()
+	n.ext().kids.all(func(name string, c *inode) bool {
 		kc := cp.copy(c)
-		k.ext.kids.appendSorted(name, kc, left)
+		k.ext().kids.appendSorted(name, kc, left)
 		left--
 		kc.nlink++
 		if kc.isDir() {
-			kc.ext.parent = k
+			kc.ext().parent = k
 		}
 		return true
 	})

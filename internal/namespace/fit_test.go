@@ -32,7 +32,7 @@ func TestOrderedListsFitTheirEntries(t *testing.T) {
 		name string
 		want int
 	}{{s.ns, "snap", 100}, {restored, "d100", 100}, {restored, "d1000", 1000}, {restored, "snap", 100}} {
-		kids := tc.ns.root.ext.kids.get(tc.name).ext.kids
+		kids := tc.ns.root.ext().kids.get(tc.name).ext().kids
 		slots := 0
 		for _, blk := range kids.blocks {
 			slots += cap(blk.ents)
@@ -43,13 +43,15 @@ func TestOrderedListsFitTheirEntries(t *testing.T) {
 	}
 }
 
-// TestChunkListsFitTheirChunks grows files chunk by chunk and restores
-// them: a list of up to exactRefs chunks takes a slot a chunk, written
-// or restored (append left 4 slots for 3 chunks, 8 for 5), and a longer
-// one restored takes a slot a chunk too.
+// TestChunkListsFitTheirChunks grows files chunk by chunk, restores and
+// snapshots them: a list of up to exactRefs chunks takes a slot a chunk,
+// written, restored or copied (append left 4 slots for 3 chunks, 8 for
+// 5), and a longer one listCap's. Under the race detector, a list with
+// less room than its listCap straddles other allocations and fails the
+// pointer checks.
 func TestChunkListsFitTheirChunks(t *testing.T) {
 	s := newTNS(t)
-	sizes := []int{1, 2, 3, 5, exactRefs, exactRefs + 3}
+	sizes := []int{1, 2, 3, 5, exactRefs, exactRefs + 3, 100}
 	for _, n := range sizes {
 		p := fmt.Sprintf("/f%d", n)
 		s.ok(&Command{Op: OpCreate, Path: p, Mode: 0o644})
@@ -57,15 +59,22 @@ func TestChunkListsFitTheirChunks(t *testing.T) {
 			s.ok(&Command{Op: OpAllocChunk, Path: p, Index: int64(i)})
 		}
 	}
+	s.ok(&Command{Op: OpMkdir, Path: "/d", Mode: 0o755})
+	for _, n := range sizes {
+		s.ok(&Command{Op: OpSnapshot, Path: fmt.Sprintf("/f%d", n), Target: fmt.Sprintf("/d/f%d", n)})
+	}
 	restored, err := Restore(bytes.NewReader(snapshot(t, s.ns)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range sizes {
 		name := fmt.Sprintf("f%d", n)
-		live, back := s.ns.root.ext.kids.get(name).chunks(), restored.root.ext.kids.get(name).chunks()
-		if len(live) != n || len(back) != n || cap(back) != n || n <= exactRefs && cap(live) != n {
-			t.Errorf("%s: %d chunks in %d slots, restored %d in %d", name, len(live), cap(live), len(back), cap(back))
+		live, back := s.ns.root.ext().kids.get(name).chunks(), restored.root.ext().kids.get(name).chunks()
+		copied := s.ns.root.ext().kids.get("d").ext().kids.get(name).chunks()
+		for _, l := range [][]chunkRef{live, back, copied} {
+			if len(l) != n || cap(l) != listCap(n) {
+				t.Errorf("%s: %d chunks in %d slots (live %d, restored %d, copied %d), want %d", name, len(l), cap(l), len(live), len(back), len(copied), listCap(n))
+			}
 		}
 	}
 }
@@ -89,8 +98,8 @@ func TestEntryNamesOwnTheirBytes(t *testing.T) {
 		if c.Op == OpRename {
 			p = c.Target
 		}
-		d := s.ns.root.ext.kids.get("home").ext.kids.get(strings.Repeat("d", 200))
-		d.ext.kids.all(func(name string, _ *inode) bool {
+		d := s.ns.root.ext().kids.get("home").ext().kids.get(strings.Repeat("d", 200))
+		d.ext().kids.all(func(name string, _ *inode) bool {
 			start := uintptr(unsafe.Pointer(unsafe.StringData(p)))
 			if at := uintptr(unsafe.Pointer(unsafe.StringData(name))); at >= start && at < start+uintptr(len(p)) {
 				t.Errorf("%s: entry %q shares the bytes of the command's path", c.Op, name)
@@ -100,19 +109,42 @@ func TestEntryNamesOwnTheirBytes(t *testing.T) {
 	}
 }
 
-// TestInodeSize pins the inode at 80 bytes, a class of Go's allocator
-// (at 81 it takes 96): the master holds one a file, millions of them.
+// TestInodeSize pins the inode at 64 bytes, a class of Go's allocator
+// (at 65 it takes 80): the master holds one a file, millions of them.
 func TestInodeSize(t *testing.T) {
-	if n := unsafe.Sizeof(inode{}); n != 80 {
-		t.Errorf("inode is %d bytes, want 80", n)
+	if n := unsafe.Sizeof(inode{}); n != 64 {
+		t.Errorf("inode is %d bytes, want 64", n)
 	}
 }
 
-// TestTrashEntrySize pins a trash entry, kept by value, at 64 bytes: a
-// dead file's, beside its inode.
+// TestExtSize pins the ext of directories, links, devices and files with
+// attributes at 96 bytes, a class of Go's allocator (at 97 it takes 112).
+func TestExtSize(t *testing.T) {
+	if n := unsafe.Sizeof(ext{}); n != 96 {
+		t.Errorf("ext is %d bytes, want 96", n)
+	}
+}
+
+// TestListCap checks the room of a chunk list: its length up to
+// exactRefs, above it at most a quarter more, never less, and never
+// shrinking as the list grows.
+func TestListCap(t *testing.T) {
+	prev := 0
+	for k := 0; k <= 1<<20; k += 1 + k/64 {
+		c := listCap(k)
+		switch {
+		case k <= exactRefs && c != k, c < k, c > k+k/4, c < prev:
+			t.Fatalf("listCap(%d) = %d (listCap of the one before %d)", k, c, prev)
+		}
+		prev = c
+	}
+}
+
+// TestTrashEntrySize pins a trash entry, kept by value, at 56 bytes: a
+// dead file's, beside its inode and its path's bytes.
 func TestTrashEntrySize(t *testing.T) {
-	if n := unsafe.Sizeof(trashEntry{}); n != 64 {
-		t.Errorf("trash entry is %d bytes, want 64", n)
+	if n := unsafe.Sizeof(trashEntry{}); n != 56 {
+		t.Errorf("trash entry is %d bytes, want 56", n)
 	}
 }
 
@@ -127,13 +159,34 @@ func TestInsertedListsKeepLittleRoom(t *testing.T) {
 		for _, i := range rng.Perm(n) {
 			s.ok(&Command{Op: OpCreate, Path: fmt.Sprintf("/d%d/f%04d", n, i), Mode: 0o644})
 		}
-		kids := s.ns.root.ext.kids.get(fmt.Sprintf("d%d", n)).ext.kids
+		kids := s.ns.root.ext().kids.get(fmt.Sprintf("d%d", n)).ext().kids
 		slots := 0
 		for _, blk := range kids.blocks {
 			slots += cap(blk.ents) - 1 // a block may have grown by one to split
 		}
 		if kids.Len() != n || slots > n+n/8 {
 			t.Errorf("/d%d: %d entries in %d slots", n, kids.Len(), slots)
+		}
+	}
+}
+
+// TestRemovedEntriesGiveBackRoom fills a directory of 1,000 entries and
+// removes 300 of them at random: the blocks keep room for at most a
+// quarter more entries (and four) and no more dead name bytes than live.
+func TestRemovedEntriesGiveBackRoom(t *testing.T) {
+	s := newTNS(t)
+	rng := rand.New(rand.NewPCG(2, 2))
+	s.ok(&Command{Op: OpMkdir, Path: "/d", Mode: 0o755})
+	for i := range 1000 {
+		s.ok(&Command{Op: OpCreate, Path: fmt.Sprintf("/d/f%04d", i), Mode: 0o644})
+	}
+	for _, i := range rng.Perm(1000)[:300] {
+		s.ok(&Command{Op: OpDelete, Path: fmt.Sprintf("/d/f%04d", i)})
+	}
+	kids := s.ns.root.ext().kids.get("d").ext().kids
+	for i, blk := range kids.blocks {
+		if n := len(blk.ents); cap(blk.ents) > n+n/4+4 || blk.dead > len(blk.names)/2 {
+			t.Errorf("block %d: %d entries in %d slots, %d of %d name bytes dead", i, n, cap(blk.ents), blk.dead, len(blk.names))
 		}
 	}
 }

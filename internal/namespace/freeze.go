@@ -37,7 +37,7 @@ type cowState struct {
 // list, directory entries or extended attributes calls it first.
 func (ns *Namespace) touch(n *inode) {
 	cs := ns.cow
-	if cs == nil || n.ino >= cs.nextInode {
+	if cs == nil || n.ino() >= cs.nextInode {
 		return
 	}
 	cs.mu.Lock()
@@ -65,7 +65,7 @@ func (cs *cowState) view(n, scratch *inode) *inode {
 		return nil
 	case img != nil:
 		return img
-	case n.isDir() || n.ext != nil:
+	case n.isDir() || n.ext() != nil:
 		return copyInode(n)
 	}
 	buf := scratch.chunks()
@@ -79,17 +79,17 @@ func (cs *cowState) view(n, scratch *inode) *inode {
 // attribute list. Entries still point at the live children.
 func copyInode(n *inode) *inode {
 	c := *n
-	c.setChunks(slices.Clone(n.chunks()))
-	if n.ext != nil {
-		e := *n.ext
-		e.kids.blocks = make([]block, len(n.ext.kids.blocks))
-		for i, b := range n.ext.kids.blocks {
+	if n.ext() != nil {
+		e := *n.ext()
+		e.kids.blocks = make([]block, len(n.ext().kids.blocks))
+		for i, b := range n.ext().kids.blocks {
 			// The names are shared: their bytes are never written over.
 			e.kids.blocks[i] = block{ents: slices.Clone(b.ents), names: b.names, dead: b.dead}
 		}
-		e.xattrs = slices.Clone(n.ext.xattrs)
-		c.ext = &e
+		e.xattrs = slices.Clone(n.ext().xattrs)
+		c.setExt(&e)
 	}
+	c.setChunks(cloneChunks(n.chunks()))
 	return &c
 }
 
@@ -101,6 +101,7 @@ type Frozen struct {
 	header   Namespace       // the counters and the safe mode hold at the freeze
 	draining []string        // copied at the freeze
 	trash    []trashEntry    // copied at the freeze
+	paths    []byte          // the trash's paths: bytes below its length are never written over
 	held     []HeldBackChunk // copied at the freeze
 	period   int64
 	nextID   uint64
@@ -121,6 +122,7 @@ func (ns *Namespace) Freeze() *Frozen {
 	cs := &cowState{images: map[*inode]*inode{}, nextInode: ns.nextInode}
 	ns.cow = cs
 	f := &Frozen{ns: ns, cs: cs, draining: slices.Clone(ns.draining), trash: slices.Clone(ns.trash.entries),
+		paths:  ns.trash.paths,
 		period: ns.trash.period, nextID: ns.trash.nextID, held: ns.HeldBackAll()}
 	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
 		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe, clusterID: ns.clusterID}

@@ -261,7 +261,7 @@ func TestCheckCountsLinks(t *testing.T) {
 		ns.Apply(&Command{Op: OpInit, ChunkSize: testChunk, Replication: 3})
 		ns.Apply(&Command{Op: OpCreate, Path: "/f"})
 		ns.Apply(&Command{Op: OpLink, Path: "/f", Target: "/g"})
-		return ns, ns.root.ext.kids.get("f")
+		return ns, ns.root.ext().kids.get("f")
 	}
 	for _, tc := range []struct {
 		name  string

@@ -20,7 +20,7 @@ func (ns *Namespace) walk(op string, c *chunkfs.Caller, p string) (*inode, strin
 		if i < 0 {
 			return dir, rest, nil
 		}
-		next := dir.ext.kids.get(rest[:i])
+		next := dir.ext().kids.get(rest[:i])
 		switch {
 		case next == nil:
 			return nil, "", chunkfs.E(op, p, chunkfs.KindNotExist, "")
@@ -46,7 +46,7 @@ func (ns *Namespace) resolve(op string, c *chunkfs.Caller, p string) (parent, n 
 	if err != nil {
 		return nil, nil, err
 	}
-	return parent, parent.ext.kids.get(name), nil
+	return parent, parent.ext().kids.get(name), nil
 }
 
 // existing resolves p and requires it to exist.
@@ -86,7 +86,7 @@ func (ns *Namespace) newName(op string, c *chunkfs.Caller, p string) (*inode, er
 // info describes n, named name.
 func (n *inode) info(name string) chunkfs.FileInfo {
 	fi := chunkfs.FileInfo{
-		Inode:       n.ino,
+		Inode:       n.ino(),
 		FileName:    name,
 		Length:      n.length,
 		FileMode:    n.mode,
@@ -95,18 +95,18 @@ func (n *inode) info(name string) chunkfs.FileInfo {
 		MTime:       time.Unix(0, n.mtime),
 		ATime:       time.Unix(0, n.atime),
 		CTime:       time.Unix(0, n.ctime),
-		Replication: int(n.repl),
+		Replication: int(n.repl()),
 		Chunks:      int64(len(n.chunks())),
 		Nlink:       uint32(n.nlink),
 	}
 	if n.isDir() {
-		fi.Nlink = 2 + uint32(n.ext.kids.Dirs())
+		fi.Nlink = 2 + uint32(n.ext().kids.Dirs())
 	}
 	if n.isSymlink() {
-		fi.Target = n.ext.target
+		fi.Target = n.ext().target
 	}
 	if n.isDevice() {
-		fi.Rdev = n.ext.rdev
+		fi.Rdev = n.ext().rdev
 	}
 	return fi
 }
@@ -141,7 +141,7 @@ func (ns *Namespace) List(c chunkfs.Caller, p, after string, limit int) ([]chunk
 	}
 	var out []chunkfs.FileInfo
 	more := false
-	n.ext.kids.after(after, func(name string, k *inode) bool {
+	n.ext().kids.after(after, func(name string, k *inode) bool {
 		if len(out) == limit {
 			more = true
 			return false
@@ -232,8 +232,8 @@ func (ns *Namespace) ChunkFile(h chunkfs.Handle) (index, length int64, repl int,
 		for i, r := range n.chunks() {
 			if r.handle == h {
 				index, ok = int64(i), true
-				length, repl = max(length, n.length), max(repl, int(n.repl))
-				dead = dead && n.dead
+				length, repl = max(length, n.length), max(repl, int(n.repl()))
+				dead = dead && n.dead()
 			}
 		}
 	})
@@ -247,7 +247,7 @@ func (ns *Namespace) EachChunk(fn func(h chunkfs.Handle, v chunkfs.Version, repl
 	ns.eachInode(func(n *inode) {
 		for _, r := range n.chunks() {
 			if r.handle != 0 {
-				fn(r.handle, r.version, int(n.repl))
+				fn(r.handle, r.version, int(n.repl()))
 			}
 		}
 	})
@@ -271,7 +271,7 @@ func (ns *Namespace) eachInode(fn func(*inode)) {
 		}
 		fn(n)
 		if n.isDir() {
-			n.ext.kids.all(func(_ string, k *inode) bool {
+			n.ext().kids.all(func(_ string, k *inode) bool {
 				walk(k)
 				return true
 			})

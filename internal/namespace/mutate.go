@@ -112,7 +112,7 @@ func (ns *Namespace) checkRename(c *Command, sp, sn, dp, dn *inode) error {
 		return chunkfs.E(op, dst, chunkfs.KindNotDir, "")
 	case !sn.isDir() && dn.isDir():
 		return chunkfs.E(op, dst, chunkfs.KindIsDir, "")
-	case dn.isDir() && dn.ext.kids.Len() > 0:
+	case dn.isDir() && dn.ext().kids.Len() > 0:
 		return chunkfs.E(op, dst, chunkfs.KindNotEmpty, "")
 	}
 	return nil
@@ -143,7 +143,7 @@ func (ns *Namespace) deletable(op string, c *Command) (parent, n *inode, err err
 		return nil, nil, chunkfs.E(op, p, chunkfs.KindIsDir, "")
 	case !mayRemove(&c.Caller, parent, n):
 		return nil, nil, chunkfs.E(op, p, chunkfs.KindPermission, "")
-	case n.isDir() && n.ext.kids.Len() > 0 && c.Flags&FlagRecursive == 0:
+	case n.isDir() && n.ext().kids.Len() > 0 && c.Flags&FlagRecursive == 0:
 		return nil, nil, chunkfs.E(op, p, chunkfs.KindNotEmpty, "")
 	case n.isDir() && !mayEmpty(&c.Caller, n):
 		return nil, nil, permission(op, p, "cannot remove everything below")
@@ -155,14 +155,14 @@ func (ns *Namespace) deletable(op string, c *Command) (parent, n *inode, err err
 // rm -r would: read, write and search permission on every non-empty
 // directory, and the sticky rule on every entry.
 func mayEmpty(c *chunkfs.Caller, d *inode) bool {
-	if d.ext.kids.Len() == 0 || isRoot(c) {
+	if d.ext().kids.Len() == 0 || isRoot(c) {
 		return true
 	}
 	if !may(c, d, accessRead) {
 		return false
 	}
 	ok := true
-	d.ext.kids.all(func(_ string, k *inode) bool {
+	d.ext().kids.all(func(_ string, k *inode) bool {
 		ok = mayRemove(c, d, k) && (!k.isDir() || mayEmpty(c, k))
 		return ok
 	})
@@ -197,11 +197,11 @@ func (ns *Namespace) unlinked(n *inode, now int64, garbage []chunkfs.Handle) []c
 		return garbage
 	}
 	ns.dirs--
-	n.ext.kids.all(func(_ string, k *inode) bool {
+	n.ext().kids.all(func(_ string, k *inode) bool {
 		ns.touch(k)
 		k.nlink--
 		if k.isDir() {
-			k.ext.parent = nil
+			k.ext().parent = nil
 		}
 		garbage = ns.unlinked(k, now, garbage)
 		return true
@@ -247,7 +247,7 @@ func (ns *Namespace) setAttr(c *Command) Result {
 		n.mtime = mtime
 	}
 	if c.Set&SetReplication != 0 {
-		n.repl = uint8(c.Replication)
+		n.setRepl(uint8(c.Replication))
 	}
 	n.ctime = c.Time
 	r.Info = n.info(base(c.Path))

@@ -21,6 +21,7 @@ package namespace
 
 import (
 	"io/fs"
+	"math/bits"
 	"unsafe"
 
 	"github.com/chunkfs/chunkfs"
@@ -50,16 +51,20 @@ type chunkRef struct {
 	version chunkfs.Version
 }
 
+// MaxInode bounds inode numbers: an inode keeps its number in 48 bits
+// (at 100,000 creates a second, 89 years of them).
+const MaxInode = 1 << 48
+
 // inode is a file, directory, symbolic link or metadata-only inode. It
 // has no name: directory entries (children) name inodes, and a
 // non-directory may have several (hard links); its chunks belong to it,
-// whatever names it. Its layout is kept to 80 bytes, a class of Go's
-// allocator (TestInodeSize): the chunk list without a slice's third word,
-// the link count in 16 bits.
+// whatever names it. Its layout is kept to 64 bytes, a class of Go's
+// allocator (TestInodeSize): one pointer serves a file's chunk list and
+// the ext of an inode that has one (which then holds the list), the
+// chunk count, replication and marks share a word, the list's capacity
+// follows from its length (listCap), and the inode number takes 48 bits.
 type inode struct {
-	ext    *ext      // directories, symbolic links and device nodes, and inodes with extended attributes
-	list   chunkList // its chunks (chunks, setChunks)
-	ino    uint64
+	p      unsafe.Pointer // *ext when bits has extMark, else the chunk list (*chunkRef; nil without chunks)
 	length int64
 	mtime  int64 // Unix nanoseconds
 	atime  int64
@@ -67,10 +72,21 @@ type inode struct {
 	mode   fs.FileMode
 	uid    uint32
 	gid    uint32
+	bits   uint32 // the chunk count (countMask), replication (replShift), extMark, deadMark
+	inoLo  uint32 // the inode number's low 32 bits (ino)
+	inoHi  uint16
 	nlink  uint16 // directory entries naming it (at most MaxLinks): 0 for the root, 1 for any other directory
-	repl   uint8
-	dead   bool // in the trash (markDead)
 }
+
+// The fields of inode.bits: a file has at most MaxFileChunks (2^24)
+// chunks and MaxReplication (16) replicas.
+const (
+	countMask = 1<<25 - 1
+	replShift = 25
+	replMask  = 1<<5 - 1
+	extMark   = 1 << 30 // p is an *ext
+	deadMark  = 1 << 31 // in the trash (markDead)
+)
 
 // ext holds what only directories, symbolic links and device nodes need,
 // and the extended attributes of any inode that has some.
@@ -78,34 +94,103 @@ type ext struct {
 	kids   children
 	parent *inode // a directory's parent (its ".."); nil for the root
 	target string
-	rdev   uint32  // a device node's device number (Linux's encoding)
-	xattrs []xattr // sorted by name
+	rdev   uint32    // a device node's device number (Linux's encoding)
+	xattrs []xattr   // sorted by name
+	refs   *chunkRef // the chunk list of a file with extended attributes
 }
 
-// chunkList is a file's chunk list as a slice's pointer, length and
-// capacity, the last two in 32 bits (a file has at most MaxFileChunks):
-// 16 bytes in the inode where a slice takes 24.
-type chunkList struct {
-	p    *chunkRef
-	n, c uint32
+func (n *inode) ino() uint64 { return uint64(n.inoHi)<<32 | uint64(n.inoLo) }
+
+// setIno numbers n; ino is below MaxInode.
+func (n *inode) setIno(ino uint64) { n.inoLo, n.inoHi = uint32(ino), uint16(ino>>32) }
+
+// ext returns n's ext, nil when it has none.
+func (n *inode) ext() *ext {
+	if n.bits&extMark == 0 {
+		return nil
+	}
+	return (*ext)(n.p)
+}
+
+// setExt gives n the ext e (nil: none), which takes over n's chunk list.
+func (n *inode) setExt(e *ext) {
+	refs := n.listPtr()
+	if e == nil {
+		n.p, n.bits = unsafe.Pointer(refs), n.bits&^extMark
+		return
+	}
+	e.refs = refs
+	n.p, n.bits = unsafe.Pointer(e), n.bits|extMark
+}
+
+func (n *inode) listPtr() *chunkRef {
+	if e := n.ext(); e != nil {
+		return e.refs
+	}
+	return (*chunkRef)(n.p)
+}
+
+func (n *inode) repl() uint8 { return uint8(n.bits >> replShift & replMask) }
+
+// setRepl sets n's replication, at most MaxReplication.
+func (n *inode) setRepl(r uint8) { n.bits = n.bits&^(replMask<<replShift) | uint32(r)<<replShift }
+
+func (n *inode) dead() bool { return n.bits&deadMark != 0 }
+
+func (n *inode) setDead(dead bool) {
+	n.bits &^= deadMark
+	if dead {
+		n.bits |= deadMark
+	}
+}
+
+// listCap is the capacity of a chunk list of k refs: k up to exactRefs
+// (each such size is one of the allocator's classes), above it k rounded
+// up to three significant bits, so a growing list is copied a bounded
+// number of times per doubling and wastes at most a quarter.
+func listCap(k int) int {
+	if k <= exactRefs {
+		return k
+	}
+	s := bits.Len(uint(k)) - 3
+	return (k + 1<<s - 1) >> s << s
 }
 
 // chunks returns n's chunk list, nil when it has none. It aliases the
-// list: a change of a ref through it is a change of n's.
+// list: a change of a ref through it is a change of n's. Its capacity is
+// listCap of its length.
 func (n *inode) chunks() []chunkRef {
-	if n.list.p == nil {
+	k := int(n.bits & countMask)
+	if k == 0 {
 		return nil
 	}
-	return unsafe.Slice(n.list.p, n.list.c)[:n.list.n]
+	return unsafe.Slice(n.listPtr(), listCap(k))[:k]
 }
 
-// setChunks makes refs n's chunk list.
-func (n *inode) setChunks(refs []chunkRef) {
-	if refs == nil {
-		n.list = chunkList{}
-		return
+// cloneChunks returns a copy of refs with room for listCap of its length.
+func cloneChunks(refs []chunkRef) []chunkRef {
+	if len(refs) == 0 {
+		return nil
 	}
-	n.list = chunkList{p: unsafe.SliceData(refs), n: uint32(len(refs)), c: uint32(cap(refs))}
+	return append(make([]chunkRef, 0, listCap(len(refs))), refs...)
+}
+
+// setChunks makes refs n's chunk list, copied when its capacity is below
+// listCap of its length.
+func (n *inode) setChunks(refs []chunkRef) {
+	var p *chunkRef
+	if len(refs) > 0 {
+		if cap(refs) < listCap(len(refs)) {
+			refs = append(make([]chunkRef, 0, listCap(len(refs))), refs...)
+		}
+		p = unsafe.SliceData(refs)
+	}
+	n.bits = n.bits&^countMask | uint32(len(refs))
+	if e := n.ext(); e != nil {
+		e.refs = p
+	} else {
+		n.p = unsafe.Pointer(p)
+	}
 }
 
 func (n *inode) isDir() bool     { return n.mode&fs.ModeDir != 0 }
@@ -155,7 +240,7 @@ type Namespace struct {
 // sets the chunk size).
 func New() *Namespace {
 	return &Namespace{
-		root:       &inode{ino: RootInode, mode: fs.ModeDir | 0o755, ext: &ext{}},
+		root:       newRoot(),
 		handles:    newHandleIndex(),
 		nextInode:  RootInode + 1,
 		nextHandle: 1,
@@ -189,4 +274,12 @@ type Counts struct {
 // sum of live file lengths; DeadCounts has what the trash holds.
 func (ns *Namespace) Counts() Counts {
 	return Counts{Files: ns.files, Dirs: ns.dirs, Chunks: int64(ns.handles.len()) - ns.trash.dead.Chunks, Bytes: ns.bytes}
+}
+
+// newRoot returns an empty root directory owned by root with mode 0755.
+func newRoot() *inode {
+	n := &inode{mode: fs.ModeDir | 0o755}
+	n.setIno(RootInode)
+	n.setExt(&ext{})
+	return n
 }

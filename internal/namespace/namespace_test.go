@@ -494,3 +494,33 @@ func TestCommitLengthSetsChosenMtime(t *testing.T) {
 		t.Fatalf("commit by a writer, mtime now: %d", r.Info.MTime.UnixNano())
 	}
 }
+
+// TestInodeNumbersUsedUp brings the inode counter next to MaxInode: the
+// last number goes to one create, and a create, mkdir, mkdir -p and
+// snapshot after it fail with no space and change nothing.
+func TestInodeNumbersUsedUp(t *testing.T) {
+	s := newTNS(t)
+	s.ok(&Command{Op: OpCreate, Path: "/home/f", Mode: 0o644})
+	s.ns.nextInode = MaxInode - 1
+	info := s.ok(&Command{Op: OpCreate, Path: "/home/last", Mode: 0o644}).Info
+	if info.Inode != MaxInode-1 {
+		t.Fatalf("the last inode is numbered %d, want %d", info.Inode, uint64(MaxInode-1))
+	}
+	if got := s.ns.lookupForTest("/home/last").ino(); got != MaxInode-1 {
+		t.Fatalf("inode number kept as %d", got)
+	}
+	before := snapshot(t, s.ns)
+	for _, c := range []*Command{
+		{Op: OpCreate, Path: "/home/g", Mode: 0o644},
+		{Op: OpMkdir, Path: "/home/d", Mode: 0o755},
+		{Op: OpMkdir, Path: "/home/d/e", Mode: 0o755, Flags: FlagParents},
+		{Op: OpSnapshot, Path: "/home/f", Target: "/home/s"},
+	} {
+		if r := s.ns.Apply(c); chunkfs.KindOf(r.Err) != chunkfs.KindNoSpace {
+			t.Errorf("%v %s: %v, want no space", c.Op, c.Path, r.Err)
+		}
+	}
+	if !bytes.Equal(snapshot(t, s.ns), before) {
+		t.Fatal("a refused create changed the namespace")
+	}
+}

@@ -50,7 +50,7 @@ func (ns *Namespace) Snapshot(w io.Writer) error { return ns.snapshotAs(w, snaps
 // snapshotAs writes the state in format version (tests write older
 // formats; those fail on an inode with several names).
 func (ns *Namespace) snapshotAs(w io.Writer, version byte) error {
-	f := &Frozen{ns: ns, draining: ns.draining, trash: ns.trash.entries, period: ns.trash.period, nextID: ns.trash.nextID, held: ns.HeldBackAll()}
+	f := &Frozen{ns: ns, draining: ns.draining, trash: ns.trash.entries, paths: ns.trash.paths, period: ns.trash.period, nextID: ns.trash.nextID, held: ns.HeldBackAll()}
 	f.header = Namespace{root: ns.root, nextInode: ns.nextInode, nextHandle: ns.nextHandle, chunkSize: ns.chunkSize,
 		defaultRepl: ns.defaultRepl, leaseHorizon: ns.leaseHorizon, safe: ns.safe, clusterID: ns.clusterID}
 	return f.write(w, version)
@@ -145,7 +145,7 @@ func (s *snapWriter) trash(f *Frozen) {
 	s.uvarint(uint64(len(f.trash)))
 	for _, e := range f.trash {
 		s.uvarint(e.id)
-		s.string(e.path)
+		s.string(e.path(f.paths))
 		s.varint(e.time)
 		s.uvarint(uint64(e.uid))
 		s.inode("", e.node)
@@ -178,21 +178,21 @@ func (s *snapWriter) inode(name string, live *inode) {
 	if s.version >= snapshotLinks {
 		s.string(name)
 		if s.seen[live] {
-			s.uvarint(n.ino<<1 | 1)
+			s.uvarint(n.ino()<<1 | 1)
 			return
 		}
 		if n.nlink > 1 {
 			s.seen[live] = true
 		}
-		s.uvarint(n.ino << 1)
+		s.uvarint(n.ino() << 1)
 		s.uvarint(uint64(n.mode))
 	} else {
 		if n.nlink > 1 && s.err == nil {
-			s.err = fmt.Errorf("snapshot format %d cannot hold inode %d's %d names", s.version, n.ino, n.nlink)
+			s.err = fmt.Errorf("snapshot format %d cannot hold inode %d's %d names", s.version, n.ino(), n.nlink)
 		}
 		s.uvarint(uint64(n.mode))
 		s.string(name)
-		s.uvarint(n.ino)
+		s.uvarint(n.ino())
 	}
 	for _, v := range []uint64{uint64(n.uid), uint64(n.gid)} {
 		s.uvarint(v)
@@ -214,18 +214,18 @@ func (s *snapWriter) inode(name string, live *inode) {
 	}
 	switch {
 	case n.isDir():
-		s.uvarint(uint64(n.ext.kids.Len()))
-		n.ext.kids.all(func(name string, k *inode) bool {
+		s.uvarint(uint64(n.ext().kids.Len()))
+		n.ext().kids.all(func(name string, k *inode) bool {
 			s.inode(name, k)
 			return s.err == nil
 		})
 	case n.isSymlink():
-		s.string(n.ext.target)
+		s.string(n.ext().target)
 	case n.isDevice():
-		s.uvarint(uint64(n.ext.rdev))
+		s.uvarint(uint64(n.ext().rdev))
 	default:
 		s.varint(n.length)
-		s.uvarint(uint64(n.repl))
+		s.uvarint(uint64(n.repl()))
 		s.uvarint(uint64(len(n.chunks())))
 		for _, r := range n.chunks() {
 			s.uvarint(uint64(r.handle))
@@ -289,7 +289,7 @@ func (s *snapReader) namespace() (*Namespace, error) {
 		}
 	}
 	ns := New()
-	ns.nextInode = s.uvarint(1<<63 - 1)
+	ns.nextInode = s.uvarint(MaxInode)
 	ns.nextHandle = chunkfs.Handle(s.uvarint(1<<63 - 1))
 	ns.chunkSize = int64(s.uvarint(1 << 32))
 	ns.defaultRepl = uint8(s.uvarint(chunkfs.MaxReplication))
@@ -318,7 +318,7 @@ func (s *snapReader) namespace() (*Namespace, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	if !root.isDir() || root.ino != RootInode || name != "" {
+	if !root.isDir() || root.ino() != RootInode || name != "" {
 		return nil, errors.New("bad root")
 	}
 	root.nlink = 0
@@ -332,18 +332,19 @@ func (s *snapReader) namespace() (*Namespace, error) {
 func (s *snapReader) inode(ns *Namespace, depth int) (string, *inode) {
 	n := &inode{nlink: 1}
 	var name string
+	var ino uint64
 	if s.version >= snapshotLinks {
 		name = s.string(chunkfs.MaxNameLen)
 		v := s.uvarint(1<<64 - 1)
-		n.ino = v >> 1
+		ino = v >> 1
 		if v&1 != 0 {
-			return name, s.linked(n.ino)
+			return name, s.linked(ino)
 		}
 		n.mode = fs.FileMode(s.uvarint(1<<32 - 1))
 	} else {
 		n.mode = fs.FileMode(s.uvarint(1<<32 - 1))
 		name = s.string(chunkfs.MaxNameLen)
-		n.ino = s.uvarint(1<<63 - 1)
+		ino = s.uvarint(1<<63 - 1)
 	}
 	n.uid, n.gid = uint32(s.uvarint(1<<32-1)), uint32(s.uvarint(1<<32-1))
 	n.mtime, n.atime, n.ctime = s.varint(), s.varint(), s.varint()
@@ -357,40 +358,41 @@ func (s *snapReader) inode(ns *Namespace, depth int) (string, *inode) {
 	if s.err != nil {
 		return "", nil
 	}
-	if n.ino == 0 || n.ino >= ns.nextInode || n.nlink == 0 {
-		s.fail("inode number %d out of range or without a name", n.ino)
+	if ino == 0 || ino >= ns.nextInode || n.nlink == 0 {
+		s.fail("inode number %d out of range or without a name", ino)
 		return "", nil
 	}
+	n.setIno(ino)
 	if n.nlink > 1 {
-		if s.links[n.ino] != nil {
-			s.fail("inode %d written twice", n.ino)
+		if s.links[n.ino()] != nil {
+			s.fail("inode %d written twice", n.ino())
 			return "", nil
 		}
-		s.links[n.ino] = n
+		s.links[n.ino()] = n
 	}
 	switch n.mode.Type() {
 	case fs.ModeDir:
-		n.ext = &ext{}
+		n.setExt(&ext{})
 		ns.dirs++
 		s.kids(ns, n, depth)
 	case fs.ModeSymlink:
-		n.ext = &ext{target: s.string(chunkfs.MaxSymlinkLen)}
-		n.length = int64(len(n.ext.target))
+		n.setExt(&ext{target: s.string(chunkfs.MaxSymlinkLen)})
+		n.length = int64(len(n.ext().target))
 		ns.files++
 		ns.bytes += n.length
 	case 0, fs.ModeNamedPipe, fs.ModeSocket:
 		s.file(ns, n)
 	case fs.ModeDevice, fs.ModeDevice | fs.ModeCharDevice:
-		n.ext = &ext{rdev: uint32(s.uvarint(1<<32 - 1))}
+		n.setExt(&ext{rdev: uint32(s.uvarint(1<<32 - 1))})
 		ns.files++
 	default:
 		s.fail("unknown file type %v", n.mode.Type())
 	}
 	if len(xs) > 0 {
-		if n.ext == nil {
-			n.ext = &ext{}
+		if n.ext() == nil {
+			n.setExt(&ext{})
 		}
-		n.ext.xattrs = xs
+		n.ext().xattrs = xs
 	}
 	if s.err != nil {
 		return "", nil
@@ -442,20 +444,20 @@ func (s *snapReader) kids(ns *Namespace, d *inode, depth int) {
 		if s.err != nil {
 			return
 		}
-		if name == "" || name <= d.ext.kids.lastName() || pathProblem("/"+name) != "" {
+		if name == "" || name <= d.ext().kids.lastName() || pathProblem("/"+name) != "" {
 			s.fail("bad or unsorted name %q", name)
 			return
 		}
 		if k.isDir() {
-			k.ext.parent = d
+			k.ext().parent = d
 		}
-		d.ext.kids.appendSorted(name, k, int(count-i))
+		d.ext().kids.appendSorted(name, k, int(count-i))
 	}
 }
 
 func (s *snapReader) file(ns *Namespace, n *inode) {
 	n.length = s.varint()
-	n.repl = uint8(s.uvarint(chunkfs.MaxReplication))
+	n.setRepl(uint8(s.uvarint(chunkfs.MaxReplication)))
 	count := s.uvarint(MaxFileChunks)
 	if s.err != nil || n.length < 0 {
 		s.fail("bad file")
@@ -463,8 +465,9 @@ func (s *snapReader) file(ns *Namespace, n *inode) {
 	}
 	ns.files++
 	ns.bytes += n.length
+	var refs []chunkRef
 	if count > 0 {
-		n.setChunks(make([]chunkRef, 0, min(count, uint64(s.left())))) // a ref takes a byte at least
+		refs = make([]chunkRef, 0, listCap(int(min(count, uint64(s.left()))))) // a ref takes a byte at least
 	}
 	for i := uint64(0); i < count && s.err == nil; i++ {
 		var r chunkRef
@@ -473,12 +476,13 @@ func (s *snapReader) file(ns *Namespace, n *inode) {
 			r.version = chunkfs.Version(s.uvarint(1<<63 - 1))
 			if ns.holds(r.handle, n) {
 				s.fail("chunk %d held twice", r.handle)
-				return
+				break
 			}
 			ns.ref(r.handle, n) // reference counts are derived, not stored
 		}
-		n.setChunks(append(n.chunks(), r))
+		refs = append(refs, r)
 	}
+	n.setChunks(refs)
 }
 
 // draining reads the chunkservers being decommissioned: sorted, unique,
@@ -538,13 +542,18 @@ func (s *snapReader) trash(ns *Namespace) {
 	t.period = int64(s.uvarint(uint64(MaxTrashPeriod)))
 	t.nextID = s.uvarint(1<<63 - 1)
 	count := s.uvarint(uint64(s.left())) // an entry takes several bytes
+	// An entry and its tree take 16 bytes at least: a hostile count
+	// allocates at most 3.5 times what it sent.
+	t.entries = make([]trashEntry, 0, min(count, uint64(s.left()/16)))
 	for i := uint64(0); i < count && s.err == nil; i++ {
-		e := trashEntry{id: s.uvarint(t.nextID), path: s.string(chunkfs.MaxPathLen), time: s.varint()}
+		e := trashEntry{id: s.uvarint(t.nextID)}
+		path := s.string(chunkfs.MaxPathLen)
+		e.time = s.varint()
 		e.uid = uint32(s.uvarint(1<<32 - 1))
 		if s.err != nil {
 			return
 		}
-		if e.id == 0 || len(t.entries) > 0 && e.id <= t.entries[len(t.entries)-1].id || pathProblem(e.path) != "" {
+		if e.id == 0 || len(t.entries) > 0 && e.id <= t.entries[len(t.entries)-1].id || pathProblem(path) != "" {
 			s.fail("trash entry %d out of order or with a bad path", e.id)
 			return
 		}
@@ -559,7 +568,7 @@ func (s *snapReader) trash(ns *Namespace) {
 			return
 		}
 		e.setSum(Counts{Files: ns.files - before.Files, Dirs: ns.dirs - before.Dirs, Bytes: ns.bytes - before.Bytes})
-		t.entries = append(t.entries, e)
+		t.add(e, path)
 		ns.markDead(e.node, true)
 		ns.moveCounts(e.sum(), -1)
 	}

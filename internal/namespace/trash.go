@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"slices"
+	"unsafe"
 
 	"github.com/chunkfs/chunkfs"
 )
@@ -26,24 +27,81 @@ const (
 // loses its names inside the tree at once.
 type trashBin struct {
 	entries []trashEntry // by ID, ascending (the order they were deleted in)
-	nextID  uint64
-	period  int64  // the grace period, ns; 0: deleting deletes at once
-	dead    Counts // the sum of the entries' counts
+	// paths holds the entries' paths end to end (trashEntry.path): bytes
+	// are only appended, never written over, so a path handed out or a
+	// checkpoint's frozen view stays as it was; with half its bytes dead
+	// it is copied without them (dropPath).
+	paths     []byte
+	deadPaths int // bytes of paths no entry uses
+	nextID    uint64
+	period    int64  // the grace period, ns; 0: deleting deletes at once
+	dead      Counts // the sum of the entries' counts
 }
 
 // trashEntry is one deleted file or tree. The entry counts as a name of
 // its inode (nlink), as a directory entry would. It is kept by value, in
-// 64 bytes: what it holds is counted in 32 bits but for the bytes (a tree
-// of 2^32 inodes would not fit the master's memory).
+// 56 bytes: what it holds is counted in 32 bits but for the bytes (a tree
+// of 2^32 inodes would not fit the master's memory), and its path is a
+// place in trashBin.paths (48 bits) and a length.
 type trashEntry struct {
 	node  *inode
-	path  string // where it was deleted from
 	id    uint64
 	time  int64  // when it was deleted, Unix ns
 	bytes int64  // the bytes it holds
 	uid   uint32 // who deleted it
 	// The files, directories and chunks it holds.
 	files, dirs, chunks uint32
+	atLo                uint32 // where its path starts in paths (at)
+	atHi                uint16
+	size                uint16 // its path's length, at most chunkfs.MaxPathLen
+}
+
+func (e *trashEntry) at() int { return int(e.atHi)<<32 | int(e.atLo) }
+
+// path returns where e was deleted from, a view of paths, the bin's
+// paths or a frozen copy of them.
+func (e *trashEntry) path(paths []byte) string {
+	return unsafe.String(&paths[e.at()], int(e.size))
+}
+
+// add appends e, deleted from p, to the trash. The paths grow by an
+// eighth when full.
+func (t *trashBin) add(e trashEntry, p string) {
+	if len(t.paths)+len(p) > cap(t.paths) {
+		grown := make([]byte, len(t.paths), len(t.paths)+len(t.paths)/8+len(p))
+		copy(grown, t.paths)
+		t.paths = grown
+	}
+	e.atLo, e.atHi, e.size = uint32(len(t.paths)), uint16(len(t.paths)>>32), uint16(len(p))
+	t.paths = append(t.paths, p...)
+	t.entries = append(t.entries, e)
+}
+
+// path returns entry i's path.
+func (t *trashBin) path(i int) string { return t.entries[i].path(t.paths) }
+
+// dropPath counts the path of an entry that left the trash as dead, and
+// copies the live ones to a new array once half the bytes are dead.
+func (t *trashBin) dropPath(e *trashEntry) {
+	t.deadPaths += int(e.size)
+	if t.deadPaths <= len(t.paths)/2 {
+		return
+	}
+	old := t.paths
+	t.paths, t.deadPaths = nil, 0
+	size := 0
+	for i := range t.entries {
+		size += int(t.entries[i].size)
+	}
+	if size > 0 {
+		t.paths = make([]byte, 0, size)
+	}
+	for i := range t.entries {
+		e := &t.entries[i]
+		p := e.path(old)
+		e.atLo, e.atHi = uint32(len(t.paths)), uint16(len(t.paths)>>32)
+		t.paths = append(t.paths, p...)
+	}
 }
 
 // sum returns what e holds.
@@ -107,8 +165,9 @@ func (ns *Namespace) Trash(c chunkfs.Caller, after uint64, limit int) (page []Tr
 		if len(page) == limit {
 			return page, true
 		}
-		page = append(page, TrashEntry{ID: e.id, Path: e.path, Time: e.time, Expires: e.time + ns.trash.period,
-			UID: e.uid, Info: e.node.info(base(e.path)), Counts: e.sum()})
+		p := e.path(ns.trash.paths)
+		page = append(page, TrashEntry{ID: e.id, Path: p, Time: e.time, Expires: e.time + ns.trash.period,
+			UID: e.uid, Info: e.node.info(base(p)), Counts: e.sum()})
 	}
 	return page, false
 }
@@ -155,9 +214,9 @@ func (ns *Namespace) toTrash(c *Command, p string, dir *inode, name string, n *i
 	ns.markDead(n, true)
 	n.nlink = 1 // the entry names it
 	ns.trash.nextID++
-	e := trashEntry{node: n, path: p, id: ns.trash.nextID, time: c.Time, uid: c.Caller.UID}
+	e := trashEntry{node: n, id: ns.trash.nextID, time: c.Time, uid: c.Caller.UID}
 	e.setSum(sum)
-	ns.trash.entries = append(ns.trash.entries, e)
+	ns.trash.add(e, p)
 	ns.moveCounts(sum, -1)
 	return e.id
 }
@@ -167,12 +226,12 @@ func (ns *Namespace) toTrash(c *Command, p string, dir *inode, name string, n *i
 // (ChunkFile). An inode is never both live and in the trash
 // (dropOutsideLinks), so the tree's inodes are all of one kind.
 func (ns *Namespace) markDead(n *inode, dead bool) {
-	if n.dead != dead {
+	if n.dead() != dead {
 		ns.touch(n)
-		n.dead = dead
+		n.setDead(dead)
 	}
 	if n.isDir() {
-		n.ext.kids.all(func(_ string, k *inode) bool {
+		n.ext().kids.all(func(_ string, k *inode) bool {
 			ns.markDead(k, dead)
 			return true
 		})
@@ -205,7 +264,7 @@ func (ns *Namespace) dropOutsideLinks(d *inode, now int64) {
 	refs := map[*inode][]linkRef{}
 	var walk func(d *inode)
 	walk = func(d *inode) {
-		d.ext.kids.all(func(name string, k *inode) bool {
+		d.ext().kids.all(func(name string, k *inode) bool {
 			switch {
 			case k.isDir():
 				walk(k)
@@ -256,7 +315,7 @@ func (ns *Namespace) treeCounts(n *inode) Counts {
 			return
 		}
 		sum.Dirs++
-		n.ext.kids.all(func(_ string, k *inode) bool {
+		n.ext().kids.all(func(_ string, k *inode) bool {
 			walk(k)
 			return true
 		})
@@ -279,11 +338,11 @@ func (ns *Namespace) findTrash(op string, c *Command) (int, trashEntry, error) {
 	es := ns.trash.entries
 	if c.Index != 0 {
 		i, ok := slices.BinarySearchFunc(es, uint64(c.Index), func(e trashEntry, id uint64) int { return cmpUint(e.id, id) })
-		if !ok || c.Path != "" && es[i].path != c.Path {
+		if !ok || c.Path != "" && ns.trash.path(i) != c.Path {
 			return 0, trashEntry{}, chunkfs.E(op, printable(c.Path), chunkfs.KindNotExist, "no such entry in the trash")
 		}
 		if !mayUndelete(&c.Caller, &es[i]) {
-			return 0, trashEntry{}, permission(op, es[i].path, "only who deleted it, its owner or the superuser")
+			return 0, trashEntry{}, permission(op, ns.trash.path(i), "only who deleted it, its owner or the superuser")
 		}
 		return i, es[i], nil
 	}
@@ -292,7 +351,7 @@ func (ns *Namespace) findTrash(op string, c *Command) (int, trashEntry, error) {
 	}
 	denied := false
 	for i := len(es) - 1; i >= 0; i-- {
-		if es[i].path != c.Path {
+		if ns.trash.path(i) != c.Path {
 			continue
 		}
 		if mayUndelete(&c.Caller, &es[i]) {
@@ -317,7 +376,7 @@ func (ns *Namespace) undelete(c *Command) Result {
 	}
 	dst := c.Target
 	if dst == "" {
-		dst = e.path
+		dst = ns.trash.path(i)
 	}
 	dp, dn, err := ns.resolve(op, &c.Caller, dst)
 	if err == nil && dp == nil {
@@ -340,6 +399,7 @@ func (ns *Namespace) undelete(c *Command) Result {
 		return fail(op, dst, chunkfs.KindPermission, "")
 	}
 	ns.trash.entries = slices.Delete(ns.trash.entries, i, i+1)
+	ns.trash.dropPath(&e)
 	ns.moveCounts(e.sum(), +1)
 	ns.markDead(e.node, false)
 	ns.touch(e.node)
@@ -361,6 +421,7 @@ func (ns *Namespace) purgeTrash(c *Command) Result {
 			return Result{Err: err}
 		}
 		ns.trash.entries = slices.Delete(ns.trash.entries, i, i+1)
+		ns.trash.dropPath(&e)
 		r.Garbage = ns.purge(&e, c.Time, nil)
 		return r
 	}
@@ -373,8 +434,12 @@ func (ns *Namespace) purgeTrash(c *Command) Result {
 		r.Garbage = ns.purge(e, c.Time, r.Garbage)
 		k++
 	}
-	clear(ns.trash.entries[:k])
+	gone := ns.trash.entries[:k]
 	ns.trash.entries = ns.trash.entries[k:]
+	for i := range gone {
+		ns.trash.dropPath(&gone[i])
+	}
+	clear(gone)
 	if len(ns.trash.entries) == 0 {
 		ns.trash.entries = nil
 	}

@@ -2,7 +2,9 @@ package namespace
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/chunkfs/chunkfs"
@@ -204,12 +206,13 @@ func TestRestoreRejectsBadTrash(t *testing.T) {
 	s.ok(&Command{Op: OpTrash, Caller: alice, Path: "/alice/f"})
 	// Two entries with one ID, and an entry naming an inode the tree has.
 	dup := s.ns.trash.entries[0]
-	dup.path, dup.time = "/x", 1
-	s.ns.trash.entries = append(s.ns.trash.entries, dup)
+	dup.time = 1
+	paths := s.ns.trash.paths
+	s.ns.trash.add(dup, "/x")
 	if _, err := Restore(bytes.NewReader(snapshot(t, s.ns))); err == nil {
 		t.Fatal("restore took a trash with a repeated entry")
 	}
-	s.ns.trash.entries = s.ns.trash.entries[:1]
+	s.ns.trash.entries, s.ns.trash.paths = s.ns.trash.entries[:1], paths
 	e := &s.ns.trash.entries[0]
 	file := e.node
 	e.node = s.ns.lookupForTest("/alice")
@@ -301,9 +304,64 @@ func TestChunkFileSaysDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := s.ns.lookupForTest("/alice/d")
-	d.dead = true
+	d.setDead(true)
 	if err := s.ns.Check(); err == nil {
 		t.Fatal("Check took a live directory marked dead")
 	}
-	d.dead = false
+	d.setDead(false)
+}
+
+// TestTrashPathsCompacted deletes 60 files into the trash and takes them
+// out again, undeleted and purged by ID from the middle and purged when
+// due from the front: each listing names the paths a model keeps, the
+// paths' bytes are at most twice the live ones (Check), and a checkpoint
+// frozen before the removals, written after them, holds the trash of its
+// freeze.
+func TestTrashPathsCompacted(t *testing.T) {
+	s := newTrashTNS(t)
+	var model []string // paths in the trash, in deletion order
+	for i := range 60 {
+		p := fmt.Sprintf("/home/%s-%d", strings.Repeat("x", i%7+1), i)
+		s.ok(&Command{Op: OpCreate, Path: p, Mode: 0o644})
+		s.ok(&Command{Op: OpTrash, Path: p})
+		model = append(model, p)
+	}
+	want := snapshot(t, s.ns)
+	frozen := s.ns.Freeze()
+	same := func(when string) {
+		t.Helper()
+		page, _ := s.ns.Trash(chunkfs.Root, 0, 0)
+		got := make([]string, len(page))
+		for i, e := range page {
+			got[i] = e.Path
+		}
+		if !slices.Equal(got, model) {
+			t.Fatalf("%s: trash lists %q, want %q", when, got, model)
+		}
+		if err := s.ns.Check(); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+	}
+	same("after the deletes")
+	for i := 0; i < 40; i++ {
+		page, _ := s.ns.Trash(chunkfs.Root, 0, 0)
+		e := page[len(page)/2]
+		if i%2 == 0 {
+			s.ok(&Command{Op: OpUndelete, Path: e.Path, Index: int64(e.ID)})
+		} else {
+			s.ok(&Command{Op: OpPurgeTrash, Index: int64(e.ID)})
+		}
+		model = slices.Delete(model, len(model)/2, len(model)/2+1)
+		same(fmt.Sprintf("after removal %d", i))
+	}
+	s.now += testPeriod
+	s.ok(&Command{Op: OpCreate, Path: "/home/late", Mode: 0o644})
+	s.ok(&Command{Op: OpTrash, Path: "/home/late"})
+	model = append(model[:0], "/home/late") // the rest is due
+	s.ok(&Command{Op: OpPurgeTrash})
+	same("after the due purge")
+	var buf bytes.Buffer
+	if err := frozen.Write(&buf); err != nil || !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("the checkpoint frozen before the removals differs from the state then (%v)", err)
+	}
 }

@@ -116,10 +116,10 @@ func xattrBytes(xs []xattr) int {
 }
 
 func (n *inode) xattrs() []xattr {
-	if n.ext == nil {
+	if n.ext() == nil {
 		return nil
 	}
-	return n.ext.xattrs
+	return n.ext().xattrs
 }
 
 func (ns *Namespace) setXattr(c *Command) Result {
@@ -164,11 +164,11 @@ func (ns *Namespace) setXattr(c *Command) Result {
 	if i >= 0 {
 		xs[i].value = v
 	} else {
-		if n.ext == nil {
-			n.ext = &ext{}
+		if n.ext() == nil {
+			n.setExt(&ext{})
 		}
 		at, _ := slices.BinarySearchFunc(xs, name, func(x xattr, name string) int { return strings.Compare(x.name, name) })
-		n.ext.xattrs = slices.Insert(xs, at, xattr{name: name, value: v})
+		n.ext().xattrs = slices.Insert(xs, at, xattr{name: name, value: v})
 	}
 	n.ctime = c.Time
 	return Result{Info: n.info(base(c.Path))}
@@ -191,11 +191,11 @@ func (ns *Namespace) removeXattr(c *Command) Result {
 		return fail(op, c.Path, chunkfs.KindNoAttr, "")
 	}
 	ns.touch(n)
-	n.ext.xattrs = slices.Delete(n.ext.xattrs, i, i+1)
-	if len(n.ext.xattrs) == 0 {
-		n.ext.xattrs = nil
+	n.ext().xattrs = slices.Delete(n.ext().xattrs, i, i+1)
+	if len(n.ext().xattrs) == 0 {
+		n.ext().xattrs = nil
 		if !n.isDir() && !n.isSymlink() && !n.isDevice() {
-			n.ext = nil // files, fifos and sockets keep no ext without attributes
+			n.setExt(nil) // files, fifos and sockets keep no ext without attributes
 		}
 	}
 	n.ctime = c.Time

@@ -58,7 +58,7 @@ func TestXattrSetGetListRemove(t *testing.T) {
 	// Removing the last attribute leaves a plain file (Check verifies the ext is gone).
 	s.ok(&Command{Op: OpRemoveXattr, Caller: alice, Path: "/home/f", Target: "user.empty"})
 	s.ok(&Command{Op: OpRemoveXattr, Path: "/home/f", Target: "trusted.t"})
-	if s.ns.lookupForTest("/home/f").ext != nil {
+	if s.ns.lookupForTest("/home/f").ext() != nil {
 		t.Error("a file without attributes keeps an ext")
 	}
 }
@@ -164,4 +164,55 @@ func TestXattrSnapshotV1(t *testing.T) {
 	if _, err := got.Stat(chunkfs.Root, "/d"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestXattrFileKeepsItsChunks gives a file of three chunks an attribute
+// and takes it away again, growing the file in between and writing a
+// checkpoint frozen before each change: the ext that comes and goes takes
+// the chunk list over and hands it back (the inode keeps one pointer for
+// both), and each checkpoint holds the file as it was at its freeze.
+func TestXattrFileKeepsItsChunks(t *testing.T) {
+	s := newTNS(t)
+	s.ok(&Command{Op: OpCreate, Caller: alice, Path: "/home/f", Mode: 0o644})
+	alloc := func(i int64) chunkfs.Handle {
+		return s.ok(&Command{Op: OpAllocChunk, Caller: alice, Path: "/home/f", Index: i}).Chunk.Handle
+	}
+	var want []chunkfs.Handle
+	for i := range int64(3) {
+		want = append(want, alloc(i))
+	}
+	same := func(when string) {
+		t.Helper()
+		_, cs, _ := s.ns.Chunks(alice, "/home/f", 0, 100, false)
+		var got []chunkfs.Handle
+		for _, c := range cs {
+			got = append(got, c.Handle)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: chunks %v, want %v", when, got, want)
+		}
+	}
+	frozen := func(change func()) {
+		t.Helper()
+		before := snapshot(t, s.ns)
+		f := s.ns.Freeze()
+		change()
+		var buf bytes.Buffer
+		if err := f.Write(&buf); err != nil || !bytes.Equal(buf.Bytes(), before) {
+			t.Fatalf("a checkpoint frozen before the change differs from the state then (%v)", err)
+		}
+	}
+	frozen(func() {
+		s.ok(&Command{Op: OpSetXattr, Caller: alice, Path: "/home/f", Target: "user.a", Value: []byte("1")})
+	})
+	same("with an attribute")
+	frozen(func() { want = append(want, alloc(3)) })
+	same("grown with an attribute")
+	frozen(func() { s.ok(&Command{Op: OpRemoveXattr, Caller: alice, Path: "/home/f", Target: "user.a"}) })
+	same("without it again")
+	if s.ns.lookupForTest("/home/f").ext() != nil {
+		t.Fatal("the file keeps an ext without attributes")
+	}
+	want = append(want, alloc(4))
+	same("grown without it")
 }
