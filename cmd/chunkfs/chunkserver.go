@@ -108,6 +108,7 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 	fs.IntVar(&c.CloneStreams, "clone-streams", c.CloneStreams, "re-replication clones this server runs at once as a target; more are refused for the master to retry")
 	cloneRate := fs.String("clone-rate", size(int(c.CloneRate)), "bytes a second all clones into this server pull together, with a K, M or G suffix (0: unlimited)")
 	sourceRate := fs.String("clone-source-rate", size(int(c.CloneSourceRate)), "bytes a second all clones this server is the source of send together, each paced (suffix K, M, G; 0: unlimited); a clone of a chunk with no other live replica is not held to it")
+	yieldRate := fs.String("urgent-yield-rate", size(int(c.UrgentYieldRate)), "bytes a second this server's other reads, clients' and clones', share while it sources a clone of a chunk with no other live replica, each paced (suffix K, M, G; 0: they do not yield)")
 	reserve := fs.String("reserve", size(int(c.Reserve)), "free space each disk keeps: no new replica goes to a disk with less (suffix K, M, G)")
 	fs.DurationVar(&c.StreamIdle, "stream-idle", c.StreamIdle, "close a data-stream connection that sends no request for this long (clients reuse theirs for 15s)")
 	fs.BoolVar(&o.verbose, "v", false, "log debugging detail")
@@ -150,6 +151,10 @@ func chunkserverFlags(args []string) (chunkserverOptions, error) {
 		return o, usagef("--clone-source-rate: %v", err)
 	}
 	c.CloneSourceRate = int64(n)
+	if n, err = parseSize(*yieldRate); err != nil {
+		return o, usagef("--urgent-yield-rate: %v", err)
+	}
+	c.UrgentYieldRate = int64(n)
 	if n, err = parseSize(*reserve); err != nil {
 		return o, usagef("--reserve: %v", err)
 	}

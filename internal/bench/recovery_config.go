@@ -39,12 +39,14 @@ type RecoveryConfig struct {
 	// CloneRate is each chunkserver's clone throttle in bytes a second
 	// (chunkserver --clone-rate; 0: unlimited), CloneSourceRate its
 	// throttle of the clones it sources (--clone-source-rate),
-	// CloneStreams its clones at once (--clone-streams), MaxClones the
+	// UrgentYieldRate what its other reads share while it sources an
+	// urgent clone (--urgent-yield-rate), CloneStreams its clones at once (--clone-streams), MaxClones the
 	// master's clones in flight per server as source or target (master
 	// --max-clones), DeadAfter the master's silence before a chunkserver
 	// is dead (--dead-after).
 	CloneRate       int64
 	CloneSourceRate int64
+	UrgentYieldRate int64
 	CloneStreams    int
 	MaxClones       int
 	DeadAfter       time.Duration
@@ -95,6 +97,7 @@ func DefaultRecoveryConfig() RecoveryConfig {
 		Baseline:        30 * time.Second,
 		CloneRate:       int64(tb.NIC.MBps() * 1e6 / 2),
 		CloneSourceRate: int64(tb.NIC.MBps() * 1e6 / 2),
+		UrgentYieldRate: int64(tb.NIC.MBps() * 1e6 / 2),
 		CloneStreams:    2,
 		MaxClones:       2,
 		DeadAfter:       5 * time.Second,
@@ -121,13 +124,13 @@ func QuickRecoveryConfig() RecoveryConfig {
 }
 
 // WithScale sets the testbed's rates to the paper's times scale, and the
-// clone throttles to half a NIC.
+// clone throttles and the urgent yield rate to half a NIC.
 func (c *RecoveryConfig) WithScale(scale float64) {
 	c.Scale = scale
 	c.Testbed.NIC = Rate(100e6 * scale)
 	c.Testbed.Link = Rate(1000e6 * scale)
 	c.CloneRate = int64(c.Testbed.NIC.MBps() * 1e6 / 2)
-	c.CloneSourceRate = c.CloneRate
+	c.CloneSourceRate, c.UrgentYieldRate = c.CloneRate, c.CloneRate
 }
 
 // kills is how many chunkservers the run kills in all.
@@ -160,7 +163,7 @@ func (c RecoveryConfig) Validate() error {
 		return errors.New("bench recovery: negative readers or writers")
 	case c.Baseline <= 0 || c.PhaseTimeout <= 0 || c.Sample <= 0 || c.Heartbeat <= 0 || c.DeadAfter <= c.Heartbeat || c.Lease <= 0:
 		return errors.New("bench recovery: durations must be positive, dead-after above the heartbeat")
-	case c.CloneRate < 0 || c.CloneSourceRate < 0 || c.CloneStreams < 1 || c.MaxClones < 1:
+	case c.CloneRate < 0 || c.CloneSourceRate < 0 || c.UrgentYieldRate < 0 || c.CloneStreams < 1 || c.MaxClones < 1:
 		return errors.New("bench recovery: clone throttles out of range")
 	case c.Binary == "" || len(c.WorkerArgv) == 0:
 		return errors.New("bench recovery: no chunkfs binary or no worker command")
@@ -179,7 +182,7 @@ func (c RecoveryConfig) clusterConfig() Config {
 		"--clone-min-rate", fmt.Sprint(c.cloneMinRate()), "--lease", c.Lease.String(),
 		"--replication", fmt.Sprint(c.Replicas)}, c.MasterArgs...)
 	cs := append([]string{"--heartbeat", c.Heartbeat.String(), "--clone-rate", fmt.Sprint(c.CloneRate), "--clone-source-rate", fmt.Sprint(c.CloneSourceRate),
-		"--clone-streams", fmt.Sprint(c.CloneStreams)}, c.ChunkserverArgs...)
+		"--urgent-yield-rate", fmt.Sprint(c.UrgentYieldRate), "--clone-streams", fmt.Sprint(c.CloneStreams)}, c.ChunkserverArgs...)
 	g := DefaultConfig()
 	g.Testbed, g.Binary, g.WorkerArgv, g.MasterArgs, g.ChunkserverArgs, g.WorkDir = c.Testbed, c.Binary, c.WorkerArgv, master, cs, c.WorkDir
 	g.Replicas, g.ChunkSize, g.WriteSize = c.Replicas, c.ChunkSize, c.IOSize

@@ -22,6 +22,7 @@ type RecoveryReport struct {
 	IOSize       int64      `json:"io_size"`
 	CloneRate    int64      `json:"clone_rate"`        // bytes a second per target server; 0: unlimited
 	SourceRate   int64      `json:"clone_source_rate"` // bytes a second per source server; 0: unlimited
+	YieldRate    int64      `json:"urgent_yield_rate"` // bytes a second a source's other reads share while it sends an urgent clone; 0: no yield
 	CloneStreams int        `json:"clone_streams"`
 	MaxClones    int        `json:"max_clones"`
 	DeadAfter    float64    `json:"dead_after_s"`
@@ -121,7 +122,7 @@ const (
 func newRecoveryReport(c RecoveryConfig) *RecoveryReport {
 	return &RecoveryReport{Started: time.Now().UTC(), Scale: c.Scale, NICMbit: float64(c.Testbed.NIC / Mbit),
 		Servers: c.Testbed.Chunkservers, Replicas: c.Replicas, ChunkSize: c.ChunkSize, FillBytes: c.FillBytes,
-		FileBytes: c.FileBytes, IOSize: c.IOSize, CloneRate: c.CloneRate, SourceRate: c.CloneSourceRate, CloneStreams: c.CloneStreams,
+		FileBytes: c.FileBytes, IOSize: c.IOSize, CloneRate: c.CloneRate, SourceRate: c.CloneSourceRate, YieldRate: c.UrgentYieldRate, CloneStreams: c.CloneStreams,
 		MaxClones: c.MaxClones, DeadAfter: c.DeadAfter.Seconds(), Heartbeat: c.Heartbeat.Seconds()}
 }
 
@@ -166,10 +167,12 @@ func (p *RecoveryPhase) measure(c RecoveryConfig) {
 			p.OneReplicaBytes, p.OneReplicaOn = s.OneReplicaBytes, s.OneReplicaOn
 		}
 		p.UnderReplicated = max(p.UnderReplicated, s.UnderReplicated)
-		if s.ByReplicas[1] > 0 || s.ByReplicas[0] > 0 {
+		// A chunk at zero replicas (a writer's new chunk, or one lost)
+		// is no one-replica chunk: it has no source to be healed from.
+		if s.ByReplicas[1] > 0 {
 			p.OneHealedS = at(s) // healed at the next sample at the latest
 		}
-		if s.FillByReplicas[1] > 0 || s.FillByReplicas[0] > 0 {
+		if s.FillByReplicas[1] > 0 {
 			p.FillOneHealedS, fillOne = at(s), true
 		}
 	}

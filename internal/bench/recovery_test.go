@@ -90,6 +90,7 @@ func TestRecoveryConfigValidate(t *testing.T) {
 		"odd chunk":          func(c *RecoveryConfig) { c.ChunkSize = 1000 },
 		"no streams":         func(c *RecoveryConfig) { c.CloneStreams = 0 },
 		"negative source":    func(c *RecoveryConfig) { c.CloneSourceRate = -1 },
+		"negative yield":     func(c *RecoveryConfig) { c.UrgentYieldRate = -1 },
 	} {
 		c := ok
 		mod(&c)
@@ -169,6 +170,38 @@ func TestRecoveryPhaseMeasure(t *testing.T) {
 	near("fill one-replica factor", p.FillOneFactor, 0.5)
 	if p.OneReplica != 2 || p.TwoReplicas != 10 || p.UnderReplicated != 12 || p.Repaired != 15 {
 		t.Errorf("counts %d/%d, under %d, repaired %d; want 2/10, 12, 15", p.OneReplica, p.TwoReplicas, p.UnderReplicated, p.Repaired)
+	}
+}
+
+// A chunk at zero replicas (a writer's new chunk, not yet on a server the
+// master counts) is no one-replica chunk: it neither delays the one-replica
+// chunks' healing nor makes one of a phase that had none.
+func TestRecoveryPhaseMeasureZeroReplicas(t *testing.T) {
+	c := DefaultRecoveryConfig()
+	p := samplePhase()
+	for i := range p.Samples {
+		if sec := (p.Samples[i].AtNS - p.KillNS) / 1e9; sec == 10 || sec == 11 {
+			p.Samples[i].ByReplicas = []int{1, 0, 10, 19}
+		}
+	}
+	p.measure(c)
+	if p.OneHealedS != 8 {
+		t.Errorf("one-replica chunks healed at %g s, want 8 (a zero-replica chunk at 10-11 s is not one of them)", p.OneHealedS)
+	}
+	none := samplePhase()
+	for i := range none.Samples {
+		s := &none.Samples[i]
+		if s.ByReplicas[1] > 0 {
+			s.ByReplicas, s.OneReplicaBytes, s.OneReplicaOn = []int{0, 0, 12, 18}, 0, nil
+		}
+		if sec := (s.AtNS - none.KillNS) / 1e9; sec == 10 {
+			s.ByReplicas = []int{1, 0, 10, 19}
+		}
+	}
+	none.measure(c)
+	if none.OneReplica != 0 || none.OneHealedS != none.DetectedS || none.OneFactor != 0 {
+		t.Errorf("no chunk at one replica: %d counted, healed at %g s (detected %g), factor %g; want 0, the detection, 0",
+			none.OneReplica, none.OneHealedS, none.DetectedS, none.OneFactor)
 	}
 }
 

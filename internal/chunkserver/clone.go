@@ -28,7 +28,8 @@ type cloneOrder struct {
 	Source  string // data-stream address of a replica holding Version
 	Length  int64
 	// Urgent: the chunk has no other live replica than the source; its
-	// reads are not paced for the source's clients (readPiece).
+	// reads are not paced, and the source's other reads yield to them
+	// (readPiece).
 	Urgent bool
 }
 
@@ -207,15 +208,16 @@ func (s *Server) sourceInfo(ctx context.Context, h chunkfs.Handle, v chunkfs.Ver
 // readPiece reads one piece from the source with a deadline of its own,
 // so that a source that stops answering fails the clone in RPCTimeout
 // rather than holding a clone slot until the master's deadline. It is a
-// background read, which the source paces while it serves client reads,
+// background read, which the source paces (its clone-source throttle),
 // unless the clone is urgent: a chunk one failure from loss is not slowed
-// for anyone.
+// for anyone, and the source's other reads, clients' and clones', yield
+// to it (its UrgentYieldRate).
 func (s *Server) readPiece(ctx context.Context, o cloneOrder, off int64, p []byte) (int, error) {
 	ctx, cancel := s.callCtx(ctx)
 	defer cancel()
 	h, tok := o.Handle, s.peerToken(o.Handle, token.Read)
 	if o.Urgent {
-		return s.data.ReadToken(ctx, o.Source, h, o.Version, off, p, tok)
+		return s.data.ReadUrgent(ctx, o.Source, h, o.Version, off, p, tok)
 	}
 	return s.data.ReadBackground(ctx, o.Source, h, o.Version, off, p, tok)
 }

@@ -405,7 +405,7 @@ func TestCloneFromHungSource(t *testing.T) {
 }
 
 // TestUrgentCloneCopiesReplica: an urgent clone (of a chunk with no other
-// live replica) reads its source as a client does, unpaced, and copies it
+// live replica) reads its source in urgent reads, unpaced, and copies it
 // as any clone.
 func TestUrgentCloneCopiesReplica(t *testing.T) {
 	tc := newTestCluster(t, 2)
@@ -420,12 +420,13 @@ func TestUrgentCloneCopiesReplica(t *testing.T) {
 	}
 }
 
-// TestConfigRefusesNegativeCloneRates: neither clone throttle may be
-// negative (0 is unlimited).
+// TestConfigRefusesNegativeCloneRates: neither clone throttle nor the
+// urgent yield rate may be negative (0 is unlimited, or no yield).
 func TestConfigRefusesNegativeCloneRates(t *testing.T) {
 	for _, set := range []func(*Config){
 		func(c *Config) { c.CloneRate = -1 },
 		func(c *Config) { c.CloneSourceRate = -1 },
+		func(c *Config) { c.UrgentYieldRate = -1 },
 	} {
 		c := DefaultConfig()
 		c.Dirs = []string{t.TempDir()}

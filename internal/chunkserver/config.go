@@ -29,8 +29,13 @@ type Config struct {
 	CloneStreams      int           // clones this server runs at once as a target; more are refused
 	CloneRate         int64         // bytes a second all its clones pull together (0: unlimited)
 	CloneSourceRate   int64         // bytes a second the clones it is the source of send together, each paced (0: unlimited)
-	StreamIdle        time.Duration // a data-stream connection sending no request for this long is closed
-	Reserve           int64         // bytes each disk keeps free: no new replica (chunk or clone) goes to one with less
+	// UrgentYieldRate is the bytes a second its other reads, clients'
+	// and paced clones', share while it sources an urgent clone (of a
+	// chunk it holds the one live replica of), each paced (0: they do not
+	// yield): the chunk one failure from loss leaves first.
+	UrgentYieldRate int64
+	StreamIdle      time.Duration // a data-stream connection sending no request for this long is closed
+	Reserve         int64         // bytes each disk keeps free: no new replica (chunk or clone) goes to one with less
 
 	// OnCall, when set, is told of every gRPC call the server answers
 	// (metrics). It must not block.
@@ -75,11 +80,14 @@ type Mutation struct {
 // dfs.namenode.replication.max-streams, pulling 50 MiB/s together, and
 // the clones a server is the source of sending 50 MiB/s together: under
 // half of a 1 Gb/s NIC each way, so clients keep most of the bandwidth
-// while a dead server's chunks are restored.
+// while a dead server's chunks are restored. While a server sources an
+// urgent clone, its other reads share 50 MiB/s, leaving the clone more
+// than half of such a NIC.
 const (
 	DefaultCloneStreams    = 2
 	DefaultCloneRate       = 50 << 20
 	DefaultCloneSourceRate = 50 << 20
+	DefaultUrgentYieldRate = 50 << 20
 )
 
 // DefaultReserve is the free space each disk keeps: one 64 MiB chunk, so
@@ -101,6 +109,7 @@ func DefaultConfig() Config {
 		CloneStreams:      DefaultCloneStreams,
 		CloneRate:         DefaultCloneRate,
 		CloneSourceRate:   DefaultCloneSourceRate,
+		UrgentYieldRate:   DefaultUrgentYieldRate,
 		StreamIdle:        rpc.DefaultStreamIdle,
 		Reserve:           DefaultReserve,
 		FS:                chunkstore.OS{},
@@ -120,7 +129,7 @@ func (c *Config) Validate() error {
 		return errors.New("chunkserver: no data directory")
 	case c.HeartbeatInterval <= 0 || c.BufferExpiry <= 0 || c.RPCTimeout <= 0 || c.ScrubInterval < 0 || c.StreamIdle <= 0:
 		return errors.New("chunkserver: intervals and timeouts must be positive")
-	case c.CloneStreams <= 0 || c.CloneRate < 0 || c.CloneSourceRate < 0 || c.Reserve < 0:
+	case c.CloneStreams <= 0 || c.CloneRate < 0 || c.CloneSourceRate < 0 || c.UrgentYieldRate < 0 || c.Reserve < 0:
 		return errors.New("chunkserver: clone streams must be positive, clone rates and reserve not negative")
 	case c.ReportSize <= 0:
 		return errors.New("chunkserver: report size must be positive")

@@ -263,7 +263,7 @@ func (s *Server) start(lis net.Listener) error {
 	}
 	sc := rpc.DefaultStreamConfig()
 	sc.Client, sc.Logger, sc.IdleTimeout, sc.Authorize = s.data, s.log, s.cfg.StreamIdle, s.authorizeStream
-	sc.BackgroundRate = s.cfg.CloneSourceRate
+	sc.BackgroundRate, sc.YieldRate = s.cfg.CloneSourceRate, s.cfg.UrgentYieldRate
 	stream, err := rpc.NewStreamServer(streamHandler{s}, sc)
 	if err != nil {
 		return err

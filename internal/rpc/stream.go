@@ -50,6 +50,10 @@ package rpc
 // NIC. A server of before knows no such frame and closes the connection:
 // a clone from it fails until it is upgraded.
 //
+// URGENT READ  the same for a clone of a chunk whose source holds its one
+// live replica: an urgent-read frame. The source never paces it, and
+// while it runs paces its other reads (StreamConfig.YieldRate).
+//
 // A frame that breaks these rules (bad magic, unknown type, oversized
 // length, bad checksum, unexpected type) closes the connection.
 
@@ -99,6 +103,7 @@ const (
 	frameError
 	frameWait
 	frameBackgroundRead
+	frameUrgentRead
 	frameTypeEnd
 )
 
@@ -118,6 +123,8 @@ func (t frameType) String() string {
 		return "wait"
 	case frameBackgroundRead:
 		return "background read"
+	case frameUrgentRead:
+		return "urgent read"
 	}
 	return fmt.Sprintf("frame type %d", uint8(t))
 }
@@ -321,15 +328,18 @@ type readRequest struct {
 	length  int
 	token   []byte // chunk access token; nil when none
 	reqID   string // the operation's request ID; "" when none
-	// background marks a clone's read, sent as a background-read frame
-	// (the payload does not carry it).
-	background bool
+	// class marks a clone's read, sent as a background-read or an
+	// urgent-read frame (the payload does not carry it).
+	class readClass
 }
 
 // frame returns the type of frame r is sent in.
 func (r *readRequest) frame() frameType {
-	if r.background {
+	switch r.class {
+	case backgroundRead:
 		return frameBackgroundRead
+	case urgentRead:
+		return frameUrgentRead
 	}
 	return frameRead
 }

@@ -231,17 +231,25 @@ func (c *DataClient) Read(ctx context.Context, addr string, h chunkfs.Handle, v 
 
 // ReadToken is Read carrying a chunk access token (read access) for h.
 func (c *DataClient) ReadToken(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, tok []byte) (int, error) {
-	return c.read(ctx, addr, h, v, off, p, tok, false)
+	return c.read(ctx, addr, h, v, off, p, tok, foregroundRead)
 }
 
 // ReadBackground is ReadToken for a clone: the server may pace the answer
 // while it serves other reads (StreamConfig.BackgroundRate). A server of
 // before this request closes the connection on it (KindOther).
 func (c *DataClient) ReadBackground(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, tok []byte) (int, error) {
-	return c.read(ctx, addr, h, v, off, p, tok, true)
+	return c.read(ctx, addr, h, v, off, p, tok, backgroundRead)
 }
 
-func (c *DataClient) read(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, tok []byte, background bool) (int, error) {
+// ReadUrgent is ReadToken for the clone of a chunk whose one live replica
+// addr holds: the server does not pace the answer and paces its other
+// reads while it sends it (StreamConfig.YieldRate). A server of before
+// this request closes the connection on it (KindOther).
+func (c *DataClient) ReadUrgent(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, tok []byte) (int, error) {
+	return c.read(ctx, addr, h, v, off, p, tok, urgentRead)
+}
+
+func (c *DataClient) read(ctx context.Context, addr string, h chunkfs.Handle, v chunkfs.Version, off int64, p []byte, tok []byte, class readClass) (int, error) {
 	if off < 0 {
 		return 0, chunkfs.E("read", addr, chunkfs.KindInvalid, "negative offset")
 	}
@@ -252,7 +260,7 @@ func (c *DataClient) read(ctx context.Context, addr string, h chunkfs.Handle, v 
 	n := 0
 	for n < len(p) {
 		m := min(len(p)-n, MaxReadSize)
-		got, err := c.readOnce(ctx, addr, &readRequest{handle: h, version: v, off: off + int64(n), length: m, token: tok, reqID: id, background: background}, p[n:n+m])
+		got, err := c.readOnce(ctx, addr, &readRequest{handle: h, version: v, off: off + int64(n), length: m, token: tok, reqID: id, class: class}, p[n:n+m])
 		n += got
 		if err != nil {
 			return n, ctxErr(ctx, err)

@@ -78,9 +78,7 @@ func (c *streamConn) openChunk(req *readRequest) (OpenChunk, *os.File, error) {
 // goroutine reads and verifies the next piece from disk while the current
 // one is being sent; a request of one piece is answered without it.
 func (c *streamConn) serveRead(req *readRequest) error {
-	if req.background {
-		defer c.s.pacer.begin(c.conn)()
-	}
+	defer c.s.pacer.begin(c.conn, req.class)()
 	oc, file, err := c.openChunk(req)
 	if err != nil {
 		return c.reply(frameError, encodeError(err))

@@ -53,9 +53,14 @@ type StreamConfig struct {
 	NoSendfile bool
 	// BackgroundRate is the bytes a second this server's background reads
 	// (the reads of the clones it is the source of) share, each paced on
-	// its socket (backgroundPacer): the outbound clone-source throttle.
+	// its socket (readPacer): the outbound clone-source throttle.
 	// 0: never paced.
 	BackgroundRate int64
+	// YieldRate is the bytes a second this server's other reads, clients'
+	// and background ones, share while it serves an urgent read (a clone
+	// of a chunk it holds the one live replica of), each paced on its
+	// socket. 0: they do not yield.
+	YieldRate int64
 	// Authorize, when set, decides on every request before anything is
 	// read from a chunk or kept of a push; its error is the answer (the
 	// pushed data is received and dropped, so the connection stays in
@@ -90,8 +95,8 @@ func (c *StreamConfig) Validate() error {
 		return errors.New("stream: no forwarding client")
 	case c.Logger == nil:
 		return errors.New("stream: no logger")
-	case c.BackgroundRate < 0:
-		return errors.New("stream: negative background rate")
+	case c.BackgroundRate < 0 || c.YieldRate < 0:
+		return errors.New("stream: negative background or yield rate")
 	}
 	return nil
 }
@@ -101,7 +106,7 @@ type StreamServer struct {
 	h     StreamHandler
 	cfg   StreamConfig
 	log   *slog.Logger
-	pacer *backgroundPacer
+	pacer *readPacer
 
 	mu     sync.Mutex // guards conns and closed
 	conns  map[net.Conn]struct{}
@@ -114,7 +119,7 @@ func NewStreamServer(h StreamHandler, cfg StreamConfig) (*StreamServer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &StreamServer{h: h, cfg: cfg, log: reqid.Logger(cfg.Logger), pacer: newBackgroundPacer(cfg.BackgroundRate, setPacing),
+	return &StreamServer{h: h, cfg: cfg, log: reqid.Logger(cfg.Logger), pacer: newReadPacer(cfg.BackgroundRate, cfg.YieldRate, setPacing),
 		conns: make(map[net.Conn]struct{})}, nil
 }
 
@@ -255,12 +260,12 @@ func (c *streamConn) serveRequest() error {
 		defer c.traced(req.reqID, "push", "data_id", req.id, "bytes", req.length, "downstream", len(req.chain))(&err)
 		err = c.servePush(req, c.authorize(StreamRequest{Conn: c.conn, Push: true, Token: req.token}))
 		return err
-	case frameRead, frameBackgroundRead:
+	case frameRead, frameBackgroundRead, frameUrgentRead:
 		req, err := decodeRead(payload)
 		if err != nil {
 			return err
 		}
-		req.background = h.typ == frameBackgroundRead
+		req.class = frameClass(h.typ)
 		defer c.traced(req.reqID, "read", "handle", req.handle, "offset", req.off, "length", req.length)(&err)
 		if err = c.authorize(StreamRequest{Conn: c.conn, Handle: req.handle, Token: req.token}); err != nil {
 			err = c.reply(frameError, encodeError(err))
@@ -324,4 +329,15 @@ func (c *streamConn) reply(t frameType, payload []byte) error {
 	c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.FrameTimeout))
 	_, err := c.conn.Write(appendFrame(nil, t, payload))
 	return err
+}
+
+// frameClass is the class of a read sent in a frame of type t.
+func frameClass(t frameType) readClass {
+	switch t {
+	case frameBackgroundRead:
+		return backgroundRead
+	case frameUrgentRead:
+		return urgentRead
+	}
+	return foregroundRead
 }
