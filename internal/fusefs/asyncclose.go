@@ -43,6 +43,7 @@ type syncClose struct{ kernel kernelCache }
 
 func (s syncClose) close(ctx context.Context, h *handle) error {
 	if err := s.kernel.push(ctx, h); err != nil {
+		h.w.reported() // returned by this close, or by the closer once
 		return err
 	}
 	return s.kernel.flushed(ctx, h)

@@ -153,6 +153,46 @@ func TestAsyncCloseErrorReachesNextFsyncAndClose(t *testing.T) {
 	}
 }
 
+// TestAsyncCloseErrorOnceWhileUnreleased: a failed push is returned once
+// even while the handle that wrote it is not released yet (the kernel
+// sends the release after close returns, or a dup keeps the open file):
+// the second fsync through another handle pushed that handle's buffer
+// again and returned its first error again (a CI flake when the release
+// came late).
+func TestAsyncCloseErrorOnceWhileUnreleased(t *testing.T) {
+	b := newGatedBackend()
+	close(b.open)
+	b.failWrites = chunkfs.E("write", "", chunkfs.KindNoSpace, "disk full")
+	mnt := mountT(t, b, asyncConfig())
+	p := filepath.Join(mnt, "f")
+	f1, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f1.Write([]byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	held, err := syscall.Dup(int(f1.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(held)
+	if err := f1.Close(); err != nil {
+		t.Fatalf("close returned the push's error itself: %v", err)
+	}
+	f2, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f2.Close()
+	if err := f2.Sync(); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("fsync after a failed push: %v, want ENOSPC", err)
+	}
+	if err := f2.Sync(); err != nil {
+		t.Errorf("second fsync with the writer unreleased: %v, want the failure returned once", err)
+	}
+}
+
 // TestAsyncCloseWrittenByUnmount: unmount returns only once the pushes
 // still in flight after their close are done.
 func TestAsyncCloseWrittenByUnmount(t *testing.T) {

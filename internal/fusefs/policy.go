@@ -282,12 +282,16 @@ type writer interface {
 	// write writes or buffers p at off.
 	write(ctx context.Context, p []byte, off int64) (int, error)
 	// flush pushes what is buffered and returns the first error of any
-	// push since the open.
+	// push since the open (or since the error was reported).
 	flush(ctx context.Context) error
 	// dirtyEnd is the end of the furthest byte not yet pushed, or 0.
 	dirtyEnd() int64
 	// hasDirty reports whether bytes wait to be pushed.
 	hasDirty() bool
+	// reported forgets the push error that the handle's close (or the
+	// closer, at the file's next close or fsync) returned: an fsync through
+	// another handle of the file does not return it again.
+	reported()
 }
 
 // newWriter chooses how the files cfg's mount opens write: write-behind
@@ -320,6 +324,7 @@ func (w writeThrough) write(ctx context.Context, p []byte, off int64) (int, erro
 func (writeThrough) flush(context.Context) error { return nil }
 func (writeThrough) dirtyEnd() int64             { return 0 }
 func (writeThrough) hasDirty() bool              { return false }
+func (writeThrough) reported()                   {}
 
 var (
 	_ dataCache = (*blockCache)(nil)

@@ -197,6 +197,12 @@ func (w *writeBehind) takeLocked() ([]extent, int64) {
 	return batch, end
 }
 
+func (w *writeBehind) reported() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.err = nil
+}
+
 func (w *writeBehind) failLocked(err error) {
 	if err != nil && w.err == nil {
 		w.err = err
