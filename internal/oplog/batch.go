@@ -28,9 +28,13 @@ const (
 // Entry formats: 1 is the commands alone; 2 ends with a CRC32C of all
 // before it, since the log store checksums no entry's contents.
 const (
-	batchFormat1    = 1
-	batchFormat     = 2
-	maxInFlight     = 2
+	batchFormat1 = 1
+	batchFormat  = 2
+	maxInFlight  = 2
+	// pendingCapacity is how many requests wait for a batch at most. The
+	// queue holds pointers: its buffer is allocated whole when the log
+	// opens and kept, 32 KiB of pointers where 4,096 requests by value
+	// took 160 KiB of the master's heap at rest.
 	pendingCapacity = 4096
 )
 
@@ -49,7 +53,7 @@ type response struct {
 
 // submit queues cmds (all in one Raft entry) and waits for their results.
 func (l *Log) submit(ctx context.Context, cmds [][]byte) ([]any, uint64, error) {
-	req := request{cmds: cmds, done: make(chan response, 1)}
+	req := &request{cmds: cmds, done: make(chan response, 1)}
 	for _, c := range cmds {
 		req.size += len(c)
 	}
@@ -105,7 +109,8 @@ func (l *Log) batchLoop() {
 			first, carry = *carry, nil
 		} else {
 			select {
-			case first = <-l.pending:
+			case r := <-l.pending:
+				first = *r
 			case <-l.stop:
 				return
 			}
@@ -129,9 +134,9 @@ func (l *Log) drain(first request) ([]request, *request) {
 		select {
 		case r := <-l.pending:
 			if count+len(r.cmds) > MaxEntryCommands || size+r.size > MaxEntryBytes {
-				return batch, &r
+				return batch, r
 			}
-			batch = append(batch, r)
+			batch = append(batch, *r)
 			count += len(r.cmds)
 			size += r.size
 		default:

@@ -164,7 +164,7 @@ type Log struct {
 	raftDown  chan struct{} // closed once Raft has shut down
 	watchDone chan struct{} // closed when watchLeadership returns
 
-	pending   chan request  // commands waiting for a batch
+	pending   chan *request // commands waiting for a batch
 	stop      chan struct{} // closed by Close
 	loopDone  chan struct{} // closed when batchLoop returns
 	closed    chan struct{} // closed when Close has finished
@@ -181,7 +181,7 @@ func Open(ctx context.Context, cfg Config, fsm FSM) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l := &Log{cfg: cfg, pending: make(chan request, pendingCapacity), stop: make(chan struct{}), loopDone: make(chan struct{}),
+	l := &Log{cfg: cfg, pending: make(chan *request, pendingCapacity), stop: make(chan struct{}), loopDone: make(chan struct{}),
 		closed: make(chan struct{}), waiter: newAppliedWaiter(), raftDown: make(chan struct{}), watchDone: make(chan struct{})}
 	l.fsm = &fsmAdapter{fsm: fsm, applied: &l.applied, moved: l.waiter.moved}
 	notify := make(chan bool, 16)
