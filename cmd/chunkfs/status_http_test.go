@@ -29,6 +29,10 @@ func statusCluster(t *testing.T, ctx context.Context) (*cluster.Cluster, string)
 	status := newMasterStatus(httpFlags{addr: "127.0.0.1:0"}, &master.Config{})
 	cfg := cluster.DefaultConfig()
 	cfg.Dir, cfg.ChunkSize = t.TempDir(), 1<<20
+	// No chunkserver dies here: a loaded machine's pauses must not make
+	// the master declare one dead (its replicas, and the counts checked,
+	// would move).
+	cfg.DeadAfter = 30 * time.Second
 	cfg.Master = status.configure
 	cl, err := cluster.Start(cfg)
 	if err != nil {
