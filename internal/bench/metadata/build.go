@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/fleet"
@@ -135,12 +136,41 @@ func (b *builder) allChunks(ctx context.Context, s shape) error {
 // the replicas the master placed it on.
 func (b *builder) chunk(ctx context.Context, s shape, i, index int) error {
 	p := s.filePath(i)
-	resp, err := b.client().PrepareWrite(ctx, &pb.PrepareWriteRequest{Caller: root, Path: p, Index: int64(index)})
+	var resp *pb.PrepareWriteResponse
+	err := retryUnavailable(ctx, prepareTries, 100*time.Millisecond, func() (err error) {
+		resp, err = b.client().PrepareWrite(ctx, &pb.PrepareWriteRequest{Caller: root, Path: p, Index: int64(index)})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("prepare write %s chunk %d: %v", p, index, err)
 	}
 	ch := resp.Chunk
 	return b.fleet.Wrote(ch.Replicas, chunkfs.Handle(ch.Handle), s.chunkLength(i, index))
+}
+
+// prepareTries bounds the PrepareWrite calls a chunk gets: a master too
+// loaded for a simulated server to take a lease in time answers
+// unavailable, as it does to clients, which wait and ask again.
+const prepareTries = 5
+
+// retryUnavailable calls fn until it succeeds, fails otherwise than
+// unavailable, or has been called tries times; it waits wait after the
+// first failure, twice as long after each next one.
+func retryUnavailable(ctx context.Context, tries int, wait time.Duration, fn func() error) error {
+	for i := 1; ; i++ {
+		err := fn()
+		if err == nil || i >= tries || chunkfs.KindOf(rpc.Err(err)) != chunkfs.KindUnavailable {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait *= 2
+	}
 }
 
 // parallel runs fn(0) … fn(n-1) on workers goroutines and returns the
