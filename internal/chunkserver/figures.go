@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chunkfs/chunkfs"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/status"
 )
 
@@ -47,6 +48,7 @@ type Figures struct {
 	Clones         int   // clones running as a target
 	BytesRead      int64 // since start, on the data stream
 	BytesWritten   int64
+	Reads          rpc.ReadTotals // data-stream reads since start, by kind (clients', clones', urgent clones')
 	Scrubbed       int64          // chunks verified by the scrubber since start
 	ScrubCursor    chunkfs.Handle // the last one verified
 	ScrubInterval  time.Duration
@@ -64,7 +66,7 @@ func (s *Server) Figures() Figures {
 		BufferUsed: s.buf.usage(), BufferLimit: s.cfg.BufferBytes,
 		BytesRead: s.traffic.read.Load(), BytesWritten: s.traffic.written.Load(),
 		Scrubbed: s.traffic.scrubbed.Load(), ScrubCursor: chunkfs.Handle(s.traffic.cursor.Load()),
-		ScrubInterval: s.cfg.ScrubInterval, Clones: s.clones.running()}
+		ScrubInterval: s.cfg.ScrubInterval, Clones: s.clones.running(), Reads: s.readTotals()}
 	for _, in := range s.store.List() {
 		f.Chunks++
 		f.Used += in.Length
@@ -78,6 +80,17 @@ func (s *Server) Figures() Figures {
 		f.Disks = append(f.Disks, DiskFigures{ID: d.ID, Total: d.Total, Free: d.Free})
 	}
 	return f
+}
+
+// readTotals counts the data stream's reads; none before it serves.
+func (s *Server) readTotals() rpc.ReadTotals {
+	s.mu.Lock()
+	stream := s.stream
+	s.mu.Unlock()
+	if stream == nil {
+		return rpc.ReadTotals{}
+	}
+	return stream.ReadTotals()
 }
 
 // running returns the clones in flight.

@@ -3,6 +3,7 @@ package rpc
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // readClass is what a read is to the server's pacing: a client's read, a
@@ -59,16 +60,32 @@ type readPacer struct {
 	yield int64                 // bytes a second the other reads share while an urgent one runs; 0: they do not yield
 	set   func(net.Conn, int64) // sets a connection's pace (setPacing; 0: none)
 
+	begun [urgentRead + 1]atomic.Int64 // reads begun since the start, by class
+	paced atomic.Int64                 // reads ended that were paced at some time
+
 	mu     sync.Mutex // guards counts and conns
 	counts readCounts
 	conns  map[net.Conn]pacedRead // the connections of reads in progress that pacing concerns
 }
 
-// pacedRead is a read in progress: its class and the pace set on its
-// connection.
+// pacedRead is a read in progress: its class, the pace set on its
+// connection and whether one was ever set.
 type pacedRead struct {
-	class readClass
-	pace  int64
+	class  readClass
+	pace   int64
+	slowed bool
+}
+
+// ReadTotals counts the reads a stream server has served since it
+// started, by kind: clients' (Foreground), paced clones' (Background) and
+// urgent clones' (Urgent); Paced counts those of them, of any kind, that
+// were paced at some time (an urgent read never is).
+type ReadTotals struct{ Foreground, Background, Urgent, Paced int64 }
+
+// totals returns the pacer's counts of reads.
+func (p *readPacer) totals() ReadTotals {
+	return ReadTotals{Foreground: p.begun[foregroundRead].Load(), Background: p.begun[backgroundRead].Load(),
+		Urgent: p.begun[urgentRead].Load(), Paced: p.paced.Load()}
 }
 
 func newReadPacer(rate, yield int64, set func(net.Conn, int64)) *readPacer {
@@ -77,9 +94,10 @@ func newReadPacer(rate, yield int64, set func(net.Conn, int64)) *readPacer {
 
 // begin counts a read of class c on conn and paces it until end is
 // called, which lifts its pace; both re-pace the other reads in progress.
-// Without a yield rate a client's read concerns no one and is not
-// counted.
+// Without a yield rate a client's read concerns no one and is counted
+// only in the totals.
 func (p *readPacer) begin(conn net.Conn, c readClass) (end func()) {
+	p.begun[c].Add(1)
 	if c == foregroundRead && p.yield <= 0 {
 		return func() {}
 	}
@@ -91,8 +109,12 @@ func (p *readPacer) begin(conn net.Conn, c readClass) (end func()) {
 	return func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.conns[conn].pace != 0 {
+		r := p.conns[conn]
+		if r.pace != 0 {
 			p.set(conn, 0)
+		}
+		if r.slowed {
+			p.paced.Add(1)
 		}
 		delete(p.conns, conn)
 		p.counts.add(c, -1)
@@ -117,7 +139,7 @@ func (p *readPacer) repaceLocked() {
 	for conn, r := range p.conns {
 		if pace := readPace(r.class, p.counts, p.rate, p.yield); pace != r.pace {
 			p.set(conn, pace)
-			p.conns[conn] = pacedRead{class: r.class, pace: pace}
+			p.conns[conn] = pacedRead{class: r.class, pace: pace, slowed: r.slowed || pace != 0}
 		}
 	}
 }

@@ -123,6 +123,9 @@ func NewStreamServer(h StreamHandler, cfg StreamConfig) (*StreamServer, error) {
 		conns: make(map[net.Conn]struct{})}, nil
 }
 
+// ReadTotals counts the reads the server has served since it started.
+func (s *StreamServer) ReadTotals() ReadTotals { return s.pacer.totals() }
+
 // Serve accepts connections from lis, serving each in its own goroutine,
 // until lis fails or the server is closed.
 func (s *StreamServer) Serve(lis net.Listener) error {
