@@ -14,6 +14,7 @@ import (
 
 	"github.com/chunkfs/chunkfs"
 	"github.com/chunkfs/chunkfs/internal/clock"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/rpc/pb"
 )
 
@@ -417,6 +418,35 @@ func TestUrgentCloneCopiesReplica(t *testing.T) {
 	}
 	if got := tc.replica(1, 8, 2); !bytes.Equal(got, data) {
 		t.Fatal("urgent clone differs from the source")
+	}
+}
+
+// TestCloneReadsSourceAsMasterMarks: a clone the master marks urgent
+// reads its source in urgent reads, none paced; one it does not mark
+// reads it in background reads, each paced by the source's clone-source
+// throttle. The source's read totals (its figures) show which reads each
+// clone got, and that no clone read as a client does.
+func TestCloneReadsSourceAsMasterMarks(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	tc := newTunedCluster(t, dirs, func(c *Config) { c.CloneSourceRate = 1 << 30 })
+	data := randBytes(rand.New(rand.NewPCG(9, 10)), 2*clonePiece+99)
+	tc.writeOn(0, 8, 2, data)
+	for target, urgent := range map[int]bool{1: false, 2: true} {
+		before := tc.servers[0].Figures().Reads
+		req := &pb.CloneRequest{Handle: 8, Version: 2, Source: tc.addrs[0], Length: int64(len(data)), Urgent: urgent}
+		if resp, err := tc.cs(target).Clone(context.Background(), req); err != nil || resp.Length != int64(len(data)) {
+			t.Fatalf("clone (urgent %v): %v, %v", urgent, resp, err)
+		}
+		after := tc.servers[0].Figures().Reads
+		got := rpc.ReadTotals{Foreground: after.Foreground - before.Foreground, Background: after.Background - before.Background,
+			Urgent: after.Urgent - before.Urgent, Paced: after.Paced - before.Paced}
+		want, kind := rpc.ReadTotals{Background: got.Background, Paced: got.Background}, "background reads, each paced"
+		if urgent {
+			want, kind = rpc.ReadTotals{Urgent: got.Urgent}, "urgent reads, none paced"
+		}
+		if got != want || got.Background+got.Urgent < 3 {
+			t.Errorf("the source's reads for a clone (urgent %v): %+v, want only %s, one a piece (3)", urgent, got, kind)
+		}
 	}
 }
 

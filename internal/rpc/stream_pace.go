@@ -61,7 +61,7 @@ type readPacer struct {
 	set   func(net.Conn, int64) // sets a connection's pace (setPacing; 0: none)
 
 	begun [urgentRead + 1]atomic.Int64 // reads begun since the start, by class
-	paced atomic.Int64                 // reads ended that were paced at some time
+	paced atomic.Int64                 // reads given a pace at some time, counted when first paced
 
 	mu     sync.Mutex // guards counts and conns
 	counts readCounts
@@ -109,12 +109,8 @@ func (p *readPacer) begin(conn net.Conn, c readClass) (end func()) {
 	return func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		r := p.conns[conn]
-		if r.pace != 0 {
+		if p.conns[conn].pace != 0 {
 			p.set(conn, 0)
-		}
-		if r.slowed {
-			p.paced.Add(1)
 		}
 		delete(p.conns, conn)
 		p.counts.add(c, -1)
@@ -139,6 +135,9 @@ func (p *readPacer) repaceLocked() {
 	for conn, r := range p.conns {
 		if pace := readPace(r.class, p.counts, p.rate, p.yield); pace != r.pace {
 			p.set(conn, pace)
+			if pace != 0 && !r.slowed {
+				p.paced.Add(1)
+			}
 			p.conns[conn] = pacedRead{class: r.class, pace: pace, slowed: r.slowed || pace != 0}
 		}
 	}
