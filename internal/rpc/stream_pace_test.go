@@ -109,6 +109,32 @@ func TestReadPacerYield(t *testing.T) {
 	}
 }
 
+// TestReadPacerTotals: the totals count every read begun by its class,
+// clients' reads too when they concern no pacing, and count a read as
+// paced once however often its pace changes; an urgent read is never
+// paced, and a client's read is paced only while it yields to one.
+func TestReadPacerTotals(t *testing.T) {
+	rec := paceRecorder{}
+	p := newReadPacer(600, 200, rec.set)
+	client, clone, urgent, late := &net.TCPConn{}, &net.TCPConn{}, &net.TCPConn{}, &net.TCPConn{}
+	p.begin(client, foregroundRead)()
+	endClone := p.begin(clone, backgroundRead) // paced at 600
+	endUrgent := p.begin(urgent, urgentRead)   // the clone yields: 200
+	p.begin(late, foregroundRead)()            // yields too
+	endUrgent()                                // the clone is back at 600
+	endClone()
+	want := ReadTotals{Foreground: 2, Background: 1, Urgent: 1, Paced: 2}
+	if got := p.totals(); got != want {
+		t.Errorf("totals: %+v, want %+v", got, want)
+	}
+	off := newReadPacer(0, 0, rec.set)
+	off.begin(client, foregroundRead)()
+	off.begin(urgent, urgentRead)()
+	if got, want := off.totals(), (ReadTotals{Foreground: 1, Urgent: 1}); got != want {
+		t.Errorf("a pacer that paces nothing: totals %+v, want %+v", got, want)
+	}
+}
+
 // TestBackgroundRead: a background read, and an urgent one, is answered as a read is, from
 // memory and from a file (sendfile), by a server that paces them, with
 // clients' reads going on beside it; a negative rate is refused.
