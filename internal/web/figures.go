@@ -53,6 +53,11 @@ func masterFigures(f master.Figures) []metrics.Figure {
 	return out
 }
 
+// reads is the count of a chunkserver's data-stream reads of one kind.
+func reads(n int64, kind string) metrics.Figure {
+	return counter("chunkfs_stream_reads_total", "Data-stream reads served: clients' (client), paced clones' (clone) and urgent clones' (urgent, a chunk's one live replica).", float64(n), metrics.Label{Name: "kind", Value: kind})
+}
+
 // chunkserverFigures are a chunkserver's figures as metrics.
 func chunkserverFigures(f chunkserver.Figures) []metrics.Figure {
 	out := []metrics.Figure{
@@ -66,6 +71,8 @@ func chunkserverFigures(f chunkserver.Figures) []metrics.Figure {
 		gauge("chunkfs_clones_running", "Re-replications this server runs as a target.", float64(f.Clones)),
 		counter("chunkfs_stream_bytes_total", "Chunk data bytes moved on the data stream: read (sent to readers and clones) or written (pushes accepted whole).", float64(f.BytesRead), metrics.Label{Name: "direction", Value: "read"}),
 		counter("chunkfs_stream_bytes_total", "Chunk data bytes moved on the data stream: read (sent to readers and clones) or written (pushes accepted whole).", float64(f.BytesWritten), metrics.Label{Name: "direction", Value: "written"}),
+		reads(f.Reads.Foreground, "client"), reads(f.Reads.Background, "clone"), reads(f.Reads.Urgent, "urgent"),
+		counter("chunkfs_stream_reads_paced_total", "Data-stream reads paced at some time: clones' by the clone-source throttle, any yielding to an urgent clone.", float64(f.Reads.Paced)),
 		counter("chunkfs_scrubbed_chunks_total", "Chunks the scrubber has verified since start.", float64(f.Scrubbed)),
 	}
 	for _, d := range f.Disks {

@@ -22,6 +22,7 @@ import (
 	"github.com/chunkfs/chunkfs/internal/clock"
 	"github.com/chunkfs/chunkfs/internal/master"
 	"github.com/chunkfs/chunkfs/internal/metrics"
+	"github.com/chunkfs/chunkfs/internal/rpc"
 	"github.com/chunkfs/chunkfs/internal/status"
 )
 
@@ -269,7 +270,7 @@ func TestChunkserverPage(t *testing.T) {
 	reg := metrics.New()
 	f := chunkserver.Figures{ID: "cs1", Addr: "127.0.0.1:7001", Rack: "r1", Chunks: 3, Used: 5 << 20, MetadataBytes: 400,
 		BufferUsed: 1 << 20, BufferLimit: 512 << 20, Disks: []chunkserver.DiskFigures{{ID: "host:1", Total: 100 << 30, Free: 50 << 30}},
-		Corrupt: []chunkfs.Handle{0x77}, Scrubbed: 9}
+		Corrupt: []chunkfs.Handle{0x77}, Scrubbed: 9, Reads: rpc.ReadTotals{Foreground: 7, Background: 3, Urgent: 2, Paced: 5}}
 	c, err := NewChunkserver(ChunkserverConfig{Figures: func() chunkserver.Figures {
 		f.BytesRead += 10 << 20
 		return f
@@ -293,7 +294,7 @@ func TestChunkserverPage(t *testing.T) {
 	if _, err := metrics.Check(strings.NewReader(body)); err != nil {
 		t.Fatalf("/metrics: %v\n%s", err, body)
 	}
-	wantIn(t, body, `chunkfs_stream_bytes_total{direction="read"}`, `chunkfs_disk_free_bytes{disk="host:1"}`, "chunkfs_push_buffer_bytes 1.048576e+06")
+	wantIn(t, body, `chunkfs_stream_bytes_total{direction="read"}`, `chunkfs_stream_reads_total{kind="urgent"} 2`, "chunkfs_stream_reads_paced_total 5", `chunkfs_disk_free_bytes{disk="host:1"}`, "chunkfs_push_buffer_bytes 1.048576e+06")
 	if code, _ := get(t, c, "/browse"); code != 404 {
 		t.Errorf("chunkserver /browse: %d", code)
 	}
