@@ -26,12 +26,19 @@ func startGroupCluster(t *testing.T) (*Cluster, *client.Client, context.Context)
 }
 
 // startWith starts cfg's cluster in a temporary directory (no free-space
-// floor for placement), waits for a leader and returns a client given
-// every master's address; all are closed at the test's end.
+// floor for placement, then cfg.Master's changes), waits for a leader of
+// a group and returns a client given every master's address; all are closed at the
+// test's end.
 func startWith(t *testing.T, cfg Config) (*Cluster, *client.Client, context.Context) {
 	t.Helper()
 	cfg.Dir = t.TempDir()
-	cfg.Master = func(mc *master.Config) { mc.Placement.MinFree = 0 }
+	mutate := cfg.Master
+	cfg.Master = func(mc *master.Config) {
+		mc.Placement.MinFree = 0
+		if mutate != nil {
+			mutate(mc)
+		}
+	}
 	c, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -39,8 +46,10 @@ func startWith(t *testing.T, cfg Config) (*Cluster, *client.Client, context.Cont
 	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	if _, err := c.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
+	if cfg.Masters > 1 { // a lone master leads from its start
+		if _, err := c.WaitLeader(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cl, err := newDefaultClient(ctx, c)
 	if err != nil {

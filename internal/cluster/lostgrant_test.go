@@ -94,12 +94,9 @@ type lostGrant struct {
 // and writes written over it while another secondary's version change is
 // slowed past the master's wait.
 func startLostGrant(t *testing.T, masters int) *lostGrant {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
 	armed := make([]atomic.Bool, 5)
 	done := make([]chan struct{}, 5)
 	cfg := DefaultConfig()
-	cfg.Dir = t.TempDir()
 	cfg.Masters = masters
 	cfg.Chunkservers, cfg.Replication = 5, 4               // two replicas take the grant: no revocation
 	cfg.DeadAfter, cfg.Lease = time.Minute, 10*time.Second // the probe takes b out, under the lease
@@ -108,21 +105,7 @@ func startLostGrant(t *testing.T, masters int) *lostGrant {
 		done[i] = make(chan struct{})
 		sc.FS = slowMetaFS{FS: sc.FS, armed: &armed[i], done: done[i], delay: 5 * time.Second}
 	}
-	c, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if masters > 1 {
-		if _, err := c.WaitLeader(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cl, err := newDefaultClient(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
+	c, cl, ctx := startWith(t, cfg)
 	f, err := cl.OpenFile(ctx, "/f", os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)

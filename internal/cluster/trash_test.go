@@ -63,7 +63,6 @@ func TestNewLeaderPurgesDueTrash(t *testing.T) {
 	var mu sync.Mutex
 	clocks := map[string]*clock.Fake{}
 	cfg := DefaultConfig()
-	cfg.Dir = t.TempDir()
 	cfg.Masters = 3
 	cfg.TrashPeriod = period
 	cfg.Master = func(mc *master.Config) {
@@ -72,21 +71,7 @@ func TestNewLeaderPurgesDueTrash(t *testing.T) {
 		clocks[mc.NodeID] = clock.NewFake(time.Now())
 		mc.Clock = clocks[mc.NodeID]
 	}
-	c, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := c.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := newDefaultClient(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	c, cl, ctx := startWith(t, cfg)
 	f, err := cl.OpenFile(ctx, "/f", os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
