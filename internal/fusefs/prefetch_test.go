@@ -137,25 +137,33 @@ func (b *lookupCounter) ReadDir(ctx context.Context, c chunkfs.Caller, p string)
 	return b.memBackend.ReadDir(ctx, c, p)
 }
 
-// TestPrefetchMount: with the kernel looking every name up again (no
-// entry timeout; the attributes a look-up answers it keeps), stats of many names of one directory cost one
-// listing, not a stat each; and every change made through the mount is
-// seen by the very next stat.
-func TestPrefetchMount(t *testing.T) {
-	b := &lookupCounter{memBackend: newMemBackend()}
+// prefetchDir mounts a counting backend with the kernel looking every
+// name up again (no entry timeout; attributes and listings kept an hour)
+// and writes n one-byte files, named 0 … n-1, into the directory d.
+func prefetchDir(t *testing.T, n int) (b *lookupCounter, dir string) {
+	t.Helper()
+	b = &lookupCounter{memBackend: newMemBackend()}
 	cfg := DefaultConfig()
 	cfg.EntryTimeout, cfg.AttrTimeout, cfg.PrefetchTimeout = 0, time.Hour, time.Hour
-	mnt := mountT(t, b, cfg)
-	dir := filepath.Join(mnt, "d")
+	dir = filepath.Join(mountT(t, b, cfg), "d")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	const n = 100
 	for i := range n {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return b, dir
+}
+
+// TestPrefetchMount: with the kernel looking every name up again (no
+// entry timeout; the attributes a look-up answers it keeps), stats of
+// many names of one directory cost one listing, not a stat each; and every change made through the mount is
+// seen by the very next stat.
+func TestPrefetchMount(t *testing.T) {
+	const n = 100
+	b, dir := prefetchDir(t, n)
 	stats, lists := b.stats.Load(), b.lists.Load()
 	for i := range n {
 		if fi, err := os.Lstat(filepath.Join(dir, fmt.Sprint(i))); err != nil || fi.Size() != 1 {
@@ -233,20 +241,8 @@ func TestListingsForget(t *testing.T) {
 // listing that answers look-ups of the others (mdtest's remove phase):
 // the look-up before each unlink costs the master nothing.
 func TestPrefetchRemoveKeepsListing(t *testing.T) {
-	b := &lookupCounter{memBackend: newMemBackend()}
-	cfg := DefaultConfig()
-	cfg.EntryTimeout, cfg.AttrTimeout, cfg.PrefetchTimeout = 0, time.Hour, time.Hour
-	mnt := mountT(t, b, cfg)
-	dir := filepath.Join(mnt, "d")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	const n = 64
-	for i := range n {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b, dir := prefetchDir(t, n)
 	stats := b.stats.Load() // the listing is fetched among the removes
 	for i := range n {
 		if err := os.Remove(filepath.Join(dir, fmt.Sprint(i))); err != nil {
