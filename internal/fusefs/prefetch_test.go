@@ -159,8 +159,8 @@ func prefetchDir(t *testing.T, n int) (b *lookupCounter, dir string) {
 
 // TestPrefetchMount: with the kernel looking every name up again (no
 // entry timeout; the attributes a look-up answers it keeps), stats of
-// many names of one directory cost one listing, not a stat each; and every change made through the mount is
-// seen by the very next stat.
+// many names of one directory cost one listing, not a stat each; and
+// every change made through the mount is seen by the very next stat.
 func TestPrefetchMount(t *testing.T) {
 	const n = 100
 	b, dir := prefetchDir(t, n)
